@@ -1,0 +1,35 @@
+/* data.h — batches for the tasks: random (uniform or Zipf tokens, next-token targets),
+ * copy and reverse (sequence-to-sequence inside one stack), text (byte-level LM, issue 4).
+ *
+ * A batch is tokens (B,T) and targets (B,T) as int32; target −1 means "not scored".
+ * All randomness comes from the caller's gsl_rng, so a run is reproducible.
+ */
+#ifndef STABILITY_DATA_H
+#define STABILITY_DATA_H
+
+#include <stdint.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_randist.h>
+#include "config.h"
+
+typedef struct {
+    task_t task;
+    int B, T, V;
+    double zipf;                 /* exponent of the random task (0 = uniform) */
+    gsl_ran_discrete_t *zipf_table; /* Walker alias table for p(k) ∝ (k+1)^(−zipf), or NULL */
+} data_t;
+
+/* Prepare the task of cfg. Returns 0, or 2 with err "key: message" (e.g. vocab too small). */
+int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen);
+
+/* Release what data_open allocated. */
+void data_close(data_t *d);
+
+/* Draw one batch into tokens (B,T) and targets (B,T).
+ * random:  x_0..x_T i.i.d.; tokens = x_0..x_{T−1}, targets = x_1..x_T (next token).
+ * copy:    m = ⌈T/2⌉ content tokens a ∈ [1,V), separator 0:
+ *          tokens  = a_0..a_{m−1}, 0, a_0, .., a_{T−m−2}
+ *          targets = −1 ×m, a_0, .., a_{T−m−1}              (reverse: a in reverse order). */
+void data_batch(data_t *d, gsl_rng *rng, int32_t *tokens, int32_t *targets);
+
+#endif

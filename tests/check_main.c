@@ -1,0 +1,15 @@
+/* check_main.c — runs every Check suite; exit status 1 if any test failed. */
+#include <stdlib.h>
+#include "tests.h"
+
+int main(void)
+{
+    SRunner *sr = srunner_create(config_suite());
+    srunner_add_suite(sr, norm_suite());
+    srunner_add_suite(sr, model_suite());
+    srunner_add_suite(sr, data_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,12 @@
+/* tests.h — the Check suites; tests/check_main.c runs them all. */
+#ifndef STABILITY_TESTS_H
+#define STABILITY_TESTS_H
+
+#include <check.h>
+
+Suite *config_suite(void);   /* tests/test_config.c: INI parsing, --set, every bad-input case */
+Suite *norm_suite(void);     /* tests/test_norm.c: norm backward vs FD and seed 000, Jacobian norms vs GSL SVD */
+Suite *model_suite(void);    /* tests/test_model.c: whole-model gradients vs finite differences */
+Suite *data_suite(void);     /* tests/test_data.c: task batches */
+
+#endif
