@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# install-deps.sh — install the Debian packages stability needs, only those that are missing.
+#
+#   scripts/install-deps.sh          runtime set (build, run, plot)
+#   scripts/install-deps.sh --test   runtime set + what `make test` needs (Check, PyTorch, h5py)
+#
+# It runs on every `make run` / `make test`, so when nothing is missing it only asks dpkg and exits 0.
+# Package names: DESIGN.md §7.
+set -euo pipefail
+
+RUNTIME_PKGS=(build-essential pkg-config libgsl-dev libopenblas-dev libhdf5-dev libinih-dev gnuplot-nox)
+TEST_PKGS=(check python3-torch python3-h5py python3-numpy)
+
+usage() {
+    echo "usage: $0 [--test]" >&2
+    echo "  installs the missing Debian packages of stability (with --test also the test-only ones)" >&2
+}
+
+want=("${RUNTIME_PKGS[@]}")
+for arg in "$@"; do
+    case "$arg" in
+        --test) want+=("${TEST_PKGS[@]}") ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "install-deps.sh: unknown argument '$arg'" >&2; usage; exit 2 ;;
+    esac
+done
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "install-deps.sh: dpkg-query not found: this script supports Debian/Ubuntu only." >&2
+    echo "install-deps.sh: install by hand: ${want[*]}" >&2
+    exit 1
+fi
+
+# A package counts as present only when dpkg says "install ok installed" (not merely known,
+# half-configured or removed with its config files left).
+missing=()
+for pkg in "${want[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    if [ "$status" != "install ok installed" ]; then
+        missing+=("$pkg")
+    fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    exit 0
+fi
+
+echo "install-deps.sh: installing missing Debian packages: ${missing[*]}"
+
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+else
+    echo "install-deps.sh: not root and sudo is not available; as root run:" >&2
+    echo "  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update; then
+    echo "install-deps.sh: 'apt-get update' failed (network or apt sources?)" >&2
+    exit 1
+fi
+if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y --no-install-recommends "${missing[@]}"; then
+    echo "install-deps.sh: 'apt-get install' failed for: ${missing[*]}" >&2
+    exit 1
+fi
+
+# Verify: apt can exit 0 and still leave a package unconfigured.
+still=()
+for pkg in "${missing[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    [ "$status" = "install ok installed" ] || still+=("$pkg")
+done
+if [ "${#still[@]}" -ne 0 ]; then
+    echo "install-deps.sh: still not installed after apt-get: ${still[*]}" >&2
+    exit 1
+fi
+echo "install-deps.sh: done"
