@@ -519,6 +519,83 @@ def write_fake_dump(path, m, seed, bytes_attr, mutate=None):
     return loss
 
 
+def numpy_reference_loss(P, m, tokens, targets):
+    """The contract written out loop by loop, independent of the torch code above."""
+    B, T = tokens.shape
+    C, H, V, eps_n = m["d_model"], m["heads"], m["vocab"], m["norm_eps"]
+    Dh = C // H
+
+    def norm(x, pre):
+        y = np.empty_like(x)
+        for r in range(x.shape[0]):
+            row = x[r]
+            if m["norm"] == "none":
+                y[r] = row
+            elif m["norm"] == "layernorm":
+                mu = sum(row) / C
+                var = sum((row - mu) ** 2) / C
+                y[r] = P[pre + ".gamma"] * (row - mu) / math.sqrt(var + eps_n) + P[pre + ".beta"]
+            else:
+                y[r] = P[pre + ".gamma"] * row / math.sqrt(sum(row ** 2) / C + eps_n)
+        return y
+
+    def attention(a, p):           # a: (T, C) of one sequence
+        q = a @ P[p + "wq"] + P[p + "bq"]
+        k = a @ P[p + "wk"] + P[p + "bk"]
+        v = a @ P[p + "wv"] + P[p + "bv"]
+        ctx = np.zeros((T, C))
+        for h in range(H):
+            cols = slice(h * Dh, (h + 1) * Dh)
+            for i in range(T):
+                s = [float(np.dot(q[i, cols], k[j, cols])) / math.sqrt(Dh)
+                     if not (m["causal"] and j > i) else -math.inf for j in range(T)]
+                mx = max(s)
+                e = [math.exp(x - mx) for x in s]
+                z = sum(e)
+                for j in range(T):
+                    ctx[i, cols] += e[j] / z * v[j, cols]
+        return ctx @ P[p + "wo"] + P[p + "bo"]
+
+    def ff(x, p):
+        h = x @ P[p + "w1"] + P[p + "b1"]
+        if m["activation"] == "relu":
+            h = np.maximum(h, 0.0)
+        else:
+            h = np.vectorize(lambda u: 0.5 * u * (1 + math.erf(u / math.sqrt(2))))(h)
+        return h @ P[p + "w2"] + P[p + "b2"]
+
+    total, count = 0.0, 0
+    for b in range(B):
+        x = np.zeros((T, C))
+        for t in range(T):
+            for c in range(C):
+                ang = t / 10000.0 ** ((2 * (c // 2)) / C)
+                x[t, c] = P["tok_embed"][tokens[b, t], c] * math.sqrt(C) + \
+                    (math.sin(ang) if c % 2 == 0 else math.cos(ang))
+        for l in range(m["layers"]):
+            p = f"layers/{l:02d}/"
+            if m["placement"] == "post":
+                x3 = norm(x + attention(x, p), p + "norm1")
+                x = norm(x3 + ff(x3, p), p + "norm2")
+            else:
+                x3 = x + attention(norm(x, p + "norm1"), p)
+                x = x3 + ff(norm(x3, p + "norm2"), p)
+        if m["has_final_norm"]:
+            x = norm(x, "final_norm")
+        W = P["tok_embed"].T if m["tie_embeddings"] else P["lm_head"]
+        ls = m["label_smoothing"]
+        for t in range(T):
+            if targets[b, t] < 0:
+                continue
+            z = x[t] @ W
+            mx = max(z)
+            lse = mx + math.log(sum(math.exp(u - mx) for u in z))
+            logp = z - lse
+            total += (1 - ls) * -logp[targets[b, t]] + ls * -sum(logp) / V
+            count += 1
+    return total / count
+
+
 def self_test(args, workdir):
     passed = failed = 0
 
@@ -644,6 +721,24 @@ def self_test(args, workdir):
     print(f"{'ok  ' if good else 'FAIL'} self-test {'bk gradient ~ 0':34s}: "
           f"max|g_bk| / max|g| = {bk / gmax:.1e}")
     passed, failed = passed + good, failed + (not good)
+
+    # The torch forward against a plain element-by-element NumPy reading of the contract
+    # (catches a wrong head split, PE interleave, mask direction or placement order in torch).
+    for i, v in enumerate(variants):
+        m3 = {**base, **v}
+        m3["has_final_norm"] = m3["final_norm"] and m3["norm"] != "none"
+        r = np.random.default_rng(600 + i)
+        params = {k: (1 + 0.3 * r.standard_normal(s)) if k.endswith(".gamma")
+                  else 0.4 * r.standard_normal(s) for k, s in expected_shapes(m3).items()}
+        tok = r.integers(0, m3["vocab"], size=(m3["batch"], m3["seq_len"]))
+        tgt = r.integers(0, m3["vocab"], size=(m3["batch"], m3["seq_len"]))
+        tgt[0, 0] = -1
+        lt, _ = torch_loss_and_grads(params, m3, tok, tgt)
+        ln = numpy_reference_loss(params, m3, tok, tgt)
+        good = abs(lt - ln) <= 1e-12 * abs(ln)
+        print(f"{'ok  ' if good else 'FAIL'} self-test {'numpy reference forward ' + str(i):34s}: "
+              f"{lt:.17g} vs {ln:.17g}")
+        passed, failed = passed + good, failed + (not good)
 
     # F.cross_entropy with ignore_index and label smoothing = the textbook formula.
     lg = torch.tensor(rng.standard_normal((12, 7)))
