@@ -12,6 +12,10 @@
 #include <gsl/gsl_randist.h>
 #include "config.h"
 
+/* The data stream of a run is mt19937 seeded with init.seed + DATA_SEED_OFFSET, so batches
+ * and dropout masks never reuse the initialisation's random numbers. */
+#define DATA_SEED_OFFSET 0x9E3779B9UL
+
 typedef struct {
     task_t task;
     int B, T, V;

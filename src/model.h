@@ -61,8 +61,7 @@ typedef struct {
     double *norm1;          /* (N,C) */
     double *norm1_mean, *norm1_rstd;   /* (N) */
     double *q, *k, *v;      /* (N,C) each; head h uses columns [h·Dh, (h+1)·Dh) */
-    double *preatt;         /* (B,H,T,T) scaled scores with causal mask (−inf → exp = 0) */
-    double *att;            /* (B,H,T,T) softmax over the last axis */
+    double *att;            /* (B,H,T,T) softmax(q·kᵀ/√Dh) over keys (0 where causally masked) */
     double *ctx;            /* (N,C) att·V, heads concatenated */
     double *attn_out;       /* (N,C) ctx·Wo + bo (before dropout) */
     double *resid1;         /* (N,C) post: x² = in + drop(attn_out); pre: x³ = in + drop(attn_out) */
@@ -112,7 +111,6 @@ typedef struct {
     double *act_mem, *dact_mem;
     acts_t a, da;
     double *pe;             /* (T, C) sinusoidal positions */
-    double *scratch;        /* scratch for backward: (max(C,F)·N) + (B·H·T·T) */
 
     /* Last batch and loss. */
     const int32_t *tokens;  /* (B,T) borrowed from the caller for the backward */

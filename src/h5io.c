@@ -1,0 +1,210 @@
+/* h5io.c — HDF5 writing for dumps (and, later, probes and training logs). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <hdf5.h>
+#include "h5io.h"
+
+#ifndef STABILITY_VERSION
+#define STABILITY_VERSION "0.1"
+#endif
+
+struct h5io_file {
+    hid_t id;
+    char path[1024];
+    char tmp[1100];
+};
+
+/* mkdir -p of the directory part of path. Returns 0 or -1 (errno set). */
+static int make_parent_dirs(const char *path)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return 0;
+}
+
+int h5io_create(h5io_file_t **out, const char *path, int overwrite, char *err, size_t errlen)
+{
+    *out = NULL;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);   // errors are reported through err, not printed
+    if (!overwrite && access(path, F_OK) == 0) {
+        snprintf(err, errlen, "%s: exists (use --force or [output] overwrite = true)", path);
+        return 2;
+    }
+    if (make_parent_dirs(path) != 0) {
+        snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
+        return 1;
+    }
+    h5io_file_t *f = calloc(1, sizeof *f);
+    if (!f) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
+    snprintf(f->path, sizeof f->path, "%s", path);
+    snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld", path, (long)getpid());
+    f->id = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f->id < 0) {
+        snprintf(err, errlen, "%s: cannot create HDF5 file (directory writable?)", f->tmp);
+        free(f);
+        return 1;
+    }
+    *out = f;
+    return 0;
+}
+
+/* Link-creation property list that makes intermediate groups. */
+static hid_t lcpl_intermediate(void)
+{
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    return lcpl;
+}
+
+static int write_dataset(h5io_file_t *f, const char *dset, hid_t type, const void *data,
+                         int rank, const size_t *dims)
+{
+    hsize_t hd[8];
+    for (int i = 0; i < rank; i++) hd[i] = dims[i];
+    hid_t space = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(rank, hd, NULL);
+    hid_t lcpl = lcpl_intermediate();
+    hid_t ds = H5Dcreate2(f->id, dset, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t st = ds < 0 ? -1 : H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+    if (ds >= 0) H5Dclose(ds);
+    H5Pclose(lcpl);
+    H5Sclose(space);
+    return st < 0 ? 1 : 0;
+}
+
+int h5io_write_doubles(h5io_file_t *f, const char *dset, const double *data, int rank,
+                       const size_t *dims)
+{
+    return write_dataset(f, dset, H5T_NATIVE_DOUBLE, data, rank, dims);
+}
+
+int h5io_write_ints(h5io_file_t *f, const char *dset, const int32_t *data, int rank,
+                    const size_t *dims)
+{
+    return write_dataset(f, dset, H5T_NATIVE_INT32, data, rank, dims);
+}
+
+static hid_t string_type(void)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    return t;
+}
+
+static int write_attr(h5io_file_t *f, const char *obj, const char *name, hid_t type,
+                      hid_t space, const void *data)
+{
+    if (H5Aexists_by_name(f->id, obj, name, H5P_DEFAULT) > 0)
+        H5Adelete_by_name(f->id, obj, name, H5P_DEFAULT);
+    hid_t a = H5Acreate_by_name(f->id, obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT,
+                                H5P_DEFAULT);
+    herr_t st = a < 0 ? -1 : H5Awrite(a, type, data);
+    if (a >= 0) H5Aclose(a);
+    return st < 0 ? 1 : 0;
+}
+
+int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value)
+{
+    hid_t t = string_type(), s = H5Screate(H5S_SCALAR);
+    int rc = write_attr(f, obj, name, t, s, &value);
+    H5Sclose(s);
+    H5Tclose(t);
+    return rc;
+}
+
+int h5io_write_attr_strings(h5io_file_t *f, const char *obj, const char *name,
+                            const char *const *values, size_t n)
+{
+    hsize_t dim = n;
+    hid_t t = string_type(), s = H5Screate_simple(1, &dim, NULL);
+    int rc = write_attr(f, obj, name, t, s, values);
+    H5Sclose(s);
+    H5Tclose(t);
+    return rc;
+}
+
+int h5io_write_attr_int(h5io_file_t *f, const char *obj, const char *name, long long value)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    int rc = write_attr(f, obj, name, H5T_NATIVE_LLONG, s, &value);
+    H5Sclose(s);
+    return rc;
+}
+
+int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long seed,
+                          const char *status)
+{
+    char created[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    int rc = h5io_write_attr_string(f, "/", "config", config_ini);
+    rc |= h5io_write_attr_string(f, "/", "version", STABILITY_VERSION);
+    rc |= h5io_write_attr_string(f, "/", "created", created);
+    rc |= h5io_write_attr_int(f, "/", "seed", (long long)seed);
+    rc |= h5io_write_attr_string(f, "/", "status", status);
+    return rc;
+}
+
+int h5io_commit(h5io_file_t *f, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (H5Fclose(f->id) < 0) {
+        snprintf(err, errlen, "%s: cannot close HDF5 file", f->tmp);
+        rc = 1;
+    } else if (rename(f->tmp, f->path) != 0) {
+        snprintf(err, errlen, "%s: cannot rename from %s: %s", f->path, f->tmp, strerror(errno));
+        rc = 1;
+    }
+    if (rc) unlink(f->tmp);
+    free(f);
+    return rc;
+}
+
+void h5io_abort(h5io_file_t *f)
+{
+    if (!f) return;
+    H5Fclose(f->id);
+    unlink(f->tmp);
+    free(f);
+}
+
+int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
+                    unsigned long seed, int overwrite, char *err, size_t errlen)
+{
+    h5io_file_t *f;
+    int rc = h5io_create(&f, path, overwrite, err, errlen);
+    if (rc) return rc;
+    const size_t bt[2] = {(size_t)m->B, (size_t)m->T};
+    rc |= h5io_write_ints(f, "/batch/tokens", m->tokens, 2, bt);
+    rc |= h5io_write_ints(f, "/batch/targets", m->targets, 2, bt);
+    rc |= h5io_write_doubles(f, "/loss", &m->loss, 0, NULL);
+    for (int i = 0; i < m->num_tensors && !rc; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        const size_t dims[2] = {t->rank == 2 ? t->rows : t->cols, t->cols};
+        char name[96];
+        snprintf(name, sizeof name, "/params/%s", t->name);
+        rc |= h5io_write_doubles(f, name, m->params + t->offset, t->rank, dims);
+        snprintf(name, sizeof name, "/grads/%s", t->name);
+        rc |= h5io_write_doubles(f, name, m->grads + t->offset, t->rank, dims);
+    }
+    rc |= h5io_write_root_attrs(f, config_ini, seed, "done");
+    if (rc) {
+        snprintf(err, errlen, "%s: cannot write the dump", path);
+        h5io_abort(f);
+        return 1;
+    }
+    return h5io_commit(f, err, errlen);
+}

@@ -1,0 +1,50 @@
+/* h5io.h — HDF5 files of DESIGN §6: written to a temporary name, renamed when complete,
+ * so a killed run never leaves a file that looks finished. I/O only: no numerics here. */
+#ifndef STABILITY_H5IO_H
+#define STABILITY_H5IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "model.h"
+
+typedef struct h5io_file h5io_file_t;
+
+/* Create "<path>.tmp.<pid>" (making the directory of path). Refuses an existing path unless
+ * overwrite. Returns 0, or 1 (I/O) / 2 (exists without overwrite) with err set. */
+int h5io_create(h5io_file_t **f, const char *path, int overwrite, char *err, size_t errlen);
+
+/* Write a float64 dataset at dset (intermediate groups created), shape dims[rank]. 0 or 1. */
+int h5io_write_doubles(h5io_file_t *f, const char *dset, const double *data, int rank,
+                       const size_t *dims);
+
+/* Write an int32 dataset at dset, shape dims[rank]. Returns 0 or 1. */
+int h5io_write_ints(h5io_file_t *f, const char *dset, const int32_t *data, int rank,
+                    const size_t *dims);
+
+/* Attach a variable-length UTF-8 string attribute to object obj ("/" for the root). 0 or 1. */
+int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value);
+
+/* Attach a string-array attribute (e.g. the names along an axis) to obj. 0 or 1. */
+int h5io_write_attr_strings(h5io_file_t *f, const char *obj, const char *name,
+                            const char *const *values, size_t n);
+
+/* Attach an int64 scalar attribute to obj. 0 or 1. */
+int h5io_write_attr_int(h5io_file_t *f, const char *obj, const char *name, long long value);
+
+/* Root attributes every file carries: config (resolved INI), version, created (UTC ISO 8601),
+ * seed, status. Returns 0 or 1. */
+int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long seed,
+                          const char *status);
+
+/* Close and rename to the final path. Returns 0, or 1 with err set (the temporary removed). */
+int h5io_commit(h5io_file_t *f, char *err, size_t errlen);
+
+/* Close and delete the temporary file (after an error). */
+void h5io_abort(h5io_file_t *f);
+
+/* DESIGN §6 dump: /batch/tokens, /batch/targets (int32 [B][T]), /loss, /params/NAME,
+ * /grads/NAME, root attributes. Returns 0, or 1/2 with err set; nothing left on failure. */
+int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
+                    unsigned long seed, int overwrite, char *err, size_t errlen);
+
+#endif

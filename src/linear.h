@@ -1,0 +1,16 @@
+/* linear.h — the affine map y = x·W + b (W stored [in][out], DESIGN §5), through BLAS. */
+#ifndef STABILITY_LINEAR_H
+#define STABILITY_LINEAR_H
+
+#include <stddef.h>
+
+/* out (N,OC) = inp (N,IC) · W (IC,OC) + b (OC); b may be NULL. */
+void linear_forward(double *out, const double *inp, const double *W, const double *b,
+                    size_t N, size_t IC, size_t OC);
+
+/* Accumulates: dinp (N,IC) += dout·Wᵀ, dW (IC,OC) += inpᵀ·dout, db (OC) += Σ_rows dout.
+ * dinp or db may be NULL (not needed / no bias). */
+void linear_backward(double *dinp, double *dW, double *db, const double *dout,
+                     const double *inp, const double *W, size_t N, size_t IC, size_t OC);
+
+#endif

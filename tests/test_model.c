@@ -1,0 +1,310 @@
+/* test_model.c — whole-model gradients against finite differences (issue 2, "what it must
+ * show" 1), determinism, causality and the placement equations. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_rng.h>
+#include "tests.h"
+#include "config.h"
+#include "data.h"
+#include "gradcheck.h"
+#include "model.h"
+
+/* The tiny model of the issue: d=8, 2 heads, d_ff=12, L=3, n=5, vocab=11, batch 2. */
+static void tiny_config(config_t *cfg)
+{
+    config_defaults(cfg);
+    cfg->model.layers = 3;
+    cfg->model.d_model = 8;
+    cfg->model.heads = 2;
+    cfg->model.d_ff = 12;
+    cfg->model.seq_len = 5;
+    cfg->model.vocab = 11;
+    cfg->data.batch = 2;
+    cfg->data.task = TASK_RANDOM;
+    cfg->data.zipf = 0.0;
+}
+
+typedef struct {
+    model_t *m;
+    data_t data;
+    gsl_rng *rng;
+    int32_t tokens[64], targets[64];
+} tiny_t;
+
+static void tiny_open(tiny_t *t, const config_t *cfg)
+{
+    char err[256];
+    ck_assert_int_le(cfg->data.batch * cfg->model.seq_len, 64);
+    ck_assert_int_eq(data_open(&t->data, cfg, err, sizeof err), 0);
+    t->m = model_create(cfg);
+    ck_assert_ptr_nonnull(t->m);
+    t->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(t->rng, cfg->init.seed);
+    model_init(t->m, cfg, t->rng);
+    data_batch(&t->data, t->rng, t->tokens, t->targets);
+    model_draw_dropout(t->m, t->rng);
+}
+
+static void tiny_close(tiny_t *t)
+{
+    model_free(t->m);
+    data_close(&t->data);
+    gsl_rng_free(t->rng);
+}
+
+/* Finite differences on every entry of every tensor; returns the worst relative error. */
+static double check_all(const config_t *cfg, const char *label)
+{
+    tiny_t t;
+    tiny_open(&t, cfg);
+    gradcheck_result_t *res = calloc((size_t)t.m->num_tensors, sizeof *res);
+    const double worst = gradcheck_run(t.m, t.tokens, t.targets, (size_t)-1, 1e-5, t.rng, res);
+    int worst_k = 0;
+    for (int k = 0; k < t.m->num_tensors; k++) {
+        ck_assert_uint_eq(res[k].checked, model_tensor_size(res[k].tensor));
+        if (res[k].rel_err > res[worst_k].rel_err) worst_k = k;
+    }
+    if (!(worst < 1e-6))
+        fprintf(stderr, "gradcheck %s: %s rel.err %.3e\n", label, res[worst_k].tensor->name,
+                worst);
+    free(res);
+    tiny_close(&t);
+    return worst;
+}
+
+/* Issue 2 (1): every placement × norm × activation × causal × tied, every parameter,
+ * relative error < 1e-6 (5-point central differences, h = 1e-5, double precision). */
+START_TEST(test_fd_all_combinations)
+{
+    static const placement_t places[] = {PLACEMENT_POST, PLACEMENT_PRE};
+    static const norm_kind_t norms[] = {NORM_LAYERNORM, NORM_RMSNORM, NORM_NONE};
+    static const activation_t acts[] = {ACT_RELU, ACT_GELU};
+    double worst = 0.0;
+    int n = 0;
+    for (int p = 0; p < 2; p++)
+        for (int nk = 0; nk < 3; nk++)
+            for (int a = 0; a < 2; a++)
+                for (int causal = 0; causal < 2; causal++)
+                    for (int tied = 0; tied < 2; tied++) {
+                        config_t cfg;
+                        char label[128];
+                        tiny_config(&cfg);
+                        cfg.model.placement = places[p];
+                        cfg.model.norm = norms[nk];
+                        cfg.model.activation = acts[a];
+                        cfg.model.causal = causal;
+                        cfg.model.tie_embeddings = tied;
+                        cfg.init.seed = 100 + n;
+                        snprintf(label, sizeof label, "%s/%s/%s/causal=%d/tied=%d",
+                                 config_placement_name(places[p]), config_norm_name(norms[nk]),
+                                 config_activation_name(acts[a]), causal, tied);
+                        const double e = check_all(&cfg, label);
+                        ck_assert_msg(e < 1e-6, "%s: worst relative error %.3e", label, e);
+                        if (e > worst) worst = e;
+                        n++;
+                    }
+    printf("gradcheck: %d combinations, worst relative error %.3e\n", n, worst);
+}
+END_TEST
+
+/* The switches not in the product above: dropout (fixed masks), label smoothing, W_Q=W_K=0,
+ * ignored targets (copy/reverse), final norm on Post-LN / off on Pre-LN, xavier_uniform. */
+START_TEST(test_fd_variants)
+{
+    for (int v = 0; v < 8; v++) {
+        config_t cfg;
+        tiny_config(&cfg);
+        cfg.init.seed = 7 + v;
+        const char *label = "";
+        switch (v) {
+        case 0: cfg.model.dropout = 0.3; label = "dropout"; break;
+        case 1: cfg.data.label_smoothing = 0.1; label = "label_smoothing"; break;
+        case 2: cfg.init.zero_qk = 1; label = "zero_qk"; break;
+        case 3: cfg.data.task = TASK_COPY; label = "copy"; break;
+        case 4: cfg.data.task = TASK_REVERSE; cfg.model.placement = PLACEMENT_PRE;
+                label = "reverse/pre"; break;
+        case 5: cfg.model.final_norm = FINAL_NORM_ON; label = "post+final_norm"; break;
+        case 6: cfg.model.placement = PLACEMENT_PRE; cfg.model.final_norm = FINAL_NORM_OFF;
+                label = "pre-final_norm"; break;
+        case 7: cfg.init.scheme = INIT_XAVIER_UNIFORM; cfg.model.dropout = 0.1;
+                cfg.model.placement = PLACEMENT_PRE; cfg.model.norm = NORM_RMSNORM;
+                label = "uniform/dropout/pre/rms"; break;
+        }
+        const double e = check_all(&cfg, label);
+        ck_assert_msg(e < 1e-6, "%s: worst relative error %.3e", label, e);
+    }
+}
+END_TEST
+
+/* The same config gives the same bytes (parameters, loss, gradients). */
+START_TEST(test_deterministic)
+{
+    config_t cfg;
+    tiny_config(&cfg);
+    cfg.model.dropout = 0.2;
+    tiny_t a, b;
+    tiny_open(&a, &cfg);
+    tiny_open(&b, &cfg);
+    ck_assert_uint_eq(a.m->num_params, b.m->num_params);
+    ck_assert_int_eq(memcmp(a.m->params, b.m->params, a.m->num_params * sizeof(double)), 0);
+    const double la = model_forward(a.m, a.tokens, a.targets);
+    const double lb = model_forward(b.m, b.tokens, b.targets);
+    model_zero_grad(a.m); model_backward(a.m);
+    model_zero_grad(b.m); model_backward(b.m);
+    ck_assert(memcmp(&la, &lb, sizeof la) == 0);
+    ck_assert_int_eq(memcmp(a.m->grads, b.m->grads, a.m->num_params * sizeof(double)), 0);
+    tiny_close(&a);
+    tiny_close(&b);
+}
+END_TEST
+
+/* causal = true: changing the last token leaves every earlier position's logits unchanged;
+ * bidirectional: it changes them. */
+START_TEST(test_causal_mask)
+{
+    for (int causal = 0; causal < 2; causal++) {
+        config_t cfg;
+        tiny_config(&cfg);
+        cfg.model.causal = causal;
+        tiny_t t;
+        tiny_open(&t, &cfg);
+        model_t *m = t.m;
+        const size_t T = (size_t)m->T, V = (size_t)m->V;
+        model_forward(m, t.tokens, t.targets);
+        double *before = malloc(T * V * sizeof(double));
+        memcpy(before, m->a.logits, T * V * sizeof(double));   // batch row 0
+        t.tokens[T - 1] = (t.tokens[T - 1] + 1) % m->V;
+        model_forward(m, t.tokens, t.targets);
+        double maxdiff = 0.0;
+        for (size_t i = 0; i < (T - 1) * V; i++)
+            maxdiff = fmax(maxdiff, fabs(before[i] - m->a.logits[i]));
+        if (causal) ck_assert_double_eq(maxdiff, 0.0);
+        else ck_assert_double_gt(maxdiff, 1e-6);
+        free(before);
+        tiny_close(&t);
+    }
+}
+END_TEST
+
+/* Post-LN: every layer output is LN(x⁵), so each row has mean 0 and variance σ²/(σ²+ε)≈1 at
+ * γ=1, β=0. Pre-LN: x_{l+1} − x³ equals FFN(LN(x³)) as stored. */
+START_TEST(test_placement_equations)
+{
+    config_t cfg;
+    tiny_config(&cfg);
+    cfg.model.d_model = 16;
+    cfg.model.heads = 4;
+    tiny_t t;
+    tiny_open(&t, &cfg);
+    model_forward(t.m, t.tokens, t.targets);
+    const size_t N = (size_t)t.m->B * t.m->T, C = (size_t)t.m->C;
+    for (int l = 0; l < t.m->L; l++) {
+        const double *x = t.m->a.layers[l].out;
+        for (size_t i = 0; i < N; i++) {
+            double mu = 0.0, var = 0.0;
+            for (size_t c = 0; c < C; c++) mu += x[i * C + c];
+            mu /= C;
+            for (size_t c = 0; c < C; c++) var += (x[i * C + c] - mu) * (x[i * C + c] - mu);
+            var /= C;
+            ck_assert_double_eq_tol(mu, 0.0, 1e-12);
+            ck_assert_double_eq_tol(var, 1.0, 1e-3);   // ε/σ² ≲ 1e-3 here
+        }
+    }
+    tiny_close(&t);
+
+    cfg.model.placement = PLACEMENT_PRE;
+    tiny_open(&t, &cfg);
+    model_forward(t.m, t.tokens, t.targets);
+    for (int l = 0; l < t.m->L; l++) {
+        const layer_acts_t *la = &t.m->a.layers[l];
+        for (size_t i = 0; i < N * C; i++) {
+            ck_assert_double_eq_tol(la->out[i] - la->resid1[i], la->ffn_out[i], 1e-12);
+            ck_assert_double_eq_tol(la->resid1[i] - la->in[i], la->attn_out[i], 1e-12);
+        }
+    }
+    // the Pre-LN stack ends with a final norm by default, the Post-LN one does not
+    ck_assert_ptr_nonnull(model_find_tensor(t.m, "final_norm.gamma"));
+    tiny_close(&t);
+}
+END_TEST
+
+/* Parameter names and shapes of DESIGN §5 (W stored [in][out]). */
+START_TEST(test_tensor_names)
+{
+    config_t cfg;
+    tiny_config(&cfg);
+    cfg.model.norm = NORM_RMSNORM;
+    cfg.model.tie_embeddings = 0;
+    model_t *m = model_create(&cfg);
+    const tensor_info_t *t = model_find_tensor(m, "layers/02/w1");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_uint_eq(t->rows, 8);
+    ck_assert_uint_eq(t->cols, 12);
+    t = model_find_tensor(m, "layers/00/w2");
+    ck_assert_uint_eq(t->rows, 12);
+    ck_assert_uint_eq(t->cols, 8);
+    ck_assert_ptr_nonnull(model_find_tensor(m, "lm_head"));
+    ck_assert_ptr_nonnull(model_find_tensor(m, "layers/01/norm2.gamma"));
+    ck_assert_ptr_null(model_find_tensor(m, "layers/01/norm2.beta"));   // RMSNorm: no β
+    ck_assert_ptr_null(model_find_tensor(m, "final_norm.gamma"));       // Post-LN default
+    size_t total = 0;
+    for (int k = 0; k < m->num_tensors; k++) total += model_tensor_size(&m->tensors[k]);
+    ck_assert_uint_eq(total, m->num_params);
+    model_free(m);
+}
+END_TEST
+
+/* Xavier normal: the sample variance of a d×d matrix is 2/(2d) = 1/d within 5 standard errors;
+ * tok_embed ~ N(0, 1/d). */
+START_TEST(test_init_statistics)
+{
+    config_t cfg;
+    config_defaults(&cfg);
+    cfg.model.layers = 1;
+    cfg.model.d_model = 128;
+    cfg.model.d_ff = 256;
+    cfg.model.vocab = 200;
+    cfg.model.seq_len = 4;
+    cfg.data.batch = 1;
+    model_t *m = model_create(&cfg);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    model_init(m, &cfg, rng);
+    struct { const char *name; double var; } cases[] = {
+        {"layers/00/wq", 1.0 / 128}, {"layers/00/w1", 2.0 / (128 + 256)},
+        {"tok_embed", 1.0 / 128},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const tensor_info_t *t = model_find_tensor(m, cases[c].name);
+        const size_t n = model_tensor_size(t);
+        double s = 0.0;
+        for (size_t i = 0; i < n; i++) s += m->params[t->offset + i] * m->params[t->offset + i];
+        const double var = s / n, se = cases[c].var * sqrt(2.0 / n);   // sd of a χ² mean
+        ck_assert_msg(fabs(var - cases[c].var) < 5 * se, "%s: var %g vs %g", cases[c].name, var,
+                      cases[c].var);
+    }
+    const tensor_info_t *g = model_find_tensor(m, "layers/00/norm1.gamma");
+    ck_assert_double_eq(m->params[g->offset], 1.0);
+    gsl_rng_free(rng);
+    model_free(m);
+}
+END_TEST
+
+Suite *model_suite(void)
+{
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("gradients");
+    tcase_set_timeout(tc, 1200);
+    tcase_add_test(tc, test_fd_all_combinations);
+    tcase_add_test(tc, test_fd_variants);
+    suite_add_tcase(s, tc);
+    TCase *tc2 = tcase_create("structure");
+    tcase_add_test(tc2, test_deterministic);
+    tcase_add_test(tc2, test_causal_mask);
+    tcase_add_test(tc2, test_placement_equations);
+    tcase_add_test(tc2, test_tensor_names);
+    tcase_add_test(tc2, test_init_statistics);
+    suite_add_tcase(s, tc2);
+    return s;
+}
