@@ -80,6 +80,12 @@ typedef struct {
     /* Provenance (not keys). */
     char path[CONFIG_PATH_MAX];  /* the file it was read from */
     char name[256];              /* basename without .ini, e.g. "postln_L12" */
+    /* Where each key's value came from, indexed in the order config_to_ini writes the keys
+     * (model.layers = 0 ... output.overwrite = last; config.c's key table):
+     * 0 = default, > 0 = line in path, -1 = a --set override. Used by config_validate to
+     * name the offending key's line; not part of the configuration itself. */
+#define CONFIG_MAX_KEYS 64
+    int src_line[CONFIG_MAX_KEYS];
 } config_t;
 
 /* Fill cfg with the defaults of DESIGN.md §4 (name "default", path ""). */
