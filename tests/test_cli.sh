@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# test_cli.sh — the command line's contract (DESIGN.md §3, §4), run from the repo root as
+# tests/test_cli.sh against ./stability (or the binary named by $STABILITY):
+#   - every bad config (tests/configs/bad_*.ini) and every bad --set exits 2, the first line of
+#     stderr is "FILE:LINE: key: ..." / "--set key: ...", and nothing is written;
+#   - --help, VERB --help and --version exit 0; an unknown verb or option exits 2.
+# Each bad fixture names its expected error in a comment "; expect: LINE KEY".
+# Prints "ok - ..." / "not ok - ..." per check, then "cli: N passed, M failed"; exit 1 if M > 0.
+set -u
+
+cd "$(dirname "$0")/.." || exit 1
+BIN=${STABILITY:-./stability}
+FIX=tests/configs
+GOOD=$FIX/good_minimal.ini
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); echo "ok - $*"; }
+notok() { fail=$((fail + 1)); echo "not ok - $*"; }
+finish() {
+    echo "cli: $pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+    exit
+}
+
+if [ ! -x "$BIN" ]; then
+    notok "$BIN exists and is executable (run make first)"
+    finish
+fi
+
+tmp=$(mktemp -d /tmp/stability_cli.XXXXXX) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# run CMD...: runs it (60 s at most, no stdin); sets rc, and stdout/stderr in $tmp.
+run() {
+    timeout 60 "$@" >"$tmp/stdout" 2>"$tmp/stderr" </dev/null
+    rc=$?
+}
+
+# expect_error DESC PREFIX OUTFILE CMD...: exit code 2, first stderr line starts with PREFIX
+# (literally), OUTFILE (if not "") not created, no results/NAME.h5 for the fixture either.
+expect_error() {
+    local desc=$1 prefix=$2 out=$3
+    shift 3
+    [ -n "$out" ] && rm -f "$out"
+    run "$@"
+    local first why=""
+    first=$(head -n 1 "$tmp/stderr")
+    [ "$rc" -eq 2 ] || why="exit code $rc, want 2;"
+    [[ "$first" == "$prefix"* ]] || why="$why stderr '$first', want prefix '$prefix';"
+    if [ -n "$out" ] && [ -e "$out" ]; then why="$why $out was created;"; fi
+    if [ -z "$why" ]; then ok "$desc"; else notok "$desc: $why"; fi
+}
+
+# expect_rc DESC WANT CMD...: exit code only.
+expect_rc() {
+    local desc=$1 want=$2
+    shift 2
+    run "$@"
+    if [ "$rc" -eq "$want" ]; then ok "$desc"; else notok "$desc: exit code $rc, want $want"; fi
+}
+
+# expect_usage DESC CMD...: exit 0 and a usage text on stdout.
+expect_usage() {
+    local desc=$1
+    shift
+    run "$@"
+    if [ "$rc" -eq 0 ] && grep -qi 'usage' "$tmp/stdout"; then
+        ok "$desc"
+    else
+        notok "$desc: exit code $rc, stdout: $(head -c 200 "$tmp/stdout")"
+    fi
+}
+
+# ------------------------------------------------------------------ bad config files
+nbad=0
+for f in "$FIX"/bad_*.ini; do
+    [ -e "$f" ] || continue
+    nbad=$((nbad + 1))
+    exp=$(sed -n 's/^; expect: \([0-9][0-9]*\) \([^ ]*\).*$/\1: \2: /p' "$f" | head -n 1)
+    if [ -z "$exp" ]; then
+        notok "$f has a '; expect: LINE KEY' comment"
+        continue
+    fi
+    prefix="$f:$exp"
+    name=$(basename "$f" .ini)
+    had_default=0
+    [ -e "results/$name.h5" ] && had_default=1
+    expect_error "run $f: $prefix" "$prefix" "$tmp/run.h5" "$BIN" --config "$f" --out "$tmp/run.h5" --quiet
+    expect_error "dump $f" "$prefix" "$tmp/dump.h5" "$BIN" dump --config "$f" --out "$tmp/dump.h5"
+    expect_error "gradcheck $f" "$prefix" "" "$BIN" gradcheck --config "$f"
+    if [ "$had_default" -eq 0 ] && [ -e "results/$name.h5" ]; then
+        notok "$f: results/$name.h5 was created"
+        rm -f "results/$name.h5"
+    fi
+done
+if [ "$nbad" -ge 20 ]; then ok "found $nbad bad fixtures"; else notok "found only $nbad bad fixtures in $FIX"; fi
+
+# ------------------------------------------------------------------ bad --set
+while IFS='|' read -r set prefix; do
+    expect_error "run --set '$set': $prefix" "$prefix" "$tmp/run.h5" \
+        "$BIN" --config "$GOOD" --set "$set" --out "$tmp/run.h5" --quiet
+    expect_error "dump --set '$set'" "$prefix" "$tmp/dump.h5" \
+        "$BIN" dump --config "$GOOD" --set "$set" --out "$tmp/dump.h5"
+done <<'EOF'
+model.heads=3|--set model.heads: must divide model.d_model (8)
+model.d_model=9|--set model.d_model: must be a multiple of model.heads (2)
+model.nope=1|--set model.nope: unknown key
+modle.heads=2|--set modle.heads: unknown section
+model.heads|--set model.heads: expected section.key=value
+heads=2|--set heads: expected section.key=value
+model.layers=abc|--set model.layers: not an integer: 'abc'
+model.layers=0|--set model.layers: must be
+train.lr=inf|--set train.lr: must be finite
+model.placement=Pre|--set model.placement: must be post or pre
+data.task=text|--set data.task: text needs data.path
+EOF
+
+# A file error is reported before any --set error.
+expect_error "file error before --set error" "$FIX/bad_duplicate.ini:6: model.heads: " "$tmp/run.h5" \
+    "$BIN" --config "$FIX/bad_duplicate.ini" --set model.nope=1 --out "$tmp/run.h5" --quiet
+
+# ------------------------------------------------------------------ missing config
+expect_error "missing config file" "$FIX/does_not_exist.ini: cannot open: " "$tmp/run.h5" \
+    "$BIN" --config "$FIX/does_not_exist.ini" --out "$tmp/run.h5" --quiet
+expect_error "missing config name (configs/ lookup)" "no_such_config_xyz: cannot open: " "$tmp/dump.h5" \
+    "$BIN" dump --config no_such_config_xyz --out "$tmp/dump.h5"
+
+# ------------------------------------------------------------------ help, version, usage errors
+expect_usage "--help" "$BIN" --help
+for verb in sweep plot info dump gradcheck; do
+    expect_usage "$verb --help" "$BIN" "$verb" --help
+done
+run "$BIN" --version
+if [ "$rc" -eq 0 ] && [ -s "$tmp/stdout" ]; then ok "--version"; else notok "--version: exit code $rc"; fi
+
+expect_rc "no arguments" 2 "$BIN"
+expect_rc "unknown verb" 2 "$BIN" frobnicate
+expect_rc "unknown option" 2 "$BIN" --frobnicate
+expect_rc "unknown option after --config" 2 "$BIN" --config "$GOOD" --frobnicate --out "$tmp/run.h5"
+[ -e "$tmp/run.h5" ] && notok "unknown option: $tmp/run.h5 was created" && rm -f "$tmp/run.h5"
+expect_rc "unknown option of dump" 2 "$BIN" dump --config "$GOOD" --out "$tmp/dump.h5" --frobnicate
+expect_rc "--config without a value" 2 "$BIN" --config
+expect_rc "--set without a value" 2 "$BIN" --config "$GOOD" --set
+expect_rc "dump without --out" 2 "$BIN" dump --config "$GOOD"
+
+# ------------------------------------------------------------------ a good config by name
+# "tiny" has no slash and does not exist here: it is looked up as configs/tiny.ini.
+rm -f "$tmp/tiny.h5"
+run "$BIN" dump --config tiny --out "$tmp/tiny.h5"
+if [ "$rc" -eq 0 ] && [ -s "$tmp/tiny.h5" ]; then
+    ok "dump --config tiny (found in configs/) writes its file"
+else
+    notok "dump --config tiny: exit code $rc, $(head -n 1 "$tmp/stderr")"
+fi
+
+finish
