@@ -52,13 +52,14 @@ run: deps
 	$(MAKE) stability
 	./stability --config $(RUN_CONFIG)
 
-# Every test: C unit tests (Check), the command line, PyTorch cross-check,
+# Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
 # then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps
 	$(MAKE) stability $(BUILD)/test_runner
 	$(MAKE) unit
 	tests/test_cli.sh
 	/usr/bin/python3 tests/test_torch.py
+	/usr/bin/python3 tests/test_probe.py
 	$(MAKE) asan-unit
 
 unit: $(BUILD)/test_runner

@@ -784,6 +784,16 @@ int config_load(config_t *cfg, const char *path, const char *const *sets, int ns
     return config_validate(cfg, err, errlen);
 }
 
+int config_parse_string(config_t *cfg, const char *text, const char *name, char *err, size_t errlen)
+{
+    config_defaults(cfg);
+    if (err && errlen) err[0] = '\0';
+    snprintf(cfg->path, sizeof cfg->path, "%s", name);
+    snprintf(cfg->name, sizeof cfg->name, "%s", name);
+    const int rc = parse_text(cfg, name, text, strlen(text), err, errlen);
+    return rc ? rc : config_validate(cfg, err, errlen);
+}
+
 /* ---------------------------------------------------------------- --set */
 
 static char *strip(char *s)

@@ -97,6 +97,11 @@ void config_defaults(config_t *cfg);
 int config_load(config_t *cfg, const char *path, const char *const *sets, int nsets,
                 char *err, size_t errlen);
 
+/* Parse INI text (e.g. the resolved config stored in an HDF5 file; name labels messages and
+ * becomes cfg->name) and validate. Returns 0 or 2 with err set. */
+int config_parse_string(config_t *cfg, const char *text, const char *name, char *err,
+                        size_t errlen);
+
 /* Apply one "section.key=value" to cfg (no validation of cross-key contradictions).
  * Returns 0, or 2 with err holding "--set key: message". */
 int config_set(config_t *cfg, const char *assignment, char *err, size_t errlen);

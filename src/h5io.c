@@ -181,6 +181,103 @@ void h5io_abort(h5io_file_t *f)
     free(f);
 }
 
+int h5io_open_read(h5io_file_t **out, const char *path, char *err, size_t errlen)
+{
+    *out = NULL;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5io_file_t *f = calloc(1, sizeof *f);
+    if (!f) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
+    snprintf(f->path, sizeof f->path, "%s", path);
+    if (access(path, R_OK) != 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        free(f);
+        return 1;
+    }
+    f->id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f->id < 0) {
+        snprintf(err, errlen, "%s: not an HDF5 file (or damaged)", path);
+        free(f);
+        return 1;
+    }
+    *out = f;
+    return 0;
+}
+
+void h5io_close(h5io_file_t *f)
+{
+    if (!f) return;
+    H5Fclose(f->id);
+    free(f);
+}
+
+int h5io_exists(h5io_file_t *f, const char *path)
+{
+    // check every prefix: H5Lexists fails on a missing intermediate group
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1;; p++) {
+        const char c = *p;
+        if (c == '/' || c == '\0') {
+            *p = '\0';
+            if (H5Lexists(f->id, buf, H5P_DEFAULT) <= 0) return 0;
+            if (c == '\0') return 1;
+            *p = '/';
+        }
+    }
+}
+
+int h5io_read_doubles(h5io_file_t *f, const char *dset, double **data, size_t *dims, int *rank)
+{
+    *data = NULL;
+    if (!h5io_exists(f, dset)) return 1;
+    hid_t ds = H5Dopen2(f->id, dset, H5P_DEFAULT);
+    if (ds < 0) return 1;
+    hid_t space = H5Dget_space(ds);
+    hsize_t hd[8];
+    const int r = H5Sget_simple_extent_ndims(space);
+    int rc = 1;
+    if (r >= 0 && r <= 8) {
+        H5Sget_simple_extent_dims(space, hd, NULL);
+        size_t n = 1;
+        for (int i = 0; i < r; i++) { dims[i] = hd[i]; n *= hd[i]; }
+        *rank = r;
+        *data = malloc((n ? n : 1) * sizeof(double));
+        if (*data && H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, *data) >= 0)
+            rc = 0;
+        else { free(*data); *data = NULL; }
+    }
+    H5Sclose(space);
+    H5Dclose(ds);
+    return rc;
+}
+
+char *h5io_read_attr_string(h5io_file_t *f, const char *obj, const char *name)
+{
+    if (H5Aexists_by_name(f->id, obj, name, H5P_DEFAULT) <= 0) return NULL;
+    hid_t a = H5Aopen_by_name(f->id, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) return NULL;
+    hid_t ft = H5Aget_type(a);
+    char *out = NULL;
+    if (H5Tget_class(ft) == H5T_STRING) {
+        if (H5Tis_variable_str(ft) > 0) {
+            hid_t mt = string_type();
+            char *v = NULL;
+            if (H5Aread(a, mt, &v) >= 0 && v) {
+                out = strdup(v);
+                H5free_memory(v);
+            }
+            H5Tclose(mt);
+        } else {
+            const size_t n = H5Tget_size(ft);
+            out = calloc(n + 1, 1);
+            if (out && H5Aread(a, ft, out) < 0) { free(out); out = NULL; }
+        }
+    }
+    H5Tclose(ft);
+    H5Aclose(a);
+    return out;
+}
+
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
                     unsigned long seed, int overwrite, char *err, size_t errlen)
 {

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "model.h"
+#include "probe.h"
 
 typedef struct h5io_file h5io_file_t;
 
@@ -41,6 +42,28 @@ int h5io_commit(h5io_file_t *f, char *err, size_t errlen);
 
 /* Close and delete the temporary file (after an error). */
 void h5io_abort(h5io_file_t *f);
+
+/* Open an existing file read-only. Returns 0, or 1 with err set. */
+int h5io_open_read(h5io_file_t **f, const char *path, char *err, size_t errlen);
+
+/* Close a file opened with h5io_open_read. */
+void h5io_close(h5io_file_t *f);
+
+/* True if the object (group or dataset) at path exists. */
+int h5io_exists(h5io_file_t *f, const char *path);
+
+/* Read a float64 dataset: *data malloc'd (caller frees), dims[0..*rank−1] (rank ≤ 8).
+ * Returns 0, or 1 if absent/unreadable. */
+int h5io_read_doubles(h5io_file_t *f, const char *dset, double **data, size_t *dims, int *rank);
+
+/* Read a string attribute of obj into a malloc'd string (caller frees); NULL if absent. */
+char *h5io_read_attr_string(h5io_file_t *f, const char *obj, const char *name);
+
+/* The /probe group of DESIGN §6 from p (axes named by string attributes). 0 or 1. */
+int h5io_write_probe(h5io_file_t *f, const probe_t *p, placement_t placement);
+
+/* Read the /probe group into a new probe_t (caller frees with probe_free). 0 or 1. */
+int h5io_read_probe(h5io_file_t *f, probe_t **p, char *err, size_t errlen);
 
 /* DESIGN §6 dump: /batch/tokens, /batch/targets (int32 [B][T]), /loss, /params/NAME,
  * /grads/NAME, root attributes. Returns 0, or 1/2 with err set; nothing left on failure. */

@@ -11,6 +11,9 @@
 #include "gradcheck.h"
 #include "h5io.h"
 #include "model.h"
+#include "probe.h"
+#include "progress.h"
+#include "report.h"
 
 #ifndef STABILITY_VERSION
 #define STABILITY_VERSION "unknown"
@@ -31,6 +34,7 @@ typedef struct {
 
 static const char *USAGE =
     "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--quiet]\n"
+    "       stability info FILE.h5... [--all]\n"
     "       stability dump --config FILE --out FILE.h5 [--set ...] [--force]\n"
     "       stability gradcheck --config FILE [--set ...] [--entries N] [--tol X]\n"
     "       stability --help | VERB --help | --version\n"
@@ -40,14 +44,25 @@ static const char *USAGE =
     "Exit codes: 0 success, 1 runtime failure (I/O, HDF5), 2 bad usage or config.\n";
 
 static const char *HELP_RUN =
-    "usage: stability --config FILE [--set section.key=value]... [--quiet]\n"
+    "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
+    "                 [--quiet]\n"
     "\n"
-    "Builds the model of FILE, initialises it from init.seed, draws one batch, runs one\n"
-    "forward and backward pass and prints the loss and a per-layer table of gradient\n"
-    "Frobenius norms ||dL/dW||_F.\n"
+    "With train.steps = 0 (measure at initialisation): for probe.seeds initialisations\n"
+    "(init.seed, init.seed+1, ...) and probe.batches batches each, measures every layer's\n"
+    "gradient norms ||E_batch dL/dW||_F and E_batch ||dL/dW||_F, hidden-state norms and the\n"
+    "exact norm-layer Jacobian norms, writes them to one HDF5 file and prints a summary.\n"
     "  --config FILE   INI file (DESIGN.md section 4); a bare name is looked up in configs/\n"
     "  --set S.K=V     override one key, e.g. --set model.layers=12 (repeatable)\n"
-    "  --quiet         print only the loss\n";
+    "  --out FILE.h5   output file (default: [output] file, else results/<config name>.h5)\n"
+    "  --force         replace an existing output file ([output] overwrite = true)\n"
+    "  --quiet         no progress bar, no summary\n";
+
+static const char *HELP_INFO =
+    "usage: stability info FILE.h5... [--all]\n"
+    "\n"
+    "Prints, per layer, mean ± 95% CI over seeds of ||E_batch dL/dW||_F for W^1 and W^2\n"
+    "(--all: every tensor), hidden-state norms / d beside Lemma 2's value or bounds, and the\n"
+    "norm Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3).\n";
 
 static const char *HELP_DUMP =
     "usage: stability dump --config FILE --out FILE.h5 [--set section.key=value]... [--force]\n"
@@ -174,13 +189,6 @@ static int run_setup(run_t *r, const config_t *cfg)
     return 0;
 }
 
-static double frobenius(const double *x, size_t n)
-{
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) s += x[i] * x[i];
-    return sqrt(s);
-}
-
 static void print_summary(const config_t *cfg)
 {
     printf("%s: %s-LN, %s, %s, L=%d d=%d heads=%d d_ff=%d n=%d B=%d V=%d, task %s, seed %lu\n",
@@ -191,45 +199,117 @@ static void print_summary(const config_t *cfg)
            cfg->init.seed);
 }
 
+/* The output path of a run: --out, else [output] file, else results/<config name>.h5. */
+static void output_path(const options_t *o, const config_t *cfg, char *buf, size_t len)
+{
+    if (o->out) snprintf(buf, len, "%s", o->out);
+    else if (cfg->output.file[0]) snprintf(buf, len, "%s", cfg->output.file);
+    else snprintf(buf, len, "results/%s.h5", cfg->name[0] ? cfg->name : "default");
+}
+
+/* Resolved INI text of cfg (malloc'd). */
+static char *config_text(const config_t *cfg)
+{
+    const size_t len = config_to_ini(cfg, NULL, 0) + 1;
+    char *ini = malloc(len);
+    if (ini) config_to_ini(cfg, ini, len);
+    return ini;
+}
+
+/* train.steps = 0: the probe at initialisation (issue 3), written to one HDF5 file. */
+static int cmd_probe(const options_t *o, const config_t *cfg)
+{
+    char path[CONFIG_PATH_MAX + 32], err[1024];
+    output_path(o, cfg, path, sizeof path);
+    const int overwrite = o->force || cfg->output.overwrite;
+    // refuse early (before minutes of work) when the file exists or the place is not writable
+    h5io_file_t *f;
+    int rc = h5io_create(&f, path, overwrite, err, sizeof err);
+    if (rc) { fprintf(stderr, "stability: %s\n", err); return rc; }
+    probe_t *p = probe_alloc(cfg->probe.seeds, cfg->model.layers);
+    char *ini = config_text(cfg);
+    if (!p || !ini) { h5io_abort(f); probe_free(p); free(ini); return 1; }
+    if (!o->quiet) print_summary(cfg);
+    progress_t bar;
+    char label[80];
+    snprintf(label, sizeof label, "probe %.40s", cfg->name);
+    progress_start(&bar, label, o->quiet);
+    const double t0 = progress_now();
+    rc = probe_run(cfg, p, progress_callback, &bar, err, sizeof err);
+    progress_end(&bar);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
+        h5io_abort(f);
+    } else {
+        if (h5io_write_probe(f, p, cfg->model.placement) ||
+            h5io_write_root_attrs(f, ini, cfg->init.seed, "done")) {
+            fprintf(stderr, "stability: %s: cannot write the probe\n", path);
+            h5io_abort(f);
+            rc = 1;
+        } else if ((rc = h5io_commit(f, err, sizeof err))) {
+            fprintf(stderr, "stability: %s\n", err);
+        } else if (!o->quiet) {
+            printf("%d seeds x %d batches in %.1f s\n", cfg->probe.seeds, cfg->probe.batches,
+                   progress_now() - t0);
+            report_probe(stdout, cfg, p, 0);
+            printf("\nwrote %s\n", path);
+        }
+    }
+    probe_free(p);
+    free(ini);
+    return rc;
+}
+
 static int cmd_run(const options_t *o)
 {
     config_t cfg;
-    run_t r;
     int rc = load_config(o, &cfg);
     if (rc) return rc;
-    if ((rc = run_setup(&r, &cfg))) return rc;
-    model_t *m = r.model;
-    const double loss = model_forward(m, r.tokens, r.targets);
-    model_zero_grad(m);
-    model_backward(m);
-    if (o->quiet) {
-        printf("%.10g\n", loss);
-        run_free(&r);
-        return 0;
+    if (cfg.train.steps == 0) return cmd_probe(o, &cfg);
+    fprintf(stderr, "%s: train.steps: training is not implemented yet (use 0)\n",
+            cfg.path[0] ? cfg.path : "config");
+    return 2;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    int all = 0, rc = 0, nfiles = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(HELP_INFO, stdout); return 0; }
+        if (!strcmp(argv[i], "--all")) all = 1;
+        else if (argv[i][0] == '-') return usage_error("unknown option", argv[i]);
+        else nfiles++;
     }
-    print_summary(&cfg);
-    printf("loss %.6f  (ln V = %.6f)\n\n", loss, log((double)cfg.model.vocab));
-    static const char *const heads[] = {"W_Q", "W_K", "W_V", "W_O", "W^1", "W^2", "g1", "g2"};
-    const int ncols = m->norm == NORM_NONE ? 6 : 8;
-    printf("||dL/dW||_F per layer\nlayer");
-    for (int c = 0; c < ncols; c++) printf(" %10s", heads[c]);
-    printf("\n");
-    for (int l = 0; l < m->L; l++) {
-        printf("%5d", l);
-        for (int c = 0; c < ncols; c++) {
-            char name[48];
-            static const char *const pn[] = {"wq", "wk", "wv", "wo", "w1", "w2",
-                                             "norm1.gamma", "norm2.gamma"};
-            snprintf(name, sizeof name, "layers/%02d/%s", l, pn[c]);
-            const tensor_info_t *t = model_find_tensor(m, name);
-            printf(" %10.4e", frobenius(m->grads + t->offset, model_tensor_size(t)));
+    if (!nfiles) return usage_error("info: missing FILE.h5", NULL);
+    for (int i = 2; i < argc; i++) {
+        if (argv[i][0] == '-') continue;
+        char err[1024];
+        h5io_file_t *f;
+        if (h5io_open_read(&f, argv[i], err, sizeof err)) {
+            fprintf(stderr, "stability: %s\n", err);
+            rc = 1;
+            continue;
         }
-        printf("\n");
+        char *ini = h5io_read_attr_string(f, "/", "config");
+        char *status = h5io_read_attr_string(f, "/", "status");
+        config_t cfg;
+        probe_t *p = NULL;
+        if (!ini || config_parse_string(&cfg, ini, argv[i], err, sizeof err)) {
+            fprintf(stderr, "stability: %s: no valid 'config' attribute%s%s\n", argv[i],
+                    ini ? ": " : "", ini ? err : "");
+            rc = 1;
+        } else {
+            printf("%s: status %s\n", argv[i], status ? status : "?");
+            print_summary(&cfg);
+            if (h5io_read_probe(f, &p, err, sizeof err) == 0) report_probe(stdout, &cfg, p, all);
+            else printf("(%s)\n", err);
+        }
+        probe_free(p);
+        free(ini);
+        free(status);
+        h5io_close(f);
     }
-    const tensor_info_t *emb = model_find_tensor(m, "tok_embed");
-    printf("tok_embed %10.4e\n", frobenius(m->grads + emb->offset, model_tensor_size(emb)));
-    run_free(&r);
-    return 0;
+    return rc;
 }
 
 static int cmd_dump(const options_t *o)
@@ -243,10 +323,8 @@ static int cmd_dump(const options_t *o)
     model_forward(r.model, r.tokens, r.targets);
     model_zero_grad(r.model);
     model_backward(r.model);
-    const size_t len = config_to_ini(&cfg, NULL, 0) + 1;
-    char *ini = malloc(len), err[1024];
+    char *ini = config_text(&cfg), err[1024];
     if (!ini) { run_free(&r); fprintf(stderr, "stability: out of memory\n"); return 1; }
-    config_to_ini(&cfg, ini, len);
     rc = h5io_write_dump(o->out, r.model, ini, cfg.init.seed, o->force || cfg.output.overwrite,
                          err, sizeof err);
     if (rc) fprintf(stderr, "stability: %s\n", err);
@@ -311,6 +389,7 @@ int main(int argc, char **argv)
         if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP))) return rc < 0 ? 0 : rc;
         return cmd_dump(&o);
     }
+    if (!strcmp(verb, "info")) return cmd_info(argc, argv);
     if (!strcmp(verb, "gradcheck")) {
         if ((rc = parse_options(argc, argv, 2, &o, HELP_GRADCHECK))) return rc < 0 ? 0 : rc;
         return cmd_gradcheck(&o);

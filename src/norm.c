@@ -426,6 +426,12 @@ void norm_jacobian_norms(norm_kind_t kind, const double *x, const double *gamma,
     // Bisection on the count; stop when the interval is ≤ 1e-15 of its upper end (≈ 50 steps
     // when λ_max is of the order of max a_i; relative, so also accurate when λ_max ≪ max a_i).
     if (amax == 0.0) { *spec = 0.0; return; }
+    // Uniform γ = g·1 (every probe at initialisation, γ = 1): M = g²·P², whose eigenvalues are
+    // g²·{1 (multiplicity C − 2 for LayerNorm, C − 1 for RMSNorm; C > 2 resp. C > 1 here),
+    // (1 − c)², 0}, so λ_max = g² exactly and ‖J‖₂ = r·|g| with no bisection.
+    int uniform = 1;
+    for (size_t i = 1; i < C && uniform; i++) uniform = gamma_at(gamma, i) == gamma_at(gamma, 0);
+    if (uniform) { *spec = r * sqrt(amax); return; }
     double lo = 0.0, hi = amax;
     for (int it = 0; it < 4096 && hi - lo > 1e-15 * hi; it++) {
         const double mid = lo + 0.5 * (hi - lo);

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include "config.h"
 
-/* Forward. out (N,C); mean (N) (zeros for RMSNorm; may be NULL for NORM_NONE), rstd (N) = r.
+/* Forward. out (N,C); mean (N) (may be NULL for RMSNorm and NORM_NONE), rstd (N) = r.
  * beta is ignored (may be NULL) for RMSNorm and NORM_NONE; gamma ignored for NORM_NONE. */
 void norm_forward(norm_kind_t kind, double *out, double *mean, double *rstd,
                   const double *x, const double *gamma, const double *beta,
@@ -28,7 +28,8 @@ void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
 /* Exact spectral and Frobenius norm of the C×C Jacobian J = ∂y/∂x of ONE row x (C),
  * with γ, without forming J: J = r·diag(γ)·P with P = I − Σ_k c_k u_k u_kᵀ (rank ≤ 2),
  * ‖J‖₂² = r²·λ_max(diag(γ)·P²·diag(γ)) by inertia-counting bisection, O(C) per step.
- * NORM_NONE gives spec = fro_ = identity norms (1, √C). */
+ * Uniform γ (e.g. γ = 1 at initialisation) takes the closed form ‖J‖₂ = r·|γ|; C ≤ 2 closed
+ * forms too. NORM_NONE gives the identity's norms (1, √C). gamma NULL means γ = 1. */
 void norm_jacobian_norms(norm_kind_t kind, const double *x, const double *gamma,
                          size_t C, double eps, double *spec, double *fro);
 

@@ -8,5 +8,6 @@ Suite *config_suite(void);   /* tests/test_config.c: INI parsing, --set, every b
 Suite *norm_suite(void);     /* tests/test_norm.c: norm backward vs FD and seed 000, Jacobian norms vs GSL SVD */
 Suite *model_suite(void);    /* tests/test_model.c: whole-model gradients vs finite differences */
 Suite *data_suite(void);     /* tests/test_data.c: task batches */
+Suite *probe_suite(void);    /* tests/test_probe.c: Lemma 2/3 on the probe, expected-gradient bookkeeping */
 
 #endif
