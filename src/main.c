@@ -32,6 +32,7 @@ typedef struct {
     const char *out;
     int quiet, force;
     long entries;          /* gradcheck: entries per tensor */
+    double perturb;        /* dump, gradcheck: N(0, perturb²) added to biases, γ, β */
     double tol;            /* gradcheck: tolerance */
 } options_t;
 
@@ -99,14 +100,17 @@ static const char *HELP_INFO =
 
 static const char *HELP_DUMP =
     "usage: stability dump --config FILE --out FILE.h5 [--set section.key=value]... [--force]\n"
+    "                      [--perturb S]\n"
     "\n"
     "Initialises the model, draws one batch, runs forward and backward and writes\n"
     "/batch/tokens, /batch/targets (int32 [B][n]), /loss, /params/NAME and /grads/NAME\n"
     "(W stored [in][out]) with the resolved config as the root attribute 'config'.\n"
-    "  --force         replace an existing output file\n";
+    "  --force         replace an existing output file\n"
+    "  --perturb S     add N(0, S^2) to every bias, gamma and beta after initialisation, so a\n"
+    "                  cross-check sees values other than 0 and 1\n";
 
 static const char *HELP_GRADCHECK =
-    "usage: stability gradcheck --config FILE [--set ...] [--entries N] [--tol X]\n"
+    "usage: stability gradcheck --config FILE [--set ...] [--entries N] [--tol X] [--perturb S]\n"
     "\n"
     "Compares the analytic backward with 5-point central finite differences of the loss for\n"
     "every parameter tensor (all entries when a tensor has <= N, else N random ones;\n"
@@ -148,12 +152,16 @@ static int parse_options(int argc, char **argv, int first, options_t *o, const c
             char *end;
             o->tol = strtod(argv[++i], &end);
             if (*end || !(o->tol > 0)) return usage_error("--tol: not a positive number", argv[i]);
+        } else if (!strcmp(a, "--perturb") && has_value) {
+            char *end;
+            o->perturb = strtod(argv[++i], &end);
+            if (*end || !(o->perturb >= 0)) return usage_error("--perturb: not a number >= 0", argv[i]);
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             o->quiet = 1;
         } else if (!strcmp(a, "--force")) {
             o->force = 1;
         } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
-                   !strcmp(a, "--entries") || !strcmp(a, "--tol")) {
+                   !strcmp(a, "--entries") || !strcmp(a, "--tol") || !strcmp(a, "--perturb")) {
             return usage_error("option needs a value", a);
         } else {
             return usage_error("unknown option", a);
@@ -194,7 +202,7 @@ static void run_free(run_t *r)
 
 /* Build and initialise the model of cfg and draw one batch (and dropout masks).
  * Returns 0, 1 (out of memory) or 2 (config the data task rejects). */
-static int run_setup(run_t *r, const config_t *cfg)
+static int run_setup(run_t *r, const config_t *cfg, double perturb)
 {
     char err[512];
     memset(r, 0, sizeof *r);
@@ -217,6 +225,7 @@ static int run_setup(run_t *r, const config_t *cfg)
     gsl_rng_set(r->rng_init, cfg->init.seed);
     gsl_rng_set(r->rng_data, cfg->init.seed + DATA_SEED_OFFSET);
     model_init(r->model, cfg, r->rng_init);
+    if (perturb > 0) model_perturb(r->model, r->rng_init, perturb);
     data_batch(&r->data, r->rng_data, r->tokens, r->targets);
     model_draw_dropout(r->model, r->rng_data);
     return 0;
@@ -352,7 +361,7 @@ static int cmd_dump(const options_t *o)
     if (!o->out) return usage_error("dump: missing --out FILE.h5", NULL);
     int rc = load_config(o, &cfg);
     if (rc) return rc;
-    if ((rc = run_setup(&r, &cfg))) return rc;
+    if ((rc = run_setup(&r, &cfg, o->perturb))) return rc;
     model_forward(r.model, r.tokens, r.targets);
     model_zero_grad(r.model);
     model_backward(r.model);
@@ -374,7 +383,7 @@ static int cmd_gradcheck(const options_t *o)
     run_t r;
     int rc = load_config(o, &cfg);
     if (rc) return rc;
-    if ((rc = run_setup(&r, &cfg))) return rc;
+    if ((rc = run_setup(&r, &cfg, o->perturb))) return rc;
     model_t *m = r.model;
     gradcheck_result_t *res = calloc((size_t)m->num_tensors, sizeof *res);
     if (!res) { run_free(&r); return 1; }

@@ -202,6 +202,7 @@ static int pick_scan(const plot_set_t *set, int post, int scan_depth, int *membe
 /* One placement's scan of the last layer's gradient of parameter k: data block, fit, theory. */
 typedef struct {
     int n;
+    double xmin, xmax;        /* range of the varied dimension */
     double x0, y0;            /* first point (for the theory line) */
     double slope, slope_ci;   /* fitted exponent */
     double C;                 /* fitted constant of the width theory */
@@ -210,7 +211,7 @@ typedef struct {
 static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, int depth,
                          int k, const char *block)
 {
-    scan_t sc = {.n = n, .x0 = NAN, .y0 = NAN};
+    scan_t sc = {.n = n, .x0 = NAN, .y0 = NAN, .xmin = INFINITY, .xmax = -INFINITY};
     double xs[4096], ys[4096], fs[4096];
     size_t np = 0;
     sbuf_printf(s, "$%s << EOD\n", block);
@@ -226,6 +227,8 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
         if (!cnt) continue;
         sbuf_printf(s, "%g %.10g %.10g\n", x, mean, isnan(half) ? 0.0 : half);
         if (isnan(sc.x0)) { sc.x0 = x; sc.y0 = mean; }
+        sc.xmin = fmin(sc.xmin, x);
+        sc.xmax = fmax(sc.xmax, x);
         for (int seed = 0; seed < r->probe->S && np < 4096; seed++) {
             xs[np] = x;
             ys[np] = last[seed * stride];
@@ -264,7 +267,14 @@ static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
         scan_t post = {0}, pre = {0};
         if (np) post = scan_block(s, set, mp, np, depth, params[p], p ? "post2" : "post1");
         if (nq) pre = scan_block(s, set, mq, nq, depth, params[p], p ? "pre2" : "pre1");
-        sbuf_printf(s, "set title 'W^{%d,L}'\nset ylabel '‖E_{batch} ∂L/∂W^{%d,L}‖_F'\nplot ",
+        const double xmin = fmin(np ? post.xmin : INFINITY, nq ? pre.xmin : INFINITY);
+        const double xmax = fmax(np ? post.xmax : -INFINITY, nq ? pre.xmax : -INFINITY);
+        sbuf_printf(s, "set xrange [%g:%g]\nset xtics (", xmin / 1.12, xmax * 1.12);
+        for (int i = 0; i < (np ? np : nq); i++) {   // a tic at every value scanned
+            const config_t *c = &set->runs[np ? mp[i] : mq[i]].cfg;
+            sbuf_printf(s, "%s%d", i ? ", " : "", depth ? c->model.layers : c->model.d_model);
+        }
+        sbuf_printf(s, ")\nset title 'W^{%d,L}'\nset ylabel '‖E_{batch} ∂L/∂W^{%d,L}‖_F'\nplot ",
                     p + 1, p + 1);
         const char *sep = "";
         if (np) {

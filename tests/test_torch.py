@@ -436,7 +436,10 @@ def run_cases(args, workdir):
         res = {"ok": False, "loss_err": None, "worst": (None, 0.0), "errors": {},
                "problems": [], "notes": []}
         try:
-            p = subprocess.run([binary, "dump", "--config", ini, "--out", out], cwd=REPO,
+            # --perturb: biases, γ, β ~ init + N(0, 0.3²), so that a swapped b_Q/b_K or
+            # norm1/norm2 in the C forward would show (at init they are all 0 or 1)
+            p = subprocess.run([binary, "dump", "--config", ini, "--out", out, "--perturb", "0.3"],
+                               cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                timeout=300)
             if p.returncode != 0:
