@@ -258,6 +258,25 @@ static char *config_text(const config_t *cfg)
     return ini;
 }
 
+/* [output] plots = true: draw the figures of the file just written into plots/. */
+static int plot_file(const char *path, int quiet)
+{
+    plot_set_t set;
+    char err[1024], prefix[256];
+    const char *files[1] = {path};
+    const char *b = strrchr(path, '/');
+    snprintf(prefix, sizeof prefix, "%.200s", b ? b + 1 : path);
+    char *dot = strrchr(prefix, '.');
+    if (dot) *dot = '\0';
+    int rc = plot_load(&set, files, 1, err, sizeof err);
+    if (!rc) {
+        rc = plot_draw_all(&set, "plots", prefix, "png,pdf", quiet, err, sizeof err) < 0;
+        plot_set_free(&set);
+    }
+    if (rc) fprintf(stderr, "stability: %s (the results file is complete)\n", err);
+    return rc ? 1 : 0;
+}
+
 /* train.steps = 0: the probe at initialisation (issue 3), written to one HDF5 file. */
 static int cmd_probe(const options_t *o, const config_t *cfg)
 {
@@ -290,11 +309,14 @@ static int cmd_probe(const options_t *o, const config_t *cfg)
             rc = 1;
         } else if ((rc = h5io_commit(f, err, sizeof err))) {
             fprintf(stderr, "stability: %s\n", err);
-        } else if (!o->quiet) {
-            printf("%d seeds x %d batches in %.1f s\n", cfg->probe.seeds, cfg->probe.batches,
-                   progress_now() - t0);
-            report_probe(stdout, cfg, p, 0);
-            printf("\nwrote %s\n", path);
+        } else {
+            if (!o->quiet) {
+                printf("%d seeds x %d batches in %.1f s\n", cfg->probe.seeds, cfg->probe.batches,
+                       progress_now() - t0);
+                report_probe(stdout, cfg, p, 0);
+                printf("\nwrote %s\n", path);
+            }
+            if (cfg->output.plots) rc = plot_file(path, o->quiet);
         }
     }
     probe_free(p);
