@@ -63,7 +63,8 @@ figures: deps
 	  n=$$(basename $$f .ini); ./stability plot results/$$n.h5; \
 	  ./stability plot results/$$n.h5 --out docs/figures --format png --quiet; done
 
-# Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
+# Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files, a real
+# local Slurm cluster (root only; skipped otherwise),
 # then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps
 	$(MAKE) stability $(BUILD)/test_runner
@@ -71,6 +72,7 @@ test: test-deps
 	tests/test_cli.sh
 	/usr/bin/python3 tests/test_torch.py
 	/usr/bin/python3 tests/test_probe.py
+	tests/test_slurm.sh
 	$(MAKE) asan-unit
 
 unit: $(BUILD)/test_runner

@@ -39,6 +39,7 @@ typedef struct {
 static const char *USAGE =
     "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--quiet]\n"
     "       stability sweep FILE [--jobs N] [--dry-run] [--task I] [--merge]\n"
+    "       stability sweep FILE --slurm [--submit [--only-missing]]\n"
     "       stability plot FILE.h5... [--out DIR] [--format png,pdf,svg]\n"
     "       stability info FILE.h5... [--all]\n"
     "       stability dump --config FILE --out FILE.h5 [--set ...] [--force]\n"
@@ -65,6 +66,7 @@ static const char *HELP_RUN =
 
 static const char *HELP_SWEEP =
     "usage: stability sweep FILE [--jobs N] [--dry-run] [--quiet]\n"
+    "       stability sweep FILE --slurm [--submit [--only-missing]] [--set slurm.KEY=VALUE]...\n"
     "       stability sweep FILE --task I\n"
     "       stability sweep FILE --merge\n"
     "\n"
@@ -78,6 +80,11 @@ static const char *HELP_SWEEP =
     "  --dry-run    list the runs and their overrides, run nothing\n"
     "  --task I     run only run I (0-based; what a Slurm array task does)\n"
     "  --merge      only merge what is complete; list what is missing (exit 3 if any)\n"
+    "  --slurm      write results/<sweep>/job.sbatch: one job array, task i = --task i,\n"
+    "               resources from the [slurm] section (partition, time, cpus_per_task, mem,\n"
+    "               array_parallelism, account, extra) or --set slurm.KEY=VALUE\n"
+    "  --submit     also submit it (sbatch --parsable) and print the job id\n"
+    "  --only-missing  submit only the runs that are not complete\n"
     "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file.\n";
 
 static const char *HELP_PLOT =
@@ -481,8 +488,10 @@ static void self_path(const char *argv0, char *buf, size_t len)
 static int cmd_sweep(int argc, char **argv)
 {
     const char *file = NULL;
-    int jobs = 0, dry = 0, merge_only = 0, quiet = 0;
+    int jobs = 0, dry = 0, merge_only = 0, quiet = 0, slurm = 0, submit = 0, only_missing = 0;
     long task = -1;
+    const char *sets[64];
+    int nsets = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         char *end;
@@ -493,7 +502,13 @@ static int cmd_sweep(int argc, char **argv)
         } else if (!strcmp(a, "--task") && i + 1 < argc) {
             task = strtol(argv[++i], &end, 10);
             if (*end || task < 0) return usage_error("--task: not a run index", argv[i]);
+        } else if (!strcmp(a, "--set") && i + 1 < argc) {
+            if (nsets == 64) return usage_error("too many --set options", NULL);
+            sets[nsets++] = argv[++i];
         } else if (!strcmp(a, "--dry-run")) dry = 1;
+        else if (!strcmp(a, "--slurm")) slurm = 1;
+        else if (!strcmp(a, "--submit")) submit = 1;
+        else if (!strcmp(a, "--only-missing")) only_missing = 1;
         else if (!strcmp(a, "--merge")) merge_only = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
         else if (a[0] == '-') return usage_error("unknown option", a);
@@ -509,8 +524,25 @@ static int cmd_sweep(int argc, char **argv)
         return 2;
     }
     self_path(argv[0], exe, sizeof exe);
+    for (int k = 0; k < nsets; k++) {
+        if (sweep_set_slurm(&s, sets[k], err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            sweep_free(&s);
+            return 2;
+        }
+    }
+    if ((submit || only_missing) && !slurm) {
+        sweep_free(&s);
+        return usage_error("--submit and --only-missing go with --slurm", NULL);
+    }
     int rc = 0;
-    if (dry) {
+    if (slurm) {
+        char script[1200];
+        rc = sweep_slurm_write(&s, exe, script, sizeof script, err, sizeof err);
+        if (rc) fprintf(stderr, "%s\n", err);
+        else if (!submit && !quiet) printf("wrote %s (submit with: sbatch %s, or add --submit)\n", script, script);
+        if (!rc && submit) rc = sweep_slurm_submit(&s, script, only_missing, quiet);
+    } else if (dry) {
         printf("sweep %s: base %s, %d runs -> %s/\n", s.name, s.base, s.nruns, s.results_dir);
         for (int i = 0; i < s.nruns; i++) {
             sweep_sets_t sets;
