@@ -101,6 +101,7 @@ static const char *HELP_PLOT =
 static const char *HELP_INFO =
     "usage: stability info FILE.h5... [--all]\n"
     "\n"
+    "For a run file, or every run of a merged sweep file (/runs/NAME):\n"
     "Prints, per layer, mean ± 95% CI over seeds of ||E_batch dL/dW||_F for W^1 and W^2\n"
     "(--all: every tensor), hidden-state norms / d beside Lemma 2's value or bounds, and the\n"
     "norm Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3).\n";
@@ -342,6 +343,34 @@ static int cmd_run(const options_t *o)
     return 2;
 }
 
+/* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). */
+static int info_run(h5io_file_t *f, const char *file, const char *prefix, int all)
+{
+    char err[1024], label[1400];
+    const char *obj = prefix[0] ? prefix : "/";
+    snprintf(label, sizeof label, "%s%s", file, prefix);
+    char *ini = h5io_read_attr_string(f, obj, "config");
+    char *status = h5io_read_attr_string(f, obj, "status");
+    config_t cfg;
+    probe_t *p = NULL;
+    int rc = 0;
+    if (!ini || config_parse_string(&cfg, ini, label, err, sizeof err)) {
+        fprintf(stderr, "stability: %s: no valid 'config' attribute%s%s\n", label,
+                ini ? ": " : "", ini ? err : "");
+        rc = 1;
+    } else {
+        printf("%s: status %s\n", label, status ? status : "?");
+        print_summary(&cfg);
+        if (h5io_read_probe(f, prefix, &p, err, sizeof err) == 0) report_probe(stdout, &cfg, p, all);
+        else printf("(%s)\n", err);
+        printf("\n");
+    }
+    probe_free(p);
+    free(ini);
+    free(status);
+    return rc;
+}
+
 static int cmd_info(int argc, char **argv)
 {
     int all = 0, rc = 0, nfiles = 0;
@@ -361,23 +390,15 @@ static int cmd_info(int argc, char **argv)
             rc = 1;
             continue;
         }
-        char *ini = h5io_read_attr_string(f, "/", "config");
-        char *status = h5io_read_attr_string(f, "/", "status");
-        config_t cfg;
-        probe_t *p = NULL;
-        if (!ini || config_parse_string(&cfg, ini, argv[i], err, sizeof err)) {
-            fprintf(stderr, "stability: %s: no valid 'config' attribute%s%s\n", argv[i],
-                    ini ? ": " : "", ini ? err : "");
-            rc = 1;
-        } else {
-            printf("%s: status %s\n", argv[i], status ? status : "?");
-            print_summary(&cfg);
-            if (h5io_read_probe(f, "", &p, err, sizeof err) == 0) report_probe(stdout, &cfg, p, all);
-            else printf("(%s)\n", err);
+        int n = 0;
+        char **runs = h5io_list_group(f, "/runs", &n);
+        if (!runs) rc |= info_run(f, argv[i], "", all);
+        for (int k = 0; k < n; k++) {
+            char prefix[300];
+            snprintf(prefix, sizeof prefix, "/runs/%s", runs[k]);
+            rc |= info_run(f, argv[i], prefix, all);
         }
-        probe_free(p);
-        free(ini);
-        free(status);
+        h5io_free_names(runs, n);
         h5io_close(f);
     }
     return rc;
