@@ -53,6 +53,7 @@ run: deps
 	./stability --config $(RUN_CONFIG)
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
+# training runs (resume, signals, kill -9, divergence),
 # then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps
 	$(MAKE) stability $(BUILD)/test_runner
@@ -60,6 +61,7 @@ test: test-deps
 	tests/test_cli.sh
 	/usr/bin/python3 tests/test_torch.py
 	/usr/bin/python3 tests/test_probe.py
+	/usr/bin/python3 tests/test_train.py
 	$(MAKE) asan-unit
 
 unit: $(BUILD)/test_runner
