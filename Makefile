@@ -18,9 +18,10 @@ BUILD    ?= build
 OBJ      := $(SRC:src/%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
-RUN_CONFIG ?= configs/postln_L6.ini
+RUN_SWEEP ?= experiments/fig3ab_grad_vs_layer.ini
+EXPERIMENTS := $(wildcard experiments/*.ini)
 
-.PHONY: all deps test-deps run test unit asan-unit clean
+.PHONY: all deps test-deps run figures test unit asan-unit clean
 all: stability
 
 stability: $(OBJ) $(BUILD)/main.o
@@ -47,10 +48,20 @@ deps:
 test-deps:
 	scripts/install-deps.sh --test
 
-# The main job: install what is missing, build, run the default config.
+# The main job: install what is missing, build, measure Fig. 3(a,b) (Post-LN vs Pre-LN at the
+# paper's size) and draw it into plots/.
 run: deps
 	$(MAKE) stability
-	./stability --config $(RUN_CONFIG)
+	./stability sweep $(RUN_SWEEP)
+	./stability plot results/$(basename $(notdir $(RUN_SWEEP))).h5
+
+# Every shipped experiment, then every figure; small PNG copies go to docs/figures/ for the README.
+figures: deps
+	$(MAKE) stability
+	@set -e; for f in $(EXPERIMENTS); do ./stability sweep $$f; done
+	@set -e; mkdir -p docs/figures; for f in $(EXPERIMENTS); do \
+	  n=$$(basename $$f .ini); ./stability plot results/$$n.h5; \
+	  ./stability plot results/$$n.h5 --out docs/figures --format png --quiet; done
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
 # training runs (resume, signals, kill -9, divergence),

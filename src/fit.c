@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_fit.h>
 #include <gsl/gsl_statistics_double.h>
 #include "fit.h"
 
@@ -41,4 +42,45 @@ void fit_lemma2_pre_bounds(int d, int d_ff, int l, double e0, double *lo, double
 double fit_input_sqnorm(void)
 {
     return 1.5;
+}
+
+size_t fit_power_law(const double *x, const double *y, size_t n, double *b, double *b_ci,
+                     double *A)
+{
+    double *lx = malloc((n ? n : 1) * sizeof(double)), *ly = malloc((n ? n : 1) * sizeof(double));
+    size_t m = 0;
+    for (size_t i = 0; lx && ly && i < n; i++) {
+        if (!(x[i] > 0.0) || !(y[i] > 0.0)) continue;   // also skips NaN
+        lx[m] = log(x[i]);
+        ly[m++] = log(y[i]);
+    }
+    *b = *b_ci = *A = NAN;
+    if (m >= 2) {
+        double c0, c1, cov00, cov01, cov11, sumsq;
+        gsl_fit_linear(lx, 1, ly, 1, m, &c0, &c1, &cov00, &cov01, &cov11, &sumsq);
+        *b = c1;
+        *A = exp(c0);
+        if (m >= 3) *b_ci = gsl_cdf_tdist_Pinv(0.975, (double)(m - 2)) * sqrt(cov11);
+    }
+    free(lx);
+    free(ly);
+    return m;
+}
+
+double fit_scale(const double *y, const double *f, size_t n)
+{
+    double s = 0.0;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(y[i] > 0.0) || !(f[i] > 0.0)) continue;
+        s += log(y[i]) - log(f[i]);
+        m++;
+    }
+    return m ? exp(s / m) : NAN;
+}
+
+double fit_theorem1(int post, int d, int L)
+{
+    const double ld = log((double)d);
+    return post ? d * sqrt(ld) : d * sqrt(ld / L);
 }

@@ -25,4 +25,16 @@ void fit_lemma2_pre_bounds(int d, int d_ff, int l, double e0, double *lo, double
 /* E‖x_1‖²/d of the input tok_embed·√d + PE with tok_embed ~ N(0, 1/d): 1 + 1/2. */
 double fit_input_sqnorm(void);
 
+/* Least-squares power law y = A·x^b on log-log axes (gsl_fit_linear on ln x, ln y; NaN and
+ * non-positive values skipped): exponent b, half-width of its 95 % CI (Student t, n−2 dof;
+ * NaN when n < 3), and A. Returns the number of points used. */
+size_t fit_power_law(const double *x, const double *y, size_t n, double *b, double *b_ci,
+                     double *A);
+
+/* The constant C of y ≈ C·f fitted on log axes: ln C = mean(ln y − ln f) (skips NaN/≤0). */
+double fit_scale(const double *y, const double *f, size_t n);
+
+/* Theorem 1's width dependence of ‖∂L/∂W^{2,L}‖_F: d·√(ln d) (Post-LN), d·√(ln d / L) (Pre-LN). */
+double fit_theorem1(int post, int d, int L);
+
 #endif

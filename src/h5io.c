@@ -108,6 +108,91 @@ static int write_attr(h5io_file_t *f, const char *obj, const char *name, hid_t t
     return st < 0 ? 1 : 0;
 }
 
+int h5io_write_strings(h5io_file_t *f, const char *dset, const char *const *values, int rank,
+                       const size_t *dims)
+{
+    hid_t t = string_type();
+    const int rc = write_dataset(f, dset, t, values, rank, dims);
+    H5Tclose(t);
+    return rc;
+}
+
+/* H5Literate callback: copy one top-level object (not /checkpoint) into the group ctx. */
+typedef struct { hid_t src, dst; int rc; } copy_ctx_t;
+
+static herr_t copy_object(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)group;
+    (void)info;
+    copy_ctx_t *c = data;
+    if (!strcmp(name, "checkpoint")) return 0;
+    if (H5Ocopy(c->src, name, c->dst, name, H5P_DEFAULT, H5P_DEFAULT) < 0) c->rc = 1;
+    return 0;
+}
+
+/* H5Aiterate callback: copy one root attribute (any type) onto the group ctx. */
+static herr_t copy_attribute(hid_t loc, const char *name, const H5A_info_t *info, void *data)
+{
+    (void)info;
+    copy_ctx_t *c = data;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    hid_t type = H5Aget_type(a), space = H5Aget_space(a);
+    const hssize_t n = H5Sget_simple_extent_npoints(space);
+    const size_t size = H5Tget_size(type);
+    void *buf = calloc((size_t)(n > 0 ? n : 1), size);
+    if (buf && H5Aread(a, type, buf) >= 0) {
+        hid_t b = H5Acreate2(c->dst, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+        if (b < 0 || H5Awrite(b, type, buf) < 0) c->rc = 1;
+        if (b >= 0) H5Aclose(b);
+        if (H5Tis_variable_str(type) > 0) H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf);
+    } else {
+        c->rc = 1;
+    }
+    free(buf);
+    H5Sclose(space);
+    H5Tclose(type);
+    H5Aclose(a);
+    return 0;
+}
+
+int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, char *err,
+                        size_t errlen)
+{
+    copy_ctx_t c = {.rc = 0};
+    c.src = H5Fopen(src_path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (c.src < 0) {
+        snprintf(err, errlen, "%s: cannot open", src_path);
+        return 1;
+    }
+    hid_t lcpl = lcpl_intermediate();
+    c.dst = H5Gcreate2(f->id, dst, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    H5Pclose(lcpl);
+    if (c.dst < 0) {
+        H5Fclose(c.src);
+        snprintf(err, errlen, "%s: cannot create group", dst);
+        return 1;
+    }
+    H5Literate(c.src, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_object, &c);
+    H5Aiterate2(c.src, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_attribute, &c);
+    H5Gclose(c.dst);
+    H5Fclose(c.src);
+    if (c.rc) snprintf(err, errlen, "%s: cannot copy into %s", src_path, dst);
+    return c.rc;
+}
+
+char *h5io_file_status(const char *path)
+{
+    if (access(path, R_OK) != 0) return NULL;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5io_file_t f;
+    f.id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f.id < 0) f.id = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);  // killed writer
+    if (f.id < 0) return NULL;
+    char *status = h5io_read_attr_string(&f, "/", "status");
+    H5Fclose(f.id);
+    return status;
+}
+
 int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value)
 {
     hid_t t = string_type(), s = H5Screate(H5S_SCALAR);
@@ -209,6 +294,7 @@ void h5io_close(h5io_file_t *f)
 int h5io_exists(h5io_file_t *f, const char *path)
 {
     // check every prefix: H5Lexists fails on a missing intermediate group
+    if (!strcmp(path, "/")) return 1;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", path);
     for (char *p = buf + 1;; p++) {
@@ -247,6 +333,20 @@ int h5io_read_doubles(h5io_file_t *f, const char *dset, double **data, size_t *d
     return rc;
 }
 
+int h5io_read_attr_double(h5io_file_t *f, const char *obj, const char *name, double *value)
+{
+    if (!h5io_exists(f, obj) || H5Aexists_by_name(f->id, obj, name, H5P_DEFAULT) <= 0) return 1;
+    hid_t a = H5Aopen_by_name(f->id, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) return 1;
+    hid_t t = H5Aget_type(a);
+    const H5T_class_t cls = H5Tget_class(t);
+    const int ok = (cls == H5T_INTEGER || cls == H5T_FLOAT) &&
+                   H5Aread(a, H5T_NATIVE_DOUBLE, value) >= 0;
+    H5Tclose(t);
+    H5Aclose(a);
+    return ok ? 0 : 1;
+}
+
 char *h5io_read_attr_string(h5io_file_t *f, const char *obj, const char *name)
 {
     if (H5Aexists_by_name(f->id, obj, name, H5P_DEFAULT) <= 0) return NULL;
@@ -272,6 +372,41 @@ char *h5io_read_attr_string(h5io_file_t *f, const char *obj, const char *name)
     H5Tclose(ft);
     H5Aclose(a);
     return out;
+}
+
+static herr_t collect_name(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)group;
+    (void)info;
+    struct { char **names; int n, cap; } *c = data;
+    if (c->n == c->cap) {
+        const int cap = c->cap ? 2 * c->cap : 16;
+        char **grown = realloc(c->names, (size_t)cap * sizeof *grown);
+        if (!grown) return -1;
+        c->names = grown;
+        c->cap = cap;
+    }
+    c->names[c->n] = strdup(name);
+    return c->names[c->n++] ? 0 : -1;
+}
+
+char **h5io_list_group(h5io_file_t *f, const char *path, int *n)
+{
+    struct { char **names; int n, cap; } c = {NULL, 0, 0};
+    *n = 0;
+    if (!h5io_exists(f, path)) return NULL;
+    hid_t g = H5Gopen2(f->id, path, H5P_DEFAULT);
+    if (g < 0) return NULL;
+    H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, collect_name, &c);
+    H5Gclose(g);
+    *n = c.n;
+    return c.names;
+}
+
+void h5io_free_names(char **names, int n)
+{
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
 }
 
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,

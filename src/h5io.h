@@ -25,6 +25,20 @@ int h5io_write_doubles(h5io_file_t *f, const char *dset, const double *data, int
 int h5io_write_ints(h5io_file_t *f, const char *dset, const int32_t *data, int rank,
                     const size_t *dims);
 
+/* Write a variable-length UTF-8 string dataset at dset, shape dims[rank] (row-major values).
+ * Returns 0 or 1. */
+int h5io_write_strings(h5io_file_t *f, const char *dset, const char *const *values, int rank,
+                       const size_t *dims);
+
+/* Copy every top-level object of the file src_path except /checkpoint, and its root
+ * attributes, into the group dst (created) of f — byte-identical datasets. 0 or 1 (err set). */
+int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, char *err,
+                        size_t errlen);
+
+/* Status attribute of a finished or unfinished run file, malloc'd ("done", "running", …), or
+ * NULL when the file is missing, unreadable or has no status. */
+char *h5io_file_status(const char *path);
+
 /* Attach a variable-length UTF-8 string attribute to object obj ("/" for the root). 0 or 1. */
 int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value);
 
@@ -63,11 +77,22 @@ int h5io_read_doubles(h5io_file_t *f, const char *dset, double **data, size_t *d
 /* Read a string attribute of obj into a malloc'd string (caller frees); NULL if absent. */
 char *h5io_read_attr_string(h5io_file_t *f, const char *obj, const char *name);
 
+/* Read a numeric scalar attribute of obj as double. Returns 0, or 1 if absent. */
+int h5io_read_attr_double(h5io_file_t *f, const char *obj, const char *name, double *value);
+
 /* The /probe group of DESIGN §6 from p (axes named by string attributes). 0 or 1. */
 int h5io_write_probe(h5io_file_t *f, const probe_t *p, placement_t placement);
 
-/* Read the /probe group into a new probe_t (caller frees with probe_free). 0 or 1. */
-int h5io_read_probe(h5io_file_t *f, probe_t **p, char *err, size_t errlen);
+/* Read the probe group under prefix ("" for a run file, "/runs/NAME" in a merged sweep file)
+ * into a new probe_t (caller frees with probe_free). 0 or 1. */
+int h5io_read_probe(h5io_file_t *f, const char *prefix, probe_t **p, char *err, size_t errlen);
+
+/* Names of the links in group path (malloc'd array of malloc'd strings, sorted by name);
+ * *n = 0 and NULL when the group does not exist. Free with h5io_free_names. */
+char **h5io_list_group(h5io_file_t *f, const char *path, int *n);
+
+/* Free what h5io_list_group returned. */
+void h5io_free_names(char **names, int n);
 
 /* DESIGN §6 dump: /batch/tokens, /batch/targets (int32 [B][T]), /loss, /params/NAME,
  * /grads/NAME, root attributes. Returns 0, or 1/2 with err set; nothing left on failure. */

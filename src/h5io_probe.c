@@ -81,16 +81,18 @@ int h5io_write_probe(h5io_file_t *f, const probe_t *p, placement_t placement)
     return rc;
 }
 
-int h5io_read_probe(h5io_file_t *f, probe_t **out, char *err, size_t errlen)
+int h5io_read_probe(h5io_file_t *f, const char *prefix, probe_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     double *grad = NULL;
     size_t dims[8];
     int rank;
-    if (h5io_read_doubles(f, "/probe/grad_fro", &grad, dims, &rank) || rank != 3 ||
+    char path[512];
+    snprintf(path, sizeof path, "%s/probe/grad_fro", prefix);
+    if (h5io_read_doubles(f, path, &grad, dims, &rank) || rank != 3 ||
         dims[2] != P_NUM_LAYER_PARAMS) {
         free(grad);
-        snprintf(err, errlen, "no /probe/grad_fro [seed][layer][param] in this file");
+        snprintf(err, errlen, "no %s [seed][layer][param] in this file", path);
         return 1;
     }
     free(grad);
@@ -98,8 +100,7 @@ int h5io_read_probe(h5io_file_t *f, probe_t **out, char *err, size_t errlen)
     if (!p) { snprintf(err, errlen, "out of memory"); return 1; }
     for (size_t d = 0; d < NUM_DATASETS; d++) {
         const probe_dataset_t *ds = &DATASETS[d];
-        char path[96];
-        snprintf(path, sizeof path, "/probe/%s", ds->name);
+        snprintf(path, sizeof path, "%s/probe/%s", prefix, ds->name);
         double *data;
         size_t n = (size_t)p->S * (ds->layered ? (size_t)p->L : 1) * (ds->K ? (size_t)ds->K : 1);
         if (h5io_read_doubles(f, path, &data, dims, &rank)) {

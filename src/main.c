@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_rng.h>
 #include "config.h"
@@ -13,8 +14,10 @@
 #include "model.h"
 #include "probe.h"
 #include "progress.h"
+#include "plot.h"
 #include "report.h"
 #include "run.h"
+#include "sweep.h"
 
 #ifndef STABILITY_VERSION
 #define STABILITY_VERSION "unknown"
@@ -30,12 +33,15 @@ typedef struct {
     const char *out;
     int quiet, force, resume;
     long entries;          /* gradcheck: entries per tensor */
+    double perturb;        /* dump, gradcheck: N(0, perturb²) added to biases, γ, β */
     double tol;            /* gradcheck: tolerance */
 } options_t;
 
 static const char *USAGE =
     "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
     "                 [--resume] [--quiet]\n"
+    "       stability sweep FILE [--jobs N] [--dry-run] [--task I] [--merge]\n"
+    "       stability plot FILE.h5... [--out DIR] [--format png,pdf,svg]\n"
     "       stability info FILE.h5... [--all]\n"
     "       stability dump --config FILE --out FILE.h5 [--set ...] [--force]\n"
     "       stability gradcheck --config FILE [--set ...] [--entries N] [--tol X]\n"
@@ -66,6 +72,34 @@ static const char *HELP_RUN =
     "                  ([train] resume = auto); a new run if there is no file yet\n"
     "  --quiet         no progress bar, no summary\n";
 
+static const char *HELP_SWEEP =
+    "usage: stability sweep FILE [--jobs N] [--dry-run] [--quiet]\n"
+    "       stability sweep FILE --task I\n"
+    "       stability sweep FILE --merge\n"
+    "\n"
+    "Runs every point of a sweep file (experiments/*.ini: a base config, lists of values to\n"
+    "cross or zip, a run-name pattern) as its own process, N at a time (default: one per\n"
+    "core, BLAS/OpenMP threads divided between them), skipping runs whose file is complete\n"
+    "(status done or diverged), so an interrupted sweep resumes. Runs write\n"
+    "results/<sweep>/<run>.h5 and <run>.log; then all complete runs are merged into\n"
+    "results/<sweep>.h5 (/runs/NAME/... and the /sweep table of swept values).\n"
+    "  --jobs N     runs at a time\n"
+    "  --dry-run    list the runs and their overrides, run nothing\n"
+    "  --task I     run only run I (0-based; what a Slurm array task does)\n"
+    "  --merge      only merge what is complete; list what is missing (exit 3 if any)\n"
+    "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file.\n";
+
+static const char *HELP_PLOT =
+    "usage: stability plot FILE.h5... [--out DIR] [--format png,pdf,svg] [--quiet]\n"
+    "\n"
+    "Draws, with gnuplot, every figure the files support (run files or merged sweep files):\n"
+    "gradient vs layer (Fig. 3a,b), gradient vs depth with fitted exponents and theory\n"
+    "(Fig. 3c,d), gradient vs width with Theorem 1's curves, Jacobian norms (Lemma 3),\n"
+    "hidden-state norms (Lemma 2), training loss with the lr schedule (Fig. 2).\n"
+    "Files: DIR/<first file's name>-<figure>.<format>.\n"
+    "  --out DIR       output directory (default plots/)\n"
+    "  --format LIST   comma-separated: png, pdf, svg (default png,pdf)\n";
+
 static const char *HELP_INFO =
     "usage: stability info FILE.h5... [--all]\n"
     "\n"
@@ -75,14 +109,17 @@ static const char *HELP_INFO =
 
 static const char *HELP_DUMP =
     "usage: stability dump --config FILE --out FILE.h5 [--set section.key=value]... [--force]\n"
+    "                      [--perturb S]\n"
     "\n"
     "Initialises the model, draws one batch, runs forward and backward and writes\n"
     "/batch/tokens, /batch/targets (int32 [B][n]), /loss, /params/NAME and /grads/NAME\n"
     "(W stored [in][out]) with the resolved config as the root attribute 'config'.\n"
-    "  --force         replace an existing output file\n";
+    "  --force         replace an existing output file\n"
+    "  --perturb S     add N(0, S^2) to every bias, gamma and beta after initialisation, so a\n"
+    "                  cross-check sees values other than 0 and 1\n";
 
 static const char *HELP_GRADCHECK =
-    "usage: stability gradcheck --config FILE [--set ...] [--entries N] [--tol X]\n"
+    "usage: stability gradcheck --config FILE [--set ...] [--entries N] [--tol X] [--perturb S]\n"
     "\n"
     "Compares the analytic backward with 5-point central finite differences of the loss for\n"
     "every parameter tensor (all entries when a tensor has <= N, else N random ones;\n"
@@ -124,6 +161,10 @@ static int parse_options(int argc, char **argv, int first, options_t *o, const c
             char *end;
             o->tol = strtod(argv[++i], &end);
             if (*end || !(o->tol > 0)) return usage_error("--tol: not a positive number", argv[i]);
+        } else if (!strcmp(a, "--perturb") && has_value) {
+            char *end;
+            o->perturb = strtod(argv[++i], &end);
+            if (*end || !(o->perturb >= 0)) return usage_error("--perturb: not a number >= 0", argv[i]);
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             o->quiet = 1;
         } else if (!strcmp(a, "--force")) {
@@ -131,7 +172,7 @@ static int parse_options(int argc, char **argv, int first, options_t *o, const c
         } else if (!strcmp(a, "--resume") && help == HELP_RUN) {
             o->resume = 1;
         } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
-                   !strcmp(a, "--entries") || !strcmp(a, "--tol")) {
+                   !strcmp(a, "--entries") || !strcmp(a, "--tol") || !strcmp(a, "--perturb")) {
             return usage_error("option needs a value", a);
         } else {
             return usage_error("unknown option", a);
@@ -172,7 +213,7 @@ static void run_free(run_t *r)
 
 /* Build and initialise the model of cfg and draw one batch (and dropout masks).
  * Returns 0, 1 (out of memory) or 2 (config the data task rejects). */
-static int run_setup(run_t *r, const config_t *cfg)
+static int run_setup(run_t *r, const config_t *cfg, double perturb)
 {
     char err[512];
     memset(r, 0, sizeof *r);
@@ -195,6 +236,7 @@ static int run_setup(run_t *r, const config_t *cfg)
     gsl_rng_set(r->rng_init, cfg->init.seed);
     gsl_rng_set(r->rng_data, cfg->init.seed + DATA_SEED_OFFSET);
     model_init(r->model, cfg, r->rng_init);
+    if (perturb > 0) model_perturb(r->model, r->rng_init, perturb);
     data_batch(&r->data, r->rng_data, r->tokens, r->targets);
     model_draw_dropout(r->model, r->rng_data);
     return 0;
@@ -314,7 +356,7 @@ static int cmd_info(int argc, char **argv)
         } else {
             printf("%s: status %s\n", argv[i], status ? status : "?");
             print_summary(&cfg);
-            if (h5io_read_probe(f, &p, err, sizeof err) == 0) report_probe(stdout, &cfg, p, all);
+            if (h5io_read_probe(f, "", &p, err, sizeof err) == 0) report_probe(stdout, &cfg, p, all);
             else printf("(%s)\n", err);
         }
         probe_free(p);
@@ -332,7 +374,7 @@ static int cmd_dump(const options_t *o)
     if (!o->out) return usage_error("dump: missing --out FILE.h5", NULL);
     int rc = load_config(o, &cfg);
     if (rc) return rc;
-    if ((rc = run_setup(&r, &cfg))) return rc;
+    if ((rc = run_setup(&r, &cfg, o->perturb))) return rc;
     model_forward(r.model, r.tokens, r.targets);
     model_zero_grad(r.model);
     model_backward(r.model);
@@ -354,7 +396,7 @@ static int cmd_gradcheck(const options_t *o)
     run_t r;
     int rc = load_config(o, &cfg);
     if (rc) return rc;
-    if ((rc = run_setup(&r, &cfg))) return rc;
+    if ((rc = run_setup(&r, &cfg, o->perturb))) return rc;
     model_t *m = r.model;
     gradcheck_result_t *res = calloc((size_t)m->num_tensors, sizeof *res);
     if (!res) { run_free(&r); return 1; }
@@ -374,6 +416,117 @@ static int cmd_gradcheck(const options_t *o)
     free(res);
     run_free(&r);
     return ok ? 0 : 1;
+}
+
+static int cmd_plot(int argc, char **argv)
+{
+    const char *dir = "plots", *formats = "png,pdf";
+    const char *files[256];
+    int nfiles = 0, quiet = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_PLOT, stdout); return 0; }
+        else if (!strcmp(a, "--out") && i + 1 < argc) dir = argv[++i];
+        else if (!strcmp(a, "--format") && i + 1 < argc) formats = argv[++i];
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+        else if (a[0] == '-') return usage_error("unknown option", a);
+        else if (nfiles < 256) files[nfiles++] = a;
+    }
+    if (!nfiles) return usage_error("plot: missing FILE.h5", NULL);
+    for (char list[64], *save = NULL, *f = (snprintf(list, sizeof list, "%s", formats),
+                                            strtok_r(list, ",", &save));
+         f; f = strtok_r(NULL, ",", &save))
+        if (strcmp(f, "png") && strcmp(f, "pdf") && strcmp(f, "svg"))
+            return usage_error("--format: not png, pdf or svg", f);
+    plot_set_t set;
+    char err[1024], prefix[256];
+    if (plot_load(&set, files, nfiles, err, sizeof err)) {
+        fprintf(stderr, "stability: %s\n", err);
+        return 1;
+    }
+    const char *b = strrchr(files[0], '/');
+    snprintf(prefix, sizeof prefix, "%s", b ? b + 1 : files[0]);
+    char *dot = strrchr(prefix, '.');
+    if (dot) *dot = '\0';
+    const int n = plot_draw_all(&set, dir, prefix, formats, quiet, err, sizeof err);
+    plot_set_free(&set);
+    if (n < 0) {
+        fprintf(stderr, "stability: %s\n", err);
+        return 1;
+    }
+    if (n == 0) {
+        fprintf(stderr, "stability: nothing to plot in these files\n");
+        return 1;
+    }
+    return 0;
+}
+
+/* Path of this executable (children of a sweep run the same binary). */
+static void self_path(const char *argv0, char *buf, size_t len)
+{
+    const ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n > 0) buf[n] = '\0';
+    else snprintf(buf, len, "%s", argv0);
+}
+
+static int cmd_sweep(int argc, char **argv)
+{
+    const char *file = NULL;
+    int jobs = 0, dry = 0, merge_only = 0, quiet = 0;
+    long task = -1;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        char *end;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_SWEEP, stdout); return 0; }
+        else if (!strcmp(a, "--jobs") && i + 1 < argc) {
+            jobs = (int)strtol(argv[++i], &end, 10);
+            if (*end || jobs < 1) return usage_error("--jobs: not a positive integer", argv[i]);
+        } else if (!strcmp(a, "--task") && i + 1 < argc) {
+            task = strtol(argv[++i], &end, 10);
+            if (*end || task < 0) return usage_error("--task: not a run index", argv[i]);
+        } else if (!strcmp(a, "--dry-run")) dry = 1;
+        else if (!strcmp(a, "--merge")) merge_only = 1;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+        else if (a[0] == '-') return usage_error("unknown option", a);
+        else if (!file) file = a;
+        else return usage_error("sweep: more than one FILE", a);
+    }
+    if (!file) return usage_error("sweep: missing FILE", NULL);
+    sweep_t s;
+    char err[2048], exe[1024];
+    if (sweep_load(&s, file, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        sweep_free(&s);
+        return 2;
+    }
+    self_path(argv[0], exe, sizeof exe);
+    int rc = 0;
+    if (dry) {
+        printf("sweep %s: base %s, %d runs -> %s/\n", s.name, s.base, s.nruns, s.results_dir);
+        for (int i = 0; i < s.nruns; i++) {
+            sweep_sets_t sets;
+            sweep_run_sets(&s, i, &sets);
+            printf("%4d %-32s %s", i, s.runs[i].name, sweep_run_complete(&s, i) ? "[complete]" : "");
+            for (int k = 0; k < sets.n; k++) printf(" %s", sets.ptr[k]);
+            printf("\n");
+        }
+    } else if (task >= 0) {
+        if (task >= s.nruns) {
+            fprintf(stderr, "stability: --task %ld: the sweep has %d runs (0..%d)\n", task, s.nruns,
+                    s.nruns - 1);
+            rc = 2;
+        } else {
+            rc = sweep_run_task(&s, exe, (int)task, quiet);
+        }
+    } else if (merge_only) {
+        rc = sweep_merge(&s, quiet);
+    } else {
+        const int failed = sweep_run_local(&s, exe, jobs, quiet);
+        const int mrc = sweep_merge(&s, quiet);
+        rc = failed != 0 ? 1 : (mrc == 3 ? 1 : mrc);
+    }
+    sweep_free(&s);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -403,6 +556,8 @@ int main(int argc, char **argv)
         return cmd_dump(&o);
     }
     if (!strcmp(verb, "info")) return cmd_info(argc, argv);
+    if (!strcmp(verb, "sweep")) return cmd_sweep(argc, argv);
+    if (!strcmp(verb, "plot")) return cmd_plot(argc, argv);
     if (!strcmp(verb, "gradcheck")) {
         if ((rc = parse_options(argc, argv, 2, &o, HELP_GRADCHECK))) return rc < 0 ? 0 : rc;
         return cmd_gradcheck(&o);

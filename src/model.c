@@ -281,6 +281,16 @@ void model_init(model_t *m, const config_t *cfg, gsl_rng *rng)
     }
 }
 
+void model_perturb(model_t *m, gsl_rng *rng, double scale)
+{
+    for (int i = 0; i < m->num_tensors; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        if (t->rank != 1) continue;
+        double *p = m->params + t->offset;
+        for (size_t j = 0; j < model_tensor_size(t); j++) p[j] += gsl_ran_gaussian(rng, scale);
+    }
+}
+
 void model_draw_dropout(model_t *m, gsl_rng *rng)
 {
     if (m->dropout <= 0.0) return;

@@ -129,6 +129,11 @@ void model_free(model_t *m);
  * tok_embed ~ N(0, 1/C), lm_head ~ N(0, 1/C), matrices Xavier/normal; zero_qk zeroes W_Q, W_K. */
 void model_init(model_t *m, const config_t *cfg, gsl_rng *rng);
 
+/* Add N(0, scale²) to every 1-D tensor (biases, γ, β), in buffer order, so that checks see
+ * values other than the initialisation's zeros and ones (a swapped b_Q/b_K or norm1/norm2
+ * would be invisible at γ = 1, β = 0, b = 0). */
+void model_perturb(model_t *m, gsl_rng *rng, double scale);
+
 /* Draw fresh dropout masks from rng (no-op when dropout = 0). The forward uses the stored masks,
  * so repeated forwards (finite differences) see the same network. */
 void model_draw_dropout(model_t *m, gsl_rng *rng);

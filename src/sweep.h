@@ -1,0 +1,96 @@
+/* sweep.h — a sweep file (experiments/NAME.ini) expanded into runs; the local parallel runner,
+ * single-task execution (Slurm array tasks) and the merge of the runs into one file.
+ *
+ * Sweep file (INI):
+ *   [sweep]
+ *   base = configs/postln_L6.ini          ; the config every run starts from
+ *   name = {placement}_L{layers}          ; run-name pattern: {key} or {section.key}
+ *   model.placement = post, pre           ; a list: swept (Cartesian product)
+ *   model.layers = 6, 8, 10, 12, 14
+ *   probe.seeds = 10                      ; one value: set for every run
+ *   zip = model.d_model, model.d_ff       ; these lists are paired (zipped), not crossed
+ *   [slurm]                               ; job-array resources (issue 6)
+ *   partition = ...
+ * Runs go to results/<sweep>/<run>.h5 (log beside it), the merge to results/<sweep>.h5.
+ */
+#ifndef STABILITY_SWEEP_H
+#define STABILITY_SWEEP_H
+
+#include <stddef.h>
+
+#define SWEEP_MAX_KEYS 32
+#define SWEEP_MAX_VALUES 64
+#define SWEEP_MAX_RUNS 4096
+#define SWEEP_MAX_SLURM 32
+
+typedef struct {
+    char key[64];                        /* section.key */
+    int nvalues;
+    char values[SWEEP_MAX_VALUES][128];
+    int zipped;                          /* member of the zip group */
+    int line;                            /* line in the sweep file */
+} sweep_axis_t;
+
+typedef struct {
+    char name[128];                      /* from the pattern */
+    int index[SWEEP_MAX_KEYS];           /* value index per axis */
+} sweep_run_t;
+
+typedef struct {
+    char path[1024];                     /* the sweep file */
+    char name[128];                      /* basename without .ini */
+    char base[1024];                     /* base config */
+    char pattern[256];                   /* run-name pattern ("" = automatic) */
+    int naxes;
+    sweep_axis_t axes[SWEEP_MAX_KEYS];   /* swept keys, in file order */
+    int nfixed;
+    char fixed[SWEEP_MAX_KEYS][256];     /* "section.key=value" applied to every run */
+    int fixed_line[SWEEP_MAX_KEYS];
+    int nslurm;
+    char slurm_key[SWEEP_MAX_SLURM][64]; /* [slurm] entries, raw (validated by the Slurm writer) */
+    char slurm_value[SWEEP_MAX_SLURM][256];
+    int slurm_line[SWEEP_MAX_SLURM];
+    int nruns;
+    sweep_run_t *runs;                   /* [nruns] */
+    char results_dir[1024];              /* results/<name> */
+    char merged_path[1100];              /* results/<name>.h5 */
+} sweep_t;
+
+/* Parse and expand a sweep file; every run's config is loaded and validated (so a bad value
+ * fails before anything runs). Returns 0, or 2 with err "FILE:LINE: key: message". */
+int sweep_load(sweep_t *s, const char *path, char *err, size_t errlen);
+
+/* Free what sweep_load allocated. */
+void sweep_free(sweep_t *s);
+
+/* The "section.key=value" overrides of one run: fixed ones first, then the swept values. */
+typedef struct {
+    int n;
+    char text[2 * SWEEP_MAX_KEYS][256];
+    const char *ptr[2 * SWEEP_MAX_KEYS];   /* ptr[k] = text[k], for config_load */
+} sweep_sets_t;
+
+/* Fill out with the overrides of run i. */
+void sweep_run_sets(const sweep_t *s, int i, sweep_sets_t *out);
+
+/* Output file of run i: results/<sweep>/<run>.h5. */
+void sweep_run_path(const sweep_t *s, int i, char *buf, size_t len);
+
+/* True when run i's file exists with status done or diverged (a result; never redone). */
+int sweep_run_complete(const sweep_t *s, int i);
+
+/* Run every incomplete run locally, jobs at a time, as child processes of exe (threads per
+ * child = cores/jobs); one progress line unless quiet. Returns the number of failed runs
+ * (each reported with the tail of its log), or −1 if a process could not be started. */
+int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet);
+
+/* Run only run i in this process's place (exec of exe; used by Slurm array tasks).
+ * Returns the exit code of the run. */
+int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet);
+
+/* Merge every complete run into results/<sweep>.h5 (/runs/NAME/... and the /sweep table);
+ * lists missing and failed runs on stderr with their indices. Returns 0 if all runs were
+ * merged, 3 if some are missing (the file holds the others), 1 on I/O failure. */
+int sweep_merge(const sweep_t *s, int quiet);
+
+#endif
