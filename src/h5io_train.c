@@ -1,11 +1,21 @@
-/* h5io_train.c — a training run's file (DESIGN §6): /train extendible chunked datasets and
- * /checkpoint, written in place under HDF5 1.10 SWMR so that a killed run leaves a file that
- * readers open (SWMR read, as h5io_open_read does) up to its last flush.
+/* h5io_train.c — a training run's file (DESIGN §6): /train extendible chunked datasets,
+ * written in place under HDF5 1.10 SWMR so that a killed run leaves a file that readers open
+ * (SWMR read, as h5io_open_read does) up to its last flush. /checkpoint: h5io_checkpoint.c.
+ *
+ *   /train/step lr loss grad_norm time       (S)       per update (step int64, the rest f64)
+ *   /train/probe_step                        (P)       int64: update 1 and every probe.every
+ *   /train/grad_fro                          (P,L,16)  ‖∇W‖_F per layer tensor (attr param)
+ *   /train/extra_grad_fro                    (P,4)     tok_embed lm_head final_norm.{gamma,beta}
+ *   /train/hidden_sqnorm                     (P,L,4)   sites input resid1 resid2 output
+ *   /train/final_sqnorm, final_jacobian_spec (P)
+ *   /train/jacobian_spec                     (P,L,2)   norm1 norm2
+ *   /train/eval_step, val_loss               (E)       text task only
+ * Every dataset has string attributes axes and description (and the names of its last axis);
+ * /train has attribute steps, and diverged_at + diverged_reason once diverged.
  *
  * SWMR writing may extend and overwrite datasets but not create objects or attributes, so
  * every dataset exists before H5Fstart_swmr_write, and h5io_train_close sets the final status
- * after reopening the file normally. /checkpoint/step is −1 while a checkpoint is written
- * (and before the first one), so a half-written checkpoint is never taken for a valid one.
+ * after reopening the file normally.
  */
 #include <errno.h>
 #include <math.h>
@@ -25,8 +35,19 @@ enum { G_STEP, G_PROBE, G_EVAL, G_COUNT };
 static const int GROUP_CAP[G_COUNT] = {1024, 16, 64};   /* buffered rows = chunk rows */
 static const char *const GROUP_KEY[G_COUNT] = {"step", "probe_step", "eval_step"};
 
-/* Shape of a row after the first (growing) axis. */
+/* Shape of a row after the first (growing) axis: [layer] [K labelled entries]. */
 enum { R_SCALAR, R_LAYER_PARAM, R_EXTRA, R_LAYER_SITE, R_LAYER_NORM };
+static const struct {
+    int layered, K;
+    const char *axis;
+    const char *const *labels;
+} SHAPES[] = {
+    [R_SCALAR] = {0, 0, NULL, NULL},
+    [R_LAYER_PARAM] = {1, P_NUM_LAYER_PARAMS, "param", PROBE_PARAM_NAMES},
+    [R_EXTRA] = {0, EXTRA_COUNT, "tensor", PROBE_EXTRA_NAMES},
+    [R_LAYER_SITE] = {1, SITE_COUNT, "site", PROBE_SITE_NAMES},
+    [R_LAYER_NORM] = {1, PROBE_NORMS, "norm", PROBE_NORM_NAMES},
+};
 
 typedef struct {
     const char *name;
@@ -71,13 +92,10 @@ static double now_seconds(void)
 /* Inner dims of a column's row; returns their count (0..2). */
 static int row_dims(const column_t *c, int L, hsize_t *d)
 {
-    switch (c->shape) {
-    case R_LAYER_PARAM: d[0] = (hsize_t)L; d[1] = P_NUM_LAYER_PARAMS; return 2;
-    case R_EXTRA: d[0] = EXTRA_COUNT; return 1;
-    case R_LAYER_SITE: d[0] = (hsize_t)L; d[1] = SITE_COUNT; return 2;
-    case R_LAYER_NORM: d[0] = (hsize_t)L; d[1] = PROBE_NORMS; return 2;
-    }
-    return 0;
+    int n = 0;
+    if (SHAPES[c->shape].layered) d[n++] = (hsize_t)L;
+    if (SHAPES[c->shape].K) d[n++] = (hsize_t)SHAPES[c->shape].K;
+    return n;
 }
 
 static size_t row_size(const column_t *c, int L)
@@ -102,57 +120,15 @@ static int column_attrs(h5io_train_t *w, const column_t *c, const char *path)
 {
     const char *axes[3] = {c->group == G_STEP ? "step" : c->group == G_PROBE ? "probe" : "eval"};
     int n = 1, rc = 0;
-    switch (c->shape) {
-    case R_LAYER_PARAM:
-        axes[n++] = "layer"; axes[n++] = "param";
-        rc |= h5io_write_attr_strings(&w->f, path, "param", PROBE_PARAM_NAMES, P_NUM_LAYER_PARAMS);
-        break;
-    case R_EXTRA:
-        axes[n++] = "tensor";
-        rc |= h5io_write_attr_strings(&w->f, path, "tensor", PROBE_EXTRA_NAMES, EXTRA_COUNT);
-        break;
-    case R_LAYER_SITE:
-        axes[n++] = "layer"; axes[n++] = "site";
-        rc |= h5io_write_attr_strings(&w->f, path, "site", PROBE_SITE_NAMES, SITE_COUNT);
-        break;
-    case R_LAYER_NORM:
-        axes[n++] = "layer"; axes[n++] = "norm";
-        rc |= h5io_write_attr_strings(&w->f, path, "norm", PROBE_NORM_NAMES, PROBE_NORMS);
-        break;
+    if (SHAPES[c->shape].layered) axes[n++] = "layer";
+    if (SHAPES[c->shape].K) {
+        axes[n++] = SHAPES[c->shape].axis;
+        rc |= h5io_write_attr_strings(&w->f, path, SHAPES[c->shape].axis, SHAPES[c->shape].labels,
+                                      (size_t)SHAPES[c->shape].K);
     }
     rc |= h5io_write_attr_strings(&w->f, path, "axes", axes, (size_t)n);
     rc |= h5io_write_attr_string(&w->f, path, "description", c->description);
     return rc;
-}
-
-/* A fixed-size contiguous dataset of the checkpoint (written later, allocated late). */
-static int create_fixed(hid_t file, const char *path, hid_t type, int rank, const hsize_t *dims)
-{
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
-    H5Pset_create_intermediate_group(lcpl, 1);
-    hid_t space = rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
-    hid_t ds = H5Dcreate2(file, path, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-    H5Sclose(space);
-    H5Pclose(lcpl);
-    if (ds < 0) return 1;
-    H5Dclose(ds);
-    return 0;
-}
-
-static int write_scalar_ll(hid_t file, const char *path, long long v)
-{
-    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
-    herr_t st = ds < 0 ? -1 : H5Dwrite(ds, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v);
-    if (ds >= 0) H5Dclose(ds);
-    return st < 0;
-}
-
-/* Tensor dims as in dumps: 2-D [rows][cols], 1-D [cols]. */
-static int tensor_dims(const tensor_info_t *t, hsize_t *d)
-{
-    d[0] = t->rank == 2 ? t->rows : t->cols;
-    d[1] = t->cols;
-    return t->rank;
 }
 
 /* Every group, dataset and attribute of a training file (before SWMR writing starts). */
@@ -186,33 +162,7 @@ static int create_layout(h5io_train_t *w, const train_t *t)
                                  "and every probe.every): probe_step and per-layer norms; text "
                                  "task: eval_step val_loss. Groups grow together.");
     rc |= h5io_write_attr_int(&w->f, "/train", "steps", t->cfg.train.steps);
-    // /checkpoint: one dataset per parameter tensor (DESIGN §5 names) and per moment
-    const model_t *m = t->model;
-    const char *prefix[3] = {"/checkpoint/params", "/checkpoint/optim/m", "/checkpoint/optim/v"};
-    for (int p = 0; p < 3 && !rc; p++) {
-        if (p == 2 && !t->opt.v) continue;
-        for (int i = 0; i < m->num_tensors && !rc; i++) {
-            hsize_t d[2];
-            char path[128];
-            snprintf(path, sizeof path, "%s/%s", prefix[p], m->tensors[i].name);
-            rc |= create_fixed(file, path, H5T_IEEE_F64LE, tensor_dims(&m->tensors[i], d), d);
-        }
-    }
-    hsize_t ni = gsl_rng_size(t->rng_init), nd = gsl_rng_size(t->rng_data);
-    rc |= create_fixed(file, "/checkpoint/rng_init", H5T_STD_U8LE, 1, &ni);
-    rc |= create_fixed(file, "/checkpoint/rng_data", H5T_STD_U8LE, 1, &nd);
-    rc |= create_fixed(file, "/checkpoint/step", H5T_STD_I64LE, 0, NULL);
-    rc |= create_fixed(file, "/checkpoint/batches", H5T_STD_I64LE, 0, NULL);
-    rc |= create_fixed(file, "/checkpoint/optim/t", H5T_STD_I64LE, 0, NULL);
-    if (rc) return 1;
-    rc |= write_scalar_ll(file, "/checkpoint/step", -1);
-    rc |= h5io_write_attr_string(&w->f, "/checkpoint", "rng_type", gsl_rng_name(t->rng_data));
-    rc |= h5io_write_attr_string(&w->f, "/checkpoint", "optimizer",
-                                 config_optimizer_name(t->cfg.train.optimizer));
-    rc |= h5io_write_attr_string(&w->f, "/checkpoint", "description",
-                                 "state after update 'step' (-1: none written): params/NAME, "
-                                 "optim/m|v/NAME (sgd: m = momentum buffer), optim/t, gsl_rng "
-                                 "state bytes rng_init and rng_data, batches = data position");
+    rc |= h5io_checkpoint_create(&w->f, t);
     return rc;
 }
 
@@ -334,61 +284,10 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
     return 0;
 }
 
-/* Write (or read, when load) every tensor of buf under prefix. */
-static int tensors_io(hid_t file, const char *prefix, const model_t *m, double *buf, int load)
-{
-    int rc = 0;
-    for (int i = 0; i < m->num_tensors && !rc; i++) {
-        char path[128];
-        snprintf(path, sizeof path, "%s/%s", prefix, m->tensors[i].name);
-        hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
-        if (ds < 0) return 1;
-        hid_t space = H5Dget_space(ds);
-        const hssize_t n = H5Sget_simple_extent_npoints(space);
-        H5Sclose(space);
-        double *x = buf + m->tensors[i].offset;
-        if (n != (hssize_t)model_tensor_size(&m->tensors[i])) rc = 1;
-        else if (load) rc = H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0;
-        else rc = H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0;
-        H5Dclose(ds);
-    }
-    return rc;
-}
-
-/* Write (or read) the rng state bytes of r at path; sizes must agree. */
-static int rng_io(hid_t file, const char *path, gsl_rng *r, int load)
-{
-    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
-    if (ds < 0) return 1;
-    hid_t space = H5Dget_space(ds);
-    const hssize_t n = H5Sget_simple_extent_npoints(space);
-    H5Sclose(space);
-    int rc = n != (hssize_t)gsl_rng_size(r);
-    if (!rc && load) rc = H5Dread(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, gsl_rng_state(r)) < 0;
-    else if (!rc) rc = H5Dwrite(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, gsl_rng_state(r)) < 0;
-    H5Dclose(ds);
-    return rc;
-}
-
 int h5io_train_checkpoint(h5io_train_t *w, const train_t *t)
 {
-    const hid_t file = w->f.id;
     int rc = h5io_train_flush(w);
-    // step = −1 while the state is being written: a kill in between leaves no valid checkpoint
-    rc |= write_scalar_ll(file, "/checkpoint/step", -1);
-    rc |= H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
-    rc |= tensors_io(file, "/checkpoint/params", t->model, t->model->params, 0);
-    rc |= tensors_io(file, "/checkpoint/optim/m", t->model, t->opt.m, 0);
-    if (t->opt.v) rc |= tensors_io(file, "/checkpoint/optim/v", t->model, t->opt.v, 0);
-    rc |= write_scalar_ll(file, "/checkpoint/optim/t", t->opt.t);
-    rc |= write_scalar_ll(file, "/checkpoint/batches", t->batches);
-    rc |= rng_io(file, "/checkpoint/rng_init", t->rng_init, 0);
-    rc |= rng_io(file, "/checkpoint/rng_data", t->rng_data, 0);
-    rc |= H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
-    if (rc) return 1;
-    rc |= write_scalar_ll(file, "/checkpoint/step", t->step);
-    rc |= H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
-    return rc;
+    return rc | h5io_checkpoint_write(&w->f, t);
 }
 
 /* Create the file at path (EXCL, or TRUNC when overwrite) with its layout and root attributes. */
@@ -455,17 +354,6 @@ int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, cons
 
 /* ---------------------------------------------------------------- inspect and resume */
 
-static long long read_scalar_ll(hid_t file, const char *path, long long dflt)
-{
-    long long v = dflt;
-    if (H5Lexists(file, "/checkpoint", H5P_DEFAULT) <= 0 || H5Lexists(file, path, H5P_DEFAULT) <= 0)
-        return dflt;
-    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
-    if (ds < 0 || H5Dread(ds, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) v = dflt;
-    if (ds >= 0) H5Dclose(ds);
-    return v;
-}
-
 int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, size_t errlen)
 {
     memset(info, 0, sizeof *info);
@@ -474,7 +362,7 @@ int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, siz
     if (h5io_open_read(&f, path, err, errlen)) return 1;
     info->config = h5io_read_attr_string(f, "/", "config");
     info->status = h5io_read_attr_string(f, "/", "status");
-    info->checkpoint_step = (long)read_scalar_ll(f->id, "/checkpoint/step", -1);
+    info->checkpoint_step = h5io_checkpoint_step(f);
     h5io_close(f);
     return 0;
 }
@@ -486,60 +374,33 @@ void h5io_train_info_free(h5io_train_info_t *info)
     info->config = info->status = NULL;
 }
 
-/* Read the whole column k of file (rows × row_size doubles, malloc'd); *rows its length. */
-static double *read_column(hid_t file, const h5io_train_t *w, int k, hsize_t *rows)
+/* Read the whole column k of f (rows × row_size doubles, malloc'd) if its row shape is right. */
+static double *read_column(h5io_file_t *f, const h5io_train_t *w, int k, hsize_t *rows)
 {
     char path[64];
+    double *x;
+    size_t dims[8];
+    hsize_t want[2];
+    int r;
     snprintf(path, sizeof path, "/train/%s", COLUMNS[k].name);
-    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
-    if (ds < 0) return NULL;
-    hid_t space = H5Dget_space(ds);
-    hsize_t dims[3], want[2];
-    const int r = H5Sget_simple_extent_dims(space, dims, NULL), wr = row_dims(&COLUMNS[k], w->L, want);
-    H5Sclose(space);
+    if (h5io_read_doubles(f, path, &x, dims, &r)) return NULL;
+    const int wr = row_dims(&COLUMNS[k], w->L, want);
     int ok = r == 1 + wr;
     for (int i = 0; ok && i < wr; i++) ok = dims[i + 1] == want[i];
-    double *x = ok ? malloc(((size_t)dims[0] + 1) * row_size(&COLUMNS[k], w->L) * sizeof(double)) : NULL;
-    if (x && dims[0] && H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0) {
-        free(x);
-        x = NULL;
-    }
-    H5Dclose(ds);
+    if (!ok) { free(x); return NULL; }
     *rows = dims[0];
     return x;
 }
 
-/* Load the checkpoint of the open file into t (step, params, moments, rngs, data position). */
-static int load_checkpoint(hid_t file, train_t *t, char *why, size_t len)
-{
-    const long long step = read_scalar_ll(file, "/checkpoint/step", -1);
-    if (step < 0) { snprintf(why, len, "no complete checkpoint"); return 1; }
-    h5io_file_t f = {.id = file};
-    char *rng = h5io_read_attr_string(&f, "/checkpoint", "rng_type");
-    const int same_rng = rng && !strcmp(rng, gsl_rng_name(t->rng_data));
-    free(rng);
-    if (!same_rng) { snprintf(why, len, "checkpoint rng_type is not %s", gsl_rng_name(t->rng_data)); return 1; }
-    int rc = tensors_io(file, "/checkpoint/params", t->model, t->model->params, 1);
-    rc |= tensors_io(file, "/checkpoint/optim/m", t->model, t->opt.m, 1);
-    if (t->opt.v) rc |= tensors_io(file, "/checkpoint/optim/v", t->model, t->opt.v, 1);
-    rc |= rng_io(file, "/checkpoint/rng_init", t->rng_init, 1);
-    rc |= rng_io(file, "/checkpoint/rng_data", t->rng_data, 1);
-    t->opt.t = (long)read_scalar_ll(file, "/checkpoint/optim/t", -1);
-    t->batches = (long)read_scalar_ll(file, "/checkpoint/batches", -1);
-    t->step = (long)step;
-    if (rc || t->opt.t < 0 || t->batches < 0) { snprintf(why, len, "unreadable checkpoint"); return 1; }
-    return 0;
-}
-
 /* The /train rows of the open file up to update t->step: data[k] and rows kept per group. */
-static int load_rows(hid_t file, const h5io_train_t *w, long step, double **data, hsize_t *keep,
+static int load_rows(h5io_file_t *f, const h5io_train_t *w, long step, double **data, hsize_t *keep,
                      double *elapsed, char *why, size_t len)
 {
     hsize_t n[NCOL] = {0}, shortest[G_COUNT];
     for (int g = 0; g < G_COUNT; g++) shortest[g] = (hsize_t)-1;
     for (int k = 0; k < NCOL; k++) {
         if (!column_present(w, k)) continue;
-        if (!(data[k] = read_column(file, w, k, &n[k]))) {
+        if (!(data[k] = read_column(f, w, k, &n[k]))) {
             snprintf(why, len, "/train/%s missing or of another shape", COLUMNS[k].name);
             return 1;
         }
@@ -576,8 +437,8 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
     hsize_t keep[G_COUNT];
     char why[1400] = "out of memory", tmp[sizeof w->f.path + 32];
     char *created = h5io_read_attr_string(old, "/", "created");
-    int rc = !w || load_checkpoint(old->id, t, why, sizeof why) ||
-             load_rows(old->id, w, t->step, data, keep, elapsed, why, sizeof why);
+    int rc = !w || h5io_checkpoint_load(old, t, why, sizeof why) ||
+             load_rows(old, w, t->step, data, keep, elapsed, why, sizeof why);
     h5io_close(old);
     if (!rc) {
         // rewrite: the rows up to the checkpoint and the checkpoint into a new file, then
