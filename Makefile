@@ -27,7 +27,8 @@ all: stability
 stability: $(OBJ) $(BUILD)/main.o
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/main.o: src/main.c $(wildcard src/*.h) | $(BUILD)
+# main.c (--version) and h5io.c (the files' version attribute) carry the git version.
+$(BUILD)/main.o $(BUILD)/h5io.o: $(BUILD)/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DSTABILITY_VERSION='"$(VERSION)"' -c -o $@ $<
 
 $(BUILD)/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)
