@@ -116,7 +116,8 @@ static int decide(const config_t *cfg, const char *path, const run_options_t *o,
     h5io_train_info_t info;
     char err[1200], diff[256];
     if (h5io_train_inspect(path, &info, err, sizeof err)) {
-        fprintf(stderr, "stability: --resume: %s\n", err);
+        if (*overwrite) return 0;   // unreadable: --force replaces it
+        fprintf(stderr, "stability: --resume: %s (--force replaces it)\n", err);
         return 1;
     }
     int rc = 0;

@@ -20,7 +20,9 @@ typedef struct {
 
 /* Train cfg (train.steps > 0) into the HDF5 file path, written in place. With resume, a file
  * of the same configuration continues from its checkpoint (or starts over when it has none;
- * nothing to do when it is done or diverged). Returns the exit code (0, 1, 2 or 130). */
+ * nothing to do when it is done or diverged); with force as well, a file of another
+ * configuration or an unreadable one is replaced (what a sweep runner wants for pre-empted
+ * runs). Returns the exit code (0, 1, 2 or 130). */
 int run_train(const config_t *cfg, const char *path, const run_options_t *o);
 
 #endif
