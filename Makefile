@@ -56,16 +56,20 @@ run: deps
 	./stability sweep $(RUN_SWEEP)
 	./stability plot results/$(basename $(notdir $(RUN_SWEEP))).h5
 
-# Every shipped experiment, then every figure; small PNG copies go to docs/figures/ for the README.
+# Every shipped experiment, then every figure; the README's figures are copied to docs/figures/.
+DOC_FIGURES := fig3ab_grad_vs_layer-grad_vs_layer fig3cd_grad_vs_depth-grad_vs_depth \
+               width_scaling-grad_vs_width lemma_norms-hidden_norms lemma_norms-jacobian \
+               fig2_warmup-loss
 figures: deps
 	$(MAKE) stability
 	@set -e; for f in $(EXPERIMENTS); do ./stability sweep $$f; done
-	@set -e; mkdir -p docs/figures; for f in $(EXPERIMENTS); do \
-	  n=$$(basename $$f .ini); ./stability plot results/$$n.h5; \
-	  ./stability plot results/$$n.h5 --out docs/figures --format png --quiet; done
+	@set -e; for f in $(EXPERIMENTS); do ./stability plot results/$$(basename $$f .ini).h5; done
+	@mkdir -p docs/figures; for f in $(DOC_FIGURES); do \
+	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
-# training runs (resume, signals, kill -9, divergence),
+# training runs (resume, signals, kill -9, divergence), a real local Slurm cluster (root only;
+# skipped otherwise),
 # then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps
 	$(MAKE) stability $(BUILD)/test_runner
@@ -74,6 +78,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch.py
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_train.py
+	tests/test_slurm.sh
 	$(MAKE) asan-unit
 
 unit: $(BUILD)/test_runner

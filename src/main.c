@@ -41,6 +41,7 @@ static const char *USAGE =
     "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
     "                 [--resume] [--quiet]\n"
     "       stability sweep FILE [--jobs N] [--dry-run] [--task I] [--merge]\n"
+    "       stability sweep FILE --slurm [--submit [--only-missing]]\n"
     "       stability plot FILE.h5... [--out DIR] [--format png,pdf,svg]\n"
     "       stability info FILE.h5... [--all]\n"
     "       stability dump --config FILE --out FILE.h5 [--set ...] [--force]\n"
@@ -74,6 +75,7 @@ static const char *HELP_RUN =
 
 static const char *HELP_SWEEP =
     "usage: stability sweep FILE [--jobs N] [--dry-run] [--quiet]\n"
+    "       stability sweep FILE --slurm [--submit [--only-missing]] [--set slurm.KEY=VALUE]...\n"
     "       stability sweep FILE --task I\n"
     "       stability sweep FILE --merge\n"
     "\n"
@@ -87,6 +89,11 @@ static const char *HELP_SWEEP =
     "  --dry-run    list the runs and their overrides, run nothing\n"
     "  --task I     run only run I (0-based; what a Slurm array task does)\n"
     "  --merge      only merge what is complete; list what is missing (exit 3 if any)\n"
+    "  --slurm      write results/<sweep>/job.sbatch: one job array, task i = --task i,\n"
+    "               resources from the [slurm] section (partition, time, cpus_per_task, mem,\n"
+    "               array_parallelism, account, extra) or --set slurm.KEY=VALUE\n"
+    "  --submit     also submit it (sbatch --parsable) and print the job id\n"
+    "  --only-missing  submit only the runs that are not complete\n"
     "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file.\n";
 
 static const char *HELP_PLOT =
@@ -103,6 +110,7 @@ static const char *HELP_PLOT =
 static const char *HELP_INFO =
     "usage: stability info FILE.h5... [--all]\n"
     "\n"
+    "For a run file, or every run of a merged sweep file (/runs/NAME):\n"
     "Prints, per layer, mean ± 95% CI over seeds of ||E_batch dL/dW||_F for W^1 and W^2\n"
     "(--all: every tensor), hidden-state norms / d beside Lemma 2's value or bounds, and the\n"
     "norm Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3).\n";
@@ -269,6 +277,25 @@ static char *config_text(const config_t *cfg)
     return ini;
 }
 
+/* [output] plots = true: draw the figures of the file just written into plots/. */
+static int plot_file(const char *path, int quiet)
+{
+    plot_set_t set;
+    char err[1024], prefix[256];
+    const char *files[1] = {path};
+    const char *b = strrchr(path, '/');
+    snprintf(prefix, sizeof prefix, "%.200s", b ? b + 1 : path);
+    char *dot = strrchr(prefix, '.');
+    if (dot) *dot = '\0';
+    int rc = plot_load(&set, files, 1, err, sizeof err);
+    if (!rc) {
+        rc = plot_draw_all(&set, "plots", prefix, "png,pdf", quiet, err, sizeof err) < 0;
+        plot_set_free(&set);
+    }
+    if (rc) fprintf(stderr, "stability: %s (the results file is complete)\n", err);
+    return rc ? 1 : 0;
+}
+
 /* train.steps = 0: the probe at initialisation (issue 3), written to one HDF5 file. */
 static int cmd_probe(const options_t *o, const config_t *cfg)
 {
@@ -301,11 +328,14 @@ static int cmd_probe(const options_t *o, const config_t *cfg)
             rc = 1;
         } else if ((rc = h5io_commit(f, err, sizeof err))) {
             fprintf(stderr, "stability: %s\n", err);
-        } else if (!o->quiet) {
-            printf("%d seeds x %d batches in %.1f s\n", cfg->probe.seeds, cfg->probe.batches,
-                   progress_now() - t0);
-            report_probe(stdout, cfg, p, 0);
-            printf("\nwrote %s\n", path);
+        } else {
+            if (!o->quiet) {
+                printf("%d seeds x %d batches in %.1f s\n", cfg->probe.seeds, cfg->probe.batches,
+                       progress_now() - t0);
+                report_probe(stdout, cfg, p, 0);
+                printf("\nwrote %s\n", path);
+            }
+            if (cfg->output.plots) rc = plot_file(path, o->quiet);
         }
     }
     probe_free(p);
@@ -324,6 +354,34 @@ static int cmd_run(const options_t *o)
     const run_options_t ro = {o->force, o->resume, o->quiet};
     if (!o->quiet) print_summary(&cfg);
     return run_train(&cfg, path, &ro);
+}
+
+/* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). */
+static int info_run(h5io_file_t *f, const char *file, const char *prefix, int all)
+{
+    char err[1024], label[1400];
+    const char *obj = prefix[0] ? prefix : "/";
+    snprintf(label, sizeof label, "%s%s", file, prefix);
+    char *ini = h5io_read_attr_string(f, obj, "config");
+    char *status = h5io_read_attr_string(f, obj, "status");
+    config_t cfg;
+    probe_t *p = NULL;
+    int rc = 0;
+    if (!ini || config_parse_string(&cfg, ini, label, err, sizeof err)) {
+        fprintf(stderr, "stability: %s: no valid 'config' attribute%s%s\n", label,
+                ini ? ": " : "", ini ? err : "");
+        rc = 1;
+    } else {
+        printf("%s: status %s\n", label, status ? status : "?");
+        print_summary(&cfg);
+        if (h5io_read_probe(f, prefix, &p, err, sizeof err) == 0) report_probe(stdout, &cfg, p, all);
+        else printf("(%s)\n", err);
+        printf("\n");
+    }
+    probe_free(p);
+    free(ini);
+    free(status);
+    return rc;
 }
 
 static int cmd_info(int argc, char **argv)
@@ -345,23 +403,15 @@ static int cmd_info(int argc, char **argv)
             rc = 1;
             continue;
         }
-        char *ini = h5io_read_attr_string(f, "/", "config");
-        char *status = h5io_read_attr_string(f, "/", "status");
-        config_t cfg;
-        probe_t *p = NULL;
-        if (!ini || config_parse_string(&cfg, ini, argv[i], err, sizeof err)) {
-            fprintf(stderr, "stability: %s: no valid 'config' attribute%s%s\n", argv[i],
-                    ini ? ": " : "", ini ? err : "");
-            rc = 1;
-        } else {
-            printf("%s: status %s\n", argv[i], status ? status : "?");
-            print_summary(&cfg);
-            if (h5io_read_probe(f, "", &p, err, sizeof err) == 0) report_probe(stdout, &cfg, p, all);
-            else printf("(%s)\n", err);
+        int n = 0;
+        char **runs = h5io_list_group(f, "/runs", &n);
+        if (!runs) rc |= info_run(f, argv[i], "", all);
+        for (int k = 0; k < n; k++) {
+            char prefix[300];
+            snprintf(prefix, sizeof prefix, "/runs/%s", runs[k]);
+            rc |= info_run(f, argv[i], prefix, all);
         }
-        probe_free(p);
-        free(ini);
-        free(status);
+        h5io_free_names(runs, n);
         h5io_close(f);
     }
     return rc;
@@ -472,8 +522,10 @@ static void self_path(const char *argv0, char *buf, size_t len)
 static int cmd_sweep(int argc, char **argv)
 {
     const char *file = NULL;
-    int jobs = 0, dry = 0, merge_only = 0, quiet = 0;
+    int jobs = 0, dry = 0, merge_only = 0, quiet = 0, slurm = 0, submit = 0, only_missing = 0;
     long task = -1;
+    const char *sets[64];
+    int nsets = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         char *end;
@@ -484,7 +536,13 @@ static int cmd_sweep(int argc, char **argv)
         } else if (!strcmp(a, "--task") && i + 1 < argc) {
             task = strtol(argv[++i], &end, 10);
             if (*end || task < 0) return usage_error("--task: not a run index", argv[i]);
+        } else if (!strcmp(a, "--set") && i + 1 < argc) {
+            if (nsets == 64) return usage_error("too many --set options", NULL);
+            sets[nsets++] = argv[++i];
         } else if (!strcmp(a, "--dry-run")) dry = 1;
+        else if (!strcmp(a, "--slurm")) slurm = 1;
+        else if (!strcmp(a, "--submit")) submit = 1;
+        else if (!strcmp(a, "--only-missing")) only_missing = 1;
         else if (!strcmp(a, "--merge")) merge_only = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
         else if (a[0] == '-') return usage_error("unknown option", a);
@@ -500,8 +558,25 @@ static int cmd_sweep(int argc, char **argv)
         return 2;
     }
     self_path(argv[0], exe, sizeof exe);
+    for (int k = 0; k < nsets; k++) {
+        if (sweep_set_slurm(&s, sets[k], err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            sweep_free(&s);
+            return 2;
+        }
+    }
+    if ((submit || only_missing) && !slurm) {
+        sweep_free(&s);
+        return usage_error("--submit and --only-missing go with --slurm", NULL);
+    }
     int rc = 0;
-    if (dry) {
+    if (slurm) {
+        char script[1200];
+        rc = sweep_slurm_write(&s, exe, script, sizeof script, err, sizeof err);
+        if (rc) fprintf(stderr, "%s\n", err);
+        else if (!submit && !quiet) printf("wrote %s (submit with: sbatch %s, or add --submit)\n", script, script);
+        if (!rc && submit) rc = sweep_slurm_submit(&s, script, only_missing, quiet);
+    } else if (dry) {
         printf("sweep %s: base %s, %d runs -> %s/\n", s.name, s.base, s.nruns, s.results_dir);
         for (int i = 0; i < s.nruns; i++) {
             sweep_sets_t sets;

