@@ -27,7 +27,8 @@ all: stability
 stability: $(OBJ) $(BUILD)/main.o
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/main.o: src/main.c $(wildcard src/*.h) | $(BUILD)
+# main.c (--version) and h5io.c (the files' version attribute) carry the git version.
+$(BUILD)/main.o $(BUILD)/h5io.o: $(BUILD)/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DSTABILITY_VERSION='"$(VERSION)"' -c -o $@ $<
 
 $(BUILD)/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)
@@ -66,8 +67,9 @@ figures: deps
 	@mkdir -p docs/figures; for f in $(DOC_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 
-# Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files, a real
-# local Slurm cluster (root only; skipped otherwise),
+# Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
+# training runs (resume, signals, kill -9, divergence), a real local Slurm cluster (root only;
+# skipped otherwise),
 # then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps
 	$(MAKE) stability $(BUILD)/test_runner
@@ -75,6 +77,7 @@ test: test-deps
 	tests/test_cli.sh
 	/usr/bin/python3 tests/test_torch.py
 	/usr/bin/python3 tests/test_probe.py
+	/usr/bin/python3 tests/test_train.py
 	tests/test_slurm.sh
 	$(MAKE) asan-unit
 

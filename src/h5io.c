@@ -1,4 +1,4 @@
-/* h5io.c — HDF5 writing for dumps (and, later, probes and training logs). */
+/* h5io.c — HDF5 files: create/commit, datasets, attributes, reading; dumps. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,19 +8,13 @@
 #include <unistd.h>
 #include <hdf5.h>
 #include "h5io.h"
+#include "h5io_internal.h"
 
 #ifndef STABILITY_VERSION
 #define STABILITY_VERSION "0.1"
 #endif
 
-struct h5io_file {
-    hid_t id;
-    char path[1024];
-    char tmp[1100];
-};
-
-/* mkdir -p of the directory part of path. Returns 0 or -1 (errno set). */
-static int make_parent_dirs(const char *path)
+int h5io_make_parent_dirs(const char *path)
 {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", path);
@@ -41,7 +35,7 @@ int h5io_create(h5io_file_t **out, const char *path, int overwrite, char *err, s
         snprintf(err, errlen, "%s: exists (use --force or [output] overwrite = true)", path);
         return 2;
     }
-    if (make_parent_dirs(path) != 0) {
+    if (h5io_make_parent_dirs(path) != 0) {
         snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
         return 1;
     }
@@ -192,6 +186,7 @@ char *h5io_file_status(const char *path)
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     h5io_file_t f;
     f.id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f.id < 0) f.id = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);  // killed writer
     if (f.id < 0) return NULL;
     char *status = h5io_read_attr_string(&f, "/", "status");
     H5Fclose(f.id);
@@ -278,6 +273,8 @@ int h5io_open_read(h5io_file_t **out, const char *path, char *err, size_t errlen
         return 1;
     }
     f->id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    // a training file whose writer was killed still carries its SWMR-writer flag: SWMR read
+    if (f->id < 0) f->id = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
     if (f->id < 0) {
         snprintf(err, errlen, "%s: not an HDF5 file (or damaged)", path);
         free(f);

@@ -1,5 +1,7 @@
-/* h5io.h — HDF5 files of DESIGN §6: written to a temporary name, renamed when complete,
- * so a killed run never leaves a file that looks finished. I/O only: no numerics here. */
+/* h5io.h — HDF5 files of DESIGN §6. Probes and dumps are written to a temporary name and
+ * renamed when complete, so a killed run never leaves a file that looks finished; training
+ * files are written in place under SWMR (h5io_train.c) so that a killed run leaves its log
+ * readable up to the last flush, with status = running. I/O only: no numerics here. */
 #ifndef STABILITY_H5IO_H
 #define STABILITY_H5IO_H
 
@@ -7,6 +9,7 @@
 #include <stdint.h>
 #include "model.h"
 #include "probe.h"
+#include "train.h"
 
 typedef struct h5io_file h5io_file_t;
 
@@ -57,7 +60,8 @@ int h5io_commit(h5io_file_t *f, char *err, size_t errlen);
 /* Close and delete the temporary file (after an error). */
 void h5io_abort(h5io_file_t *f);
 
-/* Open an existing file read-only. Returns 0, or 1 with err set. */
+/* Open an existing file read-only (with SWMR read when a killed writer left its flag set).
+ * Returns 0, or 1 with err set. */
 int h5io_open_read(h5io_file_t **f, const char *path, char *err, size_t errlen);
 
 /* Close a file opened with h5io_open_read. */
@@ -94,5 +98,53 @@ void h5io_free_names(char **names, int n);
  * /grads/NAME, root attributes. Returns 0, or 1/2 with err set; nothing left on failure. */
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
                     unsigned long seed, int overwrite, char *err, size_t errlen);
+
+/* ---- training files (h5io_train.c): /train and /checkpoint, in place, SWMR -------------- */
+
+typedef struct h5io_train h5io_train_t;
+
+/* What an existing training file says about itself. */
+typedef struct {
+    char *config;          /* root attribute config (malloc'd), NULL if absent */
+    char *status;          /* root attribute status (malloc'd), NULL if absent */
+    long checkpoint_step;  /* /checkpoint/step: −1 = no complete checkpoint */
+} h5io_train_info_t;
+
+/* Create path in place (refusing an existing file unless overwrite) with every /train and
+ * /checkpoint dataset for t, root attributes with status = running, and start SWMR writing.
+ * Returns 0, or 1 (I/O) / 2 (exists) with err set. */
+int h5io_train_create(h5io_train_t **w, const char *path, int overwrite, const train_t *t,
+                      const char *config_ini, char *err, size_t errlen);
+
+/* Read config, status and checkpoint step of path (caller frees with h5io_train_info_free).
+ * Returns 0, or 1 with err set. */
+int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, size_t errlen);
+
+/* Free the strings of info. */
+void h5io_train_info_free(h5io_train_info_t *info);
+
+/* Load path's checkpoint into t, rewrite the file with its /train rows up to that step (new
+ * file renamed over the old one) and continue writing it; *elapsed = its time at that step.
+ * Returns 0, or 1 with err set. */
+int h5io_train_resume(h5io_train_t **w, const char *path, train_t *t, const char *config_ini,
+                      double *elapsed, char *err, size_t errlen);
+
+/* Buffer update r (its probe row from t->probe when r->probed, its val_loss when evaluated);
+ * written when a buffer fills or FLUSH_SECONDS passed. elapsed: seconds since the run began.
+ * Returns 0 or 1. */
+int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r, double elapsed);
+
+/* Write the buffered rows and flush the file. Returns 0 or 1. */
+int h5io_train_flush(h5io_train_t *w);
+
+/* Flush, then write /checkpoint from t (step −1 while writing, t->step when complete).
+ * Returns 0 or 1. */
+int h5io_train_checkpoint(h5io_train_t *w, const train_t *t);
+
+/* Flush and close, then set the root status (done | diverged | interrupted) and, when
+ * diverged_at > 0, /train attributes diverged_at and diverged_reason. Frees w.
+ * Returns 0, or 1 with err set. */
+int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, const char *reason,
+                     char *err, size_t errlen);
 
 #endif

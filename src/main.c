@@ -16,6 +16,7 @@
 #include "progress.h"
 #include "plot.h"
 #include "report.h"
+#include "run.h"
 #include "sweep.h"
 
 #ifndef STABILITY_VERSION
@@ -30,14 +31,15 @@ typedef struct {
     const char *sets[MAX_SETS];
     int nsets;
     const char *out;
-    int quiet, force;
+    int quiet, force, resume;
     long entries;          /* gradcheck: entries per tensor */
     double perturb;        /* dump, gradcheck: N(0, perturb²) added to biases, γ, β */
     double tol;            /* gradcheck: tolerance */
 } options_t;
 
 static const char *USAGE =
-    "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--quiet]\n"
+    "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
+    "                 [--resume] [--quiet]\n"
     "       stability sweep FILE [--jobs N] [--dry-run] [--task I] [--merge]\n"
     "       stability sweep FILE --slurm [--submit [--only-missing]]\n"
     "       stability plot FILE.h5... [--out DIR] [--format png,pdf,svg]\n"
@@ -52,16 +54,23 @@ static const char *USAGE =
 
 static const char *HELP_RUN =
     "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
-    "                 [--quiet]\n"
+    "                 [--resume] [--quiet]\n"
     "\n"
     "With train.steps = 0 (measure at initialisation): for probe.seeds initialisations\n"
     "(init.seed, init.seed+1, ...) and probe.batches batches each, measures every layer's\n"
     "gradient norms ||E_batch dL/dW||_F and E_batch ||dL/dW||_F, hidden-state norms and the\n"
     "exact norm-layer Jacobian norms, writes them to one HDF5 file and prints a summary.\n"
+    "With train.steps > 0: trains, logging /train (step lr loss grad_norm per update; per-layer\n"
+    "norms every probe.every updates; val_loss for the text task) into the file, written in\n"
+    "place (HDF5 SWMR; a killed run's file opens with h5py.File(path, 'r', swmr=True)). Status\n"
+    "running -> done | diverged (non-finite loss or gradient: exit 0) | interrupted (SIGINT,\n"
+    "SIGTERM, SIGUSR1: /checkpoint written; exit 0, SIGINT 130).\n"
     "  --config FILE   INI file (DESIGN.md section 4); a bare name is looked up in configs/\n"
     "  --set S.K=V     override one key, e.g. --set model.layers=12 (repeatable)\n"
     "  --out FILE.h5   output file (default: [output] file, else results/<config name>.h5)\n"
     "  --force         replace an existing output file ([output] overwrite = true)\n"
+    "  --resume        continue the output file's run from its /checkpoint, bit-identically\n"
+    "                  ([train] resume = auto); a new run if there is no file yet\n"
     "  --quiet         no progress bar, no summary\n";
 
 static const char *HELP_SWEEP =
@@ -168,6 +177,8 @@ static int parse_options(int argc, char **argv, int first, options_t *o, const c
             o->quiet = 1;
         } else if (!strcmp(a, "--force")) {
             o->force = 1;
+        } else if (!strcmp(a, "--resume") && help == HELP_RUN) {
+            o->resume = 1;
         } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
                    !strcmp(a, "--entries") || !strcmp(a, "--tol") || !strcmp(a, "--perturb")) {
             return usage_error("option needs a value", a);
@@ -338,9 +349,11 @@ static int cmd_run(const options_t *o)
     int rc = load_config(o, &cfg);
     if (rc) return rc;
     if (cfg.train.steps == 0) return cmd_probe(o, &cfg);
-    fprintf(stderr, "%s: train.steps: training is not implemented yet (use 0)\n",
-            cfg.path[0] ? cfg.path : "config");
-    return 2;
+    char path[CONFIG_PATH_MAX + 32];
+    output_path(o, &cfg, path, sizeof path);
+    const run_options_t ro = {o->force, o->resume, o->quiet};
+    if (!o->quiet) print_summary(&cfg);
+    return run_train(&cfg, path, &ro);
 }
 
 /* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). */

@@ -17,7 +17,13 @@ void progress_start(progress_t *p, const char *label, int quiet)
     p->enabled = !quiet && isatty(STDERR_FILENO);
     p->start = progress_now();
     p->last = 0.0;
+    p->first = 0;
     snprintf(p->label, sizeof p->label, "%s", label);
+}
+
+void progress_set_first(progress_t *p, long first)
+{
+    p->first = first;
 }
 
 static void format_duration(char *buf, size_t len, double s)
@@ -40,7 +46,8 @@ void progress_update(progress_t *p, long done, long total, const char *extra)
     for (int i = 0; i < width; i++) bar[i] = i < filled ? '#' : '.';
     bar[width] = '\0';
     const double elapsed = now - p->start;
-    if (done > 0) format_duration(eta, sizeof eta, elapsed / done * (total - done));
+    if (done > p->first)
+        format_duration(eta, sizeof eta, elapsed / (double)(done - p->first) * (double)(total - done));
     format_duration(el, sizeof el, elapsed);
     fprintf(stderr, "\r%s [%s] %3.0f%% %ld/%ld  %s ETA %s%s%s\033[K", p->label, bar, 100 * frac,
             done, total, el, eta, extra ? "  " : "", extra ? extra : "");

@@ -37,8 +37,9 @@ static int make_results_dir(const sweep_t *s)
     }
 }
 
-/* Start run i as `exe --config BASE --set ... --out results/<sweep>/<run>.h5 --quiet`, with
- * stdout and stderr in <run>.log and threads BLAS/OpenMP threads. Returns the pid or −1. */
+/* Start run i as `exe --config BASE --set ... --out results/<sweep>/<run>.h5 --force --resume
+ * --quiet`, with stdout and stderr in <run>.log and threads BLAS/OpenMP threads.
+ * Returns the pid or −1. */
 static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads)
 {
     char out[1400], log[1400], nthreads[16];
@@ -58,6 +59,7 @@ static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads)
     argv[argc++] = "--out";
     argv[argc++] = out;
     argv[argc++] = "--force";   // a file here is incomplete (complete runs are never started)
+    argv[argc++] = "--resume";  // ... but a pre-empted training run continues from its checkpoint
     argv[argc++] = "--quiet";
     argv[argc] = NULL;
     fflush(NULL);

@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+"""warmup_table.py FILE.h5... — the Markdown table of docs/warmup.md from training files.
+
+Per run: placement, lr, warm-up (from the stored config), status, final training loss (mean
+of the last 100 updates), best training loss (lowest 50-update moving average), the update at
+which that moving average first falls below 2.5 nats, final and best validation loss, the
+ratio of layer 1's to layer L's ||grad W2||_F at update 100 (the Post-LN collapse), wall time.
+Reads files with h5py only (swmr=True, so a running or killed run can be listed too).
+"""
+import configparser
+import sys
+
+import h5py
+import numpy as np
+
+
+def row(path):
+    with h5py.File(path, "r", swmr=True) as f:
+        cfg = configparser.ConfigParser(inline_comment_prefixes=(";",))
+        text = f.attrs["config"]
+        cfg.read_string(text.decode() if isinstance(text, bytes) else text)
+        t = f["train"]
+        loss, val = t["loss"][:], t["val_loss"][:] if "val_loss" in t else np.array([np.nan])
+        status = f.attrs["status"]
+        status = status.decode() if isinstance(status, bytes) else status
+        ma = np.convolve(loss, np.ones(50) / 50, mode="valid") if len(loss) >= 50 else loss
+        below = np.nonzero(ma < 2.5)[0]
+        ps = list(t["probe_step"][:])
+        ratio = np.nan
+        if 100 in ps:
+            g = t["grad_fro"][ps.index(100), :, 10]   # axis param: index 10 = w2
+            ratio = g[0] / g[-1]
+        return {
+            "run": path.rsplit("/", 1)[-1].removesuffix(".h5"),
+            "placement": cfg["model"]["placement"], "lr": cfg["train"]["lr"],
+            "warmup": cfg["train"]["warmup"], "status": status, "steps": len(loss),
+            "final": loss[-100:].mean(), "best": ma.min(),
+            "to25": int(below[0]) + 50 if len(below) else None,
+            "val_final": val[-1], "val_best": np.nanmin(val), "ratio": ratio,
+            "time": t["time"][-1] if len(loss) else 0.0,
+        }
+
+
+def main(paths):
+    print("| run | LN | lr | warm-up | status | updates | final loss | best loss | updates to < 2.5 "
+          "| final val | best val | ‖∇W²‖ layer 1 / layer L at 100 | wall (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for p in paths:
+        r = row(p)
+        to25 = str(r["to25"]) if r["to25"] is not None else "never"
+        print(f"| {r['run']} | {r['placement']} | {r['lr']} | {r['warmup']} | {r['status']} | "
+              f"{r['steps']} | {r['final']:.3f} | {r['best']:.3f} | {to25} | {r['val_final']:.3f} | "
+              f"{r['val_best']:.3f} | {r['ratio']:.3g} | {r['time']:.0f} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    main(sys.argv[1:])
