@@ -2,7 +2,7 @@
  * and against PyTorch on the identical model (issue 7; formulas in docs/performance.md).
  *
  *   build/bench [--threads N] [--steps S] [--warmup W] [--csv FILE] [--python PATH]
- *               [--no-torch] [--only SUBSTRING]
+ *               [--no-torch] [--only SUBSTRING] [--omp N] [--blas N]
  *
  * The driver measures DGEMM at 1024³ through the BLAS the model uses, then runs every case in a
  * child process of its own (`bench --run CASE ...`, so each peak RSS is that case's alone) and
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <omp.h>
 #include <gsl/gsl_cblas.h>
 #include <gsl/gsl_rng.h>
 #include "config.h"
@@ -26,6 +27,7 @@
 /* OpenBLAS's own API, to record which kernels ran. */
 char *openblas_get_config(void);
 char *openblas_get_corename(void);
+void openblas_set_num_threads(int num_threads);
 
 #define MAX_RECORDS 4096
 
@@ -56,6 +58,7 @@ static const bench_case_t CASES[] = {
 
 typedef struct {
     int threads, steps, warmup, torch;
+    int omp, blas;          /* experiments: override one pool's count after threads_set (0: no) */
     const char *csv, *python, *only;
 } bench_opts_t;
 
@@ -164,6 +167,8 @@ static int run_case(const char *name, const bench_opts_t *o)
     config_t cfg;
     if (case_config(c, &cfg)) return 2;
     threads_set(o->threads);
+    if (o->omp > 0) omp_set_num_threads(o->omp);
+    if (o->blas > 0) openblas_set_num_threads(o->blas);
     char err[512];
     result_t r = {0};
     model_t *m = model_create(&cfg);
@@ -280,11 +285,14 @@ static double dgemm_rate(int n, int reps, double *best)
     return median(rates, reps);
 }
 
-/* Share of the machine's CPU time busy over the next 0.5 s (other processes: the bench itself
+/* Share of the machine's CPU time busy over 0.5 s (after 0.3 s to settle) (other processes: the bench itself
  * is idle meanwhile), from /proc/stat; NAN if unreadable. */
 static double machine_busy(void)
 {
     unsigned long long v[2][8];
+    // OpenBLAS's threads, started when the library loads, spin ~0.1 s before they sleep
+    const struct timespec settle = {0, 300000000L};
+    nanosleep(&settle, NULL);
     for (int k = 0; k < 2; k++) {
         FILE *f = fopen("/proc/stat", "r");
         if (!f) return NAN;
@@ -309,7 +317,7 @@ static double machine_busy(void)
 static int usage(void)
 {
     fprintf(stderr, "usage: bench [--threads N] [--steps S] [--warmup W] [--csv FILE] "
-                    "[--python PATH] [--no-torch] [--only SUBSTRING]\n");
+                    "[--python PATH] [--no-torch] [--only SUBSTRING] [--omp N] [--blas N]\n");
     return 2;
 }
 
@@ -324,6 +332,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--steps") && more) o.steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && more) o.warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--csv") && more) o.csv = argv[++i];
+        else if (!strcmp(argv[i], "--omp") && more) o.omp = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--blas") && more) o.blas = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--python") && more) o.python = argv[++i];
         else if (!strcmp(argv[i], "--only") && more) o.only = argv[++i];
         else if (!strcmp(argv[i], "--run") && more) run = argv[++i];
@@ -343,6 +353,9 @@ int main(int argc, char **argv)
     printf("bench: %d threads (OpenBLAS and OpenMP; OMP_WAIT_POLICY=%s), %d steps after %d "
            "warm-up\nBLAS: %s, kernels %s\n", o.threads, wait ? wait : "unset", o.steps,
            o.warmup, openblas_get_config(), openblas_get_corename());
+    if (o.omp > 0 || o.blas > 0)
+        printf("experiment: OpenMP %d, OpenBLAS %d threads in the cases\n",
+               o.omp > 0 ? o.omp : o.threads, o.blas > 0 ? o.blas : o.threads);
     const double busy = machine_busy();
     printf("other load before the start: %.0f%% of the CPUs busy%s\n", 100.0 * busy,
            busy > 0.1 ? "  -- WARNING: the machine is not idle, the times are not reliable" : "");
@@ -366,8 +379,8 @@ int main(int argc, char **argv)
         const bench_case_t *c = &CASES[i];
         if (o.only && !strstr(c->name, o.only)) continue;
         char cmd[2048], line[1024];
-        snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d", self,
-                 c->name, o.threads, o.steps, o.warmup);
+        snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d --omp %d "
+                 "--blas %d", self, c->name, o.threads, o.steps, o.warmup, o.omp, o.blas);
         if (run_capture(cmd, "RESULT", line, sizeof line)) {
             printf("%-21s failed\n", c->label);
             continue;
