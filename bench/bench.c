@@ -2,7 +2,8 @@
  * and against PyTorch on the identical model (issue 7; formulas in docs/performance.md).
  *
  *   build/bench [--threads N] [--steps S] [--warmup W] [--csv FILE] [--python PATH]
- *               [--no-torch] [--only SUBSTRING] [--omp N] [--blas N]
+ *               [--no-torch] [--only SUBSTRING] [--omp N] [--blas N] [--retries N]
+ *               [--wait SECONDS]
  *
  * The driver measures DGEMM at 1024³ through the BLAS the model uses, then runs every case in a
  * child process of its own (`bench --run CASE ...`, so each peak RSS is that case's alone) and
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <omp.h>
 #include <gsl/gsl_cblas.h>
@@ -29,7 +31,8 @@ char *openblas_get_config(void);
 char *openblas_get_corename(void);
 void openblas_set_num_threads(int num_threads);
 
-#define MAX_RECORDS 4096
+/* DGEMM 1024^3 products timed for the machine's rate (about 20 ms each on 2 cores). */
+#define DGEMM_REPS 25
 
 typedef struct {
     const char *name;       /* child's --run argument and CSV key */
@@ -59,6 +62,8 @@ static const bench_case_t CASES[] = {
 typedef struct {
     int threads, steps, warmup, torch;
     int omp, blas;          /* experiments: override one pool's count after threads_set (0: no) */
+    int retries;            /* repeat a run disturbed by other processes at most this often */
+    double wait;            /* seconds to wait for an idle machine before each run (0: no) */
     const char *csv, *python, *only;
 } bench_opts_t;
 
@@ -69,6 +74,7 @@ typedef struct {
     long rss_kb;                        /* peak resident set (VmHWM) */
     double params, acts;                /* doubles in the parameter and activation buffers */
     double gflop;                       /* nominal GFLOP per forward+backward */
+    double faults;                      /* page faults per timed step */
     int ok;
 } result_t;
 
@@ -208,13 +214,19 @@ static int run_case(const char *name, const bench_opts_t *o)
         gsl_rng_set(rng, cfg.init.seed);
         model_init(m, &cfg, rng);
         data_batch(&data, rng, tok, tgt);
+        struct rusage ru0, ru1;
         for (int s = 0; s < o->warmup + o->steps; s++) {
+            if (s == o->warmup) getrusage(RUSAGE_SELF, &ru0);
             const double t0 = now_s();
             model_forward(m, tok, tgt);
             model_zero_grad(m);
             model_backward(m);
             if (s >= o->warmup) ms[s - o->warmup] = 1e3 * (now_s() - t0);
         }
+        getrusage(RUSAGE_SELF, &ru1);
+        // page faults in the timed steps: 0 when a step allocates (and first touches) nothing
+        r.faults = (double)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt) /
+                   o->steps;
         r.ms_median = median(ms, o->steps);
         r.ms_min = ms[0];
         r.ms_max = ms[o->steps - 1];
@@ -227,8 +239,8 @@ static int run_case(const char *name, const bench_opts_t *o)
     }
     r.rss_kb = peak_rss_kb();
     printf("RESULT ms_median=%.4f ms_min=%.4f ms_max=%.4f total_s=%.4f rss_kb=%ld params=%.0f "
-           "acts=%.0f gflop=%.6f\n", r.ms_median, r.ms_min, r.ms_max, r.total_s, r.rss_kb,
-           r.params, r.acts, r.gflop);
+           "acts=%.0f gflop=%.6f faults=%.1f\n", r.ms_median, r.ms_min, r.ms_max, r.total_s,
+           r.rss_kb, r.params, r.acts, r.gflop, r.faults);
     return 0;
 }
 
@@ -263,8 +275,8 @@ static double dgemm_rate(int n, int reps, double *best)
 {
     const size_t nn = (size_t)n * n;
     double *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
-    double rates[64];
-    if (!a || !b || !c || reps > 64) { free(a); free(b); free(c); return NAN; }
+    double rates[DGEMM_REPS];
+    if (!a || !b || !c || reps > DGEMM_REPS) { free(a); free(b); free(c); return NAN; }
     for (size_t i = 0; i < nn; i++) {
         a[i] = (double)(i % 7) - 3.0;
         b[i] = (double)(i % 5) * 0.5;
@@ -285,8 +297,8 @@ static double dgemm_rate(int n, int reps, double *best)
     return median(rates, reps);
 }
 
-/* Share of the machine's CPU time busy over 0.5 s (after 0.3 s to settle) (other processes: the bench itself
- * is idle meanwhile), from /proc/stat; NAN if unreadable. */
+/* Share of the machine's CPU time busy over 0.5 s, after 0.3 s to settle (other processes: the
+ * bench itself is idle meanwhile), from /proc/stat; NAN if unreadable. */
 static double machine_busy(void)
 {
     unsigned long long v[2][8];
@@ -314,17 +326,105 @@ static double machine_busy(void)
     return total > 0.0 ? busy / total : NAN;
 }
 
+/* CPU accounting of the machine and of this process (with its waited-for children). */
+typedef struct {
+    double busy, total;   /* machine-wide CPU seconds, busy and all, from /proc/stat */
+    double own;           /* CPU seconds of this process and its finished children */
+} cpu_mark_t;
+
+static void cpu_mark(cpu_mark_t *m)
+{
+    unsigned long long v[8] = {0};
+    const double hz = (double)sysconf(_SC_CLK_TCK);
+    FILE *f = fopen("/proc/stat", "r");
+    m->busy = m->total = NAN;
+    if (f) {
+        if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]) == 8) {
+            m->total = m->busy = 0.0;
+            for (int j = 0; j < 8; j++) {
+                m->total += (double)v[j] / hz;
+                if (j != 3 && j != 4) m->busy += (double)v[j] / hz;
+            }
+        }
+        fclose(f);
+    }
+    struct rusage self, kids;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &kids);
+    m->own = self.ru_utime.tv_sec + self.ru_stime.tv_sec + kids.ru_utime.tv_sec +
+             kids.ru_stime.tv_sec + 1e-6 * (self.ru_utime.tv_usec + self.ru_stime.tv_usec +
+                                            kids.ru_utime.tv_usec + kids.ru_stime.tv_usec);
+}
+
+/* Share of the machine's CPU time that other processes used between marks a and b. */
+static double cpu_others(const cpu_mark_t *a, const cpu_mark_t *b)
+{
+    const double total = b->total - a->total;
+    if (!(total > 0.0)) return NAN;
+    return fmax(0.0, (b->busy - a->busy) - (b->own - a->own)) / total;
+}
+
+/* Wait (at most max_s seconds) until other processes leave the machine idle (< 5 % busy). */
+static void wait_idle(double max_s)
+{
+    const double t0 = now_s();
+    while (now_s() - t0 < max_s && !(machine_busy() < 0.05)) {
+        const struct timespec pause = {2, 0};
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* Run cmd and capture its tag line (run_capture) while no other process disturbs it: when others
+ * used more than 5 % of the CPUs, wait for an idle machine (o->wait seconds at most) and repeat,
+ * o->retries times at most. Returns run_capture's code; *others = share of the last attempt. */
+static int run_measured(const bench_opts_t *o, const char *cmd, const char *tag, char *line,
+                        size_t len, double *others)
+{
+    int rc = 1;
+    for (int attempt = 0; attempt <= o->retries; attempt++) {
+        if (attempt > 0 || o->wait > 0) wait_idle(o->wait);
+        cpu_mark_t a, b;
+        cpu_mark(&a);
+        rc = run_capture(cmd, tag, line, len);
+        cpu_mark(&b);
+        *others = cpu_others(&a, &b);
+        if (rc || !(*others > 0.05)) break;
+        fprintf(stderr, "bench: others used %.0f%% of the CPUs during a run; %s\n", 100 * *others,
+                attempt < o->retries ? "repeating it" : "keeping it (flagged !)");
+    }
+    return rc;
+}
+
+/* The DGEMM rate (median GFLOP/s, best in *best), repeated when other processes disturbed it;
+ * *others = their CPU share during the last attempt. */
+static double measure_dgemm(const bench_opts_t *o, double *best, double *others)
+{
+    double rate = NAN;
+    for (int attempt = 0; attempt <= o->retries; attempt++) {
+        if (attempt > 0 || o->wait > 0) wait_idle(o->wait);
+        cpu_mark_t a, b;
+        cpu_mark(&a);
+        rate = dgemm_rate(1024, DGEMM_REPS, best);
+        cpu_mark(&b);
+        *others = cpu_others(&a, &b);
+        if (!(*others > 0.05)) break;
+    }
+    return rate;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: bench [--threads N] [--steps S] [--warmup W] [--csv FILE] "
-                    "[--python PATH] [--no-torch] [--only SUBSTRING] [--omp N] [--blas N]\n");
+                    "[--python PATH] [--no-torch] [--only SUBSTRING] [--omp N] [--blas N]\n"
+                    "             [--retries N] [--wait SECONDS]\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
     bench_opts_t o = {.threads = 0, .steps = 10, .warmup = 2, .torch = 1, .csv = NULL,
-                      .python = "/usr/bin/python3", .only = NULL};
+                      .python = "/usr/bin/python3", .only = NULL, .retries = 2, .wait = 0.0};
     const char *run = NULL;
     for (int i = 1; i < argc; i++) {
         const int more = i + 1 < argc;
@@ -333,6 +433,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--warmup") && more) o.warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--csv") && more) o.csv = argv[++i];
         else if (!strcmp(argv[i], "--omp") && more) o.omp = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--retries") && more) o.retries = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--wait") && more) o.wait = atof(argv[++i]);
         else if (!strcmp(argv[i], "--blas") && more) o.blas = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--python") && more) o.python = argv[++i];
         else if (!strcmp(argv[i], "--only") && more) o.only = argv[++i];
@@ -359,32 +461,30 @@ int main(int argc, char **argv)
     const double busy = machine_busy();
     printf("other load before the start: %.0f%% of the CPUs busy%s\n", 100.0 * busy,
            busy > 0.1 ? "  -- WARNING: the machine is not idle, the times are not reliable" : "");
-    double dgemm_best = NAN;
-    const double dgemm = dgemm_rate(1024, 5, &dgemm_best);
-    printf("DGEMM 1024^3: %.1f GFLOP/s median of 5 (best %.1f)\n\n", dgemm, dgemm_best);
+    double dgemm_best, dgemm_others;
+    const double dgemm = measure_dgemm(&o, &dgemm_best, &dgemm_others);
+    printf("DGEMM 1024^3: %.1f GFLOP/s median of %d (best %.1f)%s\n\n", dgemm, DGEMM_REPS,
+           dgemm_best, dgemm_others > 0.05 ? "  ! disturbed by other processes" : "");
     fflush(stdout);
 
-    FILE *csv = NULL;
-    if (o.csv) {
-        csv = fopen(o.csv, "w");
-        if (!csv) { perror(o.csv); return 1; }
-        fprintf(csv, "case,layers,placement,threads,steps,ms_median,ms_min,ms_max,ms_per_layer,"
-                     "gflop_per_step,gflops,dgemm_gflops,frac_dgemm,torch64_ms,torch32_ms,"
-                     "speedup_vs_torch64,speedup_vs_torch32,rss_mb,estimate_mb,rss_over_estimate,"
-                     "torch64_rss_mb,torch32_rss_mb,probe_total_s\n");
-    }
-    printf("%-21s %9s %8s %7s %6s %9s %6s %9s %6s %8s %8s %5s\n", "case", "ms/step", "ms/layer",
-           "GFLOP/s", "%DGEMM", "torch f64", "x", "torch f32", "x", "RSS MB", "est. MB", "ratio");
+    static char rows[NUM_CASES][1024];   // CSV rows, written at the end (with the end DGEMM)
+    int nrows = 0;
+    double max_faults = 0.0;
+    printf("%-21s %9s %8s %7s %6s %9s %6s %9s %6s %8s %8s %5s %6s\n", "case", "ms/step",
+           "ms/layer", "GFLOP/s", "%DGEMM", "torch f64", "x", "torch f32", "x", "RSS MB",
+           "est. MB", "ratio", "other");
     for (int i = 0; i < NUM_CASES; i++) {
         const bench_case_t *c = &CASES[i];
         if (o.only && !strstr(c->name, o.only)) continue;
         char cmd[2048], line[1024];
         snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d --omp %d "
                  "--blas %d", self, c->name, o.threads, o.steps, o.warmup, o.omp, o.blas);
-        if (run_capture(cmd, "RESULT", line, sizeof line)) {
+        double others, worst = 0.0;
+        if (run_measured(&o, cmd, "RESULT", line, sizeof line, &others)) {
             printf("%-21s failed\n", c->label);
             continue;
         }
+        worst = fmax(worst, others);
         const double ms = field(line, "ms_median"), gflop = field(line, "gflop");
         const double params = field(line, "params"), acts = field(line, "acts");
         const double rss = field(line, "rss_kb") / 1024.0;
@@ -399,31 +499,49 @@ int main(int argc, char **argv)
                          "--threads %d --steps %d --warmup %d", o.threads, o.threads, o.python,
                          c->layers, c->placement, d ? "float32" : "float64", o.threads,
                          o.steps, o.warmup);
-                if (run_capture(cmd, "TORCH", tl, sizeof tl)) continue;
+                if (run_measured(&o, cmd, "TORCH", tl, sizeof tl, &others)) continue;
+                worst = fmax(worst, others);
                 *(d ? &t32 : &t64) = field(tl, "ms_median");
                 *(d ? &r32 : &r64) = field(tl, "rss_kb") / 1024.0;
             }
         }
         const double gflops = gflop / (ms * 1e-3);
-        printf("%-21s %9.1f %8.2f %7.1f %5.0f%% %9.1f %6.2f %9.1f %6.2f %8.0f %8.0f %5.2f\n",
-               c->label, ms, ms / c->layers, gflops, 100.0 * gflops / dgemm, t64, t64 / ms, t32,
-               t32 / ms, rss, est, rss / est);
+        printf("%-21s %9.1f %8.2f %7.1f %5.0f%% %9.1f %6.2f %9.1f %6.2f %8.0f %8.0f %5.2f "
+               "%5.0f%%%s\n", c->label, ms, ms / c->layers, gflops, 100.0 * gflops / dgemm, t64,
+               t64 / ms, t32, t32 / ms, rss, est, rss / est, 100.0 * worst,
+               worst > 0.05 ? " !" : "");
         if (c->probe)
             printf("%-21s   (ms per batch of a %s x %s probe, %.1f s in all)\n", "",
                    PROBE_SEEDS, PROBE_BATCHES, field(line, "total_s"));
         fflush(stdout);
-        if (csv)
-            fprintf(csv, "%s,%d,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.6f,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f,"
-                         "%.4f,%.1f,%.1f,%.4f,%.1f,%.1f,%.4f\n",
-                    c->name, c->layers, c->placement, o.threads, o.steps, ms,
-                    field(line, "ms_min"), field(line, "ms_max"), ms / c->layers, gflop, gflops,
-                    dgemm, gflops / dgemm, t64, t32, t64 / ms, t32 / ms, rss, est, rss / est, r64,
-                    r32, field(line, "total_s"));
+        snprintf(rows[nrows++], sizeof rows[0],
+                 "%s,%d,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.6f,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,"
+                 "%.1f,%.1f,%.4f,%.1f,%.1f,%.4f,%.4f,%.1f", c->name, c->layers, c->placement,
+                 o.threads, o.steps, ms, field(line, "ms_min"), field(line, "ms_max"),
+                 ms / c->layers, gflop, gflops, dgemm, gflops / dgemm, t64, t32, t64 / ms,
+                 t32 / ms, rss, est, rss / est, r64, r32, field(line, "total_s"), worst,
+                 field(line, "faults"));
+        if (!c->probe) max_faults = fmax(max_faults, field(line, "faults"));
     }
-    printf("\nx = PyTorch time / stability time (> 1: stability faster). RSS = peak resident "
+    double end_best, end_others;
+    const double dgemm_end = measure_dgemm(&o, &end_best, &end_others);
+    printf("\nDGEMM 1024^3 again at the end: %.1f GFLOP/s (start %.1f; the %%DGEMM column uses the "
+           "start)%s\n", dgemm_end, dgemm, end_others > 0.05 ? "  ! disturbed" : "");
+    printf("x = PyTorch time / stability time (> 1: stability faster). RSS = peak resident "
            "set of the case's process;\nest. = 8 bytes x (params + grads + 2 x params for Adam "
-           "+ saved activations).\n");
-    if (csv) {
+           "+ saved activations).\nother = largest share of the CPUs other processes used during "
+           "the case's runs (! > 5%%: disturbed).\n");
+    printf("page faults per timed step: %.1f at most (0: a step allocates and first-touches "
+           "nothing)\n", max_faults);
+    if (o.csv) {
+        FILE *csv = fopen(o.csv, "w");
+        if (!csv) { perror(o.csv); return 1; }
+        fprintf(csv, "case,layers,placement,threads,steps,ms_median,ms_min,ms_max,ms_per_layer,"
+                     "gflop_per_step,gflops,dgemm_gflops,frac_dgemm,torch64_ms,torch32_ms,"
+                     "speedup_vs_torch64,speedup_vs_torch32,rss_mb,estimate_mb,rss_over_estimate,"
+                     "torch64_rss_mb,torch32_rss_mb,probe_total_s,others_share,faults_per_step,"
+                     "dgemm_end_gflops\n");
+        for (int i = 0; i < nrows; i++) fprintf(csv, "%s,%.3f\n", rows[i], dgemm_end);
         fclose(csv);
         printf("wrote %s\n", o.csv);
     }
