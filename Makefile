@@ -21,7 +21,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 RUN_SWEEP ?= experiments/fig3ab_grad_vs_layer.ini
 EXPERIMENTS := $(wildcard experiments/*.ini)
 
-.PHONY: all deps test-deps run figures test unit asan-unit clean
+.PHONY: all deps test-deps run figures test unit asan-unit bench clean
 all: stability
 
 stability: $(OBJ) $(BUILD)/main.o
@@ -40,8 +40,17 @@ $(BUILD)/tests/%.o: tests/%.c $(wildcard src/*.h) tests/tests.h | $(BUILD)
 $(BUILD)/test_runner: $(OBJ) $(TEST_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
 
+$(BUILD)/bench/%.o: bench/%.c $(wildcard src/*.h) | $(BUILD)/bench
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c -o $@ $<
+
+$(BUILD)/bench/bench: $(OBJ) $(BUILD)/bench/bench.o
+	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
+
 $(BUILD):
 	mkdir -p $(BUILD)/tests
+
+$(BUILD)/bench:
+	mkdir -p $(BUILD)/bench
 
 deps:
 	scripts/install-deps.sh
@@ -88,6 +97,14 @@ asan-unit:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" build-asan/test_runner
 	cd tests && CK_FORK=no CK_DEFAULT_TIMEOUT=1200 ASAN_OPTIONS=detect_leaks=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ../build-asan/test_runner
+
+# Speed (issue 7, docs/performance.md): ms per forward+backward, GFLOP/s against DGEMM at 1024^3,
+# PyTorch float64/float32 on the same model and threads, peak RSS; table + results/bench.csv.
+# Never part of `make test`. BENCH_ARGS e.g. "--threads 1 --steps 20 --only a_".
+BENCH_ARGS ?=
+bench: $(BUILD)/bench/bench
+	mkdir -p results
+	$(BUILD)/bench/bench --csv results/bench.csv $(BENCH_ARGS)
 
 clean:
 	rm -rf build build-asan stability

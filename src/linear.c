@@ -6,15 +6,12 @@
 void linear_forward(double *out, const double *inp, const double *W, const double *b,
                     size_t N, size_t IC, size_t OC)
 {
-    // out (N,OC) = inp (N,IC) · W (IC,OC)
+    // out (N,OC) = b (every row), then += inp (N,IC) · W (IC,OC): the GEMM adds onto the bias
+    // (β = 1) instead of zeroing out (OpenBLAS's β = 0 pass) and a second pass adding b.
+    if (b)
+        for (size_t i = 0; i < N; i++) memcpy(out + i * OC, b, OC * sizeof(double));
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)OC, (int)IC,
-                1.0, inp, (int)IC, W, (int)OC, 0.0, out, (int)OC);
-    if (b) {
-        for (size_t i = 0; i < N; i++) {
-            double *row = out + i * OC;
-            for (size_t j = 0; j < OC; j++) row[j] += b[j];
-        }
-    }
+                1.0, inp, (int)IC, W, (int)OC, b ? 1.0 : 0.0, out, (int)OC);
 }
 
 void linear_backward(double *dinp, double *dW, double *db, const double *dout,

@@ -18,6 +18,7 @@
 #include "report.h"
 #include "run.h"
 #include "sweep.h"
+#include "threads.h"
 
 #ifndef STABILITY_VERSION
 #define STABILITY_VERSION "unknown"
@@ -50,7 +51,9 @@ static const char *USAGE =
     "\n"
     "Measures why Post-LN transformers need learning-rate warm-up and Pre-LN ones do not\n"
     "(Xiong et al., ICML 2020). A config name without '/' is looked up in configs/.\n"
-    "Exit codes: 0 success, 1 runtime failure (I/O, HDF5), 2 bad usage or config.\n";
+    "Exit codes: 0 success, 1 runtime failure (I/O, HDF5), 2 bad usage or config.\n"
+    "Threads: STABILITY_THREADS, else SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS /\n"
+    "OPENBLAS_NUM_THREADS (the smaller), else all CPUs (docs/performance.md).\n";
 
 static const char *HELP_RUN =
     "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
@@ -607,6 +610,7 @@ static int cmd_sweep(int argc, char **argv)
 int main(int argc, char **argv)
 {
     gsl_set_error_handler_off();   // GSL errors are return codes, handled where they occur
+    threads_set(0);                // one count for OpenBLAS and OpenMP, from the environment
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         fputs(USAGE, stdout);
         return 0;

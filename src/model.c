@@ -110,37 +110,50 @@ static double *take(double *base, size_t *off, size_t n)
     return p;
 }
 
-/* Lay out acts a over base (or just count when base is NULL); returns the doubles used. */
-static size_t layout_acts(const model_t *m, acts_t *a, double *base)
+/* Lay out the buffers of one layer's activations la (or just count when base is NULL). */
+static void layout_layer(const model_t *m, layer_acts_t *la, double *base, size_t *off, int grad)
 {
     const size_t N = (size_t)m->B * m->T, C = (size_t)m->C, F = (size_t)m->F;
-    const size_t V = (size_t)m->V, HTT = (size_t)m->B * m->H * m->T * m->T;
-    const int drop = m->dropout > 0.0;
+    const size_t HTT = (size_t)m->B * m->H * m->T * m->T;
+    const int drop = m->dropout > 0.0 && !grad;   // masks live in the forward arena only
+    la->norm1 = take(base, off, N * C);
+    la->norm1_mean = take(base, off, N);
+    la->norm1_rstd = take(base, off, N);
+    la->q = take(base, off, N * C);
+    la->k = take(base, off, N * C);
+    la->v = take(base, off, N * C);
+    la->att = take(base, off, HTT);
+    la->ctx = take(base, off, N * C);
+    la->attn_out = take(base, off, N * C);
+    la->resid1 = take(base, off, N * C);
+    la->norm2 = take(base, off, N * C);
+    la->norm2_mean = take(base, off, N);
+    la->norm2_rstd = take(base, off, N);
+    la->ffn_pre = take(base, off, N * F);
+    la->ffn_act = take(base, off, N * F);
+    la->ffn_out = take(base, off, N * C);
+    la->resid2 = take(base, off, N * C);
+    la->mask_attn = drop ? take(base, off, N * C) : NULL;
+    la->mask_ffn = drop ? take(base, off, N * C) : NULL;
+}
+
+/* Lay out acts a over base (or just count when base is NULL); returns the doubles used.
+ * grad = 0: the forward arena, every layer its own buffers.
+ * grad = 1: the backward's gradient arena. The backward needs one layer's gradients at a time
+ * plus the one flowing in from above, so layer l uses buffer set l % 2 (the set of layer l + 1
+ * holds d x_{l+1} = da.layers[l].out while layer l runs): memory 2 layers instead of L. No
+ * masks, probs or losses (the backward has no gradient of them). */
+static size_t layout_acts(const model_t *m, acts_t *a, double *base, int grad)
+{
+    const size_t N = (size_t)m->B * m->T, C = (size_t)m->C, V = (size_t)m->V;
     size_t off = 0;
     a->embed = take(base, &off, N * C);
-    a->mask_embed = drop ? take(base, &off, N * C) : NULL;
+    a->mask_embed = m->dropout > 0.0 && !grad ? take(base, &off, N * C) : NULL;
     for (int l = 0; l < m->L; l++) {
         layer_acts_t *la = &a->layers[l];
+        if (grad && l >= 2) *la = a->layers[l - 2];   // same buffer set
+        else layout_layer(m, la, base, &off, grad);
         la->in = l == 0 ? a->embed : a->layers[l - 1].out;
-        la->norm1 = take(base, &off, N * C);
-        la->norm1_mean = take(base, &off, N);
-        la->norm1_rstd = take(base, &off, N);
-        la->q = take(base, &off, N * C);
-        la->k = take(base, &off, N * C);
-        la->v = take(base, &off, N * C);
-        la->att = take(base, &off, HTT);
-        la->ctx = take(base, &off, N * C);
-        la->attn_out = take(base, &off, N * C);
-        la->resid1 = take(base, &off, N * C);
-        la->norm2 = take(base, &off, N * C);
-        la->norm2_mean = take(base, &off, N);
-        la->norm2_rstd = take(base, &off, N);
-        la->ffn_pre = take(base, &off, N * F);
-        la->ffn_act = take(base, &off, N * F);
-        la->ffn_out = take(base, &off, N * C);
-        la->resid2 = take(base, &off, N * C);
-        la->mask_attn = drop ? take(base, &off, N * C) : NULL;
-        la->mask_ffn = drop ? take(base, &off, N * C) : NULL;
         if (m->placement == PLACEMENT_POST) {
             la->norm1_in = la->resid1;   // x²
             la->norm2_in = la->resid2;   // x⁵
@@ -161,8 +174,8 @@ static size_t layout_acts(const model_t *m, acts_t *a, double *base)
         a->final_mean = a->final_rstd = NULL;
     }
     a->logits = take(base, &off, N * V);
-    a->probs = take(base, &off, N * V);
-    a->losses = take(base, &off, N);
+    a->probs = grad ? NULL : take(base, &off, N * V);
+    a->losses = grad ? NULL : take(base, &off, N);
     return off;
 }
 
@@ -202,13 +215,14 @@ model_t *model_create(const config_t *cfg)
     bind_views(m, &m->p, m->params);
     bind_views(m, &m->g, m->grads);
 
-    m->num_acts = layout_acts(m, &m->a, NULL);
+    m->num_acts = layout_acts(m, &m->a, NULL, 0);
+    m->num_dacts = layout_acts(m, &m->da, NULL, 1);
     m->act_mem = calloc(m->num_acts, sizeof(double));
-    m->dact_mem = calloc(m->num_acts, sizeof(double));
+    m->dact_mem = calloc(m->num_dacts, sizeof(double));
     m->pe = calloc((size_t)m->T * m->C, sizeof(double));
     if (!m->act_mem || !m->dact_mem || !m->pe) goto fail;
-    layout_acts(m, &m->a, m->act_mem);
-    layout_acts(m, &m->da, m->dact_mem);
+    layout_acts(m, &m->a, m->act_mem, 0);
+    layout_acts(m, &m->da, m->dact_mem, 1);
 
     // Sinusoidal positions (Vaswani et al. 2017 §3.5): PE[t][2i] = sin(t/10000^(2i/d)),
     // PE[t][2i+1] = cos(t/10000^(2i/d)); ‖PE[t]‖² = d/2.
@@ -410,6 +424,19 @@ static const double *dropout_backward(double *dy, const double *dout, const doub
     return dy;
 }
 
+/* Zero the gradient accumulators of layer dl before its backward: the buffers it adds into, and
+ * dl->in (the gradient of its input: the layer below's out, whose set still holds stale values
+ * from two layers up). Not dl->out: it holds the gradient flowing in from above. */
+static void zero_layer_grads(const model_t *m, const layer_acts_t *dl)
+{
+    const size_t NC = (size_t)m->B * m->T * m->C;
+    double *const acc[] = {
+        dl->in, dl->q, dl->k, dl->v, dl->ctx, dl->resid1, dl->norm1,
+        m->placement == PLACEMENT_POST ? dl->resid2 : dl->norm2,   // the other one is dl->out
+    };
+    for (size_t i = 0; i < sizeof acc / sizeof acc[0]; i++) memset(acc[i], 0, NC * sizeof(double));
+}
+
 void model_backward(model_t *m)
 {
     const size_t B = (size_t)m->B, T = (size_t)m->T, C = (size_t)m->C, F = (size_t)m->F;
@@ -417,7 +444,9 @@ void model_backward(model_t *m)
     const double sqrtC = sqrt((double)C);
     const acts_t *a = &m->a;
     acts_t *da = &m->da;
-    memset(m->dact_mem, 0, m->num_acts * sizeof(double));
+    // gradient accumulators are zeroed where they start (zero_layer_grads), not the whole arena
+    memset(da->final, 0, N * C * sizeof(double));
+    if (da->final_in != da->final) memset(da->final_in, 0, N * C * sizeof(double));
 
     // dlogits (N,V) = (p − q)/count
     loss_backward(da->logits, a->probs, m->targets, N, V, m->label_smoothing, m->num_targets);
@@ -441,6 +470,7 @@ void model_backward(model_t *m)
         double *const *w = m->p.layers[l].w;
         double *const *g = m->g.layers[l].w;
         const double *dffn_out;
+        zero_layer_grads(m, dl);
         if (m->placement == PLACEMENT_POST) {
             // x_{l+1} = LN2(x⁵)
             norm_backward(m->norm, dl->resid2, g[P_NORM2_GAMMA], g[P_NORM2_BETA], dl->norm2,

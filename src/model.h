@@ -8,8 +8,12 @@
  * Input:  x_1 = tok_embed[token]·√d + PE (sinusoidal);  logits = x_final·W_embᵀ (tied) or ·lm_head.
  *
  * All parameters live in one buffer (model.params) with named views; their gradients in a
- * buffer of the same layout (model.grads). All activations live in one arena (model.acts),
- * sized for (B, T) at model_create: no allocation inside a step.
+ * buffer of the same layout (model.grads). All activations live in one arena (model.act_mem),
+ * sized for (B, T) at model_create: no allocation inside a step. The backward's activation
+ * gradients (model.da) need one layer at a time: two alternating buffer sets (dact_mem).
+ *
+ * Threads: the GEMMs run on OpenBLAS's threads; everything else in a step is serial and in a
+ * fixed order, so a step is bit-reproducible for a given thread count (docs/performance.md).
  */
 #ifndef STABILITY_MODEL_H
 #define STABILITY_MODEL_H
@@ -106,8 +110,12 @@ typedef struct {
     tensor_info_t *tensors; /* [num_tensors], in buffer order */
     int num_tensors;
 
-    /* Activations and their gradients (same arena layout, two buffers). */
-    size_t num_acts;
+    /* Activations (a, in act_mem) and their gradients (da, in dact_mem). a keeps every layer's
+     * forward values until the next forward. da.layers[l] shares its buffers with da.layers[l ± 2]
+     * (da.layers[l].in is da.layers[l−1].out): a layer's gradients are valid only during the
+     * backward; da has no masks, probs or losses (NULL). */
+    size_t num_acts;        /* doubles in act_mem (the saved activations) */
+    size_t num_dacts;       /* doubles in dact_mem */
     double *act_mem, *dact_mem;
     acts_t a, da;
     double *pe;             /* (T, C) sinusoidal positions */

@@ -4,19 +4,16 @@
  * Seeds: 000 (LayerNorm forward + backward derivation), 001 (RMSNorm, manual Jacobians),
  * 003 (mean/var path form), 004 (biased variance, eps inside the sqrt, as torch.nn.LayerNorm).
  *
- * Determinism: rows may run in parallel (OpenMP) but every reduction (over the C entries of a
- * row, or over the N rows for dgamma/dbeta) is done by one thread in a fixed order, so the
- * results are bit-identical run to run and independent of the number of threads.
+ * Threads: none. Every loop here is serial and every reduction (over the C entries of a row, over
+ * the N rows for dgamma/dbeta) runs in a fixed order, so results are bit-identical run to run.
+ * The model's parallelism is BLAS's (docs/performance.md): an OpenMP region per norm call left
+ * its workers spinning for milliseconds afterwards, starving OpenBLAS's threads in the next GEMM
+ * (4-5x slower steps), and the rows are memory-bound passes that gain little from a second core.
  */
 #include "norm.h"
 
 #include <math.h>
 #include <string.h>
-
-/* Below this many elements the row loops run serially (thread start-up costs more). */
-#define NORM_OMP_MIN 16384
-/* dgamma/dbeta are reduced over rows per block of this many columns (one thread per block). */
-#define NORM_COL_BLOCK 16
 
 /* gamma == NULL means γ = 1 (convenient for probes and tests; not required by norm.h). */
 static inline double gamma_at(const double *gamma, size_t i)
@@ -64,7 +61,6 @@ void norm_forward(norm_kind_t kind, double *out, double *mean, double *rstd,
     }
     const int ln = (kind == NORM_LAYERNORM);
     const double *b = ln ? beta : NULL;   // RMSNorm has no β
-    #pragma omp parallel for schedule(static) if (N * C >= NORM_OMP_MIN)
     for (size_t n = 0; n < N; n++) {
         const double *xr = x + n * C;     // (C)
         double *o = out + n * C;          // (C)
@@ -92,10 +88,11 @@ void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
     }
     const int ln = (kind == NORM_LAYERNORM);
 
-    // dx: rows are independent.
+    // Per row, two passes over the C entries (sums, then dx and the parameter gradients).
     // seed 000:  ∂L/∂x_i = r·[ dx̂_i − (1/C)Σ_j dx̂_j − x̂_i·(1/C)Σ_j dx̂_j x̂_j ],  dx̂ = dout ⊙ γ
     // seed 001 (RMSNorm, no mean path):  ∂L/∂x_i = r·[ dx̂_i − x̂_i·(1/C)Σ_j dx̂_j x̂_j ]
-    #pragma omp parallel for schedule(static) if (N * C >= NORM_OMP_MIN)
+    // seed 000:  ∂L/∂γ = Σ_n dout ⊙ x̂,  ∂L/∂β = Σ_n dout  (accumulated row by row, in order)
+    double *db = ln ? dbeta : NULL;
     for (size_t n = 0; n < N; n++) {
         const double *xr = x + n * C;       // (C)
         const double *dor = dout + n * C;   // (C)
@@ -116,33 +113,8 @@ void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
             double xhat = (xr[i] - m) * r;
             double dnorm = dor[i] * gamma_at(gamma, i);
             dxr[i] += r * (dnorm - dnorm_mean - xhat * dnorm_norm_mean);
-        }
-    }
-
-    // dgamma, dbeta: sums over rows (seed 000: ∂L/∂γ = Σ_n dout ⊙ x̂, ∂L/∂β = Σ_n dout).
-    // One thread owns a block of columns and walks the rows in order: race-free, deterministic.
-    double *db = ln ? dbeta : NULL;
-    if (!dgamma && !db) return;
-    const size_t nblocks = (C + NORM_COL_BLOCK - 1) / NORM_COL_BLOCK;
-    #pragma omp parallel for schedule(static) if (N * C >= NORM_OMP_MIN)
-    for (size_t blk = 0; blk < nblocks; blk++) {
-        const size_t j0 = blk * NORM_COL_BLOCK;
-        const size_t nj = (C - j0 < NORM_COL_BLOCK) ? C - j0 : NORM_COL_BLOCK;
-        double ag[NORM_COL_BLOCK] = {0.0};
-        double ab[NORM_COL_BLOCK] = {0.0};
-        for (size_t n = 0; n < N; n++) {
-            const double *xr = x + n * C + j0;
-            const double *dor = dout + n * C + j0;
-            const double m = ln ? mean[n] : 0.0;
-            const double r = rstd[n];
-            for (size_t j = 0; j < nj; j++) {
-                ag[j] += dor[j] * ((xr[j] - m) * r);
-                ab[j] += dor[j];
-            }
-        }
-        for (size_t j = 0; j < nj; j++) {
-            if (dgamma) dgamma[j0 + j] += ag[j];
-            if (db) db[j0 + j] += ab[j];
+            if (dgamma) dgamma[i] += dor[i] * xhat;
+            if (db) db[i] += dor[i];
         }
     }
 }

@@ -100,42 +100,67 @@ void probe_hidden_norms(const model_t *m, double *hidden, double *final)
     *final = mean_row_sqnorm(m->a.final, N, C);
 }
 
-/* Jacobian statistics of one norm instance: input x (N,C), γ (C). tmp holds (N,4). */
-static void jacobian_stats(const model_t *m, const double *x, const double *gamma,
-                           double *tmp, probe_jacobian_t *out)
+/* One norm instance of the probe: its input x (N,C), its γ (C) and where its statistics go. */
+typedef struct {
+    const double *x, *gamma;
+    probe_jacobian_t *out;
+} jac_instance_t;
+
+/* Run the per-token Jacobian work in parallel only above this many (nominal) operations: an
+ * OpenMP region leaves its workers spinning for milliseconds, which the next GEMM's OpenBLAS
+ * threads pay for (docs/performance.md). Uniform γ (every probe at initialisation) costs ~4·C per
+ * token, so a d = 512, L = 12 probe stays serial; trained γ (bisection, ~150·C) goes parallel. */
+#define PROBE_OMP_MIN_WORK 5e7
+
+/* Per-token statistics of every instance, one parallel region over (instance, token), then summed
+ * per instance in token order (reproducible for any thread count). tmp holds (n,N,4). */
+static void jacobian_stats(const model_t *m, const jac_instance_t *inst, int n, double *tmp)
 {
     const size_t N = (size_t)m->B * m->T, C = (size_t)m->C;
     const double sqrtC = sqrt((double)C);
-    // per token in parallel, then summed in a fixed order (reproducible for any thread count)
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < N; i++) {
-        const double *row = x + i * C;
+    double work = 0.0;
+    for (int k = 0; k < n; k++) {
+        int uniform = 1;
+        for (size_t c = 1; c < C && uniform && inst[k].gamma; c++)
+            uniform = inst[k].gamma[c] == inst[k].gamma[0];
+        work += (double)N * C * (uniform ? 4.0 : 150.0);
+    }
+    const long total = (long)n * (long)N;
+    #pragma omp parallel for schedule(static) if (work >= PROBE_OMP_MIN_WORK)
+    for (long it = 0; it < total; it++) {
+        const jac_instance_t *in = &inst[it / (long)N];
+        const size_t i = (size_t)(it % (long)N);
+        const double *row = in->x + i * C;   // (C)
         double spec, fro, mu = 0.0, centred = 0.0;
-        norm_jacobian_norms(m->norm, row, gamma, C, m->norm_eps, &spec, &fro);
+        norm_jacobian_norms(m->norm, row, in->gamma, C, m->norm_eps, &spec, &fro);
         if (m->norm == NORM_LAYERNORM) {
             for (size_t c = 0; c < C; c++) mu += row[c];
             mu /= (double)C;
         }
         for (size_t c = 0; c < C; c++) centred += (row[c] - mu) * (row[c] - mu);
         centred = sqrt(centred);   // ‖x − μ‖ (RMSNorm: ‖x‖)
-        tmp[i * 4 + 0] = spec;
-        tmp[i * 4 + 1] = fro;
-        tmp[i * 4 + 2] = spec * centred / sqrtC;   // Lemma 3: ‖J‖₂ = O(√d/‖x−μ‖)
-        tmp[i * 4 + 3] = sqrtC / centred;
+        double *t = tmp + (size_t)it * 4;
+        t[0] = spec;
+        t[1] = fro;
+        t[2] = spec * centred / sqrtC;   // Lemma 3: ‖J‖₂ = O(√d/‖x−μ‖)
+        t[3] = sqrtC / centred;
     }
-    probe_jacobian_t r = {0.0, 0.0, 0.0, 0.0, 0.0};
-    for (size_t i = 0; i < N; i++) {
-        r.spec += tmp[i * 4 + 0];
-        r.spec_max = fmax(r.spec_max, tmp[i * 4 + 0]);
-        r.fro += tmp[i * 4 + 1];
-        r.lemma3 += tmp[i * 4 + 2];
-        r.bound += tmp[i * 4 + 3];
+    for (int k = 0; k < n; k++) {
+        const double *t = tmp + (size_t)k * N * 4;
+        probe_jacobian_t r = {0.0, 0.0, 0.0, 0.0, 0.0};
+        for (size_t i = 0; i < N; i++) {
+            r.spec += t[i * 4 + 0];
+            r.spec_max = fmax(r.spec_max, t[i * 4 + 0]);
+            r.fro += t[i * 4 + 1];
+            r.lemma3 += t[i * 4 + 2];
+            r.bound += t[i * 4 + 3];
+        }
+        r.spec /= (double)N;
+        r.fro /= (double)N;
+        r.lemma3 /= (double)N;
+        r.bound /= (double)N;
+        *inst[k].out = r;
     }
-    r.spec /= (double)N;
-    r.fro /= (double)N;
-    r.lemma3 /= (double)N;
-    r.bound /= (double)N;
-    *out = r;
 }
 
 void probe_jacobians(const model_t *m, probe_jacobian_t *layers, probe_jacobian_t *final)
@@ -145,15 +170,20 @@ void probe_jacobians(const model_t *m, probe_jacobian_t *layers, probe_jacobian_
     *final = nan5;
     if (m->norm == NORM_NONE) return;
     const size_t N = (size_t)m->B * m->T;
-    double *tmp = malloc(N * 4 * sizeof(double));
-    if (!tmp) return;
+    const int n_max = m->L * PROBE_NORMS + 1;
+    jac_instance_t *inst = malloc((size_t)n_max * sizeof *inst);
+    double *tmp = malloc((size_t)n_max * N * 4 * sizeof(double));
+    if (!inst || !tmp) { free(inst); free(tmp); return; }
+    int n = 0;
     for (int l = 0; l < m->L; l++) {
         const layer_acts_t *la = &m->a.layers[l];
         double *const *w = m->p.layers[l].w;
-        jacobian_stats(m, la->norm1_in, w[P_NORM1_GAMMA], tmp, &layers[l * PROBE_NORMS + 0]);
-        jacobian_stats(m, la->norm2_in, w[P_NORM2_GAMMA], tmp, &layers[l * PROBE_NORMS + 1]);
+        inst[n++] = (jac_instance_t){la->norm1_in, w[P_NORM1_GAMMA], &layers[l * PROBE_NORMS + 0]};
+        inst[n++] = (jac_instance_t){la->norm2_in, w[P_NORM2_GAMMA], &layers[l * PROBE_NORMS + 1]};
     }
-    if (m->final_norm) jacobian_stats(m, m->a.final_in, m->p.final_gamma, tmp, final);
+    if (m->final_norm) inst[n++] = (jac_instance_t){m->a.final_in, m->p.final_gamma, final};
+    jacobian_stats(m, inst, n, tmp);
+    free(inst);
     free(tmp);
 }
 

@@ -10,6 +10,7 @@
 #include "data.h"
 #include "gradcheck.h"
 #include "model.h"
+#include "threads.h"
 
 /* The tiny model of the issue: d=8, 2 heads, d_ff=12, L=3, n=5, vocab=11, batch 2. */
 static void tiny_config(config_t *cfg)
@@ -161,6 +162,45 @@ START_TEST(test_deterministic)
 }
 END_TEST
 
+/* A model big enough for OpenBLAS to use its threads (d=64, B·T=128, L=4, so the gradient arena's
+ * two buffer sets are reused with stale values): repeated forward+backward steps give
+ * bit-identical losses and gradients under 2 threads (sums in a fixed order, accumulators zeroed). */
+START_TEST(test_deterministic_threaded)
+{
+    config_t cfg;
+    tiny_config(&cfg);
+    cfg.model.layers = 4;
+    cfg.model.d_model = 64;
+    cfg.model.heads = 4;
+    cfg.model.d_ff = 128;
+    cfg.model.seq_len = 16;
+    cfg.model.vocab = 50;
+    cfg.data.batch = 4;
+    const int saved = threads_get();
+    threads_set(2);
+    ck_assert_int_eq(threads_get(), 2);
+    for (int placement = 0; placement < 2; placement++) {
+        cfg.model.placement = placement ? PLACEMENT_PRE : PLACEMENT_POST;
+        tiny_t t;
+        tiny_open(&t, &cfg);
+        const size_t P = t.m->num_params;
+        double *first = malloc(P * sizeof(double)), loss[3];
+        for (int rep = 0; rep < 3; rep++) {
+            loss[rep] = model_forward(t.m, t.tokens, t.targets);
+            model_zero_grad(t.m);
+            model_backward(t.m);
+            if (rep == 0) memcpy(first, t.m->grads, P * sizeof(double));
+            else ck_assert_int_eq(memcmp(first, t.m->grads, P * sizeof(double)), 0);
+        }
+        ck_assert(memcmp(&loss[0], &loss[1], sizeof(double)) == 0);
+        ck_assert(memcmp(&loss[0], &loss[2], sizeof(double)) == 0);
+        free(first);
+        tiny_close(&t);
+    }
+    threads_set(saved);
+}
+END_TEST
+
 /* causal = true: changing the last token leaves every earlier position's logits unchanged;
  * bidirectional: it changes them. */
 START_TEST(test_causal_mask)
@@ -302,6 +342,7 @@ Suite *model_suite(void)
     suite_add_tcase(s, tc);
     TCase *tc2 = tcase_create("structure");
     tcase_add_test(tc2, test_deterministic);
+    tcase_add_test(tc2, test_deterministic_threaded);
     tcase_add_test(tc2, test_causal_mask);
     tcase_add_test(tc2, test_placement_equations);
     tcase_add_test(tc2, test_tensor_names);

@@ -1,0 +1,549 @@
+/* bench.c — `make bench`: how fast is one forward+backward, against the machine's DGEMM rate
+ * and against PyTorch on the identical model (issue 7; formulas in docs/performance.md).
+ *
+ *   build/bench [--threads N] [--steps S] [--warmup W] [--csv FILE] [--python PATH]
+ *               [--no-torch] [--only SUBSTRING] [--omp N] [--blas N] [--retries N]
+ *               [--wait SECONDS]
+ *
+ * The driver measures DGEMM at 1024³ through the BLAS the model uses, then runs every case in a
+ * child process of its own (`bench --run CASE ...`, so each peak RSS is that case's alone) and
+ * PyTorch (bench/bench_torch.py, float64 and float32, same thread count) on the same shapes,
+ * prints a table and writes the numbers as CSV. Timing lives here only, never in the tests.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include <omp.h>
+#include <gsl/gsl_cblas.h>
+#include <gsl/gsl_rng.h>
+#include "config.h"
+#include "data.h"
+#include "model.h"
+#include "probe.h"
+#include "threads.h"
+
+/* OpenBLAS's own API, to record which kernels ran. */
+char *openblas_get_config(void);
+char *openblas_get_corename(void);
+void openblas_set_num_threads(int num_threads);
+
+/* DGEMM 1024^3 products timed for the machine's rate (about 20 ms each on 2 cores). */
+#define DGEMM_REPS 25
+
+typedef struct {
+    const char *name;       /* child's --run argument and CSV key */
+    const char *label;      /* table label */
+    int layers;
+    const char *placement;  /* post | pre */
+    int probe;              /* 1: a probe of configs/postln_L12.ini (seeds x batches reduced) */
+} bench_case_t;
+
+/* Issue 7: (a) the paper's IWSLT layer, d=512, 4 heads, d_ff=1024, n=64, batch 8, L=6;
+ * (b) the same at L=12 and L=24; (c) a probe of configs/postln_L12.ini. */
+static const bench_case_t CASES[] = {
+    {"a_post_L6", "(a) Post-LN L=6", 6, "post", 0},
+    {"a_pre_L6", "(a) Pre-LN  L=6", 6, "pre", 0},
+    {"b_post_L12", "(b) Post-LN L=12", 12, "post", 0},
+    {"b_pre_L12", "(b) Pre-LN  L=12", 12, "pre", 0},
+    {"b_post_L24", "(b) Post-LN L=24", 24, "post", 0},
+    {"b_pre_L24", "(b) Pre-LN  L=24", 24, "pre", 0},
+    {"c_probe_L12", "(c) probe postln_L12", 12, "post", 1},
+};
+#define NUM_CASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+/* The probe case: configs/postln_L12.ini with probe.seeds x probe.batches reduced from 10 x 10. */
+#define PROBE_SEEDS "probe.seeds=2"
+#define PROBE_BATCHES "probe.batches=5"
+
+typedef struct {
+    int threads, steps, warmup, torch;
+    int omp, blas;          /* experiments: override one pool's count after threads_set (0: no) */
+    int retries;            /* repeat a run disturbed by other processes at most this often */
+    double wait;            /* seconds to wait for an idle machine before each run (0: no) */
+    const char *csv, *python, *only;
+} bench_opts_t;
+
+/* What one child reports. */
+typedef struct {
+    double ms_median, ms_min, ms_max;   /* per forward+backward (probe: per batch) */
+    double total_s;                     /* probe: wall time of the whole probe */
+    long rss_kb;                        /* peak resident set (VmHWM) */
+    double params, acts;                /* doubles in the parameter and activation buffers */
+    double gflop;                       /* nominal GFLOP per forward+backward */
+    double faults;                      /* page faults per timed step */
+    int ok;
+} result_t;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of n values (sorts x). */
+static double median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+/* Peak resident set size of this process in KiB (VmHWM), or -1. */
+static long peak_rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) kb = strtol(line + 6, NULL, 10);
+    fclose(f);
+    return kb;
+}
+
+/* Nominal FLOPs of one forward+backward of model m (docs/performance.md, "FLOP count").
+ * GEMMs: forward 2·rows·in·out per product, backward 2× that (dX and dW). */
+static double step_flops(const model_t *m)
+{
+    const double B = m->B, T = m->T, C = m->C, F = m->F, V = m->V, H = m->H, L = m->L;
+    const double N = B * T;
+    const double linear = 3.0 * 2.0 * N * (4.0 * C * C + 2.0 * C * F);     // Q K V O, W1 W2
+    const double attention = 3.0 * 4.0 * B * T * T * C;                   // q·kᵀ, att·v
+    const double softmax = (5.0 + 4.0) * B * H * T * T;                   // fwd 5, bwd 4 / score
+    const double norms = (2.0 * L + (m->final_norm ? 1.0 : 0.0)) * (8.0 + 14.0) * N * C;
+    const double elementwise = L * (2.0 * 2.0 * N * C + 2.0 * N * F);      // residuals, relu
+    const double logits = 3.0 * 2.0 * N * C * V + 7.0 * N * V;            // GEMMs + loss
+    return L * (linear + attention + softmax) + norms + elementwise + logits;
+}
+
+/* Build the config of case c (0 or 2 on a config error, printed). */
+static int case_config(const bench_case_t *c, config_t *cfg)
+{
+    char err[CONFIG_ERR_MAX], layers[64], placement[64];
+    snprintf(layers, sizeof layers, "model.layers=%d", c->layers);
+    snprintf(placement, sizeof placement, "model.placement=%s", c->placement);
+    const char *probe_sets[] = {PROBE_SEEDS, PROBE_BATCHES};
+    const char *sets[] = {
+        layers, placement, "model.d_model=512", "model.heads=4", "model.d_ff=1024",
+        "model.seq_len=64", "model.vocab=1000", "data.batch=8", "data.zipf=1.1",
+    };
+    int rc;
+    if (c->probe)
+        rc = config_load(cfg, "configs/postln_L12.ini", probe_sets, 2, err, sizeof err);
+    else
+        rc = config_load(cfg, "configs/postln_L6.ini", sets, (int)(sizeof sets / sizeof *sets),
+                         err, sizeof err);
+    if (rc) fprintf(stderr, "bench: %s\n", err);
+    return rc;
+}
+
+/* Probe progress: the time of every batch. */
+typedef struct {
+    double last;
+    double *ms;
+    int n, cap;
+} batch_clock_t;
+
+static void batch_tick(void *ctx, long done, long total)
+{
+    batch_clock_t *bc = ctx;
+    const double t = now_s();
+    if (bc->n < bc->cap) bc->ms[bc->n++] = 1e3 * (t - bc->last);
+    bc->last = t;
+    (void)done;
+    (void)total;
+}
+
+/* Child: run case name, print one RESULT line. Returns the exit code. */
+static int run_case(const char *name, const bench_opts_t *o)
+{
+    const bench_case_t *c = NULL;
+    for (int i = 0; i < NUM_CASES; i++) if (!strcmp(CASES[i].name, name)) c = &CASES[i];
+    if (!c) { fprintf(stderr, "bench: unknown case %s\n", name); return 2; }
+    config_t cfg;
+    if (case_config(c, &cfg)) return 2;
+    threads_set(o->threads);
+    if (o->omp > 0) omp_set_num_threads(o->omp);
+    if (o->blas > 0) openblas_set_num_threads(o->blas);
+    char err[512];
+    result_t r = {0};
+    model_t *m = model_create(&cfg);
+    if (!m) { fprintf(stderr, "bench: out of memory\n"); return 1; }
+    r.params = (double)m->num_params;
+    r.acts = (double)m->num_acts;
+    r.gflop = 1e-9 * step_flops(m);
+    if (c->probe) {
+        // the probe allocates its own model: measure that one
+        model_free(m);
+        probe_t *p = probe_alloc(cfg.probe.seeds, cfg.model.layers);
+        const int nb = cfg.probe.seeds * cfg.probe.batches;
+        batch_clock_t bc = {.ms = malloc((size_t)nb * sizeof(double)), .cap = nb};
+        if (!p || !bc.ms) return 1;
+        const double t0 = now_s();
+        bc.last = t0;
+        if (probe_run(&cfg, p, batch_tick, &bc, err, sizeof err)) {
+            fprintf(stderr, "bench: %s\n", err);
+            return 1;
+        }
+        r.total_s = now_s() - t0;
+        r.ms_median = median(bc.ms, bc.n);
+        r.ms_min = bc.ms[0];
+        r.ms_max = bc.ms[bc.n - 1];
+        probe_free(p);
+        free(bc.ms);
+    } else {
+        data_t data;
+        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        const size_t BT = (size_t)m->B * m->T;
+        int32_t *tok = malloc(BT * sizeof *tok), *tgt = malloc(BT * sizeof *tgt);
+        double *ms = malloc((size_t)o->steps * sizeof *ms);
+        if (!rng || !tok || !tgt || !ms || data_open(&data, &cfg, err, sizeof err)) {
+            fprintf(stderr, "bench: setup failed %s\n", err);
+            return 1;
+        }
+        gsl_rng_set(rng, cfg.init.seed);
+        model_init(m, &cfg, rng);
+        data_batch(&data, rng, tok, tgt);
+        struct rusage ru0, ru1;
+        for (int s = 0; s < o->warmup + o->steps; s++) {
+            if (s == o->warmup) getrusage(RUSAGE_SELF, &ru0);
+            const double t0 = now_s();
+            model_forward(m, tok, tgt);
+            model_zero_grad(m);
+            model_backward(m);
+            if (s >= o->warmup) ms[s - o->warmup] = 1e3 * (now_s() - t0);
+        }
+        getrusage(RUSAGE_SELF, &ru1);
+        // page faults in the timed steps: 0 when a step allocates (and first touches) nothing
+        r.faults = (double)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt) /
+                   o->steps;
+        r.ms_median = median(ms, o->steps);
+        r.ms_min = ms[0];
+        r.ms_max = ms[o->steps - 1];
+        data_close(&data);
+        gsl_rng_free(rng);
+        free(tok);
+        free(tgt);
+        free(ms);
+        model_free(m);
+    }
+    r.rss_kb = peak_rss_kb();
+    printf("RESULT ms_median=%.4f ms_min=%.4f ms_max=%.4f total_s=%.4f rss_kb=%ld params=%.0f "
+           "acts=%.0f gflop=%.6f faults=%.1f\n", r.ms_median, r.ms_min, r.ms_max, r.total_s,
+           r.rss_kb, r.params, r.acts, r.gflop, r.faults);
+    return 0;
+}
+
+/* Value of "key=" in a line of key=value pairs, or NAN. */
+static double field(const char *line, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, " %s=", key);
+    const char *p = strstr(line, pat);
+    return p ? strtod(p + strlen(pat), NULL) : NAN;
+}
+
+/* Run cmd, return the first line starting with tag in line (len), 0 on success. */
+static int run_capture(const char *cmd, const char *tag, char *line, size_t len)
+{
+    FILE *f = popen(cmd, "r");
+    int found = 0;
+    if (!f) return 1;
+    char buf[1024];
+    while (fgets(buf, sizeof buf, f)) {
+        if (!found && !strncmp(buf, tag, strlen(tag))) {
+            snprintf(line, len, " %s", buf + strlen(tag));
+            found = 1;
+        }
+    }
+    const int st = pclose(f);
+    return !(found && st == 0);
+}
+
+/* DGEMM rate at n³ through the same BLAS: median GFLOP/s of reps products (best in *best). */
+static double dgemm_rate(int n, int reps, double *best)
+{
+    const size_t nn = (size_t)n * n;
+    double *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
+    double rates[DGEMM_REPS];
+    if (!a || !b || !c || reps > DGEMM_REPS) { free(a); free(b); free(c); return NAN; }
+    for (size_t i = 0; i < nn; i++) {
+        a[i] = (double)(i % 7) - 3.0;
+        b[i] = (double)(i % 5) * 0.5;
+        c[i] = 0.0;
+    }
+    for (int r = -1; r < reps; r++) {
+        const double t0 = now_s();
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0,
+                    c, n);
+        const double dt = now_s() - t0;
+        if (r >= 0) rates[r] = 2.0 * n * (double)n * n / dt * 1e-9;
+    }
+    *best = 0.0;
+    for (int r = 0; r < reps; r++) *best = fmax(*best, rates[r]);
+    free(a);
+    free(b);
+    free(c);
+    return median(rates, reps);
+}
+
+/* Share of the machine's CPU time busy over 0.5 s, after 0.3 s to settle (other processes: the
+ * bench itself is idle meanwhile), from /proc/stat; NAN if unreadable. */
+static double machine_busy(void)
+{
+    unsigned long long v[2][8];
+    // OpenBLAS's threads, started when the library loads, spin ~0.1 s before they sleep
+    const struct timespec settle = {0, 300000000L};
+    nanosleep(&settle, NULL);
+    for (int k = 0; k < 2; k++) {
+        FILE *f = fopen("/proc/stat", "r");
+        if (!f) return NAN;
+        const int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[k][0], &v[k][1],
+                             &v[k][2], &v[k][3], &v[k][4], &v[k][5], &v[k][6], &v[k][7]);
+        fclose(f);
+        if (n != 8) return NAN;
+        if (k == 0) {
+            const struct timespec half = {0, 500000000L};
+            nanosleep(&half, NULL);
+        }
+    }
+    double busy = 0.0, total = 0.0;
+    for (int j = 0; j < 8; j++) {
+        const double d = (double)(v[1][j] - v[0][j]);
+        total += d;
+        if (j != 3 && j != 4) busy += d;   // not idle, not iowait
+    }
+    return total > 0.0 ? busy / total : NAN;
+}
+
+/* CPU accounting of the machine and of this process (with its waited-for children). */
+typedef struct {
+    double busy, total;   /* machine-wide CPU seconds, busy and all, from /proc/stat */
+    double own;           /* CPU seconds of this process and its finished children */
+} cpu_mark_t;
+
+static void cpu_mark(cpu_mark_t *m)
+{
+    unsigned long long v[8] = {0};
+    const double hz = (double)sysconf(_SC_CLK_TCK);
+    FILE *f = fopen("/proc/stat", "r");
+    m->busy = m->total = NAN;
+    if (f) {
+        if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]) == 8) {
+            m->total = m->busy = 0.0;
+            for (int j = 0; j < 8; j++) {
+                m->total += (double)v[j] / hz;
+                if (j != 3 && j != 4) m->busy += (double)v[j] / hz;
+            }
+        }
+        fclose(f);
+    }
+    struct rusage self, kids;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &kids);
+    m->own = self.ru_utime.tv_sec + self.ru_stime.tv_sec + kids.ru_utime.tv_sec +
+             kids.ru_stime.tv_sec + 1e-6 * (self.ru_utime.tv_usec + self.ru_stime.tv_usec +
+                                            kids.ru_utime.tv_usec + kids.ru_stime.tv_usec);
+}
+
+/* Share of the machine's CPU time that other processes used between marks a and b. */
+static double cpu_others(const cpu_mark_t *a, const cpu_mark_t *b)
+{
+    const double total = b->total - a->total;
+    if (!(total > 0.0)) return NAN;
+    return fmax(0.0, (b->busy - a->busy) - (b->own - a->own)) / total;
+}
+
+/* Wait (at most max_s seconds) until other processes leave the machine idle (< 5 % busy). */
+static void wait_idle(double max_s)
+{
+    const double t0 = now_s();
+    while (now_s() - t0 < max_s && !(machine_busy() < 0.05)) {
+        const struct timespec pause = {2, 0};
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* Run cmd and capture its tag line (run_capture) while no other process disturbs it: when others
+ * used more than 5 % of the CPUs, wait for an idle machine (o->wait seconds at most) and repeat,
+ * o->retries times at most. Returns run_capture's code; *others = share of the last attempt. */
+static int run_measured(const bench_opts_t *o, const char *cmd, const char *tag, char *line,
+                        size_t len, double *others)
+{
+    int rc = 1;
+    for (int attempt = 0; attempt <= o->retries; attempt++) {
+        if (attempt > 0 || o->wait > 0) wait_idle(o->wait);
+        cpu_mark_t a, b;
+        cpu_mark(&a);
+        rc = run_capture(cmd, tag, line, len);
+        cpu_mark(&b);
+        *others = cpu_others(&a, &b);
+        if (rc || !(*others > 0.05)) break;
+        fprintf(stderr, "bench: others used %.0f%% of the CPUs during a run; %s\n", 100 * *others,
+                attempt < o->retries ? "repeating it" : "keeping it (flagged !)");
+    }
+    return rc;
+}
+
+/* The DGEMM rate (median GFLOP/s, best in *best), repeated when other processes disturbed it;
+ * *others = their CPU share during the last attempt. */
+static double measure_dgemm(const bench_opts_t *o, double *best, double *others)
+{
+    double rate = NAN;
+    for (int attempt = 0; attempt <= o->retries; attempt++) {
+        if (attempt > 0 || o->wait > 0) wait_idle(o->wait);
+        cpu_mark_t a, b;
+        cpu_mark(&a);
+        rate = dgemm_rate(1024, DGEMM_REPS, best);
+        cpu_mark(&b);
+        *others = cpu_others(&a, &b);
+        if (!(*others > 0.05)) break;
+    }
+    return rate;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: bench [--threads N] [--steps S] [--warmup W] [--csv FILE] "
+                    "[--python PATH] [--no-torch] [--only SUBSTRING] [--omp N] [--blas N]\n"
+                    "             [--retries N] [--wait SECONDS]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    bench_opts_t o = {.threads = 0, .steps = 10, .warmup = 2, .torch = 1, .csv = NULL,
+                      .python = "/usr/bin/python3", .only = NULL, .retries = 2, .wait = 0.0};
+    const char *run = NULL;
+    for (int i = 1; i < argc; i++) {
+        const int more = i + 1 < argc;
+        if (!strcmp(argv[i], "--threads") && more) o.threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--steps") && more) o.steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--warmup") && more) o.warmup = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--csv") && more) o.csv = argv[++i];
+        else if (!strcmp(argv[i], "--omp") && more) o.omp = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--retries") && more) o.retries = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--wait") && more) o.wait = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--blas") && more) o.blas = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--python") && more) o.python = argv[++i];
+        else if (!strcmp(argv[i], "--only") && more) o.only = argv[++i];
+        else if (!strcmp(argv[i], "--run") && more) run = argv[++i];
+        else if (!strcmp(argv[i], "--no-torch")) o.torch = 0;
+        else return usage();
+    }
+    if (o.threads < 1) o.threads = threads_from_env();
+    if (o.steps < 1 || o.warmup < 0) return usage();
+    if (run) return run_case(run, &o);
+
+    threads_set(o.threads);
+    char self[1024];
+    const ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sl <= 0) return 1;
+    self[sl] = '\0';
+    const char *wait = getenv("OMP_WAIT_POLICY");
+    printf("bench: %d threads (OpenBLAS and OpenMP; OMP_WAIT_POLICY=%s), %d steps after %d "
+           "warm-up\nBLAS: %s, kernels %s\n", o.threads, wait ? wait : "unset", o.steps,
+           o.warmup, openblas_get_config(), openblas_get_corename());
+    if (o.omp > 0 || o.blas > 0)
+        printf("experiment: OpenMP %d, OpenBLAS %d threads in the cases\n",
+               o.omp > 0 ? o.omp : o.threads, o.blas > 0 ? o.blas : o.threads);
+    const double busy = machine_busy();
+    printf("other load before the start: %.0f%% of the CPUs busy%s\n", 100.0 * busy,
+           busy > 0.1 ? "  -- WARNING: the machine is not idle, the times are not reliable" : "");
+    double dgemm_best, dgemm_others;
+    const double dgemm = measure_dgemm(&o, &dgemm_best, &dgemm_others);
+    printf("DGEMM 1024^3: %.1f GFLOP/s median of %d (best %.1f)%s\n\n", dgemm, DGEMM_REPS,
+           dgemm_best, dgemm_others > 0.05 ? "  ! disturbed by other processes" : "");
+    fflush(stdout);
+
+    static char rows[NUM_CASES][1024];   // CSV rows, written at the end (with the end DGEMM)
+    int nrows = 0;
+    double max_faults = 0.0;
+    printf("%-21s %9s %8s %7s %6s %9s %6s %9s %6s %8s %8s %5s %6s\n", "case", "ms/step",
+           "ms/layer", "GFLOP/s", "%DGEMM", "torch f64", "x", "torch f32", "x", "RSS MB",
+           "est. MB", "ratio", "other");
+    for (int i = 0; i < NUM_CASES; i++) {
+        const bench_case_t *c = &CASES[i];
+        if (o.only && !strstr(c->name, o.only)) continue;
+        char cmd[2048], line[1024];
+        snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d --omp %d "
+                 "--blas %d", self, c->name, o.threads, o.steps, o.warmup, o.omp, o.blas);
+        double others, worst = 0.0;
+        if (run_measured(&o, cmd, "RESULT", line, sizeof line, &others)) {
+            printf("%-21s failed\n", c->label);
+            continue;
+        }
+        worst = fmax(worst, others);
+        const double ms = field(line, "ms_median"), gflop = field(line, "gflop");
+        const double params = field(line, "params"), acts = field(line, "acts");
+        const double rss = field(line, "rss_kb") / 1024.0;
+        // params + grads + Adam's two moments + saved activations, in MiB
+        const double est = (4.0 * params + acts) * sizeof(double) / (1024.0 * 1024.0);
+        double t64 = NAN, t32 = NAN, r64 = NAN, r32 = NAN;
+        if (o.torch && !c->probe) {
+            for (int d = 0; d < 2; d++) {
+                char tl[1024];
+                snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' "
+                         "bench/bench_torch.py --layers %d --placement %s --dtype %s "
+                         "--threads %d --steps %d --warmup %d", o.threads, o.threads, o.python,
+                         c->layers, c->placement, d ? "float32" : "float64", o.threads,
+                         o.steps, o.warmup);
+                if (run_measured(&o, cmd, "TORCH", tl, sizeof tl, &others)) continue;
+                worst = fmax(worst, others);
+                *(d ? &t32 : &t64) = field(tl, "ms_median");
+                *(d ? &r32 : &r64) = field(tl, "rss_kb") / 1024.0;
+            }
+        }
+        const double gflops = gflop / (ms * 1e-3);
+        printf("%-21s %9.1f %8.2f %7.1f %5.0f%% %9.1f %6.2f %9.1f %6.2f %8.0f %8.0f %5.2f "
+               "%5.0f%%%s\n", c->label, ms, ms / c->layers, gflops, 100.0 * gflops / dgemm, t64,
+               t64 / ms, t32, t32 / ms, rss, est, rss / est, 100.0 * worst,
+               worst > 0.05 ? " !" : "");
+        if (c->probe)
+            printf("%-21s   (ms per batch of a %s x %s probe, %.1f s in all)\n", "",
+                   PROBE_SEEDS, PROBE_BATCHES, field(line, "total_s"));
+        fflush(stdout);
+        snprintf(rows[nrows++], sizeof rows[0],
+                 "%s,%d,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.6f,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,"
+                 "%.1f,%.1f,%.4f,%.1f,%.1f,%.4f,%.4f,%.1f", c->name, c->layers, c->placement,
+                 o.threads, o.steps, ms, field(line, "ms_min"), field(line, "ms_max"),
+                 ms / c->layers, gflop, gflops, dgemm, gflops / dgemm, t64, t32, t64 / ms,
+                 t32 / ms, rss, est, rss / est, r64, r32, field(line, "total_s"), worst,
+                 field(line, "faults"));
+        if (!c->probe) max_faults = fmax(max_faults, field(line, "faults"));
+    }
+    double end_best, end_others;
+    const double dgemm_end = measure_dgemm(&o, &end_best, &end_others);
+    printf("\nDGEMM 1024^3 again at the end: %.1f GFLOP/s (start %.1f; the %%DGEMM column uses the "
+           "start)%s\n", dgemm_end, dgemm, end_others > 0.05 ? "  ! disturbed" : "");
+    printf("x = PyTorch time / stability time (> 1: stability faster). RSS = peak resident "
+           "set of the case's process;\nest. = 8 bytes x (params + grads + 2 x params for Adam "
+           "+ saved activations).\nother = largest share of the CPUs other processes used during "
+           "the case's runs (! > 5%%: disturbed).\n");
+    printf("page faults per timed step: %.1f at most (0: a step allocates and first-touches "
+           "nothing)\n", max_faults);
+    if (o.csv) {
+        FILE *csv = fopen(o.csv, "w");
+        if (!csv) { perror(o.csv); return 1; }
+        fprintf(csv, "case,layers,placement,threads,steps,ms_median,ms_min,ms_max,ms_per_layer,"
+                     "gflop_per_step,gflops,dgemm_gflops,frac_dgemm,torch64_ms,torch32_ms,"
+                     "speedup_vs_torch64,speedup_vs_torch32,rss_mb,estimate_mb,rss_over_estimate,"
+                     "torch64_rss_mb,torch32_rss_mb,probe_total_s,others_share,faults_per_step,"
+                     "dgemm_end_gflops\n");
+        for (int i = 0; i < nrows; i++) fprintf(csv, "%s,%.3f\n", rows[i], dgemm_end);
+        fclose(csv);
+        printf("wrote %s\n", o.csv);
+    }
+    return 0;
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""bench_torch.py — PyTorch's time for one forward+backward of the model bench.c times.
+
+Same shapes and placement as src/model.c (DESIGN §1): d=512, 4 heads, d_ff=1024, n=64, batch 8,
+vocab 1000, LayerNorm, ReLU, tied embeddings, sinusoidal positions, final LayerNorm for Pre-LN,
+W stored [in][out] (y = x·W + b). Idiomatic fast PyTorch: F.layer_norm, batched matmul attention,
+F.cross_entropy; gradients dropped (grad = None) before every step, as a training loop does.
+
+    /usr/bin/python3 bench/bench_torch.py --layers 6 --placement post --dtype float64 --threads 2
+
+Prints one line: TORCH ms_median=... ms_min=... ms_max=... rss_kb=... threads=...
+"""
+import argparse
+import math
+import resource
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def build(L, C, H, F_, V, dtype, gen):
+    def xavier(i, o):
+        return (torch.randn(i, o, generator=gen, dtype=dtype) * math.sqrt(2.0 / (i + o)))
+
+    P = {"tok_embed": torch.randn(V, C, generator=gen, dtype=dtype) / math.sqrt(C)}
+    for l in range(L):
+        p = f"{l:02d}/"
+        for w in ("wq", "wk", "wv", "wo"):
+            P[p + w] = xavier(C, C)
+        for b in ("bq", "bk", "bv", "bo", "b2"):
+            P[p + b] = torch.zeros(C, dtype=dtype)
+        P[p + "w1"], P[p + "b1"] = xavier(C, F_), torch.zeros(F_, dtype=dtype)
+        P[p + "w2"] = xavier(F_, C)
+        for n in ("norm1", "norm2"):
+            P[p + n + ".gamma"] = torch.ones(C, dtype=dtype)
+            P[p + n + ".beta"] = torch.zeros(C, dtype=dtype)
+    P["final.gamma"] = torch.ones(C, dtype=dtype)
+    P["final.beta"] = torch.zeros(C, dtype=dtype)
+    for t in P.values():
+        t.requires_grad_(True)
+    return P
+
+
+def positional_encoding(T, C, dtype):
+    t = torch.arange(T, dtype=torch.float64)[:, None]
+    i2 = (torch.arange(C) // 2 * 2).to(torch.float64)[None, :]
+    angle = t / (10000.0 ** (i2 / C))
+    pe = torch.where(torch.arange(C)[None, :] % 2 == 0, torch.sin(angle), torch.cos(angle))
+    return pe.to(dtype)
+
+
+def forward(P, tokens, targets, pe, L, H, placement):
+    B, T = tokens.shape
+    V, C = P["tok_embed"].shape
+    Dh = C // H
+    eps = 1e-5
+
+    def ln(x, name):
+        return F.layer_norm(x, (C,), P[name + ".gamma"], P[name + ".beta"], eps)
+
+    def mha(a, p):
+        q = (a @ P[p + "wq"] + P[p + "bq"]).view(B, T, H, Dh).transpose(1, 2)
+        k = (a @ P[p + "wk"] + P[p + "bk"]).view(B, T, H, Dh).transpose(1, 2)
+        v = (a @ P[p + "wv"] + P[p + "bv"]).view(B, T, H, Dh).transpose(1, 2)
+        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(Dh), dim=-1)
+        ctx = (att @ v).transpose(1, 2).reshape(B, T, C)
+        return ctx @ P[p + "wo"] + P[p + "bo"]
+
+    def ffn(x, p):
+        return torch.relu(x @ P[p + "w1"] + P[p + "b1"]) @ P[p + "w2"] + P[p + "b2"]
+
+    x = P["tok_embed"][tokens] * math.sqrt(C) + pe
+    for l in range(L):
+        p = f"{l:02d}/"
+        if placement == "post":
+            x3 = ln(x + mha(x, p), p + "norm1")
+            x = ln(x3 + ffn(x3, p), p + "norm2")
+        else:
+            x3 = x + mha(ln(x, p + "norm1"), p)
+            x = x3 + ffn(ln(x3, p + "norm2"), p)
+    if placement == "pre":
+        x = ln(x, "final")
+    logits = x @ P["tok_embed"].t()
+    return F.cross_entropy(logits.reshape(B * T, V), targets.reshape(B * T))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--layers", type=int, default=6)
+    ap.add_argument("--placement", choices=("post", "pre"), default="post")
+    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--d-model", type=int, default=512)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--d-ff", type=int, default=1024)
+    ap.add_argument("--vocab", type=int, default=1000)
+    ap.add_argument("--seq-len", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=8)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    dtype = getattr(torch, a.dtype)
+    gen = torch.Generator().manual_seed(1)
+    P = build(a.layers, a.d_model, a.heads, a.d_ff, a.vocab, dtype, gen)
+    # Zipf(1.1) tokens as the C benchmark draws them (speed does not depend on the values)
+    w = torch.arange(1, a.vocab + 1, dtype=torch.float64) ** -1.1
+    seq = torch.multinomial(w, a.batch * (a.seq_len + 1), replacement=True, generator=gen)
+    seq = seq.view(a.batch, a.seq_len + 1)
+    tokens, targets = seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
+    pe = positional_encoding(a.seq_len, a.d_model, dtype)
+    ms = []
+    for s in range(a.warmup + a.steps):
+        t0 = time.perf_counter()
+        for t in P.values():
+            t.grad = None
+        loss = forward(P, tokens, targets, pe, a.layers, a.heads, a.placement)
+        loss.backward()
+        dt = 1e3 * (time.perf_counter() - t0)
+        if s >= a.warmup:
+            ms.append(dt)
+    ms.sort()
+    n = len(ms)
+    med = ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"TORCH ms_median={med:.4f} ms_min={ms[0]:.4f} ms_max={ms[-1]:.4f} rss_kb={rss} "
+          f"threads={torch.get_num_threads()} loss={loss.item():.6f}")
+
+
+if __name__ == "__main__":
+    main()
