@@ -3,7 +3,7 @@
 
 CC       ?= cc
 CFLAGS   ?= -O2
-CFLAGS   += -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -fopenmp -g
+override CFLAGS += -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -fopenmp -g
 # GSL's headers and BLAS API, OpenBLAS as the CBLAS behind it (never -lgslcblas: 25-45x slower).
 PKG_CFLAGS = $(shell pkg-config --cflags gsl hdf5 inih)
 PKG_LIBS   = $(shell pkg-config --libs-only-L hdf5) -lhdf5 -linih -lgsl -lopenblas -lm
@@ -71,6 +71,7 @@ DOC_FIGURES := fig3ab_grad_vs_layer-grad_vs_layer fig3cd_grad_vs_depth-grad_vs_d
                fig2_warmup-loss
 figures: deps
 	$(MAKE) stability
+	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text of the Fig. 2 runs
 	@set -e; for f in $(EXPERIMENTS); do ./stability sweep $$f; done
 	@set -e; for f in $(EXPERIMENTS); do ./stability plot results/$$(basename $$f .ini).h5; done
 	@mkdir -p docs/figures; for f in $(DOC_FIGURES); do \

@@ -158,7 +158,11 @@ static int format_name(const sweep_t *s, const int *index, char *out, size_t len
     }
     for (char *c = buf; *c; c++)
         if (*c == '/' || isspace((unsigned char)*c)) *c = '-';
-    snprintf(out, len, "%s", buf);
+    if (strlen(buf) >= len) {
+        snprintf(bad, badlen, "run name longer than %zu characters", len - 1);
+        return 2;
+    }
+    memcpy(out, buf, strlen(buf) + 1);
     return 0;
 }
 
