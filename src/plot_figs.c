@@ -465,6 +465,7 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         if (set->runs[i].nsteps > 0 && set->runs[i].step) m[n++] = i;
     if (!n) return 0;
     snprintf(name, len, "loss");
+    int diverged[MAX_SERIES] = {0};
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         const size_t every = r->nsteps > 2000 ? r->nsteps / 2000 : 1;
@@ -476,9 +477,12 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
             if (isfinite(r->loss[t]))
                 sbuf_printf(s, "%.10g %.10g %.10g\n", r->step[t], r->loss[t], r->lr ? r->lr[t] : NAN);
         }
-        sbuf_printf(s, "EOD\n$x%d << EOD\n", i);
-        if (!isnan(r->diverged_at) && !isnan(last_x)) sbuf_printf(s, "%.10g %.10g\n", last_x, last_y);
         sbuf_printf(s, "EOD\n");
+        // a diverged run: × at its last finite loss
+        if (!isnan(r->diverged_at) && !isnan(last_x)) {
+            sbuf_printf(s, "$x%d << EOD\n%.10g %.10g\nEOD\n", i, last_x, last_y);
+            diverged[i] = 1;
+        }
     }
     const config_t *c = &set->runs[m[0]].cfg;
     char data[64];
@@ -491,8 +495,10 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         const char *col = COLORS[i % 8];
-        sbuf_printf(s, "%s$l%d using 1:2 with lines lc rgb '%s' title '%s', $x%d using 1:2 with points "
-                       "pt 2 ps 3 lw 3 lc rgb '%s' notitle", i ? ", " : "", i, col, r->name, i, col);
+        sbuf_printf(s, "%s$l%d using 1:2 with lines lc rgb '%s' title '%s%s'", i ? ", " : "", i, col,
+                    r->name, diverged[i] ? " (diverged)" : "");
+        if (diverged[i])
+            sbuf_printf(s, ", $x%d using 1:2 with points pt 2 ps 3 lw 3 lc rgb '%s' notitle", i, col);
     }
     sbuf_printf(s, "\nunset logscale y\nset size 1,0.3\nset origin 0,0.0\nunset title\n"
                    "set ylabel 'learning rate'\nset format y '%%.0e'\nplot ");

@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""Sweeps and figures (issue 5), from the repository root: /usr/bin/python3 tests/test_sweep.py
+
+1. Expansion: product and zip give the right runs, names and overrides (--dry-run).
+2. Resume: a second `sweep` starts nothing and leaves every run file untouched.
+3. Merge: every dataset and attribute of /runs/NAME equals its source file's.
+4. Plot: every figure type (grad_vs_layer, grad_vs_depth, grad_vs_width, jacobian,
+   hidden_norms, loss) comes out as a non-empty PNG and PDF; gnuplot missing is a clear error.
+5. Bad sweep files: FILE:LINE: key: message, exit 2, nothing run.
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+STABILITY = os.path.abspath(os.environ.get("STABILITY", "./stability"))
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(bool(ok))
+    print(("ok     " if ok else "not ok ") + name + (f"  ({detail})" if detail else ""))
+
+
+def run(*args, env=None):
+    return subprocess.run([STABILITY, *args], capture_output=True, text=True, env=env)
+
+
+def write(path, text):
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+def test_expansion(tmp):
+    f = os.path.join(tmp, "expand.ini")
+    write(f, "[sweep]\nbase = configs/tiny.ini\nname = {placement}_d{d_model}_L{layers}\n"
+             "model.placement = post, pre\nmodel.d_model = 8, 12\nmodel.d_ff = 16, 24\n"
+             "model.layers = 1, 2, 3\nzip = model.d_model, model.d_ff\nprobe.seeds = 2\n")
+    r = run("sweep", f, "--dry-run")
+    lines = [l.split() for l in r.stdout.splitlines()[1:]]
+    names = [l[1] for l in lines]
+    check("product x zip: 2 placements x 2 (d, d_ff) pairs x 3 depths = 12 runs",
+          r.returncode == 0 and len(names) == 12, r.stderr.strip() or str(len(names)))
+    check("runs named by the pattern, last key fastest",
+          names[:4] == ["post_d8_L1", "post_d8_L2", "post_d8_L3", "post_d12_L1"], str(names[:4]))
+    pairs = {(l[1], next(x for x in l if x.startswith("model.d_ff="))) for l in lines}
+    check("zipped lists stay paired (d 8 with d_ff 16, d 12 with d_ff 24)",
+          ("pre_d12_L3", "model.d_ff=24") in pairs and ("post_d8_L2", "model.d_ff=16") in pairs)
+    check("a single value is set for every run", all("probe.seeds=2" in l for l in lines))
+
+
+def test_bad_sweeps(tmp):
+    cases = [
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\nmodel.bogus = 3, 4\n", ":4: model.bogus:"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.d_model = 8, 12\nmodel.d_ff = 1, 2, 3\n"
+         "zip = model.d_model, model.d_ff\n", ":4: model.d_ff: zipped lists"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.heads = 3, 2\n", ":3: model.heads:"),
+        ("[sweep]\nmodel.layers = 1, 2\n", "sweep.base: missing"),
+        ("[sweep]\nbase = configs/tiny.ini\nname = {placement}\nmodel.layers = 1, 2\n", "sweep.name:"),
+        ("[oops]\nbase = x\n", ":2: oops: unknown section"),   # the line of its first key
+    ]
+    for i, (text, want) in enumerate(cases):
+        f = os.path.join(tmp, f"bad{i}.ini")
+        write(f, text)
+        r = run("sweep", f)
+        check(f"bad sweep file {i}: exit 2, '{want}'", r.returncode == 2 and want in r.stderr
+              and not os.path.exists(f"results/bad{i}"), r.stderr.strip())
+
+
+def compare_run(merged, name, source):
+    """Every dataset and root attribute of source equals /runs/name of merged."""
+    with h5py.File(merged, "r") as m, h5py.File(source, "r") as s:
+        g = m["runs"][name]
+        bad = []
+
+        def visit(path, obj):
+            if isinstance(obj, h5py.Dataset) and not np.array_equal(obj[...], g[path][...], equal_nan=True):
+                bad.append(path)
+        s.visititems(visit)
+        for k, v in s.attrs.items():
+            if g.attrs.get(k) != v:
+                bad.append("@" + k)
+        return bad
+
+
+def test_run_resume_merge(tmp):
+    f = os.path.join(tmp, "mini_sweep_test.ini")
+    write(f, "[sweep]\nbase = configs/tiny.ini\nname = {placement}_L{layers}\n"
+             "model.placement = post, pre\nmodel.layers = 1, 2, 3\nprobe.seeds = 3\nprobe.batches = 2\n")
+    shutil.rmtree("results/mini_sweep_test", ignore_errors=True)
+    r = run("sweep", f, "--jobs", "2", "--quiet")
+    files = sorted(glob.glob("results/mini_sweep_test/*.h5"))
+    check("sweep runs 6 runs and merges them", r.returncode == 0 and len(files) == 6
+          and os.path.exists("results/mini_sweep_test.h5"), r.stderr.strip())
+    mtimes = {p: os.stat(p).st_mtime_ns for p in files}
+    r = run("sweep", f)
+    again = {p: os.stat(p).st_mtime_ns for p in files}
+    check("a second sweep skips every complete run (files untouched)",
+          r.returncode == 0 and "6 complete, 0 to run" in r.stdout and again == mtimes, r.stdout.strip())
+    os.remove("results/mini_sweep_test/pre_L2.h5")
+    r = run("sweep", f, "--merge")
+    check("--merge with a run missing: exit 3, names the task id", r.returncode == 3
+          and "task ids: 4" in r.stderr, r.stderr.strip())
+    r = run("sweep", f, "--quiet")
+    check("resume runs only the missing run", r.returncode == 0 and os.path.exists("results/mini_sweep_test/pre_L2.h5"))
+    bad = []
+    for p in files:
+        bad += compare_run("results/mini_sweep_test.h5", os.path.basename(p)[:-3], p)
+    check("merge: every dataset and attribute identical to its run file", not bad, ", ".join(bad[:5]))
+    with h5py.File("results/mini_sweep_test.h5", "r") as m:
+        vals = m["sweep/values"][...].astype(str)
+        keys = list(m["sweep/keys"][...].astype(str))
+        check("/sweep table of swept values", keys == ["model.placement", "model.layers"]
+              and vals.shape == (6, 2) and list(vals[4]) == ["pre", "2"], f"{keys} {vals.tolist()}")
+    shutil.rmtree("results/mini_sweep_test", ignore_errors=True)
+    os.remove("results/mini_sweep_test.h5")
+
+
+def test_plots(tmp):
+    # one depth scan, one width scan and a short training run: every figure type has data
+    runs = []
+    for place in ("post", "pre"):
+        for L in (1, 2, 3):
+            runs.append((f"{place}_L{L}", ["--set", f"model.placement={place}", "--set", f"model.layers={L}"]))
+        for d in (12, 16):
+            runs.append((f"{place}_d{d}", ["--set", f"model.placement={place}", "--set", f"model.d_model={d}",
+                                           "--set", "model.layers=3"]))
+    files = []
+    for name, sets in runs:
+        out = os.path.join(tmp, name + ".h5")
+        r = run("--config", "configs/tiny.ini", *sets, "--set", "probe.seeds=2", "--set", "probe.batches=2",
+                "--out", out, "--quiet")
+        if r.returncode:
+            check(f"probe {name}", False, r.stderr.strip())
+        files.append(out)
+    train = os.path.join(tmp, "train.h5")
+    r = run("--config", "configs/tiny.ini", "--set", "train.steps=60", "--set", "train.warmup=10",
+            "--set", "probe.every=20", "--set", "data.task=copy", "--out", train, "--quiet")
+    check("a short training run", r.returncode == 0, r.stderr.strip())
+    outdir = os.path.join(tmp, "plots")
+    r = run("plot", *files, train, "--out", outdir, "--format", "png,pdf")
+    figures = ["grad_vs_layer", "grad_vs_depth", "grad_vs_width", "jacobian", "hidden_norms", "loss"]
+    for fig in figures:
+        for fmt in ("png", "pdf"):
+            path = os.path.join(outdir, f"post_L1-{fig}.{fmt}")
+            size = os.path.getsize(path) if os.path.exists(path) else 0
+            magic = open(path, "rb").read(4) if size else b""
+            want = b"\x89PNG" if fmt == "png" else b"%PDF"
+            check(f"plot: {fig}.{fmt} non-empty", size > 1000 and magic == want, f"{size} bytes")
+    check("plot exits 0", r.returncode == 0, r.stderr.strip())
+    env = dict(os.environ, PATH="/nonexistent")
+    r = run("plot", files[0], "--out", os.path.join(tmp, "noplot"), env=env)
+    check("gnuplot missing: exit 1, clear message, the result file untouched",
+          r.returncode == 1 and "gnuplot" in r.stderr and h5py.is_hdf5(files[0]), r.stderr.strip())
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        test_expansion(tmp)
+        test_bad_sweeps(tmp)
+        test_run_resume_merge(tmp)
+        test_plots(tmp)
+    failed = results.count(False)
+    print(f"sweep: {len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
