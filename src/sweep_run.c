@@ -212,6 +212,28 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
         report_failure(s, i, status);
         return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     }
+    // A training run stopped by USR1/TERM has checkpointed (status interrupted). Under Slurm
+    // the task requeues itself, and its next start resumes from the checkpoint.
+    char path[1400];
+    sweep_run_path(s, i, path, sizeof path);
+    char *st = h5io_file_status(path);
+    const int interrupted = st && !strcmp(st, "interrupted");
+    free(st);
+    if (interrupted) {
+        const char *job = getenv("SLURM_ARRAY_JOB_ID"), *task = getenv("SLURM_ARRAY_TASK_ID");
+        if (!job || !task) {
+            fprintf(stderr, "run %d (%s) interrupted and checkpointed; run the task again to resume\n",
+                    i, s->runs[i].name);
+            return 0;
+        }
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "scontrol requeue %s_%s", job, task);
+        printf("run %d (%s) checkpointed; %s\n", i, s->runs[i].name, cmd);
+        fflush(stdout);
+        const int rc = system(cmd);
+        if (rc != 0) fprintf(stderr, "stability: '%s' failed (status %d)\n", cmd, rc);
+        return rc != 0;
+    }
     if (!quiet) printf("run %d (%s) finished\n", i, s->runs[i].name);
     return 0;
 }
