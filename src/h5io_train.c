@@ -15,13 +15,17 @@
  *
  * SWMR writing may extend and overwrite datasets but not create objects or attributes, so
  * every dataset exists before H5Fstart_swmr_write, and h5io_train_close sets the final status
- * after reopening the file normally.
+ * after reopening the file normally. HDF5 drops its own file lock when SWMR writing starts, so
+ * the writer holds a shared flock on the file, and resume and overwrite refuse a file that
+ * cannot be locked exclusively: one a live run is writing (SWMR readers are compatible).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 #include "h5io.h"
@@ -75,12 +79,34 @@ static const column_t COLUMNS[] = {
 
 struct h5io_train {
     h5io_file_t f;              /* f.id: the open file */
+    int lock_fd;                /* holds a shared flock on the file while writing, or −1 */
     int L, text;
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];
     double last_flush;
 };
+
+/* 1 when another process holds a lock on path (a live writer, see lock_hold). */
+static int file_in_use(const char *path)
+{
+    const int fd = open(path, O_RDONLY);
+    if (fd < 0) return 0;
+    const int busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return busy;
+}
+
+/* A shared flock on path, held while this process writes it; −1 where flock is unavailable. */
+static int lock_hold(const char *path)
+{
+    const int fd = open(path, O_RDONLY);
+    if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
 
 static double now_seconds(void)
 {
@@ -173,6 +199,7 @@ static void train_free_writer(h5io_train_t *w)
         free(w->buf[k]);
     }
     if (w->f.id >= 0) H5Fclose(w->f.id);
+    if (w->lock_fd >= 0) close(w->lock_fd);   // releases the flock
     free(w);
 }
 
@@ -181,6 +208,7 @@ static h5io_train_t *writer_alloc(const train_t *t, const char *path)
     h5io_train_t *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->f.id = -1;
+    w->lock_fd = -1;
     snprintf(w->f.path, sizeof w->f.path, "%s", path);
     w->L = t->cfg.model.layers;
     w->text = t->data.val_batches > 0;
@@ -312,6 +340,10 @@ int h5io_train_create(h5io_train_t **out, const char *path, int overwrite, const
         snprintf(err, errlen, "%s: exists (use --force to replace it, --resume to continue it)", path);
         return 2;
     }
+    if (file_in_use(path)) {
+        snprintf(err, errlen, "%s: in use by another process (a running training run, an open reader?)", path);
+        return 1;
+    }
     if (h5io_make_parent_dirs(path) != 0) {
         snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
         return 1;
@@ -326,6 +358,7 @@ int h5io_train_create(h5io_train_t **out, const char *path, int overwrite, const
         if (created) unlink(path);
         return 1;
     }
+    w->lock_fd = lock_hold(path);
     *out = w;
     return 0;
 }
@@ -337,8 +370,12 @@ int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, cons
     snprintf(path, sizeof path, "%s", w->f.path);
     int rc = h5io_train_flush(w);
     train_free_writer(w);
-    // SWMR writing cannot change attributes: set the final status in a normal session
-    h5io_file_t f = {.id = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT)};
+    // SWMR writing cannot change attributes: set the final status in a normal session, without
+    // HDF5's file lock, which any reader still holding the file open (h5py) would block
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_file_locking(fapl, 0, 1);
+    h5io_file_t f = {.id = H5Fopen(path, H5F_ACC_RDWR, fapl)};
+    H5Pclose(fapl);
     if (f.id < 0) rc = 1;
     else {
         rc |= h5io_write_attr_string(&f, "/", "status", status);
@@ -430,6 +467,11 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
 {
     *out = NULL;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (file_in_use(path)) {
+        snprintf(err, errlen, "%s: cannot resume: in use by another process (a running training "
+                 "run, an open reader?)", path);
+        return 1;
+    }
     h5io_file_t *old;
     if (h5io_open_read(&old, path, err, errlen)) return 1;
     h5io_train_t *w = writer_alloc(t, path);
@@ -470,6 +512,7 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
         H5Pclose(fapl);
         rc = w->f.id < 0 || open_columns(w) || H5Fstart_swmr_write(w->f.id) < 0;
         if (rc) snprintf(why, sizeof why, "cannot reopen for writing");
+        else w->lock_fd = lock_hold(path);
     }
     for (int k = 0; k < NCOL; k++) free(data[k]);
     free(created);

@@ -7,7 +7,8 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_train
 2. A small Pre-LN model learns `copy` without warm-up: mean loss of updates 351-400 < 0.1.
 3. Resume: N updates straight vs N/2 + SIGTERM + --resume give byte-identical /train datasets
    (all but the wall-clock `time`); the same after SIGUSR1 at an arbitrary moment, and after a
-   kill -9 with periodic checkpoints.
+   kill -9 with periodic checkpoints. A live run's file is not resumed or replaced by a second
+   process, and a reader holding it open does not stop the run from finishing.
 4. lr = 1e3: status = diverged, diverged_at, exit 0, a valid file. kill -9 mid-run: the file
    opens (SWMR read), status = running, consecutive steps, finite losses.
 5. Usage errors: missing/empty text file, existing output, --resume with another config.
@@ -256,6 +257,24 @@ def test_resume(tmp):
           r.returncode == 0 and not diff, f"rc {r.returncode} differ: {diff} {r.stderr}")
     with h5py.File(k9, "r") as f:   # a resumed file is an ordinary file again
         check("after resume the file opens without SWMR, status done", attr(f, "status") == "done")
+
+    # a live run's file: a second --resume or --force is refused; a reader holding the file
+    # open across the end does not stop the final status
+    live = os.path.join(tmp, "live.h5")
+    p = start(*RESUME, "--out", live)
+    seen = wait_for(live, lambda f: f["train/loss"].shape[0] > 0)
+    reader = open_swmr(live)
+    r1 = run(*RESUME, "--out", live, "--resume")
+    r2 = run(*RESUME, "--out", live, "--force")
+    _, err = p.communicate(timeout=120)
+    reader.close()
+    with h5py.File(live, "r") as f:
+        st = attr(f, "status")
+    diff = same_train(straight, live)
+    check("second --resume/--force on a live run: exit 1 'in use'; the live run (read by h5py "
+          "meanwhile) ends done, identical", seen and r1.returncode == 1 and r2.returncode == 1 and
+          "in use" in r1.stderr and "in use" in r2.stderr and p.returncode == 0 and st == "done"
+          and not diff, f"{r1.returncode} {r1.stderr} {r2.returncode} {p.returncode} {st} {diff} {err}")
 
     # --resume of a finished run: nothing to do, file untouched
     before = os.stat(half).st_mtime_ns
