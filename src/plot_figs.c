@@ -21,11 +21,27 @@ static const char *run_color(const plot_run_t *r, int rank_in_placement)
     return COLORS[2 + (rank_in_placement - 1) % 6];
 }
 
+/* A run name as literal text inside a single-quoted gnuplot string in enhanced mode: the
+ * enhanced-text operators _ ^ { } @ & ~ \ get a backslash (else "post_warm" prints "warm" as a
+ * subscript), and ' doubles (gnuplot's quote inside '...'). Truncates to fit len. */
+static void escape_name(const char *in, char *out, size_t len)
+{
+    size_t o = 0;
+    for (; *in && o + 3 < len; in++) {
+        if (strchr("_^{}@&~\\", *in)) out[o++] = '\\';
+        else if (*in == '\'') out[o++] = '\'';
+        out[o++] = *in;
+    }
+    out[o] = '\0';
+}
+
 static void run_label(const plot_run_t *r, int with_name, char *buf, size_t len)
 {
     const char *norm = r->cfg.model.norm == NORM_RMSNORM ? " (RMSNorm)"
                        : r->cfg.model.norm == NORM_NONE  ? " (no norm)" : "";
-    if (with_name) snprintf(buf, len, "%s-LN%s: %s", is_post(r) ? "Post" : "Pre", norm, r->name);
+    char name[160];   // fits the label buffers (200) with the placement prefix
+    escape_name(r->name, name, sizeof name);
+    if (with_name) snprintf(buf, len, "%s-LN%s: %s", is_post(r) ? "Post" : "Pre", norm, name);
     else snprintf(buf, len, "%s-LN%s", is_post(r) ? "Post" : "Pre", norm);
 }
 
@@ -492,19 +508,29 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
                 c->model.d_model, c->model.layers, data, config_optimizer_name(c->train.optimizer));
     sbuf_printf(s, "set grid\nset key outside right box opaque\nset xlabel 'step'\n"
                    "set ylabel 'training loss'\nset logscale y\nset size 1,0.62\nset origin 0,0.33\nplot ");
+    char names[MAX_SERIES][256];
+    double lr_max = 0.0;
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
+        escape_name(r->name, names[i], sizeof names[i]);
+        for (size_t t = 0; r->lr && t < r->nsteps; t++)
+            if (isfinite(r->lr[t]) && r->lr[t] > lr_max) lr_max = r->lr[t];
+    }
+    for (int i = 0; i < n; i++) {
         const char *col = COLORS[i % 8];
         sbuf_printf(s, "%s$l%d using 1:2 with lines lc rgb '%s' title '%s%s'", i ? ", " : "", i, col,
-                    r->name, diverged[i] ? " (diverged)" : "");
+                    names[i], diverged[i] ? " (diverged)" : "");
         if (diverged[i])
             sbuf_printf(s, ", $x%d using 1:2 with points pt 2 ps 3 lw 3 lc rgb '%s' notitle", i, col);
     }
     sbuf_printf(s, "\nunset logscale y\nset size 1,0.3\nset origin 0,0.0\nunset title\n"
-                   "set ylabel 'learning rate'\nset format y '%%.0e'\nplot ");
+                   "set ylabel 'learning rate'\nset format y '%%.0e'\n");
+    // headroom above the largest lr, so a constant schedule is not hidden in the top border
+    if (lr_max > 0.0) sbuf_printf(s, "set yrange [0:%.10g]\n", 1.15 * lr_max);
+    sbuf_printf(s, "plot ");
     for (int i = 0; i < n; i++)
         sbuf_printf(s, "%s$l%d using 1:3 with lines lc rgb '%s' title '%s'", i ? ", " : "", i,
-                    COLORS[i % 8], set->runs[m[i]].name);
+                    COLORS[i % 8], names[i]);
     sbuf_printf(s, "\nunset multiplot\n");
     return 1;
 }
