@@ -230,9 +230,18 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
         snprintf(cmd, sizeof cmd, "scontrol requeue %s_%s", job, task);
         printf("run %d (%s) checkpointed; %s\n", i, s->runs[i].name, cmd);
         fflush(stdout);
+        // The requeue ends this job: Slurm signals every process of it, scontrol included,
+        // sometimes before scontrol has exited. A scontrol killed by SIGTERM/SIGKILL therefore
+        // means the requeue is under way, not that it failed; exit 0 so the old run is not
+        // recorded as FAILED.
         const int rc = system(cmd);
-        if (rc != 0) fprintf(stderr, "stability: '%s' failed (status %d)\n", cmd, rc);
-        return rc != 0;
+        const int killed_by_requeue = rc != -1 && WIFSIGNALED(rc) &&
+                                      (WTERMSIG(rc) == SIGTERM || WTERMSIG(rc) == SIGKILL);
+        if (rc != 0 && !killed_by_requeue) {
+            fprintf(stderr, "stability: '%s' failed (status %d)\n", cmd, rc);
+            return 1;
+        }
+        return 0;
     }
     if (!quiet) printf("run %d (%s) finished\n", i, s->runs[i].name);
     return 0;
