@@ -122,12 +122,17 @@ for _ in $(seq 120); do
 done
 sleep 1.5
 scancel --batch --signal=USR1 "${JOB}_0" && ok "scancel --batch --signal=USR1 ${JOB}_0" || not_ok "scancel USR1"
-# Slurm holds a requeued batch job for a while before it is eligible again; once ours shows
-# Restarts >= 1 and is pending, make it eligible now (test speed only: the requeue itself is
-# what the task did)
-for _ in $(seq 120); do
+# Slurm holds a requeued batch job for ~2 minutes before it is eligible again. Once ours shows
+# Restarts >= 1, is pending, and the old run has fully left the node (node idle, no job
+# completing), make it eligible now (test speed only: the requeue itself is what the task did).
+# Pulling the start time forward while the old run is still completing lets the old run's end
+# be booked against the new one (seen: JobState=FAILED, RunTime 0); without the update the
+# task simply starts when Slurm's hold ends.
+for _ in $(seq 240); do
     line=$(scontrol -o show job "$JOB" 2>/dev/null)
-    if [[ "$line" =~ JobState=PENDING ]] && [[ "$line" =~ Restarts=[1-9] ]]; then
+    if [[ "$line" =~ JobState=PENDING ]] && [[ "$line" =~ Restarts=[1-9] ]] \
+        && [ "$(sinfo -h -N -o %T 2>/dev/null)" = idle ] && [ -z "$(squeue -h -t CG 2>/dev/null)" ]; then
+        sleep 1
         echo "  requeued: $(echo "$line" | grep -o 'EligibleTime=[^ ]*')"
         scontrol update JobId="$JOB" StartTime=now >/dev/null 2>&1 || true
         break
@@ -140,7 +145,8 @@ restarts=$(echo "$info" | sed -n 's/.* Restarts=\([0-9]*\) .*/\1/p')
 state=$(echo "$info" | sed -n 's/.* JobState=\([A-Z]*\) .*/\1/p')
 echo "  task ${JOB}_0: JobState=$state Restarts=$restarts"
 [ "$state" = COMPLETED ] && [ "${restarts:-0}" -ge 1 ] && ok "requeued (Restarts=$restarts) and COMPLETED" \
-    || not_ok "state $state, restarts '$restarts'"
+    || { not_ok "state $state, restarts '$restarts'"; echo "$info"; cat results/${NAME}_usr1/slurm-*.out results/${NAME}_usr1/*.log 2>/dev/null
+         grep -E "JobId=$JOB[ _]|job $JOB|JOB $JOB" "$DIR/slurmctld.log" | tail -20; }
 grep -q "checkpointed; scontrol requeue" results/${NAME}_usr1/slurm-*.out && ok "the task checkpointed and requeued itself" \
     || { not_ok "no requeue in the task's output"; cat results/${NAME}_usr1/slurm-*.out; }
 # the same training without interruption, locally
