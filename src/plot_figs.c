@@ -45,13 +45,15 @@ static void run_label(const plot_run_t *r, int with_name, char *buf, size_t len)
     else snprintf(buf, len, "%s-LN%s", is_post(r) ? "Post" : "Pre", norm);
 }
 
-/* "Zipf(1.1) tokens" etc.: which data a figure used (DESIGN §1 asks to say so). */
+/* "Zipf(1.1) tokens" etc.: which data a figure used (DESIGN §1 asks to say so), and
+ * "untied output" when the logits do not reuse tok_embed (it changes the depth exponent). */
 static void data_text(const config_t *c, char *buf, size_t len)
 {
+    const char *untied = c->model.tie_embeddings ? "" : ", untied output";
     if (c->data.task == TASK_RANDOM && c->data.zipf > 0)
-        snprintf(buf, len, "Zipf(%g) tokens", c->data.zipf);
-    else if (c->data.task == TASK_RANDOM) snprintf(buf, len, "uniform tokens");
-    else snprintf(buf, len, "%s task", config_task_name(c->data.task));
+        snprintf(buf, len, "Zipf(%g) tokens%s", c->data.zipf, untied);
+    else if (c->data.task == TASK_RANDOM) snprintf(buf, len, "uniform tokens%s", untied);
+    else snprintf(buf, len, "%s task%s", config_task_name(c->data.task), untied);
 }
 
 /* The probe runs with the most common (d, L); ties go to the larger L, then the larger d. */
