@@ -67,6 +67,7 @@ run: deps
 
 # Every shipped experiment, then every figure; the README's figures are copied to docs/figures/.
 DOC_FIGURES := fig3ab_grad_vs_layer-grad_vs_layer fig3cd_grad_vs_depth-grad_vs_depth \
+               fig3cd_untied-grad_vs_depth \
                width_scaling-grad_vs_width lemma_norms-hidden_norms lemma_norms-jacobian \
                fig2_warmup-loss
 figures: deps

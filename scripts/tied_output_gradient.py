@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""tied_output_gradient.py — why Pre-LN's last-FFN gradient falls more slowly than L^{-1/2}
+with tied embeddings (README, Fig. 3(c,d)).
+
+For Pre-LN at d = 256 and L = 6, 10, 14, tied and untied, it dumps one batch with
+`stability dump`, rebuilds the forward pass in PyTorch (tests/test_torch.py's reading of the
+contract) and prints, averaged over tokens:
+  |g|             ‖∂L/∂x_final‖ (the gradient entering the final LayerNorm from above)
+  |dx|/|g|        ‖∂L/∂x_{L+1}‖ / ‖∂L/∂x_final‖, and beside it √d/‖x_{L+1} − μ‖ (Lemma 3)
+  cos(g, x)       |cos| between g and the centred x_{L+1}: the share the LayerNorm removes
+  |sum g|, |sum dx|  the same gradients summed over the batch's tokens (their coherent part,
+                  which is what the expected gradient of a weight keeps)
+Each row is the mean over init.seed = 1, 2, 3 (one batch each).
+Run from the repository root after `make`: /usr/bin/python3 scripts/tied_output_gradient.py
+"""
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import test_torch as tt  # noqa: E402  (the PyTorch reading of DESIGN §1, shared with the tests)
+
+
+def measure(path):
+    with h5py.File(path, "r") as f:
+        m = tt.parse_config(tt.attr_text(f.attrs["config"]))
+        P = {k: torch.tensor(v, dtype=torch.float64) for k, v in tt.read_group(f, "params").items()}
+        tok = torch.from_numpy(f["batch/tokens"][...].astype(np.int64))
+        tgt = torch.from_numpy(f["batch/targets"][...].astype(np.int64))
+    B, T = tok.shape
+    C = m["d_model"]
+    x = P["tok_embed"][tok] * math.sqrt(C) + tt.positional_encoding(T, C).double()
+    for l in range(m["layers"]):
+        p = f"layers/{l:02d}/"
+        x3 = x + tt.mha(tt.apply_norm(x, P, p + "norm1", m), P, p, m)
+        x = x3 + tt.ffn(tt.apply_norm(x3, P, p + "norm2", m), P, p, m)
+    x_last = x.detach().requires_grad_(True)                       # x_{L+1}   (B, T, C)
+    x_final = tt.apply_norm(x_last, P, "final_norm", m)
+    x_final.retain_grad()
+    W = P["tok_embed"].t() if m["tie_embeddings"] else P["lm_head"]
+    loss = torch.nn.functional.cross_entropy((x_final @ W).reshape(B * T, -1), tgt.reshape(-1),
+                                             ignore_index=-1)
+    loss.backward()
+    g = x_final.grad.reshape(B * T, C)
+    dx = x_last.grad.reshape(B * T, C)
+    xc = (x_last - x_last.mean(-1, keepdim=True)).detach().reshape(B * T, C)
+    cos = (g * xc).sum(1).abs() / (g.norm(dim=1) * xc.norm(dim=1))
+    return (g.norm(dim=1).mean().item(), (dx.norm(dim=1) / g.norm(dim=1)).mean().item(),
+            (math.sqrt(C) / xc.norm(dim=1)).mean().item(), cos.mean().item(),
+            g.sum(0).norm().item(), dx.sum(0).norm().item())
+
+
+def main():
+    print(f"{'tied':>5} {'L':>3} {'|g|':>8} {'|dx|/|g|':>9} {'sqrt(d)/|x-mu|':>15} {'cos(g,x)':>9} "
+          f"{'|sum g|':>8} {'|sum dx|':>9}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for tied in ("true", "false"):
+            for L in (6, 10, 14):
+                rows = []
+                for seed in (1, 2, 3):
+                    out = os.path.join(tmp, f"d_{tied}_{L}_{seed}.h5")
+                    subprocess.run(["./stability", "dump", "--config", "postln_L6",
+                                    "--set", "model.placement=pre", "--set", f"model.layers={L}",
+                                    "--set", "model.d_model=256", "--set", "model.d_ff=512",
+                                    "--set", f"model.tie_embeddings={tied}",
+                                    "--set", f"init.seed={seed}", "--out", out],
+                                   check=True, stdout=subprocess.DEVNULL)
+                    rows.append(measure(out))
+                g, ratio, bound, cos, gsum, dxsum = np.mean(rows, axis=0)
+                print(f"{tied:>5} {L:3d} {g:8.5f} {ratio:9.4f} {bound:15.4f} {cos:9.3f} "
+                      f"{gsum:8.4f} {dxsum:9.4f}")
+
+if __name__ == "__main__":
+    main()
