@@ -2,7 +2,9 @@
 # Cluster runs on a real single-node Slurm cluster (issue 6), started on loopback by
 # scripts/slurm-local-start.sh and torn down by PID at the end, whatever happened.
 #  1. a small sweep submitted with --slurm --submit runs as one job array; every task
-#     COMPLETED; --merge gives a file whose runs equal a local run of the same sweep;
+#     COMPLETED; --merge gives a file whose runs equal a local run of the same sweep; with
+#     two run files lost, --merge names their task ids and --slurm --submit --only-missing
+#     reruns just those two;
 #  2. a training task sent SIGUSR1 mid-run (scancel --signal=USR1) checkpoints, requeues
 #     itself, resumes and finishes with the same losses as an uninterrupted local run.
 # Skipped, with a message, when not root (a local cluster needs root).
@@ -81,7 +83,9 @@ echo "  array task states: $states"
 [ "$(echo "$states" | grep -o COMPLETED | wc -l)" = 4 ] && ok "4 tasks COMPLETED" || not_ok "task states: $states"
 $STABILITY sweep "$DIR/$NAME.ini" --merge --quiet && ok "--merge: every run complete" || not_ok "--merge exit $?"
 $STABILITY sweep "$DIR/${NAME}_local.ini" --jobs 2 --quiet && ok "the same sweep locally" || not_ok "local sweep"
-if $PY - "results/$NAME.h5" "results/${NAME}_local.h5" <<'EOF'
+# same_as_local: the merged Slurm file's runs equal the local sweep's, dataset by dataset
+same_as_local() {
+    $PY - "results/$NAME.h5" "results/${NAME}_local.h5" <<'EOF'
 import sys, h5py, numpy as np
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
 assert sorted(a["runs"]) == sorted(b["runs"]), (list(a["runs"]), list(b["runs"]))
@@ -96,7 +100,25 @@ a["runs"].visititems(compare)
 assert list(a["sweep/values"][...].ravel()) == list(b["sweep/values"][...].ravel())
 print(f"  {n} datasets identical")
 EOF
-then ok "Slurm merge == local run (bit for bit)"; else not_ok "Slurm merge differs from the local run"; fi
+}
+if same_as_local; then ok "Slurm merge == local run (bit for bit)"; else not_ok "Slurm merge differs from the local run"; fi
+
+# two runs lost (one in each array piece): --merge names their task ids, --only-missing
+# resubmits just those, and the merge is complete and identical again
+rm -f "results/$NAME/post_L3.h5" "results/$NAME/pre_L3.h5"
+missing=$($STABILITY sweep "$DIR/$NAME.ini" --merge --quiet 2>&1); rc=$?
+echo "  --merge after losing two runs: exit $rc: $(echo "$missing" | tail -1)"
+[ $rc != 0 ] && echo "$missing" | grep -q 'task ids: *1 3' && ok "--merge lists the missing task ids 1 3" \
+    || not_ok "--merge with two runs missing (exit $rc): $missing"
+JOBS2=$($STABILITY sweep "$DIR/$NAME.ini" --slurm --submit --only-missing --quiet | tr '\n' ' ')
+echo "  resubmitted job ids: $JOBS2"
+done_all=1
+for j in $JOBS2; do wait_job "$j" 120 || done_all=0; done
+tasks=$(for j in $JOBS2; do scontrol -o show job "$j"; done | grep -c 'JobState=COMPLETED')
+[ $done_all = 1 ] && [ "$tasks" = 2 ] && ok "--only-missing: exactly 2 tasks ran, COMPLETED" \
+    || { not_ok "--only-missing: $tasks tasks completed (jobs '$JOBS2')"; squeue; }
+$STABILITY sweep "$DIR/$NAME.ini" --merge --quiet && same_as_local \
+    && ok "merge complete again and == local run" || not_ok "merge after --only-missing"
 
 # ---------------------------------------------------------------- 2. USR1: checkpoint, requeue, resume
 TRAIN_SETS="train.steps = 2000
