@@ -235,8 +235,10 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
         // means the requeue is under way, not that it failed; exit 0 so the old run is not
         // recorded as FAILED.
         const int rc = system(cmd);
-        const int killed_by_requeue = rc != -1 && WIFSIGNALED(rc) &&
-                                      (WTERMSIG(rc) == SIGTERM || WTERMSIG(rc) == SIGKILL);
+        // (killed itself, or reported by the shell of system() as 128 + signal)
+        const int sig = rc == -1 ? 0 : WIFSIGNALED(rc) ? WTERMSIG(rc)
+                                     : WIFEXITED(rc) && WEXITSTATUS(rc) > 128 ? WEXITSTATUS(rc) - 128 : 0;
+        const int killed_by_requeue = sig == SIGTERM || sig == SIGKILL;
         if (rc != 0 && !killed_by_requeue) {
             fprintf(stderr, "stability: '%s' failed (status %d)\n", cmd, rc);
             return 1;
