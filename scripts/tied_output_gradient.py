@@ -35,17 +35,10 @@ def measure(path):
         tgt = torch.from_numpy(f["batch/targets"][...].astype(np.int64))
     B, T = tok.shape
     C = m["d_model"]
-    x = P["tok_embed"][tok] * math.sqrt(C) + tt.positional_encoding(T, C).double()
-    for l in range(m["layers"]):
-        p = f"layers/{l:02d}/"
-        x3 = x + tt.mha(tt.apply_norm(x, P, p + "norm1", m), P, p, m)
-        x = x3 + tt.ffn(tt.apply_norm(x3, P, p + "norm2", m), P, p, m)
-    x_last = x.detach().requires_grad_(True)                       # x_{L+1}   (B, T, C)
+    x_last = tt.forward_stack(P, m, tok).detach().requires_grad_(True)    # x_{L+1}   (B, T, C)
     x_final = tt.apply_norm(x_last, P, "final_norm", m)
     x_final.retain_grad()
-    W = P["tok_embed"].t() if m["tie_embeddings"] else P["lm_head"]
-    loss = torch.nn.functional.cross_entropy((x_final @ W).reshape(B * T, -1), tgt.reshape(-1),
-                                             ignore_index=-1)
+    loss = tt.output_loss(P, m, x_final, tgt)
     loss.backward()
     g = x_final.grad.reshape(B * T, C)
     dx = x_last.grad.reshape(B * T, C)
@@ -75,6 +68,7 @@ def main():
                 g, ratio, bound, cos, gsum, dxsum = np.mean(rows, axis=0)
                 print(f"{tied:>5} {L:3d} {g:8.5f} {ratio:9.4f} {bound:15.4f} {cos:9.3f} "
                       f"{gsum:8.4f} {dxsum:9.4f}")
+
 
 if __name__ == "__main__":
     main()

@@ -175,10 +175,10 @@ def ffn(x, P, p, m):
     return h @ P[p + "w2"] + P[p + "b2"]
 
 
-def forward_loss(P, m, tokens, targets):
-    """Mean cross-entropy of the batch. P: name -> tensor, tokens/targets: int64 (B,T)."""
+def forward_stack(P, m, tokens):
+    """x_{L+1}: the embedded input through every layer, before any final norm. (B,T,C)"""
     B, T = tokens.shape
-    C, V = m["d_model"], m["vocab"]
+    C = m["d_model"]
     x = P["tok_embed"][tokens] * math.sqrt(C) + positional_encoding(T, C)
     for l in range(m["layers"]):
         p = f"layers/{l:02d}/"
@@ -190,12 +190,24 @@ def forward_loss(P, m, tokens, targets):
         else:
             x3 = x + mha(apply_norm(x, P, p + "norm1", m), P, p, m)
             x = x3 + ffn(apply_norm(x3, P, p + "norm2", m), P, p, m)
+    return x
+
+
+def output_loss(P, m, x_final, targets):
+    """Mean cross-entropy of the logits x_final·W (tied: W = tok_embedᵀ, no √C)."""
+    B, T, _ = x_final.shape
+    W = P["tok_embed"].t() if m["tie_embeddings"] else P["lm_head"]
+    logits = x_final @ W
+    return F.cross_entropy(logits.reshape(B * T, m["vocab"]), targets.reshape(B * T),
+                           ignore_index=-1, label_smoothing=m["label_smoothing"], reduction="mean")
+
+
+def forward_loss(P, m, tokens, targets):
+    """Mean cross-entropy of the batch. P: name -> tensor, tokens/targets: int64 (B,T)."""
+    x = forward_stack(P, m, tokens)
     if m["has_final_norm"]:
         x = apply_norm(x, P, "final_norm", m)
-    W = P["tok_embed"].t() if m["tie_embeddings"] else P["lm_head"]           # tied: no √C
-    logits = x @ W
-    return F.cross_entropy(logits.reshape(B * T, V), targets.reshape(B * T), ignore_index=-1,
-                           label_smoothing=m["label_smoothing"], reduction="mean")
+    return output_loss(P, m, x, targets)
 
 
 def torch_loss_and_grads(params_np, m, tokens_np, targets_np):
