@@ -49,11 +49,12 @@ static void run_label(const plot_run_t *r, int with_name, char *buf, size_t len)
  * "untied output" when the logits do not reuse tok_embed (it changes the depth exponent). */
 static void data_text(const config_t *c, char *buf, size_t len)
 {
-    const char *untied = c->model.tie_embeddings ? "" : ", untied output";
+    char data[40];
     if (c->data.task == TASK_RANDOM && c->data.zipf > 0)
-        snprintf(buf, len, "Zipf(%g) tokens%s", c->data.zipf, untied);
-    else if (c->data.task == TASK_RANDOM) snprintf(buf, len, "uniform tokens%s", untied);
-    else snprintf(buf, len, "%s task%s", config_task_name(c->data.task), untied);
+        snprintf(data, sizeof data, "Zipf(%g) tokens", c->data.zipf);
+    else if (c->data.task == TASK_RANDOM) snprintf(data, sizeof data, "uniform tokens");
+    else snprintf(data, sizeof data, "%s task", config_task_name(c->data.task));
+    snprintf(buf, len, "%s%s", data, c->model.tie_embeddings ? "" : ", untied output");
 }
 
 /* The probe runs with the most common (d, L); ties go to the larger L, then the larger d. */

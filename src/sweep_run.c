@@ -182,6 +182,16 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
     return rc < 0 ? rc : failed + (stop_requested && next < ntodo ? ntodo - next : 0);
 }
 
+/* The signal that ended the command of a system() status: the command's own, or the one its
+ * shell reports as exit status 128 + signal; 0 when none did. */
+static int killing_signal(int status)
+{
+    if (status == -1) return 0;
+    if (WIFSIGNALED(status)) return WTERMSIG(status);
+    if (WIFEXITED(status) && WEXITSTATUS(status) > 128) return WEXITSTATUS(status) - 128;
+    return 0;
+}
+
 int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
 {
     if (make_results_dir(s) != 0) {
@@ -235,11 +245,8 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
         // means the requeue is under way, not that it failed; exit 0 so the old run is not
         // recorded as FAILED.
         const int rc = system(cmd);
-        // (killed itself, or reported by the shell of system() as 128 + signal)
-        const int sig = rc == -1 ? 0 : WIFSIGNALED(rc) ? WTERMSIG(rc)
-                                     : WIFEXITED(rc) && WEXITSTATUS(rc) > 128 ? WEXITSTATUS(rc) - 128 : 0;
-        const int killed_by_requeue = sig == SIGTERM || sig == SIGKILL;
-        if (rc != 0 && !killed_by_requeue) {
+        const int sig = killing_signal(rc);
+        if (rc != 0 && sig != SIGTERM && sig != SIGKILL) {
             fprintf(stderr, "stability: '%s' failed (status %d)\n", cmd, rc);
             return 1;
         }
