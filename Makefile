@@ -10,12 +10,16 @@ PKG_LIBS   = $(shell pkg-config --libs-only-L hdf5) -lhdf5 -linih -lgsl -lopenbl
 CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS   = $(shell pkg-config --libs check)
 
-SRC      := $(filter-out src/main.c,$(wildcard src/*.c))
+# src/<layer>/<concept>.c; a lower folder never includes a higher one (docs/design.md §2):
+# util < nn < config < model < data < measure < train < io < run < report < sweep < cli
+SRC      := $(wildcard src/*/*.c)
+LIB_SRC  := $(filter-out src/cli/%,$(SRC))
+HEADERS  := $(wildcard src/*/*.h)
 TEST_SRC := $(wildcard tests/test_*.c) tests/check_main.c
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 BUILD    ?= build
-OBJ      := $(SRC:src/%.c=$(BUILD)/%.o)
+OBJ      := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
 RUN_SWEEP ?= experiments/fig3ab_grad_vs_layer.ini
@@ -24,23 +28,25 @@ EXPERIMENTS := $(wildcard experiments/*.ini)
 .PHONY: all deps test-deps run figures test unit asan-unit bench clean
 all: stability
 
-stability: $(OBJ) $(BUILD)/main.o
+stability: $(OBJ) $(BUILD)/cli/main.o
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # main.c (--version) and h5io.c (the files' version attribute) carry the git version.
-$(BUILD)/main.o $(BUILD)/h5io.o: $(BUILD)/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DSTABILITY_VERSION='"$(VERSION)"' -c -o $@ $<
+$(BUILD)/cli/main.o $(BUILD)/io/h5io.o: $(BUILD)/%.o: src/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -DSTABILITY_VERSION='"$(VERSION)"' -c -o $@ $<
 
-$(BUILD)/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+$(BUILD)/%.o: src/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c -o $@ $<
 
-$(BUILD)/tests/%.o: tests/%.c $(wildcard src/*.h) tests/tests.h | $(BUILD)
+$(BUILD)/tests/%.o: tests/%.c $(HEADERS) tests/tests.h | $(BUILD)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(CHECK_CFLAGS) -Isrc -c -o $@ $<
 
 $(BUILD)/test_runner: $(OBJ) $(TEST_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
 
-$(BUILD)/bench/%.o: bench/%.c $(wildcard src/*.h) | $(BUILD)/bench
+$(BUILD)/bench/%.o: bench/%.c $(HEADERS) | $(BUILD)/bench
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c -o $@ $<
 
 $(BUILD)/bench/bench: $(OBJ) $(BUILD)/bench/bench.o

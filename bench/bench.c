@@ -20,11 +20,11 @@
 #include <omp.h>
 #include <gsl/gsl_cblas.h>
 #include <gsl/gsl_rng.h>
-#include "config.h"
-#include "data.h"
-#include "model.h"
-#include "probe.h"
-#include "threads.h"
+#include "config/config.h"
+#include "data/data.h"
+#include "model/model.h"
+#include "measure/probe.h"
+#include "util/threads.h"
 
 /* OpenBLAS's own API, to record which kernels ran. */
 char *openblas_get_config(void);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench_torch.py — PyTorch's time for one forward+backward of the model bench.c times.
 
-Same shapes and placement as src/model.c (DESIGN §1): d=512, 4 heads, d_ff=1024, n=64, batch 8,
+Same shapes and placement as src/model/model.c (DESIGN §1): d=512, 4 heads, d_ff=1024, n=64, batch 8,
 vocab 1000, LayerNorm, ReLU, tied embeddings, sinusoidal positions, final LayerNorm for Pre-LN,
 W stored [in][out] (y = x·W + b). Idiomatic fast PyTorch: F.layer_norm, batched matmul attention,
 F.cross_entropy; gradients dropped (grad = None) before every step, as a training loop does.

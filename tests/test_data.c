@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <gsl/gsl_rng.h>
 #include "tests.h"
-#include "config.h"
-#include "data.h"
+#include "config/config.h"
+#include "data/data.h"
 
 static void open_task(data_t *d, config_t *cfg, task_t task, int B, int T, int V, double zipf)
 {

@@ -6,11 +6,11 @@
 #include <string.h>
 #include <gsl/gsl_rng.h>
 #include "tests.h"
-#include "config.h"
-#include "data.h"
-#include "gradcheck.h"
-#include "model.h"
-#include "threads.h"
+#include "config/config.h"
+#include "data/data.h"
+#include "measure/gradcheck.h"
+#include "model/model.h"
+#include "util/threads.h"
 
 /* The tiny model of the issue: d=8, 2 heads, d_ff=12, L=3, n=5, vocab=11, batch 2. */
 static void tiny_config(config_t *cfg)

@@ -21,7 +21,7 @@
 #include <omp.h>
 #endif
 
-#include "norm.h"
+#include "nn/norm.h"
 #include "tests.h"
 
 #define EPS_LN 1e-5          /* torch.nn.LayerNorm default, the project's norm_eps */

@@ -11,8 +11,8 @@
 #include <math.h>
 #include <string.h>
 #include "tests.h"
-#include "config.h"
-#include "optim.h"
+#include "config/config.h"
+#include "train/optim.h"
 
 static const double THETA0[3] = {0.5, -1.0, 2.0};
 static const double GRADS[3][3] = {{0.1, -0.2, 0.3}, {-0.05, 0.4, 0.1}, {0.2, 0.2, -0.3}};

@@ -6,11 +6,11 @@
 #include <string.h>
 #include <gsl/gsl_rng.h>
 #include "tests.h"
-#include "config.h"
-#include "data.h"
-#include "fit.h"
-#include "model.h"
-#include "probe.h"
+#include "config/config.h"
+#include "data/data.h"
+#include "measure/fit.h"
+#include "model/model.h"
+#include "measure/probe.h"
 
 /* The lemma's setting (DESIGN §1): every matrix d×d (d_ff = d), biases 0, γ = 1, Xavier;
  * uniform tokens. d = 64, n = 32, batch 4, many seeds. */

@@ -124,7 +124,7 @@ def expected_shapes(m):
 
 
 # ----------------------------------------------------------------------------------------------
-# The model in PyTorch, mirroring the C model (DESIGN §1, src/model.h).
+# The model in PyTorch, mirroring the C model (DESIGN §1, src/model/model.h).
 
 def positional_encoding(T, C):
     """PE[t][2i] = sin(t / 10000^(2i/C)), PE[t][2i+1] = cos(t / 10000^(2i/C)) (Vaswani et al.)."""

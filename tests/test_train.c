@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "tests.h"
-#include "config.h"
-#include "data.h"
-#include "train.h"
+#include "config/config.h"
+#include "data/data.h"
+#include "train/train.h"
 
 /* A temporary file with n bytes (byte i = (7·i) mod 251); path gets its name. */
 static void make_text(char *path, size_t len, size_t n)

@@ -1,0 +1,645 @@
+/* main.c — the command line (DESIGN §3). Parses arguments, loads the config, calls the
+ * modules and prints their results. Exit codes: 0 success, 1 runtime failure, 2 bad usage. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_rng.h>
+#include "config/config.h"
+#include "data/data.h"
+#include "measure/gradcheck.h"
+#include "io/h5io.h"
+#include "model/model.h"
+#include "measure/probe.h"
+#include "util/progress.h"
+#include "report/plot.h"
+#include "report/report.h"
+#include "run/run.h"
+#include "sweep/sweep.h"
+#include "util/threads.h"
+
+#ifndef STABILITY_VERSION
+#define STABILITY_VERSION "unknown"
+#endif
+
+#define MAX_SETS 256
+
+/* Options shared by the verbs that read a config. */
+typedef struct {
+    const char *config;
+    const char *sets[MAX_SETS];
+    int nsets;
+    const char *out;
+    int quiet, force, resume;
+    long entries;          /* gradcheck: entries per tensor */
+    double perturb;        /* dump, gradcheck: N(0, perturb²) added to biases, γ, β */
+    double tol;            /* gradcheck: tolerance */
+} options_t;
+
+static const char *USAGE =
+    "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
+    "                 [--resume] [--quiet]\n"
+    "       stability sweep FILE [--jobs N] [--dry-run] [--task I] [--merge]\n"
+    "       stability sweep FILE --slurm [--submit [--only-missing]]\n"
+    "       stability plot FILE.h5... [--out DIR] [--format png,pdf,svg]\n"
+    "       stability info FILE.h5... [--all]\n"
+    "       stability dump --config FILE --out FILE.h5 [--set ...] [--force]\n"
+    "       stability gradcheck --config FILE [--set ...] [--entries N] [--tol X]\n"
+    "       stability --help | VERB --help | --version\n"
+    "\n"
+    "Measures why Post-LN transformers need learning-rate warm-up and Pre-LN ones do not\n"
+    "(Xiong et al., ICML 2020). A config name without '/' is looked up in configs/.\n"
+    "Exit codes: 0 success, 1 runtime failure (I/O, HDF5), 2 bad usage or config.\n"
+    "Threads: STABILITY_THREADS, else SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS /\n"
+    "OPENBLAS_NUM_THREADS (the smaller), else all CPUs (docs/performance.md).\n";
+
+static const char *HELP_RUN =
+    "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
+    "                 [--resume] [--quiet]\n"
+    "\n"
+    "With train.steps = 0 (measure at initialisation): for probe.seeds initialisations\n"
+    "(init.seed, init.seed+1, ...) and probe.batches batches each, measures every layer's\n"
+    "gradient norms ||E_batch dL/dW||_F and E_batch ||dL/dW||_F, hidden-state norms and the\n"
+    "exact norm-layer Jacobian norms, writes them to one HDF5 file and prints a summary.\n"
+    "With train.steps > 0: trains, logging /train (step lr loss grad_norm per update; per-layer\n"
+    "norms every probe.every updates; val_loss for the text task) into the file, written in\n"
+    "place (HDF5 SWMR; a killed run's file opens with h5py.File(path, 'r', swmr=True)). Status\n"
+    "running -> done | diverged (non-finite loss or gradient: exit 0) | interrupted (SIGINT,\n"
+    "SIGTERM, SIGUSR1: /checkpoint written; exit 0, SIGINT 130).\n"
+    "  --config FILE   INI file (DESIGN.md section 4); a bare name is looked up in configs/\n"
+    "  --set S.K=V     override one key, e.g. --set model.layers=12 (repeatable)\n"
+    "  --out FILE.h5   output file (default: [output] file, else results/<config name>.h5)\n"
+    "  --force         replace an existing output file ([output] overwrite = true)\n"
+    "  --resume        continue the output file's run from its /checkpoint, bit-identically\n"
+    "                  ([train] resume = auto); a new run if there is no file yet\n"
+    "  --quiet         no progress bar, no summary\n";
+
+static const char *HELP_SWEEP =
+    "usage: stability sweep FILE [--jobs N] [--dry-run] [--quiet]\n"
+    "       stability sweep FILE --slurm [--submit [--only-missing]] [--set slurm.KEY=VALUE]...\n"
+    "       stability sweep FILE --task I\n"
+    "       stability sweep FILE --merge\n"
+    "\n"
+    "Runs every point of a sweep file (experiments/*.ini: a base config, lists of values to\n"
+    "cross or zip, a run-name pattern) as its own process, N at a time (default: one per\n"
+    "core, BLAS/OpenMP threads divided between them), skipping runs whose file is complete\n"
+    "(status done or diverged), so an interrupted sweep resumes. Runs write\n"
+    "results/<sweep>/<run>.h5 and <run>.log; then all complete runs are merged into\n"
+    "results/<sweep>.h5 (/runs/NAME/... and the /sweep table of swept values).\n"
+    "  --jobs N     runs at a time\n"
+    "  --dry-run    list the runs and their overrides, run nothing\n"
+    "  --task I     run only run I (0-based; what a Slurm array task does)\n"
+    "  --merge      only merge what is complete; list what is missing (exit 3 if any)\n"
+    "  --slurm      write results/<sweep>/job.sbatch: one job array, task i = --task i,\n"
+    "               resources from the [slurm] section (partition, time, cpus_per_task, mem,\n"
+    "               array_parallelism, account, extra) or --set slurm.KEY=VALUE\n"
+    "  --submit     also submit it (sbatch --parsable) and print the job id\n"
+    "  --only-missing  submit only the runs that are not complete\n"
+    "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file.\n";
+
+static const char *HELP_PLOT =
+    "usage: stability plot FILE.h5... [--out DIR] [--format png,pdf,svg] [--quiet]\n"
+    "\n"
+    "Draws, with gnuplot, every figure the files support (run files or merged sweep files):\n"
+    "gradient vs layer (Fig. 3a,b), gradient vs depth with fitted exponents and theory\n"
+    "(Fig. 3c,d), gradient vs width with Theorem 1's curves, Jacobian norms (Lemma 3),\n"
+    "hidden-state norms (Lemma 2), training loss with the lr schedule (Fig. 2).\n"
+    "Files: DIR/<first file's name>-<figure>.<format>.\n"
+    "  --out DIR       output directory (default plots/)\n"
+    "  --format LIST   comma-separated: png, pdf, svg (default png,pdf)\n";
+
+static const char *HELP_INFO =
+    "usage: stability info FILE.h5... [--all]\n"
+    "\n"
+    "For a run file, or every run of a merged sweep file (/runs/NAME):\n"
+    "Prints, per layer, mean ± 95% CI over seeds of ||E_batch dL/dW||_F for W^1 and W^2\n"
+    "(--all: every tensor), hidden-state norms / d beside Lemma 2's value or bounds, and the\n"
+    "norm Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3).\n";
+
+static const char *HELP_DUMP =
+    "usage: stability dump --config FILE --out FILE.h5 [--set section.key=value]... [--force]\n"
+    "                      [--perturb S]\n"
+    "\n"
+    "Initialises the model, draws one batch, runs forward and backward and writes\n"
+    "/batch/tokens, /batch/targets (int32 [B][n]), /loss, /params/NAME and /grads/NAME\n"
+    "(W stored [in][out]) with the resolved config as the root attribute 'config'.\n"
+    "  --force         replace an existing output file\n"
+    "  --perturb S     add N(0, S^2) to every bias, gamma and beta after initialisation, so a\n"
+    "                  cross-check sees values other than 0 and 1\n";
+
+static const char *HELP_GRADCHECK =
+    "usage: stability gradcheck --config FILE [--set ...] [--entries N] [--tol X] [--perturb S]\n"
+    "\n"
+    "Compares the analytic backward with 5-point central finite differences of the loss for\n"
+    "every parameter tensor (all entries when a tensor has <= N, else N random ones;\n"
+    "default N = 64) and prints the worst relative error per tensor. Exit 1 if any exceeds\n"
+    "the tolerance (default 1e-6). Use a tiny model (configs/tiny.ini): each entry costs\n"
+    "four forward passes.\n";
+
+static int usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "stability: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+    fprintf(stderr, "Try 'stability --help'.\n");
+    return 2;
+}
+
+/* Parse the options after the verb. Returns 0, 2 on a usage error, or -1 after --help. */
+static int parse_options(int argc, char **argv, int first, options_t *o, const char *help)
+{
+    memset(o, 0, sizeof *o);
+    o->entries = 64;
+    o->tol = 1e-6;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        const int has_value = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(help, stdout);
+            return -1;
+        } else if (!strcmp(a, "--config") && has_value) {
+            o->config = argv[++i];
+        } else if (!strcmp(a, "--set") && has_value) {
+            if (o->nsets == MAX_SETS) return usage_error("too many --set options", NULL);
+            o->sets[o->nsets++] = argv[++i];
+        } else if (!strcmp(a, "--out") && has_value) {
+            o->out = argv[++i];
+        } else if (!strcmp(a, "--entries") && has_value) {
+            char *end;
+            o->entries = strtol(argv[++i], &end, 10);
+            if (*end || o->entries < 1) return usage_error("--entries: not a positive integer", argv[i]);
+        } else if (!strcmp(a, "--tol") && has_value) {
+            char *end;
+            o->tol = strtod(argv[++i], &end);
+            if (*end || !(o->tol > 0)) return usage_error("--tol: not a positive number", argv[i]);
+        } else if (!strcmp(a, "--perturb") && has_value) {
+            char *end;
+            o->perturb = strtod(argv[++i], &end);
+            if (*end || !(o->perturb >= 0)) return usage_error("--perturb: not a number >= 0", argv[i]);
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            o->quiet = 1;
+        } else if (!strcmp(a, "--force")) {
+            o->force = 1;
+        } else if (!strcmp(a, "--resume") && help == HELP_RUN) {
+            o->resume = 1;
+        } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
+                   !strcmp(a, "--entries") || !strcmp(a, "--tol") || !strcmp(a, "--perturb")) {
+            return usage_error("option needs a value", a);
+        } else {
+            return usage_error("unknown option", a);
+        }
+    }
+    if (!o->config) return usage_error("missing --config FILE", NULL);
+    return 0;
+}
+
+/* Load and validate the config of o; prints the error and returns 2 on failure. */
+static int load_config(const options_t *o, config_t *cfg)
+{
+    char err[CONFIG_ERR_MAX];
+    if (config_load(cfg, o->config, o->sets, o->nsets, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
+/* Everything a single forward/backward needs: model, data, rngs, one batch. */
+typedef struct {
+    model_t *model;
+    data_t data;
+    gsl_rng *rng_init, *rng_data;
+    int32_t *tokens, *targets;   // (B,T)
+} run_t;
+
+static void run_free(run_t *r)
+{
+    model_free(r->model);
+    data_close(&r->data);
+    if (r->rng_init) gsl_rng_free(r->rng_init);
+    if (r->rng_data) gsl_rng_free(r->rng_data);
+    free(r->tokens);
+    free(r->targets);
+}
+
+/* Build and initialise the model of cfg and draw one batch (and dropout masks).
+ * Returns 0, 1 (out of memory) or 2 (config the data task rejects). */
+static int run_setup(run_t *r, const config_t *cfg, double perturb)
+{
+    char err[512];
+    memset(r, 0, sizeof *r);
+    const int rc = data_open(&r->data, cfg, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
+        return rc;
+    }
+    r->model = model_create(cfg);
+    r->rng_init = gsl_rng_alloc(gsl_rng_mt19937);
+    r->rng_data = gsl_rng_alloc(gsl_rng_mt19937);
+    const size_t BT = (size_t)cfg->data.batch * cfg->model.seq_len;
+    r->tokens = malloc(BT * sizeof(int32_t));
+    r->targets = malloc(BT * sizeof(int32_t));
+    if (!r->model || !r->rng_init || !r->rng_data || !r->tokens || !r->targets) {
+        fprintf(stderr, "stability: out of memory\n");
+        run_free(r);
+        return 1;
+    }
+    gsl_rng_set(r->rng_init, cfg->init.seed);
+    gsl_rng_set(r->rng_data, cfg->init.seed + DATA_SEED_OFFSET);
+    model_init(r->model, cfg, r->rng_init);
+    if (perturb > 0) model_perturb(r->model, r->rng_init, perturb);
+    data_batch(&r->data, r->rng_data, r->tokens, r->targets);
+    model_draw_dropout(r->model, r->rng_data);
+    return 0;
+}
+
+static void print_summary(const config_t *cfg)
+{
+    printf("%s: %s-LN, %s, %s, L=%d d=%d heads=%d d_ff=%d n=%d B=%d V=%d, task %s, seed %lu\n",
+           cfg->name, cfg->model.placement == PLACEMENT_PRE ? "Pre" : "Post",
+           config_norm_name(cfg->model.norm), config_activation_name(cfg->model.activation),
+           cfg->model.layers, cfg->model.d_model, cfg->model.heads, cfg->model.d_ff,
+           cfg->model.seq_len, cfg->data.batch, cfg->model.vocab, config_task_name(cfg->data.task),
+           cfg->init.seed);
+}
+
+/* The output path of a run: --out, else [output] file, else results/<config name>.h5. */
+static void output_path(const options_t *o, const config_t *cfg, char *buf, size_t len)
+{
+    if (o->out) snprintf(buf, len, "%s", o->out);
+    else if (cfg->output.file[0]) snprintf(buf, len, "%s", cfg->output.file);
+    else snprintf(buf, len, "results/%s.h5", cfg->name[0] ? cfg->name : "default");
+}
+
+/* Resolved INI text of cfg (malloc'd). */
+static char *config_text(const config_t *cfg)
+{
+    const size_t len = config_to_ini(cfg, NULL, 0) + 1;
+    char *ini = malloc(len);
+    if (ini) config_to_ini(cfg, ini, len);
+    return ini;
+}
+
+/* [output] plots = true: draw the figures of the file just written into plots/. */
+static int plot_file(const char *path, int quiet)
+{
+    plot_set_t set;
+    char err[1024], prefix[256];
+    const char *files[1] = {path};
+    const char *b = strrchr(path, '/');
+    snprintf(prefix, sizeof prefix, "%.200s", b ? b + 1 : path);
+    char *dot = strrchr(prefix, '.');
+    if (dot) *dot = '\0';
+    int rc = plot_load(&set, files, 1, err, sizeof err);
+    if (!rc) {
+        rc = plot_draw_all(&set, "plots", prefix, "png,pdf", quiet, err, sizeof err) < 0;
+        plot_set_free(&set);
+    }
+    if (rc) fprintf(stderr, "stability: %s (the results file is complete)\n", err);
+    return rc ? 1 : 0;
+}
+
+/* train.steps = 0: the probe at initialisation (issue 3), written to one HDF5 file. */
+static int cmd_probe(const options_t *o, const config_t *cfg)
+{
+    char path[CONFIG_PATH_MAX + 32], err[1024];
+    output_path(o, cfg, path, sizeof path);
+    const int overwrite = o->force || cfg->output.overwrite;
+    // refuse early (before minutes of work) when the file exists or the place is not writable
+    h5io_file_t *f;
+    int rc = h5io_create(&f, path, overwrite, err, sizeof err);
+    if (rc) { fprintf(stderr, "stability: %s\n", err); return rc; }
+    probe_t *p = probe_alloc(cfg->probe.seeds, cfg->model.layers);
+    char *ini = config_text(cfg);
+    if (!p || !ini) { h5io_abort(f); probe_free(p); free(ini); return 1; }
+    if (!o->quiet) print_summary(cfg);
+    progress_t bar;
+    char label[80];
+    snprintf(label, sizeof label, "probe %.40s", cfg->name);
+    progress_start(&bar, label, o->quiet);
+    const double t0 = progress_now();
+    rc = probe_run(cfg, p, progress_callback, &bar, err, sizeof err);
+    progress_end(&bar);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
+        h5io_abort(f);
+    } else {
+        if (h5io_write_probe(f, p, cfg->model.placement) ||
+            h5io_write_root_attrs(f, ini, cfg->init.seed, "done")) {
+            fprintf(stderr, "stability: %s: cannot write the probe\n", path);
+            h5io_abort(f);
+            rc = 1;
+        } else if ((rc = h5io_commit(f, err, sizeof err))) {
+            fprintf(stderr, "stability: %s\n", err);
+        } else {
+            if (!o->quiet) {
+                printf("%d seeds x %d batches in %.1f s\n", cfg->probe.seeds, cfg->probe.batches,
+                       progress_now() - t0);
+                report_probe(stdout, cfg, p, 0);
+                printf("\nwrote %s\n", path);
+            }
+            if (cfg->output.plots) rc = plot_file(path, o->quiet);
+        }
+    }
+    probe_free(p);
+    free(ini);
+    return rc;
+}
+
+static int cmd_run(const options_t *o)
+{
+    config_t cfg;
+    int rc = load_config(o, &cfg);
+    if (rc) return rc;
+    if (cfg.train.steps == 0) return cmd_probe(o, &cfg);
+    char path[CONFIG_PATH_MAX + 32];
+    output_path(o, &cfg, path, sizeof path);
+    const run_options_t ro = {o->force, o->resume, o->quiet};
+    if (!o->quiet) print_summary(&cfg);
+    return run_train(&cfg, path, &ro);
+}
+
+/* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). */
+static int info_run(h5io_file_t *f, const char *file, const char *prefix, int all)
+{
+    char err[1024], label[1400];
+    const char *obj = prefix[0] ? prefix : "/";
+    snprintf(label, sizeof label, "%s%s", file, prefix);
+    char *ini = h5io_read_attr_string(f, obj, "config");
+    char *status = h5io_read_attr_string(f, obj, "status");
+    config_t cfg;
+    probe_t *p = NULL;
+    int rc = 0;
+    if (!ini || config_parse_string(&cfg, ini, label, err, sizeof err)) {
+        fprintf(stderr, "stability: %s: no valid 'config' attribute%s%s\n", label,
+                ini ? ": " : "", ini ? err : "");
+        rc = 1;
+    } else {
+        printf("%s: status %s\n", label, status ? status : "?");
+        print_summary(&cfg);
+        if (h5io_read_probe(f, prefix, &p, err, sizeof err) == 0) report_probe(stdout, &cfg, p, all);
+        else printf("(%s)\n", err);
+        printf("\n");
+    }
+    probe_free(p);
+    free(ini);
+    free(status);
+    return rc;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    int all = 0, rc = 0, nfiles = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(HELP_INFO, stdout); return 0; }
+        if (!strcmp(argv[i], "--all")) all = 1;
+        else if (argv[i][0] == '-') return usage_error("unknown option", argv[i]);
+        else nfiles++;
+    }
+    if (!nfiles) return usage_error("info: missing FILE.h5", NULL);
+    for (int i = 2; i < argc; i++) {
+        if (argv[i][0] == '-') continue;
+        char err[1024];
+        h5io_file_t *f;
+        if (h5io_open_read(&f, argv[i], err, sizeof err)) {
+            fprintf(stderr, "stability: %s\n", err);
+            rc = 1;
+            continue;
+        }
+        int n = 0;
+        char **runs = h5io_list_group(f, "/runs", &n);
+        if (!runs) rc |= info_run(f, argv[i], "", all);
+        for (int k = 0; k < n; k++) {
+            char prefix[300];
+            snprintf(prefix, sizeof prefix, "/runs/%s", runs[k]);
+            rc |= info_run(f, argv[i], prefix, all);
+        }
+        h5io_free_names(runs, n);
+        h5io_close(f);
+    }
+    return rc;
+}
+
+static int cmd_dump(const options_t *o)
+{
+    config_t cfg;
+    run_t r;
+    if (!o->out) return usage_error("dump: missing --out FILE.h5", NULL);
+    int rc = load_config(o, &cfg);
+    if (rc) return rc;
+    if ((rc = run_setup(&r, &cfg, o->perturb))) return rc;
+    model_forward(r.model, r.tokens, r.targets);
+    model_zero_grad(r.model);
+    model_backward(r.model);
+    char *ini = config_text(&cfg), err[1024];
+    if (!ini) { run_free(&r); fprintf(stderr, "stability: out of memory\n"); return 1; }
+    rc = h5io_write_dump(o->out, r.model, ini, cfg.init.seed, o->force || cfg.output.overwrite,
+                         err, sizeof err);
+    if (rc) fprintf(stderr, "stability: %s\n", err);
+    else if (!o->quiet) printf("wrote %s (loss %.10g, %zu parameters)\n", o->out, r.model->loss,
+                               r.model->num_params);
+    free(ini);
+    run_free(&r);
+    return rc;
+}
+
+static int cmd_gradcheck(const options_t *o)
+{
+    config_t cfg;
+    run_t r;
+    int rc = load_config(o, &cfg);
+    if (rc) return rc;
+    if ((rc = run_setup(&r, &cfg, o->perturb))) return rc;
+    model_t *m = r.model;
+    gradcheck_result_t *res = calloc((size_t)m->num_tensors, sizeof *res);
+    if (!res) { run_free(&r); return 1; }
+    const double worst = gradcheck_run(m, r.tokens, r.targets, (size_t)o->entries, 1e-5,
+                                       r.rng_data, res);
+    if (!o->quiet) {
+        print_summary(&cfg);
+        printf("%-22s %8s %12s %12s %12s\n", "tensor", "checked", "max|fd-an|", "scale",
+               "rel.error");
+        for (int k = 0; k < m->num_tensors; k++)
+            printf("%-22s %8zu %12.3e %12.3e %12.3e%s\n", res[k].tensor->name, res[k].checked,
+                   res[k].max_abs_err, res[k].scale, res[k].rel_err,
+                   res[k].rel_err <= o->tol ? "" : "  FAIL");
+    }
+    const int ok = worst <= o->tol;
+    printf("worst relative error %.3e (tolerance %.1e): %s\n", worst, o->tol, ok ? "ok" : "FAIL");
+    free(res);
+    run_free(&r);
+    return ok ? 0 : 1;
+}
+
+static int cmd_plot(int argc, char **argv)
+{
+    const char *dir = "plots", *formats = "png,pdf";
+    const char *files[256];
+    int nfiles = 0, quiet = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_PLOT, stdout); return 0; }
+        else if (!strcmp(a, "--out") && i + 1 < argc) dir = argv[++i];
+        else if (!strcmp(a, "--format") && i + 1 < argc) formats = argv[++i];
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+        else if (a[0] == '-') return usage_error("unknown option", a);
+        else if (nfiles < 256) files[nfiles++] = a;
+    }
+    if (!nfiles) return usage_error("plot: missing FILE.h5", NULL);
+    for (char list[64], *save = NULL, *f = (snprintf(list, sizeof list, "%s", formats),
+                                            strtok_r(list, ",", &save));
+         f; f = strtok_r(NULL, ",", &save))
+        if (strcmp(f, "png") && strcmp(f, "pdf") && strcmp(f, "svg"))
+            return usage_error("--format: not png, pdf or svg", f);
+    plot_set_t set;
+    char err[1024], prefix[256];
+    if (plot_load(&set, files, nfiles, err, sizeof err)) {
+        fprintf(stderr, "stability: %s\n", err);
+        return 1;
+    }
+    const char *b = strrchr(files[0], '/');
+    snprintf(prefix, sizeof prefix, "%s", b ? b + 1 : files[0]);
+    char *dot = strrchr(prefix, '.');
+    if (dot) *dot = '\0';
+    const int n = plot_draw_all(&set, dir, prefix, formats, quiet, err, sizeof err);
+    plot_set_free(&set);
+    if (n < 0) {
+        fprintf(stderr, "stability: %s\n", err);
+        return 1;
+    }
+    if (n == 0) {
+        fprintf(stderr, "stability: nothing to plot in these files\n");
+        return 1;
+    }
+    return 0;
+}
+
+/* Path of this executable (children of a sweep run the same binary). */
+static void self_path(const char *argv0, char *buf, size_t len)
+{
+    const ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n > 0) buf[n] = '\0';
+    else snprintf(buf, len, "%s", argv0);
+}
+
+static int cmd_sweep(int argc, char **argv)
+{
+    const char *file = NULL;
+    int jobs = 0, dry = 0, merge_only = 0, quiet = 0, slurm = 0, submit = 0, only_missing = 0;
+    long task = -1;
+    const char *sets[64];
+    int nsets = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        char *end;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_SWEEP, stdout); return 0; }
+        else if (!strcmp(a, "--jobs") && i + 1 < argc) {
+            jobs = (int)strtol(argv[++i], &end, 10);
+            if (*end || jobs < 1) return usage_error("--jobs: not a positive integer", argv[i]);
+        } else if (!strcmp(a, "--task") && i + 1 < argc) {
+            task = strtol(argv[++i], &end, 10);
+            if (*end || task < 0) return usage_error("--task: not a run index", argv[i]);
+        } else if (!strcmp(a, "--set") && i + 1 < argc) {
+            if (nsets == 64) return usage_error("too many --set options", NULL);
+            sets[nsets++] = argv[++i];
+        } else if (!strcmp(a, "--dry-run")) dry = 1;
+        else if (!strcmp(a, "--slurm")) slurm = 1;
+        else if (!strcmp(a, "--submit")) submit = 1;
+        else if (!strcmp(a, "--only-missing")) only_missing = 1;
+        else if (!strcmp(a, "--merge")) merge_only = 1;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+        else if (a[0] == '-') return usage_error("unknown option", a);
+        else if (!file) file = a;
+        else return usage_error("sweep: more than one FILE", a);
+    }
+    if (!file) return usage_error("sweep: missing FILE", NULL);
+    sweep_t s;
+    char err[2048], exe[1024];
+    if (sweep_load(&s, file, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        sweep_free(&s);
+        return 2;
+    }
+    self_path(argv[0], exe, sizeof exe);
+    for (int k = 0; k < nsets; k++) {
+        if (sweep_set_slurm(&s, sets[k], err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            sweep_free(&s);
+            return 2;
+        }
+    }
+    if ((submit || only_missing) && !slurm) {
+        sweep_free(&s);
+        return usage_error("--submit and --only-missing go with --slurm", NULL);
+    }
+    int rc = 0;
+    if (slurm) {
+        char script[1200];
+        rc = sweep_slurm_write(&s, exe, script, sizeof script, err, sizeof err);
+        if (rc) fprintf(stderr, "%s\n", err);
+        else if (!submit && !quiet) printf("wrote %s (submit with: sbatch %s, or add --submit)\n", script, script);
+        if (!rc && submit) rc = sweep_slurm_submit(&s, script, only_missing, quiet);
+    } else if (dry) {
+        printf("sweep %s: base %s, %d runs -> %s/\n", s.name, s.base, s.nruns, s.results_dir);
+        for (int i = 0; i < s.nruns; i++) {
+            sweep_sets_t sets;
+            sweep_run_sets(&s, i, &sets);
+            printf("%4d %-32s %s", i, s.runs[i].name, sweep_run_complete(&s, i) ? "[complete]" : "");
+            for (int k = 0; k < sets.n; k++) printf(" %s", sets.ptr[k]);
+            printf("\n");
+        }
+    } else if (task >= 0) {
+        if (task >= s.nruns) {
+            fprintf(stderr, "stability: --task %ld: the sweep has %d runs (0..%d)\n", task, s.nruns,
+                    s.nruns - 1);
+            rc = 2;
+        } else {
+            rc = sweep_run_task(&s, exe, (int)task, quiet);
+        }
+    } else if (merge_only) {
+        rc = sweep_merge(&s, quiet);
+    } else {
+        const int failed = sweep_run_local(&s, exe, jobs, quiet);
+        const int mrc = sweep_merge(&s, quiet);
+        rc = failed != 0 ? 1 : (mrc == 3 ? 1 : mrc);
+    }
+    sweep_free(&s);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    gsl_set_error_handler_off();   // GSL errors are return codes, handled where they occur
+    threads_set(0);                // one count for OpenBLAS and OpenMP, from the environment
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        fputs(USAGE, stdout);
+        return 0;
+    }
+    if (argc >= 2 && !strcmp(argv[1], "--version")) {
+        printf("stability %s\n", STABILITY_VERSION);
+        return 0;
+    }
+    if (argc < 2) {
+        fputs(USAGE, stderr);
+        return 2;
+    }
+    options_t o;
+    int rc;
+    const char *verb = argv[1];
+    if (verb[0] == '-') {
+        if ((rc = parse_options(argc, argv, 1, &o, HELP_RUN))) return rc < 0 ? 0 : rc;
+        return cmd_run(&o);
+    }
+    if (!strcmp(verb, "dump")) {
+        if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP))) return rc < 0 ? 0 : rc;
+        return cmd_dump(&o);
+    }
+    if (!strcmp(verb, "info")) return cmd_info(argc, argv);
+    if (!strcmp(verb, "sweep")) return cmd_sweep(argc, argv);
+    if (!strcmp(verb, "plot")) return cmd_plot(argc, argv);
+    if (!strcmp(verb, "gradcheck")) {
+        if ((rc = parse_options(argc, argv, 2, &o, HELP_GRADCHECK))) return rc < 0 ? 0 : rc;
+        return cmd_gradcheck(&o);
+    }
+    return usage_error("unknown verb", verb);
+}

@@ -1,0 +1,130 @@
+/* config.h — a run's configuration: INI file (+ --set overrides) -> validated struct.
+ *
+ * Every key is optional; the defaults are the paper's (DESIGN.md §4). Any error
+ * (malformed line, unknown section/key, bad value, contradiction) is reported as
+ * "FILE:LINE: key: message" (or "--set key: message") and is a usage error (exit 2).
+ */
+#ifndef STABILITY_CONFIG_H
+#define STABILITY_CONFIG_H
+
+#include <stddef.h>
+#include "nn/ffn.h"    /* activation_t */
+#include "nn/norm.h"   /* norm_kind_t */
+
+#define CONFIG_PATH_MAX 1024
+#define CONFIG_ERR_MAX 1536
+
+typedef enum { PLACEMENT_POST = 0, PLACEMENT_PRE = 1 } placement_t;
+typedef enum { FINAL_NORM_AUTO = 0, FINAL_NORM_ON = 1, FINAL_NORM_OFF = 2 } final_norm_t;
+typedef enum { INIT_XAVIER_NORMAL = 0, INIT_XAVIER_UNIFORM = 1, INIT_NORMAL = 2 } init_scheme_t;
+typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3 } task_t;
+typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3 } optimizer_t;
+typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2 } schedule_t;
+
+typedef struct {
+    struct {
+        int layers;          /* L, >= 1                          default 6   */
+        int d_model;         /* d, >= 2                          default 512 */
+        int heads;           /* divides d_model                  default 4   */
+        int d_ff;            /* >= 1                             default 1024 */
+        int vocab;           /* >= 2                             default 1000 */
+        int seq_len;         /* n, >= 1                          default 64  */
+        placement_t placement;   /* post | pre                   default post */
+        norm_kind_t norm;        /* layernorm | rmsnorm | none   default layernorm */
+        double norm_eps;         /* > 0                          default 1e-5 */
+        activation_t activation; /* relu | gelu                  default relu */
+        int causal;              /* bool                         default false */
+        int tie_embeddings;      /* bool                         default true */
+        final_norm_t final_norm; /* auto (= on for pre, off for post) | on | off */
+        double dropout;          /* [0, 1)                       default 0 */
+    } model;
+    struct {
+        init_scheme_t scheme;    /* default xavier_normal */
+        double std;              /* for scheme = normal, > 0     default 0.02 */
+        int zero_qk;             /* W_Q = W_K = 0                default false */
+        unsigned long seed;      /* default 1 */
+    } init;
+    struct {
+        task_t task;             /* default random */
+        char path[CONFIG_PATH_MAX]; /* text corpus, required for task = text */
+        int batch;               /* B, >= 1                      default 8 */
+        double label_smoothing;  /* [0, 1)                       default 0 */
+        double zipf;             /* random task: exponent, 0 = uniform, >= 0 */
+    } data;
+    struct {
+        int steps;               /* 0 = measure at initialisation only (default) */
+        optimizer_t optimizer;   /* default adam */
+        double lr;               /* peak lr, > 0                 default 5e-4 */
+        int warmup;              /* steps of linear warm-up, 0 or 1 = none; default 4000 */
+        schedule_t schedule;     /* default inverse_sqrt */
+        double beta1, beta2, eps;/* defaults 0.9, 0.98, 1e-8 */
+        double weight_decay;     /* >= 0                         default 0 */
+        double clip;             /* global-norm clip, 0 = off    default 0 */
+        double momentum;         /* sgd momentum in [0,1)        default 0.9 */
+        int checkpoint_every;    /* steps, 0 = only on signals   default 0 */
+        int eval_every;          /* validation every N steps (text task), default 100 */
+        int resume;              /* resume = auto (1) | off (0)  default off */
+    } train;
+    struct {
+        int seeds;               /* random initialisations, >= 1  default 10 */
+        int batches;             /* mini-batches averaged per seed, >= 1 default 10 */
+        int every;               /* steps between measurements while training, default 100 */
+        int jacobian;            /* on | off                     default on */
+    } probe;
+    struct {
+        char file[CONFIG_PATH_MAX]; /* "" = results/<name>.h5 */
+        int plots;               /* bool                         default false */
+        int overwrite;           /* bool                         default false */
+    } output;
+
+    /* Provenance (not keys). */
+    char path[CONFIG_PATH_MAX];  /* the file it was read from */
+    char name[256];              /* basename without .ini, e.g. "postln_L12" */
+    /* Where each key's value came from, indexed in the order config_to_ini writes the keys
+     * (model.layers = 0 ... output.overwrite = last; config.c's key table):
+     * 0 = default, > 0 = line in path, -1 = a --set override. Used by config_validate to
+     * name the offending key's line; not part of the configuration itself. */
+#define CONFIG_MAX_KEYS 64
+    int src_line[CONFIG_MAX_KEYS];
+} config_t;
+
+/* Fill cfg with the defaults of DESIGN.md §4 (name "default", path ""). */
+void config_defaults(config_t *cfg);
+
+/* Read path (a name without '/' that does not exist is looked up in configs/),
+ * apply the nsets "section.key=value" overrides in order, validate.
+ * Returns 0, or 2 with err holding "FILE:LINE: key: message" / "--set key: message". */
+int config_load(config_t *cfg, const char *path, const char *const *sets, int nsets,
+                char *err, size_t errlen);
+
+/* Parse INI text (e.g. the resolved config stored in an HDF5 file; name labels messages and
+ * becomes cfg->name) and validate. Returns 0 or 2 with err set. */
+int config_parse_string(config_t *cfg, const char *text, const char *name, char *err,
+                        size_t errlen);
+
+/* Apply one "section.key=value" to cfg (no validation of cross-key contradictions).
+ * Returns 0, or 2 with err holding "--set key: message". */
+int config_set(config_t *cfg, const char *assignment, char *err, size_t errlen);
+
+/* Check ranges and contradictions (e.g. heads not dividing d_model).
+ * Returns 0, or 2 with err holding "WHERE: key: message" (WHERE = file[:line] or --set). */
+int config_validate(const config_t *cfg, char *err, size_t errlen);
+
+/* Write the fully resolved configuration as INI text (every key, explicit values,
+ * final_norm resolved) into buf. Returns the length it needs (like snprintf). */
+size_t config_to_ini(const config_t *cfg, char *buf, size_t len);
+
+/* True when the stack ends with a final norm (final_norm = on, or auto and placement = pre,
+ * and norm != none). */
+int config_has_final_norm(const config_t *cfg);
+
+/* Enum <-> string for printing and for the INI writer. */
+const char *config_placement_name(placement_t p);
+const char *config_norm_name(norm_kind_t n);
+const char *config_activation_name(activation_t a);
+const char *config_task_name(task_t t);
+const char *config_optimizer_name(optimizer_t o);
+const char *config_schedule_name(schedule_t s);
+const char *config_init_name(init_scheme_t s);
+
+#endif

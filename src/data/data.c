@@ -1,0 +1,184 @@
+/* data.c — task batches from the run's gsl_rng: synthetic tasks and byte-level text. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "data/data.h"
+
+/* Read all of path into d->text (d->n_text bytes). Returns 0, 2 (cannot read) or 1 (OOM). */
+static int read_text(data_t *d, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "data.path: %s: cannot open: %s", path, strerror(errno));
+        return 2;
+    }
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    int rc = buf ? 0 : 1;
+    while (!rc) {
+        if (n == cap) {
+            unsigned char *nb = realloc(buf, cap *= 2);
+            if (!nb) { rc = 1; break; }
+            buf = nb;
+        }
+        n += fread(buf + n, 1, cap - n, f);
+        if (ferror(f)) {
+            snprintf(err, errlen, "data.path: %s: cannot read: %s", path, strerror(errno));
+            rc = 2;
+        } else if (feof(f)) {
+            break;
+        }
+    }
+    fclose(f);
+    if (rc == 1) snprintf(err, errlen, "data.path: %s: out of memory", path);
+    if (rc) { free(buf); return rc; }
+    d->text = buf;
+    d->n_text = n;
+    return 0;
+}
+
+/* The text task: read the file, split it, count the validation batches. Returns 0, 1 or 2. */
+static int open_text(data_t *d, const char *path, char *err, size_t errlen)
+{
+    const int rc = read_text(d, path, err, errlen);
+    if (rc) return rc;
+    const size_t n = d->n_text, W = (size_t)d->T + 1;   // a window: T tokens + the last target
+    if (n == 0) {
+        snprintf(err, errlen, "data.path: %s: empty file", path);
+        return 2;
+    }
+    if (n > 0xFFFFFFFFUL) {   // offsets are drawn with gsl_rng_uniform_int (mt19937: 32 bits)
+        snprintf(err, errlen, "data.path: %s: larger than 4 GiB", path);
+        return 2;
+    }
+    size_t n_val = (size_t)(DATA_VAL_FRACTION * (double)n);
+    if (n_val < W) n_val = W;
+    if (n < n_val + W) {
+        snprintf(err, errlen, "data.path: %s: %zu bytes, too short for model.seq_len = %d "
+                 "(needs at least %zu: one window of seq_len+1 bytes for training and one for "
+                 "validation)", path, n, d->T, 2 * W);
+        return 2;
+    }
+    d->n_train = n - n_val;
+    const size_t windows = n_val / W;   // non-overlapping validation windows
+    size_t nb = (windows + (size_t)d->B - 1) / (size_t)d->B;
+    if (nb < 1) nb = 1;
+    if (nb > DATA_VAL_MAX_BATCHES) nb = DATA_VAL_MAX_BATCHES;
+    d->val_batches = (int)nb;
+    return 0;
+}
+
+int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen)
+{
+    d->task = cfg->data.task;
+    d->B = cfg->data.batch;
+    d->T = cfg->model.seq_len;
+    d->V = cfg->model.vocab;
+    d->zipf = cfg->data.zipf;
+    d->zipf_table = NULL;
+    d->text = NULL;
+    d->n_text = d->n_train = 0;
+    d->val_batches = 0;
+    if (d->task == TASK_TEXT) {
+        if (!cfg->data.path[0]) {
+            snprintf(err, errlen, "data.path: must name the corpus file for data.task = text");
+            return 2;
+        }
+        if (d->V < 256) {
+            snprintf(err, errlen, "model.vocab: must be >= 256 for data.task = text (got %d)", d->V);
+            return 2;
+        }
+        const int rc = open_text(d, cfg->data.path, err, errlen);
+        if (rc) data_close(d);
+        return rc;
+    }
+    if ((d->task == TASK_COPY || d->task == TASK_REVERSE) && (d->V < 3 || d->T < 3)) {
+        snprintf(err, errlen, "data.task: %s needs model.vocab >= 3 and model.seq_len >= 3",
+                 config_task_name(d->task));
+        return 2;
+    }
+    if (d->task == TASK_RANDOM && d->zipf > 0.0) {
+        // Zipf's law over token ids: p(k) ∝ (k+1)^(−s), sampled by GSL's Walker alias table.
+        double *w = malloc((size_t)d->V * sizeof *w);
+        if (!w) { snprintf(err, errlen, "data.zipf: out of memory"); return 1; }
+        for (int k = 0; k < d->V; k++) w[k] = pow(k + 1.0, -d->zipf);
+        d->zipf_table = gsl_ran_discrete_preproc((size_t)d->V, w);
+        free(w);
+        if (!d->zipf_table) { snprintf(err, errlen, "data.zipf: cannot build table"); return 1; }
+    }
+    return 0;
+}
+
+void data_close(data_t *d)
+{
+    if (d->zipf_table) gsl_ran_discrete_free(d->zipf_table);
+    d->zipf_table = NULL;
+    free(d->text);
+    d->text = NULL;
+}
+
+/* One row from the text window starting at offset o: tokens = text[o..o+T−1],
+ * targets = text[o+1..o+T]. */
+static void text_row(const data_t *d, size_t o, int32_t *tok, int32_t *tgt)
+{
+    for (int t = 0; t < d->T; t++) {
+        tok[t] = d->text[o + (size_t)t];
+        tgt[t] = d->text[o + (size_t)t + 1];
+    }
+}
+
+void data_val_batch(const data_t *d, int i, int32_t *tokens, int32_t *targets)
+{
+    const size_t W = (size_t)d->T + 1, span = d->n_text - d->n_train - W;   // last start offset
+    const size_t nw = (size_t)d->val_batches * (size_t)d->B;                 // windows in all
+    for (int b = 0; b < d->B; b++) {
+        const size_t j = (size_t)i * (size_t)d->B + (size_t)b;
+        const size_t o = d->n_train + (nw > 1 ? j * span / (nw - 1) : 0);    // evenly spaced
+        text_row(d, o, tokens + (size_t)b * d->T, targets + (size_t)b * d->T);
+    }
+}
+
+static int32_t draw_token(const data_t *d, gsl_rng *rng)
+{
+    if (d->zipf_table) return (int32_t)gsl_ran_discrete(rng, d->zipf_table);
+    return (int32_t)gsl_rng_uniform_int(rng, (unsigned long)d->V);
+}
+
+void data_batch(data_t *d, gsl_rng *rng, int32_t *tokens, int32_t *targets)
+{
+    const int T = d->T;
+    for (int b = 0; b < d->B; b++) {
+        int32_t *tok = tokens + (size_t)b * T;   // (T)
+        int32_t *tgt = targets + (size_t)b * T;  // (T)
+        if (d->task == TASK_TEXT) {
+            // a window of T+1 bytes at a uniform offset inside the training split
+            const unsigned long starts = (unsigned long)(d->n_train - (size_t)T);
+            text_row(d, gsl_rng_uniform_int(rng, starts), tok, tgt);
+            continue;
+        }
+        if (d->task == TASK_RANDOM) {
+            // x_0..x_T i.i.d.; predict the next token
+            tok[0] = draw_token(d, rng);
+            for (int t = 0; t < T; t++) {
+                tgt[t] = draw_token(d, rng);
+                if (t + 1 < T) tok[t + 1] = tgt[t];
+            }
+            continue;
+        }
+        // copy / reverse: m content tokens in [1,V), separator 0, then the answer
+        const int m = (T + 1) / 2;
+        for (int i = 0; i < m; i++) {
+            tok[i] = 1 + (int32_t)gsl_rng_uniform_int(rng, (unsigned long)(d->V - 1));
+            tgt[i] = -1;
+        }
+        // tokens = a_0..a_{m−1}, 0, answer…;  targets = −1 ×m, answer (shifted by one)
+        for (int j = 0; m + j < T; j++) {
+            const int32_t ans = d->task == TASK_COPY ? tok[j] : tok[m - 1 - j];
+            tgt[m + j] = ans;
+            if (m + j + 1 < T) tok[m + j + 1] = ans;
+        }
+        tok[m] = 0;
+    }
+}

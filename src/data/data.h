@@ -1,0 +1,58 @@
+/* data.h — batches for the tasks: random (uniform or Zipf tokens, next-token targets),
+ * copy and reverse (sequence-to-sequence inside one stack), text (byte-level LM, issue 4).
+ *
+ * A batch is tokens (B,T) and targets (B,T) as int32; target −1 means "not scored".
+ * All randomness comes from the caller's gsl_rng, so a run is reproducible.
+ *
+ * text: the file data.path is read whole; bytes are tokens (vocab ≥ 256). The last
+ * DATA_VAL_FRACTION of it (at least T+1 bytes) is the validation split, the rest the training
+ * split. A training row is a window of T+1 bytes at a uniformly random offset (from the rng);
+ * the validation batches are fixed windows, evenly spaced over the validation split.
+ */
+#ifndef STABILITY_DATA_H
+#define STABILITY_DATA_H
+
+#include <stdint.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_randist.h>
+#include "config/config.h"
+
+/* The data stream of a run is mt19937 seeded with init.seed + DATA_SEED_OFFSET, so batches
+ * and dropout masks never reuse the initialisation's random numbers. */
+#define DATA_SEED_OFFSET 0x9E3779B9UL
+
+/* Validation split of the text task: this fraction of the file, its end. */
+#define DATA_VAL_FRACTION 0.1
+/* At most this many validation batches (of B windows each). */
+#define DATA_VAL_MAX_BATCHES 16
+
+typedef struct {
+    task_t task;
+    int B, T, V;
+    double zipf;                 /* exponent of the random task (0 = uniform) */
+    gsl_ran_discrete_t *zipf_table; /* Walker alias table for p(k) ∝ (k+1)^(−zipf), or NULL */
+    unsigned char *text;         /* text task: the file's bytes, else NULL */
+    size_t n_text;               /* bytes in text */
+    size_t n_train;              /* [0, n_train) training split, [n_train, n_text) validation */
+    int val_batches;             /* validation batches (text), 0 for the other tasks */
+} data_t;
+
+/* Prepare the task of cfg (text: read data.path). Returns 0, or 2 with err "key: message"
+ * (e.g. "data.path: FILE: cannot open: ..." or vocab too small), 1 when out of memory. */
+int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen);
+
+/* Release what data_open allocated. */
+void data_close(data_t *d);
+
+/* Draw one batch into tokens (B,T) and targets (B,T).
+ * random:  x_0..x_T i.i.d.; tokens = x_0..x_{T−1}, targets = x_1..x_T (next token).
+ * copy:    m = ⌈T/2⌉ content tokens a ∈ [1,V), separator 0:
+ *          tokens  = a_0..a_{m−1}, 0, a_0, .., a_{T−m−2}
+ *          targets = −1 ×m, a_0, .., a_{T−m−1}              (reverse: a in reverse order). */
+void data_batch(data_t *d, gsl_rng *rng, int32_t *tokens, int32_t *targets);
+
+/* Validation batch i ∈ [0, d->val_batches) of the text task: tokens = window, targets = the
+ * window shifted by one. The same batches every call (no randomness). */
+void data_val_batch(const data_t *d, int i, int32_t *tokens, int32_t *targets);
+
+#endif

@@ -1,0 +1,438 @@
+/* h5io.c — HDF5 files: create/commit, datasets, attributes, reading; dumps. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <hdf5.h>
+#include "io/h5io.h"
+#include "io/h5io_internal.h"
+
+#ifndef STABILITY_VERSION
+#define STABILITY_VERSION "0.1"
+#endif
+
+int h5io_make_parent_dirs(const char *path)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return 0;
+}
+
+int h5io_create(h5io_file_t **out, const char *path, int overwrite, char *err, size_t errlen)
+{
+    *out = NULL;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);   // errors are reported through err, not printed
+    if (!overwrite && access(path, F_OK) == 0) {
+        snprintf(err, errlen, "%s: exists (use --force or [output] overwrite = true)", path);
+        return 2;
+    }
+    if (h5io_make_parent_dirs(path) != 0) {
+        snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
+        return 1;
+    }
+    h5io_file_t *f = calloc(1, sizeof *f);
+    if (!f) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
+    snprintf(f->path, sizeof f->path, "%s", path);
+    snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld", path, (long)getpid());
+    f->id = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f->id < 0) {
+        snprintf(err, errlen, "%s: cannot create HDF5 file (directory writable?)", f->tmp);
+        free(f);
+        return 1;
+    }
+    *out = f;
+    return 0;
+}
+
+/* Link-creation property list that makes intermediate groups. */
+static hid_t lcpl_intermediate(void)
+{
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    return lcpl;
+}
+
+static int write_dataset(h5io_file_t *f, const char *dset, hid_t type, const void *data,
+                         int rank, const size_t *dims)
+{
+    hsize_t hd[8];
+    for (int i = 0; i < rank; i++) hd[i] = dims[i];
+    hid_t space = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(rank, hd, NULL);
+    hid_t lcpl = lcpl_intermediate();
+    hid_t ds = H5Dcreate2(f->id, dset, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t st = ds < 0 ? -1 : H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+    if (ds >= 0) H5Dclose(ds);
+    H5Pclose(lcpl);
+    H5Sclose(space);
+    return st < 0 ? 1 : 0;
+}
+
+int h5io_write_doubles(h5io_file_t *f, const char *dset, const double *data, int rank,
+                       const size_t *dims)
+{
+    return write_dataset(f, dset, H5T_NATIVE_DOUBLE, data, rank, dims);
+}
+
+int h5io_write_ints(h5io_file_t *f, const char *dset, const int32_t *data, int rank,
+                    const size_t *dims)
+{
+    return write_dataset(f, dset, H5T_NATIVE_INT32, data, rank, dims);
+}
+
+static hid_t string_type(void)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    return t;
+}
+
+static int write_attr(h5io_file_t *f, const char *obj, const char *name, hid_t type,
+                      hid_t space, const void *data)
+{
+    if (H5Aexists_by_name(f->id, obj, name, H5P_DEFAULT) > 0)
+        H5Adelete_by_name(f->id, obj, name, H5P_DEFAULT);
+    hid_t a = H5Acreate_by_name(f->id, obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT,
+                                H5P_DEFAULT);
+    herr_t st = a < 0 ? -1 : H5Awrite(a, type, data);
+    if (a >= 0) H5Aclose(a);
+    return st < 0 ? 1 : 0;
+}
+
+int h5io_write_strings(h5io_file_t *f, const char *dset, const char *const *values, int rank,
+                       const size_t *dims)
+{
+    hid_t t = string_type();
+    const int rc = write_dataset(f, dset, t, values, rank, dims);
+    H5Tclose(t);
+    return rc;
+}
+
+/* H5Literate callback: copy one top-level object (not /checkpoint) into the group ctx. */
+typedef struct { hid_t src, dst; int rc; } copy_ctx_t;
+
+static herr_t copy_object(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)group;
+    (void)info;
+    copy_ctx_t *c = data;
+    if (!strcmp(name, "checkpoint")) return 0;
+    if (H5Ocopy(c->src, name, c->dst, name, H5P_DEFAULT, H5P_DEFAULT) < 0) c->rc = 1;
+    return 0;
+}
+
+/* H5Aiterate callback: copy one root attribute (any type) onto the group ctx. */
+static herr_t copy_attribute(hid_t loc, const char *name, const H5A_info_t *info, void *data)
+{
+    (void)info;
+    copy_ctx_t *c = data;
+    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
+    hid_t type = H5Aget_type(a), space = H5Aget_space(a);
+    const hssize_t n = H5Sget_simple_extent_npoints(space);
+    const size_t size = H5Tget_size(type);
+    void *buf = calloc((size_t)(n > 0 ? n : 1), size);
+    if (buf && H5Aread(a, type, buf) >= 0) {
+        hid_t b = H5Acreate2(c->dst, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+        if (b < 0 || H5Awrite(b, type, buf) < 0) c->rc = 1;
+        if (b >= 0) H5Aclose(b);
+        if (H5Tis_variable_str(type) > 0) H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf);
+    } else {
+        c->rc = 1;
+    }
+    free(buf);
+    H5Sclose(space);
+    H5Tclose(type);
+    H5Aclose(a);
+    return 0;
+}
+
+int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, char *err,
+                        size_t errlen)
+{
+    copy_ctx_t c = {.rc = 0};
+    c.src = H5Fopen(src_path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (c.src < 0) {
+        snprintf(err, errlen, "%s: cannot open", src_path);
+        return 1;
+    }
+    hid_t lcpl = lcpl_intermediate();
+    c.dst = H5Gcreate2(f->id, dst, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    H5Pclose(lcpl);
+    if (c.dst < 0) {
+        H5Fclose(c.src);
+        snprintf(err, errlen, "%s: cannot create group", dst);
+        return 1;
+    }
+    H5Literate(c.src, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_object, &c);
+    H5Aiterate2(c.src, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_attribute, &c);
+    H5Gclose(c.dst);
+    H5Fclose(c.src);
+    if (c.rc) snprintf(err, errlen, "%s: cannot copy into %s", src_path, dst);
+    return c.rc;
+}
+
+char *h5io_file_status(const char *path)
+{
+    if (access(path, R_OK) != 0) return NULL;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5io_file_t f;
+    f.id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f.id < 0) f.id = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);  // killed writer
+    if (f.id < 0) return NULL;
+    char *status = h5io_read_attr_string(&f, "/", "status");
+    H5Fclose(f.id);
+    return status;
+}
+
+int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value)
+{
+    hid_t t = string_type(), s = H5Screate(H5S_SCALAR);
+    int rc = write_attr(f, obj, name, t, s, &value);
+    H5Sclose(s);
+    H5Tclose(t);
+    return rc;
+}
+
+int h5io_write_attr_strings(h5io_file_t *f, const char *obj, const char *name,
+                            const char *const *values, size_t n)
+{
+    hsize_t dim = n;
+    hid_t t = string_type(), s = H5Screate_simple(1, &dim, NULL);
+    int rc = write_attr(f, obj, name, t, s, values);
+    H5Sclose(s);
+    H5Tclose(t);
+    return rc;
+}
+
+int h5io_write_attr_int(h5io_file_t *f, const char *obj, const char *name, long long value)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    int rc = write_attr(f, obj, name, H5T_NATIVE_LLONG, s, &value);
+    H5Sclose(s);
+    return rc;
+}
+
+int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long seed,
+                          const char *status)
+{
+    char created[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    int rc = h5io_write_attr_string(f, "/", "config", config_ini);
+    rc |= h5io_write_attr_string(f, "/", "version", STABILITY_VERSION);
+    rc |= h5io_write_attr_string(f, "/", "created", created);
+    rc |= h5io_write_attr_int(f, "/", "seed", (long long)seed);
+    rc |= h5io_write_attr_string(f, "/", "status", status);
+    return rc;
+}
+
+int h5io_commit(h5io_file_t *f, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (H5Fclose(f->id) < 0) {
+        snprintf(err, errlen, "%s: cannot close HDF5 file", f->tmp);
+        rc = 1;
+    } else if (rename(f->tmp, f->path) != 0) {
+        snprintf(err, errlen, "%s: cannot rename from %s: %s", f->path, f->tmp, strerror(errno));
+        rc = 1;
+    }
+    if (rc) unlink(f->tmp);
+    free(f);
+    return rc;
+}
+
+void h5io_abort(h5io_file_t *f)
+{
+    if (!f) return;
+    H5Fclose(f->id);
+    unlink(f->tmp);
+    free(f);
+}
+
+int h5io_open_read(h5io_file_t **out, const char *path, char *err, size_t errlen)
+{
+    *out = NULL;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5io_file_t *f = calloc(1, sizeof *f);
+    if (!f) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
+    snprintf(f->path, sizeof f->path, "%s", path);
+    if (access(path, R_OK) != 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        free(f);
+        return 1;
+    }
+    f->id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    // a training file whose writer was killed still carries its SWMR-writer flag: SWMR read
+    if (f->id < 0) f->id = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    if (f->id < 0) {
+        snprintf(err, errlen, "%s: not an HDF5 file (or damaged)", path);
+        free(f);
+        return 1;
+    }
+    *out = f;
+    return 0;
+}
+
+void h5io_close(h5io_file_t *f)
+{
+    if (!f) return;
+    H5Fclose(f->id);
+    free(f);
+}
+
+int h5io_exists(h5io_file_t *f, const char *path)
+{
+    // check every prefix: H5Lexists fails on a missing intermediate group
+    if (!strcmp(path, "/")) return 1;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1;; p++) {
+        const char c = *p;
+        if (c == '/' || c == '\0') {
+            *p = '\0';
+            if (H5Lexists(f->id, buf, H5P_DEFAULT) <= 0) return 0;
+            if (c == '\0') return 1;
+            *p = '/';
+        }
+    }
+}
+
+int h5io_read_doubles(h5io_file_t *f, const char *dset, double **data, size_t *dims, int *rank)
+{
+    *data = NULL;
+    if (!h5io_exists(f, dset)) return 1;
+    hid_t ds = H5Dopen2(f->id, dset, H5P_DEFAULT);
+    if (ds < 0) return 1;
+    hid_t space = H5Dget_space(ds);
+    hsize_t hd[8];
+    const int r = H5Sget_simple_extent_ndims(space);
+    int rc = 1;
+    if (r >= 0 && r <= 8) {
+        H5Sget_simple_extent_dims(space, hd, NULL);
+        size_t n = 1;
+        for (int i = 0; i < r; i++) { dims[i] = hd[i]; n *= hd[i]; }
+        *rank = r;
+        *data = malloc((n ? n : 1) * sizeof(double));
+        if (*data && H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, *data) >= 0)
+            rc = 0;
+        else { free(*data); *data = NULL; }
+    }
+    H5Sclose(space);
+    H5Dclose(ds);
+    return rc;
+}
+
+int h5io_read_attr_double(h5io_file_t *f, const char *obj, const char *name, double *value)
+{
+    if (!h5io_exists(f, obj) || H5Aexists_by_name(f->id, obj, name, H5P_DEFAULT) <= 0) return 1;
+    hid_t a = H5Aopen_by_name(f->id, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) return 1;
+    hid_t t = H5Aget_type(a);
+    const H5T_class_t cls = H5Tget_class(t);
+    const int ok = (cls == H5T_INTEGER || cls == H5T_FLOAT) &&
+                   H5Aread(a, H5T_NATIVE_DOUBLE, value) >= 0;
+    H5Tclose(t);
+    H5Aclose(a);
+    return ok ? 0 : 1;
+}
+
+char *h5io_read_attr_string(h5io_file_t *f, const char *obj, const char *name)
+{
+    if (H5Aexists_by_name(f->id, obj, name, H5P_DEFAULT) <= 0) return NULL;
+    hid_t a = H5Aopen_by_name(f->id, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) return NULL;
+    hid_t ft = H5Aget_type(a);
+    char *out = NULL;
+    if (H5Tget_class(ft) == H5T_STRING) {
+        if (H5Tis_variable_str(ft) > 0) {
+            hid_t mt = string_type();
+            char *v = NULL;
+            if (H5Aread(a, mt, &v) >= 0 && v) {
+                out = strdup(v);
+                H5free_memory(v);
+            }
+            H5Tclose(mt);
+        } else {
+            const size_t n = H5Tget_size(ft);
+            out = calloc(n + 1, 1);
+            if (out && H5Aread(a, ft, out) < 0) { free(out); out = NULL; }
+        }
+    }
+    H5Tclose(ft);
+    H5Aclose(a);
+    return out;
+}
+
+static herr_t collect_name(hid_t group, const char *name, const H5L_info_t *info, void *data)
+{
+    (void)group;
+    (void)info;
+    struct { char **names; int n, cap; } *c = data;
+    if (c->n == c->cap) {
+        const int cap = c->cap ? 2 * c->cap : 16;
+        char **grown = realloc(c->names, (size_t)cap * sizeof *grown);
+        if (!grown) return -1;
+        c->names = grown;
+        c->cap = cap;
+    }
+    c->names[c->n] = strdup(name);
+    return c->names[c->n++] ? 0 : -1;
+}
+
+char **h5io_list_group(h5io_file_t *f, const char *path, int *n)
+{
+    struct { char **names; int n, cap; } c = {NULL, 0, 0};
+    *n = 0;
+    if (!h5io_exists(f, path)) return NULL;
+    hid_t g = H5Gopen2(f->id, path, H5P_DEFAULT);
+    if (g < 0) return NULL;
+    H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, collect_name, &c);
+    H5Gclose(g);
+    *n = c.n;
+    return c.names;
+}
+
+void h5io_free_names(char **names, int n)
+{
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
+                    unsigned long seed, int overwrite, char *err, size_t errlen)
+{
+    h5io_file_t *f;
+    int rc = h5io_create(&f, path, overwrite, err, errlen);
+    if (rc) return rc;
+    const size_t bt[2] = {(size_t)m->B, (size_t)m->T};
+    rc |= h5io_write_ints(f, "/batch/tokens", m->tokens, 2, bt);
+    rc |= h5io_write_ints(f, "/batch/targets", m->targets, 2, bt);
+    rc |= h5io_write_doubles(f, "/loss", &m->loss, 0, NULL);
+    for (int i = 0; i < m->num_tensors && !rc; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        const size_t dims[2] = {t->rank == 2 ? t->rows : t->cols, t->cols};
+        char name[96];
+        snprintf(name, sizeof name, "/params/%s", t->name);
+        rc |= h5io_write_doubles(f, name, m->params + t->offset, t->rank, dims);
+        snprintf(name, sizeof name, "/grads/%s", t->name);
+        rc |= h5io_write_doubles(f, name, m->grads + t->offset, t->rank, dims);
+    }
+    rc |= h5io_write_root_attrs(f, config_ini, seed, "done");
+    if (rc) {
+        snprintf(err, errlen, "%s: cannot write the dump", path);
+        h5io_abort(f);
+        return 1;
+    }
+    return h5io_commit(f, err, errlen);
+}

@@ -1,0 +1,174 @@
+/* h5io_checkpoint.c — the /checkpoint group of a training file: everything a bit-identical
+ * resume needs (DESIGN §6), one dataset per parameter tensor (DESIGN §5 names) and moment.
+ *
+ *   /checkpoint/step           int64 ()     update after which the state was taken; −1 = none
+ *   /checkpoint/params/NAME    float64      the tensor's shape ([in][out] or [n])
+ *   /checkpoint/optim/m/NAME   float64      first moment (sgd: the momentum buffer)
+ *   /checkpoint/optim/v/NAME   float64      second moment (not for sgd)
+ *   /checkpoint/optim/t        int64 ()     optimizer updates taken
+ *   /checkpoint/rng_init       uint8 (S)    gsl_rng state bytes (attribute rng_type = mt19937)
+ *   /checkpoint/rng_data       uint8 (S)    the data/dropout stream
+ *   /checkpoint/batches        int64 ()     training batches drawn (the data position)
+ * Every dataset exists from the start (SWMR writing cannot create any) and is overwritten in
+ * place; step is −1 while a checkpoint is being written, so a kill in between leaves no valid
+ * checkpoint rather than a mixed one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "io/h5io_internal.h"
+
+/* A fixed-size contiguous dataset (space allocated at its first write). */
+static int create_fixed(hid_t file, const char *path, hid_t type, int rank, const hsize_t *dims)
+{
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    hid_t space = rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
+    hid_t ds = H5Dcreate2(file, path, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    H5Sclose(space);
+    H5Pclose(lcpl);
+    if (ds < 0) return 1;
+    H5Dclose(ds);
+    return 0;
+}
+
+static int write_scalar(hid_t file, const char *path, long long v)
+{
+    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+    herr_t st = ds < 0 ? -1 : H5Dwrite(ds, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v);
+    if (ds >= 0) H5Dclose(ds);
+    return st < 0;
+}
+
+/* The int64 scalar at path, or dflt when absent or unreadable. */
+static long long read_scalar(h5io_file_t *f, const char *path, long long dflt)
+{
+    long long v = dflt;
+    if (!h5io_exists(f, path)) return dflt;
+    hid_t ds = H5Dopen2(f->id, path, H5P_DEFAULT);
+    if (ds < 0 || H5Dread(ds, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) v = dflt;
+    if (ds >= 0) H5Dclose(ds);
+    return v;
+}
+
+/* Tensor dims as in dumps: 2-D [rows][cols], 1-D [cols]. */
+static int tensor_dims(const tensor_info_t *t, hsize_t *d)
+{
+    d[0] = t->rank == 2 ? t->rows : t->cols;
+    d[1] = t->cols;
+    return t->rank;
+}
+
+static const char *const PREFIX[3] = {"/checkpoint/params", "/checkpoint/optim/m", "/checkpoint/optim/v"};
+
+int h5io_checkpoint_create(h5io_file_t *f, const train_t *t)
+{
+    const model_t *m = t->model;
+    int rc = 0;
+    for (int p = 0; p < 3 && !rc; p++) {
+        if (p == 2 && !t->opt.v) continue;
+        for (int i = 0; i < m->num_tensors && !rc; i++) {
+            hsize_t d[2];
+            char path[128];
+            snprintf(path, sizeof path, "%s/%s", PREFIX[p], m->tensors[i].name);
+            rc |= create_fixed(f->id, path, H5T_IEEE_F64LE, tensor_dims(&m->tensors[i], d), d);
+        }
+    }
+    hsize_t ni = gsl_rng_size(t->rng_init), nd = gsl_rng_size(t->rng_data);
+    rc |= create_fixed(f->id, "/checkpoint/rng_init", H5T_STD_U8LE, 1, &ni);
+    rc |= create_fixed(f->id, "/checkpoint/rng_data", H5T_STD_U8LE, 1, &nd);
+    rc |= create_fixed(f->id, "/checkpoint/step", H5T_STD_I64LE, 0, NULL);
+    rc |= create_fixed(f->id, "/checkpoint/batches", H5T_STD_I64LE, 0, NULL);
+    rc |= create_fixed(f->id, "/checkpoint/optim/t", H5T_STD_I64LE, 0, NULL);
+    if (rc) return 1;
+    rc |= write_scalar(f->id, "/checkpoint/step", -1);
+    rc |= h5io_write_attr_string(f, "/checkpoint", "rng_type", gsl_rng_name(t->rng_data));
+    rc |= h5io_write_attr_string(f, "/checkpoint", "optimizer",
+                                 config_optimizer_name(t->cfg.train.optimizer));
+    rc |= h5io_write_attr_string(f, "/checkpoint", "description",
+                                 "state after update 'step' (-1: none written): params/NAME, "
+                                 "optim/m|v/NAME (sgd: m = momentum buffer), optim/t, gsl_rng "
+                                 "state bytes rng_init and rng_data, batches = data position");
+    return rc;
+}
+
+/* Write (or read, when load) every tensor of buf (layout of m) under prefix. */
+static int tensors_io(hid_t file, const char *prefix, const model_t *m, double *buf, int load)
+{
+    int rc = 0;
+    for (int i = 0; i < m->num_tensors && !rc; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/%s", prefix, m->tensors[i].name);
+        hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+        if (ds < 0) return 1;
+        hid_t space = H5Dget_space(ds);
+        const hssize_t n = H5Sget_simple_extent_npoints(space);
+        H5Sclose(space);
+        double *x = buf + m->tensors[i].offset;
+        if (n != (hssize_t)model_tensor_size(&m->tensors[i])) rc = 1;
+        else if (load) rc = H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0;
+        else rc = H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0;
+        H5Dclose(ds);
+    }
+    return rc;
+}
+
+/* Write (or read) the state bytes of r at path; the sizes must agree. */
+static int rng_io(hid_t file, const char *path, gsl_rng *r, int load)
+{
+    hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+    if (ds < 0) return 1;
+    hid_t space = H5Dget_space(ds);
+    const hssize_t n = H5Sget_simple_extent_npoints(space);
+    H5Sclose(space);
+    int rc = n != (hssize_t)gsl_rng_size(r);
+    if (!rc && load) rc = H5Dread(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, gsl_rng_state(r)) < 0;
+    else if (!rc) rc = H5Dwrite(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, gsl_rng_state(r)) < 0;
+    H5Dclose(ds);
+    return rc;
+}
+
+int h5io_checkpoint_write(h5io_file_t *f, const train_t *t)
+{
+    const hid_t file = f->id;
+    // step = −1 while the state is being written: a kill in between leaves no valid checkpoint
+    int rc = write_scalar(file, "/checkpoint/step", -1);
+    rc |= H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
+    rc |= tensors_io(file, PREFIX[0], t->model, t->model->params, 0);
+    rc |= tensors_io(file, PREFIX[1], t->model, t->opt.m, 0);
+    if (t->opt.v) rc |= tensors_io(file, PREFIX[2], t->model, t->opt.v, 0);
+    rc |= write_scalar(file, "/checkpoint/optim/t", t->opt.t);
+    rc |= write_scalar(file, "/checkpoint/batches", t->batches);
+    rc |= rng_io(file, "/checkpoint/rng_init", t->rng_init, 0);
+    rc |= rng_io(file, "/checkpoint/rng_data", t->rng_data, 0);
+    rc |= H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
+    if (rc) return 1;
+    rc |= write_scalar(file, "/checkpoint/step", t->step);
+    rc |= H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
+    return rc;
+}
+
+long h5io_checkpoint_step(h5io_file_t *f)
+{
+    return (long)read_scalar(f, "/checkpoint/step", -1);
+}
+
+int h5io_checkpoint_load(h5io_file_t *f, train_t *t, char *why, size_t len)
+{
+    const long step = h5io_checkpoint_step(f);
+    if (step < 0) { snprintf(why, len, "no complete checkpoint"); return 1; }
+    char *rng = h5io_read_attr_string(f, "/checkpoint", "rng_type");
+    const int same_rng = rng && !strcmp(rng, gsl_rng_name(t->rng_data));
+    free(rng);
+    if (!same_rng) { snprintf(why, len, "checkpoint rng_type is not %s", gsl_rng_name(t->rng_data)); return 1; }
+    int rc = tensors_io(f->id, PREFIX[0], t->model, t->model->params, 1);
+    rc |= tensors_io(f->id, PREFIX[1], t->model, t->opt.m, 1);
+    if (t->opt.v) rc |= tensors_io(f->id, PREFIX[2], t->model, t->opt.v, 1);
+    rc |= rng_io(f->id, "/checkpoint/rng_init", t->rng_init, 1);
+    rc |= rng_io(f->id, "/checkpoint/rng_data", t->rng_data, 1);
+    t->opt.t = (long)read_scalar(f, "/checkpoint/optim/t", -1);
+    t->batches = (long)read_scalar(f, "/checkpoint/batches", -1);
+    t->step = step;
+    if (rc || t->opt.t < 0 || t->batches < 0) { snprintf(why, len, "unreadable checkpoint"); return 1; }
+    return 0;
+}

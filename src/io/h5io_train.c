@@ -1,0 +1,526 @@
+/* h5io_train.c — a training run's file (DESIGN §6): /train extendible chunked datasets,
+ * written in place under HDF5 1.10 SWMR so that a killed run leaves a file that readers open
+ * (SWMR read, as h5io_open_read does) up to its last flush. /checkpoint: h5io_checkpoint.c.
+ *
+ *   /train/step lr loss grad_norm time       (S)       per update (step int64, the rest f64)
+ *   /train/probe_step                        (P)       int64: update 1 and every probe.every
+ *   /train/grad_fro                          (P,L,16)  ‖∇W‖_F per layer tensor (attr param)
+ *   /train/extra_grad_fro                    (P,4)     tok_embed lm_head final_norm.{gamma,beta}
+ *   /train/hidden_sqnorm                     (P,L,4)   sites input resid1 resid2 output
+ *   /train/final_sqnorm, final_jacobian_spec (P)
+ *   /train/jacobian_spec                     (P,L,2)   norm1 norm2
+ *   /train/eval_step, val_loss               (E)       text task only
+ * Every dataset has string attributes axes and description (and the names of its last axis);
+ * /train has attribute steps, and diverged_at + diverged_reason once diverged.
+ *
+ * SWMR writing may extend and overwrite datasets but not create objects or attributes, so
+ * every dataset exists before H5Fstart_swmr_write, and h5io_train_close sets the final status
+ * after reopening the file normally. HDF5 drops its own file lock when SWMR writing starts, so
+ * the writer holds a shared flock on the file, and resume and overwrite refuse a file that
+ * cannot be locked exclusively: one a live run is writing (SWMR readers are compatible).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+#include "io/h5io.h"
+#include "io/h5io_internal.h"
+
+/* Rows are written at least this often (seconds), and when a buffer is full. */
+#define FLUSH_SECONDS 2.0
+
+/* Row groups: datasets of one group grow together. */
+enum { G_STEP, G_PROBE, G_EVAL, G_COUNT };
+static const int GROUP_CAP[G_COUNT] = {1024, 16, 64};   /* buffered rows = chunk rows */
+static const char *const GROUP_KEY[G_COUNT] = {"step", "probe_step", "eval_step"};
+
+/* Shape of a row after the first (growing) axis: [layer] [K labelled entries]. */
+enum { R_SCALAR, R_LAYER_PARAM, R_EXTRA, R_LAYER_SITE, R_LAYER_NORM };
+static const struct {
+    int layered, K;
+    const char *axis;
+    const char *const *labels;
+} SHAPES[] = {
+    [R_SCALAR] = {0, 0, NULL, NULL},
+    [R_LAYER_PARAM] = {1, P_NUM_LAYER_PARAMS, "param", PROBE_PARAM_NAMES},
+    [R_EXTRA] = {0, EXTRA_COUNT, "tensor", PROBE_EXTRA_NAMES},
+    [R_LAYER_SITE] = {1, SITE_COUNT, "site", PROBE_SITE_NAMES},
+    [R_LAYER_NORM] = {1, PROBE_NORMS, "norm", PROBE_NORM_NAMES},
+};
+
+typedef struct {
+    const char *name;
+    int group, is_int, shape;
+    const char *description;
+} column_t;
+
+static const column_t COLUMNS[] = {
+    {"step", G_STEP, 1, R_SCALAR, "update index t (1-based); row i of every step dataset is update i+1"},
+    {"lr", G_STEP, 0, R_SCALAR, "learning rate of the update"},
+    {"loss", G_STEP, 0, R_SCALAR, "training-batch loss before the update"},
+    {"grad_norm", G_STEP, 0, R_SCALAR, "||grad theta||_2 over all parameters, before clipping"},
+    {"time", G_STEP, 0, R_SCALAR, "seconds since the run started (summed over resumes)"},
+    {"probe_step", G_PROBE, 1, R_SCALAR, "update index of each probe row (1 and every probe.every)"},
+    {"grad_fro", G_PROBE, 0, R_LAYER_PARAM, "||grad W||_F of the update's gradient, before clipping"},
+    {"extra_grad_fro", G_PROBE, 0, R_EXTRA, "||grad||_F of the tensors outside the layers (NaN where absent)"},
+    {"hidden_sqnorm", G_PROBE, 0, R_LAYER_SITE, "E_token ||x||^2 at each site in the update's forward"},
+    {"final_sqnorm", G_PROBE, 0, R_SCALAR, "E_token ||x_final||^2"},
+    {"jacobian_spec", G_PROBE, 0, R_LAYER_NORM, "E_token ||J||_2 of each norm (NaN with probe.jacobian = off)"},
+    {"final_jacobian_spec", G_PROBE, 0, R_SCALAR, "E_token ||J||_2 of the final norm (NaN without one)"},
+    {"eval_step", G_EVAL, 1, R_SCALAR, "update index of each validation row (text task)"},
+    {"val_loss", G_EVAL, 0, R_SCALAR, "mean loss on the fixed validation batches after the update"},
+};
+#define NCOL ((int)(sizeof COLUMNS / sizeof COLUMNS[0]))
+
+struct h5io_train {
+    h5io_file_t f;              /* f.id: the open file */
+    int lock_fd;                /* holds a shared flock on the file while writing, or −1 */
+    int L, text;
+    hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
+    double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
+    int pending[G_COUNT];
+    double last_flush;
+};
+
+/* 1 when another process holds a lock on path (a live writer, see lock_hold). */
+static int file_in_use(const char *path)
+{
+    const int fd = open(path, O_RDONLY);
+    if (fd < 0) return 0;
+    const int busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return busy;
+}
+
+/* A shared flock on path, held while this process writes it; −1 where flock is unavailable. */
+static int lock_hold(const char *path)
+{
+    const int fd = open(path, O_RDONLY);
+    if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Inner dims of a column's row; returns their count (0..2). */
+static int row_dims(const column_t *c, int L, hsize_t *d)
+{
+    int n = 0;
+    if (SHAPES[c->shape].layered) d[n++] = (hsize_t)L;
+    if (SHAPES[c->shape].K) d[n++] = (hsize_t)SHAPES[c->shape].K;
+    return n;
+}
+
+static size_t row_size(const column_t *c, int L)
+{
+    hsize_t d[2];
+    size_t n = 1;
+    for (int i = 0, r = row_dims(c, L, d); i < r; i++) n *= (size_t)d[i];
+    return n;
+}
+
+static int column_present(const h5io_train_t *w, int k) { return COLUMNS[k].group != G_EVAL || w->text; }
+
+static hid_t fapl_latest(void)
+{
+    hid_t p = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(p, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);   // required by SWMR
+    return p;
+}
+
+/* Axis names and labels of a column. */
+static int column_attrs(h5io_train_t *w, const column_t *c, const char *path)
+{
+    const char *axes[3] = {c->group == G_STEP ? "step" : c->group == G_PROBE ? "probe" : "eval"};
+    int n = 1, rc = 0;
+    if (SHAPES[c->shape].layered) axes[n++] = "layer";
+    if (SHAPES[c->shape].K) {
+        axes[n++] = SHAPES[c->shape].axis;
+        rc |= h5io_write_attr_strings(&w->f, path, SHAPES[c->shape].axis, SHAPES[c->shape].labels,
+                                      (size_t)SHAPES[c->shape].K);
+    }
+    rc |= h5io_write_attr_strings(&w->f, path, "axes", axes, (size_t)n);
+    rc |= h5io_write_attr_string(&w->f, path, "description", c->description);
+    return rc;
+}
+
+/* Every group, dataset and attribute of a training file (before SWMR writing starts). */
+static int create_layout(h5io_train_t *w, const train_t *t)
+{
+    const hid_t file = w->f.id;
+    int rc = 0;
+    hid_t g = H5Gcreate2(file, "/train", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (g < 0) return 1;
+    H5Gclose(g);
+    for (int k = 0; k < NCOL && !rc; k++) {
+        if (!column_present(w, k)) continue;
+        const column_t *c = &COLUMNS[k];
+        hsize_t dims[3] = {0}, maxd[3] = {H5S_UNLIMITED}, chunk[3] = {(hsize_t)GROUP_CAP[c->group]};
+        const int r = 1 + row_dims(c, w->L, dims + 1);
+        for (int i = 1; i < r; i++) maxd[i] = chunk[i] = dims[i];
+        hid_t space = H5Screate_simple(r, dims, maxd), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(dcpl, r, chunk);
+        char path[64];
+        snprintf(path, sizeof path, "/train/%s", c->name);
+        hid_t ds = H5Dcreate2(file, path, c->is_int ? H5T_STD_I64LE : H5T_IEEE_F64LE, space,
+                              H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        H5Pclose(dcpl);
+        H5Sclose(space);
+        if (ds < 0) return 1;
+        H5Dclose(ds);
+        rc |= column_attrs(w, c, path);
+    }
+    rc |= h5io_write_attr_string(&w->f, "/train", "description",
+                                 "per update: step lr loss grad_norm time; per probe row (update 1 "
+                                 "and every probe.every): probe_step and per-layer norms; text "
+                                 "task: eval_step val_loss. Groups grow together.");
+    rc |= h5io_write_attr_int(&w->f, "/train", "steps", t->cfg.train.steps);
+    rc |= h5io_checkpoint_create(&w->f, t);
+    return rc;
+}
+
+static void train_free_writer(h5io_train_t *w)
+{
+    for (int k = 0; k < NCOL; k++) {
+        if (w->ds[k] >= 0) H5Dclose(w->ds[k]);
+        free(w->buf[k]);
+    }
+    if (w->f.id >= 0) H5Fclose(w->f.id);
+    if (w->lock_fd >= 0) close(w->lock_fd);   // releases the flock
+    free(w);
+}
+
+static h5io_train_t *writer_alloc(const train_t *t, const char *path)
+{
+    h5io_train_t *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->f.id = -1;
+    w->lock_fd = -1;
+    snprintf(w->f.path, sizeof w->f.path, "%s", path);
+    w->L = t->cfg.model.layers;
+    w->text = t->data.val_batches > 0;
+    for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
+    for (int k = 0; k < NCOL; k++) {
+        w->buf[k] = malloc((size_t)GROUP_CAP[COLUMNS[k].group] * row_size(&COLUMNS[k], w->L) * sizeof(double));
+        if (!w->buf[k]) { train_free_writer(w); return NULL; }
+    }
+    w->last_flush = now_seconds();
+    return w;
+}
+
+/* Open the /train datasets for appending. */
+static int open_columns(h5io_train_t *w)
+{
+    for (int k = 0; k < NCOL; k++) {
+        if (!column_present(w, k)) continue;
+        char path[64];
+        snprintf(path, sizeof path, "/train/%s", COLUMNS[k].name);
+        if ((w->ds[k] = H5Dopen2(w->f.id, path, H5P_DEFAULT)) < 0) return 1;
+    }
+    return 0;
+}
+
+/* Append n rows (row-major doubles) to dataset ds. */
+static int append_rows(hid_t ds, const double *rows, hsize_t n)
+{
+    if (n == 0) return 0;
+    hid_t space = H5Dget_space(ds);
+    hsize_t dims[3], start[3] = {0}, count[3];
+    const int r = H5Sget_simple_extent_dims(space, dims, NULL);
+    H5Sclose(space);
+    if (r < 1) return 1;
+    start[0] = dims[0];
+    dims[0] += n;
+    for (int i = 0; i < r; i++) count[i] = i ? dims[i] : n;
+    if (H5Dset_extent(ds, dims) < 0) return 1;
+    space = H5Dget_space(ds);
+    H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL);
+    hid_t mem = H5Screate_simple(r, count, NULL);
+    herr_t st = H5Dwrite(ds, H5T_NATIVE_DOUBLE, mem, space, H5P_DEFAULT, rows);
+    H5Sclose(mem);
+    H5Sclose(space);
+    return st < 0;
+}
+
+int h5io_train_flush(h5io_train_t *w)
+{
+    int rc = 0;
+    for (int k = 0; k < NCOL; k++)
+        if (w->ds[k] >= 0) rc |= append_rows(w->ds[k], w->buf[k], (hsize_t)w->pending[COLUMNS[k].group]);
+    for (int g = 0; g < G_COUNT; g++) w->pending[g] = 0;
+    if (H5Fflush(w->f.id, H5F_SCOPE_GLOBAL) < 0) rc = 1;
+    w->last_flush = now_seconds();
+    return rc;
+}
+
+/* Copy one row into column k's buffer. */
+static void push(h5io_train_t *w, int k, const double *row)
+{
+    const size_t n = row_size(&COLUMNS[k], w->L);
+    memcpy(w->buf[k] + (size_t)w->pending[COLUMNS[k].group] * n, row, n * sizeof(double));
+}
+
+/* Column index by name (the table above is fixed: a miss is a programming error). */
+static int col(const char *name)
+{
+    for (int k = 0; k < NCOL; k++)
+        if (!strcmp(COLUMNS[k].name, name)) return k;
+    abort();
+}
+
+int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r, double elapsed)
+{
+    const double step = (double)r->step;
+    push(w, col("step"), &step);
+    push(w, col("lr"), &r->lr);
+    push(w, col("loss"), &r->loss);
+    push(w, col("grad_norm"), &r->grad_norm);
+    push(w, col("time"), &elapsed);
+    w->pending[G_STEP]++;
+    if (r->probed) {
+        const train_probe_t *p = &t->probe;
+        push(w, col("probe_step"), &step);
+        push(w, col("grad_fro"), p->grad_fro);
+        push(w, col("extra_grad_fro"), p->extra_grad_fro);
+        push(w, col("hidden_sqnorm"), p->hidden_sqnorm);
+        push(w, col("final_sqnorm"), &p->final_sqnorm);
+        push(w, col("jacobian_spec"), p->jacobian_spec);
+        push(w, col("final_jacobian_spec"), &p->final_jacobian_spec);
+        w->pending[G_PROBE]++;
+    }
+    if (w->text && !isnan(r->val_loss)) {
+        push(w, col("eval_step"), &step);
+        push(w, col("val_loss"), &r->val_loss);
+        w->pending[G_EVAL]++;
+    }
+    int full = 0;
+    for (int g = 0; g < G_COUNT; g++) full |= w->pending[g] == GROUP_CAP[g];
+    if (full || now_seconds() - w->last_flush >= FLUSH_SECONDS) return h5io_train_flush(w);
+    return 0;
+}
+
+int h5io_train_checkpoint(h5io_train_t *w, const train_t *t)
+{
+    int rc = h5io_train_flush(w);
+    return rc | h5io_checkpoint_write(&w->f, t);
+}
+
+/* Create the file at path (EXCL, or TRUNC when overwrite) with its layout and root attributes. */
+static int create_file(h5io_train_t *w, const char *path, int trunc, const train_t *t,
+                       const char *config_ini)
+{
+    hid_t fapl = fapl_latest();
+    w->f.id = H5Fcreate(path, trunc ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    if (w->f.id < 0) return 1;
+    int rc = create_layout(w, t);
+    rc |= h5io_write_root_attrs(&w->f, config_ini, t->cfg.init.seed, "running");
+    return rc;
+}
+
+int h5io_train_create(h5io_train_t **out, const char *path, int overwrite, const train_t *t,
+                      const char *config_ini, char *err, size_t errlen)
+{
+    *out = NULL;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (!overwrite && access(path, F_OK) == 0) {
+        snprintf(err, errlen, "%s: exists (use --force to replace it, --resume to continue it)", path);
+        return 2;
+    }
+    if (file_in_use(path)) {
+        snprintf(err, errlen, "%s: in use by another process (a running training run, an open reader?)", path);
+        return 1;
+    }
+    if (h5io_make_parent_dirs(path) != 0) {
+        snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
+        return 1;
+    }
+    h5io_train_t *w = writer_alloc(t, path);
+    if (!w) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
+    if (create_file(w, path, overwrite, t, config_ini) || open_columns(w) ||
+        H5Fstart_swmr_write(w->f.id) < 0) {
+        snprintf(err, errlen, "%s: cannot create the HDF5 file (directory writable? file in use?)", path);
+        const int created = w->f.id >= 0;
+        train_free_writer(w);
+        if (created) unlink(path);
+        return 1;
+    }
+    w->lock_fd = lock_hold(path);
+    *out = w;
+    return 0;
+}
+
+int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, const char *reason,
+                     char *err, size_t errlen)
+{
+    char path[sizeof w->f.path];
+    snprintf(path, sizeof path, "%s", w->f.path);
+    int rc = h5io_train_flush(w);
+    train_free_writer(w);
+    // SWMR writing cannot change attributes: set the final status in a normal session, without
+    // HDF5's file lock, which any reader still holding the file open (h5py) would block
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_file_locking(fapl, 0, 1);
+    h5io_file_t f = {.id = H5Fopen(path, H5F_ACC_RDWR, fapl)};
+    H5Pclose(fapl);
+    if (f.id < 0) rc = 1;
+    else {
+        rc |= h5io_write_attr_string(&f, "/", "status", status);
+        if (diverged_at > 0) {
+            rc |= h5io_write_attr_int(&f, "/train", "diverged_at", diverged_at);
+            rc |= h5io_write_attr_string(&f, "/train", "diverged_reason", reason);
+        }
+        rc |= H5Fclose(f.id) < 0;
+    }
+    if (rc) snprintf(err, errlen, "%s: cannot finish the HDF5 file", path);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- inspect and resume */
+
+int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, size_t errlen)
+{
+    memset(info, 0, sizeof *info);
+    info->checkpoint_step = -1;
+    h5io_file_t *f;
+    if (h5io_open_read(&f, path, err, errlen)) return 1;
+    info->config = h5io_read_attr_string(f, "/", "config");
+    info->status = h5io_read_attr_string(f, "/", "status");
+    info->checkpoint_step = h5io_checkpoint_step(f);
+    h5io_close(f);
+    return 0;
+}
+
+void h5io_train_info_free(h5io_train_info_t *info)
+{
+    free(info->config);
+    free(info->status);
+    info->config = info->status = NULL;
+}
+
+/* Read the whole column k of f (rows × row_size doubles, malloc'd) if its row shape is right. */
+static double *read_column(h5io_file_t *f, const h5io_train_t *w, int k, hsize_t *rows)
+{
+    char path[64];
+    double *x;
+    size_t dims[8];
+    hsize_t want[2];
+    int r;
+    snprintf(path, sizeof path, "/train/%s", COLUMNS[k].name);
+    if (h5io_read_doubles(f, path, &x, dims, &r)) return NULL;
+    const int wr = row_dims(&COLUMNS[k], w->L, want);
+    int ok = r == 1 + wr;
+    for (int i = 0; ok && i < wr; i++) ok = dims[i + 1] == want[i];
+    if (!ok) { free(x); return NULL; }
+    *rows = dims[0];
+    return x;
+}
+
+/* The /train rows of the open file up to update t->step: data[k] and rows kept per group. */
+static int load_rows(h5io_file_t *f, const h5io_train_t *w, long step, double **data, hsize_t *keep,
+                     double *elapsed, char *why, size_t len)
+{
+    hsize_t n[NCOL] = {0}, shortest[G_COUNT];
+    for (int g = 0; g < G_COUNT; g++) shortest[g] = (hsize_t)-1;
+    for (int k = 0; k < NCOL; k++) {
+        if (!column_present(w, k)) continue;
+        if (!(data[k] = read_column(f, w, k, &n[k]))) {
+            snprintf(why, len, "/train/%s missing or of another shape", COLUMNS[k].name);
+            return 1;
+        }
+        const int g = COLUMNS[k].group;
+        if (n[k] < shortest[g]) shortest[g] = n[k];   // a kill may leave one group ragged
+    }
+    for (int g = 0; g < G_COUNT; g++) {
+        keep[g] = 0;
+        if (shortest[g] == (hsize_t)-1) continue;
+        const double *key = data[col(GROUP_KEY[g])];
+        while (keep[g] < shortest[g] && key[keep[g]] <= (double)step) keep[g]++;
+    }
+    const double *s = data[col("step")];
+    for (hsize_t i = 0; i < keep[G_STEP]; i++)
+        if (s[i] != (double)(i + 1)) { snprintf(why, len, "/train/step is not 1, 2, ..."); return 1; }
+    if (keep[G_STEP] != (hsize_t)step) {
+        snprintf(why, len, "/train has %llu steps, the checkpoint is at %ld",
+                 (unsigned long long)keep[G_STEP], step);
+        return 1;
+    }
+    *elapsed = step > 0 ? data[col("time")][step - 1] : 0.0;
+    return 0;
+}
+
+int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const char *config_ini,
+                      double *elapsed, char *err, size_t errlen)
+{
+    *out = NULL;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (file_in_use(path)) {
+        snprintf(err, errlen, "%s: cannot resume: in use by another process (a running training "
+                 "run, an open reader?)", path);
+        return 1;
+    }
+    h5io_file_t *old;
+    if (h5io_open_read(&old, path, err, errlen)) return 1;
+    h5io_train_t *w = writer_alloc(t, path);
+    double *data[NCOL] = {NULL};
+    hsize_t keep[G_COUNT];
+    char why[1400] = "out of memory", tmp[sizeof w->f.path + 32];
+    char *created = h5io_read_attr_string(old, "/", "created");
+    int rc = !w || h5io_checkpoint_load(old, t, why, sizeof why) ||
+             load_rows(old, w, t->step, data, keep, elapsed, why, sizeof why);
+    h5io_close(old);
+    if (!rc) {
+        // rewrite: the rows up to the checkpoint and the checkpoint into a new file, then
+        // rename it over the old one (atomic: a kill leaves either file complete)
+        snprintf(tmp, sizeof tmp, "%s.resume.%ld", path, (long)getpid());
+        rc = create_file(w, tmp, 1, t, config_ini) || open_columns(w);
+        if (!rc && created) rc = h5io_write_attr_string(&w->f, "/", "created", created);
+        for (int k = 0; k < NCOL && !rc; k++)
+            if (w->ds[k] >= 0) rc = append_rows(w->ds[k], data[k], keep[COLUMNS[k].group]);
+        rc = rc || h5io_train_checkpoint(w, t);
+        for (int k = 0; k < NCOL; k++) {
+            if (w->ds[k] >= 0) H5Dclose(w->ds[k]);
+            w->ds[k] = -1;
+        }
+        if (w->f.id >= 0 && H5Fclose(w->f.id) < 0) rc = 1;
+        w->f.id = -1;
+        if (rc) {
+            snprintf(why, sizeof why, "cannot write %s", tmp);
+            unlink(tmp);
+        } else if (rename(tmp, path) != 0) {
+            snprintf(why, sizeof why, "cannot rename %s: %s", tmp, strerror(errno));
+            unlink(tmp);
+            rc = 1;
+        }
+    }
+    if (!rc) {
+        hid_t fapl = fapl_latest();
+        w->f.id = H5Fopen(path, H5F_ACC_RDWR, fapl);
+        H5Pclose(fapl);
+        rc = w->f.id < 0 || open_columns(w) || H5Fstart_swmr_write(w->f.id) < 0;
+        if (rc) snprintf(why, sizeof why, "cannot reopen for writing");
+        else w->lock_fd = lock_hold(path);
+    }
+    for (int k = 0; k < NCOL; k++) free(data[k]);
+    free(created);
+    if (rc) {
+        snprintf(err, errlen, "%s: cannot resume: %s", path, why);
+        if (w) train_free_writer(w);
+        return 1;
+    }
+    *out = w;
+    return 0;
+}

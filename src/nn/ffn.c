@@ -1,0 +1,52 @@
+/* ffn.c — the feed-forward sub-layer: two linear maps around relu or exact-erf gelu. */
+#include <math.h>
+#include <string.h>
+#include <gsl/gsl_math.h>   /* M_SQRT1_2, M_2_SQRTPI */
+#include "nn/ffn.h"
+#include "nn/linear.h"
+
+void ffn_activation_forward(double *out, const double *x, size_t n, activation_t kind)
+{
+    if (kind == ACT_RELU) {
+        for (size_t i = 0; i < n; i++) out[i] = x[i] > 0.0 ? x[i] : 0.0;
+    } else {
+        // gelu(x) = x·Φ(x) = 0.5·x·(1 + erf(x/√2))  (Hendrycks & Gimpel 2016, exact form)
+        for (size_t i = 0; i < n; i++) out[i] = 0.5 * x[i] * (1.0 + erf(x[i] * M_SQRT1_2));
+    }
+}
+
+void ffn_activation_backward(double *dx, const double *dout, const double *x, size_t n,
+                             activation_t kind)
+{
+    if (kind == ACT_RELU) {
+        for (size_t i = 0; i < n; i++) dx[i] = x[i] > 0.0 ? dout[i] : 0.0;
+    } else {
+        // gelu'(x) = Φ(x) + x·φ(x),  φ(x) = exp(−x²/2)/√(2π)
+        const double inv_sqrt_2pi = 0.5 * M_2_SQRTPI * M_SQRT1_2;
+        for (size_t i = 0; i < n; i++) {
+            const double cdf = 0.5 * (1.0 + erf(x[i] * M_SQRT1_2));
+            const double pdf = inv_sqrt_2pi * exp(-0.5 * x[i] * x[i]);
+            dx[i] = dout[i] * (cdf + x[i] * pdf);
+        }
+    }
+}
+
+void ffn_forward(double *out, double *pre, double *act, const double *x,
+                 const double *W1, const double *b1, const double *W2, const double *b2,
+                 size_t N, size_t C, size_t F, activation_t kind)
+{
+    linear_forward(pre, x, W1, b1, N, C, F);       // (N,F)
+    ffn_activation_forward(act, pre, N * F, kind);  // (N,F)
+    linear_forward(out, act, W2, b2, N, F, C);      // (N,C)
+}
+
+void ffn_backward(double *dx, double *dW1, double *db1, double *dW2, double *db2,
+                  double *dpre, double *dact, const double *dout, const double *x,
+                  const double *pre, const double *act, const double *W1, const double *W2,
+                  size_t N, size_t C, size_t F, activation_t kind)
+{
+    memset(dact, 0, N * F * sizeof(double));
+    linear_backward(dact, dW2, db2, dout, act, W2, N, F, C);   // dact (N,F)
+    ffn_activation_backward(dpre, dact, pre, N * F, kind);      // dpre (N,F)
+    linear_backward(dx, dW1, db1, dpre, x, W1, N, C, F);        // dx (N,C) +=
+}

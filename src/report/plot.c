@@ -1,0 +1,226 @@
+/* plot.c — reading runs for figures, and the gnuplot pipe. The figures themselves are in
+ * plot_figs.c; both share plot_internal.h. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "report/plot.h"
+#include "report/plot_internal.h"
+#include "io/h5io.h"
+
+/* ------------------------------------------------------------------ script buffer */
+
+void sbuf_printf(sbuf_t *b, const char *fmt, ...)
+{
+    if (b->failed) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        const size_t room = b->cap - b->len;
+        const int n = b->data ? vsnprintf(b->data + b->len, room, fmt, ap) : -1;
+        va_end(ap);
+        if (n >= 0 && (size_t)n < room) { b->len += (size_t)n; return; }
+        const size_t cap = b->cap ? 2 * b->cap + (n > 0 ? (size_t)n : 0) : 4096;
+        char *grown = realloc(b->data, cap);
+        if (!grown) { b->failed = 1; return; }
+        b->data = grown;
+        b->cap = cap;
+    }
+}
+
+void sbuf_free(sbuf_t *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+/* ------------------------------------------------------------------ loading */
+
+static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_run_t *r,
+                    char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    r->diverged_at = NAN;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    char *ini = h5io_read_attr_string(f, prefix[0] ? prefix : "/", "config");
+    char *status = h5io_read_attr_string(f, prefix[0] ? prefix : "/", "status");
+    char cerr[CONFIG_ERR_MAX];
+    const int bad = !ini || config_parse_string(&r->cfg, ini, name, cerr, sizeof cerr);
+    snprintf(r->status, sizeof r->status, "%s", status ? status : "?");
+    free(ini);
+    free(status);
+    if (bad) {
+        snprintf(err, errlen, "%s: no valid config attribute", name);
+        return 1;
+    }
+    char path[512], perr[256];
+    snprintf(path, sizeof path, "%s/probe", prefix);
+    if (h5io_exists(f, path) && h5io_read_probe(f, prefix, &r->probe, perr, sizeof perr)) {
+        snprintf(err, errlen, "%s: %s", name, perr);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/train/loss", prefix);
+    if (h5io_exists(f, path)) {
+        size_t dims[8];
+        int rank;
+        double *step = NULL, *lr = NULL;
+        char p2[512];
+        if (h5io_read_doubles(f, path, &r->loss, dims, &rank) == 0 && rank == 1) {
+            r->nsteps = dims[0];
+            snprintf(p2, sizeof p2, "%s/train/step", prefix);
+            if (h5io_read_doubles(f, p2, &step, dims, &rank) == 0 && dims[0] == r->nsteps) r->step = step;
+            else free(step);
+            snprintf(p2, sizeof p2, "%s/train/lr", prefix);
+            if (h5io_read_doubles(f, p2, &lr, dims, &rank) == 0 && dims[0] == r->nsteps) r->lr = lr;
+            else free(lr);
+            snprintf(p2, sizeof p2, "%s/train", prefix);
+            double div;
+            if (h5io_read_attr_double(f, p2, "diverged_at", &div) == 0 && div >= 0)
+                r->diverged_at = div;
+        }
+    }
+    return 0;
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, size_t errlen)
+{
+    memset(set, 0, sizeof *set);
+    for (int i = 0; i < nfiles; i++) {
+        h5io_file_t *f;
+        if (h5io_open_read(&f, files[i], err, errlen)) { plot_set_free(set); return 1; }
+        int nnames = 0;
+        char **names = h5io_list_group(f, "/runs", &nnames);
+        const int count = names ? nnames : 1;
+        plot_run_t *grown = realloc(set->runs, (size_t)(set->n + count) * sizeof *grown);
+        if (!grown) { h5io_close(f); h5io_free_names(names, nnames); plot_set_free(set); return 1; }
+        set->runs = grown;
+        int rc = 0;
+        if (names) {
+            for (int k = 0; k < nnames && !rc; k++) {
+                char prefix[300];
+                snprintf(prefix, sizeof prefix, "/runs/%s", names[k]);
+                rc = load_run(f, prefix, names[k], &set->runs[set->n], err, errlen);
+                if (!rc) set->n++;
+            }
+        } else {
+            char name[160];
+            snprintf(name, sizeof name, "%s", basename_of(files[i]));
+            char *dot = strrchr(name, '.');
+            if (dot) *dot = '\0';
+            rc = load_run(f, "", name, &set->runs[set->n], err, errlen);
+            if (!rc) set->n++;
+        }
+        h5io_free_names(names, nnames);
+        h5io_close(f);
+        if (rc) {
+            char tmp[512];
+            snprintf(tmp, sizeof tmp, "%s: %s", files[i], err);
+            snprintf(err, errlen, "%s", tmp);
+            plot_set_free(set);
+            return 1;
+        }
+    }
+    if (set->n == 0) {
+        snprintf(err, errlen, "no runs in the given files");
+        return 1;
+    }
+    return 0;
+}
+
+void plot_set_free(plot_set_t *set)
+{
+    for (int i = 0; i < set->n; i++) {
+        probe_free(set->runs[i].probe);
+        free(set->runs[i].step);
+        free(set->runs[i].loss);
+        free(set->runs[i].lr);
+    }
+    free(set->runs);
+    memset(set, 0, sizeof *set);
+}
+
+/* ------------------------------------------------------------------ gnuplot pipe */
+
+static const char *terminal_for(const char *fmt)
+{
+    if (!strcmp(fmt, "png")) return "pngcairo size 1400,900 enhanced font 'Sans,15' linewidth 2";
+    if (!strcmp(fmt, "pdf")) return "pdfcairo size 9in,5.8in enhanced font 'Sans,11' linewidth 1.5";
+    if (!strcmp(fmt, "svg")) return "svg size 1400,900 enhanced font 'Sans,15' linewidth 2";
+    return NULL;
+}
+
+int plot_render(const char *script, const char *dir, const char *name, const char *formats,
+                int quiet, char *err, size_t errlen)
+{
+    char list[64];
+    snprintf(list, sizeof list, "%s", formats);
+    for (char *save = NULL, *fmt = strtok_r(list, ",", &save); fmt; fmt = strtok_r(NULL, ",", &save)) {
+        const char *term = terminal_for(fmt);
+        if (!term) {
+            snprintf(err, errlen, "--format: unknown format '%s' (png, pdf, svg)", fmt);
+            return -1;
+        }
+        char out[1400];
+        snprintf(out, sizeof out, "%s/%s.%s", dir, name, fmt);
+        fflush(NULL);
+        FILE *gp = popen("gnuplot", "w");
+        if (!gp) {
+            snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
+            return -1;
+        }
+        fprintf(gp, "set terminal %s\nset output '%s'\n%s\nunset output\n", term, out, script);
+        const int status = pclose(gp);
+        if (status != 0) {
+            remove(out);
+            if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+                snprintf(err, errlen, "gnuplot not found (install gnuplot-nox: scripts/install-deps.sh)");
+            else
+                snprintf(err, errlen, "gnuplot failed on %s (status %d); the results are untouched",
+                         out, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            return -1;
+        }
+        if (!quiet) printf("wrote %s\n", out);
+    }
+    return 0;
+}
+
+int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
+                  const char *formats, int quiet, char *err, size_t errlen)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
+        return -1;
+    }
+    plot_figure_fn figures[] = {
+        plot_fig_grad_vs_layer, plot_fig_grad_vs_depth, plot_fig_grad_vs_width,
+        plot_fig_jacobian, plot_fig_hidden_norms, plot_fig_loss,
+    };
+    int drawn = 0;
+    for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {
+        sbuf_t script = {0};
+        char name[256];
+        const int has = figures[k](set, &script, name, sizeof name);
+        if (script.failed) { sbuf_free(&script); snprintf(err, errlen, "out of memory"); return -1; }
+        if (has) {
+            char full[600];
+            snprintf(full, sizeof full, "%s-%s", prefix, name);
+            if (plot_render(script.data, dir, full, formats, quiet, err, errlen)) {
+                sbuf_free(&script);
+                return -1;
+            }
+            drawn++;
+        }
+        sbuf_free(&script);
+    }
+    return drawn;
+}

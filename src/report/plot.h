@@ -1,0 +1,47 @@
+/* plot.h — the paper's figures from result files, drawn by gnuplot through a pipe.
+ *
+ * Figures are chosen from what the files hold (DESIGN §1, issue 5):
+ *   grad_vs_layer  Fig. 3(a,b)  ‖E_batch ∇W¹‖, ‖E_batch ∇W²‖ per layer, Post- vs Pre-LN
+ *   grad_vs_depth  Fig. 3(c,d)  last layer's gradient vs L, log-log, fitted exponent + theory
+ *   grad_vs_width  Theorem 1    gradient vs d with d·√(ln d) (Post) and d·√(ln d/L) (Pre)
+ *   jacobian       Lemma 3      ‖J‖₂ per layer beside √d/‖x−μ‖
+ *   hidden_norms   Lemma 2      E‖x‖²/d per layer beside the lemma's value and bounds
+ *   loss           Fig. 2       training loss vs step per run, diverged runs marked, lr panel
+ * The data reach gnuplot as inline data blocks; nothing is left on disk but the figures.
+ */
+#ifndef STABILITY_PLOT_H
+#define STABILITY_PLOT_H
+
+#include <stddef.h>
+#include "config/config.h"
+#include "measure/probe.h"
+
+/* One run as read from a file (a single-run file, or /runs/NAME of a merged sweep). */
+typedef struct {
+    char name[160];          /* run name, or the file's basename */
+    config_t cfg;            /* from the run's resolved `config` attribute */
+    char status[32];
+    probe_t *probe;          /* NULL without /probe */
+    size_t nsteps;           /* training log length (0 without /train) */
+    double *step, *loss, *lr;/* (nsteps) */
+    double diverged_at;      /* step, or NaN */
+} plot_run_t;
+
+typedef struct {
+    plot_run_t *runs;
+    int n;
+} plot_set_t;
+
+/* Read every run of every file. Returns 0, or 1 with err set (unreadable file, no runs). */
+int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, size_t errlen);
+
+/* Free what plot_load allocated. */
+void plot_set_free(plot_set_t *set);
+
+/* Draw every figure the runs support into dir/<prefix>-<figure>.<fmt> for each format of the
+ * comma-separated list formats (png, pdf, svg). Prints each file written unless quiet.
+ * Returns the number of figures, or −1 with err set (gnuplot missing or failing). */
+int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
+                  const char *formats, int quiet, char *err, size_t errlen);
+
+#endif

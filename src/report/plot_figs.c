@@ -1,0 +1,539 @@
+/* plot_figs.c — one gnuplot script per figure: every measurement beside its theory.
+ * Statistics and fits come from fit.c; this file only arranges them for gnuplot. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report/plot_internal.h"
+#include "measure/fit.h"
+
+#define MAX_SERIES 16
+
+static const char *const COLORS[] = {"#c0392b", "#1f5fa8", "#e67e22", "#27ae60", "#8e44ad",
+                                     "#7f8c8d", "#d35400", "#16a085"};
+
+static int is_post(const plot_run_t *r) { return r->cfg.model.placement == PLACEMENT_POST; }
+
+/* Post-LN red, Pre-LN blue; further runs of the same placement take the next colours. */
+static const char *run_color(const plot_run_t *r, int rank_in_placement)
+{
+    if (rank_in_placement == 0) return is_post(r) ? COLORS[0] : COLORS[1];
+    return COLORS[2 + (rank_in_placement - 1) % 6];
+}
+
+/* A run name as literal text inside a single-quoted gnuplot string in enhanced mode: the
+ * enhanced-text operators _ ^ { } @ & ~ \ get a backslash (else "post_warm" prints "warm" as a
+ * subscript), and ' doubles (gnuplot's quote inside '...'). Truncates to fit len. */
+static void escape_name(const char *in, char *out, size_t len)
+{
+    size_t o = 0;
+    for (; *in && o + 3 < len; in++) {
+        if (strchr("_^{}@&~\\", *in)) out[o++] = '\\';
+        else if (*in == '\'') out[o++] = '\'';
+        out[o++] = *in;
+    }
+    out[o] = '\0';
+}
+
+static void run_label(const plot_run_t *r, int with_name, char *buf, size_t len)
+{
+    const char *norm = r->cfg.model.norm == NORM_RMSNORM ? " (RMSNorm)"
+                       : r->cfg.model.norm == NORM_NONE  ? " (no norm)" : "";
+    char name[160];   // fits the label buffers (200) with the placement prefix
+    escape_name(r->name, name, sizeof name);
+    if (with_name) snprintf(buf, len, "%s-LN%s: %s", is_post(r) ? "Post" : "Pre", norm, name);
+    else snprintf(buf, len, "%s-LN%s", is_post(r) ? "Post" : "Pre", norm);
+}
+
+/* "Zipf(1.1) tokens" etc.: which data a figure used (DESIGN §1 asks to say so), and
+ * "untied output" when the logits do not reuse tok_embed (it changes the depth exponent). */
+static void data_text(const config_t *c, char *buf, size_t len)
+{
+    char data[40];
+    if (c->data.task == TASK_RANDOM && c->data.zipf > 0)
+        snprintf(data, sizeof data, "Zipf(%g) tokens", c->data.zipf);
+    else if (c->data.task == TASK_RANDOM) snprintf(data, sizeof data, "uniform tokens");
+    else snprintf(data, sizeof data, "%s task", config_task_name(c->data.task));
+    snprintf(buf, len, "%s%s", data, c->model.tie_embeddings ? "" : ", untied output");
+}
+
+/* The probe runs with the most common (d, L); ties go to the larger L, then the larger d. */
+static int pick_layer_group(const plot_set_t *set, int *members)
+{
+    int best = -1, best_count = 0;
+    for (int i = 0; i < set->n; i++) {
+        if (!set->runs[i].probe) continue;
+        const config_t *ci = &set->runs[i].cfg;
+        int count = 0;
+        for (int j = 0; j < set->n; j++)
+            if (set->runs[j].probe && set->runs[j].cfg.model.d_model == ci->model.d_model &&
+                set->runs[j].cfg.model.layers == ci->model.layers)
+                count++;
+        if (best < 0 || count > best_count ||
+            (count == best_count && (ci->model.layers > set->runs[best].cfg.model.layers ||
+                                     (ci->model.layers == set->runs[best].cfg.model.layers &&
+                                      ci->model.d_model > set->runs[best].cfg.model.d_model)))) {
+            best = i;
+            best_count = count;
+        }
+    }
+    int n = 0;
+    for (int j = 0; best >= 0 && j < set->n && n < MAX_SERIES; j++)
+        if (set->runs[j].probe &&
+            set->runs[j].cfg.model.d_model == set->runs[best].cfg.model.d_model &&
+            set->runs[j].cfg.model.layers == set->runs[best].cfg.model.layers)
+            members[n++] = j;
+    return n;
+}
+
+/* Rank of run k among the members with its placement (for colours), and whether labels need
+ * run names (two runs share a placement and norm). */
+static int placement_rank(const plot_set_t *set, const int *members, int n, int k)
+{
+    int rank = 0;
+    for (int i = 0; i < k && i < n; i++)
+        if (is_post(&set->runs[members[i]]) == is_post(&set->runs[members[k]])) rank++;
+    return rank;
+}
+
+static int labels_need_names(const plot_set_t *set, const int *members, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (is_post(&set->runs[members[i]]) == is_post(&set->runs[members[j]]) &&
+                set->runs[members[i]].cfg.model.norm == set->runs[members[j]].cfg.model.norm)
+                return 1;
+    return 0;
+}
+
+/* Data block $name: rows "x mean ci" of a per-seed array over layers (column k of width K). */
+static void block_per_layer(sbuf_t *s, const char *name, const double *data, int S, int L, int K,
+                            int k, double scale)
+{
+    sbuf_printf(s, "$%s << EOD\n", name);
+    for (int l = 0; l < L; l++) {
+        double mean, half;
+        size_t n;
+        fit_mean_ci(data + (size_t)l * K + k, (size_t)L * K, (size_t)S, &mean, &half, &n);
+        if (n) sbuf_printf(s, "%d %.10g %.10g\n", l + 1, mean * scale, isnan(half) ? 0.0 : half * scale);
+    }
+    sbuf_printf(s, "EOD\n");
+}
+
+static void subtitle(const plot_run_t *r, char *buf, size_t len)
+{
+    char data[64];
+    data_text(&r->cfg, data, sizeof data);
+    snprintf(buf, len, "d = %d, d_{ff} = %d, L = %d, %s, %d seeds × %d batches, bars: 95%% CI",
+             r->cfg.model.d_model, r->cfg.model.d_ff, r->cfg.model.layers, data,
+             r->probe->S, r->cfg.probe.batches);
+}
+
+/* ------------------------------------------------------------------ Fig. 3(a,b) */
+
+int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int m[MAX_SERIES];
+    const int n = pick_layer_group(set, m);
+    if (n == 0) return 0;
+    snprintf(name, len, "grad_vs_layer");
+    const int names = labels_need_names(set, m, n);
+    char sub[256];
+    subtitle(&set->runs[m[0]], sub, sizeof sub);
+    static const int params[2] = {P_W1, P_W2};
+    static const char *const ylabels[2] = {"‖E_{batch} ∂L/∂W^1‖_F", "‖E_{batch} ∂L/∂W^2‖_F"};
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        for (int p = 0; p < 2; p++) {
+            char block[32];
+            snprintf(block, sizeof block, "g%d_%d", i, p);
+            block_per_layer(s, block, r->probe->grad_fro, r->probe->S, r->probe->L,
+                            P_NUM_LAYER_PARAMS, params[p], 1.0);
+        }
+    }
+    sbuf_printf(s, "set multiplot layout 1,2 title \"Expected gradient norm of the FFN weights "
+                   "per layer at initialisation (Fig. 3a,b)\\n{/*0.8 %s}\"\n", sub);
+    sbuf_printf(s, "set grid\nset key top left box opaque\nset xlabel 'layer l'\n"
+                   "set xtics 1\nset offsets 0.3, 0.3, 0, 0\nset yrange [0:*]\n");
+    for (int p = 0; p < 2; p++) {
+        sbuf_printf(s, "set title 'W^%d'\nset ylabel '%s'\nplot ", p + 1, ylabels[p]);
+        for (int i = 0; i < n; i++) {
+            const plot_run_t *r = &set->runs[m[i]];
+            char label[200];
+            run_label(r, names, label, sizeof label);
+            sbuf_printf(s, "%s$g%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 "
+                           "title '%s'", i ? ", " : "", i, p,
+                        run_color(r, placement_rank(set, m, n, i)), is_post(r) ? 7 : 5, label);
+        }
+        sbuf_printf(s, "\n");
+    }
+    sbuf_printf(s, "unset multiplot\n");
+    return 1;
+}
+
+/* ------------------------------------------------------------------ scaling (depth, width) */
+
+/* Probe runs of one placement at the most common value of the fixed dimension (width for a
+ * depth scan: fixed = d, varied = L; and the other way round). Returns the count. */
+static int pick_scan(const plot_set_t *set, int post, int scan_depth, int *members)
+{
+    int fixed_best = -1, best_count = 0;
+    for (int i = 0; i < set->n; i++) {
+        const plot_run_t *r = &set->runs[i];
+        if (!r->probe || is_post(r) != post) continue;
+        const int fixed = scan_depth ? r->cfg.model.d_model : r->cfg.model.layers;
+        int count = 0;
+        for (int j = 0; j < set->n; j++) {
+            const plot_run_t *q = &set->runs[j];
+            if (q->probe && is_post(q) == post &&
+                (scan_depth ? q->cfg.model.d_model : q->cfg.model.layers) == fixed)
+                count++;
+        }
+        if (count > best_count) { best_count = count; fixed_best = fixed; }
+    }
+    int n = 0;
+    for (int j = 0; j < set->n && n < 64; j++) {
+        const plot_run_t *q = &set->runs[j];
+        if (q->probe && is_post(q) == post &&
+            (scan_depth ? q->cfg.model.d_model : q->cfg.model.layers) == fixed_best)
+            members[n++] = j;
+    }
+    // sort by the varied dimension
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0; b--) {
+            const config_t *x = &set->runs[members[b - 1]].cfg, *y = &set->runs[members[b]].cfg;
+            const int vx = scan_depth ? x->model.layers : x->model.d_model;
+            const int vy = scan_depth ? y->model.layers : y->model.d_model;
+            if (vx <= vy) break;
+            const int t = members[b]; members[b] = members[b - 1]; members[b - 1] = t;
+        }
+    // distinct values of the varied dimension
+    int distinct = 0;
+    for (int a = 0; a < n; a++) {
+        const config_t *x = &set->runs[members[a]].cfg;
+        const config_t *p = a ? &set->runs[members[a - 1]].cfg : NULL;
+        const int v = scan_depth ? x->model.layers : x->model.d_model;
+        if (!p || v != (scan_depth ? p->model.layers : p->model.d_model)) distinct++;
+    }
+    return distinct >= 3 ? n : 0;
+}
+
+/* One placement's scan of the last layer's gradient of parameter k: data block, fit, theory. */
+typedef struct {
+    int n;
+    double xmin, xmax;        /* range of the varied dimension */
+    double x0, y0;            /* first point (for the theory line) */
+    double slope, slope_ci;   /* fitted exponent */
+    double C;                 /* fitted constant of the width theory */
+    int has_jac;              /* Pre-LN: block <name>j holds ‖J_LN(x_{L+1})‖₂ scaled to y0 */
+    double jac_slope, jac_ci; /* its fitted exponent */
+} scan_t;
+
+static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, int depth,
+                         int k, const char *block)
+{
+    scan_t sc = {.n = n, .x0 = NAN, .y0 = NAN, .xmin = INFINITY, .xmax = -INFINITY};
+    double xs[4096], ys[4096], fs[4096];
+    size_t np = 0;
+    sbuf_printf(s, "$%s << EOD\n", block);
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        const int L = r->probe->L, d = r->cfg.model.d_model;
+        const size_t stride = (size_t)L * P_NUM_LAYER_PARAMS;
+        const double *last = r->probe->grad_fro + (size_t)(L - 1) * P_NUM_LAYER_PARAMS + k;
+        double mean, half;
+        size_t cnt;
+        fit_mean_ci(last, stride, (size_t)r->probe->S, &mean, &half, &cnt);
+        const double x = depth ? L : d;
+        if (!cnt) continue;
+        sbuf_printf(s, "%g %.10g %.10g\n", x, mean, isnan(half) ? 0.0 : half);
+        if (isnan(sc.x0)) { sc.x0 = x; sc.y0 = mean; }
+        sc.xmin = fmin(sc.xmin, x);
+        sc.xmax = fmax(sc.xmax, x);
+        for (int seed = 0; seed < r->probe->S && np < 4096; seed++) {
+            xs[np] = x;
+            ys[np] = last[seed * stride];
+            fs[np++] = fit_theorem1(is_post(r), d, L);
+        }
+    }
+    sbuf_printf(s, "EOD\n");
+    double A;
+    fit_power_law(xs, ys, np, &sc.slope, &sc.slope_ci, &A);
+    sc.C = fit_scale(ys, fs, np);
+    // Theorem 1's mechanism for Pre-LN: ‖J_LN(x_{L+1})‖₂ = O(√d/‖x_{L+1}‖) of the final norm,
+    // drawn through the first gradient point so its slope can be compared with the gradient's
+    double jx[4096], jy[4096], j0 = NAN;
+    size_t nj = 0;
+    for (int i = 0; i < n && depth; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        if (is_post(r) || isnan(r->probe->final_jacobian[0])) continue;
+        double mean, half;
+        size_t cnt;
+        fit_mean_ci(r->probe->final_jacobian, 5, (size_t)r->probe->S, &mean, &half, &cnt);
+        if (!sc.has_jac) { sbuf_printf(s, "$%sj << EOD\n", block); j0 = mean; sc.has_jac = 1; }
+        sbuf_printf(s, "%d %.10g\n", r->probe->L, mean * sc.y0 / j0);
+        for (int seed = 0; seed < r->probe->S && nj < 4096; seed++) {
+            jx[nj] = r->probe->L;
+            jy[nj++] = r->probe->final_jacobian[seed * 5];
+        }
+    }
+    if (sc.has_jac) {
+        sbuf_printf(s, "EOD\n");
+        fit_power_law(jx, jy, nj, &sc.jac_slope, &sc.jac_ci, &A);
+    }
+    return sc;
+}
+
+static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
+{
+    int mp[64], mq[64];
+    const int np = pick_scan(set, 1, depth, mp), nq = pick_scan(set, 0, depth, mq);
+    if (!np && !nq) return 0;
+    const plot_run_t *ref = &set->runs[np ? mp[0] : mq[0]];
+    char data[64];
+    data_text(&ref->cfg, data, sizeof data);
+    static const int params[2] = {P_W1, P_W2};
+    if (depth)
+        sbuf_printf(s, "set multiplot layout 1,2 title \"Gradient of the last FFN sub-layer vs depth "
+                       "(Fig. 3c,d)\\n{/*0.8 d = %d, %s, %d seeds, bars: 95%% CI; dashed: theory "
+                       "through the first point}\"\n", ref->cfg.model.d_model, data, ref->probe->S);
+    else
+        sbuf_printf(s, "set multiplot layout 1,2 title \"Gradient of the last FFN sub-layer vs width "
+                       "(Theorem 1)\\n{/*0.8 L = %d, %s, %d seeds; dashed: C·d·√(ln d) (Post-LN), "
+                       "C·d·√(ln d/L) (Pre-LN), C fitted}\"\n", ref->cfg.model.layers, data,
+                    ref->probe->S);
+    sbuf_printf(s, "set grid\nset logscale xy\nset key top left Left reverse samplen 2 "
+                   "font ',12' box opaque\nset xlabel '%s'\n"
+                   "set offsets graph 0.05, graph 0.05, graph 0.45, graph 0.02\n",
+                depth ? "number of layers L" : "width d");
+    for (int p = 0; p < 2; p++) {
+        scan_t post = {0}, pre = {0};
+        if (np) post = scan_block(s, set, mp, np, depth, params[p], p ? "post2" : "post1");
+        if (nq) pre = scan_block(s, set, mq, nq, depth, params[p], p ? "pre2" : "pre1");
+        const double xmin = fmin(np ? post.xmin : INFINITY, nq ? pre.xmin : INFINITY);
+        const double xmax = fmax(np ? post.xmax : -INFINITY, nq ? pre.xmax : -INFINITY);
+        sbuf_printf(s, "set xrange [%g:%g]\nset xtics (", xmin / 1.12, xmax * 1.12);
+        for (int i = 0; i < (np ? np : nq); i++) {   // a tic at every value scanned
+            const config_t *c = &set->runs[np ? mp[i] : mq[i]].cfg;
+            sbuf_printf(s, "%s%d", i ? ", " : "", depth ? c->model.layers : c->model.d_model);
+        }
+        sbuf_printf(s, ")\nset title 'W^{%d,L}'\nset ylabel '‖E_{batch} ∂L/∂W^{%d,L}‖_F'\nplot ",
+                    p + 1, p + 1);
+        const char *sep = "";
+        if (np) {
+            sbuf_printf(s, "$post%d using 1:2:3 with yerrorlines lc rgb '%s' pt 7 ps 1.3 "
+                           "title 'Post-LN: fit ∝ %s^{%.2f ± %.2f}'", p + 1, COLORS[0],
+                        depth ? "L" : "d", post.slope, post.slope_ci);
+            if (depth)
+                sbuf_printf(s, ", %.10g title 'theory ∝ L^0' with lines dt 2 lc rgb '%s'", post.y0,
+                            COLORS[0]);
+            else
+                sbuf_printf(s, ", %.10g*x*sqrt(log(x)) title 'theory C·d√(ln d)' with lines dt 2 lc rgb '%s'",
+                            post.C, COLORS[0]);
+            sep = ", ";
+        }
+        if (nq) {
+            const int L = set->runs[mq[0]].cfg.model.layers;
+            sbuf_printf(s, "%s$pre%d using 1:2:3 with yerrorlines lc rgb '%s' pt 5 ps 1.3 "
+                           "title 'Pre-LN: fit ∝ %s^{%.2f ± %.2f}'", sep, p + 1, COLORS[1],
+                        depth ? "L" : "d", pre.slope, pre.slope_ci);
+            if (depth)
+                sbuf_printf(s, ", %.10g*(x/%g)**(-0.5) title 'theory ∝ L^{-1/2}' with lines dt 2 lc rgb '%s'",
+                            pre.y0, pre.x0, COLORS[1]);
+            if (depth && pre.has_jac)
+                sbuf_printf(s, ", $pre%dj using 1:2 with linespoints dt 3 pt 6 lc rgb '%s' "
+                               "title '‖J_{LN}(x_{L+1})‖_2 (scaled) ∝ L^{%.2f ± %.2f}'",
+                            p + 1, COLORS[3], pre.jac_slope, pre.jac_ci);
+            else
+                sbuf_printf(s, ", %.10g*x*sqrt(log(x)/%d) title 'theory C·d√(ln d / L)' with lines dt 2 lc rgb '%s'",
+                            pre.C, L, COLORS[1]);
+        }
+        sbuf_printf(s, "\n");
+    }
+    sbuf_printf(s, "unset multiplot\n");
+    return 1;
+}
+
+int plot_fig_grad_vs_depth(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    snprintf(name, len, "grad_vs_depth");
+    return scan_figure(set, s, 1);
+}
+
+int plot_fig_grad_vs_width(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    snprintf(name, len, "grad_vs_width");
+    return scan_figure(set, s, 0);
+}
+
+/* ------------------------------------------------------------------ Lemma 3 */
+
+int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int m[MAX_SERIES], n = pick_layer_group(set, m), k = 0;
+    for (int i = 0; i < n; i++)   // runs with a norm and Jacobian data
+        if (set->runs[m[i]].cfg.model.norm != NORM_NONE && !isnan(set->runs[m[i]].probe->jacobian_spec[0]))
+            m[k++] = m[i];
+    if (!(n = k)) return 0;
+    snprintf(name, len, "jacobian");
+    const int names = labels_need_names(set, m, n);
+    char sub[256];
+    subtitle(&set->runs[m[0]], sub, sizeof sub);
+    for (int i = 0; i < n; i++) {
+        const probe_t *p = set->runs[m[i]].probe;
+        for (int q = 0; q < PROBE_NORMS; q++) {
+            char block[32];
+            snprintf(block, sizeof block, "j%d_%d", i, q);
+            block_per_layer(s, block, p->jacobian_spec, p->S, p->L, PROBE_NORMS, q, 1.0);
+            snprintf(block, sizeof block, "b%d_%d", i, q);
+            block_per_layer(s, block, p->jacobian_bound, p->S, p->L, PROBE_NORMS, q, 1.0);
+        }
+    }
+    sbuf_printf(s, "set multiplot layout 1,2 title \"Norm-layer Jacobian ‖J_{LN}(x)‖_2 per layer "
+                   "beside Lemma 3's √d/‖x−μ‖\\n{/*0.8 %s; points: exact ‖J‖_2, dashed: √d/‖x−μ‖}\"\n",
+                sub);
+    sbuf_printf(s, "set grid\nset key bottom left Left reverse samplen 2 font ',12' box opaque\n"
+                   "set xlabel 'layer l'\nset xtics 1\n"
+                   "set offsets 0.3, 0.3, graph 0.6, graph 0.05\nset logscale y\n");
+    for (int q = 0; q < PROBE_NORMS; q++) {
+        sbuf_printf(s, "set title '%s (%s)'\nset ylabel '‖J‖_2'\nplot ", PROBE_NORM_NAMES[q],
+                    q == 0 ? "post: LN(x^2), pre: LN(x_l)" : "post: LN(x^5), pre: LN(x^3)");
+        for (int i = 0; i < n; i++) {
+            const plot_run_t *r = &set->runs[m[i]];
+            char label[200];
+            const char *c = run_color(r, placement_rank(set, m, n, i));
+            run_label(r, names, label, sizeof label);
+            sbuf_printf(s, "%s$j%d_%d using 1:2:3 with yerrorbars lc rgb '%s' pt %d ps 1.3 title '%s ‖J‖_2', "
+                           "$b%d_%d using 1:2 with lines dt 2 lc rgb '%s' title '%s √d/‖x−μ‖'",
+                        i ? ", " : "", i, q, c, is_post(r) ? 7 : 5, label, i, q, c, label);
+        }
+        sbuf_printf(s, "\n");
+    }
+    sbuf_printf(s, "unset multiplot\n");
+    return 1;
+}
+
+/* ------------------------------------------------------------------ Lemma 2 */
+
+int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int m[MAX_SERIES];
+    const int n = pick_layer_group(set, m);
+    if (n == 0) return 0;
+    snprintf(name, len, "hidden_norms");
+    int has_post = 0, has_pre = 0;
+    for (int i = 0; i < n; i++) {
+        if (is_post(&set->runs[m[i]])) has_post = 1;
+        else has_pre = 1;
+    }
+    char sub[256];
+    subtitle(&set->runs[m[0]], sub, sizeof sub);
+    const config_t *c0 = &set->runs[m[0]].cfg;
+    const int d = c0->model.d_model, dff = c0->model.d_ff, L = c0->model.layers;
+    for (int i = 0; i < n; i++) {
+        const probe_t *p = set->runs[m[i]].probe;
+        char block[32];
+        snprintf(block, sizeof block, "h%d_a", i);
+        block_per_layer(s, block, p->hidden_sqnorm, p->S, p->L, SITE_COUNT,
+                        is_post(&set->runs[m[i]]) ? SITE_RESID2 : SITE_OUTPUT, 1.0 / d);
+        snprintf(block, sizeof block, "h%d_b", i);
+        block_per_layer(s, block, p->hidden_sqnorm, p->S, p->L, SITE_COUNT, SITE_RESID1, 1.0 / d);
+    }
+    sbuf_printf(s, "$bounds << EOD\n");
+    for (int l = 0; l <= L + 1; l++) {
+        double lo, hi;
+        fit_lemma2_pre_bounds(d, dff, l, fit_input_sqnorm(), &lo, &hi);
+        sbuf_printf(s, "%d %.10g %.10g\n", l, lo, hi);
+    }
+    sbuf_printf(s, "EOD\n");
+    sbuf_printf(s, "set multiplot layout 1,%d title \"Hidden-state norms E‖x‖^2/d per layer beside "
+                   "Lemma 2\\n{/*0.8 %s}\"\n", has_post + has_pre, sub);
+    sbuf_printf(s, "set grid\nset key top left box opaque\nset xlabel 'layer l'\nset xtics 1\n"
+                   "set offsets 0.3, 0.3, 0, 0\nset ylabel 'E‖x‖^2 / d'\nset yrange [0:*]\n");
+    for (int post = 1; post >= 0; post--) {
+        if ((post && !has_post) || (!post && !has_pre)) continue;
+        if (post)
+            sbuf_printf(s, "set title 'Post-LN: x^5_l = x^3_l + FFN(x^3_l)'\nplot %.10g with lines dt 2 lw 2 "
+                           "lc rgb 'black' title 'Lemma 2: 1 + 2dd_{ff}/(d+d_{ff})^2 = %.3f'",
+                        fit_lemma2_post(d, dff), fit_lemma2_post(d, dff));
+        else
+            sbuf_printf(s, "set title 'Pre-LN: x_{l+1} = x^3_l + FFN(LN(x^3_l))'\n"
+                           "plot [0.5:%g] $bounds using 1:2:3 with filledcurves fc rgb '#d6e4f0' "
+                           "title 'Lemma 2 bounds (from E‖x_1‖^2 = 1.5d)'", L + 0.5);
+        for (int i = 0; i < n; i++) {
+            const plot_run_t *r = &set->runs[m[i]];
+            if (is_post(r) != post) continue;
+            const char *c = run_color(r, placement_rank(set, m, n, i));
+            sbuf_printf(s, ", $h%d_a using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 title '%s'",
+                        i, c, post ? 7 : 5, post ? "x^5_l / d" : "x_{l+1} / d");
+            sbuf_printf(s, ", $h%d_b using 1:2:3 with yerrorlines dt 3 lc rgb '%s' pt 6 title '%s'",
+                        i, c, post ? "x^2_l / d" : "x^3_l / d");
+        }
+        sbuf_printf(s, "\n");
+    }
+    sbuf_printf(s, "unset multiplot\n");
+    return 1;
+}
+
+/* ------------------------------------------------------------------ Fig. 2 */
+
+int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int m[MAX_SERIES], n = 0;
+    for (int i = 0; i < set->n && n < MAX_SERIES; i++)
+        if (set->runs[i].nsteps > 0 && set->runs[i].step) m[n++] = i;
+    if (!n) return 0;
+    snprintf(name, len, "loss");
+    int diverged[MAX_SERIES] = {0};
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        const size_t every = r->nsteps > 2000 ? r->nsteps / 2000 : 1;
+        sbuf_printf(s, "$l%d << EOD\n", i);
+        double last_x = NAN, last_y = NAN;
+        for (size_t t = 0; t < r->nsteps; t++) {
+            if (isfinite(r->loss[t])) { last_x = r->step[t]; last_y = r->loss[t]; }
+            if (t % every && t + 1 != r->nsteps) continue;
+            if (isfinite(r->loss[t]))
+                sbuf_printf(s, "%.10g %.10g %.10g\n", r->step[t], r->loss[t], r->lr ? r->lr[t] : NAN);
+        }
+        sbuf_printf(s, "EOD\n");
+        // a diverged run: × at its last finite loss
+        if (!isnan(r->diverged_at) && !isnan(last_x)) {
+            sbuf_printf(s, "$x%d << EOD\n%.10g %.10g\nEOD\n", i, last_x, last_y);
+            diverged[i] = 1;
+        }
+    }
+    const config_t *c = &set->runs[m[0]].cfg;
+    char data[64];
+    data_text(c, data, sizeof data);
+    sbuf_printf(s, "set multiplot layout 2,1 title \"Training loss with and without warm-up "
+                   "(Fig. 2)\\n{/*0.8 d = %d, L = %d, %s, %s; × = diverged (NaN/Inf)}\"\n",
+                c->model.d_model, c->model.layers, data, config_optimizer_name(c->train.optimizer));
+    sbuf_printf(s, "set grid\nset key outside right box opaque\nset xlabel 'step'\n"
+                   "set ylabel 'training loss'\nset logscale y\nset size 1,0.62\nset origin 0,0.33\nplot ");
+    char names[MAX_SERIES][256];
+    double lr_max = 0.0;
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        escape_name(r->name, names[i], sizeof names[i]);
+        for (size_t t = 0; r->lr && t < r->nsteps; t++)
+            if (isfinite(r->lr[t]) && r->lr[t] > lr_max) lr_max = r->lr[t];
+    }
+    for (int i = 0; i < n; i++) {
+        const char *col = COLORS[i % 8];
+        sbuf_printf(s, "%s$l%d using 1:2 with lines lc rgb '%s' title '%s%s'", i ? ", " : "", i, col,
+                    names[i], diverged[i] ? " (diverged)" : "");
+        if (diverged[i])
+            sbuf_printf(s, ", $x%d using 1:2 with points pt 2 ps 3 lw 3 lc rgb '%s' notitle", i, col);
+    }
+    sbuf_printf(s, "\nunset logscale y\nset size 1,0.3\nset origin 0,0.0\nunset title\n"
+                   "set ylabel 'learning rate'\nset format y '%%.0e'\n");
+    // headroom above the largest lr, so a constant schedule is not hidden in the top border
+    if (lr_max > 0.0) sbuf_printf(s, "set yrange [0:%.10g]\n", 1.15 * lr_max);
+    sbuf_printf(s, "plot ");
+    for (int i = 0; i < n; i++)
+        sbuf_printf(s, "%s$l%d using 1:3 with lines lc rgb '%s' title '%s'", i ? ", " : "", i,
+                    COLORS[i % 8], names[i]);
+    sbuf_printf(s, "\nunset multiplot\n");
+    return 1;
+}

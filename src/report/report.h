@@ -1,0 +1,13 @@
+/* report.h — text tables of probe results (the `info` verb and the end of a probe run). */
+#ifndef STABILITY_REPORT_H
+#define STABILITY_REPORT_H
+
+#include <stdio.h>
+#include "config/config.h"
+#include "measure/probe.h"
+
+/* Per layer, mean ± 95 % CI over seeds: ‖E_batch ∇W‖_F of W¹ and W² (every tensor with all),
+ * hidden-state norms / d beside Lemma 2, ‖J‖₂ beside √d/‖x−μ‖ (Lemma 3). */
+void report_probe(FILE *out, const config_t *cfg, const probe_t *p, int all);
+
+#endif

@@ -1,0 +1,214 @@
+/* run.c — a training run: fresh or resumed file, signals, progress, the final status. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "io/h5io.h"
+#include "util/progress.h"
+#include "run/run.h"
+#include "train/train.h"
+
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+/* Catch SIGINT, SIGTERM, SIGUSR1 once (SA_RESETHAND: a second one has its default effect). */
+static void signals_install(struct sigaction *old)
+{
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGUSR1};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    stop_signal = 0;
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
+}
+
+static void signals_restore(const struct sigaction *old)
+{
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGUSR1};
+    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+}
+
+/* What the callbacks share. */
+typedef struct {
+    h5io_train_t *w;
+    progress_t bar;
+    double t0, elapsed0;   /* monotonic start; seconds already spent before a resume */
+    long steps, signal_at;
+    train_record_t last;   /* the last update's record */
+    double last_val;       /* the last validation loss (NaN before the first) */
+} run_ctx_t;
+
+static int on_step(void *ctx, const train_t *t, const train_record_t *r)
+{
+    run_ctx_t *c = ctx;
+    const double elapsed = c->elapsed0 + progress_now() - c->t0;
+    c->last = *r;
+    if (!isnan(r->val_loss)) c->last_val = r->val_loss;
+    if (h5io_train_append(c->w, t, r, elapsed)) return 1;
+    char extra[96];
+    snprintf(extra, sizeof extra, "loss %.4f  lr %.3g", r->loss, r->lr);
+    progress_update(&c->bar, r->step, c->steps, extra);
+    if (c->signal_at > 0 && r->step == c->signal_at) raise(SIGTERM);   // test hook (run.h)
+    return 0;
+}
+
+static int on_checkpoint(void *ctx, const train_t *t)
+{
+    return h5io_train_checkpoint(((run_ctx_t *)ctx)->w, t);
+}
+
+/* Resolved INI text of cfg (malloc'd). */
+static char *ini_text(const config_t *cfg)
+{
+    const size_t len = config_to_ini(cfg, NULL, 0) + 1;
+    char *ini = malloc(len);
+    if (ini) config_to_ini(cfg, ini, len);
+    return ini;
+}
+
+/* The INI text of cfg without the keys that may change between a run and its resume. */
+static char *ini_for_compare(const config_t *cfg)
+{
+    config_t c = *cfg;
+    c.train.resume = 0;
+    c.output.file[0] = '\0';
+    c.output.overwrite = 0;
+    c.output.plots = 0;
+    return ini_text(&c);
+}
+
+/* 1 when the file's config text equals cfg (but for ini_for_compare's keys); else 0 with the
+ * first differing line of the file's config in diff. */
+static int same_config(const config_t *cfg, const char *stored, char *diff, size_t len)
+{
+    config_t old;
+    char err[CONFIG_ERR_MAX];
+    snprintf(diff, len, "its config attribute is unreadable");
+    if (!stored || config_parse_string(&old, stored, "file", err, sizeof err)) return 0;
+    char *a = ini_for_compare(&old), *b = ini_for_compare(cfg);
+    int same = a && b && !strcmp(a, b);
+    if (a && b && !same) {
+        // first differing line, named by the stored value
+        const char *p = a, *q = b;
+        while (*p && *p == *q) p++, q++;
+        while (p > a && p[-1] != '\n') p--;
+        const char *e = strchr(p, '\n');
+        snprintf(diff, len, "it has '%.*s'", (int)(e ? e - p : (long)strlen(p)), p);
+    }
+    free(a);
+    free(b);
+    return same;
+}
+
+/* Fresh file or resume? Returns 0 and sets *resume / *overwrite, 1 or 2 on error, or −1 when
+ * there is nothing to do (the file's run is done or diverged). */
+static int decide(const config_t *cfg, const char *path, const run_options_t *o, int *resume,
+                  int *overwrite)
+{
+    *resume = 0;
+    *overwrite = o->force || cfg->output.overwrite;
+    if (!(o->resume || cfg->train.resume) || access(path, F_OK) != 0) return 0;
+    h5io_train_info_t info;
+    char err[1200], diff[256];
+    if (h5io_train_inspect(path, &info, err, sizeof err)) {
+        if (*overwrite) return 0;   // unreadable: --force replaces it
+        fprintf(stderr, "stability: --resume: %s (--force replaces it)\n", err);
+        return 1;
+    }
+    int rc = 0;
+    if (!same_config(cfg, info.config, diff, sizeof diff)) {
+        if (!*overwrite) {
+            fprintf(stderr, "stability: --resume: %s was written with another configuration (%s); "
+                    "use --force to replace it\n", path, diff);
+            rc = 2;
+        }
+    } else if (info.status && (!strcmp(info.status, "done") || !strcmp(info.status, "diverged"))) {
+        if (!o->quiet) printf("%s: status %s, nothing to resume\n", path, info.status);
+        rc = -1;
+    } else if (info.checkpoint_step >= 0) {
+        *resume = 1;
+    } else {
+        if (!o->quiet) printf("%s: no checkpoint, starting over\n", path);
+        *overwrite = 1;
+    }
+    h5io_train_info_free(&info);
+    return rc;
+}
+
+static void print_summary(const config_t *cfg, const run_ctx_t *c, const char *path)
+{
+    printf("%s: %ld steps in %.1f s, last loss %.4f", cfg->name, c->last.step,
+           c->elapsed0 + progress_now() - c->t0, c->last.loss);
+    if (!isnan(c->last_val)) printf(", validation loss %.4f", c->last_val);
+    printf("\nwrote %s\n", path);
+}
+
+int run_train(const config_t *cfg, const char *path, const run_options_t *o)
+{
+    char err[1400];
+    int resume, overwrite;
+    int rc = decide(cfg, path, o, &resume, &overwrite);
+    if (rc) return rc < 0 ? 0 : rc;
+    train_t *t;
+    if ((rc = train_create(&t, cfg, err, sizeof err))) {
+        fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
+        return rc;
+    }
+    char *ini = ini_text(cfg);
+    run_ctx_t c = {.steps = cfg->train.steps, .last_val = NAN};
+    const char *hook = getenv("STABILITY_SIGNAL_AT_STEP");
+    c.signal_at = hook ? atol(hook) : 0;
+    if (!ini) rc = 1;
+    else if (resume) rc = h5io_train_resume(&c.w, path, t, ini, &c.elapsed0, err, sizeof err);
+    else rc = h5io_train_create(&c.w, path, overwrite, t, ini, err, sizeof err);
+    free(ini);
+    if (rc) {
+        fprintf(stderr, "stability: %s\n", err);
+        train_free(t);
+        return rc;
+    }
+    char label[80];
+    snprintf(label, sizeof label, "train %.40s", cfg->name);
+    progress_start(&c.bar, label, o->quiet);
+    progress_set_first(&c.bar, t->step);
+    if (resume && !o->quiet) printf("%s: resuming at step %ld\n", path, t->step);
+    c.t0 = progress_now();
+    c.last.step = t->step;
+    struct sigaction old[3];
+    signals_install(old);
+    const train_callbacks_t cb = {&c, on_step, on_checkpoint};
+    const train_status_t st = train_run(t, &cb, &stop_signal);
+    const int sig = stop_signal;
+    progress_end(&c.bar);
+
+    const char *status = st == TRAIN_DONE ? "done" : st == TRAIN_DIVERGED ? "diverged" : "interrupted";
+    if (st == TRAIN_INTERRUPTED) rc = h5io_train_checkpoint(c.w, t);
+    if (st == TRAIN_FAILED) {
+        fprintf(stderr, "stability: %s: cannot write the training log\n", path);
+        rc = 1;
+    }
+    if (h5io_train_close(c.w, st == TRAIN_FAILED ? "running" : status,
+                         st == TRAIN_DIVERGED ? c.last.step : 0,
+                         train_diverged_reason(c.last.diverged), err, sizeof err)) {
+        fprintf(stderr, "stability: %s\n", err);
+        rc = 1;
+    }
+    signals_restore(old);
+    if (!rc && st == TRAIN_DIVERGED)
+        fprintf(stderr, "%s: diverged at step %ld (%s: loss %g, grad_norm %g); status = diverged "
+                "in %s\n", cfg->name, c.last.step, train_diverged_reason(c.last.diverged),
+                c.last.loss, c.last.grad_norm, path);
+    if (!rc && st == TRAIN_INTERRUPTED) {
+        fprintf(stderr, "%s: %s after step %ld: checkpoint written to %s (continue with --resume)\n",
+                cfg->name, strsignal(sig), t->step, path);
+        if (sig == SIGINT) rc = 130;
+    }
+    if (!rc && st == TRAIN_DONE && !o->quiet) print_summary(cfg, &c, path);
+    train_free(t);
+    return rc;
+}

@@ -1,0 +1,327 @@
+/* sweep_run.c — executing a sweep: child processes (local, N at a time, or one Slurm array
+ * task) and the merge of the finished runs into one HDF5 file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "sweep/sweep.h"
+#include "io/h5io.h"
+#include "util/progress.h"
+
+static volatile sig_atomic_t stop_requested = 0;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* mkdir -p results/<sweep>. */
+static int make_results_dir(const sweep_t *s)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s->results_dir);
+    for (char *p = buf + 1;; p++) {
+        const char c = *p;
+        if (c == '/' || c == '\0') {
+            *p = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
+            if (c == '\0') return 0;
+            *p = '/';
+        }
+    }
+}
+
+/* Start run i as `exe --config BASE --set ... --out results/<sweep>/<run>.h5 --force --resume
+ * --quiet`, with stdout and stderr in <run>.log and threads BLAS/OpenMP threads.
+ * Returns the pid or −1. */
+static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads)
+{
+    char out[1400], log[1400], nthreads[16];
+    sweep_run_path(s, i, out, sizeof out);
+    snprintf(log, sizeof log, "%s/%s.log", s->results_dir, s->runs[i].name);
+    sweep_sets_t sets;
+    sweep_run_sets(s, i, &sets);
+    const char *argv[8 + 4 * SWEEP_MAX_KEYS];
+    int argc = 0;
+    argv[argc++] = exe;
+    argv[argc++] = "--config";
+    argv[argc++] = s->base;
+    for (int k = 0; k < sets.n; k++) {
+        argv[argc++] = "--set";
+        argv[argc++] = sets.ptr[k];
+    }
+    argv[argc++] = "--out";
+    argv[argc++] = out;
+    argv[argc++] = "--force";   // a file here is incomplete (complete runs are never started)
+    argv[argc++] = "--resume";  // ... but a pre-empted training run continues from its checkpoint
+    argv[argc++] = "--quiet";
+    argv[argc] = NULL;
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid != 0) return pid;
+    // child
+    const int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    snprintf(nthreads, sizeof nthreads, "%d", threads);
+    setenv("OMP_NUM_THREADS", nthreads, 1);
+    setenv("OPENBLAS_NUM_THREADS", nthreads, 1);
+    execv(exe, (char *const *)argv);
+    fprintf(stderr, "stability: cannot run %s: %s\n", exe, strerror(errno));
+    _exit(127);
+}
+
+/* Print the last lines of run i's log to stderr. */
+static void report_failure(const sweep_t *s, int i, int status)
+{
+    char log[1400];
+    snprintf(log, sizeof log, "%s/%s.log", s->results_dir, s->runs[i].name);
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "run %d (%s) killed by signal %d; log %s\n", i, s->runs[i].name,
+                WTERMSIG(status), log);
+    else
+        fprintf(stderr, "run %d (%s) failed with exit code %d; log %s\n", i, s->runs[i].name,
+                WEXITSTATUS(status), log);
+    FILE *f = fopen(log, "r");
+    if (!f) return;
+    char lines[5][512];
+    int n = 0;
+    while (fgets(lines[n % 5], sizeof lines[0], f)) n++;
+    fclose(f);
+    for (int k = n > 5 ? n - 5 : 0; k < n; k++) fprintf(stderr, "  | %s", lines[k % 5]);
+}
+
+static int cores_available(void)
+{
+    const char *slurm = getenv("SLURM_CPUS_PER_TASK");
+    if (slurm && atoi(slurm) > 0) return atoi(slurm);
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
+{
+    if (make_results_dir(s) != 0) {
+        fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
+        return -1;
+    }
+    const int cores = cores_available();
+    if (jobs <= 0) jobs = cores;
+    const int threads = cores / jobs > 0 ? cores / jobs : 1;
+    int *todo = malloc((size_t)s->nruns * sizeof(int));
+    pid_t *pids = calloc((size_t)jobs, sizeof(pid_t));
+    int *slot_run = calloc((size_t)jobs, sizeof(int));
+    if (!todo || !pids || !slot_run) { free(todo); free(pids); free(slot_run); return -1; }
+    int ntodo = 0, skipped = 0;
+    for (int i = 0; i < s->nruns; i++) {
+        if (sweep_run_complete(s, i)) skipped++;
+        else todo[ntodo++] = i;
+    }
+    if (!quiet)
+        printf("sweep %s: %d runs, %d complete, %d to run, %d at a time x %d threads\n", s->name,
+               s->nruns, skipped, ntodo, jobs, threads);
+    struct sigaction sa = {0}, old_int, old_term;
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    progress_t bar;
+    char label[160], extra[64];
+    snprintf(label, sizeof label, "sweep %.100s", s->name);
+    progress_start(&bar, label, quiet);
+    int next = 0, running = 0, done = 0, failed = 0, rc = 0;
+    while ((next < ntodo && !stop_requested) || running > 0) {
+        while (running < jobs && next < ntodo && !stop_requested) {
+            int slot = 0;
+            while (pids[slot]) slot++;
+            const pid_t pid = spawn_run(s, exe, todo[next], threads);
+            if (pid < 0) { rc = -1; stop_requested = 1; break; }
+            pids[slot] = pid;
+            slot_run[slot] = todo[next++];
+            running++;
+        }
+        snprintf(extra, sizeof extra, "%d running, %d failed", running, failed);
+        progress_update(&bar, done, ntodo, extra);
+        int status;
+        const pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        for (int k = 0; k < jobs; k++) {
+            if (pids[k] != pid) continue;
+            pids[k] = 0;
+            running--;
+            done++;
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                failed++;
+                if (bar.enabled) fputc('\n', stderr);
+                report_failure(s, slot_run[k], status);
+            }
+        }
+    }
+    snprintf(extra, sizeof extra, "%d failed", failed);
+    progress_update(&bar, done, ntodo, extra);
+    progress_end(&bar);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (stop_requested && next < ntodo)
+        fprintf(stderr, "sweep %s: stopped; %d runs not started (run the sweep again to resume)\n",
+                s->name, ntodo - next);
+    free(todo);
+    free(pids);
+    free(slot_run);
+    return rc < 0 ? rc : failed + (stop_requested && next < ntodo ? ntodo - next : 0);
+}
+
+/* The signal that ended the command of a system() status: the command's own, or the one its
+ * shell reports as exit status 128 + signal; 0 when none did. */
+static int killing_signal(int status)
+{
+    if (status == -1) return 0;
+    if (WIFSIGNALED(status)) return WTERMSIG(status);
+    if (WIFEXITED(status) && WEXITSTATUS(status) > 128) return WEXITSTATUS(status) - 128;
+    return 0;
+}
+
+int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
+{
+    if (make_results_dir(s) != 0) {
+        fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
+        return 1;
+    }
+    if (sweep_run_complete(s, i)) {
+        if (!quiet) printf("run %d (%s) is complete; nothing to do\n", i, s->runs[i].name);
+        return 0;
+    }
+    const pid_t pid = spawn_run(s, exe, i, cores_available());
+    if (pid < 0) return 1;
+    // forward Slurm's pre-emption signals to the run, which checkpoints and exits
+    struct sigaction sa = {0};
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int status;
+    for (;;) {
+        const pid_t w = waitpid(pid, &status, 0);
+        if (w == pid) break;
+        if (w < 0 && errno == EINTR && stop_requested) {
+            kill(pid, SIGUSR1);
+            stop_requested = 0;
+        }
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        report_failure(s, i, status);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
+    // A training run stopped by USR1/TERM has checkpointed (status interrupted). Under Slurm
+    // the task requeues itself, and its next start resumes from the checkpoint.
+    char path[1400];
+    sweep_run_path(s, i, path, sizeof path);
+    char *st = h5io_file_status(path);
+    const int interrupted = st && !strcmp(st, "interrupted");
+    free(st);
+    if (interrupted) {
+        const char *job = getenv("SLURM_ARRAY_JOB_ID"), *task = getenv("SLURM_ARRAY_TASK_ID");
+        if (!job || !task) {
+            fprintf(stderr, "run %d (%s) interrupted and checkpointed; run the task again to resume\n",
+                    i, s->runs[i].name);
+            return 0;
+        }
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "scontrol requeue %s_%s", job, task);
+        printf("run %d (%s) checkpointed; %s\n", i, s->runs[i].name, cmd);
+        fflush(stdout);
+        // The requeue ends this job: Slurm signals every process of it, scontrol included,
+        // sometimes before scontrol has exited. A scontrol killed by SIGTERM/SIGKILL therefore
+        // means the requeue is under way, not that it failed; exit 0 so the old run is not
+        // recorded as FAILED.
+        const int rc = system(cmd);
+        const int sig = killing_signal(rc);
+        if (rc != 0 && sig != SIGTERM && sig != SIGKILL) {
+            fprintf(stderr, "stability: '%s' failed (status %d)\n", cmd, rc);
+            return 1;
+        }
+        return 0;
+    }
+    if (!quiet) printf("run %d (%s) finished\n", i, s->runs[i].name);
+    return 0;
+}
+
+int sweep_merge(const sweep_t *s, int quiet)
+{
+    char err[1024];
+    h5io_file_t *f;
+    if (h5io_create(&f, s->merged_path, 1, err, sizeof err)) {
+        fprintf(stderr, "stability: %s\n", err);
+        return 1;
+    }
+    const size_t R = (size_t)s->nruns, K = (size_t)s->naxes;
+    const char **names = calloc(R, sizeof *names), **status = calloc(R, sizeof *status);
+    const char **values = calloc(R * (K ? K : 1), sizeof *values);
+    const char **keys = calloc(K ? K : 1, sizeof *keys);
+    char (*status_buf)[32] = calloc(R, sizeof *status_buf);
+    int rc = (!names || !status || !values || !keys || !status_buf), missing = 0, merged = 0;
+    for (size_t a = 0; a < K && !rc; a++) keys[a] = s->axes[a].key;
+    for (size_t i = 0; i < R && !rc; i++) {
+        char path[1400], group[256];
+        names[i] = s->runs[i].name;
+        for (size_t a = 0; a < K; a++) values[i * K + a] = s->axes[a].values[s->runs[i].index[a]];
+        sweep_run_path(s, (int)i, path, sizeof path);
+        char *st = h5io_file_status(path);
+        snprintf(status_buf[i], sizeof status_buf[i], "%s", st ? st : "missing");
+        status[i] = status_buf[i];
+        const int complete = st && (!strcmp(st, "done") || !strcmp(st, "diverged"));
+        free(st);
+        if (!complete) {
+            fprintf(stderr, "run %zu (%s): %s\n", i, s->runs[i].name, status_buf[i]);
+            missing++;
+            continue;
+        }
+        snprintf(group, sizeof group, "/runs/%s", s->runs[i].name);
+        if (h5io_copy_file_into(f, group, path, err, sizeof err)) {
+            fprintf(stderr, "stability: %s\n", err);
+            rc = 1;
+        }
+        merged++;
+    }
+    if (!rc) {
+        const size_t dims[2] = {R, K};
+        rc |= h5io_write_strings(f, "/sweep/names", names, 1, dims);
+        rc |= h5io_write_strings(f, "/sweep/status", status, 1, dims);
+        if (K) {
+            rc |= h5io_write_strings(f, "/sweep/keys", keys, 1, &dims[1]);
+            rc |= h5io_write_strings(f, "/sweep/values", values, 2, dims);
+        }
+        rc |= h5io_write_attr_string(f, "/sweep", "base", s->base);
+        rc |= h5io_write_attr_string(f, "/sweep", "file", s->path);
+        rc |= h5io_write_attr_string(f, "/", "status", missing ? "partial" : "done");
+        rc |= h5io_write_attr_int(f, "/", "runs", merged);
+    }
+    free(names); free(status); free(values); free(keys); free(status_buf);
+    if (rc) {
+        h5io_abort(f);
+        fprintf(stderr, "stability: %s: merge failed\n", s->merged_path);
+        return 1;
+    }
+    if (h5io_commit(f, err, sizeof err)) {
+        fprintf(stderr, "stability: %s\n", err);
+        return 1;
+    }
+    if (!quiet) printf("merged %d of %d runs into %s\n", merged, s->nruns, s->merged_path);
+    if (missing) {
+        fprintf(stderr, "%d runs missing or incomplete; task ids:", missing);
+        for (int i = 0; i < s->nruns; i++)
+            if (!sweep_run_complete(s, i)) fprintf(stderr, " %d", i);
+        fprintf(stderr, "\n");
+    }
+    return missing ? 3 : 0;
+}

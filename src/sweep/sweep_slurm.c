@@ -1,0 +1,226 @@
+/* sweep_slurm.c — a sweep as one Slurm job array: the sbatch script and its submission.
+ * Slurm schedules; stability only writes the script, submits it, and (in sweep_run.c) makes a
+ * task checkpoint and requeue itself on USR1/TERM. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "sweep/sweep.h"
+
+static const char *const SLURM_KEYS[] = {"partition", "time", "cpus_per_task", "mem",
+                                         "array_parallelism", "account", "extra", NULL};
+
+static int known_slurm_key(const char *key)
+{
+    for (int k = 0; SLURM_KEYS[k]; k++)
+        if (!strcmp(SLURM_KEYS[k], key)) return 1;
+    return 0;
+}
+
+/* Value of a [slurm] key, or def. */
+static const char *slurm_get(const sweep_t *s, const char *key, const char *def)
+{
+    for (int k = s->nslurm - 1; k >= 0; k--)
+        if (!strcmp(s->slurm_key[k], key)) return s->slurm_value[k];
+    return def;
+}
+
+int sweep_set_slurm(sweep_t *s, const char *assignment, char *err, size_t errlen)
+{
+    const char *eq = strchr(assignment, '=');
+    if (strncmp(assignment, "slurm.", 6) || !eq) {
+        snprintf(err, errlen, "--set %s: expected slurm.key=value", assignment);
+        return 2;
+    }
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - assignment - 6), assignment + 6);
+    if (!known_slurm_key(key)) {
+        snprintf(err, errlen, "--set slurm.%s: unknown key (partition, time, cpus_per_task, mem, "
+                              "array_parallelism, account, extra)", key);
+        return 2;
+    }
+    if (s->nslurm == SWEEP_MAX_SLURM) {
+        snprintf(err, errlen, "--set slurm.%s: too many [slurm] settings", key);
+        return 2;
+    }
+    snprintf(s->slurm_key[s->nslurm], sizeof s->slurm_key[0], "%s", key);
+    snprintf(s->slurm_value[s->nslurm], sizeof s->slurm_value[0], "%s", eq + 1);
+    s->slurm_line[s->nslurm++] = -1;   // from --set
+    return 0;
+}
+
+/* Check one value; message into msg. */
+static int check_slurm_value(const char *key, const char *v, char *msg, size_t len)
+{
+    if (!strcmp(key, "cpus_per_task") || !strcmp(key, "array_parallelism")) {
+        char *end;
+        const long n = strtol(v, &end, 10);
+        if (*end || n < 1) { snprintf(msg, len, "must be an integer >= 1 (got '%s')", v); return 2; }
+    } else if (!strcmp(key, "time")) {
+        for (const char *c = v; *c; c++)
+            if (!isdigit((unsigned char)*c) && *c != ':' && *c != '-') {
+                snprintf(msg, len, "not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH:MM:SS): '%s'", v);
+                return 2;
+            }
+    } else if (!strcmp(key, "mem")) {
+        char *end;
+        strtol(v, &end, 10);
+        if (end == v || (*end && strcmp(end, "K") && strcmp(end, "M") && strcmp(end, "G") && strcmp(end, "T"))) {
+            snprintf(msg, len, "not a Slurm memory size (e.g. 4G, 500M): '%s'", v);
+            return 2;
+        }
+    }
+    for (const char *c = v; *c; c++)
+        if (*c == '\n' || *c == '`' || *c == '$') {
+            snprintf(msg, len, "must not contain newlines, '`' or '$'");
+            return 2;
+        }
+    return 0;
+}
+
+static void absolute(const char *path, char *out, size_t len)
+{
+    char cwd[1024];
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) snprintf(out, len, "%s", path);
+    else snprintf(out, len, "%s/%s", cwd, path);
+}
+
+int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t len, char *err,
+                      size_t errlen)
+{
+    for (int k = 0; k < s->nslurm; k++) {
+        char msg[256];
+        const int line = s->slurm_line[k];
+        char where[1100];
+        if (line > 0) snprintf(where, sizeof where, "%s:%d", s->path, line);
+        else snprintf(where, sizeof where, "--set");
+        if (!known_slurm_key(s->slurm_key[k])) {
+            snprintf(err, errlen, "%s: slurm.%s: unknown key (partition, time, cpus_per_task, mem, "
+                                  "array_parallelism, account, extra)", where, s->slurm_key[k]);
+            return 2;
+        }
+        if (check_slurm_value(s->slurm_key[k], s->slurm_value[k], msg, sizeof msg)) {
+            snprintf(err, errlen, "%s: slurm.%s: %s", where, s->slurm_key[k], msg);
+            return 2;
+        }
+    }
+    if (mkdir("results", 0777) != 0 && errno != EEXIST) goto io;
+    if (mkdir(s->results_dir, 0777) != 0 && errno != EEXIST) goto io;
+    snprintf(script, len, "%s/job.sbatch", s->results_dir);
+    FILE *f = fopen(script, "w");
+    if (!f) goto io;
+    char cwd[1024], sweep_file[1100], results[1100];
+    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
+    absolute(s->path, sweep_file, sizeof sweep_file);
+    absolute(s->results_dir, results, sizeof results);
+    const char *par = slurm_get(s, "array_parallelism", NULL);
+    fprintf(f, "#!/bin/bash\n");
+    fprintf(f, "# Slurm job array for sweep %s (%d runs), written by `stability sweep %s --slurm`.\n",
+            s->name, s->nruns, s->path);
+    fprintf(f, "# Task i runs run i of the sweep; a complete run is never redone.\n");
+    fprintf(f, "#SBATCH --job-name=stability-%s\n", s->name);
+    fprintf(f, "#SBATCH --array=0-%d%s%s\n", s->nruns - 1, par ? "%" : "", par ? par : "");
+    fprintf(f, "#SBATCH --output=%s/slurm-%%A_%%a.out\n", results);
+    fprintf(f, "#SBATCH --open-mode=append\n");
+    fprintf(f, "#SBATCH --cpus-per-task=%s\n", slurm_get(s, "cpus_per_task", "1"));
+    const char *opt;
+    if ((opt = slurm_get(s, "time", NULL))) fprintf(f, "#SBATCH --time=%s\n", opt);
+    if ((opt = slurm_get(s, "mem", NULL))) fprintf(f, "#SBATCH --mem=%s\n", opt);
+    if ((opt = slurm_get(s, "partition", NULL))) fprintf(f, "#SBATCH --partition=%s\n", opt);
+    if ((opt = slurm_get(s, "account", NULL))) fprintf(f, "#SBATCH --account=%s\n", opt);
+    fprintf(f, "# USR1 to the task 120 s before the time limit (or on pre-emption notice): it\n"
+               "# checkpoints and requeues itself; --requeue lets Slurm run it again.\n");
+    fprintf(f, "#SBATCH --signal=B:USR1@120\n#SBATCH --requeue\n");
+    if ((opt = slurm_get(s, "extra", NULL))) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", opt);
+        for (char *save = NULL, *e = strtok_r(buf, ";", &save); e; e = strtok_r(NULL, ";", &save)) {
+            while (isspace((unsigned char)*e)) e++;
+            if (*e) fprintf(f, "#SBATCH %s\n", e);
+        }
+    }
+    fprintf(f, "\n# HDF5's file locking fails on many shared file systems (NFS, Lustre); each run\n"
+               "# writes its own file, so locking is not needed.\n"
+               "export HDF5_USE_FILE_LOCKING=FALSE\n");
+    fprintf(f, "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}\n"
+               "export OPENBLAS_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}\n");
+    fprintf(f, "cd '%s'\n", cwd);
+    fprintf(f, "# arrays larger than MaxArraySize are submitted in pieces with an index offset\n");
+    fprintf(f, "exec '%s' sweep '%s' --task $(( SLURM_ARRAY_TASK_ID + ${STABILITY_TASK_OFFSET:-0} ))\n",
+            exe, sweep_file);
+    if (fclose(f) != 0) goto io;
+    return 0;
+io:
+    snprintf(err, errlen, "%s: cannot write the job script: %s", s->results_dir, strerror(errno));
+    return 1;
+}
+
+/* MaxArraySize of the cluster (scontrol show config), or Slurm's default 1001. */
+static int max_array_size(void)
+{
+    FILE *p = popen("scontrol show config 2>/dev/null", "r");
+    int max = 1001;
+    if (!p) return max;
+    char line[512];
+    while (fgets(line, sizeof line, p)) {
+        int v;
+        if (sscanf(line, "MaxArraySize = %d", &v) == 1 && v > 1) max = v;
+    }
+    pclose(p);
+    return max;
+}
+
+/* sbatch --parsable [--array=SPEC] [--export=ALL,STABILITY_TASK_OFFSET=OFF] script. */
+static int submit_one(const char *script, const char *spec, int offset, int quiet)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "sbatch --parsable --array='%s' --export=ALL,STABILITY_TASK_OFFSET=%d '%s'",
+             spec, offset, script);
+    FILE *p = popen(cmd, "r");
+    if (!p) { fprintf(stderr, "stability: cannot run sbatch: %s\n", strerror(errno)); return 1; }
+    char out[256] = "";
+    if (!fgets(out, sizeof out, p)) out[0] = '\0';
+    const int status = pclose(p);
+    out[strcspn(out, ";\n")] = '\0';
+    if (status != 0 || !out[0]) {
+        fprintf(stderr, "stability: sbatch failed (status %d)%s\n", status,
+                status == 127 << 8 ? ": sbatch not found (is this a Slurm login node?)" : "");
+        return 1;
+    }
+    if (quiet) printf("%s\n", out);
+    else printf("submitted job %s (array %s, index offset %d)\n", out, spec, offset);
+    return 0;
+}
+
+int sweep_slurm_submit(const sweep_t *s, const char *script, int only_missing, int quiet)
+{
+    const int max = max_array_size();   // indices must be < max
+    const char *par = slurm_get(s, "array_parallelism", NULL);
+    int rc = 0, submitted = 0;
+    // chunk c holds runs [c·max, (c+1)·max); inside a chunk, array index = run − offset
+    for (int offset = 0; offset < s->nruns && !rc; offset += max) {
+        const int end = offset + max < s->nruns ? offset + max : s->nruns;
+        char spec[8192];
+        size_t n = 0;
+        int count = 0;
+        if (!only_missing) {
+            n = (size_t)snprintf(spec, sizeof spec, "0-%d", end - offset - 1);
+            count = end - offset;
+        } else {
+            for (int i = offset; i < end && n < sizeof spec - 16; i++) {
+                if (sweep_run_complete(s, i)) continue;
+                n += (size_t)snprintf(spec + n, sizeof spec - n, "%s%d", count ? "," : "", i - offset);
+                count++;
+            }
+        }
+        if (!count) continue;
+        if (par) snprintf(spec + n, sizeof spec - n, "%%%s", par);
+        rc = submit_one(script, spec, offset, quiet);
+        submitted += count;
+    }
+    if (!rc && !submitted && !quiet) printf("nothing to submit: every run is complete\n");
+    return rc;
+}

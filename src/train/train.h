@@ -1,0 +1,100 @@
+/* train.h — the training loop (issue 4). Numerics only: no I/O; the caller gets every
+ * step's record through a callback and does the logging, checkpoints and progress.
+ *
+ * Update t = 1, 2, …, train.steps:
+ *   batch, dropout masks ← rng_data;  loss = forward;  g = ∇θ loss;  ‖g‖₂ (before clipping);
+ *   diverged (no update) when loss or ‖g‖₂ is not finite, or loss > TRAIN_DIVERGE_FACTOR·ln V
+ *   (Adam's step is bounded by ~lr, so even lr = 1e3 gives a finite but absurd loss);
+ *   clip;  θ ← optimizer(θ, g, lr(t)).
+ * At t = 1 and every probe.every updates the step's own forward/backward is measured per layer
+ * (probe_grad_norms, probe_hidden_norms, probe_jacobians; before clipping and the update).
+ * Text task: validation loss after the update at every train.eval_every-th and the last step.
+ * Streams: rng_init = init.seed (model_init), rng_data = init.seed + DATA_SEED_OFFSET (batches
+ * and dropout), as the probe and dump use them: update 1 sees the batch of `stability dump`.
+ */
+#ifndef STABILITY_TRAIN_H
+#define STABILITY_TRAIN_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <gsl/gsl_rng.h>
+#include "config/config.h"
+#include "data/data.h"
+#include "model/model.h"
+#include "train/optim.h"
+#include "measure/probe.h"
+
+/* A loss above this many times that of the uniform predictor (ln V) counts as divergence. */
+#define TRAIN_DIVERGE_FACTOR 100.0
+
+/* Why a step diverged (train_record_t.diverged). */
+enum { TRAIN_FINITE = 0, TRAIN_LOSS_NONFINITE, TRAIN_GRAD_NONFINITE, TRAIN_LOSS_EXPLODED };
+
+/* One update's scalars. */
+typedef struct {
+    long step;            /* 1-based update index */
+    double lr;            /* learning rate used */
+    double loss;          /* training-batch loss before the update */
+    double grad_norm;     /* ‖∇θ‖₂ over all parameters, before clipping */
+    double val_loss;      /* validation loss after the update; NaN when not evaluated */
+    int probed;           /* train_t.probe holds this step's measurements */
+    int diverged;         /* TRAIN_FINITE, or why the step diverged (no update was made) */
+} train_record_t;
+
+/* Per-layer measurements of one step (L = layers, P = P_NUM_LAYER_PARAMS). */
+typedef struct {
+    double *grad_fro;          /* (L,P) ‖∇W‖_F, NaN where a tensor does not exist */
+    double *extra_grad_fro;    /* (EXTRA_COUNT) tok_embed, lm_head, final norm */
+    double *hidden_sqnorm;     /* (L,SITE_COUNT) E_token ‖x‖² */
+    double final_sqnorm;       /* E_token ‖x_final‖² */
+    double *jacobian_spec;     /* (L,PROBE_NORMS) E_token ‖J‖₂; NaN with probe.jacobian = off */
+    double final_jacobian_spec;/* of the final norm; NaN without one */
+} train_probe_t;
+
+/* The whole state of a run; everything a bit-identical resume needs is in model->params,
+ * opt (m, v, t), rng_init, rng_data, step and batches. */
+typedef struct {
+    config_t cfg;              /* a copy */
+    model_t *model;
+    data_t data;
+    optim_t opt;
+    gsl_rng *rng_init, *rng_data;
+    long step;                 /* updates done */
+    long batches;              /* training batches drawn (the data position) */
+    int32_t *tokens, *targets; /* (B,T) */
+    train_probe_t probe;
+    probe_jacobian_t *jac;     /* (L,PROBE_NORMS) scratch */
+} train_t;
+
+typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED } train_status_t;
+
+typedef struct {
+    void *ctx;
+    /* After every update (and after a diverged step). Non-zero stops the run: TRAIN_FAILED. */
+    int (*step)(void *ctx, const train_t *t, const train_record_t *r);
+    /* Every train.checkpoint_every updates, after step. Non-zero: TRAIN_FAILED. May be NULL. */
+    int (*checkpoint)(void *ctx, const train_t *t);
+} train_callbacks_t;
+
+/* Build the run of cfg: data, model initialised from rng_init, optimizer, rngs, step 0.
+ * Returns 0, 2 (the data task rejects cfg, e.g. a missing text file; err "key: message") or 1. */
+int train_create(train_t **t, const config_t *cfg, char *err, size_t errlen);
+
+/* Free everything train_create allocated. */
+void train_free(train_t *t);
+
+/* One update (see the top of this file); fills r. */
+void train_step(train_t *t, train_record_t *r);
+
+/* A short text for a train_record_t.diverged value ("loss not finite", ...). */
+const char *train_diverged_reason(int diverged);
+
+/* Mean loss over the fixed validation batches of the text task (no dropout); NaN otherwise. */
+double train_eval(train_t *t);
+
+/* Update until train.steps, divergence, a callback failure, or *stop becoming non-zero (checked
+ * before each update, so the current one finishes). */
+train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile sig_atomic_t *stop);
+
+#endif
