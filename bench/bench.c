@@ -21,7 +21,7 @@
 #include <gsl/gsl_cblas.h>
 #include <gsl/gsl_rng.h>
 #include "config/config.h"
-#include "data/data.h"
+#include "data/session.h"
 #include "model/model.h"
 #include "measure/probe.h"
 #include "util/threads.h"
@@ -177,22 +177,26 @@ static int run_case(const char *name, const bench_opts_t *o)
     if (o->blas > 0) openblas_set_num_threads(o->blas);
     char err[512];
     result_t r = {0};
-    model_t *m = model_create(&cfg);
-    if (!m) { fprintf(stderr, "bench: out of memory\n"); return 1; }
+    session_t ses;
+    if (session_open(&ses, &cfg, err, sizeof err)) {
+        fprintf(stderr, "bench: %s\n", err);
+        return 1;
+    }
+    model_t *m = ses.model;
     r.params = (double)m->num_params;
     r.acts = (double)m->num_acts;
     r.gflop = 1e-9 * step_flops(m);
     if (c->probe) {
-        // the probe allocates its own model: measure that one
-        model_free(m);
-        probe_t *p = probe_alloc(cfg.probe.seeds, cfg.model.layers);
+        probe_axes_t ax;
+        probe_t *p = probe_axes_from_model(&ax, m) ? NULL : probe_alloc(cfg.probe.seeds, &ax);
         const int nb = cfg.probe.seeds * cfg.probe.batches;
         batch_clock_t bc = {.ms = malloc((size_t)nb * sizeof(double)), .cap = nb};
         if (!p || !bc.ms) return 1;
+        probe_axes_free(&ax);
         const double t0 = now_s();
         bc.last = t0;
-        if (probe_run(&cfg, p, batch_tick, &bc, err, sizeof err)) {
-            fprintf(stderr, "bench: %s\n", err);
+        if (probe_run(&ses, p, batch_tick, &bc)) {
+            fprintf(stderr, "bench: out of memory\n");
             return 1;
         }
         r.total_s = now_s() - t0;
@@ -202,23 +206,15 @@ static int run_case(const char *name, const bench_opts_t *o)
         probe_free(p);
         free(bc.ms);
     } else {
-        data_t data;
-        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-        const size_t BT = (size_t)m->B * m->T;
-        int32_t *tok = malloc(BT * sizeof *tok), *tgt = malloc(BT * sizeof *tgt);
         double *ms = malloc((size_t)o->steps * sizeof *ms);
-        if (!rng || !tok || !tgt || !ms || data_open(&data, &cfg, err, sizeof err)) {
-            fprintf(stderr, "bench: setup failed %s\n", err);
-            return 1;
-        }
-        gsl_rng_set(rng, cfg.init.seed);
-        model_init(m, &cfg, rng);
-        data_batch(&data, rng, tok, tgt);
+        if (!ms) return 1;
+        session_init(&ses, cfg.init.seed);
+        session_next_batch(&ses);
         struct rusage ru0, ru1;
         for (int s = 0; s < o->warmup + o->steps; s++) {
             if (s == o->warmup) getrusage(RUSAGE_SELF, &ru0);
             const double t0 = now_s();
-            model_forward(m, tok, tgt);
+            model_forward(m, &ses.batch);
             model_zero_grad(m);
             model_backward(m);
             if (s >= o->warmup) ms[s - o->warmup] = 1e3 * (now_s() - t0);
@@ -230,13 +226,9 @@ static int run_case(const char *name, const bench_opts_t *o)
         r.ms_median = median(ms, o->steps);
         r.ms_min = ms[0];
         r.ms_max = ms[o->steps - 1];
-        data_close(&data);
-        gsl_rng_free(rng);
-        free(tok);
-        free(tgt);
         free(ms);
-        model_free(m);
     }
+    session_close(&ses);
     r.rss_kb = peak_rss_kb();
     printf("RESULT ms_median=%.4f ms_min=%.4f ms_max=%.4f total_s=%.4f rss_kb=%ld params=%.0f "
            "acts=%.0f gflop=%.6f faults=%.1f\n", r.ms_median, r.ms_min, r.ms_max, r.total_s,

@@ -6,6 +6,12 @@
 #include "config/config.h"
 #include "data/data.h"
 
+/* A batch over the caller's arrays. */
+static batch_t over(int32_t *src, int32_t *tok, int32_t *tgt)
+{
+    return (batch_t){0, 0, 0, src, tok, tgt};
+}
+
 static void open_task(data_t *d, config_t *cfg, task_t task, int B, int T, int V, double zipf)
 {
     char err[256];
@@ -26,7 +32,10 @@ START_TEST(test_random_next_token)
     open_task(&d, &cfg, TASK_RANDOM, 3, 9, 17, 0.0);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     int32_t tok[27], tgt[27];
-    data_batch(&d, rng, tok, tgt);
+    batch_t bt = over(NULL, tok, tgt);
+    data_batch(&d, rng, &bt);
+    ck_assert_int_eq(bt.B, 3);
+    ck_assert_int_eq(bt.T, 9);
     for (int b = 0; b < 3; b++)
         for (int t = 0; t < 9; t++) {
             ck_assert_int_ge(tgt[b * 9 + t], 0);
@@ -49,7 +58,8 @@ START_TEST(test_copy_reverse)
             open_task(&d, &cfg, rev ? TASK_REVERSE : TASK_COPY, 2, T, 9, 0.0);
             gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
             int32_t tok[16], tgt[16];
-            data_batch(&d, rng, tok, tgt);
+            batch_t bt = over(NULL, tok, tgt);
+            data_batch(&d, rng, &bt);
             const int m = (T + 1) / 2;
             for (int b = 0; b < 2; b++) {
                 const int32_t *x = tok + b * T, *y = tgt + b * T;
@@ -84,7 +94,8 @@ START_TEST(test_zipf_frequencies)
         int32_t *tok = malloc(sizeof(int32_t) * B * T), *tgt = malloc(sizeof(int32_t) * B * T);
         double count[50] = {0}, H = 0.0;
         for (int r = 0; r < rounds; r++) {
-            data_batch(&d, rng, tok, tgt);
+            batch_t bt = over(NULL, tok, tgt);
+            data_batch(&d, rng, &bt);
             for (int i = 0; i < B * T; i++) count[tgt[i]] += 1.0;
         }
         for (int k = 0; k < V; k++) H += pow(k + 1.0, -s);

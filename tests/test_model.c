@@ -7,7 +7,7 @@
 #include <gsl/gsl_rng.h>
 #include "tests.h"
 #include "config/config.h"
-#include "data/data.h"
+#include "data/session.h"
 #include "measure/gradcheck.h"
 #include "model/model.h"
 #include "util/threads.h"
@@ -28,31 +28,27 @@ static void tiny_config(config_t *cfg)
 }
 
 typedef struct {
-    model_t *m;
-    data_t data;
-    gsl_rng *rng;
-    int32_t tokens[64], targets[64];
+    session_t s;
+    model_t *m;          /* s.model */
+    batch_t *b;          /* &s.batch */
+    gsl_rng *rng;        /* s.rng_init */
 } tiny_t;
 
+/* The session of cfg: model initialised from init.seed, one batch and its dropout masks. */
 static void tiny_open(tiny_t *t, const config_t *cfg)
 {
     char err[256];
-    ck_assert_int_le(cfg->data.batch * cfg->model.seq_len, 64);
-    ck_assert_int_eq(data_open(&t->data, cfg, err, sizeof err), 0);
-    t->m = model_create(cfg);
-    ck_assert_ptr_nonnull(t->m);
-    t->rng = gsl_rng_alloc(gsl_rng_mt19937);
-    gsl_rng_set(t->rng, cfg->init.seed);
-    model_init(t->m, cfg, t->rng);
-    data_batch(&t->data, t->rng, t->tokens, t->targets);
-    model_draw_dropout(t->m, t->rng);
+    ck_assert_int_eq(session_open(&t->s, cfg, err, sizeof err), 0);
+    session_init(&t->s, cfg->init.seed);
+    session_next_batch(&t->s);
+    t->m = t->s.model;
+    t->b = &t->s.batch;
+    t->rng = t->s.rng_init;
 }
 
 static void tiny_close(tiny_t *t)
 {
-    model_free(t->m);
-    data_close(&t->data);
-    gsl_rng_free(t->rng);
+    session_close(&t->s);
 }
 
 /* Finite differences on every entry of every tensor; returns the worst relative error. */
@@ -62,7 +58,7 @@ static double check_all(const config_t *cfg, const char *label)
     tiny_open(&t, cfg);
     model_perturb(t.m, t.rng, 0.3);   // biases, γ, β away from 0 and 1
     gradcheck_result_t *res = calloc((size_t)t.m->num_tensors, sizeof *res);
-    const double worst = gradcheck_run(t.m, t.tokens, t.targets, (size_t)-1, 1e-5, t.rng, res);
+    const double worst = gradcheck_run(t.m, t.b, (size_t)-1, 1e-5, t.rng, res);
     int worst_k = 0;
     for (int k = 0; k < t.m->num_tensors; k++) {
         ck_assert_uint_eq(res[k].checked, model_tensor_size(res[k].tensor));
@@ -151,8 +147,8 @@ START_TEST(test_deterministic)
     tiny_open(&b, &cfg);
     ck_assert_uint_eq(a.m->num_params, b.m->num_params);
     ck_assert_int_eq(memcmp(a.m->params, b.m->params, a.m->num_params * sizeof(double)), 0);
-    const double la = model_forward(a.m, a.tokens, a.targets);
-    const double lb = model_forward(b.m, b.tokens, b.targets);
+    const double la = model_forward(a.m, a.b);
+    const double lb = model_forward(b.m, b.b);
     model_zero_grad(a.m); model_backward(a.m);
     model_zero_grad(b.m); model_backward(b.m);
     ck_assert(memcmp(&la, &lb, sizeof la) == 0);
@@ -186,7 +182,7 @@ START_TEST(test_deterministic_threaded)
         const size_t P = t.m->num_params;
         double *first = malloc(P * sizeof(double)), loss[3];
         for (int rep = 0; rep < 3; rep++) {
-            loss[rep] = model_forward(t.m, t.tokens, t.targets);
+            loss[rep] = model_forward(t.m, t.b);
             model_zero_grad(t.m);
             model_backward(t.m);
             if (rep == 0) memcpy(first, t.m->grads, P * sizeof(double));
@@ -213,14 +209,14 @@ START_TEST(test_causal_mask)
         tiny_open(&t, &cfg);
         model_t *m = t.m;
         const size_t T = (size_t)m->T, V = (size_t)m->V;
-        model_forward(m, t.tokens, t.targets);
+        model_forward(m, t.b);
         double *before = malloc(T * V * sizeof(double));
-        memcpy(before, m->a.logits, T * V * sizeof(double));   // batch row 0
-        t.tokens[T - 1] = (t.tokens[T - 1] + 1) % m->V;
-        model_forward(m, t.tokens, t.targets);
+        memcpy(before, m->logits, T * V * sizeof(double));   // batch row 0
+        t.b->tokens[T - 1] = (t.b->tokens[T - 1] + 1) % m->V;
+        model_forward(m, t.b);
         double maxdiff = 0.0;
         for (size_t i = 0; i < (T - 1) * V; i++)
-            maxdiff = fmax(maxdiff, fabs(before[i] - m->a.logits[i]));
+            maxdiff = fmax(maxdiff, fabs(before[i] - m->logits[i]));
         if (causal) ck_assert_double_eq(maxdiff, 0.0);
         else ck_assert_double_gt(maxdiff, 1e-6);
         free(before);
@@ -239,10 +235,10 @@ START_TEST(test_placement_equations)
     cfg.model.heads = 4;
     tiny_t t;
     tiny_open(&t, &cfg);
-    model_forward(t.m, t.tokens, t.targets);
+    model_forward(t.m, t.b);
     const size_t N = (size_t)t.m->B * t.m->T, C = (size_t)t.m->C;
     for (int l = 0; l < t.m->L; l++) {
-        const double *x = t.m->a.layers[l].out;
+        const double *x = stack_sublayer(&t.m->stack[0], l, 1)->out;   // the layer's output
         for (size_t i = 0; i < N; i++) {
             double mu = 0.0, var = 0.0;
             for (size_t c = 0; c < C; c++) mu += x[i * C + c];
@@ -257,12 +253,13 @@ START_TEST(test_placement_equations)
 
     cfg.model.placement = PLACEMENT_PRE;
     tiny_open(&t, &cfg);
-    model_forward(t.m, t.tokens, t.targets);
+    model_forward(t.m, t.b);
     for (int l = 0; l < t.m->L; l++) {
-        const layer_acts_t *la = &t.m->a.layers[l];
+        const sublayer_t *attn = stack_sublayer(&t.m->stack[0], l, 0);
+        const sublayer_t *ffn = stack_sublayer(&t.m->stack[0], l, 1);
         for (size_t i = 0; i < N * C; i++) {
-            ck_assert_double_eq_tol(la->out[i] - la->resid1[i], la->ffn_out[i], 1e-12);
-            ck_assert_double_eq_tol(la->resid1[i] - la->in[i], la->attn_out[i], 1e-12);
+            ck_assert_double_eq_tol(ffn->out[i] - attn->r[i], ffn->f[i], 1e-12);
+            ck_assert_double_eq_tol(attn->r[i] - attn->x[i], attn->f[i], 1e-12);
         }
     }
     // the Pre-LN stack ends with a final norm by default, the Post-LN one does not
@@ -278,7 +275,7 @@ START_TEST(test_tensor_names)
     tiny_config(&cfg);
     cfg.model.norm = NORM_RMSNORM;
     cfg.model.tie_embeddings = 0;
-    model_t *m = model_create(&cfg);
+    model_t *m = model_create(&cfg, NULL);
     const tensor_info_t *t = model_find_tensor(m, "layers/02/w1");
     ck_assert_ptr_nonnull(t);
     ck_assert_uint_eq(t->rows, 8);
@@ -309,7 +306,7 @@ START_TEST(test_init_statistics)
     cfg.model.vocab = 200;
     cfg.model.seq_len = 4;
     cfg.data.batch = 1;
-    model_t *m = model_create(&cfg);
+    model_t *m = model_create(&cfg, NULL);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     model_init(m, &cfg, rng);
     struct { const char *name; double var; } cases[] = {

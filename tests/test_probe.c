@@ -7,7 +7,7 @@
 #include <gsl/gsl_rng.h>
 #include "tests.h"
 #include "config/config.h"
-#include "data/data.h"
+#include "data/session.h"
 #include "measure/fit.h"
 #include "model/model.h"
 #include "measure/probe.h"
@@ -32,13 +32,31 @@ static void lemma_config(config_t *cfg, placement_t placement, int layers, int s
     cfg->init.seed = 11;
 }
 
-/* Mean over seeds of E‖x‖²/d at one layer's site. */
-static double site_mean(const probe_t *p, const config_t *cfg, int l, int site)
+/* The probe of cfg (a session, its axes, probe_run). */
+static probe_t *probe_of(const config_t *cfg)
+{
+    session_t s;
+    probe_axes_t ax;
+    char err[256];
+    ck_assert_int_eq(session_open(&s, cfg, err, sizeof err), 0);
+    ck_assert_int_eq(probe_axes_from_model(&ax, s.model), 0);
+    probe_t *p = probe_alloc(cfg->probe.seeds, &ax);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(probe_run(&s, p, NULL, NULL), 0);
+    probe_axes_free(&ax);
+    session_close(&s);
+    return p;
+}
+
+/* Mean over seeds of E‖x‖²/d at one layer's site (by name). */
+static double site_mean(const probe_t *p, const config_t *cfg, int l, const char *site)
 {
     double mean, half;
     size_t n;
-    fit_mean_ci(p->hidden_sqnorm + (size_t)l * SITE_COUNT + site,
-                (size_t)cfg->model.layers * SITE_COUNT, (size_t)cfg->probe.seeds, &mean, &half, &n);
+    const int q = probe_axis_find(p->ax.site, p->ax.Q, site);
+    ck_assert_int_ge(q, 0);
+    fit_mean_ci(p->hidden_sqnorm + (size_t)l * p->ax.Q + q, (size_t)p->ax.L * p->ax.Q,
+                (size_t)cfg->probe.seeds, &mean, &half, &n);
     return mean / cfg->model.d_model;
 }
 
@@ -48,13 +66,11 @@ static double site_mean(const probe_t *p, const config_t *cfg, int l, int site)
 START_TEST(test_lemma2_post)
 {
     config_t cfg;
-    char err[256];
     lemma_config(&cfg, PLACEMENT_POST, 3, 48);
-    probe_t *p = probe_alloc(cfg.probe.seeds, cfg.model.layers);
-    ck_assert_int_eq(probe_run(&cfg, p, NULL, NULL, err, sizeof err), 0);
+    probe_t *p = probe_of(&cfg);
     ck_assert_double_eq_tol(fit_lemma2_post(64, 64), 1.5, 1e-15);
     for (int l = 0; l < cfg.model.layers; l++) {
-        const double mean = site_mean(p, &cfg, l, SITE_RESID2);
+        const double mean = site_mean(p, &cfg, l, "resid2");
         printf("lemma 2 post: layer %d E||x5||^2/d = %.4f (theory 1.5)\n", l, mean);
         ck_assert_msg(fabs(mean - 1.5) < 0.05 * 1.5, "layer %d: %.4f", l, mean);
     }
@@ -66,14 +82,12 @@ END_TEST
 START_TEST(test_lemma2_post_general)
 {
     config_t cfg;
-    char err[256];
     lemma_config(&cfg, PLACEMENT_POST, 2, 48);
     cfg.model.d_ff = 192;
-    probe_t *p = probe_alloc(cfg.probe.seeds, cfg.model.layers);
-    ck_assert_int_eq(probe_run(&cfg, p, NULL, NULL, err, sizeof err), 0);
+    probe_t *p = probe_of(&cfg);
     const double theory = fit_lemma2_post(64, 192);   // 1 + 2·64·192/256² = 1.375
     for (int l = 0; l < cfg.model.layers; l++) {
-        const double mean = site_mean(p, &cfg, l, SITE_RESID2);
+        const double mean = site_mean(p, &cfg, l, "resid2");
         ck_assert_msg(fabs(mean - theory) < 0.05 * theory, "layer %d: %.4f vs %.4f", l, mean,
                       theory);
     }
@@ -88,16 +102,14 @@ END_TEST
 START_TEST(test_lemma2_pre)
 {
     config_t cfg;
-    char err[256];
     lemma_config(&cfg, PLACEMENT_PRE, 4, 16);
-    probe_t *p = probe_alloc(cfg.probe.seeds, cfg.model.layers);
-    ck_assert_int_eq(probe_run(&cfg, p, NULL, NULL, err, sizeof err), 0);
-    const double e0 = site_mean(p, &cfg, 0, SITE_INPUT);
+    probe_t *p = probe_of(&cfg);
+    const double e0 = site_mean(p, &cfg, 0, "input");
     ck_assert_msg(fabs(e0 - fit_input_sqnorm()) < 0.05 * 1.5, "input %.4f", e0);
     double prev = e0;
     for (int l = 0; l < cfg.model.layers; l++) {
         double lo, hi;
-        const double mean = site_mean(p, &cfg, l, SITE_OUTPUT);
+        const double mean = site_mean(p, &cfg, l, "output");
         fit_lemma2_pre_bounds(64, 64, l + 1, e0, &lo, &hi);
         printf("lemma 2 pre: after %d layers E||x||^2/d = %.4f in [%.3f, %.3f]\n", l + 1, mean,
                lo, hi);
@@ -114,11 +126,9 @@ END_TEST
 START_TEST(test_lemma3_at_init)
 {
     config_t cfg;
-    char err[256];
     lemma_config(&cfg, PLACEMENT_POST, 2, 2);
-    probe_t *p = probe_alloc(cfg.probe.seeds, cfg.model.layers);
-    ck_assert_int_eq(probe_run(&cfg, p, NULL, NULL, err, sizeof err), 0);
-    for (int i = 0; i < cfg.probe.seeds * cfg.model.layers * PROBE_NORMS; i++) {
+    probe_t *p = probe_of(&cfg);
+    for (int i = 0; i < cfg.probe.seeds * p->ax.L * p->ax.R; i++) {
         ck_assert_double_eq_tol(p->jacobian_lemma3[i], 1.0, 1e-4);
         ck_assert_double_le(p->jacobian_spec[i], p->jacobian_spec_max[i]);
     }
@@ -131,20 +141,17 @@ END_TEST
 START_TEST(test_expected_gradient_bookkeeping)
 {
     config_t cfg;
-    char err[256];
     lemma_config(&cfg, PLACEMENT_PRE, 2, 2);
     cfg.probe.batches = 4;
-    probe_t *p = probe_alloc(cfg.probe.seeds, cfg.model.layers);
-    ck_assert_int_eq(probe_run(&cfg, p, NULL, NULL, err, sizeof err), 0);
-    const size_t n = (size_t)cfg.probe.seeds * cfg.model.layers * P_NUM_LAYER_PARAMS;
+    probe_t *p = probe_of(&cfg);
+    const size_t n = (size_t)cfg.probe.seeds * p->ax.L * p->ax.P;
     for (size_t i = 0; i < n; i++) {
         if (isnan(p->grad_fro[i])) continue;
         ck_assert_double_le(p->grad_fro[i], p->grad_fro_batchmean[i] * (1 + 1e-12));
     }
     probe_free(p);
     cfg.probe.batches = 1;
-    p = probe_alloc(cfg.probe.seeds, cfg.model.layers);
-    ck_assert_int_eq(probe_run(&cfg, p, NULL, NULL, err, sizeof err), 0);
+    p = probe_of(&cfg);
     for (size_t i = 0; i < n; i++) {
         if (isnan(p->grad_fro[i])) continue;
         ck_assert_double_eq_tol(p->grad_fro[i], p->grad_fro_batchmean[i],

@@ -49,8 +49,9 @@ START_TEST(test_text_split)
     ck_assert_int_eq(d.val_batches, (1000 / (T + 1) + B - 1) / B);   // 59 windows → 15 batches
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     int32_t tok[64], tgt[64], tok2[64], tgt2[64];
+    batch_t bt = {0, 0, 0, NULL, tok, tgt}, bt2 = {0, 0, 0, NULL, tok2, tgt2};
     for (int round = 0; round < 200; round++) {
-        data_batch(&d, rng, tok, tgt);
+        data_batch(&d, rng, &bt);
         for (int b = 0; b < B; b++) {
             const int32_t *x = tok + b * T, *y = tgt + b * T;
             // the byte pattern is invertible: 7·i mod 251 → i mod 251 (7⁻¹ = 36 mod 251)
@@ -62,10 +63,10 @@ START_TEST(test_text_split)
         }
     }
     // validation: first window at the split, last at the end, the same every time
-    data_val_batch(&d, 0, tok, tgt);
+    data_val_batch(&d, 0, &bt);
     ck_assert_int_eq(tok[0], (int32_t)(7 * (n - 1000) % 251));
-    data_val_batch(&d, d.val_batches - 1, tok, tgt);
-    data_val_batch(&d, d.val_batches - 1, tok2, tgt2);
+    data_val_batch(&d, d.val_batches - 1, &bt);
+    data_val_batch(&d, d.val_batches - 1, &bt2);
     ck_assert_int_eq(memcmp(tok, tok2, sizeof tok), 0);
     ck_assert_int_eq(tgt[(B - 1) * T + T - 1], (int32_t)(7 * (n - 1) % 251));
     gsl_rng_free(rng);
@@ -144,13 +145,13 @@ START_TEST(test_state_complete)
             train_step(b, &rb);
             ck_assert(memcmp(&rb.loss, &ra[s].loss, sizeof(double)) == 0);
         }
-        const size_t n = b->model->num_params;
-        memcpy(c->model->params, b->model->params, n * sizeof(double));
+        const size_t n = b->s.model->num_params;
+        memcpy(c->s.model->params, b->s.model->params, n * sizeof(double));
         memcpy(c->opt.m, b->opt.m, n * sizeof(double));
         if (b->opt.v) memcpy(c->opt.v, b->opt.v, n * sizeof(double));
         c->opt.t = b->opt.t;
-        memcpy(gsl_rng_state(c->rng_init), gsl_rng_state(b->rng_init), gsl_rng_size(b->rng_init));
-        memcpy(gsl_rng_state(c->rng_data), gsl_rng_state(b->rng_data), gsl_rng_size(b->rng_data));
+        memcpy(gsl_rng_state(c->s.rng_init), gsl_rng_state(b->s.rng_init), gsl_rng_size(b->s.rng_init));
+        memcpy(gsl_rng_state(c->s.rng_data), gsl_rng_state(b->s.rng_data), gsl_rng_size(b->s.rng_data));
         c->step = b->step;
         c->batches = b->batches;
         for (int s = 3; s < 6; s++) {
@@ -161,7 +162,7 @@ START_TEST(test_state_complete)
                           "%s step %d: %.17g vs %.17g", config_optimizer_name((optimizer_t)opt),
                           s + 1, rc.loss, ra[s].loss);
         }
-        ck_assert_int_eq(memcmp(c->model->params, a->model->params, n * sizeof(double)), 0);
+        ck_assert_int_eq(memcmp(c->s.model->params, a->s.model->params, n * sizeof(double)), 0);
         train_free(a);
         train_free(b);
         train_free(c);

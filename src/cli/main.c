@@ -6,14 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <gsl/gsl_errno.h>
-#include <gsl/gsl_rng.h>
 #include "config/config.h"
-#include "data/data.h"
-#include "measure/gradcheck.h"
 #include "io/h5io.h"
-#include "model/model.h"
-#include "measure/probe.h"
-#include "util/progress.h"
 #include "report/plot.h"
 #include "report/report.h"
 #include "run/run.h"
@@ -204,63 +198,10 @@ static int load_config(const options_t *o, config_t *cfg)
     return 0;
 }
 
-/* Everything a single forward/backward needs: model, data, rngs, one batch. */
-typedef struct {
-    model_t *model;
-    data_t data;
-    gsl_rng *rng_init, *rng_data;
-    int32_t *tokens, *targets;   // (B,T)
-} run_t;
-
-static void run_free(run_t *r)
+/* The options a run module takes. */
+static run_options_t run_options(const options_t *o)
 {
-    model_free(r->model);
-    data_close(&r->data);
-    if (r->rng_init) gsl_rng_free(r->rng_init);
-    if (r->rng_data) gsl_rng_free(r->rng_data);
-    free(r->tokens);
-    free(r->targets);
-}
-
-/* Build and initialise the model of cfg and draw one batch (and dropout masks).
- * Returns 0, 1 (out of memory) or 2 (config the data task rejects). */
-static int run_setup(run_t *r, const config_t *cfg, double perturb)
-{
-    char err[512];
-    memset(r, 0, sizeof *r);
-    const int rc = data_open(&r->data, cfg, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
-        return rc;
-    }
-    r->model = model_create(cfg);
-    r->rng_init = gsl_rng_alloc(gsl_rng_mt19937);
-    r->rng_data = gsl_rng_alloc(gsl_rng_mt19937);
-    const size_t BT = (size_t)cfg->data.batch * cfg->model.seq_len;
-    r->tokens = malloc(BT * sizeof(int32_t));
-    r->targets = malloc(BT * sizeof(int32_t));
-    if (!r->model || !r->rng_init || !r->rng_data || !r->tokens || !r->targets) {
-        fprintf(stderr, "stability: out of memory\n");
-        run_free(r);
-        return 1;
-    }
-    gsl_rng_set(r->rng_init, cfg->init.seed);
-    gsl_rng_set(r->rng_data, cfg->init.seed + DATA_SEED_OFFSET);
-    model_init(r->model, cfg, r->rng_init);
-    if (perturb > 0) model_perturb(r->model, r->rng_init, perturb);
-    data_batch(&r->data, r->rng_data, r->tokens, r->targets);
-    model_draw_dropout(r->model, r->rng_data);
-    return 0;
-}
-
-static void print_summary(const config_t *cfg)
-{
-    printf("%s: %s-LN, %s, %s, L=%d d=%d heads=%d d_ff=%d n=%d B=%d V=%d, task %s, seed %lu\n",
-           cfg->name, cfg->model.placement == PLACEMENT_PRE ? "Pre" : "Post",
-           config_norm_name(cfg->model.norm), config_activation_name(cfg->model.activation),
-           cfg->model.layers, cfg->model.d_model, cfg->model.heads, cfg->model.d_ff,
-           cfg->model.seq_len, cfg->data.batch, cfg->model.vocab, config_task_name(cfg->data.task),
-           cfg->init.seed);
+    return (run_options_t){o->force, o->resume, o->quiet, o->perturb, o->entries, o->tol};
 }
 
 /* The output path of a run: --out, else [output] file, else results/<config name>.h5. */
@@ -271,91 +212,16 @@ static void output_path(const options_t *o, const config_t *cfg, char *buf, size
     else snprintf(buf, len, "results/%s.h5", cfg->name[0] ? cfg->name : "default");
 }
 
-/* Resolved INI text of cfg (malloc'd). */
-static char *config_text(const config_t *cfg)
-{
-    const size_t len = config_to_ini(cfg, NULL, 0) + 1;
-    char *ini = malloc(len);
-    if (ini) config_to_ini(cfg, ini, len);
-    return ini;
-}
-
-/* [output] plots = true: draw the figures of the file just written into plots/. */
-static int plot_file(const char *path, int quiet)
-{
-    plot_set_t set;
-    char err[1024], prefix[256];
-    const char *files[1] = {path};
-    const char *b = strrchr(path, '/');
-    snprintf(prefix, sizeof prefix, "%.200s", b ? b + 1 : path);
-    char *dot = strrchr(prefix, '.');
-    if (dot) *dot = '\0';
-    int rc = plot_load(&set, files, 1, err, sizeof err);
-    if (!rc) {
-        rc = plot_draw_all(&set, "plots", prefix, "png,pdf", quiet, err, sizeof err) < 0;
-        plot_set_free(&set);
-    }
-    if (rc) fprintf(stderr, "stability: %s (the results file is complete)\n", err);
-    return rc ? 1 : 0;
-}
-
-/* train.steps = 0: the probe at initialisation (issue 3), written to one HDF5 file. */
-static int cmd_probe(const options_t *o, const config_t *cfg)
-{
-    char path[CONFIG_PATH_MAX + 32], err[1024];
-    output_path(o, cfg, path, sizeof path);
-    const int overwrite = o->force || cfg->output.overwrite;
-    // refuse early (before minutes of work) when the file exists or the place is not writable
-    h5io_file_t *f;
-    int rc = h5io_create(&f, path, overwrite, err, sizeof err);
-    if (rc) { fprintf(stderr, "stability: %s\n", err); return rc; }
-    probe_t *p = probe_alloc(cfg->probe.seeds, cfg->model.layers);
-    char *ini = config_text(cfg);
-    if (!p || !ini) { h5io_abort(f); probe_free(p); free(ini); return 1; }
-    if (!o->quiet) print_summary(cfg);
-    progress_t bar;
-    char label[80];
-    snprintf(label, sizeof label, "probe %.40s", cfg->name);
-    progress_start(&bar, label, o->quiet);
-    const double t0 = progress_now();
-    rc = probe_run(cfg, p, progress_callback, &bar, err, sizeof err);
-    progress_end(&bar);
-    if (rc) {
-        fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
-        h5io_abort(f);
-    } else {
-        if (h5io_write_probe(f, p, cfg->model.placement) ||
-            h5io_write_root_attrs(f, ini, cfg->init.seed, "done")) {
-            fprintf(stderr, "stability: %s: cannot write the probe\n", path);
-            h5io_abort(f);
-            rc = 1;
-        } else if ((rc = h5io_commit(f, err, sizeof err))) {
-            fprintf(stderr, "stability: %s\n", err);
-        } else {
-            if (!o->quiet) {
-                printf("%d seeds x %d batches in %.1f s\n", cfg->probe.seeds, cfg->probe.batches,
-                       progress_now() - t0);
-                report_probe(stdout, cfg, p, 0);
-                printf("\nwrote %s\n", path);
-            }
-            if (cfg->output.plots) rc = plot_file(path, o->quiet);
-        }
-    }
-    probe_free(p);
-    free(ini);
-    return rc;
-}
-
 static int cmd_run(const options_t *o)
 {
     config_t cfg;
     int rc = load_config(o, &cfg);
     if (rc) return rc;
-    if (cfg.train.steps == 0) return cmd_probe(o, &cfg);
     char path[CONFIG_PATH_MAX + 32];
     output_path(o, &cfg, path, sizeof path);
-    const run_options_t ro = {o->force, o->resume, o->quiet};
-    if (!o->quiet) print_summary(&cfg);
+    const run_options_t ro = run_options(o);
+    if (cfg.train.steps == 0) return run_probe(&cfg, path, &ro);
+    if (!o->quiet) report_config(stdout, &cfg);
     return run_train(&cfg, path, &ro);
 }
 
@@ -376,7 +242,7 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
         rc = 1;
     } else {
         printf("%s: status %s\n", label, status ? status : "?");
-        print_summary(&cfg);
+        report_config(stdout, &cfg);
         if (h5io_read_probe(f, prefix, &p, err, sizeof err) == 0) report_probe(stdout, &cfg, p, all);
         else printf("(%s)\n", err);
         printf("\n");
@@ -423,52 +289,20 @@ static int cmd_info(int argc, char **argv)
 static int cmd_dump(const options_t *o)
 {
     config_t cfg;
-    run_t r;
     if (!o->out) return usage_error("dump: missing --out FILE.h5", NULL);
-    int rc = load_config(o, &cfg);
+    const int rc = load_config(o, &cfg);
     if (rc) return rc;
-    if ((rc = run_setup(&r, &cfg, o->perturb))) return rc;
-    model_forward(r.model, r.tokens, r.targets);
-    model_zero_grad(r.model);
-    model_backward(r.model);
-    char *ini = config_text(&cfg), err[1024];
-    if (!ini) { run_free(&r); fprintf(stderr, "stability: out of memory\n"); return 1; }
-    rc = h5io_write_dump(o->out, r.model, ini, cfg.init.seed, o->force || cfg.output.overwrite,
-                         err, sizeof err);
-    if (rc) fprintf(stderr, "stability: %s\n", err);
-    else if (!o->quiet) printf("wrote %s (loss %.10g, %zu parameters)\n", o->out, r.model->loss,
-                               r.model->num_params);
-    free(ini);
-    run_free(&r);
-    return rc;
+    const run_options_t ro = run_options(o);
+    return run_dump(&cfg, o->out, &ro);
 }
 
 static int cmd_gradcheck(const options_t *o)
 {
     config_t cfg;
-    run_t r;
-    int rc = load_config(o, &cfg);
+    const int rc = load_config(o, &cfg);
     if (rc) return rc;
-    if ((rc = run_setup(&r, &cfg, o->perturb))) return rc;
-    model_t *m = r.model;
-    gradcheck_result_t *res = calloc((size_t)m->num_tensors, sizeof *res);
-    if (!res) { run_free(&r); return 1; }
-    const double worst = gradcheck_run(m, r.tokens, r.targets, (size_t)o->entries, 1e-5,
-                                       r.rng_data, res);
-    if (!o->quiet) {
-        print_summary(&cfg);
-        printf("%-22s %8s %12s %12s %12s\n", "tensor", "checked", "max|fd-an|", "scale",
-               "rel.error");
-        for (int k = 0; k < m->num_tensors; k++)
-            printf("%-22s %8zu %12.3e %12.3e %12.3e%s\n", res[k].tensor->name, res[k].checked,
-                   res[k].max_abs_err, res[k].scale, res[k].rel_err,
-                   res[k].rel_err <= o->tol ? "" : "  FAIL");
-    }
-    const int ok = worst <= o->tol;
-    printf("worst relative error %.3e (tolerance %.1e): %s\n", worst, o->tol, ok ? "ok" : "FAIL");
-    free(res);
-    run_free(&r);
-    return ok ? 0 : 1;
+    const run_options_t ro = run_options(o);
+    return run_gradcheck(&cfg, &ro);
 }
 
 static int cmd_plot(int argc, char **argv)

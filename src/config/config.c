@@ -42,12 +42,13 @@ typedef struct {
     const char *const *names;   /* K_ENUM: names indexed by value, NULL-terminated */
 } cfg_key_t;
 
+static const char *const arch_names[] = {"lm", "encdec", NULL};
 static const char *const placement_names[] = {"post", "pre", NULL};
 static const char *const norm_names[] = {"layernorm", "rmsnorm", "none", NULL};
 static const char *const activation_names[] = {"relu", "gelu", NULL};
 static const char *const final_norm_names[] = {"auto", "on", "off", NULL};
 static const char *const init_names[] = {"xavier_normal", "xavier_uniform", "normal", NULL};
-static const char *const task_names[] = {"random", "copy", "reverse", "text", NULL};
+static const char *const task_names[] = {"random", "copy", "reverse", "text", "translation", NULL};
 static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", NULL};
 static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
@@ -63,12 +64,15 @@ static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = 
 
 /* Order = order of config_to_ini = index of config_t.src_line. */
 static const cfg_key_t keys[] = {
+    KE(model, arch, arch_names),
     KI(model, layers, 1),
+    KI(model, dec_layers, 0),
     KI(model, d_model, 2),
     KI(model, heads, 1),
     KI(model, d_ff, 1),
     KI(model, vocab, 2),
     KI(model, seq_len, 1),
+    KI(model, src_len, 0),
     KE(model, placement, placement_names),
     KE(model, norm, norm_names),
     KD(model, norm_eps, 0, 1, INFINITY, 0),
@@ -88,6 +92,8 @@ static const cfg_key_t keys[] = {
     KI(data, batch, 1),
     KD(data, label_smoothing, 0, 0, 1, 1),
     KD(data, zipf, 0, 0, INFINITY, 0),
+    KI(data, max_tokens, 0),
+    KI(data, min_len, 0),
 
     KI(train, steps, 0),
     KE(train, optimizer, optimizer_names),
@@ -134,6 +140,11 @@ static int find_key(const char *section, const char *name)
         if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
             return i;
     return -1;
+}
+
+int config_key_index(const char *section, const char *name)
+{
+    return find_key(section, name);
 }
 
 static int kidx(const char *section, const char *name)
@@ -414,12 +425,15 @@ static int check_value(const config_t *cfg, const cfg_key_t *k, char *msg, size_
 void config_defaults(config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
+    cfg->model.arch = ARCH_LM;
     cfg->model.layers = 6;
+    cfg->model.dec_layers = 0;
     cfg->model.d_model = 512;
     cfg->model.heads = 4;
     cfg->model.d_ff = 1024;
     cfg->model.vocab = 1000;
     cfg->model.seq_len = 64;
+    cfg->model.src_len = 0;
     cfg->model.placement = PLACEMENT_POST;
     cfg->model.norm = NORM_LAYERNORM;
     cfg->model.norm_eps = 1e-5;
@@ -439,6 +453,8 @@ void config_defaults(config_t *cfg)
     cfg->data.batch = 8;
     cfg->data.label_smoothing = 0.0;
     cfg->data.zipf = 0.0;
+    cfg->data.max_tokens = 0;
+    cfg->data.min_len = 0;
 
     cfg->train.steps = 0;
     cfg->train.optimizer = OPT_ADAM;
@@ -473,6 +489,7 @@ static const char *enum_name(const char *const *names, int v)
     return v >= 0 && v < name_count(names) ? names[v] : "?";
 }
 
+const char *config_arch_name(arch_t a) { return enum_name(arch_names, (int)a); }
 const char *config_placement_name(placement_t p) { return enum_name(placement_names, (int)p); }
 const char *config_norm_name(norm_kind_t n) { return enum_name(norm_names, (int)n); }
 const char *config_activation_name(activation_t a) { return enum_name(activation_names, (int)a); }
@@ -480,6 +497,18 @@ const char *config_task_name(task_t t) { return enum_name(task_names, (int)t); }
 const char *config_optimizer_name(optimizer_t o) { return enum_name(optimizer_names, (int)o); }
 const char *config_schedule_name(schedule_t s) { return enum_name(schedule_names, (int)s); }
 const char *config_init_name(init_scheme_t s) { return enum_name(init_names, (int)s); }
+
+int config_dec_layers(const config_t *cfg)
+{
+    if (cfg->model.arch != ARCH_ENCDEC) return 0;
+    return cfg->model.dec_layers > 0 ? cfg->model.dec_layers : cfg->model.layers;
+}
+
+int config_src_len(const config_t *cfg)
+{
+    if (cfg->model.arch != ARCH_ENCDEC) return 0;
+    return cfg->model.src_len > 0 ? cfg->model.src_len : cfg->model.seq_len;
+}
 
 int config_has_final_norm(const config_t *cfg)
 {

@@ -14,21 +14,26 @@
 #define CONFIG_PATH_MAX 1024
 #define CONFIG_ERR_MAX 1536
 
+typedef enum { ARCH_LM = 0, ARCH_ENCDEC = 1 } arch_t;
 typedef enum { PLACEMENT_POST = 0, PLACEMENT_PRE = 1 } placement_t;
 typedef enum { FINAL_NORM_AUTO = 0, FINAL_NORM_ON = 1, FINAL_NORM_OFF = 2 } final_norm_t;
 typedef enum { INIT_XAVIER_NORMAL = 0, INIT_XAVIER_UNIFORM = 1, INIT_NORMAL = 2 } init_scheme_t;
-typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3 } task_t;
+typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3,
+               TASK_TRANSLATION = 4 } task_t;
 typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3 } optimizer_t;
 typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2 } schedule_t;
 
 typedef struct {
     struct {
-        int layers;          /* L, >= 1                          default 6   */
+        arch_t arch;         /* lm (one stack) | encdec          default lm  */
+        int layers;          /* L (encdec: encoder layers), >= 1 default 6   */
+        int dec_layers;      /* encdec: decoder layers, 0 = layers  default 0 */
         int d_model;         /* d, >= 2                          default 512 */
         int heads;           /* divides d_model                  default 4   */
         int d_ff;            /* >= 1                             default 1024 */
         int vocab;           /* >= 2                             default 1000 */
-        int seq_len;         /* n, >= 1                          default 64  */
+        int seq_len;         /* n (encdec: max target length), >= 1  default 64 */
+        int src_len;         /* encdec: max source length, 0 = seq_len   default 0 */
         placement_t placement;   /* post | pre                   default post */
         norm_kind_t norm;        /* layernorm | rmsnorm | none   default layernorm */
         double norm_eps;         /* > 0                          default 1e-5 */
@@ -50,6 +55,8 @@ typedef struct {
         int batch;               /* B, >= 1                      default 8 */
         double label_smoothing;  /* [0, 1)                       default 0 */
         double zipf;             /* random task: exponent, 0 = uniform, >= 0 */
+        int max_tokens;          /* translation: tokens per batch (fairseq), 0 = batch pairs */
+        int min_len;             /* encdec synthetic tasks: shortest row, 0 = all full length */
     } data;
     struct {
         int steps;               /* 0 = measure at initialisation only (default) */
@@ -88,6 +95,9 @@ typedef struct {
     int src_line[CONFIG_MAX_KEYS];
 } config_t;
 
+/* Index of section.key in src_line (the order config_to_ini writes), or −1. */
+int config_key_index(const char *section, const char *name);
+
 /* Fill cfg with the defaults of DESIGN.md §4 (name "default", path ""). */
 void config_defaults(config_t *cfg);
 
@@ -118,7 +128,14 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len);
  * and norm != none). */
 int config_has_final_norm(const config_t *cfg);
 
+/* Decoder layers of an encdec model (dec_layers, or layers when 0); 0 for lm. */
+int config_dec_layers(const config_t *cfg);
+
+/* Longest source sequence (src_len, or seq_len when 0); 0 for lm. */
+int config_src_len(const config_t *cfg);
+
 /* Enum <-> string for printing and for the INI writer. */
+const char *config_arch_name(arch_t a);
 const char *config_placement_name(placement_t p);
 const char *config_norm_name(norm_kind_t n);
 const char *config_activation_name(activation_t a);

@@ -73,9 +73,12 @@ static int open_text(data_t *d, const char *path, char *err, size_t errlen)
 int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen)
 {
     d->task = cfg->data.task;
+    d->arch = cfg->model.arch;
     d->B = cfg->data.batch;
     d->T = cfg->model.seq_len;
+    d->S = config_src_len(cfg);
     d->V = cfg->model.vocab;
+    d->min_len = cfg->data.min_len;
     d->zipf = cfg->data.zipf;
     d->zipf_table = NULL;
     d->text = NULL;
@@ -94,17 +97,25 @@ int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen)
         if (rc) data_close(d);
         return rc;
     }
-    if ((d->task == TASK_COPY || d->task == TASK_REVERSE) && (d->V < 3 || d->T < 3)) {
+    if (d->task == TASK_TRANSLATION) {
+        snprintf(err, errlen, "data.task: translation is not available in this build");
+        return 2;
+    }
+    if (d->arch == ARCH_LM && (d->task == TASK_COPY || d->task == TASK_REVERSE) &&
+        (d->V < 3 || d->T < 3)) {
         snprintf(err, errlen, "data.task: %s needs model.vocab >= 3 and model.seq_len >= 3",
                  config_task_name(d->task));
         return 2;
     }
-    if (d->task == TASK_RANDOM && d->zipf > 0.0) {
-        // Zipf's law over token ids: p(k) ∝ (k+1)^(−s), sampled by GSL's Walker alias table.
-        double *w = malloc((size_t)d->V * sizeof *w);
+    const int encdec = d->arch == ARCH_ENCDEC;
+    if ((d->task == TASK_RANDOM || encdec) && d->zipf > 0.0) {
+        // Zipf's law over token ids: p(k) ∝ (k+1)^(−s), sampled by GSL's Walker alias table
+        // (encdec: over the V − 1 content ids 1 … V−1; 0 is BOS)
+        const int n = encdec ? d->V - 1 : d->V;
+        double *w = malloc((size_t)n * sizeof *w);
         if (!w) { snprintf(err, errlen, "data.zipf: out of memory"); return 1; }
-        for (int k = 0; k < d->V; k++) w[k] = pow(k + 1.0, -d->zipf);
-        d->zipf_table = gsl_ran_discrete_preproc((size_t)d->V, w);
+        for (int k = 0; k < n; k++) w[k] = pow(k + 1.0, -d->zipf);
+        d->zipf_table = gsl_ran_discrete_preproc((size_t)n, w);
         free(w);
         if (!d->zipf_table) { snprintf(err, errlen, "data.zipf: cannot build table"); return 1; }
     }
@@ -129,8 +140,12 @@ static void text_row(const data_t *d, size_t o, int32_t *tok, int32_t *tgt)
     }
 }
 
-void data_val_batch(const data_t *d, int i, int32_t *tokens, int32_t *targets)
+void data_val_batch(const data_t *d, int i, batch_t *bt)
 {
+    int32_t *tokens = bt->tokens, *targets = bt->targets;
+    bt->B = d->B;
+    bt->T = d->T;
+    bt->S = 0;
     const size_t W = (size_t)d->T + 1, span = d->n_text - d->n_train - W;   // last start offset
     const size_t nw = (size_t)d->val_batches * (size_t)d->B;                 // windows in all
     for (int b = 0; b < d->B; b++) {
@@ -146,9 +161,57 @@ static int32_t draw_token(const data_t *d, gsl_rng *rng)
     return (int32_t)gsl_rng_uniform_int(rng, (unsigned long)d->V);
 }
 
-void data_batch(data_t *d, gsl_rng *rng, int32_t *tokens, int32_t *targets)
+/* A content token in [1, V): uniform, or Zipf over the V − 1 content ids. */
+static int32_t draw_content(const data_t *d, gsl_rng *rng)
 {
+    if (d->zipf_table) return 1 + (int32_t)gsl_ran_discrete(rng, d->zipf_table);
+    return 1 + (int32_t)gsl_rng_uniform_int(rng, (unsigned long)(d->V - 1));
+}
+
+/* A row length in [min_len, max] (max when min_len is 0). */
+static int draw_length(const data_t *d, gsl_rng *rng, int max)
+{
+    if (d->min_len <= 0 || d->min_len >= max) return max;
+    return d->min_len + (int)gsl_rng_uniform_int(rng, (unsigned long)(max - d->min_len + 1));
+}
+
+/* The encdec tasks (data.h): per row a source, the decoder input and the targets. */
+static void encdec_batch(data_t *d, gsl_rng *rng, batch_t *bt)
+{
+    const int S = d->S, T = d->T;
+    bt->B = d->B;
+    bt->S = S;
+    bt->T = T;
+    for (int b = 0; b < d->B; b++) {
+        int32_t *src = bt->src + (size_t)b * S;      // (S)
+        int32_t *tok = bt->tokens + (size_t)b * T;   // (T)
+        int32_t *tgt = bt->targets + (size_t)b * T;  // (T)
+        const int m = draw_length(d, rng, S);
+        for (int i = 0; i < S; i++) src[i] = i < m ? draw_content(d, rng) : -1;
+        const int n = d->task == TASK_RANDOM ? draw_length(d, rng, T) : m;
+        for (int i = 0; i < T; i++) {
+            int32_t y = -1;
+            if (i < n && d->task == TASK_COPY) y = src[i];
+            else if (i < n && d->task == TASK_REVERSE) y = src[m - 1 - i];
+            else if (i < n) y = draw_content(d, rng);
+            tgt[i] = y;
+        }
+        // decoder input: BOS, then the target shifted right; padding after the target
+        for (int i = 0; i < T; i++) tok[i] = i == 0 ? DATA_BOS : i < n ? tgt[i - 1] : -1;
+    }
+}
+
+void data_batch(data_t *d, gsl_rng *rng, batch_t *bt)
+{
+    if (d->arch == ARCH_ENCDEC) {
+        encdec_batch(d, rng, bt);
+        return;
+    }
     const int T = d->T;
+    int32_t *tokens = bt->tokens, *targets = bt->targets;
+    bt->B = d->B;
+    bt->T = T;
+    bt->S = 0;
     for (int b = 0; b < d->B; b++) {
         int32_t *tok = tokens + (size_t)b * T;   // (T)
         int32_t *tgt = targets + (size_t)b * T;  // (T)

@@ -1,7 +1,11 @@
-/* data.h — batches for the tasks: random (uniform or Zipf tokens, next-token targets),
- * copy and reverse (sequence-to-sequence inside one stack), text (byte-level LM, issue 4).
+/* data.h — batches for the tasks (docs/design.md §4, §6b).
+ * arch = lm: random (uniform or Zipf tokens, next-token targets), copy and reverse
+ * (sequence-to-sequence inside one stack), text (byte-level LM).
+ * arch = encdec: copy, reverse (the target is the source, or the source reversed) and random
+ * (source and target independent): source rows of length uniform in [min_len, src_len]
+ * (data.min_len; 0 = always src_len), decoder input = BOS (0) + the target shifted right.
  *
- * A batch is tokens (B,T) and targets (B,T) as int32; target −1 means "not scored".
+ * A batch is a batch_t (model/batch.h): int32 ids, −1 = padding / not scored.
  * All randomness comes from the caller's gsl_rng, so a run is reproducible.
  *
  * text: the file data.path is read whole; bytes are tokens (vocab ≥ 256). The last
@@ -16,6 +20,10 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_randist.h>
 #include "config/config.h"
+#include "model/batch.h"
+
+/* The decoder's first input token in the synthetic encdec tasks. */
+#define DATA_BOS 0
 
 /* The data stream of a run is mt19937 seeded with init.seed + DATA_SEED_OFFSET, so batches
  * and dropout masks never reuse the initialisation's random numbers. */
@@ -28,7 +36,9 @@
 
 typedef struct {
     task_t task;
-    int B, T, V;
+    arch_t arch;
+    int B, T, S, V;              /* rows; target (lm: sequence) length; source length; vocab */
+    int min_len;                 /* encdec tasks: shortest row (0 = every row full length) */
     double zipf;                 /* exponent of the random task (0 = uniform) */
     gsl_ran_discrete_t *zipf_table; /* Walker alias table for p(k) ∝ (k+1)^(−zipf), or NULL */
     unsigned char *text;         /* text task: the file's bytes, else NULL */
@@ -44,15 +54,17 @@ int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen);
 /* Release what data_open allocated. */
 void data_close(data_t *d);
 
-/* Draw one batch into tokens (B,T) and targets (B,T).
- * random:  x_0..x_T i.i.d.; tokens = x_0..x_{T−1}, targets = x_1..x_T (next token).
- * copy:    m = ⌈T/2⌉ content tokens a ∈ [1,V), separator 0:
- *          tokens  = a_0..a_{m−1}, 0, a_0, .., a_{T−m−2}
- *          targets = −1 ×m, a_0, .., a_{T−m−1}              (reverse: a in reverse order). */
-void data_batch(data_t *d, gsl_rng *rng, int32_t *tokens, int32_t *targets);
+/* Draw one batch into b (its buffers hold B·T, and B·S source ids).
+ * lm random:  x_0..x_T i.i.d.; tokens = x_0..x_{T−1}, targets = x_1..x_T (next token).
+ * lm copy:    m = ⌈T/2⌉ content tokens a ∈ [1,V), separator 0:
+ *             tokens  = a_0..a_{m−1}, 0, a_0, .., a_{T−m−2}
+ *             targets = −1 ×m, a_0, .., a_{T−m−1}             (reverse: a in reverse order).
+ * encdec copy: src = a_0..a_{m−1} (a ∈ [1,V)), tokens = BOS, a_0..a_{m−2}, targets = a
+ *             (reverse: a reversed; random: an independent row of its own length). */
+void data_batch(data_t *d, gsl_rng *rng, batch_t *b);
 
 /* Validation batch i ∈ [0, d->val_batches) of the text task: tokens = window, targets = the
  * window shifted by one. The same batches every call (no randomness). */
-void data_val_batch(const data_t *d, int i, int32_t *tokens, int32_t *targets);
+void data_val_batch(const data_t *d, int i, batch_t *b);
 
 #endif

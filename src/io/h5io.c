@@ -374,6 +374,48 @@ char *h5io_read_attr_string(h5io_file_t *f, const char *obj, const char *name)
     return out;
 }
 
+char **h5io_read_attr_strings(h5io_file_t *f, const char *obj, const char *name, size_t *n)
+{
+    *n = 0;
+    if (H5Aexists_by_name(f->id, obj, name, H5P_DEFAULT) <= 0) return NULL;
+    hid_t a = H5Aopen_by_name(f->id, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) return NULL;
+    hid_t ft = H5Aget_type(a), space = H5Aget_space(a);
+    const hssize_t count = H5Sget_simple_extent_npoints(space);
+    char **out = NULL;
+    if (H5Tget_class(ft) == H5T_STRING && count >= 0) {
+        out = calloc((size_t)count + 1, sizeof(char *));
+        int ok = out != NULL;
+        if (ok && H5Tis_variable_str(ft) > 0) {
+            hid_t mt = string_type();
+            char **raw = calloc((size_t)count + 1, sizeof(char *));
+            ok = raw && H5Aread(a, mt, raw) >= 0;
+            for (hssize_t i = 0; ok && i < count; i++) ok = (out[i] = strdup(raw[i] ? raw[i] : "")) != NULL;
+            if (raw) H5Dvlen_reclaim(mt, space, H5P_DEFAULT, raw);
+            free(raw);
+            H5Tclose(mt);
+        } else if (ok) {
+            const size_t len = H5Tget_size(ft);
+            char *buf = calloc((size_t)count * len + 1, 1);
+            ok = buf && H5Aread(a, ft, buf) >= 0;
+            for (hssize_t i = 0; ok && i < count; i++)
+                ok = (out[i] = strndup(buf + (size_t)i * len, len)) != NULL;
+            free(buf);
+        }
+        if (!ok) {
+            for (hssize_t i = 0; out && i < count; i++) free(out[i]);
+            free(out);
+            out = NULL;
+        } else {
+            *n = (size_t)count;
+        }
+    }
+    H5Sclose(space);
+    H5Tclose(ft);
+    H5Aclose(a);
+    return out;
+}
+
 static herr_t collect_name(hid_t group, const char *name, const H5L_info_t *info, void *data)
 {
     (void)group;
@@ -415,9 +457,11 @@ int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
     h5io_file_t *f;
     int rc = h5io_create(&f, path, overwrite, err, errlen);
     if (rc) return rc;
-    const size_t bt[2] = {(size_t)m->B, (size_t)m->T};
-    rc |= h5io_write_ints(f, "/batch/tokens", m->tokens, 2, bt);
-    rc |= h5io_write_ints(f, "/batch/targets", m->targets, 2, bt);
+    const batch_t *b = &m->batch;
+    const size_t bt[2] = {(size_t)b->B, (size_t)b->T}, bs[2] = {(size_t)b->B, (size_t)b->S};
+    if (b->src) rc |= h5io_write_ints(f, "/batch/src_tokens", b->src, 2, bs);
+    rc |= h5io_write_ints(f, "/batch/tokens", b->tokens, 2, bt);
+    rc |= h5io_write_ints(f, "/batch/targets", b->targets, 2, bt);
     rc |= h5io_write_doubles(f, "/loss", &m->loss, 0, NULL);
     for (int i = 0; i < m->num_tensors && !rc; i++) {
         const tensor_info_t *t = &m->tensors[i];

@@ -77,11 +77,16 @@ int h5io_read_doubles(h5io_file_t *f, const char *dset, double **data, size_t *d
 /* Read a string attribute of obj into a malloc'd string (caller frees); NULL if absent. */
 char *h5io_read_attr_string(h5io_file_t *f, const char *obj, const char *name);
 
+/* Read a string-array attribute (fixed or variable length) of obj: a malloc'd array of *n
+ * malloc'd strings (free each, then the array); NULL if absent or not strings. */
+char **h5io_read_attr_strings(h5io_file_t *f, const char *obj, const char *name, size_t *n);
+
 /* Read a numeric scalar attribute of obj as double. Returns 0, or 1 if absent. */
 int h5io_read_attr_double(h5io_file_t *f, const char *obj, const char *name, double *value);
 
-/* The /probe group of DESIGN §6 from p (axes named by string attributes). 0 or 1. */
-int h5io_write_probe(h5io_file_t *f, const probe_t *p, placement_t placement);
+/* The /probe group (docs/design.md §6) from p, every axis named by string attributes;
+ * site_symbols [Q] (the paper's symbols of the sites) may be NULL. 0 or 1. */
+int h5io_write_probe(h5io_file_t *f, const probe_t *p, const char *const *site_symbols);
 
 /* Read the probe group under prefix ("" for a run file, "/runs/NAME" in a merged sweep file)
  * into a new probe_t (caller frees with probe_free). 0 or 1. */

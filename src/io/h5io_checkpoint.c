@@ -63,7 +63,7 @@ static const char *const PREFIX[3] = {"/checkpoint/params", "/checkpoint/optim/m
 
 int h5io_checkpoint_create(h5io_file_t *f, const train_t *t)
 {
-    const model_t *m = t->model;
+    const model_t *m = t->s.model;
     int rc = 0;
     for (int p = 0; p < 3 && !rc; p++) {
         if (p == 2 && !t->opt.v) continue;
@@ -74,7 +74,7 @@ int h5io_checkpoint_create(h5io_file_t *f, const train_t *t)
             rc |= create_fixed(f->id, path, H5T_IEEE_F64LE, tensor_dims(&m->tensors[i], d), d);
         }
     }
-    hsize_t ni = gsl_rng_size(t->rng_init), nd = gsl_rng_size(t->rng_data);
+    hsize_t ni = gsl_rng_size(t->s.rng_init), nd = gsl_rng_size(t->s.rng_data);
     rc |= create_fixed(f->id, "/checkpoint/rng_init", H5T_STD_U8LE, 1, &ni);
     rc |= create_fixed(f->id, "/checkpoint/rng_data", H5T_STD_U8LE, 1, &nd);
     rc |= create_fixed(f->id, "/checkpoint/step", H5T_STD_I64LE, 0, NULL);
@@ -82,9 +82,9 @@ int h5io_checkpoint_create(h5io_file_t *f, const train_t *t)
     rc |= create_fixed(f->id, "/checkpoint/optim/t", H5T_STD_I64LE, 0, NULL);
     if (rc) return 1;
     rc |= write_scalar(f->id, "/checkpoint/step", -1);
-    rc |= h5io_write_attr_string(f, "/checkpoint", "rng_type", gsl_rng_name(t->rng_data));
+    rc |= h5io_write_attr_string(f, "/checkpoint", "rng_type", gsl_rng_name(t->s.rng_data));
     rc |= h5io_write_attr_string(f, "/checkpoint", "optimizer",
-                                 config_optimizer_name(t->cfg.train.optimizer));
+                                 config_optimizer_name(t->s.cfg.train.optimizer));
     rc |= h5io_write_attr_string(f, "/checkpoint", "description",
                                  "state after update 'step' (-1: none written): params/NAME, "
                                  "optim/m|v/NAME (sgd: m = momentum buffer), optim/t, gsl_rng "
@@ -134,13 +134,13 @@ int h5io_checkpoint_write(h5io_file_t *f, const train_t *t)
     // step = −1 while the state is being written: a kill in between leaves no valid checkpoint
     int rc = write_scalar(file, "/checkpoint/step", -1);
     rc |= H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
-    rc |= tensors_io(file, PREFIX[0], t->model, t->model->params, 0);
-    rc |= tensors_io(file, PREFIX[1], t->model, t->opt.m, 0);
-    if (t->opt.v) rc |= tensors_io(file, PREFIX[2], t->model, t->opt.v, 0);
+    rc |= tensors_io(file, PREFIX[0], t->s.model, t->s.model->params, 0);
+    rc |= tensors_io(file, PREFIX[1], t->s.model, t->opt.m, 0);
+    if (t->opt.v) rc |= tensors_io(file, PREFIX[2], t->s.model, t->opt.v, 0);
     rc |= write_scalar(file, "/checkpoint/optim/t", t->opt.t);
     rc |= write_scalar(file, "/checkpoint/batches", t->batches);
-    rc |= rng_io(file, "/checkpoint/rng_init", t->rng_init, 0);
-    rc |= rng_io(file, "/checkpoint/rng_data", t->rng_data, 0);
+    rc |= rng_io(file, "/checkpoint/rng_init", t->s.rng_init, 0);
+    rc |= rng_io(file, "/checkpoint/rng_data", t->s.rng_data, 0);
     rc |= H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
     if (rc) return 1;
     rc |= write_scalar(file, "/checkpoint/step", t->step);
@@ -158,14 +158,14 @@ int h5io_checkpoint_load(h5io_file_t *f, train_t *t, char *why, size_t len)
     const long step = h5io_checkpoint_step(f);
     if (step < 0) { snprintf(why, len, "no complete checkpoint"); return 1; }
     char *rng = h5io_read_attr_string(f, "/checkpoint", "rng_type");
-    const int same_rng = rng && !strcmp(rng, gsl_rng_name(t->rng_data));
+    const int same_rng = rng && !strcmp(rng, gsl_rng_name(t->s.rng_data));
     free(rng);
-    if (!same_rng) { snprintf(why, len, "checkpoint rng_type is not %s", gsl_rng_name(t->rng_data)); return 1; }
-    int rc = tensors_io(f->id, PREFIX[0], t->model, t->model->params, 1);
-    rc |= tensors_io(f->id, PREFIX[1], t->model, t->opt.m, 1);
-    if (t->opt.v) rc |= tensors_io(f->id, PREFIX[2], t->model, t->opt.v, 1);
-    rc |= rng_io(f->id, "/checkpoint/rng_init", t->rng_init, 1);
-    rc |= rng_io(f->id, "/checkpoint/rng_data", t->rng_data, 1);
+    if (!same_rng) { snprintf(why, len, "checkpoint rng_type is not %s", gsl_rng_name(t->s.rng_data)); return 1; }
+    int rc = tensors_io(f->id, PREFIX[0], t->s.model, t->s.model->params, 1);
+    rc |= tensors_io(f->id, PREFIX[1], t->s.model, t->opt.m, 1);
+    if (t->opt.v) rc |= tensors_io(f->id, PREFIX[2], t->s.model, t->opt.v, 1);
+    rc |= rng_io(f->id, "/checkpoint/rng_init", t->s.rng_init, 1);
+    rc |= rng_io(f->id, "/checkpoint/rng_data", t->s.rng_data, 1);
     t->opt.t = (long)read_scalar(f, "/checkpoint/optim/t", -1);
     t->batches = (long)read_scalar(f, "/checkpoint/batches", -1);
     t->step = step;

@@ -1,84 +1,93 @@
-/* h5io_probe.c — the /probe group of DESIGN §6: [seed][layer][param|site|norm] datasets with
- * string attributes naming every axis, so h5py/h5dump readers need no project code. */
+/* h5io_probe.c — the /probe group (docs/design.md §6): [seed][layer][param|site|norm|sub]
+ * datasets with string attributes naming every axis, so h5py/h5dump readers need no project
+ * code. Written from measure/probe.h's array table; read back by names, any widths (files
+ * written before an axis existed load with that array NaN). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "io/h5io.h"
 
-/* One probe dataset: name, pointer into probe_t, last-axis length and names, description. */
-typedef struct {
-    const char *name;
-    size_t field;              /* offsetof(probe_t, array) */
-    int layered;               /* 1: (S,L,K); 0: (S,K) or (S) when K = 0 */
-    int K;
-    const char *axis;          /* name of the last axis ("param", "site", "norm", ...) */
-    const char *const *labels; /* K names, or NULL */
-    const char *description;
-} probe_dataset_t;
-
-static const char *const FINAL_JACOBIAN_FIELDS[5] = {"spec", "spec_max", "fro", "lemma3", "bound"};
-
-#define FIELD(x) offsetof(probe_t, x)
-static const probe_dataset_t DATASETS[] = {
-    {"grad_fro", FIELD(grad_fro), 1, P_NUM_LAYER_PARAMS, "param", PROBE_PARAM_NAMES,
-     "||E_batch grad W||_F: Frobenius norm of the gradient averaged over probe.batches batches"},
-    {"grad_fro_batchmean", FIELD(grad_fro_batchmean), 1, P_NUM_LAYER_PARAMS, "param",
-     PROBE_PARAM_NAMES, "E_batch ||grad W||_F: per-batch Frobenius norm, averaged"},
-    {"extra_grad_fro", FIELD(extra_grad_fro), 0, EXTRA_COUNT, "tensor", PROBE_EXTRA_NAMES,
-     "||E_batch grad||_F of the tensors outside the layers (NaN where absent)"},
-    {"extra_grad_fro_batchmean", FIELD(extra_grad_fro_batchmean), 0, EXTRA_COUNT, "tensor",
-     PROBE_EXTRA_NAMES, "E_batch ||grad||_F of the tensors outside the layers"},
-    {"hidden_sqnorm", FIELD(hidden_sqnorm), 1, SITE_COUNT, "site", PROBE_SITE_NAMES,
-     "E_token ||x||^2 at each site, averaged over batches (see site_symbols)"},
-    {"final_sqnorm", FIELD(final_sqnorm), 0, 0, NULL, NULL,
-     "E_token ||x_final||^2 (the input of the output projection)"},
-    {"jacobian_spec", FIELD(jacobian_spec), 1, PROBE_NORMS, "norm", PROBE_NORM_NAMES,
-     "E_token ||J||_2, J = d norm(x)/dx with gamma, exact"},
-    {"jacobian_spec_max", FIELD(jacobian_spec_max), 1, PROBE_NORMS, "norm", PROBE_NORM_NAMES,
-     "max over tokens and batches of ||J||_2"},
-    {"jacobian_fro", FIELD(jacobian_fro), 1, PROBE_NORMS, "norm", PROBE_NORM_NAMES,
-     "E_token ||J||_F"},
-    {"jacobian_lemma3", FIELD(jacobian_lemma3), 1, PROBE_NORMS, "norm", PROBE_NORM_NAMES,
-     "E_token ||J||_2 * ||x - mu|| / sqrt(d) (Lemma 3: O(1))"},
-    {"jacobian_bound", FIELD(jacobian_bound), 1, PROBE_NORMS, "norm", PROBE_NORM_NAMES,
-     "E_token sqrt(d) / ||x - mu|| (Lemma 3's scale)"},
-    {"final_jacobian", FIELD(final_jacobian), 0, 5, "field", FINAL_JACOBIAN_FIELDS,
-     "final norm: spec, spec_max, fro, lemma3, bound as above (NaN without a final norm)"},
-    {"loss", FIELD(loss), 0, 0, NULL, NULL, "mean loss over the probe's batches"},
-};
-#define NUM_DATASETS (sizeof DATASETS / sizeof DATASETS[0])
-
-/* Paper symbols of the sites, per placement (DESIGN §1). */
-static const char *const SITE_SYMBOLS_POST[SITE_COUNT] = {"x_l", "x^2_l", "x^5_l", "x_{l+1}"};
-static const char *const SITE_SYMBOLS_PRE[SITE_COUNT] = {"x_l", "x^3_l", "x_{l+1}", "x_{l+1}"};
-
-int h5io_write_probe(h5io_file_t *f, const probe_t *p, placement_t placement)
+/* The HDF5 name of an axis: "param", "site", "norm", "tensor", "sub", "field". */
+static const char *axis_label(probe_axis_id_t id)
 {
+    static const char *const LABELS[] = {"", "param", "site", "norm", "tensor", "sub", "field"};
+    return LABELS[id];
+}
+
+int h5io_write_probe(h5io_file_t *f, const probe_t *p, const char *const *site_symbols)
+{
+    const probe_axes_t *ax = &p->ax;
     int rc = 0;
-    for (size_t d = 0; d < NUM_DATASETS && !rc; d++) {
-        const probe_dataset_t *ds = &DATASETS[d];
-        const double *data = *(double *const *)((const char *)p + ds->field);
+    for (int d = 0; d < PROBE_NUM_ARRAYS && !rc; d++) {
+        const probe_array_t *a = &PROBE_ARRAYS[d];
+        const double *data = *(double *const *)((const char *)p + a->field);
+        if (!data) continue;
         size_t dims[3];
         int rank = 0;
         const char *axes[3];
         dims[rank] = (size_t)p->S; axes[rank++] = "seed";
-        if (ds->layered) { dims[rank] = (size_t)p->L; axes[rank++] = "layer"; }
-        if (ds->K) { dims[rank] = (size_t)ds->K; axes[rank++] = ds->axis; }
+        if (a->layered) { dims[rank] = (size_t)ax->L; axes[rank++] = "layer"; }
+        if (a->axis != PA_NONE) {
+            dims[rank] = (size_t)probe_axis_len(ax, a->axis);
+            axes[rank++] = axis_label(a->axis);
+        }
         char path[96];
-        snprintf(path, sizeof path, "/probe/%s", ds->name);
+        snprintf(path, sizeof path, "/probe/%s", a->name);
         rc |= h5io_write_doubles(f, path, data, rank, dims);
         rc |= h5io_write_attr_strings(f, path, "axes", axes, (size_t)rank);
-        if (ds->labels) rc |= h5io_write_attr_strings(f, path, ds->axis, ds->labels, (size_t)ds->K);
-        rc |= h5io_write_attr_string(f, path, "description", ds->description);
-        if (!strcmp(ds->name, "hidden_sqnorm"))
-            rc |= h5io_write_attr_strings(f, path, "site_symbols",
-                                          placement == PLACEMENT_PRE ? SITE_SYMBOLS_PRE
-                                                                     : SITE_SYMBOLS_POST,
-                                          SITE_COUNT);
+        if (a->axis != PA_NONE)
+            rc |= h5io_write_attr_strings(f, path, axis_label(a->axis),
+                                          (const char *const *)probe_axis_names(ax, a->axis),
+                                          (size_t)probe_axis_len(ax, a->axis));
+        rc |= h5io_write_attr_string(f, path, "description", a->description);
+        if (a->layered && ax->encdec)   // which stack each layer row belongs to
+            rc |= h5io_write_attr_strings(f, path, "stack", (const char *const *)ax->stack,
+                                          (size_t)ax->L);
+        if (a->axis == PA_SITE && site_symbols)
+            rc |= h5io_write_attr_strings(f, path, "site_symbols", site_symbols, (size_t)ax->Q);
     }
     rc |= h5io_write_attr_int(f, "/probe", "seeds", p->S);
-    rc |= h5io_write_attr_int(f, "/probe", "layers", p->L);
+    rc |= h5io_write_attr_int(f, "/probe", "layers", ax->L);
     return rc;
+}
+
+/* The names of one axis from the attribute label of dataset name under prefix/probe (none
+ * when the dataset or attribute is absent: an axis the file predates). */
+static char **read_axis(h5io_file_t *f, const char *prefix, const char *name, const char *label,
+                        int *n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/probe/%s", prefix, name);
+    size_t count = 0;
+    char **names = h5io_exists(f, path) ? h5io_read_attr_strings(f, path, label, &count) : NULL;
+    *n = names ? (int)count : 0;
+    return names ? names : calloc(1, sizeof(char *));
+}
+
+/* Axes of the probe under prefix from its datasets' attributes; stack "lm" when absent. */
+static int read_axes(h5io_file_t *f, const char *prefix, int L, probe_axes_t *ax)
+{
+    memset(ax, 0, sizeof *ax);
+    ax->L = L;
+    ax->param = read_axis(f, prefix, "grad_fro", "param", &ax->P);
+    ax->site = read_axis(f, prefix, "hidden_sqnorm", "site", &ax->Q);
+    ax->norm = read_axis(f, prefix, "jacobian_spec", "norm", &ax->R);
+    ax->extra = read_axis(f, prefix, "extra_grad_fro", "tensor", &ax->E);
+    ax->sub = read_axis(f, prefix, "subout_grad", "sub", &ax->X);
+    int ns = 0;
+    ax->stack = read_axis(f, prefix, "grad_fro", "stack", &ns);
+    char path[512];
+    snprintf(path, sizeof path, "%s/probe/enc_final_sqnorm", prefix);
+    ax->encdec = h5io_exists(f, path);
+    if (ax->stack && ns != L) {   // a single stack: every row "lm"
+        for (int i = 0; i < ns; i++) free(ax->stack[i]);
+        free(ax->stack);
+        ax->stack = calloc((size_t)L, sizeof(char *));
+        for (int r = 0; ax->stack && r < L; r++) ax->stack[r] = strdup("lm");
+    }
+    const int bad = !ax->param || !ax->site || !ax->norm || !ax->extra || !ax->sub || !ax->stack;
+    if (bad) probe_axes_free(ax);
+    return bad;
 }
 
 int h5io_read_probe(h5io_file_t *f, const char *prefix, probe_t **out, char *err, size_t errlen)
@@ -89,22 +98,30 @@ int h5io_read_probe(h5io_file_t *f, const char *prefix, probe_t **out, char *err
     int rank;
     char path[512];
     snprintf(path, sizeof path, "%s/probe/grad_fro", prefix);
-    if (h5io_read_doubles(f, path, &grad, dims, &rank) || rank != 3 ||
-        dims[2] != P_NUM_LAYER_PARAMS) {
+    if (h5io_read_doubles(f, path, &grad, dims, &rank) || rank != 3) {
         free(grad);
         snprintf(err, errlen, "no %s [seed][layer][param] in this file", path);
         return 1;
     }
     free(grad);
-    probe_t *p = probe_alloc((int)dims[0], (int)dims[1]);
+    probe_axes_t ax;
+    if (read_axes(f, prefix, (int)dims[1], &ax) || (size_t)ax.P != dims[2]) {
+        if (ax.param) probe_axes_free(&ax);
+        snprintf(err, errlen, "%s: no 'param' attribute naming its %zu columns", path, dims[2]);
+        return 1;
+    }
+    probe_t *p = probe_alloc((int)dims[0], &ax);
+    probe_axes_free(&ax);
     if (!p) { snprintf(err, errlen, "out of memory"); return 1; }
-    for (size_t d = 0; d < NUM_DATASETS; d++) {
-        const probe_dataset_t *ds = &DATASETS[d];
-        snprintf(path, sizeof path, "%s/probe/%s", prefix, ds->name);
+    for (int d = 0; d < PROBE_NUM_ARRAYS; d++) {
+        const probe_array_t *a = &PROBE_ARRAYS[d];
+        double **dst = (double **)((char *)p + a->field);
+        snprintf(path, sizeof path, "%s/probe/%s", prefix, a->name);
+        if (!*dst || !h5io_exists(f, path)) continue;   // an array the file predates: NaN
         double *data;
-        size_t n = (size_t)p->S * (ds->layered ? (size_t)p->L : 1) * (ds->K ? (size_t)ds->K : 1);
+        const size_t n = (size_t)p->S * probe_array_size(&p->ax, a);
         if (h5io_read_doubles(f, path, &data, dims, &rank)) {
-            snprintf(err, errlen, "%s: missing or unreadable", path);
+            snprintf(err, errlen, "%s: unreadable", path);
             probe_free(p);
             return 1;
         }
@@ -116,7 +133,6 @@ int h5io_read_probe(h5io_file_t *f, const char *prefix, probe_t **out, char *err
             probe_free(p);
             return 1;
         }
-        double **dst = (double **)((char *)p + ds->field);
         free(*dst);
         *dst = data;
     }

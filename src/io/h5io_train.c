@@ -39,48 +39,45 @@ enum { G_STEP, G_PROBE, G_EVAL, G_COUNT };
 static const int GROUP_CAP[G_COUNT] = {1024, 16, 64};   /* buffered rows = chunk rows */
 static const char *const GROUP_KEY[G_COUNT] = {"step", "probe_step", "eval_step"};
 
-/* Shape of a row after the first (growing) axis: [layer] [K labelled entries]. */
-enum { R_SCALAR, R_LAYER_PARAM, R_EXTRA, R_LAYER_SITE, R_LAYER_NORM };
-static const struct {
-    int layered, K;
-    const char *axis;
-    const char *const *labels;
-} SHAPES[] = {
-    [R_SCALAR] = {0, 0, NULL, NULL},
-    [R_LAYER_PARAM] = {1, P_NUM_LAYER_PARAMS, "param", PROBE_PARAM_NAMES},
-    [R_EXTRA] = {0, EXTRA_COUNT, "tensor", PROBE_EXTRA_NAMES},
-    [R_LAYER_SITE] = {1, SITE_COUNT, "site", PROBE_SITE_NAMES},
-    [R_LAYER_NORM] = {1, PROBE_NORMS, "norm", PROBE_NORM_NAMES},
-};
-
+/* A row after the first (growing) axis: [layer] [one named probe axis] (measure/probe.h). */
 typedef struct {
     const char *name;
-    int group, is_int, shape;
+    int group, is_int, layered;
+    probe_axis_id_t axis;
     const char *description;
 } column_t;
 
+/* The HDF5 name of a probe axis (as in /probe). */
+static const char *axis_label(probe_axis_id_t id)
+{
+    static const char *const LABELS[] = {"", "param", "site", "norm", "tensor", "sub", "field"};
+    return LABELS[id];
+}
+
 static const column_t COLUMNS[] = {
-    {"step", G_STEP, 1, R_SCALAR, "update index t (1-based); row i of every step dataset is update i+1"},
-    {"lr", G_STEP, 0, R_SCALAR, "learning rate of the update"},
-    {"loss", G_STEP, 0, R_SCALAR, "training-batch loss before the update"},
-    {"grad_norm", G_STEP, 0, R_SCALAR, "||grad theta||_2 over all parameters, before clipping"},
-    {"time", G_STEP, 0, R_SCALAR, "seconds since the run started (summed over resumes)"},
-    {"probe_step", G_PROBE, 1, R_SCALAR, "update index of each probe row (1 and every probe.every)"},
-    {"grad_fro", G_PROBE, 0, R_LAYER_PARAM, "||grad W||_F of the update's gradient, before clipping"},
-    {"extra_grad_fro", G_PROBE, 0, R_EXTRA, "||grad||_F of the tensors outside the layers (NaN where absent)"},
-    {"hidden_sqnorm", G_PROBE, 0, R_LAYER_SITE, "E_token ||x||^2 at each site in the update's forward"},
-    {"final_sqnorm", G_PROBE, 0, R_SCALAR, "E_token ||x_final||^2"},
-    {"jacobian_spec", G_PROBE, 0, R_LAYER_NORM, "E_token ||J||_2 of each norm (NaN with probe.jacobian = off)"},
-    {"final_jacobian_spec", G_PROBE, 0, R_SCALAR, "E_token ||J||_2 of the final norm (NaN without one)"},
-    {"eval_step", G_EVAL, 1, R_SCALAR, "update index of each validation row (text task)"},
-    {"val_loss", G_EVAL, 0, R_SCALAR, "mean loss on the fixed validation batches after the update"},
+    {"step", G_STEP, 1, 0, PA_NONE, "update index t (1-based); row i of every step dataset is update i+1"},
+    {"lr", G_STEP, 0, 0, PA_NONE, "learning rate of the update"},
+    {"loss", G_STEP, 0, 0, PA_NONE, "training-batch loss before the update"},
+    {"grad_norm", G_STEP, 0, 0, PA_NONE, "||grad theta||_2 over all parameters, before clipping"},
+    {"time", G_STEP, 0, 0, PA_NONE, "seconds since the run started (summed over resumes)"},
+    {"probe_step", G_PROBE, 1, 0, PA_NONE, "update index of each probe row (1 and every probe.every)"},
+    {"grad_fro", G_PROBE, 0, 1, PA_PARAM, "||grad W||_F of the update's gradient, before clipping"},
+    {"extra_grad_fro", G_PROBE, 0, 0, PA_EXTRA, "||grad||_F of the tensors outside the layers (NaN where absent)"},
+    {"hidden_sqnorm", G_PROBE, 0, 1, PA_SITE, "E_token ||x||^2 at each site in the update's forward"},
+    {"final_sqnorm", G_PROBE, 0, 0, PA_NONE, "E_token ||x_final||^2"},
+    {"jacobian_spec", G_PROBE, 0, 1, PA_NORM, "E_token ||J||_2 of each norm (NaN with probe.jacobian = off)"},
+    {"final_jacobian_spec", G_PROBE, 0, 0, PA_NONE, "E_token ||J||_2 of the final norm (NaN without one)"},
+    {"subout_grad", G_PROBE, 0, 1, PA_SUB, "E_token ||dL/d(sub-layer output)|| of the update (Liu et al. 2020)"},
+    {"eval_step", G_EVAL, 1, 0, PA_NONE, "update index of each validation row (text task)"},
+    {"val_loss", G_EVAL, 0, 0, PA_NONE, "mean loss on the fixed validation batches after the update"},
 };
 #define NCOL ((int)(sizeof COLUMNS / sizeof COLUMNS[0]))
 
 struct h5io_train {
     h5io_file_t f;              /* f.id: the open file */
     int lock_fd;                /* holds a shared flock on the file while writing, or −1 */
-    int L, text;
+    probe_axes_t ax;            /* names of the probe rows' axes (a copy of the trainer's) */
+    int text;
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];
@@ -116,19 +113,19 @@ static double now_seconds(void)
 }
 
 /* Inner dims of a column's row; returns their count (0..2). */
-static int row_dims(const column_t *c, int L, hsize_t *d)
+static int row_dims(const h5io_train_t *w, const column_t *c, hsize_t *d)
 {
     int n = 0;
-    if (SHAPES[c->shape].layered) d[n++] = (hsize_t)L;
-    if (SHAPES[c->shape].K) d[n++] = (hsize_t)SHAPES[c->shape].K;
+    if (c->layered) d[n++] = (hsize_t)w->ax.L;
+    if (c->axis != PA_NONE) d[n++] = (hsize_t)probe_axis_len(&w->ax, c->axis);
     return n;
 }
 
-static size_t row_size(const column_t *c, int L)
+static size_t row_size(const h5io_train_t *w, const column_t *c)
 {
     hsize_t d[2];
     size_t n = 1;
-    for (int i = 0, r = row_dims(c, L, d); i < r; i++) n *= (size_t)d[i];
+    for (int i = 0, r = row_dims(w, c, d); i < r; i++) n *= (size_t)d[i];
     return n;
 }
 
@@ -146,12 +143,16 @@ static int column_attrs(h5io_train_t *w, const column_t *c, const char *path)
 {
     const char *axes[3] = {c->group == G_STEP ? "step" : c->group == G_PROBE ? "probe" : "eval"};
     int n = 1, rc = 0;
-    if (SHAPES[c->shape].layered) axes[n++] = "layer";
-    if (SHAPES[c->shape].K) {
-        axes[n++] = SHAPES[c->shape].axis;
-        rc |= h5io_write_attr_strings(&w->f, path, SHAPES[c->shape].axis, SHAPES[c->shape].labels,
-                                      (size_t)SHAPES[c->shape].K);
+    if (c->layered) axes[n++] = "layer";
+    if (c->axis != PA_NONE) {
+        axes[n++] = axis_label(c->axis);
+        rc |= h5io_write_attr_strings(&w->f, path, axis_label(c->axis),
+                                      (const char *const *)probe_axis_names(&w->ax, c->axis),
+                                      (size_t)probe_axis_len(&w->ax, c->axis));
     }
+    if (c->layered && w->ax.encdec)   // which stack each layer row belongs to
+        rc |= h5io_write_attr_strings(&w->f, path, "stack", (const char *const *)w->ax.stack,
+                                      (size_t)w->ax.L);
     rc |= h5io_write_attr_strings(&w->f, path, "axes", axes, (size_t)n);
     rc |= h5io_write_attr_string(&w->f, path, "description", c->description);
     return rc;
@@ -169,7 +170,7 @@ static int create_layout(h5io_train_t *w, const train_t *t)
         if (!column_present(w, k)) continue;
         const column_t *c = &COLUMNS[k];
         hsize_t dims[3] = {0}, maxd[3] = {H5S_UNLIMITED}, chunk[3] = {(hsize_t)GROUP_CAP[c->group]};
-        const int r = 1 + row_dims(c, w->L, dims + 1);
+        const int r = 1 + row_dims(w, c, dims + 1);
         for (int i = 1; i < r; i++) maxd[i] = chunk[i] = dims[i];
         hid_t space = H5Screate_simple(r, dims, maxd), dcpl = H5Pcreate(H5P_DATASET_CREATE);
         H5Pset_chunk(dcpl, r, chunk);
@@ -187,7 +188,7 @@ static int create_layout(h5io_train_t *w, const train_t *t)
                                  "per update: step lr loss grad_norm time; per probe row (update 1 "
                                  "and every probe.every): probe_step and per-layer norms; text "
                                  "task: eval_step val_loss. Groups grow together.");
-    rc |= h5io_write_attr_int(&w->f, "/train", "steps", t->cfg.train.steps);
+    rc |= h5io_write_attr_int(&w->f, "/train", "steps", t->s.cfg.train.steps);
     rc |= h5io_checkpoint_create(&w->f, t);
     return rc;
 }
@@ -200,6 +201,7 @@ static void train_free_writer(h5io_train_t *w)
     }
     if (w->f.id >= 0) H5Fclose(w->f.id);
     if (w->lock_fd >= 0) close(w->lock_fd);   // releases the flock
+    probe_axes_free(&w->ax);
     free(w);
 }
 
@@ -210,11 +212,11 @@ static h5io_train_t *writer_alloc(const train_t *t, const char *path)
     w->f.id = -1;
     w->lock_fd = -1;
     snprintf(w->f.path, sizeof w->f.path, "%s", path);
-    w->L = t->cfg.model.layers;
-    w->text = t->data.val_batches > 0;
+    w->text = t->s.data.val_batches > 0;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
+    if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
-        w->buf[k] = malloc((size_t)GROUP_CAP[COLUMNS[k].group] * row_size(&COLUMNS[k], w->L) * sizeof(double));
+        w->buf[k] = malloc((size_t)GROUP_CAP[COLUMNS[k].group] * row_size(w, &COLUMNS[k]) * sizeof(double));
         if (!w->buf[k]) { train_free_writer(w); return NULL; }
     }
     w->last_flush = now_seconds();
@@ -269,7 +271,7 @@ int h5io_train_flush(h5io_train_t *w)
 /* Copy one row into column k's buffer. */
 static void push(h5io_train_t *w, int k, const double *row)
 {
-    const size_t n = row_size(&COLUMNS[k], w->L);
+    const size_t n = row_size(w, &COLUMNS[k]);
     memcpy(w->buf[k] + (size_t)w->pending[COLUMNS[k].group] * n, row, n * sizeof(double));
 }
 
@@ -299,6 +301,7 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
         push(w, col("final_sqnorm"), &p->final_sqnorm);
         push(w, col("jacobian_spec"), p->jacobian_spec);
         push(w, col("final_jacobian_spec"), &p->final_jacobian_spec);
+        push(w, col("subout_grad"), p->subout_grad);
         w->pending[G_PROBE]++;
     }
     if (w->text && !isnan(r->val_loss)) {
@@ -327,7 +330,7 @@ static int create_file(h5io_train_t *w, const char *path, int trunc, const train
     H5Pclose(fapl);
     if (w->f.id < 0) return 1;
     int rc = create_layout(w, t);
-    rc |= h5io_write_root_attrs(&w->f, config_ini, t->cfg.init.seed, "running");
+    rc |= h5io_write_root_attrs(&w->f, config_ini, t->s.cfg.init.seed, "running");
     return rc;
 }
 
@@ -421,7 +424,7 @@ static double *read_column(h5io_file_t *f, const h5io_train_t *w, int k, hsize_t
     int r;
     snprintf(path, sizeof path, "/train/%s", COLUMNS[k].name);
     if (h5io_read_doubles(f, path, &x, dims, &r)) return NULL;
-    const int wr = row_dims(&COLUMNS[k], w->L, want);
+    const int wr = row_dims(w, &COLUMNS[k], want);
     int ok = r == 1 + wr;
     for (int i = 0; ok && i < wr; i++) ok = dims[i + 1] == want[i];
     if (!ok) { free(x); return NULL; }

@@ -4,24 +4,23 @@
 #include "measure/gradcheck.h"
 
 /* f'(θ) ≈ [f(θ−2h) − 8f(θ−h) + 8f(θ+h) − f(θ+2h)] / 12h, truncation error O(h⁴). */
-static double central_difference(model_t *m, double *theta, double h, const int32_t *tokens,
-                                 const int32_t *targets)
+static double central_difference(model_t *m, double *theta, double h, const batch_t *b)
 {
     const double saved = *theta;
     double f[4];
     const double steps[4] = {-2.0, -1.0, 1.0, 2.0};
     for (int s = 0; s < 4; s++) {
         *theta = saved + steps[s] * h;
-        f[s] = model_forward(m, tokens, targets);
+        f[s] = model_forward(m, b);
     }
     *theta = saved;
     return (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * h);
 }
 
-double gradcheck_run(model_t *m, const int32_t *tokens, const int32_t *targets,
-                     size_t max_entries, double h, gsl_rng *rng, gradcheck_result_t *res)
+double gradcheck_run(model_t *m, const batch_t *b, size_t max_entries, double h, gsl_rng *rng,
+                     gradcheck_result_t *res)
 {
-    model_forward(m, tokens, targets);
+    model_forward(m, b);
     model_zero_grad(m);
     model_backward(m);
 
@@ -45,7 +44,7 @@ double gradcheck_run(model_t *m, const int32_t *tokens, const int32_t *targets,
         for (size_t j = 0; j < r->checked; j++) {
             const size_t i = n <= max_entries ? j : gsl_rng_uniform_int(rng, n);
             const double step = h * fmax(1.0, fabs(p[i]));
-            const double fd = central_difference(m, &p[i], step, tokens, targets);
+            const double fd = central_difference(m, &p[i], step, b);
             const double err = fabs(fd - g[i]);
             if (!(err <= r->max_abs_err)) r->max_abs_err = err;   // NaN propagates
         }
@@ -53,6 +52,6 @@ double gradcheck_run(model_t *m, const int32_t *tokens, const int32_t *targets,
         if (!(r->rel_err <= worst)) worst = r->rel_err;
     }
     // leave the model's activations consistent with the unperturbed parameters
-    model_forward(m, tokens, targets);
+    model_forward(m, b);
     return worst;
 }

@@ -21,7 +21,7 @@ typedef struct {
  * gradient of the whole model: tensors that are zero in exact arithmetic (the key bias b_K)
  * are judged on the scale of the whole gradient (DESIGN §8).
  * res has m->num_tensors entries. Returns the worst rel_err. Parameters are restored. */
-double gradcheck_run(model_t *m, const int32_t *tokens, const int32_t *targets,
-                     size_t max_entries, double h, gsl_rng *rng, gradcheck_result_t *res);
+double gradcheck_run(model_t *m, const batch_t *b, size_t max_entries, double h, gsl_rng *rng,
+                     gradcheck_result_t *res);
 
 #endif

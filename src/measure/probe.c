@@ -1,44 +1,249 @@
-/* probe.c — measurements at initialisation (Xiong et al. 2020 §3.2–3.4, Fig. 3). */
+/* probe.c — measurements at initialisation (Xiong et al. 2020 §3.2–3.4, Fig. 3; Liu et al.
+ * 2020 Fig. 3), by names taken from the model (measure/probe.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <gsl/gsl_rng.h>
 #include "measure/probe.h"
-#include "data/data.h"
 #include "nn/norm.h"
 
-const char *const PROBE_PARAM_NAMES[P_NUM_LAYER_PARAMS] = {
-    "wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "w1", "b1", "w2", "b2",
-    "norm1.gamma", "norm1.beta", "norm2.gamma", "norm2.beta",
-};
-const char *const PROBE_SITE_NAMES[SITE_COUNT] = {"input", "resid1", "resid2", "output"};
-const char *const PROBE_NORM_NAMES[PROBE_NORMS] = {"norm1", "norm2"};
-const char *const PROBE_EXTRA_NAMES[EXTRA_COUNT] = {
-    "tok_embed", "lm_head", "final_norm.gamma", "final_norm.beta",
+const char *const PROBE_JACOBIAN_FIELD_NAMES[PROBE_JACOBIAN_FIELDS] = {
+    "spec", "spec_max", "fro", "lemma3", "bound",
 };
 
-probe_t *probe_alloc(int S, int L)
+#define FIELD(x) offsetof(probe_t, x)
+const probe_array_t PROBE_ARRAYS[] = {
+    {"grad_fro", FIELD(grad_fro), 1, PA_PARAM, 0,
+     "||E_batch grad W||_F: Frobenius norm of the gradient averaged over probe.batches batches"},
+    {"grad_fro_batchmean", FIELD(grad_fro_batchmean), 1, PA_PARAM, 0,
+     "E_batch ||grad W||_F: per-batch Frobenius norm, averaged"},
+    {"extra_grad_fro", FIELD(extra_grad_fro), 0, PA_EXTRA, 0,
+     "||E_batch grad||_F of the tensors outside the layers (NaN where absent)"},
+    {"extra_grad_fro_batchmean", FIELD(extra_grad_fro_batchmean), 0, PA_EXTRA, 0,
+     "E_batch ||grad||_F of the tensors outside the layers"},
+    {"hidden_sqnorm", FIELD(hidden_sqnorm), 1, PA_SITE, 0,
+     "E_token ||x||^2 at each site, averaged over batches (see site_symbols)"},
+    {"final_sqnorm", FIELD(final_sqnorm), 0, PA_NONE, 0,
+     "E_token ||x_final||^2 (the input of the output projection)"},
+    {"jacobian_spec", FIELD(jacobian_spec), 1, PA_NORM, 0,
+     "E_token ||J||_2, J = d norm(x)/dx with gamma, exact"},
+    {"jacobian_spec_max", FIELD(jacobian_spec_max), 1, PA_NORM, 0,
+     "max over tokens and batches of ||J||_2"},
+    {"jacobian_fro", FIELD(jacobian_fro), 1, PA_NORM, 0, "E_token ||J||_F"},
+    {"jacobian_lemma3", FIELD(jacobian_lemma3), 1, PA_NORM, 0,
+     "E_token ||J||_2 * ||x - mu|| / sqrt(d) (Lemma 3: O(1))"},
+    {"jacobian_bound", FIELD(jacobian_bound), 1, PA_NORM, 0,
+     "E_token sqrt(d) / ||x - mu|| (Lemma 3's scale)"},
+    {"final_jacobian", FIELD(final_jacobian), 0, PA_FIELDS, 0,
+     "final norm: spec, spec_max, fro, lemma3, bound as above (NaN without a final norm)"},
+    {"loss", FIELD(loss), 0, PA_NONE, 0, "mean loss over the probe's batches"},
+    {"subout_grad", FIELD(subout_grad), 1, PA_SUB, 0,
+     "E_token ||dL/d(sub-layer output)||, averaged over batches (Liu et al. 2020, Fig. 3)"},
+    {"enc_final_sqnorm", FIELD(enc_final_sqnorm), 0, PA_NONE, 1,
+     "E_token ||mem||^2 of the encoder's output (after its final norm, if any)"},
+    {"enc_final_jacobian", FIELD(enc_final_jacobian), 0, PA_FIELDS, 1,
+     "the encoder's final norm: spec, spec_max, fro, lemma3, bound (NaN without one)"},
+};
+const int PROBE_NUM_ARRAYS = (int)(sizeof PROBE_ARRAYS / sizeof PROBE_ARRAYS[0]);
+
+/* ------------------------------------------------------------------------------- axes */
+
+const char *const *probe_site_symbols(const config_t *cfg)
+{
+    // docs/design.md §1: the sites input, resid1, resid2, output of a layer
+    static const char *const POST[4] = {"x_l", "x^2_l", "x^5_l", "x_{l+1}"};
+    static const char *const PRE[4] = {"x_l", "x^3_l", "x_{l+1}", "x_{l+1}"};
+    if (cfg->model.arch != ARCH_LM) return NULL;
+    if (cfg->model.placement == PLACEMENT_POST) return POST;
+    if (cfg->model.placement == PLACEMENT_PRE) return PRE;
+    return NULL;
+}
+
+static const char *const SUB_NAMES[3] = {"self", "cross", "ffn"};   // by sublayer_kind_t
+static const char *const STACK_NAMES[3] = {"lm", "enc", "dec"};     // by stack_kind_t
+
+int probe_axis_find(char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], name)) return i;
+    return -1;
+}
+
+/* names[*n] = strdup(name). 0 or 1. */
+static int push(char **names, int *n, const char *name)
+{
+    return !(names[(*n)++] = strdup(name));
+}
+
+void probe_axes_free(probe_axes_t *a)
+{
+    char **lists[6] = {a->param, a->site, a->norm, a->extra, a->sub, a->stack};
+    const int lens[6] = {a->P, a->Q, a->R, a->E, a->X, a->L};
+    for (int k = 0; k < 6; k++) {
+        for (int i = 0; lists[k] && i < lens[k]; i++) free(lists[k][i]);
+        free(lists[k]);
+    }
+    memset(a, 0, sizeof *a);
+}
+
+/* Which canonical layer columns (model/tensors.h) the model's sub-layers declare. */
+static void declared_columns(const model_t *m, int *used)
+{
+    static const char *const KINDS[3][8] = {
+        {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo"},
+        {"cwq", "cbq", "cwk", "cbk", "cwv", "cbv", "cwo", "cbo"},
+        {"w1", "b1", "w2", "b2", NULL, NULL, NULL, NULL},
+    };
+    for (int s = 0; s < m->nstacks; s++) {
+        const layer_stack_t *st = &m->stack[s];
+        for (int k = 0; k < st->L * st->nsub; k++) {
+            const sublayer_t *sl = &st->subs[k];
+            for (int j = 0; j < 8 && KINDS[sl->rule.kind][j]; j++)
+                used[tensors_column_index(KINDS[sl->rule.kind][j])] = 1;
+            if (!sl->norm.on) continue;
+            char name[32];
+            snprintf(name, sizeof name, "norm%d.gamma", sl->index);
+            used[tensors_column_index(name)] = 1;
+            snprintf(name, sizeof name, "norm%d.beta", sl->index);
+            used[tensors_column_index(name)] = 1;
+        }
+    }
+}
+
+int probe_axes_from_model(probe_axes_t *a, const model_t *m)
+{
+    memset(a, 0, sizeof *a);
+    const int ncol = tensors_column_count(), nsub = m->nstacks > 1 ? 3 : 2;
+    a->L = m->rows;
+    a->encdec = m->nstacks > 1;
+    a->param = calloc((size_t)ncol, sizeof(char *));
+    a->site = calloc(5, sizeof(char *));
+    a->norm = calloc(3, sizeof(char *));
+    a->extra = calloc(6, sizeof(char *));
+    a->sub = calloc(3, sizeof(char *));
+    a->stack = calloc((size_t)a->L, sizeof(char *));
+    int *used = calloc((size_t)ncol, sizeof(int));
+    int rc = !a->param || !a->site || !a->norm || !a->extra || !a->sub || !a->stack || !used;
+    if (!rc) declared_columns(m, used);
+    for (int c = 0; !rc && c < ncol; c++)
+        if (used[c]) rc |= push(a->param, &a->P, tensors_column_name(c));
+    // sites: input, resid1 … resid<nsub>, output; norm sites norm1 … (those that exist)
+    rc = rc || push(a->site, &a->Q, "input");
+    int has_norm[3] = {0, 0, 0};
+    for (int s = 0; !rc && s < m->nstacks; s++)
+        for (int k = 0; k < m->stack[s].L * m->stack[s].nsub; k++)
+            if (m->stack[s].subs[k].norm.on) has_norm[m->stack[s].subs[k].index - 1] = 1;
+    for (int k = 1; !rc && k <= nsub; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "resid%d", k);
+        rc |= push(a->site, &a->Q, name);
+        snprintf(name, sizeof name, "norm%d", k);
+        if (has_norm[k - 1]) rc |= push(a->norm, &a->R, name);
+    }
+    rc = rc || push(a->site, &a->Q, "output");
+    static const char *const EXTRA_LM[4] = {"tok_embed", "lm_head", "final_norm.gamma",
+                                            "final_norm.beta"};
+    static const char *const EXTRA_ED[6] = {"tok_embed", "lm_head", "enc_final_norm.gamma",
+                                            "enc_final_norm.beta", "dec_final_norm.gamma",
+                                            "dec_final_norm.beta"};
+    for (int e = 0; !rc && e < (a->encdec ? 6 : 4); e++)
+        rc |= push(a->extra, &a->E, a->encdec ? EXTRA_ED[e] : EXTRA_LM[e]);
+    for (int k = 0; !rc && k < 3; k++)
+        if (k != SUB_CROSS_ATTN || a->encdec) rc |= push(a->sub, &a->X, SUB_NAMES[k]);
+    for (int r = 0; !rc && r < a->L; r++) {
+        int l;
+        rc |= !(a->stack[r] = strdup(STACK_NAMES[model_row_stack(m, r, &l)->kind]));
+    }
+    free(used);
+    if (rc) probe_axes_free(a);
+    return rc;
+}
+
+/* A copy of names[n] (NULL for n = 0 … still allocated). */
+static char **copy_names(char *const *names, int n, int *rc)
+{
+    char **out = calloc((size_t)(n > 0 ? n : 1), sizeof(char *));
+    if (!out) { *rc = 1; return NULL; }
+    for (int i = 0; i < n; i++)
+        if (!(out[i] = strdup(names[i]))) *rc = 1;
+    return out;
+}
+
+int probe_axes_copy(probe_axes_t *d, const probe_axes_t *s)
+{
+    int rc = 0;
+    *d = *s;
+    d->param = copy_names(s->param, s->P, &rc);
+    d->site = copy_names(s->site, s->Q, &rc);
+    d->norm = copy_names(s->norm, s->R, &rc);
+    d->extra = copy_names(s->extra, s->E, &rc);
+    d->sub = copy_names(s->sub, s->X, &rc);
+    d->stack = copy_names(s->stack, s->L, &rc);
+    if (rc) probe_axes_free(d);
+    return rc;
+}
+
+int probe_axis_len(const probe_axes_t *a, probe_axis_id_t id)
+{
+    switch (id) {
+    case PA_PARAM: return a->P;
+    case PA_SITE: return a->Q;
+    case PA_NORM: return a->R;
+    case PA_EXTRA: return a->E;
+    case PA_SUB: return a->X;
+    case PA_FIELDS: return PROBE_JACOBIAN_FIELDS;
+    case PA_NONE: break;
+    }
+    return 1;
+}
+
+char *const *probe_axis_names(const probe_axes_t *a, probe_axis_id_t id)
+{
+    switch (id) {
+    case PA_PARAM: return a->param;
+    case PA_SITE: return a->site;
+    case PA_NORM: return a->norm;
+    case PA_EXTRA: return a->extra;
+    case PA_SUB: return a->sub;
+    case PA_FIELDS: return (char *const *)PROBE_JACOBIAN_FIELD_NAMES;
+    case PA_NONE: break;
+    }
+    return NULL;
+}
+
+size_t probe_array_size(const probe_axes_t *a, const probe_array_t *arr)
+{
+    return (arr->layered ? (size_t)a->L : 1) * (size_t)probe_axis_len(a, arr->axis);
+}
+
+/* ------------------------------------------------------------------------- allocation */
+
+static double **array_ptr(probe_t *p, const probe_array_t *a)
+{
+    return (double **)((char *)p + a->field);
+}
+
+double probe_memory_bytes(int S, const probe_axes_t *axes)
+{
+    double n = 0.0;
+    for (int k = 0; k < PROBE_NUM_ARRAYS; k++)
+        n += (double)S * (double)probe_array_size(axes, &PROBE_ARRAYS[k]);
+    return n * sizeof(double);
+}
+
+probe_t *probe_alloc(int S, const probe_axes_t *axes)
 {
     probe_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->S = S;
-    p->L = L;
-    const size_t SL = (size_t)S * L;
-    double **arrays[] = {
-        &p->grad_fro, &p->grad_fro_batchmean, &p->extra_grad_fro, &p->extra_grad_fro_batchmean,
-        &p->hidden_sqnorm, &p->final_sqnorm, &p->jacobian_spec, &p->jacobian_spec_max,
-        &p->jacobian_fro, &p->jacobian_lemma3, &p->jacobian_bound, &p->final_jacobian, &p->loss,
-    };
-    const size_t sizes[] = {
-        SL * P_NUM_LAYER_PARAMS, SL * P_NUM_LAYER_PARAMS, (size_t)S * EXTRA_COUNT,
-        (size_t)S * EXTRA_COUNT, SL * SITE_COUNT, (size_t)S, SL * PROBE_NORMS,
-        SL * PROBE_NORMS, SL * PROBE_NORMS, SL * PROBE_NORMS, SL * PROBE_NORMS, (size_t)S * 5,
-        (size_t)S,
-    };
-    for (size_t a = 0; a < sizeof sizes / sizeof sizes[0]; a++) {
-        *arrays[a] = malloc(sizes[a] * sizeof(double));
-        if (!*arrays[a]) { probe_free(p); return NULL; }
-        for (size_t i = 0; i < sizes[a]; i++) (*arrays[a])[i] = NAN;
+    if (probe_axes_copy(&p->ax, axes)) { free(p); return NULL; }
+    for (int k = 0; k < PROBE_NUM_ARRAYS; k++) {
+        const probe_array_t *a = &PROBE_ARRAYS[k];
+        if (a->encdec_only && !axes->encdec) continue;
+        const size_t n = (size_t)S * probe_array_size(axes, a);
+        double *x = malloc((n ? n : 1) * sizeof(double));
+        if (!x) { probe_free(p); return NULL; }
+        for (size_t i = 0; i < n; i++) x[i] = NAN;
+        *array_ptr(p, a) = x;
     }
     return p;
 }
@@ -46,14 +251,12 @@ probe_t *probe_alloc(int S, int L)
 void probe_free(probe_t *p)
 {
     if (!p) return;
-    free(p->grad_fro); free(p->grad_fro_batchmean);
-    free(p->extra_grad_fro); free(p->extra_grad_fro_batchmean);
-    free(p->hidden_sqnorm); free(p->final_sqnorm);
-    free(p->jacobian_spec); free(p->jacobian_spec_max); free(p->jacobian_fro);
-    free(p->jacobian_lemma3); free(p->jacobian_bound); free(p->final_jacobian);
-    free(p->loss);
+    for (int k = 0; k < PROBE_NUM_ARRAYS; k++) free(*array_ptr(p, &PROBE_ARRAYS[k]));
+    probe_axes_free(&p->ax);
     free(p);
 }
+
+/* ------------------------------------------------------------------ per-forward measures */
 
 static double frobenius(const double *x, size_t n)
 {
@@ -62,47 +265,82 @@ static double frobenius(const double *x, size_t n)
     return sqrt(s);
 }
 
-void probe_grad_norms(const model_t *m, const double *grads, double *layer, double *extra)
+void probe_grad_norms(const probe_axes_t *ax, const model_t *m, const double *grads,
+                      double *layer, double *extra)
 {
-    for (size_t i = 0; i < (size_t)m->L * P_NUM_LAYER_PARAMS; i++) layer[i] = NAN;
-    for (int e = 0; e < EXTRA_COUNT; e++) extra[e] = NAN;
+    for (size_t i = 0; i < (size_t)ax->L * ax->P; i++) layer[i] = NAN;
+    for (int e = 0; e < ax->E; e++) extra[e] = NAN;
     for (int k = 0; k < m->num_tensors; k++) {
         const tensor_info_t *t = &m->tensors[k];
         const double v = frobenius(grads + t->offset, model_tensor_size(t));
-        if (t->layer >= 0) {
-            layer[(size_t)t->layer * P_NUM_LAYER_PARAMS + t->kind] = v;
-            continue;
-        }
-        for (int e = 0; e < EXTRA_COUNT; e++)
-            if (!strcmp(t->name, PROBE_EXTRA_NAMES[e])) extra[e] = v;
+        const int col = t->layer >= 0 ? probe_axis_find(ax->param, ax->P, t->kind)
+                                      : probe_axis_find(ax->extra, ax->E, t->name);
+        if (col < 0) continue;
+        if (t->layer >= 0) layer[(size_t)t->layer * ax->P + col] = v;
+        else extra[col] = v;
     }
 }
 
-/* Mean over the N rows of (N,C) x of ‖x_row‖². */
-static double mean_row_sqnorm(const double *x, size_t N, size_t C)
+/* The ids of a stack's positions in the last batch (−1 = padding). */
+static const int32_t *stack_ids(const model_t *m, const layer_stack_t *st)
+{
+    return st->kind == STACK_ENC ? m->batch.src : m->batch.tokens;
+}
+
+static size_t stack_rows(const model_t *m, const layer_stack_t *st)
+{
+    return (size_t)m->batch.B * (st->kind == STACK_ENC ? m->batch.S : m->batch.T);
+}
+
+/* Mean over the non-padding rows of x (N,C) of ‖x_row‖². */
+static double mean_row_sqnorm(const double *x, const int32_t *ids, size_t N, size_t C)
 {
     double s = 0.0;
-    for (size_t i = 0; i < N * C; i++) s += x[i] * x[i];
-    return s / (double)N;
-}
-
-void probe_hidden_norms(const model_t *m, double *hidden, double *final)
-{
-    const size_t N = (size_t)m->B * m->T, C = (size_t)m->C;
-    for (int l = 0; l < m->L; l++) {
-        const layer_acts_t *la = &m->a.layers[l];
-        double *h = hidden + (size_t)l * SITE_COUNT;
-        h[SITE_INPUT] = mean_row_sqnorm(la->in, N, C);
-        h[SITE_RESID1] = mean_row_sqnorm(la->resid1, N, C);
-        h[SITE_RESID2] = mean_row_sqnorm(la->resid2, N, C);
-        h[SITE_OUTPUT] = mean_row_sqnorm(la->out, N, C);
+    size_t n = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (ids[i] < 0) continue;
+        for (size_t c = 0; c < C; c++) s += x[i * C + c] * x[i * C + c];
+        n++;
     }
-    *final = mean_row_sqnorm(m->a.final, N, C);
+    return n ? s / (double)n : NAN;
 }
 
-/* One norm instance of the probe: its input x (N,C), its γ (C) and where its statistics go. */
+/* The activation at site name of layer l of st, or NULL. */
+static const double *site_values(const layer_stack_t *st, int l, const char *name)
+{
+    if (!strcmp(name, "input")) return stack_sublayer(st, l, 0)->x;
+    if (!strcmp(name, "output")) return stack_sublayer(st, l, st->nsub - 1)->out;
+    const int k = atoi(name + 5);   // "residK"
+    return k >= 1 && k <= st->nsub ? stack_sublayer(st, l, k - 1)->r : NULL;
+}
+
+void probe_hidden_norms(const probe_axes_t *ax, const model_t *m, double *hidden,
+                        double *final, double *enc_final)
+{
+    const size_t C = (size_t)m->C;
+    for (int r = 0; r < ax->L; r++) {
+        int l;
+        const layer_stack_t *st = model_row_stack(m, r, &l);
+        for (int q = 0; q < ax->Q; q++) {
+            const double *x = site_values(st, l, ax->site[q]);
+            hidden[(size_t)r * ax->Q + q] =
+                x ? mean_row_sqnorm(x, stack_ids(m, st), stack_rows(m, st), C) : NAN;
+        }
+    }
+    const layer_stack_t *out = model_output_stack(m);
+    *final = mean_row_sqnorm(out->output, stack_ids(m, out), stack_rows(m, out), C);
+    if (enc_final)
+        *enc_final = m->nstacks > 1 ? mean_row_sqnorm(m->stack[0].output, m->batch.src,
+                                                      stack_rows(m, &m->stack[0]), C)
+                                    : NAN;
+}
+
+/* One norm instance: its input x (N,C) over the rows ids ≥ 0, its γ, and where its
+ * statistics go. */
 typedef struct {
     const double *x, *gamma;
+    const int32_t *ids;
+    size_t N;
     probe_jacobian_t *out;
 } jac_instance_t;
 
@@ -112,89 +350,133 @@ typedef struct {
  * token, so a d = 512, L = 12 probe stays serial; trained γ (bisection, ~150·C) goes parallel. */
 #define PROBE_OMP_MIN_WORK 5e7
 
-/* Per-token statistics of every instance, one parallel region over (instance, token), then summed
- * per instance in token order (reproducible for any thread count). tmp holds (n,N,4). */
-static void jacobian_stats(const model_t *m, const jac_instance_t *inst, int n, double *tmp)
+/* Statistics of one token row (C) of a norm's input: ‖J‖₂, ‖J‖_F, Lemma 3's ratio and bound. */
+static void jacobian_row(const model_t *m, const double *row, const double *gamma, double *t)
 {
-    const size_t N = (size_t)m->B * m->T, C = (size_t)m->C;
+    const size_t C = (size_t)m->C;
     const double sqrtC = sqrt((double)C);
+    double spec, fro, mu = 0.0, centred = 0.0;
+    norm_jacobian_norms(m->norm, row, gamma, C, m->norm_eps, &spec, &fro);
+    if (m->norm == NORM_LAYERNORM) {
+        for (size_t c = 0; c < C; c++) mu += row[c];
+        mu /= (double)C;
+    }
+    for (size_t c = 0; c < C; c++) centred += (row[c] - mu) * (row[c] - mu);
+    centred = sqrt(centred);   // ‖x − μ‖ (RMSNorm: ‖x‖)
+    t[0] = spec;
+    t[1] = fro;
+    t[2] = spec * centred / sqrtC;   // Lemma 3: ‖J‖₂ = O(√d/‖x−μ‖)
+    t[3] = sqrtC / centred;
+}
+
+/* Per-token statistics of every instance, one parallel region over (instance, token), then
+ * summed per instance in token order (reproducible for any thread count). tmp holds
+ * (n, Nmax, 4). */
+static void jacobian_stats(const model_t *m, const jac_instance_t *inst, int n, size_t Nmax,
+                           double *tmp)
+{
+    const size_t C = (size_t)m->C;
     double work = 0.0;
     for (int k = 0; k < n; k++) {
         int uniform = 1;
         for (size_t c = 1; c < C && uniform && inst[k].gamma; c++)
             uniform = inst[k].gamma[c] == inst[k].gamma[0];
-        work += (double)N * C * (uniform ? 4.0 : 150.0);
+        work += (double)inst[k].N * C * (uniform ? 4.0 : 150.0);
     }
-    const long total = (long)n * (long)N;
+    const long total = (long)n * (long)Nmax;
     #pragma omp parallel for schedule(static) if (work >= PROBE_OMP_MIN_WORK)
     for (long it = 0; it < total; it++) {
-        const jac_instance_t *in = &inst[it / (long)N];
-        const size_t i = (size_t)(it % (long)N);
-        const double *row = in->x + i * C;   // (C)
-        double spec, fro, mu = 0.0, centred = 0.0;
-        norm_jacobian_norms(m->norm, row, in->gamma, C, m->norm_eps, &spec, &fro);
-        if (m->norm == NORM_LAYERNORM) {
-            for (size_t c = 0; c < C; c++) mu += row[c];
-            mu /= (double)C;
-        }
-        for (size_t c = 0; c < C; c++) centred += (row[c] - mu) * (row[c] - mu);
-        centred = sqrt(centred);   // ‖x − μ‖ (RMSNorm: ‖x‖)
-        double *t = tmp + (size_t)it * 4;
-        t[0] = spec;
-        t[1] = fro;
-        t[2] = spec * centred / sqrtC;   // Lemma 3: ‖J‖₂ = O(√d/‖x−μ‖)
-        t[3] = sqrtC / centred;
+        const jac_instance_t *in = &inst[it / (long)Nmax];
+        const size_t i = (size_t)(it % (long)Nmax);
+        if (i < in->N && in->ids[i] >= 0) jacobian_row(m, in->x + i * C, in->gamma, tmp + (size_t)it * 4);
     }
     for (int k = 0; k < n; k++) {
-        const double *t = tmp + (size_t)k * N * 4;
+        const double *t = tmp + (size_t)k * Nmax * 4;
         probe_jacobian_t r = {0.0, 0.0, 0.0, 0.0, 0.0};
-        for (size_t i = 0; i < N; i++) {
+        size_t count = 0;
+        for (size_t i = 0; i < inst[k].N; i++) {
+            if (inst[k].ids[i] < 0) continue;
             r.spec += t[i * 4 + 0];
             r.spec_max = fmax(r.spec_max, t[i * 4 + 0]);
             r.fro += t[i * 4 + 1];
             r.lemma3 += t[i * 4 + 2];
             r.bound += t[i * 4 + 3];
+            count++;
         }
-        r.spec /= (double)N;
-        r.fro /= (double)N;
-        r.lemma3 /= (double)N;
-        r.bound /= (double)N;
+        r.spec /= (double)count;
+        r.fro /= (double)count;
+        r.lemma3 /= (double)count;
+        r.bound /= (double)count;
         *inst[k].out = r;
     }
 }
 
-void probe_jacobians(const model_t *m, probe_jacobian_t *layers, probe_jacobian_t *final)
+void probe_jacobians(const probe_axes_t *ax, const model_t *m, probe_jacobian_t *layers,
+                     probe_jacobian_t *final, probe_jacobian_t *enc_final)
 {
     const probe_jacobian_t nan5 = {NAN, NAN, NAN, NAN, NAN};
-    for (int i = 0; i < m->L * PROBE_NORMS; i++) layers[i] = nan5;
+    for (int i = 0; i < ax->L * ax->R; i++) layers[i] = nan5;
     *final = nan5;
+    if (enc_final) *enc_final = nan5;
     if (m->norm == NORM_NONE) return;
-    const size_t N = (size_t)m->B * m->T;
-    const int n_max = m->L * PROBE_NORMS + 1;
+    const int n_max = ax->L * ax->R + 2;
+    size_t Nmax = 0;
+    for (int s = 0; s < m->nstacks; s++)
+        if (stack_rows(m, &m->stack[s]) > Nmax) Nmax = stack_rows(m, &m->stack[s]);
     jac_instance_t *inst = malloc((size_t)n_max * sizeof *inst);
-    double *tmp = malloc((size_t)n_max * N * 4 * sizeof(double));
+    double *tmp = malloc((size_t)n_max * Nmax * 4 * sizeof(double));
     if (!inst || !tmp) { free(inst); free(tmp); return; }
     int n = 0;
-    for (int l = 0; l < m->L; l++) {
-        const layer_acts_t *la = &m->a.layers[l];
-        double *const *w = m->p.layers[l].w;
-        inst[n++] = (jac_instance_t){la->norm1_in, w[P_NORM1_GAMMA], &layers[l * PROBE_NORMS + 0]};
-        inst[n++] = (jac_instance_t){la->norm2_in, w[P_NORM2_GAMMA], &layers[l * PROBE_NORMS + 1]};
+    for (int r = 0; r < ax->L; r++) {
+        int l;
+        const layer_stack_t *st = model_row_stack(m, r, &l);
+        for (int i = 0; i < st->nsub; i++) {
+            const sublayer_t *sl = stack_sublayer(st, l, i);
+            char name[32];
+            snprintf(name, sizeof name, "norm%d", sl->index);
+            const int q = probe_axis_find(ax->norm, ax->R, name);
+            if (!sl->norm.on || q < 0) continue;
+            const double *x = sl->rule.norm_in ? sl->x : sl->r;   // the norm's input
+            inst[n++] = (jac_instance_t){x, sl->norm.gamma, stack_ids(m, st), stack_rows(m, st),
+                                         &layers[r * ax->R + q]};
+        }
     }
-    if (m->final_norm) inst[n++] = (jac_instance_t){m->a.final_in, m->p.final_gamma, final};
-    jacobian_stats(m, inst, n, tmp);
+    for (int s = m->nstacks - 1; s >= 0; s--) {   // the output stack's final norm, then the encoder's
+        const layer_stack_t *st = &m->stack[s];
+        probe_jacobian_t *dst = s == m->nstacks - 1 ? final : enc_final;
+        if (st->final.on && dst)
+            inst[n++] = (jac_instance_t){st->top, st->final.gamma, stack_ids(m, st),
+                                         stack_rows(m, st), dst};
+    }
+    jacobian_stats(m, inst, n, Nmax, tmp);
     free(inst);
     free(tmp);
 }
+
+void probe_subout_grads(const probe_axes_t *ax, const model_t *m, double *sub)
+{
+    for (int r = 0; r < ax->L; r++) {
+        int l;
+        const layer_stack_t *st = model_row_stack(m, r, &l);
+        for (int x = 0; x < ax->X; x++) sub[(size_t)r * ax->X + x] = NAN;
+        for (int i = 0; i < st->nsub; i++) {
+            const int x = probe_axis_find(ax->sub, ax->X, SUB_NAMES[stack_sublayer(st, l, i)->rule.kind]);
+            if (x >= 0) sub[(size_t)r * ax->X + x] = st->dout_norm[(size_t)l * st->nsub + i];
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------ the run */
 
 /* Running sums over the batches of one seed. */
 typedef struct {
     double *gsum;        // (num_params) Σ_b ∇θ
     double *layer_tmp;   // (L,P)
-    double *extra_tmp;   // (EXTRA_COUNT)
-    double *hidden_tmp;  // (L,SITE_COUNT)
-    probe_jacobian_t *jac_tmp, *jac_sum;   // (L,PROBE_NORMS)
-    probe_jacobian_t jac_final_tmp, jac_final_sum;
+    double *extra_tmp;   // (E)
+    double *hidden_tmp;  // (L,Q)
+    double *sub_tmp;     // (L,X)
+    probe_jacobian_t *jac_tmp, *jac_sum;   // (L,R)
+    probe_jacobian_t fin_tmp[2], fin_sum[2];   // the output stack's final norm, the encoder's
 } probe_work_t;
 
 static void jacobian_add(probe_jacobian_t *sum, const probe_jacobian_t *x)
@@ -206,101 +488,130 @@ static void jacobian_add(probe_jacobian_t *sum, const probe_jacobian_t *x)
     sum->bound += x->bound;
 }
 
-int probe_run(const config_t *cfg, probe_t *p, probe_progress_fn progress, void *ctx,
-              char *err, size_t errlen)
+/* A probe_jacobian_t sum over nb batches as the five fields of a row. */
+static void jacobian_mean(const probe_jacobian_t *sum, int nb, double *f)
 {
-    data_t data;
-    int rc = data_open(&data, cfg, err, errlen);
-    if (rc) return rc;
-    model_t *m = model_create(cfg);
-    gsl_rng *rinit = gsl_rng_alloc(gsl_rng_mt19937), *rdata = gsl_rng_alloc(gsl_rng_mt19937);
-    const size_t BT = (size_t)m->B * m->T, LP = (size_t)m->L * P_NUM_LAYER_PARAMS;
-    const size_t LN = (size_t)m->L * PROBE_NORMS, LS = (size_t)m->L * SITE_COUNT;
-    int32_t *tokens = malloc(BT * sizeof(int32_t)), *targets = malloc(BT * sizeof(int32_t));
+    f[0] = sum->spec / nb;
+    f[1] = sum->spec_max;
+    f[2] = sum->fro / nb;
+    f[3] = sum->lemma3 / nb;
+    f[4] = sum->bound / nb;
+}
+
+static void work_free(probe_work_t *w)
+{
+    free(w->gsum); free(w->layer_tmp); free(w->extra_tmp); free(w->hidden_tmp);
+    free(w->sub_tmp); free(w->jac_tmp); free(w->jac_sum);
+}
+
+/* Measure one batch of seed s (the forward and backward already run) into the sums. */
+static void measure_batch(const probe_axes_t *ax, const model_t *m, probe_t *p, int s, int nb,
+                          int jacobian, probe_work_t *w, double *fin, double *enc_fin)
+{
+    const size_t LP = (size_t)ax->L * ax->P, LQ = (size_t)ax->L * ax->Q;
+    const size_t LR = (size_t)ax->L * ax->R, LX = (size_t)ax->L * ax->X;
+    double *bm = p->grad_fro_batchmean + (size_t)s * LP;
+    double *bme = p->extra_grad_fro_batchmean + (size_t)s * ax->E;
+    double *hid = p->hidden_sqnorm + (size_t)s * LQ, *sub = p->subout_grad + (size_t)s * LX;
+    double f, ef;
+    for (size_t i = 0; i < m->num_params; i++) w->gsum[i] += m->grads[i];
+    // E_batch ‖∇W‖_F
+    probe_grad_norms(ax, m, m->grads, w->layer_tmp, w->extra_tmp);
+    for (size_t i = 0; i < LP; i++) bm[i] += w->layer_tmp[i] / nb;
+    for (int e = 0; e < ax->E; e++) bme[e] += w->extra_tmp[e] / nb;
+    probe_hidden_norms(ax, m, w->hidden_tmp, &f, &ef);
+    for (size_t i = 0; i < LQ; i++) hid[i] += w->hidden_tmp[i] / nb;
+    *fin += f / nb;
+    *enc_fin += ef / nb;
+    probe_subout_grads(ax, m, w->sub_tmp);
+    for (size_t i = 0; i < LX; i++) sub[i] += w->sub_tmp[i] / nb;
+    if (!jacobian) return;
+    probe_jacobians(ax, m, w->jac_tmp, &w->fin_tmp[0], &w->fin_tmp[1]);
+    for (size_t i = 0; i < LR; i++) jacobian_add(&w->jac_sum[i], &w->jac_tmp[i]);
+    jacobian_add(&w->fin_sum[0], &w->fin_tmp[0]);
+    jacobian_add(&w->fin_sum[1], &w->fin_tmp[1]);
+}
+
+/* Zero seed s's running slices and sums. */
+static void seed_start(const probe_axes_t *ax, const model_t *m, probe_t *p, int s,
+                       probe_work_t *w)
+{
+    const size_t LP = (size_t)ax->L * ax->P, LQ = (size_t)ax->L * ax->Q;
+    const size_t LR = (size_t)ax->L * ax->R, LX = (size_t)ax->L * ax->X;
+    memset(w->gsum, 0, m->num_params * sizeof(double));
+    for (size_t i = 0; i < LP; i++) p->grad_fro_batchmean[(size_t)s * LP + i] = 0.0;
+    for (int e = 0; e < ax->E; e++) p->extra_grad_fro_batchmean[(size_t)s * ax->E + e] = 0.0;
+    for (size_t i = 0; i < LQ; i++) p->hidden_sqnorm[(size_t)s * LQ + i] = 0.0;
+    for (size_t i = 0; i < LX; i++) p->subout_grad[(size_t)s * LX + i] = 0.0;
+    memset(w->jac_sum, 0, LR * sizeof(probe_jacobian_t));
+    memset(w->fin_sum, 0, sizeof w->fin_sum);
+}
+
+/* Seed s's results from its sums over nb batches. */
+static void seed_finish(const probe_axes_t *ax, const model_t *m, probe_t *p, int s, int nb,
+                        int jacobian, probe_work_t *w)
+{
+    const size_t LP = (size_t)ax->L * ax->P, LR = (size_t)ax->L * ax->R;
+    // ‖E_batch ∇W‖_F (§3.4 "expected gradient")
+    for (size_t i = 0; i < m->num_params; i++) w->gsum[i] /= nb;
+    probe_grad_norms(ax, m, w->gsum, p->grad_fro + (size_t)s * LP,
+                     p->extra_grad_fro + (size_t)s * ax->E);
+    if (!jacobian) return;
+    for (size_t i = 0; i < LR; i++) {
+        double f[PROBE_JACOBIAN_FIELDS];
+        jacobian_mean(&w->jac_sum[i], nb, f);
+        const size_t o = (size_t)s * LR + i;
+        p->jacobian_spec[o] = f[0];
+        p->jacobian_spec_max[o] = f[1];
+        p->jacobian_fro[o] = f[2];
+        p->jacobian_lemma3[o] = f[3];
+        p->jacobian_bound[o] = f[4];
+    }
+    if (model_output_stack(m)->final.on)
+        jacobian_mean(&w->fin_sum[0], nb, p->final_jacobian + (size_t)s * PROBE_JACOBIAN_FIELDS);
+    if (p->enc_final_jacobian && m->stack[0].final.on)
+        jacobian_mean(&w->fin_sum[1], nb, p->enc_final_jacobian + (size_t)s * PROBE_JACOBIAN_FIELDS);
+}
+
+int probe_run(session_t *ses, probe_t *p, probe_progress_fn progress, void *ctx)
+{
+    const config_t *cfg = &ses->cfg;
+    model_t *m = ses->model;
+    const probe_axes_t *ax = &p->ax;
+    const size_t LR = (size_t)ax->L * ax->R;
     probe_work_t w = {
         .gsum = malloc(m->num_params * sizeof(double)),
-        .layer_tmp = malloc(LP * sizeof(double)),
-        .extra_tmp = malloc(EXTRA_COUNT * sizeof(double)),
-        .hidden_tmp = malloc(LS * sizeof(double)),
-        .jac_tmp = malloc(LN * sizeof(probe_jacobian_t)),
-        .jac_sum = malloc(LN * sizeof(probe_jacobian_t)),
+        .layer_tmp = malloc((size_t)ax->L * ax->P * sizeof(double)),
+        .extra_tmp = malloc((size_t)ax->E * sizeof(double)),
+        .hidden_tmp = malloc((size_t)ax->L * ax->Q * sizeof(double)),
+        .sub_tmp = malloc((size_t)ax->L * ax->X * sizeof(double)),
+        .jac_tmp = malloc((LR ? LR : 1) * sizeof(probe_jacobian_t)),
+        .jac_sum = malloc((LR ? LR : 1) * sizeof(probe_jacobian_t)),
     };
-    rc = 0;
-    if (!m || !rinit || !rdata || !tokens || !targets || !w.gsum || !w.layer_tmp ||
-        !w.extra_tmp || !w.hidden_tmp || !w.jac_tmp || !w.jac_sum) {
-        snprintf(err, errlen, "out of memory");
-        rc = 1;
-        goto done;
+    if (!w.gsum || !w.layer_tmp || !w.extra_tmp || !w.hidden_tmp || !w.sub_tmp || !w.jac_tmp ||
+        !w.jac_sum) {
+        work_free(&w);
+        return 1;
     }
-    const int S = cfg->probe.seeds, nb = cfg->probe.batches;
+    const int S = cfg->probe.seeds, nb = cfg->probe.batches, jac = cfg->probe.jacobian;
     const long total = (long)S * nb;
     for (int s = 0; s < S; s++) {
-        gsl_rng_set(rinit, cfg->init.seed + (unsigned long)s);
-        gsl_rng_set(rdata, cfg->init.seed + (unsigned long)s + DATA_SEED_OFFSET);
-        model_init(m, cfg, rinit);
-        memset(w.gsum, 0, m->num_params * sizeof(double));
-        double *bm = p->grad_fro_batchmean + (size_t)s * LP;
-        double *bme = p->extra_grad_fro_batchmean + (size_t)s * EXTRA_COUNT;
-        double *hid = p->hidden_sqnorm + (size_t)s * LS;
-        double loss = 0.0, fin = 0.0, fin_tmp;
-        for (size_t i = 0; i < LP; i++) bm[i] = 0.0;
-        for (int e = 0; e < EXTRA_COUNT; e++) bme[e] = 0.0;
-        for (size_t i = 0; i < LS; i++) hid[i] = 0.0;
-        memset(w.jac_sum, 0, LN * sizeof(probe_jacobian_t));
-        memset(&w.jac_final_sum, 0, sizeof w.jac_final_sum);
+        session_init(ses, cfg->init.seed + (unsigned long)s);
+        seed_start(ax, m, p, s, &w);
+        double loss = 0.0, fin = 0.0, enc_fin = 0.0;
         for (int b = 0; b < nb; b++) {
-            data_batch(&data, rdata, tokens, targets);
-            model_draw_dropout(m, rdata);
-            loss += model_forward(m, tokens, targets);
+            session_next_batch(ses);
+            loss += model_forward(m, &ses->batch);
             model_zero_grad(m);
             model_backward(m);
-            for (size_t i = 0; i < m->num_params; i++) w.gsum[i] += m->grads[i];
-            // E_batch ‖∇W‖_F
-            probe_grad_norms(m, m->grads, w.layer_tmp, w.extra_tmp);
-            for (size_t i = 0; i < LP; i++) bm[i] += w.layer_tmp[i] / nb;
-            for (int e = 0; e < EXTRA_COUNT; e++) bme[e] += w.extra_tmp[e] / nb;
-            probe_hidden_norms(m, w.hidden_tmp, &fin_tmp);
-            for (size_t i = 0; i < LS; i++) hid[i] += w.hidden_tmp[i] / nb;
-            fin += fin_tmp / nb;
-            if (cfg->probe.jacobian) {
-                probe_jacobians(m, w.jac_tmp, &w.jac_final_tmp);
-                for (size_t i = 0; i < LN; i++) jacobian_add(&w.jac_sum[i], &w.jac_tmp[i]);
-                jacobian_add(&w.jac_final_sum, &w.jac_final_tmp);
-            }
+            measure_batch(ax, m, p, s, nb, jac, &w, &fin, &enc_fin);
             if (progress) progress(ctx, (long)s * nb + b + 1, total);
         }
-        // ‖E_batch ∇W‖_F (§3.4 "expected gradient")
-        for (size_t i = 0; i < m->num_params; i++) w.gsum[i] /= nb;
-        probe_grad_norms(m, w.gsum, p->grad_fro + (size_t)s * LP,
-                         p->extra_grad_fro + (size_t)s * EXTRA_COUNT);
+        seed_finish(ax, m, p, s, nb, jac, &w);
         p->loss[s] = loss / nb;
         p->final_sqnorm[s] = fin;
-        if (cfg->probe.jacobian) {
-            for (size_t i = 0; i < LN; i++) {
-                const size_t o = (size_t)s * LN + i;
-                p->jacobian_spec[o] = w.jac_sum[i].spec / nb;
-                p->jacobian_spec_max[o] = w.jac_sum[i].spec_max;
-                p->jacobian_fro[o] = w.jac_sum[i].fro / nb;
-                p->jacobian_lemma3[o] = w.jac_sum[i].lemma3 / nb;
-                p->jacobian_bound[o] = w.jac_sum[i].bound / nb;
-            }
-            if (m->final_norm) {
-                double *f = p->final_jacobian + (size_t)s * 5;
-                f[0] = w.jac_final_sum.spec / nb;
-                f[1] = w.jac_final_sum.spec_max;
-                f[2] = w.jac_final_sum.fro / nb;
-                f[3] = w.jac_final_sum.lemma3 / nb;
-                f[4] = w.jac_final_sum.bound / nb;
-            }
-        }
+        if (p->enc_final_sqnorm) p->enc_final_sqnorm[s] = enc_fin;
     }
-done:
-    free(w.gsum); free(w.layer_tmp); free(w.extra_tmp); free(w.hidden_tmp);
-    free(w.jac_tmp); free(w.jac_sum);
-    free(tokens); free(targets);
-    if (rinit) gsl_rng_free(rinit);
-    if (rdata) gsl_rng_free(rdata);
-    model_free(m);
-    data_close(&data);
-    return rc;
+    work_free(&w);
+    return 0;
 }

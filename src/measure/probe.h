@@ -1,27 +1,44 @@
 /* probe.h — the paper's §3 as a measurement: per-layer gradient, hidden-state and
- * LayerNorm-Jacobian norms at initialisation, over seeds and mini-batches (DESIGN §1, §6).
- * Numerics only: the caller writes the result (h5io) and shows progress.
+ * norm-Jacobian norms, and the gradient reaching every sub-layer's output (Liu et al. 2020,
+ * Fig. 3), over seeds and mini-batches (docs/design.md §1, §6, §6b).
+ * Numerics only: the caller writes the result (io/h5io) and shows progress.
+ *
+ * Every array is indexed by named axes taken from the model (probe_axes_from_model), never by
+ * fixed enums: "layer" rows run over the encoder's layers, then the decoder's (axis names in
+ * "stack"); "param" names the layer tensors (model/tensors.h's canonical order: a norm site
+ * counts its γ and β columns even where the norm kind has no β); "site" the hidden states
+ * (input, resid1, resid2, [resid3], output: residK = the K-th sub-layer's residual sum);
+ * "norm" the norm sites (norm1, norm2, [norm3]); "extra" the tensors outside the layers;
+ * "sub" the sub-layers (self, [cross], ffn). NaN where a layer lacks an entry.
  */
 #ifndef STABILITY_PROBE_H
 #define STABILITY_PROBE_H
 
 #include <stddef.h>
 #include "config/config.h"
+#include "data/session.h"
 #include "model/model.h"
 
-/* Hidden-state sites of a layer (axis "site"). Paper symbols per placement:
- *   Post-LN: x_l, x²_l (= x_l + MHA), x⁵_l (= x³_l + FFN), x_{l+1} = LN(x⁵_l)
- *   Pre-LN:  x_l, x³_l (= x_l + MHA), x_{l+1} (= x³_l + FFN), x_{l+1}            */
-enum { SITE_INPUT, SITE_RESID1, SITE_RESID2, SITE_OUTPUT, SITE_COUNT };
-/* Norm instances of a layer (axis "norm"): norm1, norm2. The final norm is separate. */
-enum { PROBE_NORM1, PROBE_NORM2, PROBE_NORMS };
-/* Non-layer tensors (axis "extra"); NaN where the model has no such tensor. */
-enum { EXTRA_TOK_EMBED, EXTRA_LM_HEAD, EXTRA_FINAL_GAMMA, EXTRA_FINAL_BETA, EXTRA_COUNT };
+/* Names along a probe's axes (owned strings), as built from a model or read from a file. */
+typedef struct {
+    int L;                   /* layer rows */
+    int P, Q, R, E, X;       /* params, sites, norms, extras, sub-layers */
+    char **param, **site, **norm, **extra, **sub;   /* [P], [Q], [R], [E], [X] */
+    char **stack;            /* [L] "lm", "enc" or "dec" */
+    int encdec;              /* the model has an encoder (enc_final_* arrays) */
+} probe_axes_t;
 
-extern const char *const PROBE_PARAM_NAMES[P_NUM_LAYER_PARAMS];
-extern const char *const PROBE_SITE_NAMES[SITE_COUNT];
-extern const char *const PROBE_NORM_NAMES[PROBE_NORMS];
-extern const char *const PROBE_EXTRA_NAMES[EXTRA_COUNT];
+/* Fill axes from m (names of its layer tensors, sites, norms, ...). 0, or 1 when out of memory. */
+int probe_axes_from_model(probe_axes_t *axes, const model_t *m);
+
+/* Deep copy. 0 or 1. */
+int probe_axes_copy(probe_axes_t *dst, const probe_axes_t *src);
+
+/* Free the names. */
+void probe_axes_free(probe_axes_t *axes);
+
+/* Index of name on an axis of n names, or −1. */
+int probe_axis_find(char *const *names, int n, const char *name);
 
 /* Jacobian statistics of one norm instance over the tokens of a batch. */
 typedef struct {
@@ -32,49 +49,91 @@ typedef struct {
     double bound;     /* mean of √d/‖x−μ‖ (Lemma 3's scale) */
 } probe_jacobian_t;
 
+#define PROBE_JACOBIAN_FIELDS 5
+
 /* Everything a probe measures; arrays are row-major over the shapes given. */
 typedef struct {
-    int S, L;                     /* seeds, layers; P = P_NUM_LAYER_PARAMS */
+    int S;                        /* seeds */
+    probe_axes_t ax;
     double *grad_fro;             /* (S,L,P) ‖E_batch ∇W‖_F (the paper's "expected gradient") */
     double *grad_fro_batchmean;   /* (S,L,P) E_batch ‖∇W‖_F */
-    double *extra_grad_fro;       /* (S,EXTRA_COUNT) */
-    double *extra_grad_fro_batchmean; /* (S,EXTRA_COUNT) */
-    double *hidden_sqnorm;        /* (S,L,SITE_COUNT) E_token ‖x‖² */
+    double *extra_grad_fro;       /* (S,E) */
+    double *extra_grad_fro_batchmean; /* (S,E) */
+    double *hidden_sqnorm;        /* (S,L,Q) E_token ‖x‖² */
     double *final_sqnorm;         /* (S) E_token ‖x_final‖² (the logits' input) */
-    double *jacobian_spec;        /* (S,L,PROBE_NORMS) */
-    double *jacobian_spec_max;    /* (S,L,PROBE_NORMS) */
-    double *jacobian_fro;         /* (S,L,PROBE_NORMS) */
-    double *jacobian_lemma3;      /* (S,L,PROBE_NORMS) */
-    double *jacobian_bound;       /* (S,L,PROBE_NORMS) */
+    double *jacobian_spec;        /* (S,L,R) */
+    double *jacobian_spec_max;    /* (S,L,R) */
+    double *jacobian_fro;         /* (S,L,R) */
+    double *jacobian_lemma3;      /* (S,L,R) */
+    double *jacobian_bound;       /* (S,L,R) */
     double *final_jacobian;       /* (S,5): spec, spec_max, fro, lemma3, bound; NaN w/o final norm */
+    double *subout_grad;          /* (S,L,X) E_token ‖∂L/∂(sub-layer output)‖ (Liu et al.) */
     double *loss;                 /* (S) mean loss over the batches */
+    double *enc_final_sqnorm;     /* (S) encdec: of the encoder's output (mem); else NULL */
+    double *enc_final_jacobian;   /* (S,5) encdec: of the encoder's final norm; else NULL */
 } probe_t;
 
-/* Called after every batch: done of total batches. */
-typedef void (*probe_progress_fn)(void *ctx, long done, long total);
+/* One array of probe_t: its name, where it is, its shape after the seed axis. */
+typedef enum { PA_NONE, PA_PARAM, PA_SITE, PA_NORM, PA_EXTRA, PA_SUB, PA_FIELDS } probe_axis_id_t;
+typedef struct {
+    const char *name;
+    size_t field;                 /* offsetof(probe_t, array) */
+    int layered;                  /* a layer axis after the seed axis */
+    probe_axis_id_t axis;         /* the last axis */
+    int encdec_only;
+    const char *description;
+} probe_array_t;
 
-/* Allocate a probe_t for S seeds and L layers (all NaN). NULL on OOM. */
-probe_t *probe_alloc(int S, int L);
+extern const probe_array_t PROBE_ARRAYS[];
+extern const int PROBE_NUM_ARRAYS;
+extern const char *const PROBE_JACOBIAN_FIELD_NAMES[PROBE_JACOBIAN_FIELDS];
+
+/* Length of an axis of axes (PA_NONE: 1). */
+int probe_axis_len(const probe_axes_t *axes, probe_axis_id_t id);
+
+/* Names of an axis (NULL for PA_NONE). */
+char *const *probe_axis_names(const probe_axes_t *axes, probe_axis_id_t id);
+
+/* Values in one seed's slice of an array. */
+size_t probe_array_size(const probe_axes_t *axes, const probe_array_t *a);
+
+/* Allocate a probe_t for S seeds and a copy of axes (all NaN). NULL on OOM. */
+probe_t *probe_alloc(int S, const probe_axes_t *axes);
 
 /* Free a probe_t. */
 void probe_free(probe_t *p);
 
-/* Run the probe of cfg: for seed s = 0..probe.seeds−1 initialise from init.seed + s, average
- * over probe.batches batches (data stream init.seed + s + DATA_SEED_OFFSET). Returns 0, 1 (OOM)
- * or 2 (a config the data task rejects; err set). progress may be NULL. */
-int probe_run(const config_t *cfg, probe_t *p, probe_progress_fn progress, void *ctx,
-              char *err, size_t errlen);
+/* Bytes probe_alloc would take for S seeds of model m's axes (for the memory estimate). */
+double probe_memory_bytes(int S, const probe_axes_t *axes);
 
-/* ‖∇W‖_F of every tensor of grads (layout of m) into layer (L,P) and extra (EXTRA_COUNT);
- * NaN where a tensor does not exist. */
-void probe_grad_norms(const model_t *m, const double *grads, double *layer, double *extra);
+/* The paper's symbols of the sites (x_l, x^2_l, …) for a single Post-LN or Pre-LN stack, as
+ * files have always carried them; NULL for other models. */
+const char *const *probe_site_symbols(const config_t *cfg);
 
-/* Hidden-state squared norms (L,SITE_COUNT) averaged over tokens, from m's last forward;
- * *final gets that of x_final. */
-void probe_hidden_norms(const model_t *m, double *hidden, double *final);
+/* Called after every batch: done of total batches. */
+typedef void (*probe_progress_fn)(void *ctx, long done, long total);
 
-/* Jacobian statistics of every norm instance (L,PROBE_NORMS) and of the final norm, from m's
- * last forward (exact per-token norms, norm_jacobian_norms). No-op for norm = none. */
-void probe_jacobians(const model_t *m, probe_jacobian_t *layers, probe_jacobian_t *final);
+/* Run the probe of s->cfg on the open session s: for seed k = 0..probe.seeds−1 initialise
+ * from init.seed + k, average over probe.batches batches. p from probe_alloc with s's axes.
+ * progress may be NULL. Returns 0, or 1 when out of memory. */
+int probe_run(session_t *s, probe_t *p, probe_progress_fn progress, void *ctx);
+
+/* The per-forward measurements, shared with training (train/train.c), on m's last forward
+ * and backward:  ‖∇W‖_F of grads (layout of m) into layer (L,P) and extra (E). */
+void probe_grad_norms(const probe_axes_t *ax, const model_t *m, const double *grads,
+                      double *layer, double *extra);
+
+/* Hidden-state squared norms (L,Q) averaged over non-padding tokens; *final that of the
+ * logits' input, *enc_final that of the encoder's output (encdec; may be NULL). */
+void probe_hidden_norms(const probe_axes_t *ax, const model_t *m, double *hidden,
+                        double *final, double *enc_final);
+
+/* Jacobian statistics of every norm site (L,R) and of the final norms (NaN where absent), from
+ * m's last forward (exact per-token norms, norm_jacobian_norms). No-op for norm = none. */
+void probe_jacobians(const probe_axes_t *ax, const model_t *m, probe_jacobian_t *layers,
+                     probe_jacobian_t *final, probe_jacobian_t *enc_final);
+
+/* E_token ‖∂L/∂(sub-layer output)‖ (L,X) from m's last backward (Liu et al. 2020, Fig. 3). */
+void probe_subout_grads(const probe_axes_t *ax, const model_t *m, double *sub);
 
 #endif

@@ -1,5 +1,5 @@
-/* model.c — parameter layout, initialisation, and the whole-stack forward/backward
- * for Post-LN and Pre-LN placement (Xiong et al. 2020, Fig. 1 and §3.1). */
+/* model.c — the model as one or two stacks of sub-layers over one parameter buffer; the
+ * output layer and the loss (Xiong et al. 2020 §3; docs/design.md §1, §5, §6b). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,100 +7,163 @@
 #include <gsl/gsl_cblas.h>
 #include <gsl/gsl_randist.h>
 #include "model/model.h"
-#include "nn/attention.h"
-#include "nn/ffn.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
-#include "nn/norm.h"
 
-static const char *const PARAM_NAMES[P_NUM_LAYER_PARAMS] = {
-    "wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "w1", "b1", "w2", "b2",
-    "norm1.gamma", "norm1.beta", "norm2.gamma", "norm2.beta",
+static const char *const STACK_PREFIX[3] = {"layers", "enc", "dec"};
+static const char *const FINAL_NAME[3] = {"final_norm", "enc_final_norm", "dec_final_norm"};
+static const char *const ATTN_KINDS[2][8] = {
+    {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo"},
+    {"cwq", "cbq", "cwk", "cbk", "cwv", "cbv", "cwo", "cbo"},
 };
+static const char *const FFN_KINDS[4] = {"w1", "b1", "w2", "b2"};
 
 /* ---------------------------------------------------------------------------------------
- * Parameter layout: one buffer, tensors in a fixed order (DESIGN §5).
- * tok_embed, [lm_head], layers/00/{wq..norm2.beta}, ..., [final_norm.gamma, final_norm.beta]
+ * Parameter layout: one buffer, tensors in a fixed order (docs/design.md §5, §6b):
+ * tok_embed, [lm_head], then per stack its layers (canonical order inside a layer,
+ * model/tensors.h) and [its final norm].
  * ------------------------------------------------------------------------------------- */
 
-static int layer_param_exists(const model_t *m, int kind)
+/* The norm-site tensors "normK.gamma", "normK.beta" of a layer (as the norm kind has them). */
+static int add_norm_site(model_t *m, const char *prefix, int row, int k)
 {
-    if (kind == P_NORM1_GAMMA || kind == P_NORM2_GAMMA) return m->norm != NORM_NONE;
-    if (kind == P_NORM1_BETA || kind == P_NORM2_BETA) return m->norm == NORM_LAYERNORM;
-    return 1;
+    char kind[32], name[64];
+    int rc = 0;
+    if (m->norm == NORM_NONE) return 0;
+    snprintf(kind, sizeof kind, "norm%d.gamma", k);
+    snprintf(name, sizeof name, "%s%s", prefix, kind);
+    rc |= tensors_add(&m->list, name, tensors_column_name(tensors_column_index(kind)), 1,
+                      (size_t)m->C, 1, row, TENSOR_CONST, 1.0) < 0;
+    if (m->norm == NORM_LAYERNORM) {
+        snprintf(kind, sizeof kind, "norm%d.beta", k);
+        snprintf(name, sizeof name, "%s%s", prefix, kind);
+        rc |= tensors_add(&m->list, name, tensors_column_name(tensors_column_index(kind)), 1,
+                          (size_t)m->C, 1, row, TENSOR_CONST, 0.0) < 0;
+    }
+    return rc;
 }
 
-static void layer_param_shape(const model_t *m, int kind, size_t *rows, size_t *cols, int *rank)
+/* A weight (rows, cols) or a bias (cols) of a sub-layer. */
+static int add_branch_tensor(model_t *m, const char *prefix, int row, const char *kind,
+                             size_t rows, size_t cols, double gain)
+{
+    char name[48];
+    snprintf(name, sizeof name, "%s%s", prefix, kind);
+    if (rows > 1) return tensors_add(&m->list, name, kind, rows, cols, 2, row, TENSOR_MATRIX, gain) < 0;
+    return tensors_add(&m->list, name, kind, 1, cols, 1, row, TENSOR_CONST, 0.0) < 0;
+}
+
+/* The tensors of layer l of stack st: every sub-layer's branch, then their norm sites. */
+static int add_layer(model_t *m, const layer_stack_t *st, int l)
 {
     const size_t C = (size_t)m->C, F = (size_t)m->F;
-    *rank = 1;
-    *rows = 1;
-    switch (kind) {
-    case P_WQ: case P_WK: case P_WV: case P_WO: *rank = 2; *rows = C; *cols = C; break;
-    case P_W1: *rank = 2; *rows = C; *cols = F; break;
-    case P_W2: *rank = 2; *rows = F; *cols = C; break;
-    case P_B1: *cols = F; break;
-    default:   *cols = C; break;   // bq bk bv bo b2 and the norm vectors
-    }
-}
-
-static void add_tensor(model_t *m, const char *name, size_t rows, size_t cols, int rank,
-                       int layer, int kind, size_t *offset)
-{
-    tensor_info_t *t = &m->tensors[m->num_tensors++];
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->offset = *offset;
-    t->rows = rows;
-    t->cols = cols;
-    t->rank = rank;
-    t->layer = layer;
-    t->kind = kind;
-    *offset += rows * cols;
-}
-
-static void build_tensor_list(model_t *m)
-{
-    const size_t C = (size_t)m->C, V = (size_t)m->V;
-    size_t off = 0;
-    m->num_tensors = 0;
-    add_tensor(m, "tok_embed", V, C, 2, -1, -1, &off);
-    if (!m->tied) add_tensor(m, "lm_head", C, V, 2, -1, -1, &off);
-    for (int l = 0; l < m->L; l++) {
-        for (int k = 0; k < P_NUM_LAYER_PARAMS; k++) {
-            if (!layer_param_exists(m, k)) continue;
-            size_t rows, cols;
-            int rank;
-            char name[48];
-            layer_param_shape(m, k, &rows, &cols, &rank);
-            snprintf(name, sizeof name, "layers/%02d/%s", l, PARAM_NAMES[k]);
-            add_tensor(m, name, rows, cols, rank, l, k, &off);
+    const int row = st->first_row + l;
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%s/%02d/", STACK_PREFIX[st->kind], l);
+    int rc = 0;
+    for (int i = 0; i < st->nsub; i++) {
+        const sublayer_rule_t *r = &stack_sublayer(st, l, i)->rule;
+        if (r->kind == SUB_FFN) {
+            rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[0], C, F, r->gain_w1);
+            rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[1], 1, F, 0.0);
+            rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[2], F, C, r->gain_w2);
+            rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[3], 1, C, 0.0);
+            continue;
+        }
+        const char *const *k = ATTN_KINDS[r->kind == SUB_CROSS_ATTN];
+        const double gains[4] = {1.0, 1.0, r->gain_v, r->gain_o};
+        for (int j = 0; j < 4; j++) {
+            rc |= add_branch_tensor(m, prefix, row, k[2 * j], C, C, gains[j]);
+            rc |= add_branch_tensor(m, prefix, row, k[2 * j + 1], 1, C, 0.0);
         }
     }
-    if (m->final_norm) {
-        add_tensor(m, "final_norm.gamma", 1, C, 1, -1, -1, &off);
-        if (m->norm == NORM_LAYERNORM) add_tensor(m, "final_norm.beta", 1, C, 1, -1, -1, &off);
+    for (int i = 0; i < st->nsub; i++) {
+        const sublayer_rule_t *r = &stack_sublayer(st, l, i)->rule;
+        if (r->norm_in || r->norm_after) rc |= add_norm_site(m, prefix, row, i + 1);
     }
-    m->num_params = off;
+    return rc;
 }
 
-/* Point the named views of buffer base at the tensors of the list. */
-static void bind_views(const model_t *m, param_view_t *v, double *base)
+static int add_final_norm(model_t *m, const layer_stack_t *st)
 {
-    for (int l = 0; l < m->L; l++) memset(&v->layers[l], 0, sizeof v->layers[l]);
-    v->tok_embed = v->lm_head = v->final_gamma = v->final_beta = NULL;
-    for (int i = 0; i < m->num_tensors; i++) {
-        const tensor_info_t *t = &m->tensors[i];
-        double *p = base + t->offset;
-        if (t->layer >= 0) v->layers[t->layer].w[t->kind] = p;
-        else if (!strcmp(t->name, "tok_embed")) v->tok_embed = p;
-        else if (!strcmp(t->name, "lm_head")) v->lm_head = p;
-        else if (!strcmp(t->name, "final_norm.gamma")) v->final_gamma = p;
-        else if (!strcmp(t->name, "final_norm.beta")) v->final_beta = p;
+    if (!st->final.on || m->norm == NORM_NONE) return 0;
+    char name[48];
+    snprintf(name, sizeof name, "%s.gamma", FINAL_NAME[st->kind]);
+    int rc = tensors_add(&m->list, name, "", 1, (size_t)m->C, 1, -1, TENSOR_CONST, 1.0) < 0;
+    if (m->norm == NORM_LAYERNORM) {
+        snprintf(name, sizeof name, "%s.beta", FINAL_NAME[st->kind]);
+        rc |= tensors_add(&m->list, name, "", 1, (size_t)m->C, 1, -1, TENSOR_CONST, 0.0) < 0;
+    }
+    return rc;
+}
+
+static int build_tensor_list(model_t *m)
+{
+    const size_t C = (size_t)m->C, V = (size_t)m->V;
+    int rc = tensors_add(&m->list, "tok_embed", "", V, C, 2, -1, TENSOR_EMBED, 0.0) < 0;
+    if (!m->tied) rc |= tensors_add(&m->list, "lm_head", "", C, V, 2, -1, TENSOR_EMBED, 0.0) < 0;
+    for (int s = 0; s < m->nstacks && !rc; s++) {
+        for (int l = 0; l < m->stack[s].L; l++) rc |= add_layer(m, &m->stack[s], l);
+        rc |= add_final_norm(m, &m->stack[s]);
+    }
+    m->tensors = m->list.t;
+    m->num_tensors = m->list.n;
+    m->num_params = m->list.size;
+    return rc;
+}
+
+/* Pointer into params (or grads) of the tensor named prefix+kind; NULL if absent. */
+static double *view(const model_t *m, double *base, const char *prefix, const char *kind)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", prefix, kind);
+    const tensor_info_t *t = model_find_tensor(m, name);
+    return t ? base + t->offset : NULL;
+}
+
+/* Point every sub-layer's and final norm's views at the params and grads buffers. */
+static void bind_views(model_t *m)
+{
+    m->tok_embed = view(m, m->params, "", "tok_embed");
+    m->gtok_embed = view(m, m->grads, "", "tok_embed");
+    m->lm_head = view(m, m->params, "", "lm_head");
+    m->glm_head = view(m, m->grads, "", "lm_head");
+    for (int s = 0; s < m->nstacks; s++) {
+        layer_stack_t *st = &m->stack[s];
+        for (int l = 0; l < st->L; l++) {
+            char prefix[32], gk[32], bk[32];
+            snprintf(prefix, sizeof prefix, "%s/%02d/", STACK_PREFIX[st->kind], l);
+            for (int i = 0; i < st->nsub; i++) {
+                sublayer_t *sl = stack_sublayer(st, l, i);
+                const char *const *k = sl->rule.kind == SUB_FFN ? FFN_KINDS
+                                       : ATTN_KINDS[sl->rule.kind == SUB_CROSS_ATTN];
+                const int nw = sl->rule.kind == SUB_FFN ? 2 : 4;
+                for (int j = 0; j < nw; j++) {
+                    sl->w[j] = view(m, m->params, prefix, k[2 * j]);
+                    sl->gw[j] = view(m, m->grads, prefix, k[2 * j]);
+                    sl->b[j] = view(m, m->params, prefix, k[2 * j + 1]);
+                    sl->gb[j] = view(m, m->grads, prefix, k[2 * j + 1]);
+                }
+                snprintf(gk, sizeof gk, "norm%d.gamma", i + 1);
+                snprintf(bk, sizeof bk, "norm%d.beta", i + 1);
+                sl->norm.gamma = view(m, m->params, prefix, gk);
+                sl->norm.dgamma = view(m, m->grads, prefix, gk);
+                sl->norm.beta = view(m, m->params, prefix, bk);
+                sl->norm.dbeta = view(m, m->grads, prefix, bk);
+            }
+        }
+        char fg[32], fb[32];
+        snprintf(fg, sizeof fg, "%s.gamma", FINAL_NAME[st->kind]);
+        snprintf(fb, sizeof fb, "%s.beta", FINAL_NAME[st->kind]);
+        st->final.gamma = view(m, m->params, "", fg);
+        st->final.dgamma = view(m, m->grads, "", fg);
+        st->final.beta = view(m, m->params, "", fb);
+        st->final.dbeta = view(m, m->grads, "", fb);
     }
 }
 
 /* ---------------------------------------------------------------------------------------
- * Activation arena: one buffer for the forward, one of the same layout for the backward.
+ * Activations: the stacks' arenas, the output layer, the shared backward scratch.
  * ------------------------------------------------------------------------------------- */
 
 static double *take(double *base, size_t *off, size_t n)
@@ -110,129 +173,148 @@ static double *take(double *base, size_t *off, size_t n)
     return p;
 }
 
-/* Lay out the buffers of one layer's activations la (or just count when base is NULL). */
-static void layout_layer(const model_t *m, layer_acts_t *la, double *base, size_t *off, int grad)
+/* The largest batch of cfg when the caller gives none: B × seq_len (× src_len). */
+static model_caps_t default_caps(const config_t *cfg)
 {
-    const size_t N = (size_t)m->B * m->T, C = (size_t)m->C, F = (size_t)m->F;
-    const size_t HTT = (size_t)m->B * m->H * m->T * m->T;
-    const int drop = m->dropout > 0.0 && !grad;   // masks live in the forward arena only
-    la->norm1 = take(base, off, N * C);
-    la->norm1_mean = take(base, off, N);
-    la->norm1_rstd = take(base, off, N);
-    la->q = take(base, off, N * C);
-    la->k = take(base, off, N * C);
-    la->v = take(base, off, N * C);
-    la->att = take(base, off, HTT);
-    la->ctx = take(base, off, N * C);
-    la->attn_out = take(base, off, N * C);
-    la->resid1 = take(base, off, N * C);
-    la->norm2 = take(base, off, N * C);
-    la->norm2_mean = take(base, off, N);
-    la->norm2_rstd = take(base, off, N);
-    la->ffn_pre = take(base, off, N * F);
-    la->ffn_act = take(base, off, N * F);
-    la->ffn_out = take(base, off, N * C);
-    la->resid2 = take(base, off, N * C);
-    la->mask_attn = drop ? take(base, off, N * C) : NULL;
-    la->mask_ffn = drop ? take(base, off, N * C) : NULL;
+    model_caps_t c = {cfg->data.batch, cfg->model.seq_len, config_src_len(cfg), 0, 0};
+    c.tokens = (size_t)c.B * c.T;
+    c.src_tokens = (size_t)c.B * c.S;
+    return c;
 }
 
-/* Lay out acts a over base (or just count when base is NULL); returns the doubles used.
- * grad = 0: the forward arena, every layer its own buffers.
- * grad = 1: the backward's gradient arena. The backward needs one layer's gradients at a time
- * plus the one flowing in from above, so layer l uses buffer set l % 2 (the set of layer l + 1
- * holds d x_{l+1} = da.layers[l].out while layer l runs): memory 2 layers instead of L. No
- * masks, probs or losses (the backward has no gradient of them). */
-static size_t layout_acts(const model_t *m, acts_t *a, double *base, int grad)
+/* Capacities of one stack's sub-layers: its rows, the rows of the memory it attends to, and
+ * the largest attention matrix of either kind. */
+static sublayer_caps_t stack_caps(const model_t *m, const model_caps_t *c, stack_kind_t kind)
 {
-    const size_t N = (size_t)m->B * m->T, C = (size_t)m->C, V = (size_t)m->V;
-    size_t off = 0;
-    a->embed = take(base, &off, N * C);
-    a->mask_embed = m->dropout > 0.0 && !grad ? take(base, &off, N * C) : NULL;
-    for (int l = 0; l < m->L; l++) {
-        layer_acts_t *la = &a->layers[l];
-        if (grad && l >= 2) *la = a->layers[l - 2];   // same buffer set
-        else layout_layer(m, la, base, &off, grad);
-        la->in = l == 0 ? a->embed : a->layers[l - 1].out;
-        if (m->placement == PLACEMENT_POST) {
-            la->norm1_in = la->resid1;   // x²
-            la->norm2_in = la->resid2;   // x⁵
-            la->out = la->norm2;         // x_{l+1} = LN(x⁵)
-        } else {
-            la->norm1_in = la->in;       // x_l
-            la->norm2_in = la->resid1;   // x³
-            la->out = la->resid2;        // x_{l+1} = x³ + FFN(LN(x³))
+    const size_t H = (size_t)m->H;
+    sublayer_caps_t s;
+    if (kind == STACK_ENC) {
+        s.rows = c->src_tokens;
+        s.key_rows = 0;
+        s.att = H * c->src_tokens * (size_t)c->S;                 // B·H·S·S
+    } else {
+        s.rows = c->tokens;
+        s.key_rows = c->src_tokens;
+        s.att = H * c->tokens * (size_t)c->T;                     // B·H·T·T
+        const size_t cross = H * c->tokens * (size_t)c->S;        // B·H·T·S
+        if (kind == STACK_DEC && cross > s.att) s.att = cross;
+    }
+    return s;
+}
+
+/* Lay out everything (or count when the bases are NULL). */
+static void layout(model_t *m, const model_caps_t *c, double *base, double *gbase)
+{
+    size_t n = 0, gn = 0;
+    const int drop = m->dropout > 0.0;
+    sublayer_caps_t widest = {0, 0, 0};
+    for (int s = 0; s < m->nstacks; s++) {
+        const sublayer_caps_t sc = stack_caps(m, c, m->stack[s].kind);
+        stack_layout(&m->stack[s], &m->shape, &sc, drop, base, &n, gbase, &gn);
+        if (sc.rows > widest.rows) widest.rows = sc.rows;
+        if (sc.key_rows > widest.key_rows) widest.key_rows = sc.key_rows;
+        if (sc.att > widest.att) widest.att = sc.att;
+    }
+    const size_t N = c->tokens, V = (size_t)m->V;
+    m->logits = take(base, &n, N * V);
+    m->probs = take(base, &n, N * V);
+    m->losses = take(base, &n, N);
+    m->dlogits = take(gbase, &gn, N * V);
+    gn += sublayer_scratch_layout(&m->scratch, &m->shape, &widest, gbase ? gbase + gn : NULL);
+    m->num_acts = n;
+    m->num_dacts = gn;
+}
+
+/* The stacks of cfg and their sub-layers' rules (model/placement.c). */
+static int make_stacks(model_t *m, const config_t *cfg)
+{
+    m->nstacks = m->arch == ARCH_ENCDEC ? 2 : 1;
+    const stack_kind_t kinds[2] = {m->arch == ARCH_ENCDEC ? STACK_ENC : STACK_LM, STACK_DEC};
+    int row = 0;
+    for (int s = 0; s < m->nstacks; s++) {
+        layer_stack_t *st = &m->stack[s];
+        st->kind = kinds[s];
+        st->L = s == 0 ? m->L : m->M;
+        st->nsub = placement_sublayers(st->kind);
+        st->first_row = row;
+        row += st->L;
+        st->final.on = placement_final_norm(cfg, st->kind);
+        st->subs = calloc((size_t)st->L * st->nsub, sizeof *st->subs);
+        st->dout_norm = calloc((size_t)st->L * st->nsub, sizeof(double));
+        if (!st->subs || !st->dout_norm) return 1;
+        for (int l = 0; l < st->L; l++) {
+            sublayer_rule_t rules[PLACEMENT_MAX_SUB];
+            placement_layer(cfg, st->kind, l, rules);
+            for (int i = 0; i < st->nsub; i++) {
+                sublayer_t *sl = stack_sublayer(st, l, i);
+                sl->rule = rules[i];
+                sl->layer = st->first_row + l;
+                sl->index = i + 1;
+                sl->norm.on = rules[i].norm_in || rules[i].norm_after;
+            }
         }
     }
-    a->final_in = a->layers[m->L - 1].out;
-    if (m->final_norm) {
-        a->final = take(base, &off, N * C);
-        a->final_mean = take(base, &off, N);
-        a->final_rstd = take(base, &off, N);
-    } else {
-        a->final = a->final_in;
-        a->final_mean = a->final_rstd = NULL;
-    }
-    a->logits = take(base, &off, N * V);
-    a->probs = grad ? NULL : take(base, &off, N * V);
-    a->losses = grad ? NULL : take(base, &off, N);
-    return off;
+    m->rows = row;
+    return 0;
 }
 
-model_t *model_create(const config_t *cfg)
+static void copy_dims(model_t *m, const config_t *cfg, const model_caps_t *c)
 {
-    model_t *m = calloc(1, sizeof *m);
-    if (!m) return NULL;
+    m->arch = cfg->model.arch;
     m->L = cfg->model.layers;
+    m->M = config_dec_layers(cfg);
     m->C = cfg->model.d_model;
     m->H = cfg->model.heads;
     m->Dh = m->C / m->H;
     m->F = cfg->model.d_ff;
     m->V = cfg->model.vocab;
-    m->T = cfg->model.seq_len;
-    m->B = cfg->data.batch;
-    m->placement = cfg->model.placement;
+    m->T = c->T;
+    m->S = c->S;
+    m->B = c->B;
+    m->caps = *c;
     m->norm = cfg->model.norm;
-    m->activation = cfg->model.activation;
     m->norm_eps = cfg->model.norm_eps;
     m->dropout = cfg->model.dropout;
     m->label_smoothing = cfg->data.label_smoothing;
-    m->causal = cfg->model.causal;
+    m->causal = cfg->model.arch == ARCH_ENCDEC ? 1 : cfg->model.causal;   // the decoder is causal
     m->tied = cfg->model.tie_embeddings;
     m->final_norm = config_has_final_norm(cfg);
+    m->shape = (sublayer_shape_t){m->C, m->F, m->H, m->norm, m->norm_eps, cfg->model.activation};
+}
 
-    m->tensors = calloc((size_t)m->L * P_NUM_LAYER_PARAMS + 4, sizeof *m->tensors);
-    m->p.layers = calloc((size_t)m->L, sizeof(layer_view_t));
-    m->g.layers = calloc((size_t)m->L, sizeof(layer_view_t));
-    m->a.layers = calloc((size_t)m->L, sizeof(layer_acts_t));
-    m->da.layers = calloc((size_t)m->L, sizeof(layer_acts_t));
-    if (!m->tensors || !m->p.layers || !m->g.layers || !m->a.layers || !m->da.layers) goto fail;
+/* Sinusoidal positions (Vaswani et al. 2017 §3.5): PE[t][2i] = sin(t/10000^(2i/d)),
+ * PE[t][2i+1] = cos(t/10000^(2i/d)); ‖PE[t]‖² = d/2. */
+static void fill_positions(double *pe, int T, int C)
+{
+    for (int t = 0; t < T; t++) {
+        for (int c = 0; c < C; c++) {
+            const int i2 = c & ~1;
+            const double angle = t / pow(10000.0, (double)i2 / C);
+            pe[(size_t)t * C + c] = (c & 1) ? cos(angle) : sin(angle);
+        }
+    }
+}
 
-    build_tensor_list(m);
+model_t *model_create(const config_t *cfg, const model_caps_t *caps)
+{
+    const model_caps_t c = caps ? *caps : default_caps(cfg);
+    model_t *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    copy_dims(m, cfg, &c);
+    if (make_stacks(m, cfg) || build_tensor_list(m)) goto fail;
     m->params = calloc(m->num_params, sizeof(double));
     m->grads = calloc(m->num_params, sizeof(double));
     if (!m->params || !m->grads) goto fail;
-    bind_views(m, &m->p, m->params);
-    bind_views(m, &m->g, m->grads);
-
-    m->num_acts = layout_acts(m, &m->a, NULL, 0);
-    m->num_dacts = layout_acts(m, &m->da, NULL, 1);
+    bind_views(m);
+    layout(m, &c, NULL, NULL);
+    const int P = m->T > m->S ? m->T : m->S;
     m->act_mem = calloc(m->num_acts, sizeof(double));
     m->dact_mem = calloc(m->num_dacts, sizeof(double));
-    m->pe = calloc((size_t)m->T * m->C, sizeof(double));
-    if (!m->act_mem || !m->dact_mem || !m->pe) goto fail;
-    layout_acts(m, &m->a, m->act_mem, 0);
-    layout_acts(m, &m->da, m->dact_mem, 1);
-
-    // Sinusoidal positions (Vaswani et al. 2017 §3.5): PE[t][2i] = sin(t/10000^(2i/d)),
-    // PE[t][2i+1] = cos(t/10000^(2i/d)); ‖PE[t]‖² = d/2.
-    for (int t = 0; t < m->T; t++) {
-        for (int c = 0; c < m->C; c++) {
-            const int i2 = c & ~1;
-            const double angle = t / pow(10000.0, (double)i2 / m->C);
-            m->pe[(size_t)t * m->C + c] = (c & 1) ? cos(angle) : sin(angle);
-        }
-    }
+    m->pe = calloc((size_t)P * m->C, sizeof(double));
+    m->src_len = calloc((size_t)m->B + 1, sizeof(int));
+    if (!m->act_mem || !m->dact_mem || !m->pe || !m->src_len) goto fail;
+    layout(m, &c, m->act_mem, m->dact_mem);
+    fill_positions(m->pe, P, m->C);
     return m;
 fail:
     model_free(m);
@@ -242,55 +324,91 @@ fail:
 void model_free(model_t *m)
 {
     if (!m) return;
-    free(m->tensors);
-    free(m->p.layers);
-    free(m->g.layers);
-    free(m->a.layers);
-    free(m->da.layers);
+    tensors_free(&m->list);
+    for (int s = 0; s < 2; s++) {
+        free(m->stack[s].subs);
+        free(m->stack[s].dout_norm);
+    }
     free(m->params);
     free(m->grads);
     free(m->act_mem);
     free(m->dact_mem);
     free(m->pe);
+    free(m->src_len);
     free(m);
+}
+
+double model_memory_doubles(const config_t *cfg, const model_caps_t *caps)
+{
+    const model_caps_t c = caps ? *caps : default_caps(cfg);
+    model_t m;
+    memset(&m, 0, sizeof m);
+    copy_dims(&m, cfg, &c);
+    double total = 0.0;
+    if (make_stacks(&m, cfg) == 0 && build_tensor_list(&m) == 0) {
+        layout(&m, &c, NULL, NULL);
+        const int P = m.T > m.S ? m.T : m.S;
+        total = 2.0 * (double)m.num_params + (double)m.num_acts + (double)m.num_dacts +
+                (double)P * m.C;
+    }
+    tensors_free(&m.list);
+    for (int s = 0; s < 2; s++) {
+        free(m.stack[s].subs);
+        free(m.stack[s].dout_norm);
+    }
+    return total;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Initialisation
+ * ------------------------------------------------------------------------------------- */
+
+/* A weight matrix: init.scheme scaled by gain (Xavier/Glorot: Var = 2/(fan_in + fan_out)). */
+static void init_matrix(double *p, const tensor_info_t *t, const config_t *cfg, gsl_rng *rng)
+{
+    const size_t n = model_tensor_size(t);
+    const double fan = (double)(t->rows + t->cols), gain = t->value;
+    switch (cfg->init.scheme) {
+    case INIT_XAVIER_NORMAL: {
+        double sd = sqrt(2.0 / fan);
+        if (gain != 1.0) sd *= gain;
+        for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd);
+        break;
+    }
+    case INIT_XAVIER_UNIFORM: {
+        double a = sqrt(6.0 / fan);
+        if (gain != 1.0) a *= gain;
+        for (size_t j = 0; j < n; j++) p[j] = gsl_ran_flat(rng, -a, a);
+        break;
+    }
+    case INIT_NORMAL: {
+        const double sd = gain != 1.0 ? cfg->init.std * gain : cfg->init.std;
+        for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd);
+        break;
+    }
+    }
 }
 
 void model_init(model_t *m, const config_t *cfg, gsl_rng *rng)
 {
-    const double C = (double)m->C;
+    const double sd_embed = 1.0 / sqrt((double)m->C);
     for (int i = 0; i < m->num_tensors; i++) {
         const tensor_info_t *t = &m->tensors[i];
         double *p = m->params + t->offset;
         const size_t n = model_tensor_size(t);
-        if (t->layer < 0 && t->rank == 2) {
-            // tok_embed, lm_head ~ N(0, 1/d) (fairseq; DESIGN §5)
-            for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, 1.0 / sqrt(C));
-        } else if (t->rank == 2) {
-            // Xavier/Glorot: Var = 2/(fan_in + fan_out)
-            const double fan = (double)(t->rows + t->cols);
-            switch (cfg->init.scheme) {
-            case INIT_XAVIER_NORMAL: {
-                const double sd = sqrt(2.0 / fan);
-                for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd);
-                break;
-            }
-            case INIT_XAVIER_UNIFORM: {
-                const double a = sqrt(6.0 / fan);
-                for (size_t j = 0; j < n; j++) p[j] = gsl_ran_flat(rng, -a, a);
-                break;
-            }
-            case INIT_NORMAL:
-                for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, cfg->init.std);
-                break;
-            }
-            // The theory's W_Q = W_K = 0 (drawn first, so the other tensors do not change).
-            if (cfg->init.zero_qk && (t->kind == P_WQ || t->kind == P_WK))
+        switch (t->init) {
+        case TENSOR_EMBED:    // tok_embed, lm_head ~ N(0, 1/d) (fairseq; docs/design.md §5)
+            for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd_embed);
+            break;
+        case TENSOR_MATRIX:
+            init_matrix(p, t, cfg, rng);
+            // the theory's W_Q = W_K = 0 (drawn first, so the other tensors do not change)
+            if (cfg->init.zero_qk && (!strcmp(t->kind, "wq") || !strcmp(t->kind, "wk")))
                 memset(p, 0, n * sizeof(double));
-        } else {
-            // biases and β = 0, γ = 1
-            const int is_gamma = t->kind == P_NORM1_GAMMA || t->kind == P_NORM2_GAMMA ||
-                                 (t->layer < 0 && strstr(t->name, "gamma"));
-            for (size_t j = 0; j < n; j++) p[j] = is_gamma ? 1.0 : 0.0;
+            break;
+        case TENSOR_CONST:    // biases and β = 0, γ = 1
+            for (size_t j = 0; j < n; j++) p[j] = t->value;
+            break;
         }
     }
 }
@@ -305,107 +423,115 @@ void model_perturb(model_t *m, gsl_rng *rng, double scale)
     }
 }
 
-void model_draw_dropout(model_t *m, gsl_rng *rng)
+/* ---------------------------------------------------------------------------------------
+ * Batches, dropout
+ * ------------------------------------------------------------------------------------- */
+
+/* ids (n) within [−1, V); else the first offender's index, else −1. */
+static long first_bad_id(const int32_t *ids, size_t n, int V)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < -1 || ids[i] >= V) return (long)i;
+    return -1;
+}
+
+int model_check_batch(const model_t *m, const batch_t *b, char *err, size_t errlen)
+{
+    const int encdec = m->arch == ARCH_ENCDEC;
+    const model_caps_t *c = &m->caps;
+    if (b->B < 1 || b->T < 1 || b->B > c->B || b->T > c->T ||
+        (size_t)b->B * b->T > c->tokens || !b->tokens ||
+        (encdec && (b->S < 1 || b->S > c->S || (size_t)b->B * b->S > c->src_tokens || !b->src))) {
+        snprintf(err, errlen, "a batch of %d rows x %d tokens (source %d) does not fit the "
+                 "model's capacity (%d rows, %d, %d; %zu and %zu tokens)", b->B, b->T, b->S,
+                 c->B, c->T, c->S, c->tokens, c->src_tokens);
+        return 2;
+    }
+    struct { const char *what; const int32_t *ids; size_t n; } sides[3] = {
+        {"token", b->tokens, (size_t)b->B * b->T},
+        {"target", b->targets, b->targets ? (size_t)b->B * b->T : 0},
+        {"source token", encdec ? b->src : NULL, encdec ? (size_t)b->B * b->S : 0},
+    };
+    for (int k = 0; k < 3; k++) {
+        const long i = sides[k].ids ? first_bad_id(sides[k].ids, sides[k].n, m->V) : -1;
+        if (i >= 0) {
+            snprintf(err, errlen, "%s %ld of the batch is %d, outside [-1, model.vocab = %d)",
+                     sides[k].what, i, (int)sides[k].ids[i], m->V);
+            return 2;
+        }
+    }
+    for (int r = 0; encdec && r < b->B; r++)
+        if (b->src[(size_t)r * b->S] < 0) {
+            snprintf(err, errlen, "source row %d of the batch is empty", r);
+            return 2;
+        }
+    return 0;
+}
+
+void model_draw_dropout(model_t *m, const batch_t *b, gsl_rng *rng)
 {
     if (m->dropout <= 0.0) return;
-    const size_t NC = (size_t)m->B * m->T * m->C;
-    const double keep = 1.0 / (1.0 - m->dropout);
-    // Inverted dropout: mask = 0 with probability p, else 1/(1−p). Order: embed, then per
-    // layer attention then FFN.
-    for (size_t i = 0; i < NC; i++)
-        m->a.mask_embed[i] = gsl_rng_uniform(rng) < m->dropout ? 0.0 : keep;
-    for (int l = 0; l < m->L; l++) {
-        for (size_t i = 0; i < NC; i++)
-            m->a.layers[l].mask_attn[i] = gsl_rng_uniform(rng) < m->dropout ? 0.0 : keep;
-        for (size_t i = 0; i < NC; i++)
-            m->a.layers[l].mask_ffn[i] = gsl_rng_uniform(rng) < m->dropout ? 0.0 : keep;
+    // order: the (encoder) stack's embedding, its sub-layers, then the decoder's
+    for (int s = 0; s < m->nstacks; s++) {
+        const int T = m->stack[s].kind == STACK_ENC ? b->S : b->T;
+        stack_draw_dropout(&m->stack[s], (size_t)b->B * T, m->C, m->dropout, rng);
     }
 }
 
-/* out = x + mask ⊙ y  (mask NULL = identity), n values. */
-static void residual_forward(double *out, const double *x, const double *y, const double *mask,
-                             size_t n)
+void model_dropout_off(model_t *m)
 {
-    if (mask) for (size_t i = 0; i < n; i++) out[i] = x[i] + mask[i] * y[i];
-    else      for (size_t i = 0; i < n; i++) out[i] = x[i] + y[i];
+    for (int s = 0; s < m->nstacks; s++) {
+        const size_t rows = m->stack[s].kind == STACK_ENC ? m->caps.src_tokens
+                                                          : m->caps.tokens;
+        stack_masks_off(&m->stack[s], rows, m->C);
+    }
 }
 
-double model_forward(model_t *m, const int32_t *tokens, const int32_t *targets)
+/* ---------------------------------------------------------------------------------------
+ * Forward and backward
+ * ------------------------------------------------------------------------------------- */
+
+/* The pass of each stack for batch b: the encoder's over the source, the lm's or the
+ * decoder's over the tokens (the decoder attends to the encoder's output). */
+static void make_passes(const model_t *m, const batch_t *b, sublayer_pass_t *pass)
 {
-    const size_t B = (size_t)m->B, T = (size_t)m->T, C = (size_t)m->C, F = (size_t)m->F;
-    const size_t V = (size_t)m->V, N = B * T;
-    const double sqrtC = sqrt((double)C);
-    acts_t *a = &m->a;
-    m->tokens = tokens;
-    m->targets = targets;
-
-    // x_1 = tok_embed[token]·√d + PE  (fairseq convention, DESIGN §5)        // (N,C)
-    for (size_t i = 0; i < N; i++) {
-        const double *e = m->p.tok_embed + (size_t)tokens[i] * C;
-        const double *pe = m->pe + (i % T) * C;
-        double *x = a->embed + i * C;
-        for (size_t c = 0; c < C; c++) x[c] = e[c] * sqrtC + pe[c];
-        if (a->mask_embed) for (size_t c = 0; c < C; c++) x[c] *= a->mask_embed[i * C + c];
+    if (m->nstacks == 1) {
+        pass[0] = (sublayer_pass_t){b->B, b->T, m->causal, NULL, NULL, 0, NULL};
+        return;
     }
+    pass[0] = (sublayer_pass_t){b->B, b->S, 0, m->src_len, NULL, 0, NULL};
+    pass[1] = (sublayer_pass_t){b->B, b->T, 1, NULL, m->stack[0].output, b->S, m->src_len};
+}
 
-    for (int l = 0; l < m->L; l++) {
-        layer_acts_t *la = &a->layers[l];
-        double *const *w = m->p.layers[l].w;
-        const double *attn_in = la->in;
-        if (m->placement == PLACEMENT_PRE) {
-            // Pre-LN: the attention reads LN(x_l)
-            norm_forward(m->norm, la->norm1, la->norm1_mean, la->norm1_rstd, la->in,
-                         w[P_NORM1_GAMMA], w[P_NORM1_BETA], N, C, m->norm_eps);
-            attn_in = la->norm1;
-        }
-        // MHA(a) = Attention(a·W_Q, a·W_K, a·W_V)·W_O                          // (N,C)
-        linear_forward(la->q, attn_in, w[P_WQ], w[P_BQ], N, C, C);
-        linear_forward(la->k, attn_in, w[P_WK], w[P_BK], N, C, C);
-        linear_forward(la->v, attn_in, w[P_WV], w[P_BV], N, C, C);
-        attention_forward(la->ctx, la->att, la->q, la->k, la->v, m->B, m->T, m->C, m->H,
-                          m->causal);
-        linear_forward(la->attn_out, la->ctx, w[P_WO], w[P_BO], N, C, C);
-        // post: x² = x + MHA(x);  pre: x³ = x + MHA(LN(x))
-        residual_forward(la->resid1, la->in, la->attn_out, la->mask_attn, N * C);
-
-        const double *ffn_in;
-        if (m->placement == PLACEMENT_POST) {
-            // x³ = LN(x²); FFN reads x³
-            norm_forward(m->norm, la->norm1, la->norm1_mean, la->norm1_rstd, la->resid1,
-                         w[P_NORM1_GAMMA], w[P_NORM1_BETA], N, C, m->norm_eps);
-            ffn_in = la->norm1;
-        } else {
-            // FFN reads LN(x³)
-            norm_forward(m->norm, la->norm2, la->norm2_mean, la->norm2_rstd, la->resid1,
-                         w[P_NORM2_GAMMA], w[P_NORM2_BETA], N, C, m->norm_eps);
-            ffn_in = la->norm2;
-        }
-        ffn_forward(la->ffn_out, la->ffn_pre, la->ffn_act, ffn_in, w[P_W1], w[P_B1],
-                    w[P_W2], w[P_B2], N, C, F, m->activation);
-        if (m->placement == PLACEMENT_POST) {
-            // x⁵ = x³ + FFN(x³);  x_{l+1} = LN(x⁵)
-            residual_forward(la->resid2, la->norm1, la->ffn_out, la->mask_ffn, N * C);
-            norm_forward(m->norm, la->norm2, la->norm2_mean, la->norm2_rstd, la->resid2,
-                         w[P_NORM2_GAMMA], w[P_NORM2_BETA], N, C, m->norm_eps);
-        } else {
-            // x_{l+1} = x³ + FFN(LN(x³))
-            residual_forward(la->resid2, la->resid1, la->ffn_out, la->mask_ffn, N * C);
-        }
+/* Non-padding source positions per row (right padding). */
+static void source_lengths(model_t *m, const batch_t *b)
+{
+    for (int r = 0; r < b->B; r++) {
+        int n = 0;
+        while (n < b->S && b->src[(size_t)r * b->S + n] >= 0) n++;
+        m->src_len[r] = n;
     }
+}
 
-    // x_final = LN(x_{L+1}) when the stack has a final norm (Pre-LN by default)
-    if (m->final_norm)
-        norm_forward(m->norm, a->final, a->final_mean, a->final_rstd, a->final_in,
-                     m->p.final_gamma, m->p.final_beta, N, C, m->norm_eps);
+double model_forward(model_t *m, const batch_t *b)
+{
+    const size_t N = (size_t)b->B * b->T, C = (size_t)m->C, V = (size_t)m->V;
+    m->batch = *b;
+    sublayer_pass_t pass[2];
+    if (m->nstacks > 1) source_lengths(m, b);
+    make_passes(m, b, pass);
+    if (m->nstacks > 1)
+        stack_forward(&m->stack[0], &m->shape, &pass[0], b->src, m->tok_embed, m->pe);
+    layer_stack_t *out = &m->stack[m->nstacks - 1];
+    stack_forward(out, &m->shape, &pass[m->nstacks - 1], b->tokens, m->tok_embed, m->pe);
 
     // logits (N,V) = x_final · W_embᵀ (tied) or x_final · lm_head
     if (m->tied)
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)V, (int)C, 1.0,
-                    a->final, (int)C, m->p.tok_embed, (int)C, 0.0, a->logits, (int)V);
+                    out->output, (int)C, m->tok_embed, (int)C, 0.0, m->logits, (int)V);
     else
-        linear_forward(a->logits, a->final, m->p.lm_head, NULL, N, C, V);
-
-    m->loss = loss_forward(a->probs, a->losses, &m->num_targets, a->logits, targets, N, V,
+        linear_forward(m->logits, out->output, m->lm_head, NULL, N, C, V);
+    m->loss = loss_forward(m->probs, m->losses, &m->num_targets, m->logits, b->targets, N, V,
                            m->label_smoothing);
     return m->loss;
 }
@@ -415,110 +541,42 @@ void model_zero_grad(model_t *m)
     memset(m->grads, 0, m->num_params * sizeof(double));
 }
 
-/* dy = mask ⊙ dout, or dout itself without dropout (no copy). */
-static const double *dropout_backward(double *dy, const double *dout, const double *mask,
-                                      size_t n)
-{
-    if (!mask) return dout;
-    for (size_t i = 0; i < n; i++) dy[i] = mask[i] * dout[i];
-    return dy;
-}
-
-/* Zero the gradient accumulators of layer dl before its backward: the buffers it adds into, and
- * dl->in (the gradient of its input: the layer below's out, whose set still holds stale values
- * from two layers up). Not dl->out: it holds the gradient flowing in from above. */
-static void zero_layer_grads(const model_t *m, const layer_acts_t *dl)
-{
-    const size_t NC = (size_t)m->B * m->T * m->C;
-    double *const acc[] = {
-        dl->in, dl->q, dl->k, dl->v, dl->ctx, dl->resid1, dl->norm1,
-        m->placement == PLACEMENT_POST ? dl->resid2 : dl->norm2,   // the other one is dl->out
-    };
-    for (size_t i = 0; i < sizeof acc / sizeof acc[0]; i++) memset(acc[i], 0, NC * sizeof(double));
-}
-
 void model_backward(model_t *m)
 {
-    const size_t B = (size_t)m->B, T = (size_t)m->T, C = (size_t)m->C, F = (size_t)m->F;
-    const size_t V = (size_t)m->V, N = B * T;
-    const double sqrtC = sqrt((double)C);
-    const acts_t *a = &m->a;
-    acts_t *da = &m->da;
-    // gradient accumulators are zeroed where they start (zero_layer_grads), not the whole arena
-    memset(da->final, 0, N * C * sizeof(double));
-    if (da->final_in != da->final) memset(da->final_in, 0, N * C * sizeof(double));
+    const batch_t *b = &m->batch;
+    const size_t N = (size_t)b->B * b->T, C = (size_t)m->C, V = (size_t)m->V;
+    layer_stack_t *out = &m->stack[m->nstacks - 1];
+    sublayer_pass_t pass[2];
+    make_passes(m, b, pass);
 
     // dlogits (N,V) = (p − q)/count
-    loss_backward(da->logits, a->probs, m->targets, N, V, m->label_smoothing, m->num_targets);
+    loss_backward(m->dlogits, m->probs, b->targets, N, V, m->label_smoothing, m->num_targets);
+    memset(out->dfinal, 0, N * C * sizeof(double));
     if (m->tied) {
         // dfinal (N,C) += dlogits (N,V) · W_emb (V,C);  dW_emb (V,C) += dlogitsᵀ · final
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)V, 1.0,
-                    da->logits, (int)V, m->p.tok_embed, (int)C, 1.0, da->final, (int)C);
+                    m->dlogits, (int)V, m->tok_embed, (int)C, 1.0, out->dfinal, (int)C);
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)V, (int)C, (int)N, 1.0,
-                    da->logits, (int)V, a->final, (int)C, 1.0, m->g.tok_embed, (int)C);
+                    m->dlogits, (int)V, out->output, (int)C, 1.0, m->gtok_embed, (int)C);
     } else {
-        linear_backward(da->final, m->g.lm_head, NULL, da->logits, a->final, m->p.lm_head,
+        linear_backward(out->dfinal, m->glm_head, NULL, m->dlogits, out->output, m->lm_head,
                         N, C, V);
     }
-    if (m->final_norm)
-        norm_backward(m->norm, da->final_in, m->g.final_gamma, m->g.final_beta, da->final,
-                      a->final_in, a->final_mean, a->final_rstd, m->p.final_gamma, N, C);
-
-    for (int l = m->L - 1; l >= 0; l--) {
-        const layer_acts_t *la = &a->layers[l];
-        layer_acts_t *dl = &da->layers[l];
-        double *const *w = m->p.layers[l].w;
-        double *const *g = m->g.layers[l].w;
-        const double *dffn_out;
-        zero_layer_grads(m, dl);
-        if (m->placement == PLACEMENT_POST) {
-            // x_{l+1} = LN2(x⁵)
-            norm_backward(m->norm, dl->resid2, g[P_NORM2_GAMMA], g[P_NORM2_BETA], dl->norm2,
-                          la->resid2, la->norm2_mean, la->norm2_rstd, w[P_NORM2_GAMMA], N, C);
-            // x⁵ = x³ + drop(FFN(x³))
-            for (size_t i = 0; i < N * C; i++) dl->norm1[i] += dl->resid2[i];
-            dffn_out = dropout_backward(dl->ffn_out, dl->resid2, la->mask_ffn, N * C);
-            ffn_backward(dl->norm1, g[P_W1], g[P_B1], g[P_W2], g[P_B2], dl->ffn_pre,
-                         dl->ffn_act, dffn_out, la->norm1, la->ffn_pre, la->ffn_act, w[P_W1],
-                         w[P_W2], N, C, F, m->activation);
-            // x³ = LN1(x²)
-            norm_backward(m->norm, dl->resid1, g[P_NORM1_GAMMA], g[P_NORM1_BETA], dl->norm1,
-                          la->resid1, la->norm1_mean, la->norm1_rstd, w[P_NORM1_GAMMA], N, C);
-        } else {
-            // x_{l+1} = x³ + drop(FFN(LN2(x³)))
-            for (size_t i = 0; i < N * C; i++) dl->resid1[i] += dl->resid2[i];
-            dffn_out = dropout_backward(dl->ffn_out, dl->resid2, la->mask_ffn, N * C);
-            ffn_backward(dl->norm2, g[P_W1], g[P_B1], g[P_W2], g[P_B2], dl->ffn_pre,
-                         dl->ffn_act, dffn_out, la->norm2, la->ffn_pre, la->ffn_act, w[P_W1],
-                         w[P_W2], N, C, F, m->activation);
-            norm_backward(m->norm, dl->resid1, g[P_NORM2_GAMMA], g[P_NORM2_BETA], dl->norm2,
-                          la->resid1, la->norm2_mean, la->norm2_rstd, w[P_NORM2_GAMMA], N, C);
-        }
-        // resid1 = x + drop(MHA(attn_in))
-        for (size_t i = 0; i < N * C; i++) dl->in[i] += dl->resid1[i];
-        const double *dattn_out = dropout_backward(dl->attn_out, dl->resid1, la->mask_attn,
-                                                   N * C);
-        const double *attn_in = m->placement == PLACEMENT_PRE ? la->norm1 : la->in;
-        double *dattn_in = m->placement == PLACEMENT_PRE ? dl->norm1 : dl->in;
-        linear_backward(dl->ctx, g[P_WO], g[P_BO], dattn_out, la->ctx, w[P_WO], N, C, C);
-        attention_backward(dl->q, dl->k, dl->v, dl->att, dl->ctx, la->q, la->k, la->v, la->att,
-                           m->B, m->T, m->C, m->H);
-        linear_backward(dattn_in, g[P_WQ], g[P_BQ], dl->q, attn_in, w[P_WQ], N, C, C);
-        linear_backward(dattn_in, g[P_WK], g[P_BK], dl->k, attn_in, w[P_WK], N, C, C);
-        linear_backward(dattn_in, g[P_WV], g[P_BV], dl->v, attn_in, w[P_WV], N, C, C);
-        if (m->placement == PLACEMENT_PRE)
-            norm_backward(m->norm, dl->in, g[P_NORM1_GAMMA], g[P_NORM1_BETA], dl->norm1,
-                          la->in, la->norm1_mean, la->norm1_rstd, w[P_NORM1_GAMMA], N, C);
-    }
-
-    // x_1 = drop(tok_embed[token]·√d + PE):  dtok_embed[token] += √d·(mask ⊙ dx_1)
-    for (size_t i = 0; i < N; i++) {
-        double *ge = m->g.tok_embed + (size_t)m->tokens[i] * C;
-        const double *dx = da->embed + i * C;
-        const double *mask = a->mask_embed ? a->mask_embed + i * C : NULL;
-        for (size_t c = 0; c < C; c++) ge[c] += sqrtC * (mask ? mask[c] * dx[c] : dx[c]);
+    if (m->nstacks > 1) {
+        // the cross-attentions of every decoder layer add ∂L/∂mem into the encoder's dfinal
+        layer_stack_t *enc = &m->stack[0];
+        memset(enc->dfinal, 0, (size_t)b->B * b->S * C * sizeof(double));
+        stack_backward(out, &m->shape, &pass[1], b->tokens, enc->dfinal, m->gtok_embed,
+                       &m->scratch);
+        stack_backward(enc, &m->shape, &pass[0], b->src, NULL, m->gtok_embed, &m->scratch);
+    } else {
+        stack_backward(out, &m->shape, &pass[0], b->tokens, NULL, m->gtok_embed, &m->scratch);
     }
 }
+
+/* ---------------------------------------------------------------------------------------
+ * Lookups
+ * ------------------------------------------------------------------------------------- */
 
 const tensor_info_t *model_find_tensor(const model_t *m, const char *name)
 {
@@ -530,4 +588,20 @@ const tensor_info_t *model_find_tensor(const model_t *m, const char *name)
 size_t model_tensor_size(const tensor_info_t *t)
 {
     return t->rows * t->cols;
+}
+
+const layer_stack_t *model_output_stack(const model_t *m)
+{
+    return &m->stack[m->nstacks - 1];
+}
+
+const layer_stack_t *model_row_stack(const model_t *m, int r, int *layer)
+{
+    for (int s = m->nstacks - 1; s >= 0; s--)
+        if (r >= m->stack[s].first_row) {
+            *layer = r - m->stack[s].first_row;
+            return &m->stack[s];
+        }
+    *layer = r;
+    return &m->stack[0];
 }

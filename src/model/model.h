@@ -1,16 +1,16 @@
-/* model.h — the transformer: parameter layout, whole-stack forward and backward.
+/* model.h — the transformer: one stack (arch = lm) or an encoder and a decoder (encdec), the
+ * output layer and the loss, over one parameter buffer (docs/design.md §1, §5, §6b).
  *
- * Notation (DESIGN.md §1): B batch, T = n sequence length, C = d model width, F = d_ff,
- * H heads, V vocab, L layers, N = B·T rows. Row vectors, y = x·W + b, W stored [in][out].
+ * Notation: B batch rows, T target (lm: sequence) length, S source length, C = d, F = d_ff,
+ * H heads, V vocab, N = B·T rows. Row vectors, y = x·W + b, W stored [in][out].
+ *   lm:      x_final = stack(tokens);                 logits = x_final·W_embᵀ (tied) or ·lm_head
+ *   encdec:  mem = encoder(src);  y = decoder(tokens, mem);  logits from y as above
+ * The layers are sub-layers wired by the placement (model/placement.h).
  *
- * Post-LN layer:  x² = x + MHA(x);  x³ = LN1(x²);  x⁵ = x³ + FFN(x³);  x_{l+1} = LN2(x⁵)
- * Pre-LN  layer:  x³ = x + MHA(LN1(x));  x_{l+1} = x³ + FFN(LN2(x³));  x_final = LNf(x_{L+1})
- * Input:  x_1 = tok_embed[token]·√d + PE (sinusoidal);  logits = x_final·W_embᵀ (tied) or ·lm_head.
- *
- * All parameters live in one buffer (model.params) with named views; their gradients in a
- * buffer of the same layout (model.grads). All activations live in one arena (model.act_mem),
- * sized for (B, T) at model_create: no allocation inside a step. The backward's activation
- * gradients (model.da) need one layer at a time: two alternating buffer sets (dact_mem).
+ * All parameters live in one buffer (params) with named tensors (model/tensors.h); their
+ * gradients in a buffer of the same layout (grads). Activations live in one arena (act_mem)
+ * sized for the largest batch at model_create; the backward's in another (dact_mem): the
+ * stream gradients of each stack and the sub-layers' shared scratch. No allocation in a step.
  *
  * Threads: the GEMMs run on OpenBLAS's threads; everything else in a step is serial and in a
  * fixed order, so a step is bit-reproducible for a given thread count (docs/performance.md).
@@ -22,119 +22,75 @@
 #include <stdint.h>
 #include <gsl/gsl_rng.h>
 #include "config/config.h"
+#include "model/batch.h"
+#include "model/stack.h"
+#include "model/tensors.h"
 
-/* Per-layer parameter tensors, in buffer order. Kept in sync with PARAM_NAMES in model.c. */
-enum {
-    P_WQ, P_BQ, P_WK, P_BK, P_WV, P_BV, P_WO, P_BO,
-    P_W1, P_B1, P_W2, P_B2,
-    P_NORM1_GAMMA, P_NORM1_BETA, P_NORM2_GAMMA, P_NORM2_BETA,
-    P_NUM_LAYER_PARAMS
-};
-
-/* Views into one parameter (or gradient) buffer. NULL where a tensor does not exist
- * (no norm params for norm = none, no beta for rmsnorm, no lm_head when tied, no final norm). */
+/* The largest batch a model is built for. */
 typedef struct {
-    double *w[P_NUM_LAYER_PARAMS];   /* w[P_WQ] (C,C) ... w[P_W1] (C,F), w[P_B1] (F), w[P_W2] (F,C) */
-} layer_view_t;
-
-typedef struct {
-    double *tok_embed;      /* (V, C) */
-    double *lm_head;        /* (C, V) or NULL when tied */
-    double *final_gamma;    /* (C) or NULL */
-    double *final_beta;     /* (C) or NULL */
-    layer_view_t *layers;   /* [L] */
-} param_view_t;
-
-/* One named parameter tensor: how dumps, gradcheck, probes and checkpoints see the buffer. */
-typedef struct {
-    char name[48];          /* DESIGN §5: "tok_embed", "layers/03/w1", "final_norm.gamma" */
-    size_t offset;          /* into params/grads */
-    size_t rows, cols;      /* 2-D tensors (rows = in); 1-D tensors have rows = 1 */
-    int rank;               /* 1 or 2 */
-    int layer;              /* 0..L-1, or -1 for tok_embed / lm_head / final_norm */
-    int kind;               /* P_* for layer tensors, -1 otherwise */
-} tensor_info_t;
-
-/* Per-layer saved activations (views into the arena). For both placements:
- *   norm1_in → norm1 → (post: x³ | pre: attention input)
- *   norm2_in → norm2 → (post: layer output | pre: FFN input)
- * Post: norm1_in = x², norm2_in = x⁵.  Pre: norm1_in = layer input x, norm2_in = x³. */
-typedef struct {
-    double *in;             /* (N,C) layer input x_l (alias of previous layer's out) */
-    double *norm1_in;       /* (N,C) alias: post → resid1 (x²), pre → in */
-    double *norm1;          /* (N,C) */
-    double *norm1_mean, *norm1_rstd;   /* (N) */
-    double *q, *k, *v;      /* (N,C) each; head h uses columns [h·Dh, (h+1)·Dh) */
-    double *att;            /* (B,H,T,T) softmax(q·kᵀ/√Dh) over keys (0 where causally masked) */
-    double *ctx;            /* (N,C) att·V, heads concatenated */
-    double *attn_out;       /* (N,C) ctx·Wo + bo (before dropout) */
-    double *resid1;         /* (N,C) post: x² = in + drop(attn_out); pre: x³ = in + drop(attn_out) */
-    double *norm2_in;       /* (N,C) alias: post → resid2 (x⁵), pre → resid1 (x³) */
-    double *norm2;          /* (N,C) */
-    double *norm2_mean, *norm2_rstd;   /* (N) */
-    double *ffn_pre;        /* (N,F) norm-side input ·W1 + b1 */
-    double *ffn_act;        /* (N,F) act(ffn_pre) */
-    double *ffn_out;        /* (N,C) ffn_act·W2 + b2 (before dropout) */
-    double *resid2;         /* (N,C) post: x⁵ = x³ + drop(ffn_out); pre: x_{l+1} = x³ + drop(ffn_out) */
-    double *out;            /* (N,C) alias: post → norm2, pre → resid2 */
-    double *mask_attn;      /* (N,C) dropout masks (0 or 1/(1−p)); NULL when dropout = 0 */
-    double *mask_ffn;       /* (N,C) */
-} layer_acts_t;
-
-typedef struct {
-    double *embed;          /* (N,C) x_1 = tok_embed[tok]·√C + PE, then dropout */
-    double *mask_embed;     /* (N,C) or NULL */
-    layer_acts_t *layers;   /* [L] */
-    double *final_in;       /* (N,C) alias of layers[L-1].out */
-    double *final;          /* (N,C) final norm output, or alias of final_in without final norm */
-    double *final_mean, *final_rstd; /* (N) */
-    double *logits;         /* (N,V) */
-    double *probs;          /* (N,V) softmax(logits) */
-    double *losses;         /* (N) per-token loss (0 where ignored) */
-} acts_t;
+    int B, T, S;             /* rows, target length, source length (0 for lm) */
+    size_t tokens;           /* most target tokens B·T of one batch (≤ B·T_max) */
+    size_t src_tokens;       /* most source tokens B·S of one batch */
+} model_caps_t;
 
 typedef struct {
     /* Dimensions and switches, copied from the config. */
-    int L, C, H, Dh, F, V, T, B;
-    placement_t placement;
+    arch_t arch;
+    int L, M;                /* layers of the (encoder) stack; decoder layers (0 for lm) */
+    int C, H, Dh, F, V;
+    int T, S, B;             /* capacity: target length, source length, rows */
+    model_caps_t caps;
     norm_kind_t norm;
-    activation_t activation;
     double norm_eps, dropout, label_smoothing;
     int causal, tied, final_norm;
+    sublayer_shape_t shape;
 
-    /* Parameters, gradients and their views. */
+    /* Parameters, gradients, and the registry of named tensors. */
     size_t num_params;
-    double *params;         /* (num_params) */
-    double *grads;          /* (num_params) */
-    param_view_t p, g;
-    tensor_info_t *tensors; /* [num_tensors], in buffer order */
+    double *params;          /* (num_params) */
+    double *grads;           /* (num_params) */
+    tensor_info_t *tensors;  /* [num_tensors], in buffer order */
     int num_tensors;
+    tensor_list_t list;
+    double *tok_embed, *gtok_embed;   /* (V,C) */
+    double *lm_head, *glm_head;       /* (C,V) or NULL when tied */
 
-    /* Activations (a, in act_mem) and their gradients (da, in dact_mem). a keeps every layer's
-     * forward values until the next forward. da.layers[l] shares its buffers with da.layers[l ± 2]
-     * (da.layers[l].in is da.layers[l−1].out): a layer's gradients are valid only during the
-     * backward; da has no masks, probs or losses (NULL). */
-    size_t num_acts;        /* doubles in act_mem (the saved activations) */
-    size_t num_dacts;       /* doubles in dact_mem */
+    /* The stacks: stack[0] is the lm stack or the encoder, stack[1] the decoder. */
+    int nstacks;
+    layer_stack_t stack[2];
+    int rows;                /* probe layer rows: L + M */
+
+    /* Activations and their gradients. */
+    size_t num_acts, num_dacts;
     double *act_mem, *dact_mem;
-    acts_t a, da;
-    double *pe;             /* (T, C) sinusoidal positions */
+    double *pe;              /* (max(T,S), C) sinusoidal positions */
+    double *logits;          /* (N,V) */
+    double *probs;           /* (N,V) softmax(logits) */
+    double *losses;          /* (N) per-token loss (0 where not scored) */
+    double *dlogits;         /* (N,V) */
+    int *src_len;            /* (B) non-padding source positions of the last batch */
+    sublayer_scratch_t scratch;
 
-    /* Last batch and loss. */
-    const int32_t *tokens;  /* (B,T) borrowed from the caller for the backward */
-    const int32_t *targets; /* (B,T), −1 = ignored */
+    /* The last batch and its loss. */
+    batch_t batch;           /* borrowed from the caller for the backward */
     double loss;
-    int num_targets;        /* non-ignored targets in the batch */
+    int num_targets;         /* scored targets in the batch */
 } model_t;
 
-/* Allocate a model (params, grads, activations for batch B) from cfg. Returns NULL on OOM. */
-model_t *model_create(const config_t *cfg);
+/* Allocate a model for cfg (params, grads, activations for the largest batch caps; NULL:
+ * the config's B = data.batch, T = seq_len, S = src_len). Returns NULL when out of memory. */
+model_t *model_create(const config_t *cfg, const model_caps_t *caps);
 
 /* Free everything model_create allocated. */
 void model_free(model_t *m);
 
-/* Initialise parameters (DESIGN §5, init.scheme) from rng, in buffer order: γ=1, β=0, biases 0,
- * tok_embed ~ N(0, 1/C), lm_head ~ N(0, 1/C), matrices Xavier/normal; zero_qk zeroes W_Q, W_K. */
+/* Doubles model_create would allocate for cfg and caps (parameters, gradients, activations,
+ * scratch): the memory estimate checked before a run starts. */
+double model_memory_doubles(const config_t *cfg, const model_caps_t *caps);
+
+/* Initialise parameters (docs/design.md §5, init.scheme) from rng, in buffer order: γ = 1,
+ * β = 0, biases 0, tok_embed and lm_head ~ N(0, 1/C), matrices Xavier/normal times their
+ * gain; zero_qk zeroes the self-attention's W_Q, W_K. */
 void model_init(model_t *m, const config_t *cfg, gsl_rng *rng);
 
 /* Add N(0, scale²) to every 1-D tensor (biases, γ, β), in buffer order, so that checks see
@@ -142,13 +98,21 @@ void model_init(model_t *m, const config_t *cfg, gsl_rng *rng);
  * would be invisible at γ = 1, β = 0, b = 0). */
 void model_perturb(model_t *m, gsl_rng *rng, double scale);
 
-/* Draw fresh dropout masks from rng (no-op when dropout = 0). The forward uses the stored masks,
- * so repeated forwards (finite differences) see the same network. */
-void model_draw_dropout(model_t *m, gsl_rng *rng);
+/* 0 when every id of b is valid for m (src, tokens ∈ [−1, V), targets ∈ [−1, V), shapes
+ * within the capacity, no row without a source token); else 2 with err set. */
+int model_check_batch(const model_t *m, const batch_t *b, char *err, size_t errlen);
 
-/* Forward on tokens/targets (B,T) (targets may be NULL: no loss). Returns the mean loss over
- * non-ignored targets (NaN if there are none). */
-double model_forward(model_t *m, const int32_t *tokens, const int32_t *targets);
+/* Draw fresh dropout masks for b's shape from rng (no-op when dropout = 0): the encoder's,
+ * then the decoder's. The forward uses the stored masks, so repeated forwards (finite
+ * differences) see the same network. */
+void model_draw_dropout(model_t *m, const batch_t *b, gsl_rng *rng);
+
+/* Every dropout mask 1 (evaluation without dropout; the next draw replaces them). */
+void model_dropout_off(model_t *m);
+
+/* Forward on batch b (checked with model_check_batch by the caller; b->targets NULL: no
+ * loss). Returns the mean loss over scored targets (NaN if there are none). */
+double model_forward(model_t *m, const batch_t *b);
 
 /* Zero the gradient buffer. */
 void model_zero_grad(model_t *m);
@@ -156,10 +120,16 @@ void model_zero_grad(model_t *m);
 /* Backward of the last forward: accumulates ∂loss/∂θ into m->grads. */
 void model_backward(model_t *m);
 
-/* Find a tensor by name (DESIGN §5); NULL if absent. */
+/* Find a tensor by name (docs/design.md §5); NULL if absent. */
 const tensor_info_t *model_find_tensor(const model_t *m, const char *name);
 
 /* Number of elements of a tensor. */
 size_t model_tensor_size(const tensor_info_t *t);
+
+/* The stack whose output the logits read (the lm stack, or the decoder). */
+const layer_stack_t *model_output_stack(const model_t *m);
+
+/* The stack of probe layer row r, and the layer index inside it. */
+const layer_stack_t *model_row_stack(const model_t *m, int r, int *layer);
 
 #endif

@@ -14,6 +14,18 @@ static const char *const COLORS[] = {"#c0392b", "#1f5fa8", "#e67e22", "#27ae60",
 
 static int is_post(const plot_run_t *r) { return r->cfg.model.placement == PLACEMENT_POST; }
 
+/* Column of a layer tensor (e.g. "w2") in a run's probe, or −1. */
+static int param_col(const plot_run_t *r, const char *name)
+{
+    return probe_axis_find(r->probe->ax.param, r->probe->ax.P, name);
+}
+
+/* Column of a hidden-state site (e.g. "resid1") in a probe, or −1. */
+static int site_col(const probe_t *p, const char *name)
+{
+    return probe_axis_find(p->ax.site, p->ax.Q, name);
+}
+
 /* Post-LN red, Pre-LN blue; further runs of the same placement take the next colours. */
 static const char *run_color(const plot_run_t *r, int rank_in_placement)
 {
@@ -111,7 +123,7 @@ static void block_per_layer(sbuf_t *s, const char *name, const double *data, int
                             int k, double scale)
 {
     sbuf_printf(s, "$%s << EOD\n", name);
-    for (int l = 0; l < L; l++) {
+    for (int l = 0; l < L && k >= 0; l++) {
         double mean, half;
         size_t n;
         fit_mean_ci(data + (size_t)l * K + k, (size_t)L * K, (size_t)S, &mean, &half, &n);
@@ -140,15 +152,15 @@ int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     const int names = labels_need_names(set, m, n);
     char sub[256];
     subtitle(&set->runs[m[0]], sub, sizeof sub);
-    static const int params[2] = {P_W1, P_W2};
+    static const char *const params[2] = {"w1", "w2"};
     static const char *const ylabels[2] = {"‖E_{batch} ∂L/∂W^1‖_F", "‖E_{batch} ∂L/∂W^2‖_F"};
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         for (int p = 0; p < 2; p++) {
             char block[32];
             snprintf(block, sizeof block, "g%d_%d", i, p);
-            block_per_layer(s, block, r->probe->grad_fro, r->probe->S, r->probe->L,
-                            P_NUM_LAYER_PARAMS, params[p], 1.0);
+            block_per_layer(s, block, r->probe->grad_fro, r->probe->S, r->probe->ax.L,
+                            r->probe->ax.P, param_col(r, params[p]), 1.0);
         }
     }
     sbuf_printf(s, "set multiplot layout 1,2 title \"Expected gradient norm of the FFN weights "
@@ -230,7 +242,7 @@ typedef struct {
 } scan_t;
 
 static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, int depth,
-                         int k, const char *block)
+                         const char *k, const char *block)
 {
     scan_t sc = {.n = n, .x0 = NAN, .y0 = NAN, .xmin = INFINITY, .xmax = -INFINITY};
     double xs[4096], ys[4096], fs[4096];
@@ -238,13 +250,15 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
     sbuf_printf(s, "$%s << EOD\n", block);
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
-        const int L = r->probe->L, d = r->cfg.model.d_model;
-        const size_t stride = (size_t)L * P_NUM_LAYER_PARAMS;
-        const double *last = r->probe->grad_fro + (size_t)(L - 1) * P_NUM_LAYER_PARAMS + k;
+        const int L = r->probe->ax.L, P = r->probe->ax.P, d = r->cfg.model.d_model;
+        const int kc = param_col(r, k);
+        if (kc < 0) continue;
+        const size_t stride = (size_t)L * P;
+        const double *last = r->probe->grad_fro + (size_t)(L - 1) * P + kc;   // the last FFN's
         double mean, half;
         size_t cnt;
         fit_mean_ci(last, stride, (size_t)r->probe->S, &mean, &half, &cnt);
-        const double x = depth ? L : d;
+        const double x = depth ? r->cfg.model.layers : d;
         if (!cnt) continue;
         sbuf_printf(s, "%g %.10g %.10g\n", x, mean, isnan(half) ? 0.0 : half);
         if (isnan(sc.x0)) { sc.x0 = x; sc.y0 = mean; }
@@ -271,9 +285,9 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
         size_t cnt;
         fit_mean_ci(r->probe->final_jacobian, 5, (size_t)r->probe->S, &mean, &half, &cnt);
         if (!sc.has_jac) { sbuf_printf(s, "$%sj << EOD\n", block); j0 = mean; sc.has_jac = 1; }
-        sbuf_printf(s, "%d %.10g\n", r->probe->L, mean * sc.y0 / j0);
+        sbuf_printf(s, "%d %.10g\n", r->cfg.model.layers, mean * sc.y0 / j0);
         for (int seed = 0; seed < r->probe->S && nj < 4096; seed++) {
-            jx[nj] = r->probe->L;
+            jx[nj] = r->cfg.model.layers;
             jy[nj++] = r->probe->final_jacobian[seed * 5];
         }
     }
@@ -292,7 +306,7 @@ static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
     const plot_run_t *ref = &set->runs[np ? mp[0] : mq[0]];
     char data[64];
     data_text(&ref->cfg, data, sizeof data);
-    static const int params[2] = {P_W1, P_W2};
+    static const char *const params[2] = {"w1", "w2"};
     if (depth)
         sbuf_printf(s, "set multiplot layout 1,2 title \"Gradient of the last FFN sub-layer vs depth "
                        "(Fig. 3c,d)\\n{/*0.8 d = %d, %s, %d seeds, bars: 95%% CI; dashed: theory "
@@ -381,12 +395,12 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     subtitle(&set->runs[m[0]], sub, sizeof sub);
     for (int i = 0; i < n; i++) {
         const probe_t *p = set->runs[m[i]].probe;
-        for (int q = 0; q < PROBE_NORMS; q++) {
+        for (int q = 0; q < p->ax.R && q < 2; q++) {
             char block[32];
             snprintf(block, sizeof block, "j%d_%d", i, q);
-            block_per_layer(s, block, p->jacobian_spec, p->S, p->L, PROBE_NORMS, q, 1.0);
+            block_per_layer(s, block, p->jacobian_spec, p->S, p->ax.L, p->ax.R, q, 1.0);
             snprintf(block, sizeof block, "b%d_%d", i, q);
-            block_per_layer(s, block, p->jacobian_bound, p->S, p->L, PROBE_NORMS, q, 1.0);
+            block_per_layer(s, block, p->jacobian_bound, p->S, p->ax.L, p->ax.R, q, 1.0);
         }
     }
     sbuf_printf(s, "set multiplot layout 1,2 title \"Norm-layer Jacobian ‖J_{LN}(x)‖_2 per layer "
@@ -395,8 +409,8 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     sbuf_printf(s, "set grid\nset key bottom left Left reverse samplen 2 font ',12' box opaque\n"
                    "set xlabel 'layer l'\nset xtics 1\n"
                    "set offsets 0.3, 0.3, graph 0.6, graph 0.05\nset logscale y\n");
-    for (int q = 0; q < PROBE_NORMS; q++) {
-        sbuf_printf(s, "set title '%s (%s)'\nset ylabel '‖J‖_2'\nplot ", PROBE_NORM_NAMES[q],
+    for (int q = 0; q < 2; q++) {
+        sbuf_printf(s, "set title '%s (%s)'\nset ylabel '‖J‖_2'\nplot ", q ? "norm2" : "norm1",
                     q == 0 ? "post: LN(x^2), pre: LN(x_l)" : "post: LN(x^5), pre: LN(x^3)");
         for (int i = 0; i < n; i++) {
             const plot_run_t *r = &set->runs[m[i]];
@@ -434,10 +448,11 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
         const probe_t *p = set->runs[m[i]].probe;
         char block[32];
         snprintf(block, sizeof block, "h%d_a", i);
-        block_per_layer(s, block, p->hidden_sqnorm, p->S, p->L, SITE_COUNT,
-                        is_post(&set->runs[m[i]]) ? SITE_RESID2 : SITE_OUTPUT, 1.0 / d);
+        block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q,
+                        site_col(p, is_post(&set->runs[m[i]]) ? "resid2" : "output"), 1.0 / d);
         snprintf(block, sizeof block, "h%d_b", i);
-        block_per_layer(s, block, p->hidden_sqnorm, p->S, p->L, SITE_COUNT, SITE_RESID1, 1.0 / d);
+        block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q, site_col(p, "resid1"),
+                        1.0 / d);
     }
     sbuf_printf(s, "$bounds << EOD\n");
     for (int l = 0; l <= L + 1; l++) {

@@ -1,8 +1,10 @@
 /* report.c — probe tables: every measurement beside the paper's value. Presentation only;
- * statistics and theory values come from fit.c. */
+ * statistics and theory values come from measure/fit.c. Columns are found by name
+ * (measure/probe.h), so any model's probe prints. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "report/report.h"
 #include "measure/fit.h"
 
@@ -17,57 +19,82 @@ static void print_ci(FILE *out, const double *x, size_t stride, int S)
     else fprintf(out, " %10.3e ±%8.1e", mean, half);
 }
 
+/* The row label: the layer index, with its stack in an encoder–decoder ("dec 3"). */
+static void print_row(FILE *out, const probe_axes_t *ax, int r)
+{
+    if (!ax->encdec) { fprintf(out, "%5d", r); return; }
+    int first = r;
+    while (first > 0 && !strcmp(ax->stack[first - 1], ax->stack[r])) first--;
+    fprintf(out, "%3s%2d", ax->stack[r], r - first);
+}
+
 static void report_gradients(FILE *out, const probe_t *p, int all)
 {
-    static const int main_cols[] = {P_W1, P_W2};
-    const int ncols = all ? P_NUM_LAYER_PARAMS : 2;
-    const size_t LP = (size_t)p->L * P_NUM_LAYER_PARAMS;
+    const probe_axes_t *ax = &p->ax;
+    int cols[64], ncols = 0;
+    if (all) {
+        for (int c = 0; c < ax->P && ncols < 64; c++) cols[ncols++] = c;
+    } else {
+        static const char *const MAIN[2] = {"w1", "w2"};
+        for (int k = 0; k < 2; k++) {
+            const int c = probe_axis_find(ax->param, ax->P, MAIN[k]);
+            if (c >= 0) cols[ncols++] = c;
+        }
+    }
+    const size_t LP = (size_t)ax->L * ax->P;
     fprintf(out, "\nExpected gradient ||E_batch dL/dW||_F, mean ± 95%% CI over %d seeds\n", p->S);
     fprintf(out, "layer");
-    for (int c = 0; c < ncols; c++)
-        fprintf(out, " %21s", PROBE_PARAM_NAMES[all ? c : main_cols[c]]);
+    for (int c = 0; c < ncols; c++) fprintf(out, " %21s", ax->param[cols[c]]);
     fprintf(out, "\n");
-    for (int l = 0; l < p->L; l++) {
-        fprintf(out, "%5d", l);
-        for (int c = 0; c < ncols; c++) {
-            const int k = all ? c : main_cols[c];
-            print_ci(out, p->grad_fro + (size_t)l * P_NUM_LAYER_PARAMS + k, LP, p->S);
-        }
+    for (int l = 0; l < ax->L; l++) {
+        print_row(out, ax, l);
+        for (int c = 0; c < ncols; c++)
+            print_ci(out, p->grad_fro + (size_t)l * ax->P + cols[c], LP, p->S);
         fprintf(out, "\n");
     }
     if (all) {
-        for (int e = 0; e < EXTRA_COUNT; e++) {
-            fprintf(out, "%-16s", PROBE_EXTRA_NAMES[e]);
-            print_ci(out, p->extra_grad_fro + e, EXTRA_COUNT, p->S);
+        for (int e = 0; e < ax->E; e++) {
+            fprintf(out, "%-16s", ax->extra[e]);
+            print_ci(out, p->extra_grad_fro + e, (size_t)ax->E, p->S);
             fprintf(out, "\n");
         }
     }
 }
 
+/* Column q of the site axis named name (−1 if absent). */
+static int site(const probe_axes_t *ax, const char *name)
+{
+    return probe_axis_find(ax->site, ax->Q, name);
+}
+
 static void report_hidden(FILE *out, const config_t *cfg, const probe_t *p)
 {
+    const probe_axes_t *ax = &p->ax;
     const int d = cfg->model.d_model, dff = cfg->model.d_ff;
-    const size_t LS = (size_t)p->L * SITE_COUNT;
-    double *scaled = malloc(LS * p->S * sizeof(double));
+    const size_t LQ = (size_t)ax->L * ax->Q;
+    double *scaled = malloc(LQ * p->S * sizeof(double));
     if (!scaled) return;
-    for (size_t i = 0; i < LS * p->S; i++) scaled[i] = p->hidden_sqnorm[i] / d;
+    for (size_t i = 0; i < LQ * p->S; i++) scaled[i] = p->hidden_sqnorm[i] / d;
+    const int post = cfg->model.placement == PLACEMENT_POST;
+    // Post-LN: x² = resid1 and x⁵ = the last residual sum; Pre-LN: input and output
+    const int last = site(ax, ax->encdec ? "resid3" : "resid2") >= 0 && ax->encdec
+                         ? site(ax, "resid3") : site(ax, "resid2");
+    const int a = post ? site(ax, "resid1") : site(ax, "input");
+    const int b = post ? last : site(ax, "output");
     fprintf(out, "\nHidden-state norms E||x||^2 / d (Lemma 2), mean ± 95%% CI\n");
-    if (cfg->model.placement == PLACEMENT_POST) {
-        fprintf(out, "layer %21s %21s %10s\n", "x^2 / d", "x^5 / d", "lemma x^5");
-        for (int l = 0; l < p->L; l++) {
-            fprintf(out, "%5d", l);
-            print_ci(out, scaled + (size_t)l * SITE_COUNT + SITE_RESID1, LS, p->S);
-            print_ci(out, scaled + (size_t)l * SITE_COUNT + SITE_RESID2, LS, p->S);
+    if (post) fprintf(out, "layer %21s %21s %10s\n", "x^2 / d", "x^5 / d", "lemma x^5");
+    else fprintf(out, "layer %21s %21s %21s\n", "x_l / d", "x_{l+1} / d", "lemma bounds x_{l+1}");
+    for (int l = 0; l < ax->L && a >= 0 && b >= 0; l++) {
+        print_row(out, ax, l);
+        print_ci(out, scaled + (size_t)l * ax->Q + a, LQ, p->S);
+        // the encoder's rows have no resid3: their x⁵ is resid2
+        const int bl = post && isnan(scaled[(size_t)l * ax->Q + b]) ? site(ax, "resid2") : b;
+        print_ci(out, scaled + (size_t)l * ax->Q + bl, LQ, p->S);
+        if (post) {
             fprintf(out, " %10.4f\n", fit_lemma2_post(d, dff));
-        }
-    } else {
-        fprintf(out, "layer %21s %21s %21s\n", "x_l / d", "x_{l+1} / d", "lemma bounds x_{l+1}");
-        for (int l = 0; l < p->L; l++) {
+        } else {
             double lo, hi;
             fit_lemma2_pre_bounds(d, dff, l + 1, fit_input_sqnorm(), &lo, &hi);
-            fprintf(out, "%5d", l);
-            print_ci(out, scaled + (size_t)l * SITE_COUNT + SITE_INPUT, LS, p->S);
-            print_ci(out, scaled + (size_t)l * SITE_COUNT + SITE_OUTPUT, LS, p->S);
             fprintf(out, "      [%6.3f, %6.3f]\n", lo, hi);
         }
     }
@@ -76,19 +103,25 @@ static void report_hidden(FILE *out, const config_t *cfg, const probe_t *p)
 
 static void report_jacobians(FILE *out, const config_t *cfg, const probe_t *p)
 {
-    if (cfg->model.norm == NORM_NONE || !cfg->probe.jacobian) return;
-    const size_t LN = (size_t)p->L * PROBE_NORMS;
+    const probe_axes_t *ax = &p->ax;
+    if (cfg->model.norm == NORM_NONE || !cfg->probe.jacobian || ax->R == 0) return;
+    const size_t LR = (size_t)ax->L * ax->R;
     fprintf(out, "\n%s Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3), mean over seeds\n",
             cfg->model.norm == NORM_RMSNORM ? "RMSNorm" : "LayerNorm");
-    fprintf(out, "layer %21s %12s %21s %12s\n", "norm1 ||J||_2", "sqrt(d)/|x|", "norm2 ||J||_2",
-            "sqrt(d)/|x|");
-    for (int l = 0; l < p->L; l++) {
-        fprintf(out, "%5d", l);
-        for (int k = 0; k < PROBE_NORMS; k++) {
+    fprintf(out, "layer");
+    for (int k = 0; k < ax->R; k++) {
+        char head[32];
+        snprintf(head, sizeof head, "%s ||J||_2", ax->norm[k]);
+        fprintf(out, " %21s %12s", head, "sqrt(d)/|x|");
+    }
+    fprintf(out, "\n");
+    for (int l = 0; l < ax->L; l++) {
+        print_row(out, ax, l);
+        for (int k = 0; k < ax->R; k++) {
             double mean, half;
             size_t n;
-            print_ci(out, p->jacobian_spec + (size_t)l * PROBE_NORMS + k, LN, p->S);
-            fit_mean_ci(p->jacobian_bound + (size_t)l * PROBE_NORMS + k, LN, (size_t)p->S, &mean,
+            print_ci(out, p->jacobian_spec + (size_t)l * ax->R + k, LR, p->S);
+            fit_mean_ci(p->jacobian_bound + (size_t)l * ax->R + k, LR, (size_t)p->S, &mean,
                         &half, &n);
             fprintf(out, " %12.4e", mean);
         }
@@ -96,11 +129,48 @@ static void report_jacobians(FILE *out, const config_t *cfg, const probe_t *p)
     }
     double mean, half, bound;
     size_t n;
-    fit_mean_ci(p->final_jacobian + 0, 5, (size_t)p->S, &mean, &half, &n);
+    fit_mean_ci(p->final_jacobian + 0, PROBE_JACOBIAN_FIELDS, (size_t)p->S, &mean, &half, &n);
     if (n) {
-        fit_mean_ci(p->final_jacobian + 4, 5, (size_t)p->S, &bound, &half, &n);
+        fit_mean_ci(p->final_jacobian + 4, PROBE_JACOBIAN_FIELDS, (size_t)p->S, &bound, &half, &n);
         fprintf(out, "final %10.3e %10s %12.4e\n", mean, "", bound);
     }
+}
+
+/* Liu et al. 2020's measure: the gradient reaching each sub-layer's output, per token. */
+static void report_subout(FILE *out, const probe_t *p)
+{
+    const probe_axes_t *ax = &p->ax;
+    if (ax->X == 0 || !p->subout_grad || isnan(p->subout_grad[0])) return;
+    const size_t LX = (size_t)ax->L * ax->X;
+    fprintf(out, "\nGradient at each sub-layer's output E_token ||dL/d out||, mean ± 95%% CI\n");
+    fprintf(out, "layer");
+    for (int x = 0; x < ax->X; x++) fprintf(out, " %21s", ax->sub[x]);
+    fprintf(out, "\n");
+    for (int l = 0; l < ax->L; l++) {
+        print_row(out, ax, l);
+        for (int x = 0; x < ax->X; x++) print_ci(out, p->subout_grad + (size_t)l * ax->X + x, LX, p->S);
+        fprintf(out, "\n");
+    }
+}
+
+void report_config(FILE *out, const config_t *cfg)
+{
+    const char *p = cfg->model.placement == PLACEMENT_PRE ? "Pre" : "Post";
+    if (cfg->model.arch == ARCH_ENCDEC)
+        fprintf(out, "%s: %s-LN encoder-decoder %d-%d, %s, %s, d=%d heads=%d d_ff=%d S=%d T=%d "
+                "B=%d V=%d, task %s, seed %lu\n", cfg->name, p, cfg->model.layers,
+                config_dec_layers(cfg), config_norm_name(cfg->model.norm),
+                config_activation_name(cfg->model.activation), cfg->model.d_model,
+                cfg->model.heads, cfg->model.d_ff, config_src_len(cfg), cfg->model.seq_len,
+                cfg->data.batch, cfg->model.vocab, config_task_name(cfg->data.task),
+                cfg->init.seed);
+    else
+        fprintf(out, "%s: %s-LN, %s, %s, L=%d d=%d heads=%d d_ff=%d n=%d B=%d V=%d, task %s, "
+                "seed %lu\n", cfg->name, p, config_norm_name(cfg->model.norm),
+                config_activation_name(cfg->model.activation), cfg->model.layers,
+                cfg->model.d_model, cfg->model.heads, cfg->model.d_ff, cfg->model.seq_len,
+                cfg->data.batch, cfg->model.vocab, config_task_name(cfg->data.task),
+                cfg->init.seed);
 }
 
 void report_probe(FILE *out, const config_t *cfg, const probe_t *p, int all)
@@ -112,4 +182,5 @@ void report_probe(FILE *out, const config_t *cfg, const probe_t *p, int all)
     report_gradients(out, p, all);
     report_hidden(out, cfg, p);
     report_jacobians(out, cfg, p);
+    if (all) report_subout(out, p);
 }

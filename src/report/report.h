@@ -6,6 +6,9 @@
 #include "config/config.h"
 #include "measure/probe.h"
 
+/* One line: the model and data of cfg (placement, norm, sizes, task, seed). */
+void report_config(FILE *out, const config_t *cfg);
+
 /* Per layer, mean ± 95 % CI over seeds: ‖E_batch ∇W‖_F of W¹ and W² (every tensor with all),
  * hidden-state norms / d beside Lemma 2, ‖J‖₂ beside √d/‖x−μ‖ (Lemma 3). */
 void report_probe(FILE *out, const config_t *cfg, const probe_t *p, int all);

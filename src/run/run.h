@@ -1,5 +1,7 @@
-/* run.h — a training run from the command line: chooses a fresh start or a resume, connects
- * the loop (train, numerics) to its file (h5io_train, I/O), the progress bar and the signals.
+/* run.h — a run from the command line, connected to its file: the probe at initialisation,
+ * a dump, a gradient check (run/run_init.c) and training (run/run.c: a fresh start or a
+ * resume, the loop (train, numerics) connected to its file (h5io_train, I/O), the progress
+ * bar and the signals).
  *
  * SIGINT, SIGTERM and SIGUSR1 (Slurm's warning before pre-emption) finish the current update,
  * write /checkpoint, set status = interrupted and return: exit 0 for SIGTERM/SIGUSR1 (the run
@@ -16,7 +18,21 @@ typedef struct {
     int force;     /* replace an existing file (--force or [output] overwrite = true) */
     int resume;    /* --resume: as [train] resume = auto */
     int quiet;     /* no progress bar, no summary */
+    double perturb;/* dump, gradcheck: N(0, perturb²) added to biases, γ, β after the init */
+    long entries;  /* gradcheck: entries per tensor */
+    double tol;    /* gradcheck: tolerance */
 } run_options_t;
+
+/* The probe at initialisation (train.steps = 0) into the HDF5 file path (written to a
+ * temporary name, renamed when complete); prints the summary table. Returns the exit code. */
+int run_probe(const config_t *cfg, const char *path, const run_options_t *o);
+
+/* One batch: parameters, batch, loss and every gradient into the dump file path. Exit code. */
+int run_dump(const config_t *cfg, const char *path, const run_options_t *o);
+
+/* Finite differences against the backward for every tensor; prints the table. Exit code
+ * (1 when a tensor exceeds o->tol). */
+int run_gradcheck(const config_t *cfg, const run_options_t *o);
 
 /* Train cfg (train.steps > 0) into the HDF5 file path, written in place. With resume, a file
  * of the same configuration continues from its checkpoint (or starts over when it has none;

@@ -4,37 +4,44 @@
 #include <string.h>
 #include "train/train.h"
 
+static void probe_rows_free(train_probe_t *p)
+{
+    free(p->grad_fro);
+    free(p->extra_grad_fro);
+    free(p->hidden_sqnorm);
+    free(p->jacobian_spec);
+    free(p->subout_grad);
+}
+
 int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
 {
     *out = NULL;
     train_t *t = calloc(1, sizeof *t);
     if (!t) { snprintf(err, errlen, "out of memory"); return 1; }
-    t->cfg = *cfg;
-    int rc = data_open(&t->data, &t->cfg, err, errlen);
+    int rc = session_open(&t->s, cfg, err, errlen);
     if (rc) { free(t); return rc; }
-    t->model = model_create(&t->cfg);
-    t->rng_init = gsl_rng_alloc(gsl_rng_mt19937);
-    t->rng_data = gsl_rng_alloc(gsl_rng_mt19937);
-    const int L = cfg->model.layers;
-    const size_t BT = (size_t)cfg->data.batch * cfg->model.seq_len;
-    t->tokens = malloc(BT * sizeof(int32_t));
-    t->targets = malloc(BT * sizeof(int32_t));
-    t->probe.grad_fro = malloc((size_t)L * P_NUM_LAYER_PARAMS * sizeof(double));
-    t->probe.extra_grad_fro = malloc(EXTRA_COUNT * sizeof(double));
-    t->probe.hidden_sqnorm = malloc((size_t)L * SITE_COUNT * sizeof(double));
-    t->probe.jacobian_spec = malloc((size_t)L * PROBE_NORMS * sizeof(double));
-    t->jac = malloc((size_t)L * PROBE_NORMS * sizeof(probe_jacobian_t));
-    if (!t->model || !t->rng_init || !t->rng_data || !t->tokens || !t->targets ||
-        !t->probe.grad_fro || !t->probe.extra_grad_fro || !t->probe.hidden_sqnorm ||
-        !t->probe.jacobian_spec || !t->jac ||
-        optim_init(&t->opt, &t->cfg, t->model ? t->model->num_params : 0)) {
+    const model_t *m = t->s.model;
+    if (probe_axes_from_model(&t->ax, m)) {
+        snprintf(err, errlen, "out of memory");
+        session_close(&t->s);
+        free(t);
+        return 1;
+    }
+    const size_t L = (size_t)t->ax.L, LR = (size_t)t->ax.L * t->ax.R + 1;
+    t->probe.grad_fro = malloc(L * t->ax.P * sizeof(double));
+    t->probe.extra_grad_fro = malloc((size_t)t->ax.E * sizeof(double));
+    t->probe.hidden_sqnorm = malloc(L * t->ax.Q * sizeof(double));
+    t->probe.jacobian_spec = malloc(LR * sizeof(double));
+    t->probe.subout_grad = malloc(L * t->ax.X * sizeof(double));
+    t->jac = malloc(LR * sizeof(probe_jacobian_t));
+    if (!t->probe.grad_fro || !t->probe.extra_grad_fro || !t->probe.hidden_sqnorm ||
+        !t->probe.jacobian_spec || !t->probe.subout_grad || !t->jac ||
+        optim_init(&t->opt, &t->s.cfg, m->num_params)) {
         snprintf(err, errlen, "out of memory");
         train_free(t);
         return 1;
     }
-    gsl_rng_set(t->rng_init, cfg->init.seed);
-    gsl_rng_set(t->rng_data, cfg->init.seed + DATA_SEED_OFFSET);
-    model_init(t->model, &t->cfg, t->rng_init);
+    session_init(&t->s, cfg->init.seed);
     *out = t;
     return 0;
 }
@@ -42,17 +49,10 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
 void train_free(train_t *t)
 {
     if (!t) return;
-    model_free(t->model);
-    data_close(&t->data);
+    session_close(&t->s);
     optim_free(&t->opt);
-    if (t->rng_init) gsl_rng_free(t->rng_init);
-    if (t->rng_data) gsl_rng_free(t->rng_data);
-    free(t->tokens);
-    free(t->targets);
-    free(t->probe.grad_fro);
-    free(t->probe.extra_grad_fro);
-    free(t->probe.hidden_sqnorm);
-    free(t->probe.jacobian_spec);
+    probe_rows_free(&t->probe);
+    probe_axes_free(&t->ax);
     free(t->jac);
     free(t);
 }
@@ -60,34 +60,34 @@ void train_free(train_t *t)
 /* The per-layer measurements of the step just run (forward activations, raw gradient). */
 static void measure(train_t *t)
 {
-    const model_t *m = t->model;
+    const model_t *m = t->s.model;
     train_probe_t *p = &t->probe;
-    probe_grad_norms(m, m->grads, p->grad_fro, p->extra_grad_fro);
-    probe_hidden_norms(m, p->hidden_sqnorm, &p->final_sqnorm);
-    const size_t LN = (size_t)m->L * PROBE_NORMS;
-    for (size_t i = 0; i < LN; i++) p->jacobian_spec[i] = NAN;
+    probe_grad_norms(&t->ax, m, m->grads, p->grad_fro, p->extra_grad_fro);
+    probe_hidden_norms(&t->ax, m, p->hidden_sqnorm, &p->final_sqnorm, NULL);
+    probe_subout_grads(&t->ax, m, p->subout_grad);
+    const size_t LR = (size_t)t->ax.L * t->ax.R;
+    for (size_t i = 0; i < LR; i++) p->jacobian_spec[i] = NAN;
     p->final_jacobian_spec = NAN;
-    if (!t->cfg.probe.jacobian) return;
+    if (!t->s.cfg.probe.jacobian) return;
     probe_jacobian_t fin;
-    probe_jacobians(m, t->jac, &fin);
-    for (size_t i = 0; i < LN; i++) p->jacobian_spec[i] = t->jac[i].spec;
+    probe_jacobians(&t->ax, m, t->jac, &fin, NULL);
+    for (size_t i = 0; i < LR; i++) p->jacobian_spec[i] = t->jac[i].spec;
     p->final_jacobian_spec = fin.spec;
 }
 
 void train_step(train_t *t, train_record_t *r)
 {
-    const config_t *c = &t->cfg;
-    model_t *m = t->model;
+    const config_t *c = &t->s.cfg;
+    model_t *m = t->s.model;
     const long s = t->step + 1;
     memset(r, 0, sizeof *r);
     r->step = s;
     r->val_loss = NAN;
     r->lr = optim_lr(c->train.schedule, c->train.lr, c->train.warmup, c->train.steps, s);
 
-    data_batch(&t->data, t->rng_data, t->tokens, t->targets);   // (B,T) each
+    session_next_batch(&t->s);   // batch, then its dropout masks, from rng_data
     t->batches++;
-    model_draw_dropout(m, t->rng_data);
-    r->loss = model_forward(m, t->tokens, t->targets);
+    r->loss = model_forward(m, &t->s.batch);
     model_zero_grad(m);
     model_backward(m);
     r->grad_norm = optim_clip(m->grads, m->num_params, c->train.clip);   // norm before clipping
@@ -103,7 +103,7 @@ void train_step(train_t *t, train_record_t *r)
     if (r->diverged) return;
     optim_update(&t->opt, m->params, m->grads, r->lr);
     t->step = s;
-    if (t->data.val_batches > 0 && (s % c->train.eval_every == 0 || s == c->train.steps))
+    if (t->s.data.val_batches > 0 && (s % c->train.eval_every == 0 || s == c->train.steps))
         r->val_loss = train_eval(t);
 }
 
@@ -117,38 +117,28 @@ const char *train_diverged_reason(int diverged)
     return "finite";
 }
 
-/* Dropout off for an evaluation: every mask 1 (the next step draws fresh masks). */
-static void masks_off(model_t *m)
-{
-    if (m->dropout <= 0.0) return;
-    const size_t NC = (size_t)m->B * m->T * m->C;
-    for (size_t i = 0; i < NC; i++) m->a.mask_embed[i] = 1.0;
-    for (int l = 0; l < m->L; l++)
-        for (size_t i = 0; i < NC; i++) m->a.layers[l].mask_attn[i] = m->a.layers[l].mask_ffn[i] = 1.0;
-}
-
 double train_eval(train_t *t)
 {
-    if (t->data.val_batches <= 0) return NAN;
-    masks_off(t->model);
+    if (t->s.data.val_batches <= 0) return NAN;
+    model_dropout_off(t->s.model);   // the next step draws fresh masks
     double sum = 0.0;
-    for (int i = 0; i < t->data.val_batches; i++) {
-        data_val_batch(&t->data, i, t->tokens, t->targets);
-        sum += model_forward(t->model, t->tokens, t->targets);   // every batch scores B·T tokens
+    for (int i = 0; i < t->s.data.val_batches; i++) {
+        data_val_batch(&t->s.data, i, &t->s.batch);
+        sum += model_forward(t->s.model, &t->s.batch);   // every batch scores B·T tokens
     }
-    return sum / t->data.val_batches;
+    return sum / t->s.data.val_batches;
 }
 
 train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile sig_atomic_t *stop)
 {
-    const int every = t->cfg.train.checkpoint_every;
-    while (t->step < t->cfg.train.steps) {
+    const int every = t->s.cfg.train.checkpoint_every;
+    while (t->step < t->s.cfg.train.steps) {
         if (stop && *stop) return TRAIN_INTERRUPTED;
         train_record_t r;
         train_step(t, &r);
         if (cb && cb->step && cb->step(cb->ctx, t, &r)) return TRAIN_FAILED;
         if (r.diverged) return TRAIN_DIVERGED;
-        if (every > 0 && t->step % every == 0 && t->step < t->cfg.train.steps && cb &&
+        if (every > 0 && t->step % every == 0 && t->step < t->s.cfg.train.steps && cb &&
             cb->checkpoint && cb->checkpoint(cb->ctx, t))
             return TRAIN_FAILED;
     }

@@ -1,5 +1,6 @@
-/* train.h — the training loop (issue 4). Numerics only: no I/O; the caller gets every
- * step's record through a callback and does the logging, checkpoints and progress.
+/* train.h — the training loop (docs/design.md §4 [train]). Numerics only: no I/O; the
+ * caller gets every step's record through a callback and does the logging, checkpoints and
+ * progress.
  *
  * Update t = 1, 2, …, train.steps:
  *   batch, dropout masks ← rng_data;  loss = forward;  g = ∇θ loss;  ‖g‖₂ (before clipping);
@@ -7,10 +8,10 @@
  *   (Adam's step is bounded by ~lr, so even lr = 1e3 gives a finite but absurd loss);
  *   clip;  θ ← optimizer(θ, g, lr(t)).
  * At t = 1 and every probe.every updates the step's own forward/backward is measured per layer
- * (probe_grad_norms, probe_hidden_norms, probe_jacobians; before clipping and the update).
+ * (measure/probe.h: gradient, hidden-state, Jacobian and sub-layer output-gradient norms;
+ * before clipping and the update).
  * Text task: validation loss after the update at every train.eval_every-th and the last step.
- * Streams: rng_init = init.seed (model_init), rng_data = init.seed + DATA_SEED_OFFSET (batches
- * and dropout), as the probe and dump use them: update 1 sees the batch of `stability dump`.
+ * Streams (data/session.h): update 1 sees the batch of `stability dump`.
  */
 #ifndef STABILITY_TRAIN_H
 #define STABILITY_TRAIN_H
@@ -18,12 +19,10 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <gsl/gsl_rng.h>
 #include "config/config.h"
-#include "data/data.h"
-#include "model/model.h"
-#include "train/optim.h"
+#include "data/session.h"
 #include "measure/probe.h"
+#include "train/optim.h"
 
 /* A loss above this many times that of the uniform predictor (ln V) counts as divergence. */
 #define TRAIN_DIVERGE_FACTOR 100.0
@@ -42,29 +41,27 @@ typedef struct {
     int diverged;         /* TRAIN_FINITE, or why the step diverged (no update was made) */
 } train_record_t;
 
-/* Per-layer measurements of one step (L = layers, P = P_NUM_LAYER_PARAMS). */
+/* Per-layer measurements of one step (axes of train_t.ax). */
 typedef struct {
     double *grad_fro;          /* (L,P) ‖∇W‖_F, NaN where a tensor does not exist */
-    double *extra_grad_fro;    /* (EXTRA_COUNT) tok_embed, lm_head, final norm */
-    double *hidden_sqnorm;     /* (L,SITE_COUNT) E_token ‖x‖² */
+    double *extra_grad_fro;    /* (E) tok_embed, lm_head, final norms */
+    double *hidden_sqnorm;     /* (L,Q) E_token ‖x‖² */
     double final_sqnorm;       /* E_token ‖x_final‖² */
-    double *jacobian_spec;     /* (L,PROBE_NORMS) E_token ‖J‖₂; NaN with probe.jacobian = off */
+    double *jacobian_spec;     /* (L,R) E_token ‖J‖₂; NaN with probe.jacobian = off */
     double final_jacobian_spec;/* of the final norm; NaN without one */
+    double *subout_grad;       /* (L,X) E_token ‖∂L/∂(sub-layer output)‖ */
 } train_probe_t;
 
-/* The whole state of a run; everything a bit-identical resume needs is in model->params,
- * opt (m, v, t), rng_init, rng_data, step and batches. */
+/* The whole state of a run; everything a bit-identical resume needs is in the model's
+ * params, opt (m, v, t), the session's rng_init and rng_data, step and batches. */
 typedef struct {
-    config_t cfg;              /* a copy */
-    model_t *model;
-    data_t data;
+    session_t s;               /* cfg (a copy), data, model, random streams, the batch */
     optim_t opt;
-    gsl_rng *rng_init, *rng_data;
     long step;                 /* updates done */
     long batches;              /* training batches drawn (the data position) */
-    int32_t *tokens, *targets; /* (B,T) */
+    probe_axes_t ax;           /* names of the probe rows' axes */
     train_probe_t probe;
-    probe_jacobian_t *jac;     /* (L,PROBE_NORMS) scratch */
+    probe_jacobian_t *jac;     /* (L,R) scratch */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED } train_status_t;
@@ -77,8 +74,8 @@ typedef struct {
     int (*checkpoint)(void *ctx, const train_t *t);
 } train_callbacks_t;
 
-/* Build the run of cfg: data, model initialised from rng_init, optimizer, rngs, step 0.
- * Returns 0, 2 (the data task rejects cfg, e.g. a missing text file; err "key: message") or 1. */
+/* Build the run of cfg: session (model initialised from rng_init), optimizer, step 0.
+ * Returns 0, 2 (cfg rejected, e.g. a missing text file; err "key: message") or 1. */
 int train_create(train_t **t, const config_t *cfg, char *err, size_t errlen);
 
 /* Free everything train_create allocated. */

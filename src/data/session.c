@@ -1,0 +1,76 @@
+/* session.c — data + model + random streams + one batch (data/session.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "data/session.h"
+
+double session_memory_bytes(const config_t *cfg)
+{
+    return model_memory_doubles(cfg, NULL) * sizeof(double);
+}
+
+/* Refuse a model larger than this machine's memory, with the estimate (before allocating). */
+static int check_memory(const config_t *cfg, char *err, size_t errlen)
+{
+    const double need = session_memory_bytes(cfg);
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    const double have = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+    if (have > 0.0 && need > have) {
+        snprintf(err, errlen, "model: needs about %.1f GiB for parameters, gradients and "
+                 "activations, this machine has %.1f GiB (reduce model.layers, d_model, "
+                 "seq_len, vocab or data.batch)", need / 1073741824.0, have / 1073741824.0);
+        return 2;
+    }
+    return 0;
+}
+
+int session_open(session_t *s, const config_t *cfg, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    int rc = check_memory(cfg, err, errlen);
+    if (rc) return rc;
+    if ((rc = data_open(&s->data, &s->cfg, err, errlen))) return rc;
+    s->model = model_create(&s->cfg, NULL);
+    s->rng_init = gsl_rng_alloc(gsl_rng_mt19937);
+    s->rng_data = gsl_rng_alloc(gsl_rng_mt19937);
+    const model_t *m = s->model;
+    if (m) {
+        s->batch.tokens = malloc(m->caps.tokens * sizeof(int32_t));
+        s->batch.targets = malloc(m->caps.tokens * sizeof(int32_t));
+        if (m->caps.src_tokens) s->batch.src = malloc(m->caps.src_tokens * sizeof(int32_t));
+    }
+    if (!m || !s->rng_init || !s->rng_data || !s->batch.tokens || !s->batch.targets ||
+        (m->caps.src_tokens && !s->batch.src)) {
+        snprintf(err, errlen, "out of memory");
+        session_close(s);
+        return 1;
+    }
+    return 0;
+}
+
+void session_close(session_t *s)
+{
+    model_free(s->model);
+    data_close(&s->data);
+    if (s->rng_init) gsl_rng_free(s->rng_init);
+    if (s->rng_data) gsl_rng_free(s->rng_data);
+    free(s->batch.src);
+    free(s->batch.tokens);
+    free(s->batch.targets);
+    memset(s, 0, sizeof *s);
+}
+
+void session_init(session_t *s, unsigned long seed)
+{
+    gsl_rng_set(s->rng_init, seed);
+    gsl_rng_set(s->rng_data, seed + DATA_SEED_OFFSET);
+    model_init(s->model, &s->cfg, s->rng_init);
+}
+
+void session_next_batch(session_t *s)
+{
+    data_batch(&s->data, s->rng_data, &s->batch);
+    model_draw_dropout(s->model, &s->batch, s->rng_data);
+}

@@ -1,0 +1,133 @@
+/* stack.c — embedding, the sub-layers in order, the final norm (docs/design.md §1, §5, §6b). */
+#include <math.h>
+#include <string.h>
+#include "model/stack.h"
+
+static double *take(double *base, size_t *off, size_t n)
+{
+    double *p = base ? base + *off : NULL;
+    *off += n;
+    return p;
+}
+
+sublayer_t *stack_sublayer(const layer_stack_t *st, int l, int i)
+{
+    return &st->subs[(size_t)l * st->nsub + i];
+}
+
+void stack_layout(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_caps_t *cap,
+                  int dropout, double *base, size_t *n, double *gbase, size_t *gn)
+{
+    const size_t NC = cap->rows * (size_t)sh->C;
+    const int K = st->L * st->nsub;
+    st->embed = take(base, n, NC);
+    st->mask_embed = dropout ? take(base, n, NC) : NULL;
+    for (int s = 0; s < K; s++) {
+        double *b = base ? base + *n : NULL;
+        *n += sublayer_layout(&st->subs[s], sh, cap, dropout, b);
+    }
+    st->top = st->subs[K - 1].out;
+    st->output = st->top;
+    if (st->final.on) {
+        st->final.out = take(base, n, NC);
+        st->final.mean = take(base, n, cap->rows);
+        st->final.rstd = take(base, n, cap->rows);
+        st->output = st->final.out;
+    }
+    st->dstream[0] = take(gbase, gn, NC);
+    st->dstream[1] = take(gbase, gn, NC);
+    st->dfinal = st->final.on ? take(gbase, gn, NC) : st->dstream[K % 2];
+}
+
+/* Fill n mask entries: 0 with probability p, else 1/(1−p). */
+static void draw_mask(double *mask, size_t n, double p, gsl_rng *rng)
+{
+    const double keep = 1.0 / (1.0 - p);
+    for (size_t i = 0; i < n; i++) mask[i] = gsl_rng_uniform(rng) < p ? 0.0 : keep;
+}
+
+void stack_draw_dropout(layer_stack_t *st, size_t N, int C, double p, gsl_rng *rng)
+{
+    if (!st->mask_embed) return;
+    const size_t NC = N * (size_t)C;
+    draw_mask(st->mask_embed, NC, p, rng);
+    for (int s = 0; s < st->L * st->nsub; s++) draw_mask(st->subs[s].mask, NC, p, rng);
+}
+
+void stack_masks_off(layer_stack_t *st, size_t N, int C)
+{
+    if (!st->mask_embed) return;
+    const size_t NC = N * (size_t)C;
+    for (size_t i = 0; i < NC; i++) st->mask_embed[i] = 1.0;
+    for (int s = 0; s < st->L * st->nsub; s++)
+        for (size_t i = 0; i < NC; i++) st->subs[s].mask[i] = 1.0;
+}
+
+void stack_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
+                   const int32_t *ids, const double *tok_embed, const double *pe)
+{
+    const size_t T = (size_t)p->T, C = (size_t)sh->C, N = (size_t)p->B * T;
+    const double sqrtC = sqrt((double)C);
+    // x_1 = tok_embed[id]·√d + PE  (fairseq convention, docs/design.md §5)     // (N,C)
+    for (size_t i = 0; i < N; i++) {
+        double *x = st->embed + i * C;
+        if (ids[i] < 0) { memset(x, 0, C * sizeof(double)); continue; }   // padding
+        const double *e = tok_embed + (size_t)ids[i] * C;
+        const double *pos = pe + (i % T) * C;
+        for (size_t c = 0; c < C; c++) x[c] = e[c] * sqrtC + pos[c];
+        if (st->mask_embed) for (size_t c = 0; c < C; c++) x[c] *= st->mask_embed[i * C + c];
+    }
+    const double *x = st->embed;
+    for (int s = 0; s < st->L * st->nsub; s++) {
+        sublayer_forward(&st->subs[s], sh, p, x);
+        x = st->subs[s].out;
+    }
+    // x_final = Norm(x_top) when the stack ends with a final norm (Pre-LN by default)
+    if (st->final.on)
+        norm_forward(sh->norm, st->final.out, st->final.mean, st->final.rstd, st->top,
+                     st->final.gamma, st->final.beta, N, C, sh->eps);
+}
+
+/* Mean over the rows with ids ≥ 0 of the rows' Euclidean norms of x (N,C). */
+static double mean_row_norm(const double *x, const int32_t *ids, size_t N, size_t C)
+{
+    double sum = 0.0;
+    size_t n = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (ids[i] < 0) continue;
+        double s = 0.0;
+        for (size_t c = 0; c < C; c++) s += x[i * C + c] * x[i * C + c];
+        sum += sqrt(s);
+        n++;
+    }
+    return n ? sum / (double)n : NAN;
+}
+
+void stack_backward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
+                    const int32_t *ids, double *dmem, double *gtok_embed,
+                    sublayer_scratch_t *sc)
+{
+    const size_t C = (size_t)sh->C, N = (size_t)p->B * p->T;
+    const int K = st->L * st->nsub;
+    const double sqrtC = sqrt((double)C);
+    if (st->final.on) {
+        double *dtop = st->dstream[K % 2];
+        memset(dtop, 0, N * C * sizeof(double));
+        norm_backward(sh->norm, dtop, st->final.dgamma, st->final.dbeta, st->dfinal, st->top,
+                      st->final.mean, st->final.rstd, st->final.gamma, N, C);
+    }
+    for (int s = K - 1; s >= 0; s--) {
+        st->dout_norm[s] = mean_row_norm(st->dstream[(s + 1) % 2], ids, N, C);
+        sublayer_backward(&st->subs[s], sh, p, st->dstream[(s + 1) % 2], st->dstream[s % 2],
+                          dmem, sc);
+    }
+    // x_1 = drop(tok_embed[id]·√d + PE):  dtok_embed[id] += √d·(mask ⊙ dx_1)
+    const double *dx1 = st->dstream[0];
+    for (size_t i = 0; i < N; i++) {
+        if (ids[i] < 0) continue;
+        double *ge = gtok_embed + (size_t)ids[i] * C;
+        const double *dx = dx1 + i * C;
+        const double *mask = st->mask_embed ? st->mask_embed + i * C : NULL;
+        for (size_t c = 0; c < C; c++) ge[c] += sqrtC * (mask ? mask[c] * dx[c] : dx[c]);
+    }
+}

@@ -1,0 +1,100 @@
+/* sublayer.h — the unit of the model: one residual sub-layer (self-attention,
+ * cross-attention or FFN) with its norms, wired by a placement rule (model/placement.h):
+ *
+ *     u = Norm_in(x) or x;   f = F(u);   f' = Norm_out(f) or f;
+ *     r = skip·x + gate·drop(f') (+ x_block);   out = Norm_after(r) or r
+ *
+ * It owns its parameter views, its forward activations (in the model's arena) and its
+ * forward/backward pair; the backward declares what it accumulates into (see
+ * sublayer_backward), so the caller zeroes nothing by hand.
+ * Shapes: N = B·Tq rows of queries, Nk = B·Tk rows of keys (cross-attention: the source),
+ * C model width, F FFN width, H heads.
+ */
+#ifndef STABILITY_SUBLAYER_H
+#define STABILITY_SUBLAYER_H
+
+#include <stddef.h>
+#include "nn/ffn.h"
+#include "nn/norm.h"
+#include "model/placement.h"
+
+/* Dimensions and kernels shared by every sub-layer of a model. */
+typedef struct {
+    int C, F, H;
+    norm_kind_t norm;
+    double eps;
+    activation_t act;
+} sublayer_shape_t;
+
+/* One norm site: its parameters (NULL where the norm kind has none) and saved statistics. */
+typedef struct {
+    int on;                      /* the site exists in this sub-layer */
+    double *gamma, *beta;        /* (width) */
+    double *dgamma, *dbeta;
+    double *out;                 /* (rows, width) */
+    double *mean, *rstd;         /* (rows) */
+} norm_site_t;
+
+/* This forward's shapes, the same for every sub-layer of a stack. */
+typedef struct {
+    int B, T;                    /* rows; sequence length of the stack */
+    int causal;                  /* self-attention masks keys j > i */
+    const int *len;              /* (B) non-padding positions per row (right padding); NULL = T */
+    const double *mem;           /* cross-attention: (B,S,C) the encoder's output, or NULL */
+    int S;                       /* its length */
+    const int *mem_len;          /* (B) its non-padding positions; NULL = S */
+} sublayer_pass_t;
+
+typedef struct {
+    sublayer_rule_t rule;
+    int layer;                   /* row of the probes' layer axis */
+    int index;                   /* 1-based position in its layer: normK, residK */
+    /* parameters and gradients: attention q, k, v, o; FFN w[0] = W¹, w[1] = W² */
+    double *w[4], *b[4], *gw[4], *gb[4];
+    norm_site_t norm;            /* normK: Norm_in or Norm_after */
+    /* forward activations (views into the model's arena) */
+    const double *x;             /* (N,C) the input: the stream before this sub-layer */
+    const double *u;             /* (N,C) the branch input: norm.out or x */
+    double *q, *k, *v;           /* (N,C), (Nk,C), (Nk,C) */
+    double *att;                 /* (B,H,Tq,Tk) */
+    double *ctx;                 /* (N,C) */
+    double *pre, *act;           /* (N,F) */
+    double *f;                   /* (N,C) the branch output F(u) */
+    double *mask;                /* (N,C) inverted-dropout mask (0 or 1/(1−p)), or NULL */
+    double *r;                   /* (N,C) the residual sum */
+    double *out;                 /* (N,C) norm.out (Norm_after) or r */
+} sublayer_t;
+
+/* Scratch of the backward, shared by all sub-layers (each overwrites what it uses). */
+typedef struct {
+    double *dq, *dk, *dv;        /* (N,C), (Nk,C), (Nk,C) */
+    double *datt;                /* (B,H,Tq,Tk) */
+    double *dctx, *df, *du, *dr, *dbranch;   /* (N,C) */
+    double *dpre, *dact;         /* (N,F) */
+} sublayer_scratch_t;
+
+/* Capacity of the activations: rows of queries and keys, entries of one attention matrix. */
+typedef struct {
+    size_t rows, key_rows, att;
+} sublayer_caps_t;
+
+/* Lay out s's forward activations over base (or only count when base is NULL); dropout adds
+ * a mask. Returns the doubles used. */
+size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_caps_t *cap,
+                       int dropout, double *base);
+
+/* Doubles of the shared backward scratch for capacity cap; lays it out when base != NULL. */
+size_t sublayer_scratch_layout(sublayer_scratch_t *sc, const sublayer_shape_t *sh,
+                               const sublayer_caps_t *cap, double *base);
+
+/* Forward of s on x (N,C) for this pass; fills s's activations; s->out is the result. */
+void sublayer_forward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_pass_t *p,
+                      const double *x);
+
+/* Backward of the last forward. dout (N,C) = ∂L/∂out. OVERWRITES dx (N,C) = ∂L/∂x (it
+ * zeroes it first), ACCUMULATES into s's parameter gradients and, for cross-attention, into
+ * dmem (Nk,C) (the caller zeroes dmem once before the decoder's backward). */
+void sublayer_backward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_pass_t *p,
+                       const double *dout, double *dx, double *dmem, sublayer_scratch_t *sc);
+
+#endif

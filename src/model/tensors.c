@@ -1,0 +1,59 @@
+/* tensors.c — the parameter registry (docs/design.md §5). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model/tensors.h"
+
+/* The canonical order of the tensors inside a layer; also the probes' "param" axis. The first
+ * sixteen are the single stack's, in the order files of arch = lm have always had. */
+static const char *const COLUMNS[] = {
+    "wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo",                  // self-attention
+    "cwq", "cbq", "cwk", "cbk", "cwv", "cbv", "cwo", "cbo",          // cross-attention
+    "w1", "b1", "w2", "b2",                                          // FFN
+    "norm1.gamma", "norm1.beta", "norm2.gamma", "norm2.beta",        // the sub-layers' norms
+    "norm3.gamma", "norm3.beta",
+};
+#define NCOLUMNS ((int)(sizeof COLUMNS / sizeof COLUMNS[0]))
+
+int tensors_column_count(void) { return NCOLUMNS; }
+
+const char *tensors_column_name(int c) { return c >= 0 && c < NCOLUMNS ? COLUMNS[c] : NULL; }
+
+int tensors_column_index(const char *kind)
+{
+    for (int c = 0; c < NCOLUMNS; c++)
+        if (!strcmp(COLUMNS[c], kind)) return c;
+    return -1;
+}
+
+int tensors_add(tensor_list_t *l, const char *name, const char *kind, size_t rows, size_t cols,
+                int rank, int layer, tensor_init_t init, double value)
+{
+    if (l->n == l->cap) {
+        const int cap = l->cap ? 2 * l->cap : 64;
+        tensor_info_t *grown = realloc(l->t, (size_t)cap * sizeof *grown);
+        if (!grown) return -1;
+        l->t = grown;
+        l->cap = cap;
+    }
+    tensor_info_t *t = &l->t[l->n];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->kind = kind;
+    t->offset = l->size;
+    t->rows = rows;
+    t->cols = cols;
+    t->rank = rank;
+    t->layer = layer;
+    t->column = kind[0] ? tensors_column_index(kind) : -1;
+    t->init = init;
+    t->value = value;
+    l->size += rows * cols;
+    return l->n++;
+}
+
+void tensors_free(tensor_list_t *l)
+{
+    free(l->t);
+    memset(l, 0, sizeof *l);
+}

@@ -1,0 +1,166 @@
+/* run_init.c — the verbs that run the model at initialisation: the probe (Xiong et al. 2020
+ * §3.4), a dump of one batch, and the finite-difference check (docs/design.md §3, §8). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "data/session.h"
+#include "io/h5io.h"
+#include "measure/gradcheck.h"
+#include "measure/probe.h"
+#include "report/plot.h"
+#include "report/report.h"
+#include "run/run.h"
+#include "util/progress.h"
+
+/* Resolved INI text of cfg (malloc'd). */
+static char *config_text(const config_t *cfg)
+{
+    const size_t len = config_to_ini(cfg, NULL, 0) + 1;
+    char *ini = malloc(len);
+    if (ini) config_to_ini(cfg, ini, len);
+    return ini;
+}
+
+/* Open cfg's session; prints why not. Returns 0, 1 or 2. */
+static int open_session(session_t *s, const config_t *cfg)
+{
+    char err[1024];
+    const int rc = session_open(s, cfg, err, sizeof err);
+    if (rc == 2) fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
+    else if (rc) fprintf(stderr, "stability: %s\n", err);
+    return rc;
+}
+
+/* The session of cfg, initialised (and perturbed), with its first batch and dropout masks:
+ * what dump and gradcheck see (and training's update 1). */
+static int first_batch(session_t *s, const config_t *cfg, double perturb)
+{
+    const int rc = open_session(s, cfg);
+    if (rc) return rc;
+    session_init(s, cfg->init.seed);
+    if (perturb > 0) model_perturb(s->model, s->rng_init, perturb);
+    session_next_batch(s);
+    return 0;
+}
+
+/* [output] plots = true: draw the figures of the file just written into plots/. */
+static int plot_file(const char *path, int quiet)
+{
+    plot_set_t set;
+    char err[1024], prefix[256];
+    const char *files[1] = {path};
+    const char *b = strrchr(path, '/');
+    snprintf(prefix, sizeof prefix, "%.200s", b ? b + 1 : path);
+    char *dot = strrchr(prefix, '.');
+    if (dot) *dot = '\0';
+    int rc = plot_load(&set, files, 1, err, sizeof err);
+    if (!rc) {
+        rc = plot_draw_all(&set, "plots", prefix, "png,pdf", quiet, err, sizeof err) < 0;
+        plot_set_free(&set);
+    }
+    if (rc) fprintf(stderr, "stability: %s (the results file is complete)\n", err);
+    return rc ? 1 : 0;
+}
+
+/* Measure into p with a progress bar; prints the time. */
+static int measure(session_t *s, probe_t *p, const run_options_t *o)
+{
+    progress_t bar;
+    char label[80];
+    snprintf(label, sizeof label, "probe %.40s", s->cfg.name);
+    progress_start(&bar, label, o->quiet);
+    const double t0 = progress_now();
+    const int rc = probe_run(s, p, progress_callback, &bar);
+    progress_end(&bar);
+    if (rc) fprintf(stderr, "stability: out of memory\n");
+    else if (!o->quiet)
+        printf("%d seeds x %d batches in %.1f s\n", s->cfg.probe.seeds, s->cfg.probe.batches,
+               progress_now() - t0);
+    return rc;
+}
+
+int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
+{
+    char err[1024];
+    const int overwrite = o->force || cfg->output.overwrite;
+    // refuse early (before minutes of work) when the file exists or the place is not writable
+    h5io_file_t *f;
+    int rc = h5io_create(&f, path, overwrite, err, sizeof err);
+    if (rc) { fprintf(stderr, "stability: %s\n", err); return rc; }
+    session_t s;
+    if ((rc = open_session(&s, cfg))) { h5io_abort(f); return rc; }
+    probe_axes_t ax;
+    probe_t *p = probe_axes_from_model(&ax, s.model) ? NULL : probe_alloc(cfg->probe.seeds, &ax);
+    if (p) probe_axes_free(&ax);
+    char *ini = config_text(cfg);
+    if (!p || !ini) {
+        fprintf(stderr, "stability: out of memory\n");
+        rc = 1;
+    } else {
+        if (!o->quiet) report_config(stdout, cfg);
+        rc = measure(&s, p, o);
+    }
+    if (!rc && (h5io_write_probe(f, p, probe_site_symbols(cfg)) ||
+                h5io_write_root_attrs(f, ini, cfg->init.seed, "done"))) {
+        fprintf(stderr, "stability: %s: cannot write the probe\n", path);
+        rc = 1;
+    }
+    if (rc) h5io_abort(f);
+    else if ((rc = h5io_commit(f, err, sizeof err))) fprintf(stderr, "stability: %s\n", err);
+    else {
+        if (!o->quiet) {
+            report_probe(stdout, cfg, p, 0);
+            printf("\nwrote %s\n", path);
+        }
+        if (cfg->output.plots) rc = plot_file(path, o->quiet);
+    }
+    probe_free(p);
+    free(ini);
+    session_close(&s);
+    return rc;
+}
+
+int run_dump(const config_t *cfg, const char *path, const run_options_t *o)
+{
+    session_t s;
+    int rc = first_batch(&s, cfg, o->perturb);
+    if (rc) return rc;
+    model_forward(s.model, &s.batch);
+    model_zero_grad(s.model);
+    model_backward(s.model);
+    char *ini = config_text(cfg), err[1024];
+    if (!ini) { session_close(&s); fprintf(stderr, "stability: out of memory\n"); return 1; }
+    rc = h5io_write_dump(path, s.model, ini, cfg->init.seed, o->force || cfg->output.overwrite,
+                         err, sizeof err);
+    if (rc) fprintf(stderr, "stability: %s\n", err);
+    else if (!o->quiet) printf("wrote %s (loss %.10g, %zu parameters)\n", path, s.model->loss,
+                               s.model->num_params);
+    free(ini);
+    session_close(&s);
+    return rc;
+}
+
+int run_gradcheck(const config_t *cfg, const run_options_t *o)
+{
+    session_t s;
+    int rc = first_batch(&s, cfg, o->perturb);
+    if (rc) return rc;
+    model_t *m = s.model;
+    gradcheck_result_t *res = calloc((size_t)m->num_tensors, sizeof *res);
+    if (!res) { session_close(&s); return 1; }
+    const double worst = gradcheck_run(m, &s.batch, (size_t)o->entries, 1e-5, s.rng_data, res);
+    if (!o->quiet) {
+        report_config(stdout, cfg);
+        printf("%-22s %8s %12s %12s %12s\n", "tensor", "checked", "max|fd-an|", "scale",
+               "rel.error");
+        for (int k = 0; k < m->num_tensors; k++)
+            printf("%-22s %8zu %12.3e %12.3e %12.3e%s\n", res[k].tensor->name, res[k].checked,
+                   res[k].max_abs_err, res[k].scale, res[k].rel_err,
+                   res[k].rel_err <= o->tol ? "" : "  FAIL");
+    }
+    const int ok = worst <= o->tol;
+    printf("worst relative error %.3e (tolerance %.1e): %s\n", worst, o->tol, ok ? "ok" : "FAIL");
+    free(res);
+    session_close(&s);
+    return ok ? 0 : 1;
+}
