@@ -118,6 +118,16 @@ packages() {
     done
 }
 
+# check_md5 PKG FILE: FILE is the package's own copy (dpkg's md5sums), not a local edit.
+check_md5() {
+    local sums want
+    sums=$(dpkg-query --control-path "$1" md5sums 2>/dev/null) || die "no md5sums for $1"
+    want=$(awk -v f="${2#/}" '$2 == f { print $1 }' "$sums")
+    if [ -z "$want" ] || [ "$want" != "$(md5sum < "$2" | cut -d' ' -f1)" ]; then
+        die "$2 is not package $1's copy (dpkg md5sums); reinstall $1"
+    fi
+}
+
 # catalogs: "LABEL PATH" per catalog read, sorted: the pinned packages' German .mo files
 # (symlinks skipped: iso-codes-style aliases would count a catalog twice), or DIR/*.mo.
 catalogs() {
@@ -131,7 +141,10 @@ catalogs() {
     for p in "${PINNED[@]}"; do
         n=0
         while read -r f; do
-            if [ ! -f "$f" ] || [ -L "$f" ]; then continue; fi
+            [ ! -L "$f" ] || continue
+            [ -f "$f" ] || die "dpkg -L $p lists $f, but it is not on disk (a dpkg" \
+                "path-exclude for /usr/share/locale in /etc/dpkg/dpkg.cfg.d/?)"
+            check_md5 "$p" "$f"
             printf '%s/%s %s\n' "$p" "$(basename "$f")" "$f"
             n=$((n + 1))
         done < <(dpkg -L "$p" | grep -E "^$LOCALE_DIR/[^/]+\\.mo\$" | sort)
