@@ -340,32 +340,46 @@ def check_dump(path):
         return res
 
     shapes = expected_shapes(m)
-    for group, got in (("params", params), ("grads", grads)):
-        missing = sorted(set(shapes) - set(got))
-        extra = sorted(set(got) - set(shapes))
-        if missing:
-            problems.append(f"/{group} lacks: {', '.join(missing)}")
-        if extra:
-            problems.append(f"/{group} has unexpected: {', '.join(extra)}")
-    if problems:
-        return res
-    try:
-        for name, shape in shapes.items():
-            params[name] = fit_shape(params[name], shape, f"/params/{name}", notes)
-            grads[name] = fit_shape(grads[name], shape, f"/grads/{name}", notes)
-    except ValueError as e:
-        problems.append(str(e))
+    if not check_tensors(shapes, params, grads, problems, notes):
         return res
 
     loss_t, grads_t = torch_loss_and_grads(params, m, tokens, targets)
     return compare(res, shapes, loss_t, grads_t, loss_c, grads)
 
 
+def check_tensors(shapes, params, grads, problems, notes):
+    """/params and /grads hold exactly the names of `shapes`, each of its shape (a vector stored
+    as (1,C) is reshaped in place, with a note). False, with problems appended, if not."""
+    ok = True
+    for group, got in (("params", params), ("grads", grads)):
+        missing = sorted(set(shapes) - set(got))
+        extra = sorted(set(got) - set(shapes))
+        if missing:
+            problems.append(f"/{group} lacks: {', '.join(missing)}")
+            ok = False
+        if extra:
+            problems.append(f"/{group} has unexpected: {', '.join(extra)}")
+            ok = False
+    if not ok:
+        return False
+    try:
+        for name, shape in shapes.items():
+            params[name] = fit_shape(params[name], shape, f"/params/{name}", notes)
+            grads[name] = fit_shape(grads[name], shape, f"/grads/{name}", notes)
+    except ValueError as e:
+        problems.append(str(e))
+        return False
+    return True
+
+
 def compare(res, names, loss_t, grads_t, loss_c, grads, loss_tol=LOSS_TOL, grad_tol=GRAD_TOL,
-            label="C"):
+            label="C", floor_tol=None):
     """The loss and every gradient in `names` against the reference (loss_t, grads_t): fills
     res's loss_torch, loss_c, loss_err, errors, worst, worst_own, appends to res["problems"]
-    and sets res["ok"] (no problems at all). label names the compared side in messages."""
+    and sets res["ok"] (no problems at all). label names the compared side in messages.
+    floor_tol (default grad_tol): the tolerance of the tensors judged on the floor (zero in
+    exact arithmetic, so rounding noise on both sides), for a grad_tol tighter than the floor
+    was made for."""
     problems = res["problems"]
     res["loss_torch"], res["loss_c"] = loss_t, loss_c
     res["loss_err"] = (abs(loss_t - loss_c) / abs(loss_t)) if loss_t != 0 else abs(loss_c)
@@ -381,10 +395,12 @@ def compare(res, names, loss_t, grads_t, loss_c, grads, loss_tol=LOSS_TOL, grad_
         res["errors"][name] = err
         if err > worst[1]:
             worst = (name, err)
-        if np.max(np.abs(grads_t[name])) >= GLOBAL_FLOOR * global_max and err > worst_own[1]:
+        own = np.max(np.abs(grads_t[name])) >= GLOBAL_FLOOR * global_max
+        if own and err > worst_own[1]:
             worst_own = (name, err)
-        if not err <= grad_tol:
-            problems.append(f"grad {name}: err {err:.3g} > {grad_tol:g} "
+        tol = grad_tol if own or floor_tol is None else floor_tol
+        if not err <= tol:
+            problems.append(f"grad {name}: err {err:.3g} > {tol:g} "
                             f"(max|g_torch| {np.max(np.abs(grads_t[name])):.3g}, "
                             f"max|g_{label.lower()}| {np.max(np.abs(grads[name])):.3g})")
     res["worst"] = worst
@@ -437,13 +453,13 @@ def make_cases():
     return cases
 
 
-def write_ini(path, settings):
+def write_ini(path, settings, base=None, writer="tests/test_torch.py"):
     sections = {}
-    for key, value in {**BASE, **settings}.items():
+    for key, value in {**(BASE if base is None else base), **settings}.items():
         sec, k = key.split(".", 1)
         sections.setdefault(sec, []).append(f"{k} = {value}")
     with open(path, "w") as fh:
-        fh.write("# written by tests/test_torch.py\n")
+        fh.write(f"# written by {writer}\n")
         for sec in ("model", "init", "data"):
             if sec in sections:
                 fh.write(f"[{sec}]\n" + "\n".join(sections[sec]) + "\n\n")
@@ -548,11 +564,8 @@ def resolved_ini(m, seed):
         "[output]\nfile = \nplots = false\n")
 
 
-def write_fake_dump(path, m, seed, bytes_attr, mutate=None):
-    """A dump in the DESIGN §6 layout, with torch's loss and gradients (optionally mutated)."""
-    rng = np.random.default_rng(seed)
-    shapes = expected_shapes(m)
-    # Non-trivial values everywhere (γ ≠ 1, β ≠ 0, biases ≠ 0) so that a swapped name shows.
+def random_params(shapes, m, rng):
+    """Non-trivial values everywhere (γ ≠ 1, β ≠ 0, biases ≠ 0) so that a swapped name shows."""
     params = {}
     for name, shape in shapes.items():
         if name.endswith(".gamma"):
@@ -560,6 +573,13 @@ def write_fake_dump(path, m, seed, bytes_attr, mutate=None):
         else:
             params[name] = rng.standard_normal(shape) / math.sqrt(shape[0] if len(shape) == 2
                                                                   else m["d_model"])
+    return params
+
+
+def write_fake_dump(path, m, seed, bytes_attr, mutate=None):
+    """A dump in the DESIGN §6 layout, with torch's loss and gradients (optionally mutated)."""
+    rng = np.random.default_rng(seed)
+    params = random_params(expected_shapes(m), m, rng)
     B, T, V = m["batch"], m["seq_len"], m["vocab"]
     tokens = rng.integers(0, V, size=(B, T)).astype(np.int32)
     targets = rng.integers(0, V, size=(B, T)).astype(np.int32)
