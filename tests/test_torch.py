@@ -68,11 +68,25 @@ def parse_config(text):
     m = {}
     for k in ("layers", "d_model", "heads", "d_ff", "vocab", "seq_len"):
         m[k] = int(get("model", k))
+    # arch (DESIGN §6b): `lm` when absent. encdec adds dec_layers (0 = layers) and src_len, and
+    # has no use for `causal` (its encoder is bidirectional, its decoder causal).
+    m["arch"] = (cp.get("model", "arch").strip().lower() if cp.has_option("model", "arch")
+                 else "lm")
+    if m["arch"] not in ("lm", "encdec"):
+        raise ValueError(f"model.arch {m['arch']!r} not modelled here")
     m["placement"] = get("model", "placement").lower()
     m["norm"] = get("model", "norm").lower()
     m["norm_eps"] = float(get("model", "norm_eps"))
     m["activation"] = get("model", "activation").lower()
-    m["causal"] = parse_bool(get("model", "causal"), "model.causal")
+    if m["arch"] == "encdec":
+        m["dec_layers"] = int(get("model", "dec_layers"))
+        if m["dec_layers"] == 0:        # should have been resolved by the writer (DESIGN §6b)
+            m["dec_layers"] = m["layers"]
+        m["src_len"] = int(get("model", "src_len"))
+        m["causal"] = (parse_bool(get("model", "causal"), "model.causal")
+                       if cp.has_option("model", "causal") else False)
+    else:
+        m["causal"] = parse_bool(get("model", "causal"), "model.causal")
     m["tie_embeddings"] = parse_bool(get("model", "tie_embeddings"), "model.tie_embeddings")
     m["dropout"] = float(get("model", "dropout"))
     fn = get("model", "final_norm").lower()
@@ -149,21 +163,32 @@ def apply_norm(x, P, prefix, m):
     return P[prefix + ".gamma"] * x / torch.sqrt(ms + eps)
 
 
-def mha(a, P, p, m):
+def mha(a, P, p, m, kv=None, key_pad=None, causal=None, w=""):
+    """Multi-head attention of the queries a (B,T,C) over the keys/values kv (B,S,C); kv = a
+    (self-attention) unless given. key_pad: bool (B,S), True = that key is masked (padding).
+    causal: m["causal"] unless given. w: prefix of the weight names ("c": cwq cbq ... cbo)."""
+    if kv is None:
+        kv = a
+    if causal is None:
+        causal = m["causal"]
     B, T, C = a.shape
+    S = kv.shape[1]
     H = m["heads"]
     Dh = C // H
-    q = a @ P[p + "wq"] + P[p + "bq"]
-    k = a @ P[p + "wk"] + P[p + "bk"]
-    v = a @ P[p + "wv"] + P[p + "bv"]
-    q, k, v = (z.reshape(B, T, H, Dh).transpose(1, 2) for z in (q, k, v))   # (B,H,T,Dh)
+    q = a @ P[p + w + "wq"] + P[p + w + "bq"]
+    k = kv @ P[p + w + "wk"] + P[p + w + "bk"]
+    v = kv @ P[p + w + "wv"] + P[p + w + "bv"]
+    q = q.reshape(B, T, H, Dh).transpose(1, 2)                              # (B,H,T,Dh)
+    k, v = (z.reshape(B, S, H, Dh).transpose(1, 2) for z in (k, v))         # (B,H,S,Dh)
     scores = q @ k.transpose(-1, -2) / math.sqrt(Dh)
-    if m["causal"]:
-        mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)   # j > i
+    if causal:
+        mask = torch.triu(torch.ones(T, S, dtype=torch.bool), diagonal=1)   # j > i
         scores = scores.masked_fill(mask, float("-inf"))
+    if key_pad is not None:
+        scores = scores.masked_fill(key_pad[:, None, None, :], float("-inf"))
     att = torch.softmax(scores, dim=-1)
     ctx = (att @ v).transpose(1, 2).reshape(B, T, C)                        # heads concatenated
-    return ctx @ P[p + "wo"] + P[p + "bo"]
+    return ctx @ P[p + w + "wo"] + P[p + w + "bo"]
 
 
 def ffn(x, P, p, m):
@@ -210,12 +235,14 @@ def forward_loss(P, m, tokens, targets):
     return output_loss(P, m, x, targets)
 
 
-def torch_loss_and_grads(params_np, m, tokens_np, targets_np):
+def torch_loss_and_grads(params_np, m, tokens_np, targets_np, loss_fn=None):
+    """Loss and name -> gradient; loss_fn(P, m, tokens, targets) is forward_loss unless given
+    (test_torch_encdec.py passes a closure that also holds the source batch)."""
     P = {k: torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True)
          for k, v in params_np.items()}
     tokens = torch.from_numpy(np.asarray(tokens_np, dtype=np.int64))
     targets = torch.from_numpy(np.asarray(targets_np, dtype=np.int64))
-    loss = forward_loss(P, m, tokens, targets)
+    loss = (loss_fn or forward_loss)(P, m, tokens, targets)
     loss.backward()
     grads = {k: (t.grad.numpy().copy() if t.grad is not None else np.zeros(t.shape))
              for k, t in P.items()}
@@ -283,6 +310,9 @@ def check_dump(path):
             return res
         m = parse_config(attr_text(f.attrs["config"]))
         res["model"] = m
+        if m["arch"] != "lm":
+            problems.append(f"model.arch = {m['arch']}: check it with tests/test_torch_encdec.py")
+            return res
         B, T, V = m["batch"], m["seq_len"], m["vocab"]
         for ds in ("batch/tokens", "batch/targets", "loss"):
             if ds not in f:
@@ -310,44 +340,69 @@ def check_dump(path):
         return res
 
     shapes = expected_shapes(m)
+    if not check_tensors(shapes, params, grads, problems, notes):
+        return res
+
+    loss_t, grads_t = torch_loss_and_grads(params, m, tokens, targets)
+    return compare(res, shapes, loss_t, grads_t, loss_c, grads)
+
+
+def check_tensors(shapes, params, grads, problems, notes):
+    """/params and /grads hold exactly the names of `shapes`, each of its shape (a vector stored
+    as (1,C) is reshaped in place, with a note). False, with problems appended, if not."""
+    ok = True
     for group, got in (("params", params), ("grads", grads)):
         missing = sorted(set(shapes) - set(got))
         extra = sorted(set(got) - set(shapes))
         if missing:
             problems.append(f"/{group} lacks: {', '.join(missing)}")
+            ok = False
         if extra:
             problems.append(f"/{group} has unexpected: {', '.join(extra)}")
-    if problems:
-        return res
+            ok = False
+    if not ok:
+        return False
     try:
         for name, shape in shapes.items():
             params[name] = fit_shape(params[name], shape, f"/params/{name}", notes)
             grads[name] = fit_shape(grads[name], shape, f"/grads/{name}", notes)
     except ValueError as e:
         problems.append(str(e))
-        return res
+        return False
+    return True
 
-    loss_t, grads_t = torch_loss_and_grads(params, m, tokens, targets)
+
+def compare(res, names, loss_t, grads_t, loss_c, grads, loss_tol=LOSS_TOL, grad_tol=GRAD_TOL,
+            label="C", floor_tol=None):
+    """The loss and every gradient in `names` against the reference (loss_t, grads_t): fills
+    res's loss_torch, loss_c, loss_err, errors, worst, worst_own, appends to res["problems"]
+    and sets res["ok"] (no problems at all). label names the compared side in messages.
+    floor_tol (default grad_tol): the tolerance of the tensors judged on the floor (zero in
+    exact arithmetic, so rounding noise on both sides), for a grad_tol tighter than the floor
+    was made for."""
+    problems = res["problems"]
     res["loss_torch"], res["loss_c"] = loss_t, loss_c
     res["loss_err"] = (abs(loss_t - loss_c) / abs(loss_t)) if loss_t != 0 else abs(loss_c)
-    if not math.isfinite(loss_c) or not res["loss_err"] <= LOSS_TOL:
-        problems.append(f"loss: torch {loss_t:.17g}, C {loss_c:.17g}, "
-                        f"rel diff {res['loss_err']:.3g} > {LOSS_TOL:g}")
+    if not math.isfinite(loss_c) or not res["loss_err"] <= loss_tol:
+        problems.append(f"loss: torch {loss_t:.17g}, {label} {loss_c:.17g}, "
+                        f"rel diff {res['loss_err']:.3g} > {loss_tol:g}")
 
     global_max = max(float(np.max(np.abs(g))) for g in grads_t.values())
     worst = (None, -1.0)
     worst_own = (None, -1.0)       # among tensors judged on their own scale (not the floor)
-    for name in shapes:
+    for name in names:
         err = grad_error(grads_t[name], grads[name], global_max)
         res["errors"][name] = err
         if err > worst[1]:
             worst = (name, err)
-        if np.max(np.abs(grads_t[name])) >= GLOBAL_FLOOR * global_max and err > worst_own[1]:
+        own = np.max(np.abs(grads_t[name])) >= GLOBAL_FLOOR * global_max
+        if own and err > worst_own[1]:
             worst_own = (name, err)
-        if not err <= GRAD_TOL:
-            problems.append(f"grad {name}: err {err:.3g} > {GRAD_TOL:g} "
+        tol = grad_tol if own or floor_tol is None else floor_tol
+        if not err <= tol:
+            problems.append(f"grad {name}: err {err:.3g} > {tol:g} "
                             f"(max|g_torch| {np.max(np.abs(grads_t[name])):.3g}, "
-                            f"max|g_c| {np.max(np.abs(grads[name])):.3g})")
+                            f"max|g_{label.lower()}| {np.max(np.abs(grads[name])):.3g})")
     res["worst"] = worst
     res["worst_own"] = worst_own
     res["ok"] = not problems
@@ -398,13 +453,13 @@ def make_cases():
     return cases
 
 
-def write_ini(path, settings):
+def write_ini(path, settings, base=None, writer="tests/test_torch.py"):
     sections = {}
-    for key, value in {**BASE, **settings}.items():
+    for key, value in {**(BASE if base is None else base), **settings}.items():
         sec, k = key.split(".", 1)
         sections.setdefault(sec, []).append(f"{k} = {value}")
     with open(path, "w") as fh:
-        fh.write("# written by tests/test_torch.py\n")
+        fh.write(f"# written by {writer}\n")
         for sec in ("model", "init", "data"):
             if sec in sections:
                 fh.write(f"[{sec}]\n" + "\n".join(sections[sec]) + "\n\n")
@@ -509,11 +564,8 @@ def resolved_ini(m, seed):
         "[output]\nfile = \nplots = false\n")
 
 
-def write_fake_dump(path, m, seed, bytes_attr, mutate=None):
-    """A dump in the DESIGN §6 layout, with torch's loss and gradients (optionally mutated)."""
-    rng = np.random.default_rng(seed)
-    shapes = expected_shapes(m)
-    # Non-trivial values everywhere (γ ≠ 1, β ≠ 0, biases ≠ 0) so that a swapped name shows.
+def random_params(shapes, m, rng):
+    """Non-trivial values everywhere (γ ≠ 1, β ≠ 0, biases ≠ 0) so that a swapped name shows."""
     params = {}
     for name, shape in shapes.items():
         if name.endswith(".gamma"):
@@ -521,6 +573,13 @@ def write_fake_dump(path, m, seed, bytes_attr, mutate=None):
         else:
             params[name] = rng.standard_normal(shape) / math.sqrt(shape[0] if len(shape) == 2
                                                                   else m["d_model"])
+    return params
+
+
+def write_fake_dump(path, m, seed, bytes_attr, mutate=None):
+    """A dump in the DESIGN §6 layout, with torch's loss and gradients (optionally mutated)."""
+    rng = np.random.default_rng(seed)
+    params = random_params(expected_shapes(m), m, rng)
     B, T, V = m["batch"], m["seq_len"], m["vocab"]
     tokens = rng.integers(0, V, size=(B, T)).astype(np.int32)
     targets = rng.integers(0, V, size=(B, T)).astype(np.int32)
