@@ -93,9 +93,11 @@ test: test-deps
 	$(MAKE) unit
 	tests/test_cli.sh
 	/usr/bin/python3 tests/test_torch.py
+	/usr/bin/python3 tests/test_torch_encdec.py
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_train.py
+	tests/test_corpus.sh
 	tests/test_slurm.sh
 	$(MAKE) asan-unit
 

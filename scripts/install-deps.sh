@@ -10,6 +10,8 @@ set -euo pipefail
 
 RUNTIME_PKGS=(build-essential pkg-config libgsl-dev libopenblas-dev libhdf5-dev libinih-dev gnuplot-nox)
 TEST_PKGS=(check python3-torch python3-h5py python3-numpy)
+# the translation corpus' tools, for tests/test_corpus.sh (msgfmt/msgunfmt, spm_train)
+TEST_PKGS+=(gettext sentencepiece)
 # a real single-node Slurm cluster for tests/test_slurm.sh (slurm-wlm would pull MySQL etc.)
 TEST_PKGS+=(slurmctld slurmd slurm-client munge)
 

@@ -113,6 +113,57 @@ START_TEST(test_zipf_frequencies)
 }
 END_TEST
 
+/* encdec copy/reverse/random: right-padded sources of min_len..S tokens in [1,V), the decoder
+ * input is BOS then the target shifted right, padding after the target, rows of varying length. */
+START_TEST(test_encdec_tasks)
+{
+    const task_t tasks[3] = {TASK_COPY, TASK_REVERSE, TASK_RANDOM};
+    for (int k = 0; k < 3; k++) {
+        config_t cfg;
+        data_t d;
+        char err[256];
+        config_defaults(&cfg);
+        cfg.model.arch = ARCH_ENCDEC;
+        cfg.model.src_len = 7;
+        cfg.model.seq_len = 8;
+        cfg.model.vocab = 13;
+        cfg.data.task = tasks[k];
+        cfg.data.batch = 40;
+        cfg.data.min_len = 3;
+        ck_assert_int_eq(data_open(&d, &cfg, err, sizeof err), 0);
+        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        int32_t src[280], tok[320], tgt[320];
+        batch_t bt = over(src, tok, tgt);
+        data_batch(&d, rng, &bt);
+        ck_assert_int_eq(bt.B, 40);
+        ck_assert_int_eq(bt.S, 7);
+        ck_assert_int_eq(bt.T, 8);
+        int seen[8] = {0};
+        for (int b = 0; b < 40; b++) {
+            const int32_t *x = src + b * 7, *in = tok + b * 8, *y = tgt + b * 8;
+            int m = 0, n = 0;
+            while (m < 7 && x[m] >= 0) m++;
+            while (n < 8 && y[n] >= 0) n++;
+            seen[m] = 1;
+            ck_assert_int_ge(m, 3);
+            for (int i = m; i < 7; i++) ck_assert_int_eq(x[i], -1);   // right padding only
+            for (int i = n; i < 8; i++) ck_assert_int_eq(y[i], -1);
+            for (int i = 0; i < m; i++) ck_assert(x[i] >= 1 && x[i] < 13);
+            if (tasks[k] != TASK_RANDOM) ck_assert_int_eq(n, m);
+            for (int i = 0; i < n; i++) {
+                if (tasks[k] == TASK_COPY) ck_assert_int_eq(y[i], x[i]);
+                if (tasks[k] == TASK_REVERSE) ck_assert_int_eq(y[i], x[m - 1 - i]);
+                ck_assert_int_eq(in[i], i == 0 ? DATA_BOS : y[i - 1]);   // teacher forcing
+            }
+            for (int i = n; i < 8; i++) ck_assert_int_eq(in[i], -1);
+        }
+        ck_assert(seen[3] + seen[4] + seen[5] + seen[6] + seen[7] >= 4);   // lengths vary
+        gsl_rng_free(rng);
+        data_close(&d);
+    }
+}
+END_TEST
+
 START_TEST(test_copy_needs_room)
 {
     config_t cfg;
@@ -133,6 +184,7 @@ Suite *data_suite(void)
     tcase_add_test(tc, test_copy_reverse);
     tcase_add_test(tc, test_zipf_frequencies);
     tcase_add_test(tc, test_copy_needs_room);
+    tcase_add_test(tc, test_encdec_tasks);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -398,6 +398,7 @@ BASE = {
     "model.arch": "encdec", "model.layers": 2, "model.dec_layers": 2, "model.d_model": 32,
     "model.heads": 4, "model.d_ff": 48, "model.vocab": 23, "model.src_len": 7,
     "model.seq_len": 7, "model.dropout": 0, "data.task": "reverse", "data.batch": 3,
+    "data.min_len": 4,      # rows of 4..7 source tokens: every batch is padded
 }
 
 
@@ -425,14 +426,15 @@ def make_cases():
     add("pre-final-norm-off", "pre", "layernorm", "gelu", model__final_norm="off")
     add("enc2-dec3", "pre", "layernorm", "gelu", model__layers=2, model__dec_layers=3)
     add("enc3-dec2-post", "post", "layernorm", "relu", model__layers=3, model__dec_layers=2)
-    add("src9-tgt5", "post", "layernorm", "gelu", model__src_len=9, model__seq_len=5)
+    add("src9-tgt5", "post", "layernorm", "gelu", data__task="random", model__src_len=9,
+        model__seq_len=5)
     add("src5-tgt9", "pre", "rmsnorm", "relu", model__src_len=5, model__seq_len=9)
     add("task-copy", "pre", "layernorm", "relu", data__task="copy")
     add("task-random", "post", "rmsnorm", "relu", data__task="random")
     add("heavy-padding", "post", "layernorm", "gelu", {"heavy_padding": True},
-        data__task="random", model__src_len=9, model__seq_len=9)
+        data__task="random", model__src_len=9, model__seq_len=9, data__min_len=1)
     add("heavy-padding-pre", "pre", "layernorm", "relu", {"heavy_padding": True},
-        data__task="random", model__src_len=9, model__seq_len=9)
+        data__task="random", model__src_len=9, model__seq_len=9, data__min_len=1)
     # nn.Transformer always has encoder.norm and decoder.norm: final_norm = on for Post-LN too.
     add("nn-transformer-post", "post", "layernorm", "relu", {"nn": True},
         model__final_norm="on")

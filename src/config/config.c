@@ -917,6 +917,60 @@ static int blame(const config_t *cfg, int a, int b)
     return a;
 }
 
+/* The rules of the two architectures and their tasks (docs/design.md §4, §6b). */
+static int validate_arch(const config_t *cfg, char *err, size_t errlen)
+{
+    const int arch = kidx("model", "arch"), task = kidx("data", "task");
+    const int dec = kidx("model", "dec_layers"), src = kidx("model", "src_len");
+    const int min_len = kidx("data", "min_len"), max_tokens = kidx("data", "max_tokens");
+    const int causal = kidx("model", "causal"), seq_len = kidx("model", "seq_len");
+    const char *tname = config_task_name(cfg->data.task);
+    const int encdec = cfg->model.arch == ARCH_ENCDEC, S = config_src_len(cfg);
+    if (!encdec) {
+        const int only[3] = {dec, src, min_len};
+        for (int i = 0; i < 3; i++)
+            if (*(const int *)cfield(cfg, &keys[only[i]]) != 0)
+                return vfail(cfg, only[i], err, errlen,
+                             "only applies to model.arch = encdec (lm is one stack)");
+        if (cfg->data.task == TASK_TRANSLATION)
+            return vfail(cfg, blame(cfg, task, arch), err, errlen,
+                         "translation needs model.arch = encdec");
+    } else {
+        if (cfg->model.causal)
+            return vfail(cfg, blame(cfg, causal, arch), err, errlen,
+                         "model.causal is for arch = lm (the decoder is always causal, the "
+                         "encoder never)");
+        if (cfg->data.task == TASK_TEXT)
+            return vfail(cfg, blame(cfg, task, arch), err, errlen,
+                         "text is a byte-level language model: model.arch = lm");
+        if ((cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE) &&
+            cfg->model.seq_len < S)
+            return vfail(cfg, blame(cfg, seq_len, task), err, errlen,
+                         "%s: the target is as long as the source, so model.seq_len (%d) must "
+                         "be >= model.src_len (%d)", tname, cfg->model.seq_len, S);
+        if (cfg->data.min_len > S)
+            return vfail(cfg, min_len, err, errlen, "must be <= model.src_len (%d) (got %d)", S,
+                         cfg->data.min_len);
+    }
+    if (cfg->data.task == TASK_TRANSLATION) {
+        if (!cfg->data.path[0])
+            return vfail(cfg, task, err, errlen,
+                         "translation needs data.path (the directory of "
+                         "scripts/translation-corpus.sh, e.g. results/translation)");
+        if (cfg->model.vocab < 5)
+            return vfail(cfg, kidx("model", "vocab"), err, errlen,
+                         "must be >= 5 for translation (4 special ids) (got %d)", cfg->model.vocab);
+        const int longest = S > cfg->model.seq_len ? S : cfg->model.seq_len;
+        if (cfg->data.max_tokens > 0 && cfg->data.max_tokens < longest)
+            return vfail(cfg, max_tokens, err, errlen,
+                         "must hold one pair of the longest length (>= %d) (got %d)", longest,
+                         cfg->data.max_tokens);
+    } else if (cfg->data.max_tokens != 0) {
+        return vfail(cfg, max_tokens, err, errlen, "only applies to data.task = translation");
+    }
+    return 0;
+}
+
 int config_validate(const config_t *cfg, char *err, size_t errlen)
 {
     char msg[CONFIG_ERR_MAX / 2];
@@ -947,7 +1001,9 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
                          cfg->model.vocab);
         }
     }
-    if (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE) {
+    int rc = validate_arch(cfg, err, errlen);
+    if (rc) return rc;
+    if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {
             if (blame(cfg, vocab, task) == vocab)
                 return vfail(cfg, vocab, err, errlen,
@@ -983,7 +1039,7 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
 {
     sbuf_t b = {buf, len, 0};
     if (buf && len) buf[0] = '\0';
-    sb_printf(&b, "; resolved configuration: every key explicit, final_norm resolved\n");
+    sb_printf(&b, "; resolved configuration: every key explicit, final_norm, dec_layers and src_len resolved\n");
     const char *section = "";
     for (int i = 0; i < NKEYS; i++) {
         const cfg_key_t *k = &keys[i];
@@ -995,7 +1051,14 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         const void *f = cfield(cfg, k);
         char num[40];
         switch (k->type) {
-        case K_INT: sb_printf(&b, "%d\n", *(const int *)f); break;
+        case K_INT:
+            if (k->off == offsetof(config_t, model.dec_layers))
+                sb_printf(&b, "%d\n", config_dec_layers(cfg));
+            else if (k->off == offsetof(config_t, model.src_len))
+                sb_printf(&b, "%d\n", config_src_len(cfg));
+            else
+                sb_printf(&b, "%d\n", *(const int *)f);
+            break;
         case K_DBL:
             format_double(*(const double *)f, num, sizeof num);
             sb_printf(&b, "%s\n", num);

@@ -1,5 +1,5 @@
 /* corpus.c — reading the sentence-pair id files and cutting them into batches (corpus.h). */
-#include "corpus.h"
+#include "data/corpus.h"
 
 #include <ctype.h>
 #include <errno.h>

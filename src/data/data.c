@@ -72,6 +72,7 @@ static int open_text(data_t *d, const char *path, char *err, size_t errlen)
 
 int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen)
 {
+    memset(d, 0, sizeof *d);
     d->task = cfg->data.task;
     d->arch = cfg->model.arch;
     d->B = cfg->data.batch;
@@ -98,8 +99,9 @@ int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen)
         return rc;
     }
     if (d->task == TASK_TRANSLATION) {
-        snprintf(err, errlen, "data.task: translation is not available in this build");
-        return 2;
+        const int rc = translation_open(d, cfg, err, errlen);
+        if (rc) data_close(d);
+        return rc;
     }
     if (d->arch == ARCH_LM && (d->task == TASK_COPY || d->task == TASK_REVERSE) &&
         (d->V < 3 || d->T < 3)) {
@@ -124,6 +126,7 @@ int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen)
 
 void data_close(data_t *d)
 {
+    translation_close(d);
     if (d->zipf_table) gsl_ran_discrete_free(d->zipf_table);
     d->zipf_table = NULL;
     free(d->text);
@@ -140,8 +143,42 @@ static void text_row(const data_t *d, size_t o, int32_t *tok, int32_t *tgt)
     }
 }
 
+void data_caps(const data_t *d, model_caps_t *c)
+{
+    c->B = d->B;
+    c->T = d->T;
+    c->S = d->arch == ARCH_ENCDEC ? d->S : 0;
+    if (d->task == TASK_TRANSLATION && d->max_tokens > 0) {
+        const corpus_plan_t *p[2] = {&d->plan, &d->vplan};
+        for (int k = 0; k < 2; k++) if (p[k]->max_rows > c->B) c->B = p[k]->max_rows;
+    }
+    c->tokens = (size_t)c->B * c->T;
+    c->src_tokens = (size_t)c->B * c->S;
+    if (d->task == TASK_TRANSLATION && d->max_tokens > 0) {
+        // a plan's batch has rows × max(S, T) ≤ max_tokens
+        const size_t mt = (size_t)d->max_tokens;
+        if (c->tokens > mt) c->tokens = mt;
+        if (c->src_tokens > mt) c->src_tokens = mt;
+    }
+}
+
+long data_epoch_batches(const data_t *d)
+{
+    return d->task == TASK_TRANSLATION && d->max_tokens > 0 ? d->plan.n_batches : 0;
+}
+
+void data_seek(data_t *d, long batches)
+{
+    d->drawn = batches;
+    d->epoch = -1;
+}
+
 void data_val_batch(const data_t *d, int i, batch_t *bt)
 {
+    if (d->task == TASK_TRANSLATION) {
+        corpus_plan_fill(&d->vplan, &d->corpus, i, bt);
+        return;
+    }
     int32_t *tokens = bt->tokens, *targets = bt->targets;
     bt->B = d->B;
     bt->T = d->T;
@@ -203,6 +240,10 @@ static void encdec_batch(data_t *d, gsl_rng *rng, batch_t *bt)
 
 void data_batch(data_t *d, gsl_rng *rng, batch_t *bt)
 {
+    if (d->task == TASK_TRANSLATION) {
+        translation_batch(d, rng, bt);
+        return;
+    }
     if (d->arch == ARCH_ENCDEC) {
         encdec_batch(d, rng, bt);
         return;

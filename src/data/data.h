@@ -20,7 +20,9 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_randist.h>
 #include "config/config.h"
+#include "data/corpus.h"
 #include "model/batch.h"
+#include "model/model.h"
 
 /* The decoder's first input token in the synthetic encdec tasks. */
 #define DATA_BOS 0
@@ -44,7 +46,14 @@ typedef struct {
     unsigned char *text;         /* text task: the file's bytes, else NULL */
     size_t n_text;               /* bytes in text */
     size_t n_train;              /* [0, n_train) training split, [n_train, n_text) validation */
-    int val_batches;             /* validation batches (text), 0 for the other tasks */
+    int val_batches;             /* validation batches (text, translation), 0 for the others */
+    /* translation (data/translation.c) */
+    corpus_t corpus;
+    int max_tokens;              /* 0: batches of B pairs drawn at random; else a plan */
+    corpus_plan_t plan, vplan;   /* the training split by length; validation, fixed order */
+    gsl_rng *epoch_rng;          /* shuffles epoch e's batch order, seeded from (seed, e) */
+    unsigned long seed;          /* init.seed */
+    long drawn, epoch;           /* training batches drawn; the epoch the order is for */
 } data_t;
 
 /* Prepare the task of cfg (text: read data.path). Returns 0, or 2 with err "key: message"
@@ -63,8 +72,29 @@ void data_close(data_t *d);
  *             (reverse: a reversed; random: an independent row of its own length). */
 void data_batch(data_t *d, gsl_rng *rng, batch_t *b);
 
-/* Validation batch i ∈ [0, d->val_batches) of the text task: tokens = window, targets = the
- * window shifted by one. The same batches every call (no randomness). */
+/* Validation batch i ∈ [0, d->val_batches): text: tokens = a window, targets = the window
+ * shifted by one; translation: the validation split in order. The same batches every call. */
 void data_val_batch(const data_t *d, int i, batch_t *b);
+
+/* The largest batch the task makes (for model_create). */
+void data_caps(const data_t *d, model_caps_t *caps);
+
+/* Training batches per epoch (translation with max_tokens; 0 where the task has no epochs). */
+long data_epoch_batches(const data_t *d);
+
+/* Continue the batch sequence after `batches` drawn (a resumed run; the random tasks carry
+ * their position in the rng state instead, and ignore it). */
+void data_seek(data_t *d, long batches);
+
+/* ---- the translation task (data/translation.c) ---- */
+
+/* Open data.path's corpus, its plans and the epoch rng. 0, 1 or 2 (err set). */
+int translation_open(data_t *d, const config_t *cfg, char *err, size_t errlen);
+
+/* The next training batch: B random pairs (max_tokens = 0) or the plan's next batch. */
+void translation_batch(data_t *d, gsl_rng *rng, batch_t *b);
+
+/* Free the corpus, plans and rng. */
+void translation_close(data_t *d);
 
 #endif

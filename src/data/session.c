@@ -11,9 +11,9 @@ double session_memory_bytes(const config_t *cfg)
 }
 
 /* Refuse a model larger than this machine's memory, with the estimate (before allocating). */
-static int check_memory(const config_t *cfg, char *err, size_t errlen)
+static int check_memory(const config_t *cfg, const model_caps_t *caps, char *err, size_t errlen)
 {
-    const double need = session_memory_bytes(cfg);
+    const double need = model_memory_doubles(cfg, caps) * sizeof(double);
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     const double have = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
     if (have > 0.0 && need > have) {
@@ -29,10 +29,15 @@ int session_open(session_t *s, const config_t *cfg, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
-    int rc = check_memory(cfg, err, errlen);
+    int rc = data_open(&s->data, &s->cfg, err, errlen);
     if (rc) return rc;
-    if ((rc = data_open(&s->data, &s->cfg, err, errlen))) return rc;
-    s->model = model_create(&s->cfg, NULL);
+    model_caps_t caps;
+    data_caps(&s->data, &caps);
+    if ((rc = check_memory(cfg, &caps, err, errlen))) {
+        data_close(&s->data);
+        return rc;
+    }
+    s->model = model_create(&s->cfg, &caps);
     s->rng_init = gsl_rng_alloc(gsl_rng_mt19937);
     s->rng_data = gsl_rng_alloc(gsl_rng_mt19937);
     const model_t *m = s->model;

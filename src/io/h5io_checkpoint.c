@@ -170,5 +170,6 @@ int h5io_checkpoint_load(h5io_file_t *f, train_t *t, char *why, size_t len)
     t->batches = (long)read_scalar(f, "/checkpoint/batches", -1);
     t->step = step;
     if (rc || t->opt.t < 0 || t->batches < 0) { snprintf(why, len, "unreadable checkpoint"); return 1; }
+    data_seek(&t->s.data, t->batches);   // epoch-ordered data continue where they were
     return 0;
 }

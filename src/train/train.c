@@ -122,11 +122,16 @@ double train_eval(train_t *t)
     if (t->s.data.val_batches <= 0) return NAN;
     model_dropout_off(t->s.model);   // the next step draws fresh masks
     double sum = 0.0;
+    long tokens = 0;
+    const int by_token = t->s.data.task == TASK_TRANSLATION;
     for (int i = 0; i < t->s.data.val_batches; i++) {
         data_val_batch(&t->s.data, i, &t->s.batch);
-        sum += model_forward(t->s.model, &t->s.batch);   // every batch scores B·T tokens
+        const double loss = model_forward(t->s.model, &t->s.batch);
+        // text: every batch scores B·T tokens; translation: weigh by the scored targets
+        if (by_token) { sum += loss * t->s.model->num_targets; tokens += t->s.model->num_targets; }
+        else sum += loss;
     }
-    return sum / t->s.data.val_batches;
+    return by_token ? sum / (double)tokens : sum / t->s.data.val_batches;
 }
 
 train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile sig_atomic_t *stop)
