@@ -107,7 +107,7 @@ static const cfg_key_t keys[] = {
     KD(train, clip, 0, 0, INFINITY, 0),
     KD(train, momentum, 0, 0, 1, 1),
     KI(train, checkpoint_every, 0),
-    KI(train, eval_every, 1),
+    KI(train, eval_every, 0),
     KE(train, resume, resume_names),
 
     KI(probe, seeds, 1),
@@ -968,6 +968,10 @@ static int validate_arch(const config_t *cfg, char *err, size_t errlen)
     } else if (cfg->data.max_tokens != 0) {
         return vfail(cfg, max_tokens, err, errlen, "only applies to data.task = translation");
     }
+    if (cfg->train.eval_every == 0 && !(cfg->data.task == TASK_TRANSLATION && cfg->data.max_tokens > 0))
+        return vfail(cfg, kidx("train", "eval_every"), err, errlen,
+                     "0 (once per epoch) needs epochs: data.task = translation with "
+                     "data.max_tokens > 0");
     return 0;
 }
 

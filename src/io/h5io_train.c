@@ -68,7 +68,7 @@ static const column_t COLUMNS[] = {
     {"jacobian_spec", G_PROBE, 0, 1, PA_NORM, "E_token ||J||_2 of each norm (NaN with probe.jacobian = off)"},
     {"final_jacobian_spec", G_PROBE, 0, 0, PA_NONE, "E_token ||J||_2 of the final norm (NaN without one)"},
     {"subout_grad", G_PROBE, 0, 1, PA_SUB, "E_token ||dL/d(sub-layer output)|| of the update (Liu et al. 2020)"},
-    {"eval_step", G_EVAL, 1, 0, PA_NONE, "update index of each validation row (text task)"},
+    {"eval_step", G_EVAL, 1, 0, PA_NONE, "update index of each validation row (text, translation)"},
     {"val_loss", G_EVAL, 0, 0, PA_NONE, "mean loss on the fixed validation batches after the update"},
 };
 #define NCOL ((int)(sizeof COLUMNS / sizeof COLUMNS[0]))
@@ -189,6 +189,8 @@ static int create_layout(h5io_train_t *w, const train_t *t)
                                  "and every probe.every): probe_step and per-layer norms; text "
                                  "task: eval_step val_loss. Groups grow together.");
     rc |= h5io_write_attr_int(&w->f, "/train", "steps", t->s.cfg.train.steps);
+    if (data_epoch_batches(&t->s.data) > 0)   // updates per epoch (translation by length)
+        rc |= h5io_write_attr_int(&w->f, "/train", "epoch_batches", data_epoch_batches(&t->s.data));
     rc |= h5io_checkpoint_create(&w->f, t);
     return rc;
 }

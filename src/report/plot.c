@@ -40,11 +40,32 @@ void sbuf_free(sbuf_t *b)
 
 /* ------------------------------------------------------------------ loading */
 
+/* /train/eval_step and val_loss, when both are there and agree in length. */
+static void load_validation(h5io_file_t *f, const char *prefix, plot_run_t *r)
+{
+    char p1[512], p2[512];
+    size_t d1[8], d2[8];
+    int r1, r2;
+    double *step = NULL, *loss = NULL;
+    snprintf(p1, sizeof p1, "%s/train/eval_step", prefix);
+    snprintf(p2, sizeof p2, "%s/train/val_loss", prefix);
+    if (!h5io_exists(f, p1) || !h5io_exists(f, p2) || h5io_read_doubles(f, p1, &step, d1, &r1) ||
+        h5io_read_doubles(f, p2, &loss, d2, &r2) || r1 != 1 || r2 != 1 || d1[0] != d2[0]) {
+        free(step);
+        free(loss);
+        return;
+    }
+    r->nevals = d1[0];
+    r->eval_step = step;
+    r->val_loss = loss;
+}
+
 static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_run_t *r,
                     char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
     r->diverged_at = NAN;
+    r->epoch_batches = NAN;
     snprintf(r->name, sizeof r->name, "%s", name);
     char *ini = h5io_read_attr_string(f, prefix[0] ? prefix : "/", "config");
     char *status = h5io_read_attr_string(f, prefix[0] ? prefix : "/", "status");
@@ -81,8 +102,11 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
             double div;
             if (h5io_read_attr_double(f, p2, "diverged_at", &div) == 0 && div >= 0)
                 r->diverged_at = div;
+            if (h5io_read_attr_double(f, p2, "epoch_batches", &div) == 0 && div > 0)
+                r->epoch_batches = div;
         }
     }
+    load_validation(f, prefix, r);
     return 0;
 }
 
@@ -144,6 +168,8 @@ void plot_set_free(plot_set_t *set)
         free(set->runs[i].step);
         free(set->runs[i].loss);
         free(set->runs[i].lr);
+        free(set->runs[i].eval_step);
+        free(set->runs[i].val_loss);
     }
     free(set->runs);
     memset(set, 0, sizeof *set);
@@ -203,7 +229,8 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
     }
     plot_figure_fn figures[] = {
         plot_fig_grad_vs_layer, plot_fig_grad_vs_depth, plot_fig_grad_vs_width,
-        plot_fig_jacobian, plot_fig_hidden_norms, plot_fig_loss,
+        plot_fig_jacobian, plot_fig_hidden_norms, plot_fig_loss, plot_fig_grad_vs_layer_encdec,
+        plot_fig_subout, plot_fig_val_loss,
     };
     int drawn = 0;
     for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {

@@ -24,6 +24,9 @@ typedef struct {
     probe_t *probe;          /* NULL without /probe */
     size_t nsteps;           /* training log length (0 without /train) */
     double *step, *loss, *lr;/* (nsteps) */
+    size_t nevals;           /* validation rows (0 without /train/val_loss) */
+    double *eval_step, *val_loss;   /* (nevals) */
+    double epoch_batches;    /* updates per epoch (translation by length), or NaN */
     double diverged_at;      /* step, or NaN */
 } plot_run_t;
 

@@ -7,151 +7,17 @@
 #include "report/plot_internal.h"
 #include "measure/fit.h"
 
-#define MAX_SERIES 16
-
-static const char *const COLORS[] = {"#c0392b", "#1f5fa8", "#e67e22", "#27ae60", "#8e44ad",
-                                     "#7f8c8d", "#d35400", "#16a085"};
-
-static int is_post(const plot_run_t *r) { return r->cfg.model.placement == PLACEMENT_POST; }
-
-/* Column of a layer tensor (e.g. "w2") in a run's probe, or −1. */
-static int param_col(const plot_run_t *r, const char *name)
-{
-    return probe_axis_find(r->probe->ax.param, r->probe->ax.P, name);
-}
-
-/* Column of a hidden-state site (e.g. "resid1") in a probe, or −1. */
-static int site_col(const probe_t *p, const char *name)
-{
-    return probe_axis_find(p->ax.site, p->ax.Q, name);
-}
-
-/* Post-LN red, Pre-LN blue; further runs of the same placement take the next colours. */
-static const char *run_color(const plot_run_t *r, int rank_in_placement)
-{
-    if (rank_in_placement == 0) return is_post(r) ? COLORS[0] : COLORS[1];
-    return COLORS[2 + (rank_in_placement - 1) % 6];
-}
-
-/* A run name as literal text inside a single-quoted gnuplot string in enhanced mode: the
- * enhanced-text operators _ ^ { } @ & ~ \ get a backslash (else "post_warm" prints "warm" as a
- * subscript), and ' doubles (gnuplot's quote inside '...'). Truncates to fit len. */
-static void escape_name(const char *in, char *out, size_t len)
-{
-    size_t o = 0;
-    for (; *in && o + 3 < len; in++) {
-        if (strchr("_^{}@&~\\", *in)) out[o++] = '\\';
-        else if (*in == '\'') out[o++] = '\'';
-        out[o++] = *in;
-    }
-    out[o] = '\0';
-}
-
-static void run_label(const plot_run_t *r, int with_name, char *buf, size_t len)
-{
-    const char *norm = r->cfg.model.norm == NORM_RMSNORM ? " (RMSNorm)"
-                       : r->cfg.model.norm == NORM_NONE  ? " (no norm)" : "";
-    char name[160];   // fits the label buffers (200) with the placement prefix
-    escape_name(r->name, name, sizeof name);
-    if (with_name) snprintf(buf, len, "%s-LN%s: %s", is_post(r) ? "Post" : "Pre", norm, name);
-    else snprintf(buf, len, "%s-LN%s", is_post(r) ? "Post" : "Pre", norm);
-}
-
-/* "Zipf(1.1) tokens" etc.: which data a figure used (DESIGN §1 asks to say so), and
- * "untied output" when the logits do not reuse tok_embed (it changes the depth exponent). */
-static void data_text(const config_t *c, char *buf, size_t len)
-{
-    char data[40];
-    if (c->data.task == TASK_RANDOM && c->data.zipf > 0)
-        snprintf(data, sizeof data, "Zipf(%g) tokens", c->data.zipf);
-    else if (c->data.task == TASK_RANDOM) snprintf(data, sizeof data, "uniform tokens");
-    else snprintf(data, sizeof data, "%s task", config_task_name(c->data.task));
-    snprintf(buf, len, "%s%s", data, c->model.tie_embeddings ? "" : ", untied output");
-}
-
-/* The probe runs with the most common (d, L); ties go to the larger L, then the larger d. */
-static int pick_layer_group(const plot_set_t *set, int *members)
-{
-    int best = -1, best_count = 0;
-    for (int i = 0; i < set->n; i++) {
-        if (!set->runs[i].probe) continue;
-        const config_t *ci = &set->runs[i].cfg;
-        int count = 0;
-        for (int j = 0; j < set->n; j++)
-            if (set->runs[j].probe && set->runs[j].cfg.model.d_model == ci->model.d_model &&
-                set->runs[j].cfg.model.layers == ci->model.layers)
-                count++;
-        if (best < 0 || count > best_count ||
-            (count == best_count && (ci->model.layers > set->runs[best].cfg.model.layers ||
-                                     (ci->model.layers == set->runs[best].cfg.model.layers &&
-                                      ci->model.d_model > set->runs[best].cfg.model.d_model)))) {
-            best = i;
-            best_count = count;
-        }
-    }
-    int n = 0;
-    for (int j = 0; best >= 0 && j < set->n && n < MAX_SERIES; j++)
-        if (set->runs[j].probe &&
-            set->runs[j].cfg.model.d_model == set->runs[best].cfg.model.d_model &&
-            set->runs[j].cfg.model.layers == set->runs[best].cfg.model.layers)
-            members[n++] = j;
-    return n;
-}
-
-/* Rank of run k among the members with its placement (for colours), and whether labels need
- * run names (two runs share a placement and norm). */
-static int placement_rank(const plot_set_t *set, const int *members, int n, int k)
-{
-    int rank = 0;
-    for (int i = 0; i < k && i < n; i++)
-        if (is_post(&set->runs[members[i]]) == is_post(&set->runs[members[k]])) rank++;
-    return rank;
-}
-
-static int labels_need_names(const plot_set_t *set, const int *members, int n)
-{
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < i; j++)
-            if (is_post(&set->runs[members[i]]) == is_post(&set->runs[members[j]]) &&
-                set->runs[members[i]].cfg.model.norm == set->runs[members[j]].cfg.model.norm)
-                return 1;
-    return 0;
-}
-
-/* Data block $name: rows "x mean ci" of a per-seed array over layers (column k of width K). */
-static void block_per_layer(sbuf_t *s, const char *name, const double *data, int S, int L, int K,
-                            int k, double scale)
-{
-    sbuf_printf(s, "$%s << EOD\n", name);
-    for (int l = 0; l < L && k >= 0; l++) {
-        double mean, half;
-        size_t n;
-        fit_mean_ci(data + (size_t)l * K + k, (size_t)L * K, (size_t)S, &mean, &half, &n);
-        if (n) sbuf_printf(s, "%d %.10g %.10g\n", l + 1, mean * scale, isnan(half) ? 0.0 : half * scale);
-    }
-    sbuf_printf(s, "EOD\n");
-}
-
-static void subtitle(const plot_run_t *r, char *buf, size_t len)
-{
-    char data[64];
-    data_text(&r->cfg, data, sizeof data);
-    snprintf(buf, len, "d = %d, d_{ff} = %d, L = %d, %s, %d seeds × %d batches, bars: 95%% CI",
-             r->cfg.model.d_model, r->cfg.model.d_ff, r->cfg.model.layers, data,
-             r->probe->S, r->cfg.probe.batches);
-}
-
 /* ------------------------------------------------------------------ Fig. 3(a,b) */
 
 int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int m[MAX_SERIES];
-    const int n = pick_layer_group(set, m);
+    int m[PLOT_MAX_SERIES];
+    const int n = plot_pick_layer_group(set, ARCH_LM, m);
     if (n == 0) return 0;
     snprintf(name, len, "grad_vs_layer");
-    const int names = labels_need_names(set, m, n);
+    const int names = plot_labels_need_names(set, m, n);
     char sub[256];
-    subtitle(&set->runs[m[0]], sub, sizeof sub);
+    plot_subtitle(&set->runs[m[0]], sub, sizeof sub);
     static const char *const params[2] = {"w1", "w2"};
     static const char *const ylabels[2] = {"‖E_{batch} ∂L/∂W^1‖_F", "‖E_{batch} ∂L/∂W^2‖_F"};
     for (int i = 0; i < n; i++) {
@@ -159,8 +25,8 @@ int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t 
         for (int p = 0; p < 2; p++) {
             char block[32];
             snprintf(block, sizeof block, "g%d_%d", i, p);
-            block_per_layer(s, block, r->probe->grad_fro, r->probe->S, r->probe->ax.L,
-                            r->probe->ax.P, param_col(r, params[p]), 1.0);
+            plot_block_per_layer(s, block, r->probe->grad_fro, r->probe->S, r->probe->ax.L,
+                            r->probe->ax.P, plot_param_col(r, params[p]), 1.0);
         }
     }
     sbuf_printf(s, "set multiplot layout 1,2 title \"Expected gradient norm of the FFN weights "
@@ -172,10 +38,10 @@ int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t 
         for (int i = 0; i < n; i++) {
             const plot_run_t *r = &set->runs[m[i]];
             char label[200];
-            run_label(r, names, label, sizeof label);
+            plot_run_label(r, names, label, sizeof label);
             sbuf_printf(s, "%s$g%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 "
                            "title '%s'", i ? ", " : "", i, p,
-                        run_color(r, placement_rank(set, m, n, i)), is_post(r) ? 7 : 5, label);
+                        plot_run_color(r, plot_placement_rank(set, m, n, i)), plot_is_post(r) ? 7 : 5, label);
         }
         sbuf_printf(s, "\n");
     }
@@ -187,17 +53,17 @@ int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t 
 
 /* Probe runs of one placement at the most common value of the fixed dimension (width for a
  * depth scan: fixed = d, varied = L; and the other way round). Returns the count. */
-static int pick_scan(const plot_set_t *set, int post, int scan_depth, int *members)
+static int pick_scan(const plot_set_t *set, arch_t arch, int post, int scan_depth, int *members)
 {
     int fixed_best = -1, best_count = 0;
     for (int i = 0; i < set->n; i++) {
         const plot_run_t *r = &set->runs[i];
-        if (!r->probe || is_post(r) != post) continue;
+        if (!r->probe || plot_is_post(r) != post || r->cfg.model.arch != arch) continue;
         const int fixed = scan_depth ? r->cfg.model.d_model : r->cfg.model.layers;
         int count = 0;
         for (int j = 0; j < set->n; j++) {
             const plot_run_t *q = &set->runs[j];
-            if (q->probe && is_post(q) == post &&
+            if (q->probe && plot_is_post(q) == post && q->cfg.model.arch == arch &&
                 (scan_depth ? q->cfg.model.d_model : q->cfg.model.layers) == fixed)
                 count++;
         }
@@ -206,7 +72,7 @@ static int pick_scan(const plot_set_t *set, int post, int scan_depth, int *membe
     int n = 0;
     for (int j = 0; j < set->n && n < 64; j++) {
         const plot_run_t *q = &set->runs[j];
-        if (q->probe && is_post(q) == post &&
+        if (q->probe && plot_is_post(q) == post && q->cfg.model.arch == arch &&
             (scan_depth ? q->cfg.model.d_model : q->cfg.model.layers) == fixed_best)
             members[n++] = j;
     }
@@ -251,7 +117,7 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         const int L = r->probe->ax.L, P = r->probe->ax.P, d = r->cfg.model.d_model;
-        const int kc = param_col(r, k);
+        const int kc = plot_param_col(r, k);
         if (kc < 0) continue;
         const size_t stride = (size_t)L * P;
         const double *last = r->probe->grad_fro + (size_t)(L - 1) * P + kc;   // the last FFN's
@@ -267,7 +133,7 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
         for (int seed = 0; seed < r->probe->S && np < 4096; seed++) {
             xs[np] = x;
             ys[np] = last[seed * stride];
-            fs[np++] = fit_theorem1(is_post(r), d, L);
+            fs[np++] = fit_theorem1(plot_is_post(r), d, L);
         }
     }
     sbuf_printf(s, "EOD\n");
@@ -280,7 +146,7 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
     size_t nj = 0;
     for (int i = 0; i < n && depth; i++) {
         const plot_run_t *r = &set->runs[m[i]];
-        if (is_post(r) || isnan(r->probe->final_jacobian[0])) continue;
+        if (plot_is_post(r) || isnan(r->probe->final_jacobian[0])) continue;
         double mean, half;
         size_t cnt;
         fit_mean_ci(r->probe->final_jacobian, 5, (size_t)r->probe->S, &mean, &half, &cnt);
@@ -301,13 +167,24 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
 static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
 {
     int mp[64], mq[64];
-    const int np = pick_scan(set, 1, depth, mp), nq = pick_scan(set, 0, depth, mq);
+    arch_t arch = ARCH_LM;   // a single stack's scan, else an encoder–decoder's
+    int np = pick_scan(set, arch, 1, depth, mp), nq = pick_scan(set, arch, 0, depth, mq);
+    if (!np && !nq) {
+        arch = ARCH_ENCDEC;
+        np = pick_scan(set, arch, 1, depth, mp);
+        nq = pick_scan(set, arch, 0, depth, mq);
+    }
     if (!np && !nq) return 0;
     const plot_run_t *ref = &set->runs[np ? mp[0] : mq[0]];
     char data[64];
-    data_text(&ref->cfg, data, sizeof data);
+    plot_data_text(&ref->cfg, data, sizeof data);
     static const char *const params[2] = {"w1", "w2"};
-    if (depth)
+    if (depth && arch == ARCH_ENCDEC)
+        sbuf_printf(s, "set multiplot layout 1,2 title \"Gradient of the last decoder FFN sub-layer vs "
+                       "depth of an N-N encoder–decoder (Fig. 3c,d)\\n{/*0.8 d = %d, %s, %d seeds, "
+                       "bars: 95%% CI; dashed: theory through the first point}\"\n",
+                    ref->cfg.model.d_model, data, ref->probe->S);
+    else if (depth)
         sbuf_printf(s, "set multiplot layout 1,2 title \"Gradient of the last FFN sub-layer vs depth "
                        "(Fig. 3c,d)\\n{/*0.8 d = %d, %s, %d seeds, bars: 95%% CI; dashed: theory "
                        "through the first point}\"\n", ref->cfg.model.d_model, data, ref->probe->S);
@@ -319,7 +196,8 @@ static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
     sbuf_printf(s, "set grid\nset logscale xy\nset key top left Left reverse samplen 2 "
                    "font ',12' box opaque\nset xlabel '%s'\n"
                    "set offsets graph 0.05, graph 0.05, graph 0.45, graph 0.02\n",
-                depth ? "number of layers L" : "width d");
+                !depth ? "width d" : arch == ARCH_ENCDEC ? "encoder layers = decoder layers N"
+                                                         : "number of layers L");
     for (int p = 0; p < 2; p++) {
         scan_t post = {0}, pre = {0};
         if (np) post = scan_block(s, set, mp, np, depth, params[p], p ? "post2" : "post1");
@@ -336,31 +214,31 @@ static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
         const char *sep = "";
         if (np) {
             sbuf_printf(s, "$post%d using 1:2:3 with yerrorlines lc rgb '%s' pt 7 ps 1.3 "
-                           "title 'Post-LN: fit ∝ %s^{%.2f ± %.2f}'", p + 1, COLORS[0],
+                           "title 'Post-LN: fit ∝ %s^{%.2f ± %.2f}'", p + 1, PLOT_COLORS[0],
                         depth ? "L" : "d", post.slope, post.slope_ci);
             if (depth)
                 sbuf_printf(s, ", %.10g title 'theory ∝ L^0' with lines dt 2 lc rgb '%s'", post.y0,
-                            COLORS[0]);
+                            PLOT_COLORS[0]);
             else
                 sbuf_printf(s, ", %.10g*x*sqrt(log(x)) title 'theory C·d√(ln d)' with lines dt 2 lc rgb '%s'",
-                            post.C, COLORS[0]);
+                            post.C, PLOT_COLORS[0]);
             sep = ", ";
         }
         if (nq) {
             const int L = set->runs[mq[0]].cfg.model.layers;
             sbuf_printf(s, "%s$pre%d using 1:2:3 with yerrorlines lc rgb '%s' pt 5 ps 1.3 "
-                           "title 'Pre-LN: fit ∝ %s^{%.2f ± %.2f}'", sep, p + 1, COLORS[1],
+                           "title 'Pre-LN: fit ∝ %s^{%.2f ± %.2f}'", sep, p + 1, PLOT_COLORS[1],
                         depth ? "L" : "d", pre.slope, pre.slope_ci);
             if (depth)
                 sbuf_printf(s, ", %.10g*(x/%g)**(-0.5) title 'theory ∝ L^{-1/2}' with lines dt 2 lc rgb '%s'",
-                            pre.y0, pre.x0, COLORS[1]);
+                            pre.y0, pre.x0, PLOT_COLORS[1]);
             if (depth && pre.has_jac)
                 sbuf_printf(s, ", $pre%dj using 1:2 with linespoints dt 3 pt 6 lc rgb '%s' "
                                "title '‖J_{LN}(x_{L+1})‖_2 (scaled) ∝ L^{%.2f ± %.2f}'",
-                            p + 1, COLORS[3], pre.jac_slope, pre.jac_ci);
+                            p + 1, PLOT_COLORS[3], pre.jac_slope, pre.jac_ci);
             else
                 sbuf_printf(s, ", %.10g*x*sqrt(log(x)/%d) title 'theory C·d√(ln d / L)' with lines dt 2 lc rgb '%s'",
-                            pre.C, L, COLORS[1]);
+                            pre.C, L, PLOT_COLORS[1]);
         }
         sbuf_printf(s, "\n");
     }
@@ -384,23 +262,23 @@ int plot_fig_grad_vs_width(const plot_set_t *set, sbuf_t *s, char *name, size_t 
 
 int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int m[MAX_SERIES], n = pick_layer_group(set, m), k = 0;
+    int m[PLOT_MAX_SERIES], n = plot_pick_layer_group(set, ARCH_LM, m), k = 0;
     for (int i = 0; i < n; i++)   // runs with a norm and Jacobian data
         if (set->runs[m[i]].cfg.model.norm != NORM_NONE && !isnan(set->runs[m[i]].probe->jacobian_spec[0]))
             m[k++] = m[i];
     if (!(n = k)) return 0;
     snprintf(name, len, "jacobian");
-    const int names = labels_need_names(set, m, n);
+    const int names = plot_labels_need_names(set, m, n);
     char sub[256];
-    subtitle(&set->runs[m[0]], sub, sizeof sub);
+    plot_subtitle(&set->runs[m[0]], sub, sizeof sub);
     for (int i = 0; i < n; i++) {
         const probe_t *p = set->runs[m[i]].probe;
         for (int q = 0; q < p->ax.R && q < 2; q++) {
             char block[32];
             snprintf(block, sizeof block, "j%d_%d", i, q);
-            block_per_layer(s, block, p->jacobian_spec, p->S, p->ax.L, p->ax.R, q, 1.0);
+            plot_block_per_layer(s, block, p->jacobian_spec, p->S, p->ax.L, p->ax.R, q, 1.0);
             snprintf(block, sizeof block, "b%d_%d", i, q);
-            block_per_layer(s, block, p->jacobian_bound, p->S, p->ax.L, p->ax.R, q, 1.0);
+            plot_block_per_layer(s, block, p->jacobian_bound, p->S, p->ax.L, p->ax.R, q, 1.0);
         }
     }
     sbuf_printf(s, "set multiplot layout 1,2 title \"Norm-layer Jacobian ‖J_{LN}(x)‖_2 per layer "
@@ -415,11 +293,11 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         for (int i = 0; i < n; i++) {
             const plot_run_t *r = &set->runs[m[i]];
             char label[200];
-            const char *c = run_color(r, placement_rank(set, m, n, i));
-            run_label(r, names, label, sizeof label);
+            const char *c = plot_run_color(r, plot_placement_rank(set, m, n, i));
+            plot_run_label(r, names, label, sizeof label);
             sbuf_printf(s, "%s$j%d_%d using 1:2:3 with yerrorbars lc rgb '%s' pt %d ps 1.3 title '%s ‖J‖_2', "
                            "$b%d_%d using 1:2 with lines dt 2 lc rgb '%s' title '%s √d/‖x−μ‖'",
-                        i ? ", " : "", i, q, c, is_post(r) ? 7 : 5, label, i, q, c, label);
+                        i ? ", " : "", i, q, c, plot_is_post(r) ? 7 : 5, label, i, q, c, label);
         }
         sbuf_printf(s, "\n");
     }
@@ -431,27 +309,27 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 
 int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int m[MAX_SERIES];
-    const int n = pick_layer_group(set, m);
+    int m[PLOT_MAX_SERIES];
+    const int n = plot_pick_layer_group(set, ARCH_LM, m);
     if (n == 0) return 0;
     snprintf(name, len, "hidden_norms");
     int has_post = 0, has_pre = 0;
     for (int i = 0; i < n; i++) {
-        if (is_post(&set->runs[m[i]])) has_post = 1;
+        if (plot_is_post(&set->runs[m[i]])) has_post = 1;
         else has_pre = 1;
     }
     char sub[256];
-    subtitle(&set->runs[m[0]], sub, sizeof sub);
+    plot_subtitle(&set->runs[m[0]], sub, sizeof sub);
     const config_t *c0 = &set->runs[m[0]].cfg;
     const int d = c0->model.d_model, dff = c0->model.d_ff, L = c0->model.layers;
     for (int i = 0; i < n; i++) {
         const probe_t *p = set->runs[m[i]].probe;
         char block[32];
         snprintf(block, sizeof block, "h%d_a", i);
-        block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q,
-                        site_col(p, is_post(&set->runs[m[i]]) ? "resid2" : "output"), 1.0 / d);
+        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q,
+                        plot_site_col(p, plot_is_post(&set->runs[m[i]]) ? "resid2" : "output"), 1.0 / d);
         snprintf(block, sizeof block, "h%d_b", i);
-        block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q, site_col(p, "resid1"),
+        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q, plot_site_col(p, "resid1"),
                         1.0 / d);
     }
     sbuf_printf(s, "$bounds << EOD\n");
@@ -477,8 +355,8 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
                            "title 'Lemma 2 bounds (from E‖x_1‖^2 = 1.5d)'", L + 0.5);
         for (int i = 0; i < n; i++) {
             const plot_run_t *r = &set->runs[m[i]];
-            if (is_post(r) != post) continue;
-            const char *c = run_color(r, placement_rank(set, m, n, i));
+            if (plot_is_post(r) != post) continue;
+            const char *c = plot_run_color(r, plot_placement_rank(set, m, n, i));
             sbuf_printf(s, ", $h%d_a using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 title '%s'",
                         i, c, post ? 7 : 5, post ? "x^5_l / d" : "x_{l+1} / d");
             sbuf_printf(s, ", $h%d_b using 1:2:3 with yerrorlines dt 3 lc rgb '%s' pt 6 title '%s'",
@@ -494,12 +372,12 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
 
 int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int m[MAX_SERIES], n = 0;
-    for (int i = 0; i < set->n && n < MAX_SERIES; i++)
+    int m[PLOT_MAX_SERIES], n = 0;
+    for (int i = 0; i < set->n && n < PLOT_MAX_SERIES; i++)
         if (set->runs[i].nsteps > 0 && set->runs[i].step) m[n++] = i;
     if (!n) return 0;
     snprintf(name, len, "loss");
-    int diverged[MAX_SERIES] = {0};
+    int diverged[PLOT_MAX_SERIES] = {0};
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         const size_t every = r->nsteps > 2000 ? r->nsteps / 2000 : 1;
@@ -520,22 +398,22 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     }
     const config_t *c = &set->runs[m[0]].cfg;
     char data[64];
-    data_text(c, data, sizeof data);
+    plot_data_text(c, data, sizeof data);
     sbuf_printf(s, "set multiplot layout 2,1 title \"Training loss with and without warm-up "
                    "(Fig. 2)\\n{/*0.8 d = %d, L = %d, %s, %s; × = diverged (NaN/Inf)}\"\n",
                 c->model.d_model, c->model.layers, data, config_optimizer_name(c->train.optimizer));
     sbuf_printf(s, "set grid\nset key outside right box opaque\nset xlabel 'step'\n"
                    "set ylabel 'training loss'\nset logscale y\nset size 1,0.62\nset origin 0,0.33\nplot ");
-    char names[MAX_SERIES][256];
+    char names[PLOT_MAX_SERIES][256];
     double lr_max = 0.0;
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
-        escape_name(r->name, names[i], sizeof names[i]);
+        plot_escape_name(r->name, names[i], sizeof names[i]);
         for (size_t t = 0; r->lr && t < r->nsteps; t++)
             if (isfinite(r->lr[t]) && r->lr[t] > lr_max) lr_max = r->lr[t];
     }
     for (int i = 0; i < n; i++) {
-        const char *col = COLORS[i % 8];
+        const char *col = PLOT_COLORS[i % 8];
         sbuf_printf(s, "%s$l%d using 1:2 with lines lc rgb '%s' title '%s%s'", i ? ", " : "", i, col,
                     names[i], diverged[i] ? " (diverged)" : "");
         if (diverged[i])
@@ -548,7 +426,7 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     sbuf_printf(s, "plot ");
     for (int i = 0; i < n; i++)
         sbuf_printf(s, "%s$l%d using 1:3 with lines lc rgb '%s' title '%s'", i ? ", " : "", i,
-                    COLORS[i % 8], names[i]);
+                    PLOT_COLORS[i % 8], names[i]);
     sbuf_printf(s, "\nunset multiplot\n");
     return 1;
 }

@@ -18,6 +18,51 @@ void sbuf_printf(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 
 /* Free the buffer. */
 void sbuf_free(sbuf_t *b);
 
+/* ---- plot_style.c: shared by the figures ---- */
+
+#define PLOT_MAX_SERIES 16
+#define PLOT_NCOLORS 8
+extern const char *const PLOT_COLORS[PLOT_NCOLORS];
+
+/* The run is Post-LN (red in every figure; Pre-LN blue). */
+int plot_is_post(const plot_run_t *r);
+
+/* Column of a layer tensor ("w2") / a hidden-state site ("resid1") in a probe, or −1. */
+int plot_param_col(const plot_run_t *r, const char *name);
+int plot_site_col(const probe_t *p, const char *name);
+
+/* Post-LN red, Pre-LN blue; further runs of the same placement take the next colours. */
+const char *plot_run_color(const plot_run_t *r, int rank_in_placement);
+
+/* in as literal text inside a single-quoted gnuplot string in enhanced mode. */
+void plot_escape_name(const char *in, char *out, size_t len);
+
+/* "Post-LN (RMSNorm)" or "Post-LN: name" (with_name) for a legend. */
+void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len);
+
+/* "Zipf(1.1) tokens", "translation task", … (+ ", untied output"). */
+void plot_data_text(const config_t *c, char *buf, size_t len);
+
+/* Probe runs of arch with the most common (d, L) into members; returns the count. */
+int plot_pick_layer_group(const plot_set_t *set, arch_t arch, int *members);
+
+/* Rank of member k among those with its placement (for colours); whether two members share
+ * a placement and norm (then legends need run names). */
+int plot_placement_rank(const plot_set_t *set, const int *members, int n, int k);
+int plot_labels_need_names(const plot_set_t *set, const int *members, int n);
+
+/* Data block $name: rows "l+1 mean ci" over L layer rows of column k of width K (over S seeds). */
+void plot_block_per_layer(sbuf_t *s, const char *name, const double *data, int S, int L, int K,
+                          int k, double scale);
+
+/* The same with an empty line before row split (> 0): gnuplot does not join the two parts
+ * (an encoder's last layer and a decoder's first). */
+void plot_block_split(sbuf_t *s, const char *name, const double *data, int S, int L, int K,
+                      int k, double scale, int split);
+
+/* "d = …, d_ff = …, L = … (or N-M encoder–decoder), data, seeds × batches, bars: 95% CI". */
+void plot_subtitle(const plot_run_t *r, char *buf, size_t len);
+
 /* Write one figure's script: returns 1 and fills name when the runs support the figure,
  * 0 otherwise. */
 typedef int (*plot_figure_fn)(const plot_set_t *set, sbuf_t *script, char *name, size_t len);
@@ -28,6 +73,9 @@ int plot_fig_grad_vs_width(const plot_set_t *set, sbuf_t *s, char *name, size_t 
 int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_grad_vs_layer_encdec(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 /* Send script to gnuplot once per format into dir/name.<fmt>. 0, or −1 with err set. */
 int plot_render(const char *script, const char *dir, const char *name, const char *formats,

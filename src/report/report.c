@@ -54,7 +54,7 @@ static void report_gradients(FILE *out, const probe_t *p, int all)
     }
     if (all) {
         for (int e = 0; e < ax->E; e++) {
-            fprintf(out, "%-16s", ax->extra[e]);
+            fprintf(out, ax->encdec ? "%-21s" : "%-16s", ax->extra[e]);
             print_ci(out, p->extra_grad_fro + e, (size_t)ax->E, p->S);
             fprintf(out, "\n");
         }
@@ -123,7 +123,8 @@ static void report_jacobians(FILE *out, const config_t *cfg, const probe_t *p)
             print_ci(out, p->jacobian_spec + (size_t)l * ax->R + k, LR, p->S);
             fit_mean_ci(p->jacobian_bound + (size_t)l * ax->R + k, LR, (size_t)p->S, &mean,
                         &half, &n);
-            fprintf(out, " %12.4e", mean);
+            if (n) fprintf(out, " %12.4e", mean);
+            else fprintf(out, " %12s", "-");
         }
         fprintf(out, "\n");
     }

@@ -103,7 +103,9 @@ void train_step(train_t *t, train_record_t *r)
     if (r->diverged) return;
     optim_update(&t->opt, m->params, m->grads, r->lr);
     t->step = s;
-    if (t->s.data.val_batches > 0 && (s % c->train.eval_every == 0 || s == c->train.steps))
+    // every eval_every updates, or at the end of every epoch (eval_every = 0), and at the end
+    const long every = c->train.eval_every > 0 ? c->train.eval_every : data_epoch_batches(&t->s.data);
+    if (t->s.data.val_batches > 0 && ((every > 0 && s % every == 0) || s == c->train.steps))
         r->val_loss = train_eval(t);
 }
 

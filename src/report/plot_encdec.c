@@ -1,0 +1,180 @@
+/* plot_encdec.c — figures over the rows of a model's layers that an encoder–decoder adds
+ * (docs/design.md §6b): Fig. 3(a,b) with the encoder's and the decoder's layers on one axis,
+ * Liu et al. 2020's gradient at every sub-layer's output, and validation loss per epoch. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report/plot_internal.h"
+
+/* x tics E1 … EN, D1 … DM (rows 1 … N+M) and a dotted line between the stacks. The order is
+ * the forward pass's: left to right is distance from the input, so the decoder's growth reads
+ * on from the encoder's. */
+static void layer_axis(sbuf_t *s, const config_t *c)
+{
+    const int N = c->model.layers, M = config_dec_layers(c);
+    sbuf_printf(s, "set xtics (");
+    for (int i = 0; i < N + M; i++)
+        sbuf_printf(s, "%s'%s%d' %d", i ? ", " : "", i < N ? "E" : "D", i < N ? i + 1 : i - N + 1,
+                    i + 1);
+    sbuf_printf(s, ")\nset arrow 1 from %g, graph 0 to %g, graph 1 nohead dt 3 lc rgb 'gray40'\n"
+                   "set xlabel 'layer (E = encoder, D = decoder)'\nset xrange [0.5:%g]\n",
+                N + 0.5, N + 0.5, N + M + 0.5);
+}
+
+/* The group a layer figure draws: encoder–decoder runs if there are any, else single stacks. */
+static int pick_group(const plot_set_t *set, int *m, int *encdec)
+{
+    int n = plot_pick_layer_group(set, ARCH_ENCDEC, m);
+    *encdec = n > 0;
+    if (!n) n = plot_pick_layer_group(set, ARCH_LM, m);
+    return n;
+}
+
+/* Legend entry i of a group: placement (and name when two runs share one), colour, point type. */
+static void series_style(const plot_set_t *set, const int *m, int n, int i, char *label,
+                         size_t len, const char **color, int *pt)
+{
+    const plot_run_t *r = &set->runs[m[i]];
+    plot_run_label(r, plot_labels_need_names(set, m, n), label, len);
+    *color = plot_run_color(r, plot_placement_rank(set, m, n, i));
+    *pt = plot_is_post(r) ? 7 : 5;
+}
+
+int plot_fig_grad_vs_layer_encdec(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int m[PLOT_MAX_SERIES];
+    const int n = plot_pick_layer_group(set, ARCH_ENCDEC, m);
+    if (n == 0) return 0;
+    snprintf(name, len, "grad_vs_layer");
+    static const char *const params[2] = {"w1", "w2"};
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        for (int p = 0; p < 2; p++) {
+            char block[32];
+            snprintf(block, sizeof block, "g%d_%d", i, p);
+            plot_block_split(s, block, r->probe->grad_fro, r->probe->S, r->probe->ax.L,
+                             r->probe->ax.P, plot_param_col(r, params[p]), 1.0,
+                             r->cfg.model.layers);
+        }
+    }
+    const plot_run_t *r0 = &set->runs[m[0]];
+    char data[64];
+    plot_data_text(&r0->cfg, data, sizeof data);
+    sbuf_printf(s, "set multiplot layout 1,2 title \"Expected gradient norm of the FFN weights "
+                   "per layer of the %d-%d encoder–decoder at initialisation (Fig. 3a,b)\\n{/*0.8 "
+                   "d = %d, d_{ff} = %d, %s, %d seeds × %d batches, bars: 95%% CI}\"\n",
+                r0->cfg.model.layers, config_dec_layers(&r0->cfg), r0->cfg.model.d_model,
+                r0->cfg.model.d_ff, data, r0->probe->S, r0->cfg.probe.batches);
+    sbuf_printf(s, "set grid\nset key top left box opaque\nset yrange [0:*]\n");
+    layer_axis(s, &r0->cfg);
+    for (int p = 0; p < 2; p++) {
+        sbuf_printf(s, "set title 'W^%d'\nset ylabel '‖E_{batch} ∂L/∂W^%d‖_F'\nplot ", p + 1, p + 1);
+        for (int i = 0; i < n; i++) {
+            char label[200];
+            const char *c;
+            int pt;
+            series_style(set, m, n, i, label, sizeof label, &c, &pt);
+            sbuf_printf(s, "%s$g%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 "
+                           "title '%s'", i ? ", " : "", i, p, c, pt, label);
+        }
+        sbuf_printf(s, "\n");
+    }
+    sbuf_printf(s, "unset multiplot\n");
+    return 1;
+}
+
+int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int m[PLOT_MAX_SERIES], encdec;
+    const int n = pick_group(set, m, &encdec);
+    if (n == 0) return 0;
+    const plot_run_t *r0 = &set->runs[m[0]];
+    const probe_axes_t *ax0 = &r0->probe->ax;
+    if (ax0->X == 0 || !r0->probe->subout_grad || isnan(r0->probe->subout_grad[0])) return 0;
+    snprintf(name, len, "subout_grad");
+    for (int i = 0; i < n; i++) {
+        const probe_t *p = set->runs[m[i]].probe;
+        for (int x = 0; x < ax0->X; x++) {
+            char block[32];
+            snprintf(block, sizeof block, "u%d_%d", i, x);
+            plot_block_split(s, block, p->subout_grad, p->S, p->ax.L, p->ax.X,
+                             probe_axis_find(p->ax.sub, p->ax.X, ax0->sub[x]), 1.0,
+                             encdec ? set->runs[m[i]].cfg.model.layers : 0);
+        }
+    }
+    char sub[256];
+    plot_subtitle(r0, sub, sizeof sub);
+    sbuf_printf(s, "set multiplot layout 1,%d title \"Gradient reaching each sub-layer's output at "
+                   "initialisation, E_{token} ‖∂L/∂ out‖ (Liu et al. 2020, Fig. 3)\\n{/*0.8 %s}\"\n",
+                ax0->X, sub);
+    sbuf_printf(s, "set grid\nset key bottom left box opaque\nset logscale y\n"
+                   "set format y '10^{%%L}'\n");
+    if (encdec) {
+        layer_axis(s, &r0->cfg);
+        if (ax0->X > 2) sbuf_printf(s, "set xtics font ',9'\n");
+    }
+    else sbuf_printf(s, "set xlabel 'layer l'\nset xtics 1\nset offsets 0.3, 0.3, 0, 0\n");
+    static const struct { const char *name, *title; } KINDS[] = {
+        {"self", "self-attention"}, {"cross", "cross-attention (decoder)"}, {"ffn", "FFN"},
+    };
+    for (int x = 0; x < ax0->X; x++) {
+        const char *title = ax0->sub[x];
+        for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++)
+            if (!strcmp(KINDS[k].name, ax0->sub[x])) title = KINDS[k].title;
+        sbuf_printf(s, "set title '%s'\nset ylabel 'E_{token} ‖∂L/∂ out‖'\nplot ", title);
+        for (int i = 0; i < n; i++) {
+            char label[200];
+            const char *c;
+            int pt;
+            series_style(set, m, n, i, label, sizeof label, &c, &pt);
+            sbuf_printf(s, "%s$u%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.1 "
+                           "title '%s'", i ? ", " : "", i, x, c, pt, label);
+        }
+        sbuf_printf(s, "\n");
+    }
+    sbuf_printf(s, "unset multiplot\n");
+    return 1;
+}
+
+int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int m[PLOT_MAX_SERIES], n = 0, epochs = 1;
+    for (int i = 0; i < set->n && n < PLOT_MAX_SERIES; i++)
+        if (set->runs[i].nevals > 0) {
+            m[n++] = i;
+            if (isnan(set->runs[i].epoch_batches)) epochs = 0;
+        }
+    if (!n) return 0;
+    snprintf(name, len, "val_loss");
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        sbuf_printf(s, "$v%d << EOD\n", i);
+        for (size_t k = 0; k < r->nevals; k++)
+            if (isfinite(r->val_loss[k]))
+                sbuf_printf(s, "%.10g %.10g\n",
+                            epochs ? r->eval_step[k] / r->epoch_batches : r->eval_step[k],
+                            r->val_loss[k]);
+        sbuf_printf(s, "EOD\n");
+    }
+    const config_t *c = &set->runs[m[0]].cfg;
+    char data[64];
+    plot_data_text(c, data, sizeof data);
+    sbuf_printf(s, "set title \"Validation loss with and without warm-up (Fig. 2)\\n{/*0.8 %s, "
+                   "d = %d, %s, %s lr %g}\"\n",
+                c->model.arch == ARCH_ENCDEC ? "encoder–decoder" : "single stack",
+                c->model.d_model, data, config_optimizer_name(c->train.optimizer), c->train.lr);
+    sbuf_printf(s, "set grid\nset key top right box opaque\nset xlabel '%s'\n"
+                   "set ylabel 'validation loss (nats per token)'\n", epochs ? "epoch" : "update");
+    sbuf_printf(s, "plot ");
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        char label[200];
+        plot_escape_name(r->name, label, sizeof label);
+        sbuf_printf(s, "%s$v%d using 1:2 with linespoints pt 7 lc rgb '%s' title '%s%s'",
+                    i ? ", " : "", i, PLOT_COLORS[i % PLOT_NCOLORS], label,
+                    isnan(r->diverged_at) ? "" : " (diverged)");
+    }
+    sbuf_printf(s, "\n");
+    return 1;
+}

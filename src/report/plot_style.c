@@ -1,0 +1,155 @@
+/* plot_style.c — what every figure shares: colours, labels that gnuplot prints literally,
+ * the data a run used, the groups of runs a figure draws, per-layer data blocks. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report/plot_internal.h"
+#include "measure/fit.h"
+
+const char *const PLOT_COLORS[PLOT_NCOLORS] = {"#c0392b", "#1f5fa8", "#e67e22", "#27ae60", "#8e44ad",
+                                     "#7f8c8d", "#d35400", "#16a085"};
+
+int plot_is_post(const plot_run_t *r) { return r->cfg.model.placement == PLACEMENT_POST; }
+
+/* Column of a layer tensor (e.g. "w2") in a run's probe, or −1. */
+int plot_param_col(const plot_run_t *r, const char *name)
+{
+    return probe_axis_find(r->probe->ax.param, r->probe->ax.P, name);
+}
+
+/* Column of a hidden-state site (e.g. "resid1") in a probe, or −1. */
+int plot_site_col(const probe_t *p, const char *name)
+{
+    return probe_axis_find(p->ax.site, p->ax.Q, name);
+}
+
+/* Post-LN red, Pre-LN blue; further runs of the same placement take the next colours. */
+const char *plot_run_color(const plot_run_t *r, int rank_in_placement)
+{
+    if (rank_in_placement == 0) return plot_is_post(r) ? PLOT_COLORS[0] : PLOT_COLORS[1];
+    return PLOT_COLORS[2 + (rank_in_placement - 1) % 6];
+}
+
+/* A run name as literal text inside a single-quoted gnuplot string in enhanced mode: the
+ * enhanced-text operators _ ^ { } @ & ~ \ get a backslash (else "post_warm" prints "warm" as a
+ * subscript), and ' doubles (gnuplot's quote inside '...'). Truncates to fit len. */
+void plot_escape_name(const char *in, char *out, size_t len)
+{
+    size_t o = 0;
+    for (; *in && o + 3 < len; in++) {
+        if (strchr("_^{}@&~\\", *in)) out[o++] = '\\';
+        else if (*in == '\'') out[o++] = '\'';
+        out[o++] = *in;
+    }
+    out[o] = '\0';
+}
+
+void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len)
+{
+    const char *norm = r->cfg.model.norm == NORM_RMSNORM ? " (RMSNorm)"
+                       : r->cfg.model.norm == NORM_NONE  ? " (no norm)" : "";
+    char name[160];   // fits the label buffers (200) with the placement prefix
+    plot_escape_name(r->name, name, sizeof name);
+    if (with_name) snprintf(buf, len, "%s-LN%s: %s", plot_is_post(r) ? "Post" : "Pre", norm, name);
+    else snprintf(buf, len, "%s-LN%s", plot_is_post(r) ? "Post" : "Pre", norm);
+}
+
+/* "Zipf(1.1) tokens" etc.: which data a figure used (docs/design.md §1 asks to say so), and
+ * "untied output" when the logits do not reuse tok_embed (it changes the depth exponent). */
+void plot_data_text(const config_t *c, char *buf, size_t len)
+{
+    char data[40];
+    if (c->data.task == TASK_RANDOM && c->data.zipf > 0)
+        snprintf(data, sizeof data, "Zipf(%g) tokens", c->data.zipf);
+    else if (c->data.task == TASK_RANDOM) snprintf(data, sizeof data, "uniform tokens");
+    else snprintf(data, sizeof data, "%s task", config_task_name(c->data.task));
+    snprintf(buf, len, "%s%s", data, c->model.tie_embeddings ? "" : ", untied output");
+}
+
+/* The probe runs of arch with the most common (d, L); ties go to the larger L, then d. */
+int plot_pick_layer_group(const plot_set_t *set, arch_t arch, int *members)
+{
+    int best = -1, best_count = 0;
+    for (int i = 0; i < set->n; i++) {
+        if (!set->runs[i].probe || set->runs[i].cfg.model.arch != arch) continue;
+        const config_t *ci = &set->runs[i].cfg;
+        int count = 0;
+        for (int j = 0; j < set->n; j++)
+            if (set->runs[j].probe && set->runs[j].cfg.model.arch == arch &&
+                set->runs[j].cfg.model.d_model == ci->model.d_model &&
+                set->runs[j].cfg.model.layers == ci->model.layers)
+                count++;
+        if (best < 0 || count > best_count ||
+            (count == best_count && (ci->model.layers > set->runs[best].cfg.model.layers ||
+                                     (ci->model.layers == set->runs[best].cfg.model.layers &&
+                                      ci->model.d_model > set->runs[best].cfg.model.d_model)))) {
+            best = i;
+            best_count = count;
+        }
+    }
+    int n = 0;
+    for (int j = 0; best >= 0 && j < set->n && n < PLOT_MAX_SERIES; j++)
+        if (set->runs[j].probe && set->runs[j].cfg.model.arch == arch &&
+            set->runs[j].cfg.model.d_model == set->runs[best].cfg.model.d_model &&
+            set->runs[j].cfg.model.layers == set->runs[best].cfg.model.layers)
+            members[n++] = j;
+    return n;
+}
+
+/* Rank of run k among the members with its placement (for colours), and whether labels need
+ * run names (two runs share a placement and norm). */
+int plot_placement_rank(const plot_set_t *set, const int *members, int n, int k)
+{
+    int rank = 0;
+    for (int i = 0; i < k && i < n; i++)
+        if (plot_is_post(&set->runs[members[i]]) == plot_is_post(&set->runs[members[k]])) rank++;
+    return rank;
+}
+
+int plot_labels_need_names(const plot_set_t *set, const int *members, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (plot_is_post(&set->runs[members[i]]) == plot_is_post(&set->runs[members[j]]) &&
+                set->runs[members[i]].cfg.model.norm == set->runs[members[j]].cfg.model.norm)
+                return 1;
+    return 0;
+}
+
+/* Data block $name: rows "x mean ci" of a per-seed array over layers (column k of width K). */
+void plot_block_per_layer(sbuf_t *s, const char *name, const double *data, int S, int L, int K,
+                          int k, double scale)
+{
+    plot_block_split(s, name, data, S, L, K, k, scale, 0);
+}
+
+void plot_block_split(sbuf_t *s, const char *name, const double *data, int S, int L, int K,
+                      int k, double scale, int split)
+{
+    sbuf_printf(s, "$%s << EOD\n", name);
+    for (int l = 0; l < L && k >= 0; l++) {
+        double mean, half;
+        size_t n;
+        if (split > 0 && l == split) sbuf_printf(s, "\n");   // gnuplot breaks the line here
+        fit_mean_ci(data + (size_t)l * K + k, (size_t)L * K, (size_t)S, &mean, &half, &n);
+        if (n) sbuf_printf(s, "%d %.10g %.10g\n", l + 1, mean * scale, isnan(half) ? 0.0 : half * scale);
+    }
+    sbuf_printf(s, "EOD\n");
+}
+
+void plot_subtitle(const plot_run_t *r, char *buf, size_t len)
+{
+    char data[64];
+    plot_data_text(&r->cfg, data, sizeof data);
+    char depth[48];
+    if (r->cfg.model.arch == ARCH_ENCDEC)
+        snprintf(depth, sizeof depth, "%d-%d encoder–decoder", r->cfg.model.layers,
+                 config_dec_layers(&r->cfg));
+    else
+        snprintf(depth, sizeof depth, "L = %d", r->cfg.model.layers);
+    snprintf(buf, len, "d = %d, d_{ff} = %d, %s, %s, %d seeds × %d batches, bars: 95%% CI",
+             r->cfg.model.d_model, r->cfg.model.d_ff, depth, data, r->probe->S,
+             r->cfg.probe.batches);
+}
+
