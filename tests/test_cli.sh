@@ -112,7 +112,7 @@ heads=2|--set heads: expected section.key=value
 model.layers=abc|--set model.layers: not an integer: 'abc'
 model.layers=0|--set model.layers: must be
 train.lr=inf|--set train.lr: must be finite
-model.placement=Pre|--set model.placement: must be post or pre
+model.placement=Pre|--set model.placement: must be post, pre, peri
 data.task=text|--set data.task: text needs data.path
 EOF
 

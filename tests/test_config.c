@@ -194,7 +194,9 @@ START_TEST(test_names)
     ck_assert_str_eq(config_init_name(INIT_XAVIER_NORMAL), "xavier_normal");
     ck_assert_str_eq(config_init_name(INIT_XAVIER_UNIFORM), "xavier_uniform");
     ck_assert_str_eq(config_init_name(INIT_NORMAL), "normal");
-    ck_assert_str_eq(config_placement_name((placement_t)7), "?");
+    ck_assert_str_eq(config_placement_name((placement_t)99), "?");
+    ck_assert_str_eq(config_placement_name(PLACEMENT_B2T), "b2t");
+    ck_assert_str_eq(config_norm_name(NORM_DYT), "dyt");
     ck_assert_str_eq(config_task_name((task_t)-1), "?");
 }
 END_TEST
@@ -294,14 +296,15 @@ START_TEST(test_value_syntax)
         {"model.causal=true", 1}, {"model.causal=FALSE", 1}, {"model.causal=On", 1}, {"model.causal=off", 1},
         {"model.causal=yes", 1}, {"model.causal=no", 1}, {"model.causal=1", 1}, {"model.causal=0", 1},
         {"model.causal=2", 0}, {"model.causal=", 0},
-        {"model.placement=pre", 1}, {"model.placement=PRE", 0}, {"model.placement=peri", 0},
+        {"model.placement=pre", 1}, {"model.placement=PRE", 0}, {"model.placement=peri", 1},
+        {"model.placement=sandwich", 0}, {"model.norm=dyt", 1}, {"init.scheme=tfixup", 1},
         {"train.optimizer=adamw", 1}, {"train.optimizer=Adam", 0}, {"train.resume=auto", 1},
         {"train.resume=off", 1}, {"train.resume=on", 0}, {"train.resume=true", 0},
         {"probe.jacobian=on", 1}, {"probe.jacobian=off", 1}, {"probe.jacobian=auto", 0},
         {"init.seed=0", 1}, {"init.seed=18446744073709551615", 1}, {"init.seed=18446744073709551616", 0},
         {"init.seed=-1", 0}, {"init.seed=+1", 0}, {"init.seed=1.0", 0}, {"init.seed=", 0},
         {"data.path=", 1}, {"data.path=a ;b", 0}, {"data.path=a;b", 1},
-        {"train.eval_every=0", 0}, {"train.checkpoint_every=0", 1}, {"probe.every=0", 0},
+        {"train.eval_every=0", 1}, {"train.eval_every=-1", 0}, {"train.checkpoint_every=0", 1}, {"probe.every=0", 0},
         {"train.steps=0", 1}, {"train.warmup=0", 1}, {"model.d_model=1", 0}, {"model.vocab=1", 0},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -463,7 +466,7 @@ START_TEST(test_set_errors)
     expect_set_fail("model.heads=two", "--set model.heads: not an integer: 'two'");
     expect_set_fail("model.heads=0", "--set model.heads: must be an integer >= 1 (got 0)");
     expect_set_fail("train.lr=nan", "--set train.lr: must be finite");
-    expect_set_fail("model.placement=middle", "--set model.placement: must be post or pre (got 'middle')");
+    expect_set_fail("model.placement=middle", "--set model.placement: must be post, pre, peri, deepnorm, admin, rezero, subln, mixln or b2t (got 'middle')");
     /* contradictions introduced by --set name the --set */
     expect_set_fail("model.heads=3", "--set model.heads: must divide model.d_model (8)");
     expect_set_fail("model.d_model=9", "--set model.d_model: must be a multiple of model.heads (2)");
@@ -554,7 +557,7 @@ static const struct { const char *file, *prefix; } bad[] = {
     {"configs/bad_nonfinite.ini", "configs/bad_nonfinite.ini:4: train.lr: must be finite (got inf)"},
     {"configs/bad_nan.ini", "configs/bad_nan.ini:4: model.dropout: must be finite (got nan)"},
     {"configs/bad_bool.ini", "configs/bad_bool.ini:4: model.causal: must be true/false"},
-    {"configs/bad_enum.ini", "configs/bad_enum.ini:4: model.placement: must be post or pre (got 'Pre')"},
+    {"configs/bad_enum.ini", "configs/bad_enum.ini:4: model.placement: must be post, pre, peri, deepnorm, admin, rezero, subln, mixln or b2t (got 'Pre')"},
     {"configs/bad_onoff.ini", "configs/bad_onoff.ini:4: probe.jacobian: must be on or off (got 'sometimes')"},
     {"configs/bad_resume.ini", "configs/bad_resume.ini:4: train.resume: must be off or auto (got 'on')"},
     {"configs/bad_seed.ini", "configs/bad_seed.ini:4: init.seed: must be a non-negative integer (got '-1')"},

@@ -43,11 +43,13 @@ typedef struct {
 } cfg_key_t;
 
 static const char *const arch_names[] = {"lm", "encdec", NULL};
-static const char *const placement_names[] = {"post", "pre", NULL};
-static const char *const norm_names[] = {"layernorm", "rmsnorm", "none", NULL};
+static const char *const placement_names[] = {"post", "pre", "peri", "deepnorm", "admin",
+                                               "rezero", "subln", "mixln", "b2t", NULL};
+static const char *const norm_names[] = {"layernorm", "rmsnorm", "none", "dyt", NULL};
 static const char *const activation_names[] = {"relu", "gelu", NULL};
 static const char *const final_norm_names[] = {"auto", "on", "off", NULL};
-static const char *const init_names[] = {"xavier_normal", "xavier_uniform", "normal", NULL};
+static const char *const init_names[] = {"xavier_normal", "xavier_uniform", "normal", "tfixup",
+                                         NULL};
 static const char *const task_names[] = {"random", "copy", "reverse", "text", "translation", NULL};
 static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", NULL};
 static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", NULL};
@@ -74,8 +76,10 @@ static const cfg_key_t keys[] = {
     KI(model, seq_len, 1),
     KI(model, src_len, 0),
     KE(model, placement, placement_names),
+    KD(model, mix_ratio, 0, 0, 1, 0),
     KE(model, norm, norm_names),
     KD(model, norm_eps, 0, 1, INFINITY, 0),
+    KD(model, dyt_alpha, 0, 1, INFINITY, 0),
     KE(model, activation, activation_names),
     KB(model, causal),
     KB(model, tie_embeddings),
@@ -437,6 +441,8 @@ void config_defaults(config_t *cfg)
     cfg->model.placement = PLACEMENT_POST;
     cfg->model.norm = NORM_LAYERNORM;
     cfg->model.norm_eps = 1e-5;
+    cfg->model.mix_ratio = 0.25;
+    cfg->model.dyt_alpha = 0.5;
     cfg->model.activation = ACT_RELU;
     cfg->model.causal = 0;
     cfg->model.tie_embeddings = 1;
@@ -514,8 +520,14 @@ int config_has_final_norm(const config_t *cfg)
 {
     if (cfg->model.norm == NORM_NONE) return 0;
     if (cfg->model.final_norm == FINAL_NORM_ON) return 1;
-    if (cfg->model.final_norm == FINAL_NORM_AUTO) return cfg->model.placement == PLACEMENT_PRE;
-    return 0;
+    if (cfg->model.final_norm == FINAL_NORM_OFF) return 0;
+    // auto: the placements that leave the residual stream unnormalised end with a norm
+    switch (cfg->model.placement) {
+    case PLACEMENT_PRE: case PLACEMENT_PERI: case PLACEMENT_SUBLN: case PLACEMENT_MIXLN:
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 /* ---------------------------------------------------------------- INI parsing */
@@ -917,6 +929,41 @@ static int blame(const config_t *cfg, int a, int b)
     return a;
 }
 
+/* The schemes' rules (docs/design.md §6c): which need norms, which remove them; keys that only
+ * mean something for one scheme must not be set for another. */
+static int validate_scheme(const config_t *cfg, char *err, size_t errlen)
+{
+    const int placement = kidx("model", "placement"), norm = kidx("model", "norm");
+    const int scheme = kidx("init", "scheme"), mix = kidx("model", "mix_ratio");
+    const int dyt = kidx("model", "dyt_alpha");
+    const char *pname = config_placement_name(cfg->model.placement);
+    const placement_t pl = cfg->model.placement;
+    const int none = cfg->model.norm == NORM_NONE;
+    if (pl == PLACEMENT_REZERO && !none)
+        return vfail(cfg, blame(cfg, norm, placement), err, errlen,
+                     "rezero replaces the norms by a learnable residual scale: needs model.norm = none");
+    if (cfg->init.scheme == INIT_TFIXUP && !none)
+        return vfail(cfg, blame(cfg, norm, scheme), err, errlen,
+                     "tfixup is an initialisation for a model without norms: needs model.norm = none");
+    if (cfg->init.scheme == INIT_TFIXUP && pl != PLACEMENT_POST && pl != PLACEMENT_PRE)
+        return vfail(cfg, blame(cfg, placement, scheme), err, errlen,
+                     "tfixup goes with placement post or pre (the same without norms), not %s", pname);
+    if (none && pl != PLACEMENT_POST && pl != PLACEMENT_PRE && pl != PLACEMENT_REZERO)
+        return vfail(cfg, blame(cfg, norm, placement), err, errlen,
+                     "%s places norms; model.norm = none removes them (use post, pre or rezero)",
+                     pname);
+    // a resolved configuration writes every key: only a value other than the default is a
+    // contradiction
+    config_t d;
+    config_defaults(&d);
+    if (pl != PLACEMENT_MIXLN && cfg->model.mix_ratio != d.model.mix_ratio)
+        return vfail(cfg, mix, err, errlen, "only applies to model.placement = mixln (got %s)", pname);
+    if (cfg->model.norm != NORM_DYT && cfg->model.dyt_alpha != d.model.dyt_alpha)
+        return vfail(cfg, dyt, err, errlen, "only applies to model.norm = dyt (got %s)",
+                     config_norm_name(cfg->model.norm));
+    return 0;
+}
+
 /* The rules of the two architectures and their tasks (docs/design.md §4, §6b). */
 static int validate_arch(const config_t *cfg, char *err, size_t errlen)
 {
@@ -1006,6 +1053,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
         }
     }
     int rc = validate_arch(cfg, err, errlen);
+    if (!rc) rc = validate_scheme(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {

@@ -15,9 +15,14 @@
 #define CONFIG_ERR_MAX 1536
 
 typedef enum { ARCH_LM = 0, ARCH_ENCDEC = 1 } arch_t;
-typedef enum { PLACEMENT_POST = 0, PLACEMENT_PRE = 1 } placement_t;
+/* Where the norms sit (model/placement.c has one row per value; docs/design.md §1, §6c). */
+typedef enum {
+    PLACEMENT_POST = 0, PLACEMENT_PRE = 1, PLACEMENT_PERI = 2, PLACEMENT_DEEPNORM = 3,
+    PLACEMENT_ADMIN = 4, PLACEMENT_REZERO = 5, PLACEMENT_SUBLN = 6, PLACEMENT_MIXLN = 7,
+    PLACEMENT_B2T = 8,
+} placement_t;
 typedef enum { FINAL_NORM_AUTO = 0, FINAL_NORM_ON = 1, FINAL_NORM_OFF = 2 } final_norm_t;
-typedef enum { INIT_XAVIER_NORMAL = 0, INIT_XAVIER_UNIFORM = 1, INIT_NORMAL = 2 } init_scheme_t;
+typedef enum { INIT_XAVIER_NORMAL = 0, INIT_XAVIER_UNIFORM = 1, INIT_NORMAL = 2, INIT_TFIXUP = 3 } init_scheme_t;
 typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3,
                TASK_TRANSLATION = 4 } task_t;
 typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3 } optimizer_t;
@@ -34,9 +39,12 @@ typedef struct {
         int vocab;           /* >= 2                             default 1000 */
         int seq_len;         /* n (encdec: max target length), >= 1  default 64 */
         int src_len;         /* encdec: max source length, 0 = seq_len   default 0 */
-        placement_t placement;   /* post | pre                   default post */
-        norm_kind_t norm;        /* layernorm | rmsnorm | none   default layernorm */
+        placement_t placement;   /* post | pre | peri | deepnorm | admin | rezero | subln |
+                                    mixln | b2t                  default post */
+        double mix_ratio;        /* mixln: the first ⌊mix_ratio·L⌋ layers Post-LN, default 0.25 */
+        norm_kind_t norm;        /* layernorm | rmsnorm | none | dyt  default layernorm */
         double norm_eps;         /* > 0                          default 1e-5 */
+        double dyt_alpha;        /* DyT's α at initialisation, > 0   default 0.5 */
         activation_t activation; /* relu | gelu                  default relu */
         int causal;              /* bool                         default false */
         int tie_embeddings;      /* bool                         default true */
@@ -44,7 +52,7 @@ typedef struct {
         double dropout;          /* [0, 1)                       default 0 */
     } model;
     struct {
-        init_scheme_t scheme;    /* default xavier_normal */
+        init_scheme_t scheme;    /* xavier_normal | xavier_uniform | normal | tfixup */
         double std;              /* for scheme = normal, > 0     default 0.02 */
         int zero_qk;             /* W_Q = W_K = 0                default false */
         unsigned long seed;      /* default 1 */

@@ -67,11 +67,27 @@ void session_close(session_t *s)
     memset(s, 0, sizeof *s);
 }
 
+/* Admin's profiling pass on a batch (and dropout masks) of its own stream seed +
+ * SESSION_PROFILE_OFFSET, so the run's batches are the same with and without it. */
+static void admin_profile(session_t *s, unsigned long seed)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!r) return;   // keeps ω = 1 (the model still runs); cannot happen but for OOM
+    gsl_rng_set(r, seed + SESSION_PROFILE_OFFSET);
+    const long drawn = s->data.drawn;
+    data_batch(&s->data, r, &s->batch);
+    data_seek(&s->data, drawn);
+    model_draw_dropout(s->model, &s->batch, r);
+    model_admin_profile(s->model, &s->batch);
+    gsl_rng_free(r);
+}
+
 void session_init(session_t *s, unsigned long seed)
 {
     gsl_rng_set(s->rng_init, seed);
     gsl_rng_set(s->rng_data, seed + DATA_SEED_OFFSET);
     model_init(s->model, &s->cfg, s->rng_init);
+    if (model_has_admin(s->model)) admin_profile(s, seed);
 }
 
 void session_next_batch(session_t *s)

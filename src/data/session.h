@@ -31,8 +31,12 @@ int session_open(session_t *s, const config_t *cfg, char *err, size_t errlen);
 /* Free what session_open allocated (s may be half-open). */
 void session_close(session_t *s);
 
+/* Admin's profiling batch comes from a stream of its own: seed + this. */
+#define SESSION_PROFILE_OFFSET 0x2545F491UL
+
 /* Seed rng_init with seed and rng_data with seed + DATA_SEED_OFFSET, then initialise the
- * model from rng_init. */
+ * model from rng_init (placement = admin: and set its ω by the profiling pass on one batch
+ * of the stream seed + SESSION_PROFILE_OFFSET). */
 void session_init(session_t *s, unsigned long seed);
 
 /* Draw the next batch from rng_data into s->batch, then its dropout masks. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "measure/probe.h"
+#include "nn/dyt.h"
 #include "nn/norm.h"
 
 const char *const PROBE_JACOBIAN_FIELD_NAMES[PROBE_JACOBIAN_FIELDS] = {
@@ -85,7 +86,16 @@ void probe_axes_free(probe_axes_t *a)
     memset(a, 0, sizeof *a);
 }
 
-/* Which canonical layer columns (model/tensors.h) the model's sub-layers declare. */
+/* A sub-layer's three norm sites and the name patterns of them (K = its index). */
+static const char *const SITE_PATTERN[3] = {"norm%d", "norm%d_out", "norm%d_inner"};
+
+static const norm_site_t *sublayer_site(const sublayer_t *sl, int t)
+{
+    return t == 0 ? &sl->norm : t == 1 ? &sl->norm_out : &sl->inner;
+}
+
+/* Which canonical layer columns (model/tensors.h) the model's sub-layers declare: a norm site
+ * counts γ and β (and DyT's α) even where the norm kind has no β. */
 static void declared_columns(const model_t *m, int *used)
 {
     static const char *const KINDS[3][8] = {
@@ -93,20 +103,48 @@ static void declared_columns(const model_t *m, int *used)
         {"cwq", "cbq", "cwk", "cbk", "cwv", "cbv", "cwo", "cbo"},
         {"w1", "b1", "w2", "b2", NULL, NULL, NULL, NULL},
     };
+    static const char *const PARAMS[3] = {"gamma", "beta", "alpha"};
     for (int s = 0; s < m->nstacks; s++) {
         const layer_stack_t *st = &m->stack[s];
         for (int k = 0; k < st->L * st->nsub; k++) {
             const sublayer_t *sl = &st->subs[k];
+            char name[48], site[32];
             for (int j = 0; j < 8 && KINDS[sl->rule.kind][j]; j++)
                 used[tensors_column_index(KINDS[sl->rule.kind][j])] = 1;
-            if (!sl->norm.on) continue;
-            char name[32];
-            snprintf(name, sizeof name, "norm%d.gamma", sl->index);
-            used[tensors_column_index(name)] = 1;
-            snprintf(name, sizeof name, "norm%d.beta", sl->index);
-            used[tensors_column_index(name)] = 1;
+            for (int t = 0; t < 3; t++) {
+                if (!sublayer_site(sl, t)->on) continue;
+                snprintf(site, sizeof site, SITE_PATTERN[t], sl->index);
+                for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++) {
+                    snprintf(name, sizeof name, "%s.%s", site, PARAMS[q]);
+                    used[tensors_column_index(name)] = 1;
+                }
+            }
+            if (sl->omega) {
+                snprintf(name, sizeof name, "omega%d", sl->index);
+                used[tensors_column_index(name)] = 1;
+            }
+            if (sl->gate) used[tensors_column_index("rezero_alpha")] = 1;
         }
     }
+}
+
+/* The norm axis: every site of the model in the order norm1 … norm3, norm1_out …, norm1_inner …. */
+static int norm_axis(probe_axes_t *a, const model_t *m)
+{
+    int rc = 0;
+    for (int t = 0; t < 3; t++)
+        for (int k = 1; k <= 3; k++) {
+            int on = 0;
+            for (int s = 0; s < m->nstacks; s++)
+                for (int i = 0; i < m->stack[s].L * m->stack[s].nsub; i++) {
+                    const sublayer_t *sl = &m->stack[s].subs[i];
+                    on |= sl->index == k && sublayer_site(sl, t)->on;
+                }
+            char name[32];
+            snprintf(name, sizeof name, SITE_PATTERN[t], k);
+            if (on) rc |= push(a->norm, &a->R, name);
+        }
+    return rc;
 }
 
 int probe_axes_from_model(probe_axes_t *a, const model_t *m)
@@ -117,8 +155,8 @@ int probe_axes_from_model(probe_axes_t *a, const model_t *m)
     a->encdec = m->nstacks > 1;
     a->param = calloc((size_t)ncol, sizeof(char *));
     a->site = calloc(5, sizeof(char *));
-    a->norm = calloc(3, sizeof(char *));
-    a->extra = calloc(6, sizeof(char *));
+    a->norm = calloc(9, sizeof(char *));
+    a->extra = calloc(9, sizeof(char *));
     a->sub = calloc(3, sizeof(char *));
     a->stack = calloc((size_t)a->L, sizeof(char *));
     int *used = calloc((size_t)ncol, sizeof(int));
@@ -126,27 +164,25 @@ int probe_axes_from_model(probe_axes_t *a, const model_t *m)
     if (!rc) declared_columns(m, used);
     for (int c = 0; !rc && c < ncol; c++)
         if (used[c]) rc |= push(a->param, &a->P, tensors_column_name(c));
-    // sites: input, resid1 … resid<nsub>, output; norm sites norm1 … (those that exist)
+    // sites: input, resid1 … resid<nsub>, output; the norm sites that exist
     rc = rc || push(a->site, &a->Q, "input");
-    int has_norm[3] = {0, 0, 0};
-    for (int s = 0; !rc && s < m->nstacks; s++)
-        for (int k = 0; k < m->stack[s].L * m->stack[s].nsub; k++)
-            if (m->stack[s].subs[k].norm.on) has_norm[m->stack[s].subs[k].index - 1] = 1;
     for (int k = 1; !rc && k <= nsub; k++) {
         char name[32];
         snprintf(name, sizeof name, "resid%d", k);
         rc |= push(a->site, &a->Q, name);
-        snprintf(name, sizeof name, "norm%d", k);
-        if (has_norm[k - 1]) rc |= push(a->norm, &a->R, name);
     }
-    rc = rc || push(a->site, &a->Q, "output");
-    static const char *const EXTRA_LM[4] = {"tok_embed", "lm_head", "final_norm.gamma",
-                                            "final_norm.beta"};
-    static const char *const EXTRA_ED[6] = {"tok_embed", "lm_head", "enc_final_norm.gamma",
-                                            "enc_final_norm.beta", "dec_final_norm.gamma",
-                                            "dec_final_norm.beta"};
-    for (int e = 0; !rc && e < (a->encdec ? 6 : 4); e++)
-        rc |= push(a->extra, &a->E, a->encdec ? EXTRA_ED[e] : EXTRA_LM[e]);
+    rc = rc || push(a->site, &a->Q, "output") || norm_axis(a, m);
+    // the tensors outside the layers (a single stack's four as files have always had them)
+    rc = rc || push(a->extra, &a->E, "tok_embed") || push(a->extra, &a->E, "lm_head");
+    static const char *const FINALS[2][2] = {{"final_norm", NULL},
+                                             {"enc_final_norm", "dec_final_norm"}};
+    static const char *const FP[3] = {"gamma", "beta", "alpha"};
+    for (int f = 0; !rc && f < 2 && FINALS[a->encdec][f]; f++)
+        for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++) {
+            char name[48];
+            snprintf(name, sizeof name, "%s.%s", FINALS[a->encdec][f], FP[q]);
+            rc |= push(a->extra, &a->E, name);
+        }
     for (int k = 0; !rc && k < 3; k++)
         if (k != SUB_CROSS_ATTN || a->encdec) rc |= push(a->sub, &a->X, SUB_NAMES[k]);
     for (int r = 0; !rc && r < a->L; r++) {
@@ -338,7 +374,8 @@ void probe_hidden_norms(const probe_axes_t *ax, const model_t *m, double *hidden
 /* One norm instance: its input x (N,C) over the rows ids ≥ 0, its γ, and where its
  * statistics go. */
 typedef struct {
-    const double *x, *gamma;
+    const double *x, *gamma, *alpha;
+    size_t width;
     const int32_t *ids;
     size_t N;
     probe_jacobian_t *out;
@@ -350,13 +387,21 @@ typedef struct {
  * token, so a d = 512, L = 12 probe stays serial; trained γ (bisection, ~150·C) goes parallel. */
 #define PROBE_OMP_MIN_WORK 5e7
 
-/* Statistics of one token row (C) of a norm's input: ‖J‖₂, ‖J‖_F, Lemma 3's ratio and bound. */
-static void jacobian_row(const model_t *m, const double *row, const double *gamma, double *t)
+/* Statistics of one token row (width) of a norm's input: ‖J‖₂, ‖J‖_F, Lemma 3's ratio and
+ * bound (LayerNorm, RMSNorm; NaN for DyT, whose Jacobian is diagonal). */
+static void jacobian_row(const model_t *m, const jac_instance_t *in, const double *row, double *t)
 {
-    const size_t C = (size_t)m->C;
+    const size_t C = in->width;
     const double sqrtC = sqrt((double)C);
     double spec, fro, mu = 0.0, centred = 0.0;
-    norm_jacobian_norms(m->norm, row, gamma, C, m->norm_eps, &spec, &fro);
+    if (m->norm == NORM_DYT) {
+        dyt_jacobian_norms(row, *in->alpha, in->gamma, C, &spec, &fro);
+        t[0] = spec;
+        t[1] = fro;
+        t[2] = t[3] = NAN;
+        return;
+    }
+    norm_jacobian_norms(m->norm, row, in->gamma, C, m->norm_eps, &spec, &fro);
     if (m->norm == NORM_LAYERNORM) {
         for (size_t c = 0; c < C; c++) mu += row[c];
         mu /= (double)C;
@@ -375,10 +420,10 @@ static void jacobian_row(const model_t *m, const double *row, const double *gamm
 static void jacobian_stats(const model_t *m, const jac_instance_t *inst, int n, size_t Nmax,
                            double *tmp)
 {
-    const size_t C = (size_t)m->C;
     double work = 0.0;
     for (int k = 0; k < n; k++) {
         int uniform = 1;
+        const size_t C = inst[k].width;
         for (size_t c = 1; c < C && uniform && inst[k].gamma; c++)
             uniform = inst[k].gamma[c] == inst[k].gamma[0];
         work += (double)inst[k].N * C * (uniform ? 4.0 : 150.0);
@@ -388,7 +433,8 @@ static void jacobian_stats(const model_t *m, const jac_instance_t *inst, int n, 
     for (long it = 0; it < total; it++) {
         const jac_instance_t *in = &inst[it / (long)Nmax];
         const size_t i = (size_t)(it % (long)Nmax);
-        if (i < in->N && in->ids[i] >= 0) jacobian_row(m, in->x + i * C, in->gamma, tmp + (size_t)it * 4);
+        if (i < in->N && in->ids[i] >= 0)
+            jacobian_row(m, in, in->x + i * in->width, tmp + (size_t)it * 4);
     }
     for (int k = 0; k < n; k++) {
         const double *t = tmp + (size_t)k * Nmax * 4;
@@ -424,7 +470,7 @@ void probe_jacobians(const probe_axes_t *ax, const model_t *m, probe_jacobian_t 
     for (int s = 0; s < m->nstacks; s++)
         if (stack_rows(m, &m->stack[s]) > Nmax) Nmax = stack_rows(m, &m->stack[s]);
     jac_instance_t *inst = malloc((size_t)n_max * sizeof *inst);
-    double *tmp = malloc((size_t)n_max * Nmax * 4 * sizeof(double));
+    double *tmp = malloc((size_t)n_max * Nmax * 4 * sizeof(double) + 1);
     if (!inst || !tmp) { free(inst); free(tmp); return; }
     int n = 0;
     for (int r = 0; r < ax->L; r++) {
@@ -432,21 +478,28 @@ void probe_jacobians(const probe_axes_t *ax, const model_t *m, probe_jacobian_t 
         const layer_stack_t *st = model_row_stack(m, r, &l);
         for (int i = 0; i < st->nsub; i++) {
             const sublayer_t *sl = stack_sublayer(st, l, i);
-            char name[32];
-            snprintf(name, sizeof name, "norm%d", sl->index);
-            const int q = probe_axis_find(ax->norm, ax->R, name);
-            if (!sl->norm.on || q < 0) continue;
-            const double *x = sl->rule.norm_in ? sl->x : sl->r;   // the norm's input
-            inst[n++] = (jac_instance_t){x, sl->norm.gamma, stack_ids(m, st), stack_rows(m, st),
-                                         &layers[r * ax->R + q]};
+            for (int t = 0; t < 3; t++) {
+                const norm_site_t *site = sublayer_site(sl, t);
+                char name[32];
+                snprintf(name, sizeof name, SITE_PATTERN[t], sl->index);
+                const int q = probe_axis_find(ax->norm, ax->R, name);
+                if (!site->on || q < 0) continue;
+                // the site's input: x (Norm_in), r (Norm_after), f (Norm_out), ctx / act (inner)
+                const double *x = t == 1 ? sl->f
+                                  : t == 2 ? (sl->rule.kind == SUB_FFN ? sl->act : sl->ctx)
+                                  : sl->rule.norm_in ? sl->x : sl->r;
+                inst[n++] = (jac_instance_t){x, site->gamma, site->alpha, site->width,
+                                             stack_ids(m, st), stack_rows(m, st),
+                                             &layers[r * ax->R + q]};
+            }
         }
     }
     for (int s = m->nstacks - 1; s >= 0; s--) {   // the output stack's final norm, then the encoder's
         const layer_stack_t *st = &m->stack[s];
         probe_jacobian_t *dst = s == m->nstacks - 1 ? final : enc_final;
         if (st->final.on && dst)
-            inst[n++] = (jac_instance_t){st->top, st->final.gamma, stack_ids(m, st),
-                                         stack_rows(m, st), dst};
+            inst[n++] = (jac_instance_t){st->top, st->final.gamma, st->final.alpha,
+                                         st->final.width, stack_ids(m, st), stack_rows(m, st), dst};
     }
     jacobian_stats(m, inst, n, Nmax, tmp);
     free(inst);

@@ -24,23 +24,38 @@ static const char *const FFN_KINDS[4] = {"w1", "b1", "w2", "b2"};
  * model/tensors.h) and [its final norm].
  * ------------------------------------------------------------------------------------- */
 
-/* The norm-site tensors "normK.gamma", "normK.beta" of a layer (as the norm kind has them). */
-static int add_norm_site(model_t *m, const char *prefix, int row, int k)
+/* A tensor of a layer named prefix + kind, kind one of the canonical columns (model/tensors.c). */
+static int add_layer_tensor(model_t *m, const char *prefix, int row, const char *kind,
+                            size_t rows, size_t cols, tensor_init_t init, double value)
 {
-    char kind[32], name[64];
+    char name[96];
+    snprintf(name, sizeof name, "%s%s", prefix, kind);
+    const char *column = tensors_column_name(tensors_column_index(kind));
+    return tensors_add(&m->list, name, column, rows, cols, rows > 1 ? 2 : 1, row, init, value) < 0;
+}
+
+/* γ (and β: LayerNorm, DyT) of the norm site "site" (e.g. "norm2", "norm1_out") of width w. */
+static int add_site_params(model_t *m, const char *prefix, int row, const char *site, size_t w)
+{
+    char kind[48];
     int rc = 0;
     if (m->norm == NORM_NONE) return 0;
-    snprintf(kind, sizeof kind, "norm%d.gamma", k);
-    snprintf(name, sizeof name, "%s%s", prefix, kind);
-    rc |= tensors_add(&m->list, name, tensors_column_name(tensors_column_index(kind)), 1,
-                      (size_t)m->C, 1, row, TENSOR_CONST, 1.0) < 0;
-    if (m->norm == NORM_LAYERNORM) {
-        snprintf(kind, sizeof kind, "norm%d.beta", k);
-        snprintf(name, sizeof name, "%s%s", prefix, kind);
-        rc |= tensors_add(&m->list, name, tensors_column_name(tensors_column_index(kind)), 1,
-                          (size_t)m->C, 1, row, TENSOR_CONST, 0.0) < 0;
+    snprintf(kind, sizeof kind, "%s.gamma", site);
+    rc |= add_layer_tensor(m, prefix, row, kind, 1, w, TENSOR_CONST, 1.0);
+    if (m->norm == NORM_LAYERNORM || m->norm == NORM_DYT) {
+        snprintf(kind, sizeof kind, "%s.beta", site);
+        rc |= add_layer_tensor(m, prefix, row, kind, 1, w, TENSOR_CONST, 0.0);
     }
     return rc;
+}
+
+/* DyT's α of a norm site: one learnable scalar, initialised to model.dyt_alpha. */
+static int add_site_alpha(model_t *m, const char *prefix, int row, const char *site)
+{
+    char kind[48];
+    if (m->norm != NORM_DYT) return 0;
+    snprintf(kind, sizeof kind, "%s.alpha", site);
+    return add_layer_tensor(m, prefix, row, kind, 1, 1, TENSOR_CONST, m->dyt_alpha);
 }
 
 /* A weight (rows, cols) or a bias (cols) of a sub-layer. */
@@ -53,34 +68,66 @@ static int add_branch_tensor(model_t *m, const char *prefix, int row, const char
     return tensors_add(&m->list, name, kind, 1, cols, 1, row, TENSOR_CONST, 0.0) < 0;
 }
 
-/* The tensors of layer l of stack st: every sub-layer's branch, then their norm sites. */
-static int add_layer(model_t *m, const layer_stack_t *st, int l)
+/* The branch tensors of a sub-layer: attention's q, k, v, o or the FFN's W¹, W². */
+static int add_branch(model_t *m, const char *prefix, int row, const sublayer_rule_t *r)
 {
     const size_t C = (size_t)m->C, F = (size_t)m->F;
-    const int row = st->first_row + l;
-    char prefix[32];
+    int rc = 0;
+    if (r->kind == SUB_FFN) {
+        rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[0], C, F, r->gain[GAIN_W1]);
+        rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[1], 1, F, 0.0);
+        rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[2], F, C, r->gain[GAIN_W2]);
+        rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[3], 1, C, 0.0);
+        return rc;
+    }
+    const char *const *k = ATTN_KINDS[r->kind == SUB_CROSS_ATTN];
+    const double gains[4] = {r->gain[GAIN_Q], r->gain[GAIN_K], r->gain[GAIN_V], r->gain[GAIN_O]};
+    for (int j = 0; j < 4; j++) {
+        rc |= add_branch_tensor(m, prefix, row, k[2 * j], C, C, gains[j]);
+        rc |= add_branch_tensor(m, prefix, row, k[2 * j + 1], 1, C, 0.0);
+    }
+    return rc;
+}
+
+/* The tensors of layer l of stack st, in the canonical order of model/tensors.c: every
+ * sub-layer's branch, the main norm sites' γ, β, their DyT α, the output and inner sites,
+ * Admin's ω, ReZero's α. */
+static int add_layer(model_t *m, const layer_stack_t *st, int l)
+{
+    const int row = st->first_row + l, n = st->nsub;
+    char prefix[32], site[32];
     snprintf(prefix, sizeof prefix, "%s/%02d/", STACK_PREFIX[st->kind], l);
     int rc = 0;
-    for (int i = 0; i < st->nsub; i++) {
-        const sublayer_rule_t *r = &stack_sublayer(st, l, i)->rule;
-        if (r->kind == SUB_FFN) {
-            rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[0], C, F, r->gain_w1);
-            rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[1], 1, F, 0.0);
-            rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[2], F, C, r->gain_w2);
-            rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[3], 1, C, 0.0);
-            continue;
-        }
-        const char *const *k = ATTN_KINDS[r->kind == SUB_CROSS_ATTN];
-        const double gains[4] = {1.0, 1.0, r->gain_v, r->gain_o};
-        for (int j = 0; j < 4; j++) {
-            rc |= add_branch_tensor(m, prefix, row, k[2 * j], C, C, gains[j]);
-            rc |= add_branch_tensor(m, prefix, row, k[2 * j + 1], 1, C, 0.0);
-        }
+    for (int i = 0; i < n; i++) rc |= add_branch(m, prefix, row, &stack_sublayer(st, l, i)->rule);
+    for (int i = 0; i < n; i++) {
+        const sublayer_t *sl = stack_sublayer(st, l, i);
+        snprintf(site, sizeof site, "norm%d", i + 1);
+        if (sl->norm.on) rc |= add_site_params(m, prefix, row, site, (size_t)m->C);
     }
-    for (int i = 0; i < st->nsub; i++) {
-        const sublayer_rule_t *r = &stack_sublayer(st, l, i)->rule;
-        if (r->norm_in || r->norm_after) rc |= add_norm_site(m, prefix, row, i + 1);
+    for (int i = 0; i < n; i++) {
+        snprintf(site, sizeof site, "norm%d", i + 1);
+        if (stack_sublayer(st, l, i)->norm.on) rc |= add_site_alpha(m, prefix, row, site);
     }
+    for (int i = 0; i < n; i++) {
+        snprintf(site, sizeof site, "norm%d_out", i + 1);
+        if (!stack_sublayer(st, l, i)->norm_out.on) continue;
+        rc |= add_site_params(m, prefix, row, site, (size_t)m->C);
+        rc |= add_site_alpha(m, prefix, row, site);
+    }
+    for (int i = 0; i < n; i++) {
+        const sublayer_t *sl = stack_sublayer(st, l, i);
+        snprintf(site, sizeof site, "norm%d_inner", i + 1);
+        if (!sl->inner.on) continue;
+        rc |= add_site_params(m, prefix, row, site, sl->inner.width);
+        rc |= add_site_alpha(m, prefix, row, site);
+    }
+    for (int i = 0; i < n; i++) {   // Admin's ω: 1 until the profiling pass sets it
+        snprintf(site, sizeof site, "omega%d", i + 1);
+        if (stack_sublayer(st, l, i)->rule.skip_param)
+            rc |= add_layer_tensor(m, prefix, row, site, 1, (size_t)m->C, TENSOR_CONST, 1.0);
+    }
+    if (stack_sublayer(st, l, 0)->rule.gate_param)   // ReZero: α_l = 0 at init
+        rc |= add_layer_tensor(m, prefix, row, "rezero_alpha", 1, 1, TENSOR_CONST, 0.0);
     return rc;
 }
 
@@ -90,9 +137,13 @@ static int add_final_norm(model_t *m, const layer_stack_t *st)
     char name[48];
     snprintf(name, sizeof name, "%s.gamma", FINAL_NAME[st->kind]);
     int rc = tensors_add(&m->list, name, "", 1, (size_t)m->C, 1, -1, TENSOR_CONST, 1.0) < 0;
-    if (m->norm == NORM_LAYERNORM) {
+    if (m->norm == NORM_LAYERNORM || m->norm == NORM_DYT) {
         snprintf(name, sizeof name, "%s.beta", FINAL_NAME[st->kind]);
         rc |= tensors_add(&m->list, name, "", 1, (size_t)m->C, 1, -1, TENSOR_CONST, 0.0) < 0;
+    }
+    if (m->norm == NORM_DYT) {
+        snprintf(name, sizeof name, "%s.alpha", FINAL_NAME[st->kind]);
+        rc |= tensors_add(&m->list, name, "", 1, 1, 1, -1, TENSOR_CONST, m->dyt_alpha) < 0;
     }
     return rc;
 }
@@ -100,8 +151,8 @@ static int add_final_norm(model_t *m, const layer_stack_t *st)
 static int build_tensor_list(model_t *m)
 {
     const size_t C = (size_t)m->C, V = (size_t)m->V;
-    int rc = tensors_add(&m->list, "tok_embed", "", V, C, 2, -1, TENSOR_EMBED, 0.0) < 0;
-    if (!m->tied) rc |= tensors_add(&m->list, "lm_head", "", C, V, 2, -1, TENSOR_EMBED, 0.0) < 0;
+    int rc = tensors_add(&m->list, "tok_embed", "", V, C, 2, -1, TENSOR_EMBED, m->embed_scale) < 0;
+    if (!m->tied) rc |= tensors_add(&m->list, "lm_head", "", C, V, 2, -1, TENSOR_EMBED, 1.0) < 0;
     for (int s = 0; s < m->nstacks && !rc; s++) {
         for (int l = 0; l < m->stack[s].L; l++) rc |= add_layer(m, &m->stack[s], l);
         rc |= add_final_norm(m, &m->stack[s]);
@@ -121,6 +172,20 @@ static double *view(const model_t *m, double *base, const char *prefix, const ch
     return t ? base + t->offset : NULL;
 }
 
+/* Point a norm site's γ, β, α (and gradients) at prefix + site + "gamma" etc. */
+static void bind_site(const model_t *m, norm_site_t *n, const char *prefix, const char *site)
+{
+    static const char *const P[3] = {"gamma", "beta", "alpha"};
+    double **params[3] = {&n->gamma, &n->beta, &n->alpha};
+    double **grads[3] = {&n->dgamma, &n->dbeta, &n->dalpha};
+    for (int k = 0; k < 3; k++) {
+        char name[48];
+        snprintf(name, sizeof name, "%s%s%s", prefix, site, P[k]);
+        *params[k] = view(m, m->params, "", name);
+        *grads[k] = view(m, m->grads, "", name);
+    }
+}
+
 /* Point every sub-layer's and final norm's views at the params and grads buffers. */
 static void bind_views(model_t *m)
 {
@@ -131,7 +196,7 @@ static void bind_views(model_t *m)
     for (int s = 0; s < m->nstacks; s++) {
         layer_stack_t *st = &m->stack[s];
         for (int l = 0; l < st->L; l++) {
-            char prefix[32], gk[32], bk[32];
+            char prefix[32], name[32];
             snprintf(prefix, sizeof prefix, "%s/%02d/", STACK_PREFIX[st->kind], l);
             for (int i = 0; i < st->nsub; i++) {
                 sublayer_t *sl = stack_sublayer(st, l, i);
@@ -144,21 +209,23 @@ static void bind_views(model_t *m)
                     sl->b[j] = view(m, m->params, prefix, k[2 * j + 1]);
                     sl->gb[j] = view(m, m->grads, prefix, k[2 * j + 1]);
                 }
-                snprintf(gk, sizeof gk, "norm%d.gamma", i + 1);
-                snprintf(bk, sizeof bk, "norm%d.beta", i + 1);
-                sl->norm.gamma = view(m, m->params, prefix, gk);
-                sl->norm.dgamma = view(m, m->grads, prefix, gk);
-                sl->norm.beta = view(m, m->params, prefix, bk);
-                sl->norm.dbeta = view(m, m->grads, prefix, bk);
+                static const char *const SITES[3] = {"norm%d.", "norm%d_out.", "norm%d_inner."};
+                norm_site_t *sites[3] = {&sl->norm, &sl->norm_out, &sl->inner};
+                for (int t = 0; t < 3; t++) {
+                    char site[32];
+                    snprintf(site, sizeof site, SITES[t], i + 1);
+                    bind_site(m, sites[t], prefix, site);
+                }
+                snprintf(name, sizeof name, "omega%d", i + 1);
+                sl->omega = view(m, m->params, prefix, name);
+                sl->domega = view(m, m->grads, prefix, name);
+                sl->gate = view(m, m->params, prefix, "rezero_alpha");
+                sl->dgate = view(m, m->grads, prefix, "rezero_alpha");
             }
         }
-        char fg[32], fb[32];
-        snprintf(fg, sizeof fg, "%s.gamma", FINAL_NAME[st->kind]);
-        snprintf(fb, sizeof fb, "%s.beta", FINAL_NAME[st->kind]);
-        st->final.gamma = view(m, m->params, "", fg);
-        st->final.dgamma = view(m, m->grads, "", fg);
-        st->final.beta = view(m, m->params, "", fb);
-        st->final.dbeta = view(m, m->grads, "", fb);
+        char site[32];
+        snprintf(site, sizeof site, "%s.", FINAL_NAME[st->kind]);
+        bind_site(m, &st->final, "", site);
     }
 }
 
@@ -251,6 +318,10 @@ static int make_stacks(model_t *m, const config_t *cfg)
                 sl->layer = st->first_row + l;
                 sl->index = i + 1;
                 sl->norm.on = rules[i].norm_in || rules[i].norm_after;
+                sl->norm.width = sl->norm_out.width = (size_t)m->C;
+                sl->norm_out.on = rules[i].norm_out;
+                sl->inner.on = rules[i].norm_inner;
+                sl->inner.width = rules[i].kind == SUB_FFN ? (size_t)m->F : (size_t)m->C;
             }
         }
     }
@@ -274,6 +345,8 @@ static void copy_dims(model_t *m, const config_t *cfg, const model_caps_t *c)
     m->caps = *c;
     m->norm = cfg->model.norm;
     m->norm_eps = cfg->model.norm_eps;
+    m->dyt_alpha = cfg->model.dyt_alpha;
+    m->embed_scale = placement_embed_scale(cfg);
     m->dropout = cfg->model.dropout;
     m->label_smoothing = cfg->data.label_smoothing;
     m->causal = cfg->model.arch == ARCH_ENCDEC ? 1 : cfg->model.causal;   // the decoder is causal
@@ -375,7 +448,8 @@ static void init_matrix(double *p, const tensor_info_t *t, const config_t *cfg, 
         for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd);
         break;
     }
-    case INIT_XAVIER_UNIFORM: {
+    case INIT_XAVIER_UNIFORM:
+    case INIT_TFIXUP: {       // T-Fixup rescales fairseq's Xavier-uniform init (gains: placement.c)
         double a = sqrt(6.0 / fan);
         if (gain != 1.0) a *= gain;
         for (size_t j = 0; j < n; j++) p[j] = gsl_ran_flat(rng, -a, a);
@@ -397,9 +471,11 @@ void model_init(model_t *m, const config_t *cfg, gsl_rng *rng)
         double *p = m->params + t->offset;
         const size_t n = model_tensor_size(t);
         switch (t->init) {
-        case TENSOR_EMBED:    // tok_embed, lm_head ~ N(0, 1/d) (fairseq; docs/design.md §5)
-            for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd_embed);
+        case TENSOR_EMBED: {  // tok_embed, lm_head ~ N(0, 1/d) (fairseq; docs/design.md §5)
+            const double sd = t->value != 1.0 ? sd_embed * t->value : sd_embed;   // T-Fixup
+            for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd);
             break;
+        }
         case TENSOR_MATRIX:
             init_matrix(p, t, cfg, rng);
             // the theory's W_Q = W_K = 0 (drawn first, so the other tensors do not change)
@@ -534,6 +610,23 @@ double model_forward(model_t *m, const batch_t *b)
     m->loss = loss_forward(m->probs, m->losses, &m->num_targets, m->logits, b->targets, N, V,
                            m->label_smoothing);
     return m->loss;
+}
+
+int model_has_admin(const model_t *m)
+{
+    return m->stack[0].subs[0].omega != NULL;
+}
+
+void model_admin_profile(model_t *m, const batch_t *b)
+{
+    if (!model_has_admin(m)) return;
+    sublayer_pass_t pass[2];
+    if (m->nstacks > 1) source_lengths(m, b);
+    make_passes(m, b, pass);
+    if (m->nstacks > 1)
+        stack_admin_profile(&m->stack[0], &m->shape, &pass[0], b->src, m->tok_embed, m->pe);
+    stack_admin_profile(&m->stack[m->nstacks - 1], &m->shape, &pass[m->nstacks - 1], b->tokens,
+                        m->tok_embed, m->pe);
 }
 
 void model_zero_grad(model_t *m)

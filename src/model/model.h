@@ -42,6 +42,8 @@ typedef struct {
     model_caps_t caps;
     norm_kind_t norm;
     double norm_eps, dropout, label_smoothing;
+    double dyt_alpha;        /* DyT's α at initialisation */
+    double embed_scale;      /* of tok_embed's initialisation (T-Fixup), else 1 */
     int causal, tied, final_norm;
     sublayer_shape_t shape;
 
@@ -92,6 +94,14 @@ double model_memory_doubles(const config_t *cfg, const model_caps_t *caps);
  * β = 0, biases 0, tok_embed and lm_head ~ N(0, 1/C), matrices Xavier/normal times their
  * gain; zero_qk zeroes the self-attention's W_Q, W_K. */
 void model_init(model_t *m, const config_t *cfg, gsl_rng *rng);
+
+/* Admin (placement = admin): set every ω by the profiling forward of stack_admin_profile on
+ * batch b (dropout masks as drawn), the encoder's counter first, then the decoder's. No-op for
+ * other placements. */
+void model_admin_profile(model_t *m, const batch_t *b);
+
+/* True when the model has Admin's ω (placement = admin). */
+int model_has_admin(const model_t *m);
 
 /* Add N(0, scale²) to every 1-D tensor (biases, γ, β), in buffer order, so that checks see
  * values other than the initialisation's zeros and ones (a swapped b_Q/b_K or norm1/norm2

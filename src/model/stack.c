@@ -29,6 +29,7 @@ void stack_layout(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_
     st->top = st->subs[K - 1].out;
     st->output = st->top;
     if (st->final.on) {
+        st->final.width = (size_t)sh->C;
         st->final.out = take(base, n, NC);
         st->final.mean = take(base, n, cap->rows);
         st->final.rstd = take(base, n, cap->rows);
@@ -37,6 +38,7 @@ void stack_layout(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_
     st->dstream[0] = take(gbase, gn, NC);
     st->dstream[1] = take(gbase, gn, NC);
     st->dfinal = st->final.on ? take(gbase, gn, NC) : st->dstream[K % 2];
+    st->dblock = st->subs[st->nsub - 1].rule.b2t ? take(gbase, gn, NC) : NULL;
 }
 
 /* Fill n mask entries: 0 with probability p, else 1/(1−p). */
@@ -63,8 +65,9 @@ void stack_masks_off(layer_stack_t *st, size_t N, int C)
         for (size_t i = 0; i < NC; i++) st->subs[s].mask[i] = 1.0;
 }
 
-void stack_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                   const int32_t *ids, const double *tok_embed, const double *pe)
+/* x_1 (N,C) into st->embed. */
+static void embed_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
+                          const int32_t *ids, const double *tok_embed, const double *pe)
 {
     const size_t T = (size_t)p->T, C = (size_t)sh->C, N = (size_t)p->B * T;
     const double sqrtC = sqrt((double)C);
@@ -77,15 +80,70 @@ void stack_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer
         for (size_t c = 0; c < C; c++) x[c] = e[c] * sqrtC + pos[c];
         if (st->mask_embed) for (size_t c = 0; c < C; c++) x[c] *= st->mask_embed[i * C + c];
     }
-    const double *x = st->embed;
+}
+
+void stack_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
+                   const int32_t *ids, const double *tok_embed, const double *pe)
+{
+    const size_t N = (size_t)p->B * p->T;
+    embed_forward(st, sh, p, ids, tok_embed, pe);
+    const double *x = st->embed, *xb = x;
     for (int s = 0; s < st->L * st->nsub; s++) {
-        sublayer_forward(&st->subs[s], sh, p, x);
+        if (s % st->nsub == 0) xb = x;   // the layer's input (B2T's bottom-to-top path)
+        sublayer_forward(&st->subs[s], sh, p, x, xb);
         x = st->subs[s].out;
     }
     // x_final = Norm(x_top) when the stack ends with a final norm (Pre-LN by default)
-    if (st->final.on)
-        norm_forward(sh->norm, st->final.out, st->final.mean, st->final.rstd, st->top,
-                     st->final.gamma, st->final.beta, N, C, sh->eps);
+    if (st->final.on) norm_site_forward(&st->final, sh, st->top, N);
+}
+
+/* Population variance of the n values x[i]·(scale ? scale[i % C] : 1) of the rows ids ≥ 0. */
+static double masked_variance(const double *x, const double *scale, const int32_t *ids,
+                              size_t N, size_t C)
+{
+    double sum = 0.0, sq = 0.0;
+    size_t n = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (ids[i] < 0) continue;
+        for (size_t c = 0; c < C; c++) {
+            const double v = scale ? scale[c] * x[i * C + c] : x[i * C + c];
+            sum += v;
+            sq += v * v;
+            n++;
+        }
+    }
+    if (!n) return 0.0;
+    const double mean = sum / (double)n;
+    return sq / (double)n - mean * mean;
+}
+
+void stack_admin_profile(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
+                         const int32_t *ids, const double *tok_embed, const double *pe)
+{
+    const size_t C = (size_t)sh->C, N = (size_t)p->B * p->T;
+    embed_forward(st, sh, p, ids, tok_embed, pe);
+    const double *x = st->embed, *xb = x;
+    double ratio = 1.0;   // Liu et al. 2020 (Transformer-Clinic's adaptive profiling)
+    for (int s = 0; s < st->L * st->nsub; s++) {
+        sublayer_t *sl = &st->subs[s];
+        if (s % st->nsub == 0) xb = x;
+        if (sl->omega)   // ω_i ← ratio
+            for (size_t c = 0; c < C; c++) sl->omega[c] = ratio;
+        sublayer_forward(sl, sh, p, x, xb);
+        // ratio ← √(Var(x ⊙ ω_i) + Var(drop(F_i)))
+        if (sl->omega) {
+            double vf;
+            if (sl->mask) {
+                for (size_t i = 0; i < N * C; i++) sl->r[i] = sl->mask[i] * sl->fo[i];   // scratch
+                vf = masked_variance(sl->r, NULL, ids, N, C);
+                sublayer_forward(sl, sh, p, x, xb);   // restore r and out
+            } else {
+                vf = masked_variance(sl->fo, NULL, ids, N, C);
+            }
+            ratio = sqrt(masked_variance(x, sl->omega, ids, N, C) + vf);
+        }
+        x = sl->out;
+    }
 }
 
 /* Mean over the rows with ids ≥ 0 of the rows' Euclidean norms of x (N,C). */
@@ -113,13 +171,16 @@ void stack_backward(layer_stack_t *st, const sublayer_shape_t *sh, const sublaye
     if (st->final.on) {
         double *dtop = st->dstream[K % 2];
         memset(dtop, 0, N * C * sizeof(double));
-        norm_backward(sh->norm, dtop, st->final.dgamma, st->final.dbeta, st->dfinal, st->top,
-                      st->final.mean, st->final.rstd, st->final.gamma, N, C);
+        norm_site_backward(&st->final, sh, dtop, st->dfinal, st->top, N);
     }
     for (int s = K - 1; s >= 0; s--) {
+        const int first = s % st->nsub == 0, b2t = st->subs[s - s % st->nsub + st->nsub - 1].rule.b2t;
+        if (b2t && s % st->nsub == st->nsub - 1) memset(st->dblock, 0, N * C * sizeof(double));
         st->dout_norm[s] = mean_row_norm(st->dstream[(s + 1) % 2], ids, N, C);
         sublayer_backward(&st->subs[s], sh, p, st->dstream[(s + 1) % 2], st->dstream[s % 2],
-                          dmem, sc);
+                          dmem, st->dblock, sc);
+        if (b2t && first)   // the layer's input also reached its last residual (B2T)
+            for (size_t i = 0; i < N * C; i++) st->dstream[s % 2][i] += st->dblock[i];
     }
     // x_1 = drop(tok_embed[id]·√d + PE):  dtok_embed[id] += √d·(mask ⊙ dx_1)
     const double *dx1 = st->dstream[0];

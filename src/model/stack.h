@@ -28,6 +28,7 @@ typedef struct {
     /* backward */
     double *dstream[2];          /* (N,C) ∂L/∂x_s, alternating */
     double *dfinal;              /* (N,C) ∂L/∂output (dstream[(L·nsub)%2] without a final norm) */
+    double *dblock;              /* (N,C) B2T: ∂L/∂(a layer's input) through its last residual */
     double *dout_norm;           /* [L·nsub] of the last backward: E_token ‖∂L/∂(sub-layer out)‖
                                     over non-padding tokens (Liu et al. 2020, Fig. 3) */
 } layer_stack_t;
@@ -48,6 +49,13 @@ void stack_masks_off(layer_stack_t *st, size_t N, int C);
 /* Forward: embed ids (B,T) with tok_embed (V,C) and pe (T,C), then every sub-layer. */
 void stack_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
                    const int32_t *ids, const double *tok_embed, const double *pe);
+
+/* Admin's profiling forward (Liu et al. 2020): like stack_forward, but before each sub-layer
+ * i with a learnable skip scale ω_i ← ratio (ratio starts at 1), and after it
+ * ratio ← √(Var(x ⊙ ω_i) + Var(drop(F_i))), population variances over every element of the
+ * non-padding rows. Leaves the ω values in the parameters. */
+void stack_admin_profile(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
+                         const int32_t *ids, const double *tok_embed, const double *pe);
 
 /* Backward from st->dfinal (filled by the caller: the output layer, or the decoder's
  * cross-attention); accumulates into the parameter gradients, dmem (cross-attention) and

@@ -1,7 +1,8 @@
-/* sublayer.c — one residual sub-layer, forward and backward (docs/design.md §1, §6b). */
+/* sublayer.c — one residual sub-layer, forward and backward (docs/design.md §1, §6b, §6c). */
 #include <string.h>
 #include "model/sublayer.h"
 #include "nn/attention.h"
+#include "nn/dyt.h"
 #include "nn/linear.h"
 
 enum { Q, K, V, O };   // attention's w[] / b[]; the FFN uses w[0] = W¹, w[1] = W²
@@ -15,13 +16,34 @@ static double *take(double *base, size_t *off, size_t n)
 
 static int is_attention(const sublayer_t *s) { return s->rule.kind != SUB_FFN; }
 
-/* A norm site's output and statistics over rows × width. */
-static void layout_norm(norm_site_t *n, size_t rows, size_t width, double *base, size_t *off)
+/* ----------------------------------------------------------------------------- norm sites */
+
+void norm_site_forward(norm_site_t *n, const sublayer_shape_t *sh, const double *x, size_t rows)
 {
-    n->out = take(base, off, rows * width);
+    if (sh->norm == NORM_DYT) dyt_forward(n->out, x, *n->alpha, n->gamma, n->beta, rows, n->width);
+    else norm_forward(sh->norm, n->out, n->mean, n->rstd, x, n->gamma, n->beta, rows, n->width,
+                      sh->eps);
+}
+
+void norm_site_backward(const norm_site_t *n, const sublayer_shape_t *sh, double *dx,
+                        const double *dout, const double *x, size_t rows)
+{
+    if (sh->norm == NORM_DYT)
+        dyt_backward(dx, n->dalpha, n->dgamma, n->dbeta, dout, x, *n->alpha, n->gamma, rows,
+                     n->width);
+    else norm_backward(sh->norm, dx, n->dgamma, n->dbeta, dout, x, n->mean, n->rstd, n->gamma,
+                       rows, n->width);
+}
+
+/* A norm site's output and statistics over rows × its width. */
+static void layout_norm(norm_site_t *n, size_t rows, double *base, size_t *off)
+{
+    n->out = take(base, off, rows * n->width);
     n->mean = take(base, off, rows);
     n->rstd = take(base, off, rows);
 }
+
+/* ----------------------------------------------------------------------------- arena */
 
 size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_caps_t *cap,
                        int dropout, double *base)
@@ -29,7 +51,7 @@ size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
     const size_t N = cap->rows, C = (size_t)sh->C, F = (size_t)sh->F;
     const size_t Nk = s->rule.kind == SUB_CROSS_ATTN ? cap->key_rows : N;
     size_t off = 0;
-    if (s->rule.norm_in) layout_norm(&s->norm, N, C, base, &off);
+    if (s->rule.norm_in) layout_norm(&s->norm, N, base, &off);
     if (is_attention(s)) {
         s->q = take(base, &off, N * C);
         s->k = take(base, &off, Nk * C);
@@ -40,10 +62,14 @@ size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
         s->pre = take(base, &off, N * F);
         s->act = take(base, &off, N * F);
     }
+    if (s->inner.on) layout_norm(&s->inner, N, base, &off);
+    s->h = s->inner.on ? s->inner.out : is_attention(s) ? s->ctx : s->act;
     s->f = take(base, &off, N * C);
+    if (s->norm_out.on) layout_norm(&s->norm_out, N, base, &off);
+    s->fo = s->norm_out.on ? s->norm_out.out : s->f;
     s->mask = dropout ? take(base, &off, N * C) : NULL;
     s->r = take(base, &off, N * C);
-    if (s->rule.norm_after) layout_norm(&s->norm, N, C, base, &off);
+    if (s->rule.norm_after) layout_norm(&s->norm, N, base, &off);
     s->out = s->rule.norm_after ? s->norm.out : s->r;
     return off;
 }
@@ -63,14 +89,17 @@ size_t sublayer_scratch_layout(sublayer_scratch_t *sc, const sublayer_shape_t *s
     sc->du = take(base, &off, N * C);
     sc->dr = take(base, &off, N * C);
     sc->dbranch = take(base, &off, N * C);
+    sc->dfo = take(base, &off, N * C);
     sc->dpre = take(base, &off, N * F);
     sc->dact = take(base, &off, N * F);
+    sc->dh = take(base, &off, N * (F > C ? F : C));
     return off;
 }
 
 /* ----------------------------------------------------------------------------- forward */
 
-/* f (N,C) = MHA(u) = Attention(u·W_Q, kv·W_K, kv·W_V)·W_O, kv = u or the encoder's output. */
+/* f (N,C) = MHA(u) = Attention(u·W_Q, kv·W_K, kv·W_V)·W_O, kv = u or the encoder's output;
+ * with an inner norm (Sub-LN) W_O reads Norm(ctx). */
 static void attention_branch_forward(sublayer_t *s, const sublayer_shape_t *sh,
                                      const sublayer_pass_t *p)
 {
@@ -84,29 +113,59 @@ static void attention_branch_forward(sublayer_t *s, const sublayer_shape_t *sh,
     linear_forward(s->v, kv, s->w[V], s->b[V], Nk, C, C);      // (Nk,C)
     attention_forward(s->ctx, s->att, s->q, s->k, s->v, p->B, p->T, Tk, sh->C, sh->H,
                       cross ? 0 : p->causal, cross ? p->mem_len : p->len);
-    linear_forward(s->f, s->ctx, s->w[O], s->b[O], N, C, C);    // (N,C)
+    if (s->inner.on) norm_site_forward(&s->inner, sh, s->ctx, N);
+    linear_forward(s->f, s->h, s->w[O], s->b[O], N, C, C);      // (N,C)
+}
+
+/* f (N,C) = act(u·W¹ + b¹)·W² + b², with Norm before W² when the rule has an inner norm. */
+static void ffn_branch_forward(sublayer_t *s, const sublayer_shape_t *sh, size_t N)
+{
+    const size_t C = (size_t)sh->C, F = (size_t)sh->F;
+    if (!s->inner.on) {
+        ffn_forward(s->f, s->pre, s->act, s->u, s->w[0], s->b[0], s->w[1], s->b[1], N, C, F,
+                    sh->act);
+        return;
+    }
+    linear_forward(s->pre, s->u, s->w[0], s->b[0], N, C, F);   // (N,F)
+    ffn_activation_forward(s->act, s->pre, N * F, sh->act);    // (N,F)
+    norm_site_forward(&s->inner, sh, s->act, N);               // (N,F) Sub-LN
+    linear_forward(s->f, s->h, s->w[1], s->b[1], N, F, C);     // (N,C)
+}
+
+/* r = skip·x + gate·drop(f') (+ x_block); the plain residual x + drop(f) as written first. */
+static void residual_forward(sublayer_t *s, size_t N, size_t C)
+{
+    const size_t NC = N * C;
+    const sublayer_rule_t *r = &s->rule;
+    if (r->skip == 1.0 && !s->omega && !s->gate && !r->b2t) {
+        if (s->mask) for (size_t i = 0; i < NC; i++) s->r[i] = s->x[i] + s->mask[i] * s->fo[i];
+        else         for (size_t i = 0; i < NC; i++) s->r[i] = s->x[i] + s->fo[i];
+        return;
+    }
+    const double g = s->gate ? *s->gate : 1.0;
+    for (size_t i = 0; i < NC; i++) {
+        const double skip = s->omega ? s->omega[i % C] * s->x[i] : r->skip * s->x[i];
+        const double branch = s->mask ? s->mask[i] * s->fo[i] : s->fo[i];
+        s->r[i] = skip + g * branch + (r->b2t ? s->xb[i] : 0.0);
+    }
 }
 
 void sublayer_forward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                      const double *x)
+                      const double *x, const double *xb)
 {
-    const size_t N = (size_t)p->B * p->T, C = (size_t)sh->C, NC = N * C;
+    const size_t N = (size_t)p->B * p->T, C = (size_t)sh->C;
     s->x = x;
+    s->xb = xb;
     s->u = x;
     if (s->rule.norm_in) {   // Pre-LN: the branch reads Norm(x)
-        norm_forward(sh->norm, s->norm.out, s->norm.mean, s->norm.rstd, x, s->norm.gamma,
-                     s->norm.beta, N, C, sh->eps);
+        norm_site_forward(&s->norm, sh, x, N);
         s->u = s->norm.out;
     }
     if (is_attention(s)) attention_branch_forward(s, sh, p);
-    else ffn_forward(s->f, s->pre, s->act, s->u, s->w[0], s->b[0], s->w[1], s->b[1], N, C,
-                     (size_t)sh->F, sh->act);
-    // r = x + drop(f)
-    if (s->mask) for (size_t i = 0; i < NC; i++) s->r[i] = x[i] + s->mask[i] * s->f[i];
-    else         for (size_t i = 0; i < NC; i++) s->r[i] = x[i] + s->f[i];
-    if (s->rule.norm_after)  // Post-LN: out = Norm(r)
-        norm_forward(sh->norm, s->norm.out, s->norm.mean, s->norm.rstd, s->r, s->norm.gamma,
-                     s->norm.beta, N, C, sh->eps);
+    else ffn_branch_forward(s, sh, N);
+    if (s->norm_out.on) norm_site_forward(&s->norm_out, sh, s->f, N);   // Peri-LN
+    residual_forward(s, N, C);
+    if (s->rule.norm_after) norm_site_forward(&s->norm, sh, s->r, N);   // Post-LN: Norm(r)
 }
 
 /* ----------------------------------------------------------------------------- backward */
@@ -126,7 +185,13 @@ static void attention_branch_backward(sublayer_t *s, const sublayer_shape_t *sh,
     memset(sc->dq, 0, N * C * sizeof(double));
     memset(sc->dk, 0, Nk * C * sizeof(double));
     memset(sc->dv, 0, Nk * C * sizeof(double));
-    linear_backward(sc->dctx, s->gw[O], s->gb[O], df, s->ctx, s->w[O], N, C, C);
+    if (s->inner.on) {   // W_O read Norm(ctx)
+        memset(sc->dh, 0, N * C * sizeof(double));
+        linear_backward(sc->dh, s->gw[O], s->gb[O], df, s->h, s->w[O], N, C, C);
+        norm_site_backward(&s->inner, sh, sc->dctx, sc->dh, s->ctx, N);
+    } else {
+        linear_backward(sc->dctx, s->gw[O], s->gb[O], df, s->ctx, s->w[O], N, C, C);
+    }
     attention_backward(sc->dq, sc->dk, sc->dv, sc->datt, sc->dctx, s->q, s->k, s->v, s->att,
                        p->B, p->T, Tk, sh->C, sh->H);
     linear_backward(du, s->gw[Q], s->gb[Q], sc->dq, s->u, s->w[Q], N, C, C);
@@ -134,25 +199,74 @@ static void attention_branch_backward(sublayer_t *s, const sublayer_shape_t *sh,
     linear_backward(dkv, s->gw[V], s->gb[V], sc->dv, kv, s->w[V], Nk, C, C);
 }
 
+/* du (N,C) += ∂L/∂u from df = ∂L/∂f through the FFN (and its inner norm). */
+static void ffn_branch_backward(sublayer_t *s, const sublayer_shape_t *sh, size_t N,
+                                const double *df, double *du, sublayer_scratch_t *sc)
+{
+    const size_t C = (size_t)sh->C, F = (size_t)sh->F;
+    if (!s->inner.on) {
+        ffn_backward(du, s->gw[0], s->gb[0], s->gw[1], s->gb[1], sc->dpre, sc->dact, df, s->u,
+                     s->pre, s->act, s->w[0], s->w[1], N, C, F, sh->act);
+        return;
+    }
+    memset(sc->dh, 0, N * F * sizeof(double));
+    memset(sc->dact, 0, N * F * sizeof(double));
+    linear_backward(sc->dh, s->gw[1], s->gb[1], df, s->h, s->w[1], N, F, C);   // (N,F)
+    norm_site_backward(&s->inner, sh, sc->dact, sc->dh, s->act, N);           // Sub-LN
+    ffn_activation_backward(sc->dpre, sc->dact, s->pre, N * F, sh->act);
+    linear_backward(du, s->gw[0], s->gb[0], sc->dpre, s->u, s->w[0], N, C, F);
+}
+
+/* r = skip·x + gate·drop(f') (+ x_block): dx = skip·dr (or ω ⊙ dr), dω, dgate, dxb; returns
+ * ∂L/∂f' = gate·mask ⊙ dr. */
+static const double *residual_backward(sublayer_t *s, size_t N, size_t C, const double *dr,
+                                       double *dx, double *dxb, sublayer_scratch_t *sc)
+{
+    const size_t NC = N * C;
+    const sublayer_rule_t *r = &s->rule;
+    memset(dx, 0, NC * sizeof(double));
+    if (r->skip == 1.0 && !s->omega && !s->gate && !r->b2t) {
+        for (size_t i = 0; i < NC; i++) dx[i] += dr[i];
+        if (!s->mask) return dr;
+        for (size_t i = 0; i < NC; i++) sc->dbranch[i] = s->mask[i] * dr[i];
+        return sc->dbranch;
+    }
+    const double g = s->gate ? *s->gate : 1.0;
+    double dg = 0.0;
+    for (size_t i = 0; i < NC; i++) {
+        const size_t c = i % C;
+        if (s->omega) {
+            dx[i] += s->omega[c] * dr[i];
+            s->domega[c] += dr[i] * s->x[i];
+        } else {
+            dx[i] += r->skip * dr[i];
+        }
+        if (r->b2t) dxb[i] += dr[i];
+        const double m = s->mask ? s->mask[i] : 1.0;
+        dg += dr[i] * m * s->fo[i];
+        sc->dbranch[i] = g * m * dr[i];
+    }
+    if (s->gate) *s->dgate += dg;
+    return sc->dbranch;
+}
+
 void sublayer_backward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                       const double *dout, double *dx, double *dmem, sublayer_scratch_t *sc)
+                       const double *dout, double *dx, double *dmem, double *dxb,
+                       sublayer_scratch_t *sc)
 {
     const size_t N = (size_t)p->B * p->T, C = (size_t)sh->C, NC = N * C;
     // out = Norm(r)
     const double *dr = dout;
     if (s->rule.norm_after) {
         memset(sc->dr, 0, NC * sizeof(double));
-        norm_backward(sh->norm, sc->dr, s->norm.dgamma, s->norm.dbeta, dout, s->r,
-                      s->norm.mean, s->norm.rstd, s->norm.gamma, N, C);
+        norm_site_backward(&s->norm, sh, sc->dr, dout, s->r, N);
         dr = sc->dr;
     }
-    // r = x + drop(f):  dx = dr,  df = mask ⊙ dr
-    memset(dx, 0, NC * sizeof(double));
-    for (size_t i = 0; i < NC; i++) dx[i] += dr[i];
-    const double *df = dr;
-    if (s->mask) {
-        for (size_t i = 0; i < NC; i++) sc->dbranch[i] = s->mask[i] * dr[i];
-        df = sc->dbranch;
+    const double *df = residual_backward(s, N, C, dr, dx, dxb, sc);
+    if (s->norm_out.on) {   // f' = Norm_out(f)
+        memset(sc->dfo, 0, NC * sizeof(double));
+        norm_site_backward(&s->norm_out, sh, sc->dfo, df, s->f, N);
+        df = sc->dfo;
     }
     // the branch writes ∂L/∂u into dx directly unless a norm sits in front of it
     double *du = dx;
@@ -161,10 +275,7 @@ void sublayer_backward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
         du = sc->du;
     }
     if (is_attention(s)) attention_branch_backward(s, sh, p, df, du, dmem, sc);
-    else ffn_backward(du, s->gw[0], s->gb[0], s->gw[1], s->gb[1], sc->dpre, sc->dact, df, s->u,
-                      s->pre, s->act, s->w[0], s->w[1], N, C, (size_t)sh->F, sh->act);
+    else ffn_branch_backward(s, sh, N, df, du, sc);
     // u = Norm(x)
-    if (s->rule.norm_in)
-        norm_backward(sh->norm, dx, s->norm.dgamma, s->norm.dbeta, du, s->x, s->norm.mean,
-                      s->norm.rstd, s->norm.gamma, N, C);
+    if (s->rule.norm_in) norm_site_backward(&s->norm, sh, dx, du, s->x, N);
 }

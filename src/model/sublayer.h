@@ -28,12 +28,22 @@ typedef struct {
 
 /* One norm site: its parameters (NULL where the norm kind has none) and saved statistics. */
 typedef struct {
-    int on;                      /* the site exists in this sub-layer */
+    int on;                      /* the site exists */
+    size_t width;                /* C, or F for the FFN's inner norm */
     double *gamma, *beta;        /* (width) */
-    double *dgamma, *dbeta;
+    double *alpha;               /* DyT's α (1), else NULL */
+    double *dgamma, *dbeta, *dalpha;
     double *out;                 /* (rows, width) */
     double *mean, *rstd;         /* (rows) */
 } norm_site_t;
+
+/* out (rows, width) = Norm(x) by the model's norm kind (LayerNorm, RMSNorm, DyT, identity). */
+void norm_site_forward(norm_site_t *n, const sublayer_shape_t *sh, const double *x, size_t rows);
+
+/* ACCUMULATES dx (rows, width) and the site's parameter gradients from dout, for the x of the
+ * last norm_site_forward. */
+void norm_site_backward(const norm_site_t *n, const sublayer_shape_t *sh, double *dx,
+                        const double *dout, const double *x, size_t rows);
 
 /* This forward's shapes, the same for every sub-layer of a stack. */
 typedef struct {
@@ -52,14 +62,21 @@ typedef struct {
     /* parameters and gradients: attention q, k, v, o; FFN w[0] = W¹, w[1] = W² */
     double *w[4], *b[4], *gw[4], *gb[4];
     norm_site_t norm;            /* normK: Norm_in or Norm_after */
+    norm_site_t norm_out;        /* normK_out: on the branch output (Peri-LN) */
+    norm_site_t inner;           /* normK_inner: before W_O or W² (Sub-LN) */
+    double *omega, *domega;      /* (C) Admin's skip scale, or NULL */
+    double *gate, *dgate;        /* (1) ReZero's α (shared by the layer's sub-layers), or NULL */
     /* forward activations (views into the model's arena) */
     const double *x;             /* (N,C) the input: the stream before this sub-layer */
+    const double *xb;            /* (N,C) the block's input (B2T), or NULL */
     const double *u;             /* (N,C) the branch input: norm.out or x */
     double *q, *k, *v;           /* (N,C), (Nk,C), (Nk,C) */
     double *att;                 /* (B,H,Tq,Tk) */
     double *ctx;                 /* (N,C) */
     double *pre, *act;           /* (N,F) */
+    const double *h;             /* the input of W_O or W²: inner.out, or ctx / act */
     double *f;                   /* (N,C) the branch output F(u) */
+    const double *fo;            /* (N,C) norm_out.out or f */
     double *mask;                /* (N,C) inverted-dropout mask (0 or 1/(1−p)), or NULL */
     double *r;                   /* (N,C) the residual sum */
     double *out;                 /* (N,C) norm.out (Norm_after) or r */
@@ -69,8 +86,9 @@ typedef struct {
 typedef struct {
     double *dq, *dk, *dv;        /* (N,C), (Nk,C), (Nk,C) */
     double *datt;                /* (B,H,Tq,Tk) */
-    double *dctx, *df, *du, *dr, *dbranch;   /* (N,C) */
+    double *dctx, *df, *du, *dr, *dbranch, *dfo;   /* (N,C) */
     double *dpre, *dact;         /* (N,F) */
+    double *dh;                  /* (N,max(C,F)) ∂L/∂(the inner norm's output) */
 } sublayer_scratch_t;
 
 /* Capacity of the activations: rows of queries and keys, entries of one attention matrix. */
@@ -87,14 +105,17 @@ size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
 size_t sublayer_scratch_layout(sublayer_scratch_t *sc, const sublayer_shape_t *sh,
                                const sublayer_caps_t *cap, double *base);
 
-/* Forward of s on x (N,C) for this pass; fills s's activations; s->out is the result. */
+/* Forward of s on x (N,C) for this pass; xb (N,C) is its block's input (read with b2t only).
+ * Fills s's activations; s->out is the result. */
 void sublayer_forward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                      const double *x);
+                      const double *x, const double *xb);
 
 /* Backward of the last forward. dout (N,C) = ∂L/∂out. OVERWRITES dx (N,C) = ∂L/∂x (it
- * zeroes it first), ACCUMULATES into s's parameter gradients and, for cross-attention, into
- * dmem (Nk,C) (the caller zeroes dmem once before the decoder's backward). */
+ * zeroes it first), ACCUMULATES into s's parameter gradients, for cross-attention into dmem
+ * (Nk,C) (the caller zeroes dmem once before the decoder's backward), and with b2t into
+ * dxb (N,C) = ∂L/∂(the block's input). */
 void sublayer_backward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                       const double *dout, double *dx, double *dmem, sublayer_scratch_t *sc);
+                       const double *dout, double *dx, double *dmem, double *dxb,
+                       sublayer_scratch_t *sc);
 
 #endif

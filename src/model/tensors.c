@@ -12,6 +12,15 @@ static const char *const COLUMNS[] = {
     "w1", "b1", "w2", "b2",                                          // FFN
     "norm1.gamma", "norm1.beta", "norm2.gamma", "norm2.beta",        // the sub-layers' norms
     "norm3.gamma", "norm3.beta",
+    "norm1.alpha", "norm2.alpha", "norm3.alpha",                     // DyT's α
+    "norm1_out.gamma", "norm1_out.beta", "norm1_out.alpha",          // Peri-LN's output norms
+    "norm2_out.gamma", "norm2_out.beta", "norm2_out.alpha",
+    "norm3_out.gamma", "norm3_out.beta", "norm3_out.alpha",
+    "norm1_inner.gamma", "norm1_inner.beta", "norm1_inner.alpha",    // Sub-LN's inner norms
+    "norm2_inner.gamma", "norm2_inner.beta", "norm2_inner.alpha",
+    "norm3_inner.gamma", "norm3_inner.beta", "norm3_inner.alpha",
+    "omega1", "omega2", "omega3",                                    // Admin's ω
+    "rezero_alpha",                                                  // ReZero's α
 };
 #define NCOLUMNS ((int)(sizeof COLUMNS / sizeof COLUMNS[0]))
 
