@@ -79,6 +79,8 @@ static int read_axes(h5io_file_t *f, const char *prefix, int L, probe_axes_t *ax
     char path[512];
     snprintf(path, sizeof path, "%s/probe/enc_final_sqnorm", prefix);
     ax->encdec = h5io_exists(f, path);
+    snprintf(path, sizeof path, "%s/probe/admin_omega", prefix);
+    ax->admin = h5io_exists(f, path);
     if (ax->stack && ns != L) {   // a single stack: every row "lm"
         for (int i = 0; i < ns; i++) free(ax->stack[i]);
         free(ax->stack);

@@ -35,9 +35,10 @@
 #define FLUSH_SECONDS 2.0
 
 /* Row groups: datasets of one group grow together. */
-enum { G_STEP, G_PROBE, G_EVAL, G_COUNT };
-static const int GROUP_CAP[G_COUNT] = {1024, 16, 64};   /* buffered rows = chunk rows */
-static const char *const GROUP_KEY[G_COUNT] = {"step", "probe_step", "eval_step"};
+enum { G_STEP, G_PROBE, G_EVAL, G_UPDATE, G_COUNT };
+static const int GROUP_CAP[G_COUNT] = {1024, 16, 64, 128};   /* buffered rows = chunk rows */
+static const char *const GROUP_KEY[G_COUNT] = {"step", "probe_step", "eval_step", "update_step"};
+static const char *const GROUP_AXIS[G_COUNT] = {"step", "probe", "eval", "update"};
 
 /* A row after the first (growing) axis: [layer] [one named probe axis] (measure/probe.h). */
 typedef struct {
@@ -70,6 +71,9 @@ static const column_t COLUMNS[] = {
     {"subout_grad", G_PROBE, 0, 1, PA_SUB, "E_token ||dL/d(sub-layer output)|| of the update (Liu et al. 2020)"},
     {"eval_step", G_EVAL, 1, 0, PA_NONE, "update index of each validation row (text, translation)"},
     {"val_loss", G_EVAL, 0, 0, PA_NONE, "mean loss on the fixed validation batches after the update"},
+    {"update_step", G_UPDATE, 1, 0, PA_NONE, "update index of each model-update row (1..100, then every probe.every)"},
+    {"model_update", G_UPDATE, 0, 0, PA_NONE, "E_token ||F(x,theta_t) - F(x,theta_0)|| on a fixed batch, F = the last hidden state (DeepNet)"},
+    {"update_rel", G_UPDATE, 0, 1, PA_PARAM, "||W_t - W_(t-1)||_F / ||W_(t-1)||_F of the update"},
 };
 #define NCOL ((int)(sizeof COLUMNS / sizeof COLUMNS[0]))
 
@@ -141,7 +145,7 @@ static hid_t fapl_latest(void)
 /* Axis names and labels of a column. */
 static int column_attrs(h5io_train_t *w, const column_t *c, const char *path)
 {
-    const char *axes[3] = {c->group == G_STEP ? "step" : c->group == G_PROBE ? "probe" : "eval"};
+    const char *axes[3] = {GROUP_AXIS[c->group]};
     int n = 1, rc = 0;
     if (c->layered) axes[n++] = "layer";
     if (c->axis != PA_NONE) {
@@ -186,9 +190,19 @@ static int create_layout(h5io_train_t *w, const train_t *t)
     }
     rc |= h5io_write_attr_string(&w->f, "/train", "description",
                                  "per update: step lr loss grad_norm time; per probe row (update 1 "
-                                 "and every probe.every): probe_step and per-layer norms; text "
-                                 "task: eval_step val_loss. Groups grow together.");
+                                 "and every probe.every): probe_step and per-layer norms; with "
+                                 "validation data: eval_step val_loss; updates 1..100 and every "
+                                 "probe.every: update_step model_update update_rel. Groups grow "
+                                 "together.");
     rc |= h5io_write_attr_int(&w->f, "/train", "steps", t->s.cfg.train.steps);
+    if (t->admin_omega) {   // Admin's profiled ω (the parameters then train)
+        const size_t dims[2] = {(size_t)t->ax.L, (size_t)t->ax.X};
+        rc |= h5io_write_doubles(&w->f, "/train/admin_omega", t->admin_omega, 2, dims);
+        rc |= h5io_write_attr_strings(&w->f, "/train/admin_omega", "sub",
+                                      (const char *const *)t->ax.sub, (size_t)t->ax.X);
+        rc |= h5io_write_attr_string(&w->f, "/train/admin_omega", "description",
+                                     "Admin's omega of every sub-layer as profiled at initialisation");
+    }
     if (data_epoch_batches(&t->s.data) > 0)   // updates per epoch (translation by length)
         rc |= h5io_write_attr_int(&w->f, "/train", "epoch_batches", data_epoch_batches(&t->s.data));
     rc |= h5io_checkpoint_create(&w->f, t);
@@ -305,6 +319,12 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
         push(w, col("final_jacobian_spec"), &p->final_jacobian_spec);
         push(w, col("subout_grad"), p->subout_grad);
         w->pending[G_PROBE]++;
+    }
+    if (r->updated) {
+        push(w, col("update_step"), &step);
+        push(w, col("model_update"), &t->model_update);
+        push(w, col("update_rel"), t->update_rel);
+        w->pending[G_UPDATE]++;
     }
     if (w->text && !isnan(r->val_loss)) {
         push(w, col("eval_step"), &step);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "measure/change.h"
 #include "measure/probe.h"
 #include "nn/dyt.h"
 #include "nn/norm.h"
@@ -13,38 +14,51 @@ const char *const PROBE_JACOBIAN_FIELD_NAMES[PROBE_JACOBIAN_FIELDS] = {
 
 #define FIELD(x) offsetof(probe_t, x)
 const probe_array_t PROBE_ARRAYS[] = {
-    {"grad_fro", FIELD(grad_fro), 1, PA_PARAM, 0,
+    {"grad_fro", FIELD(grad_fro), 1, PA_PARAM, PO_ALWAYS,
      "||E_batch grad W||_F: Frobenius norm of the gradient averaged over probe.batches batches"},
-    {"grad_fro_batchmean", FIELD(grad_fro_batchmean), 1, PA_PARAM, 0,
+    {"grad_fro_batchmean", FIELD(grad_fro_batchmean), 1, PA_PARAM, PO_ALWAYS,
      "E_batch ||grad W||_F: per-batch Frobenius norm, averaged"},
-    {"extra_grad_fro", FIELD(extra_grad_fro), 0, PA_EXTRA, 0,
+    {"extra_grad_fro", FIELD(extra_grad_fro), 0, PA_EXTRA, PO_ALWAYS,
      "||E_batch grad||_F of the tensors outside the layers (NaN where absent)"},
-    {"extra_grad_fro_batchmean", FIELD(extra_grad_fro_batchmean), 0, PA_EXTRA, 0,
+    {"extra_grad_fro_batchmean", FIELD(extra_grad_fro_batchmean), 0, PA_EXTRA, PO_ALWAYS,
      "E_batch ||grad||_F of the tensors outside the layers"},
-    {"hidden_sqnorm", FIELD(hidden_sqnorm), 1, PA_SITE, 0,
+    {"hidden_sqnorm", FIELD(hidden_sqnorm), 1, PA_SITE, PO_ALWAYS,
      "E_token ||x||^2 at each site, averaged over batches (see site_symbols)"},
-    {"final_sqnorm", FIELD(final_sqnorm), 0, PA_NONE, 0,
+    {"final_sqnorm", FIELD(final_sqnorm), 0, PA_NONE, PO_ALWAYS,
      "E_token ||x_final||^2 (the input of the output projection)"},
-    {"jacobian_spec", FIELD(jacobian_spec), 1, PA_NORM, 0,
+    {"jacobian_spec", FIELD(jacobian_spec), 1, PA_NORM, PO_ALWAYS,
      "E_token ||J||_2, J = d norm(x)/dx with gamma, exact"},
-    {"jacobian_spec_max", FIELD(jacobian_spec_max), 1, PA_NORM, 0,
+    {"jacobian_spec_max", FIELD(jacobian_spec_max), 1, PA_NORM, PO_ALWAYS,
      "max over tokens and batches of ||J||_2"},
-    {"jacobian_fro", FIELD(jacobian_fro), 1, PA_NORM, 0, "E_token ||J||_F"},
+    {"jacobian_fro", FIELD(jacobian_fro), 1, PA_NORM, PO_ALWAYS, "E_token ||J||_F"},
     {"jacobian_lemma3", FIELD(jacobian_lemma3), 1, PA_NORM, 0,
      "E_token ||J||_2 * ||x - mu|| / sqrt(d) (Lemma 3: O(1))"},
-    {"jacobian_bound", FIELD(jacobian_bound), 1, PA_NORM, 0,
+    {"jacobian_bound", FIELD(jacobian_bound), 1, PA_NORM, PO_ALWAYS,
      "E_token sqrt(d) / ||x - mu|| (Lemma 3's scale)"},
-    {"final_jacobian", FIELD(final_jacobian), 0, PA_FIELDS, 0,
+    {"final_jacobian", FIELD(final_jacobian), 0, PA_FIELDS, PO_ALWAYS,
      "final norm: spec, spec_max, fro, lemma3, bound as above (NaN without a final norm)"},
-    {"loss", FIELD(loss), 0, PA_NONE, 0, "mean loss over the probe's batches"},
-    {"subout_grad", FIELD(subout_grad), 1, PA_SUB, 0,
+    {"loss", FIELD(loss), 0, PA_NONE, PO_ALWAYS, "mean loss over the probe's batches"},
+    {"subout_grad", FIELD(subout_grad), 1, PA_SUB, PO_ALWAYS,
      "E_token ||dL/d(sub-layer output)||, averaged over batches (Liu et al. 2020, Fig. 3)"},
-    {"enc_final_sqnorm", FIELD(enc_final_sqnorm), 0, PA_NONE, 1,
+    {"enc_final_sqnorm", FIELD(enc_final_sqnorm), 0, PA_NONE, PO_ENCDEC,
      "E_token ||mem||^2 of the encoder's output (after its final norm, if any)"},
-    {"enc_final_jacobian", FIELD(enc_final_jacobian), 0, PA_FIELDS, 1,
+    {"enc_final_jacobian", FIELD(enc_final_jacobian), 0, PA_FIELDS, PO_ENCDEC,
      "the encoder's final norm: spec, spec_max, fro, lemma3, bound (NaN without one)"},
+    {"output_change", FIELD(output_change), 0, PA_NONE, PO_ALWAYS,
+     "E_token ||F(x,W) - F(x,W*)||, W* = W - 1e-4 sign(N(0,1)) on every weight matrix and "
+     "embedding, F = the last hidden state, on each seed's first batch (Liu et al. 2020)"},
+    {"enc_output_change", FIELD(enc_output_change), 0, PA_NONE, PO_ENCDEC,
+     "the same for the encoder's output"},
+    {"admin_omega", FIELD(admin_omega), 1, PA_SUB, PO_ADMIN,
+     "Admin's omega of every sub-layer as profiled at initialisation (all entries equal)"},
 };
 const int PROBE_NUM_ARRAYS = (int)(sizeof PROBE_ARRAYS / sizeof PROBE_ARRAYS[0]);
+
+int probe_array_present(const probe_axes_t *axes, const probe_array_t *a)
+{
+    return a->only == PO_ALWAYS || (a->only == PO_ENCDEC && axes->encdec) ||
+           (a->only == PO_ADMIN && axes->admin);
+}
 
 /* ------------------------------------------------------------------------------- axes */
 
@@ -153,6 +167,7 @@ int probe_axes_from_model(probe_axes_t *a, const model_t *m)
     const int ncol = tensors_column_count(), nsub = m->nstacks > 1 ? 3 : 2;
     a->L = m->rows;
     a->encdec = m->nstacks > 1;
+    a->admin = model_has_admin(m);
     a->param = calloc((size_t)ncol, sizeof(char *));
     a->site = calloc(5, sizeof(char *));
     a->norm = calloc(9, sizeof(char *));
@@ -274,7 +289,7 @@ probe_t *probe_alloc(int S, const probe_axes_t *axes)
     if (probe_axes_copy(&p->ax, axes)) { free(p); return NULL; }
     for (int k = 0; k < PROBE_NUM_ARRAYS; k++) {
         const probe_array_t *a = &PROBE_ARRAYS[k];
-        if (a->encdec_only && !axes->encdec) continue;
+        if (!probe_array_present(axes, a)) continue;
         const size_t n = (size_t)S * probe_array_size(axes, a);
         double *x = malloc((n ? n : 1) * sizeof(double));
         if (!x) { probe_free(p); return NULL; }
@@ -519,6 +534,20 @@ void probe_subout_grads(const probe_axes_t *ax, const model_t *m, double *sub)
     }
 }
 
+void probe_admin_omega(const probe_axes_t *ax, const model_t *m, double *out)
+{
+    for (int r = 0; r < ax->L; r++) {
+        int l;
+        const layer_stack_t *st = model_row_stack(m, r, &l);
+        for (int x = 0; x < ax->X; x++) out[(size_t)r * ax->X + x] = NAN;
+        for (int i = 0; i < st->nsub; i++) {
+            const sublayer_t *sl = stack_sublayer(st, l, i);
+            const int x = probe_axis_find(ax->sub, ax->X, SUB_NAMES[sl->rule.kind]);
+            if (x >= 0 && sl->omega) out[(size_t)r * ax->X + x] = sl->omega[0];
+        }
+    }
+}
+
 /* ------------------------------------------------------------------------------ the run */
 
 /* Running sums over the batches of one seed. */
@@ -528,6 +557,7 @@ typedef struct {
     double *extra_tmp;   // (E)
     double *hidden_tmp;  // (L,Q)
     double *sub_tmp;     // (L,X)
+    double *save;        // (num_params) the output change's copy of the parameters
     probe_jacobian_t *jac_tmp, *jac_sum;   // (L,R)
     probe_jacobian_t fin_tmp[2], fin_sum[2];   // the output stack's final norm, the encoder's
 } probe_work_t;
@@ -554,7 +584,7 @@ static void jacobian_mean(const probe_jacobian_t *sum, int nb, double *f)
 static void work_free(probe_work_t *w)
 {
     free(w->gsum); free(w->layer_tmp); free(w->extra_tmp); free(w->hidden_tmp);
-    free(w->sub_tmp); free(w->jac_tmp); free(w->jac_sum);
+    free(w->sub_tmp); free(w->jac_tmp); free(w->jac_sum); free(w->save);
 }
 
 /* Measure one batch of seed s (the forward and backward already run) into the sums. */
@@ -640,10 +670,13 @@ int probe_run(session_t *ses, probe_t *p, probe_progress_fn progress, void *ctx)
         .sub_tmp = malloc((size_t)ax->L * ax->X * sizeof(double)),
         .jac_tmp = malloc((LR ? LR : 1) * sizeof(probe_jacobian_t)),
         .jac_sum = malloc((LR ? LR : 1) * sizeof(probe_jacobian_t)),
+        .save = malloc(m->num_params * sizeof(double)),
     };
+    gsl_rng *signs = gsl_rng_alloc(gsl_rng_mt19937);
     if (!w.gsum || !w.layer_tmp || !w.extra_tmp || !w.hidden_tmp || !w.sub_tmp || !w.jac_tmp ||
-        !w.jac_sum) {
+        !w.jac_sum || !w.save || !signs) {
         work_free(&w);
+        if (signs) gsl_rng_free(signs);
         return 1;
     }
     const int S = cfg->probe.seeds, nb = cfg->probe.batches, jac = cfg->probe.jacobian;
@@ -652,12 +685,19 @@ int probe_run(session_t *ses, probe_t *p, probe_progress_fn progress, void *ctx)
         session_init(ses, cfg->init.seed + (unsigned long)s);
         seed_start(ax, m, p, s, &w);
         double loss = 0.0, fin = 0.0, enc_fin = 0.0;
+        if (p->admin_omega) probe_admin_omega(ax, m, p->admin_omega + (size_t)s * ax->L * ax->X);
         for (int b = 0; b < nb; b++) {
             session_next_batch(ses);
             loss += model_forward(m, &ses->batch);
             model_zero_grad(m);
             model_backward(m);
             measure_batch(ax, m, p, s, nb, jac, &w, &fin, &enc_fin);
+            if (b == 0) {   // Admin's output change, on the seed's first batch (after its measures)
+                double enc_change;
+                gsl_rng_set(signs, cfg->init.seed + (unsigned long)s + PROBE_CHANGE_OFFSET);
+                change_output(m, &ses->batch, signs, w.save, &p->output_change[s], &enc_change);
+                if (p->enc_output_change) p->enc_output_change[s] = enc_change;
+            }
             if (progress) progress(ctx, (long)s * nb + b + 1, total);
         }
         seed_finish(ax, m, p, s, nb, jac, &w);
@@ -666,5 +706,6 @@ int probe_run(session_t *ses, probe_t *p, probe_progress_fn progress, void *ctx)
         if (p->enc_final_sqnorm) p->enc_final_sqnorm[s] = enc_fin;
     }
     work_free(&w);
+    gsl_rng_free(signs);
     return 0;
 }

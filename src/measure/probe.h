@@ -25,7 +25,8 @@ typedef struct {
     int P, Q, R, E, X;       /* params, sites, norms, extras, sub-layers */
     char **param, **site, **norm, **extra, **sub;   /* [P], [Q], [R], [E], [X] */
     char **stack;            /* [L] "lm", "enc" or "dec" */
-    int encdec;              /* the model has an encoder (enc_final_* arrays) */
+    int encdec;              /* the model has an encoder (enc_* arrays) */
+    int admin;               /* the model has Admin's ω (admin_omega) */
 } probe_axes_t;
 
 /* Fill axes from m (names of its layer tensors, sites, norms, ...). 0, or 1 when out of memory. */
@@ -71,18 +72,25 @@ typedef struct {
     double *loss;                 /* (S) mean loss over the batches */
     double *enc_final_sqnorm;     /* (S) encdec: of the encoder's output (mem); else NULL */
     double *enc_final_jacobian;   /* (S,5) encdec: of the encoder's final norm; else NULL */
+    double *output_change;        /* (S) Admin's output change of the last hidden state */
+    double *enc_output_change;    /* (S) encdec: of the encoder's output; else NULL */
+    double *admin_omega;          /* (S,L,X) admin: the profiled ω of every sub-layer; else NULL */
 } probe_t;
 
 /* One array of probe_t: its name, where it is, its shape after the seed axis. */
 typedef enum { PA_NONE, PA_PARAM, PA_SITE, PA_NORM, PA_EXTRA, PA_SUB, PA_FIELDS } probe_axis_id_t;
+typedef enum { PO_ALWAYS, PO_ENCDEC, PO_ADMIN } probe_only_t;
 typedef struct {
     const char *name;
     size_t field;                 /* offsetof(probe_t, array) */
     int layered;                  /* a layer axis after the seed axis */
     probe_axis_id_t axis;         /* the last axis */
-    int encdec_only;
+    probe_only_t only;            /* which models have it */
     const char *description;
 } probe_array_t;
+
+/* True when models of axes have array a. */
+int probe_array_present(const probe_axes_t *axes, const probe_array_t *a);
 
 extern const probe_array_t PROBE_ARRAYS[];
 extern const int PROBE_NUM_ARRAYS;
@@ -113,9 +121,12 @@ const char *const *probe_site_symbols(const config_t *cfg);
 /* Called after every batch: done of total batches. */
 typedef void (*probe_progress_fn)(void *ctx, long done, long total);
 
+/* Stream of the output change's signs in seed k of a probe: init.seed + k + this. */
+#define PROBE_CHANGE_OFFSET 0x6C8E9CF5UL
+
 /* Run the probe of s->cfg on the open session s: for seed k = 0..probe.seeds−1 initialise
- * from init.seed + k, average over probe.batches batches. p from probe_alloc with s's axes.
- * progress may be NULL. Returns 0, or 1 when out of memory. */
+ * from init.seed + k, average over probe.batches batches (and measure the output change on the
+ * first). p from probe_alloc with s's axes. progress may be NULL. 0, or 1 when out of memory. */
 int probe_run(session_t *s, probe_t *p, probe_progress_fn progress, void *ctx);
 
 /* The per-forward measurements, shared with training (train/train.c), on m's last forward
@@ -132,6 +143,10 @@ void probe_hidden_norms(const probe_axes_t *ax, const model_t *m, double *hidden
  * m's last forward (exact per-token norms, norm_jacobian_norms). No-op for norm = none. */
 void probe_jacobians(const probe_axes_t *ax, const model_t *m, probe_jacobian_t *layers,
                      probe_jacobian_t *final, probe_jacobian_t *enc_final);
+
+/* Admin's ω of every sub-layer (L,X) (its first entry: profiling fills the vector with one
+ * value); NaN where a sub-layer has none. */
+void probe_admin_omega(const probe_axes_t *ax, const model_t *m, double *out);
 
 /* E_token ‖∂L/∂(sub-layer output)‖ (L,X) from m's last backward (Liu et al. 2020, Fig. 3). */
 void probe_subout_grads(const probe_axes_t *ax, const model_t *m, double *sub);

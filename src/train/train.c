@@ -2,7 +2,35 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "measure/change.h"
 #include "train/train.h"
+
+/* The fixed batch of the model-update measure (its own stream, so the training batches are the
+ * same with and without it) and the last hidden state on it at θ_0. */
+static int update_setup(train_t *t)
+{
+    model_t *m = t->s.model;
+    const size_t tokens = m->caps.tokens, src = m->caps.src_tokens;
+    t->fixed.tokens = malloc(tokens * sizeof(int32_t));
+    t->fixed.targets = malloc(tokens * sizeof(int32_t));
+    t->fixed.src = src ? malloc(src * sizeof(int32_t)) : NULL;
+    t->ref = malloc(tokens * (size_t)m->C * sizeof(double));
+    t->prev = malloc(m->num_params * sizeof(double));
+    t->update_rel = malloc((size_t)t->ax.L * t->ax.P * sizeof(double));
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!t->fixed.tokens || !t->fixed.targets || (src && !t->fixed.src) || !t->ref || !t->prev ||
+        !t->update_rel || !r) {
+        if (r) gsl_rng_free(r);
+        return 1;
+    }
+    gsl_rng_set(r, t->s.cfg.init.seed + TRAIN_UPDATE_OFFSET);
+    const long drawn = t->s.data.drawn;
+    data_batch(&t->s.data, r, &t->fixed);
+    data_seek(&t->s.data, drawn);
+    gsl_rng_free(r);
+    change_reference(m, &t->fixed, t->ref);
+    return 0;
+}
 
 static void probe_rows_free(train_probe_t *p)
 {
@@ -42,6 +70,13 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         return 1;
     }
     session_init(&t->s, cfg->init.seed);
+    if (t->ax.admin && (t->admin_omega = malloc((size_t)t->ax.L * t->ax.X * sizeof(double))))
+        probe_admin_omega(&t->ax, t->s.model, t->admin_omega);
+    if ((t->ax.admin && !t->admin_omega) || update_setup(t)) {
+        snprintf(err, errlen, "out of memory");
+        train_free(t);
+        return 1;
+    }
     *out = t;
     return 0;
 }
@@ -54,6 +89,13 @@ void train_free(train_t *t)
     probe_rows_free(&t->probe);
     probe_axes_free(&t->ax);
     free(t->jac);
+    free(t->fixed.src);
+    free(t->fixed.tokens);
+    free(t->fixed.targets);
+    free(t->ref);
+    free(t->prev);
+    free(t->update_rel);
+    free(t->admin_omega);
     free(t);
 }
 
@@ -101,8 +143,14 @@ void train_step(train_t *t, train_record_t *r)
     else if (!isfinite(r->grad_norm)) r->diverged = TRAIN_GRAD_NONFINITE;
     else if (r->loss > TRAIN_DIVERGE_FACTOR * log((double)m->V)) r->diverged = TRAIN_LOSS_EXPLODED;
     if (r->diverged) return;
+    r->updated = s <= TRAIN_UPDATE_EVERY_UNTIL || s % c->probe.every == 0;
+    if (r->updated) memcpy(t->prev, m->params, m->num_params * sizeof(double));
     optim_update(&t->opt, m->params, m->grads, r->lr);
     t->step = s;
+    if (r->updated) {   // DeepNet's model update on the fixed batch (no dropout)
+        change_relative_update(&t->ax, m, t->prev, t->update_rel);
+        t->model_update = change_from_reference(m, &t->fixed, t->ref);
+    }
     // every eval_every updates, or at the end of every epoch (eval_every = 0), and at the end
     const long every = c->train.eval_every > 0 ? c->train.eval_every : data_epoch_batches(&t->s.data);
     if (t->s.data.val_batches > 0 && ((every > 0 && s % every == 0) || s == c->train.steps))

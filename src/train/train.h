@@ -9,7 +9,8 @@
  *   clip;  θ ← optimizer(θ, g, lr(t)).
  * At t = 1 and every probe.every updates the step's own forward/backward is measured per layer
  * (measure/probe.h: gradient, hidden-state, Jacobian and sub-layer output-gradient norms;
- * before clipping and the update).
+ * before clipping and the update). At updates 1…100 and every probe.every, DeepNet's model
+ * update on a fixed batch and each tensor's relative update (measure/change.h), after it.
  * Text task: validation loss after the update at every train.eval_every-th and the last step.
  * Streams (data/session.h): update 1 sees the batch of `stability dump`.
  */
@@ -23,6 +24,12 @@
 #include "data/session.h"
 #include "measure/probe.h"
 #include "train/optim.h"
+
+/* The fixed batch of the model-update measure comes from the stream init.seed + this. */
+#define TRAIN_UPDATE_OFFSET 0x1B873593UL
+
+/* The model update is measured at every update up to this one, then every probe.every. */
+#define TRAIN_UPDATE_EVERY_UNTIL 100
 
 /* A loss above this many times that of the uniform predictor (ln V) counts as divergence. */
 #define TRAIN_DIVERGE_FACTOR 100.0
@@ -38,6 +45,7 @@ typedef struct {
     double grad_norm;     /* ‖∇θ‖₂ over all parameters, before clipping */
     double val_loss;      /* validation loss after the update; NaN when not evaluated */
     int probed;           /* train_t.probe holds this step's measurements */
+    int updated;          /* train_t.model_update, update_rel hold this step's (DeepNet) */
     int diverged;         /* TRAIN_FINITE, or why the step diverged (no update was made) */
 } train_record_t;
 
@@ -62,6 +70,13 @@ typedef struct {
     probe_axes_t ax;           /* names of the probe rows' axes */
     train_probe_t probe;
     probe_jacobian_t *jac;     /* (L,R) scratch */
+    /* DeepNet's model update (measure/change.h): at updates 1…100 and every probe.every */
+    batch_t fixed;             /* a batch of its own stream, drawn once */
+    double *ref;               /* (B·T, C) the last hidden state on it at θ_0 */
+    double *prev;              /* (num_params) θ before the update being measured */
+    double model_update;       /* ‖F(x, θ_t) − F(x, θ_0)‖, mean over tokens */
+    double *update_rel;        /* (L,P) ‖W_t − W_{t−1}‖_F / ‖W_{t−1}‖_F */
+    double *admin_omega;       /* (L,X) Admin's ω as profiled at initialisation, or NULL */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED } train_status_t;
