@@ -54,8 +54,14 @@ def parse_bool(s, key):
     raise ValueError(f"{key}: not a boolean: {s!r}")
 
 
-def parse_config(text):
-    """The model settings from the resolved INI text of a dump."""
+PLACEMENTS = ("post", "pre")
+NORMS = ("layernorm", "rmsnorm", "none")
+
+
+def parse_config(text, placements=PLACEMENTS, norms=NORMS, auto_final_norm_on=("pre",)):
+    """The model settings from the resolved INI text of a dump. placements, norms: the values
+    this reference models (others are refused); auto_final_norm_on: the placements for which an
+    unresolved final_norm = auto means on (tests/test_torch_schemes.py passes its own)."""
     cp = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=("#", ";"),
                                    strict=False)
     cp.read_string(text)
@@ -91,15 +97,20 @@ def parse_config(text):
     m["dropout"] = float(get("model", "dropout"))
     fn = get("model", "final_norm").lower()
     if fn == "auto":    # should have been resolved by the writer; resolve as DESIGN §4 says
-        fn = "on" if m["placement"] == "pre" else "off"
+        fn = "on" if m["placement"] in auto_final_norm_on else "off"
     m["final_norm"] = parse_bool(fn, "model.final_norm")
     m["batch"] = int(get("data", "batch"))
     m["label_smoothing"] = float(get("data", "label_smoothing"))
     m["task"] = get("data", "task").lower()
+    # Keys only some schemes read (tests/test_torch_schemes.py); absent = None.
+    for key, section, conv in (("mix_ratio", "model", float), ("dyt_alpha", "model", float),
+                               ("scheme", "init", str.lower)):
+        m["init_scheme" if key == "scheme" else key] = (
+            conv(cp.get(section, key).strip()) if cp.has_option(section, key) else None)
 
-    if m["placement"] not in ("post", "pre"):
+    if m["placement"] not in placements:
         raise ValueError(f"model.placement {m['placement']!r} not modelled here")
-    if m["norm"] not in ("layernorm", "rmsnorm", "none"):
+    if m["norm"] not in norms:
         raise ValueError(f"model.norm {m['norm']!r} not modelled here")
     if m["activation"] not in ("relu", "gelu"):
         raise ValueError(f"model.activation {m['activation']!r} not modelled here")
@@ -163,10 +174,11 @@ def apply_norm(x, P, prefix, m):
     return P[prefix + ".gamma"] * x / torch.sqrt(ms + eps)
 
 
-def mha(a, P, p, m, kv=None, key_pad=None, causal=None, w=""):
+def mha(a, P, p, m, kv=None, key_pad=None, causal=None, w="", ctx_hook=None):
     """Multi-head attention of the queries a (B,T,C) over the keys/values kv (B,S,C); kv = a
     (self-attention) unless given. key_pad: bool (B,S), True = that key is masked (padding).
-    causal: m["causal"] unless given. w: prefix of the weight names ("c": cwq cbq ... cbo)."""
+    causal: m["causal"] unless given. w: prefix of the weight names ("c": cwq cbq ... cbo).
+    ctx_hook: applied to the concatenated heads (B,T,C) before W_O (Sub-LN's inner norm)."""
     if kv is None:
         kv = a
     if causal is None:
@@ -188,15 +200,20 @@ def mha(a, P, p, m, kv=None, key_pad=None, causal=None, w=""):
         scores = scores.masked_fill(key_pad[:, None, None, :], float("-inf"))
     att = torch.softmax(scores, dim=-1)
     ctx = (att @ v).transpose(1, 2).reshape(B, T, C)                        # heads concatenated
+    if ctx_hook is not None:
+        ctx = ctx_hook(ctx)
     return ctx @ P[p + w + "wo"] + P[p + w + "bo"]
 
 
-def ffn(x, P, p, m):
+def ffn(x, P, p, m, hidden_hook=None):
+    """act(x·W¹ + b¹)·W² + b²; hidden_hook: applied to act(·) (B,T,d_ff) before W² (Sub-LN)."""
     h = x @ P[p + "w1"] + P[p + "b1"]
     if m["activation"] == "relu":
         h = torch.relu(h)
     else:
         h = 0.5 * h * (1.0 + torch.erf(h / math.sqrt(2.0)))               # exact GELU
+    if hidden_hook is not None:
+        h = hidden_hook(h)
     return h @ P[p + "w2"] + P[p + "b2"]
 
 
@@ -298,9 +315,11 @@ def grad_error(g_torch, g_c, global_max):
     return diff / scale
 
 
-def check_dump(path):
+def check_dump(path, parse=parse_config, shapes_fn=expected_shapes, loss_fn=None):
     """Compare one dump with PyTorch. Returns a dict: ok, loss_err, worst (name, err), errors
-    (name -> err), problems (list of strings), notes."""
+    (name -> err), problems (list of strings), notes. parse, shapes_fn, loss_fn: the config
+    reader, the tensor list and the forward (torch_loss_and_grads's loss_fn) of the reference;
+    this file's unless given (tests/test_torch_schemes.py passes its own)."""
     res = {"ok": False, "loss_err": None, "worst": (None, 0.0), "errors": {}, "problems": [],
            "notes": [], "worst_own": (None, 0.0)}
     problems, notes = res["problems"], res["notes"]
@@ -308,7 +327,7 @@ def check_dump(path):
         if "config" not in f.attrs:
             problems.append("root attribute 'config' missing")
             return res
-        m = parse_config(attr_text(f.attrs["config"]))
+        m = parse(attr_text(f.attrs["config"]))
         res["model"] = m
         if m["arch"] != "lm":
             problems.append(f"model.arch = {m['arch']}: check it with tests/test_torch_encdec.py")
@@ -339,11 +358,11 @@ def check_dump(path):
         problems.append("batch has no scored target (loss undefined)")
         return res
 
-    shapes = expected_shapes(m)
+    shapes = shapes_fn(m)
     if not check_tensors(shapes, params, grads, problems, notes):
         return res
 
-    loss_t, grads_t = torch_loss_and_grads(params, m, tokens, targets)
+    loss_t, grads_t = torch_loss_and_grads(params, m, tokens, targets, loss_fn)
     return compare(res, shapes, loss_t, grads_t, loss_c, grads)
 
 

@@ -333,17 +333,21 @@ def check_batch(m, src, tokens, targets, problems):
             "src_pad": float(np.mean(src < 0)), "tgt_pad": float(np.mean(tokens < 0))}
 
 
-def check_dump(path, against_nn=False):
+def check_dump(path, against_nn=False, parse=tt.parse_config, shapes_fn=None, grads_fn=None):
     """Compare one dump with the reference (and with nn.Transformer when against_nn). Returns
     test_torch.check_dump's dict plus pad (padding statistics) and, when against_nn, nn_ref
-    (reference vs nn.Transformer) and nn_c (C vs nn.Transformer)."""
+    (reference vs nn.Transformer) and nn_c (C vs nn.Transformer). parse, shapes_fn(m) and
+    grads_fn(params, m, src, tokens, targets) -> (loss, grads): the config reader, tensor list
+    and reference; this file's unless given (tests/test_torch_schemes.py passes its own)."""
+    shapes_fn = shapes_fn or expected_shapes
+    grads_fn = grads_fn or loss_and_grads
     res = new_res()
     problems, notes = res["problems"], res["notes"]
     with h5py.File(path, "r") as f:
         if "config" not in f.attrs:
             problems.append("root attribute 'config' missing")
             return res
-        m = tt.parse_config(tt.attr_text(f.attrs["config"]))
+        m = parse(tt.attr_text(f.attrs["config"]))
         res["model"] = m
         if m["arch"] != "encdec":
             problems.append(f"model.arch = {m['arch']}, expected encdec")
@@ -368,11 +372,11 @@ def check_dump(path, against_nn=False):
     if problems:
         return res
     loss_c = float(loss_c.reshape(-1)[0])
-    shapes = expected_shapes(m)
+    shapes = shapes_fn(m)
     if not tt.check_tensors(shapes, params, grads, problems, notes):
         return res
 
-    loss_t, grads_t = loss_and_grads(params, m, src, tokens, targets)
+    loss_t, grads_t = grads_fn(params, m, src, tokens, targets)
     tt.compare(res, shapes, loss_t, grads_t, loss_c, grads)
     if against_nn:
         why = nn_unsupported(m)
