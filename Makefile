@@ -94,6 +94,7 @@ test: test-deps
 	tests/test_cli.sh
 	/usr/bin/python3 tests/test_torch.py
 	/usr/bin/python3 tests/test_torch_encdec.py
+	/usr/bin/python3 tests/test_torch_schemes.py
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_train.py

@@ -515,7 +515,8 @@ def make_cases():
     add("encdec-deepnorm-enc2-dec3", "encdec", "deepnorm", "rmsnorm", model__layers=2,
         model__dec_layers=3)
     add("encdec-b2t-heavy-padding", "encdec", "b2t", "layernorm", {"heavy_padding": True},
-        data__task="random", model__src_len=9, model__seq_len=9, data__min_len=1)
+        data__task="random", model__src_len=9, model__seq_len=9, data__min_len=1,
+        data__batch=4)
     add("encdec-peri-dyt-src5-tgt9", "encdec", "peri", "dyt", model__src_len=5,
         model__seq_len=9)
     for i, (_, _, d, _) in enumerate(cases):
@@ -528,7 +529,7 @@ def case_problems(m, settings, opts):
     the scheme says, Mix-LN's k giving both kinds of layer."""
     out = []
     if "model.final_norm" not in settings:
-        want = m["placement"] in AUTO_FINAL_NORM_ON
+        want = m["placement"] in AUTO_FINAL_NORM_ON and m["norm"] != "none"   # no norm: none
         if m["final_norm"] != want:
             out.append(f"final_norm = auto resolved to {'on' if m['final_norm'] else 'off'}, "
                        f"placement = {m['placement']} means {'on' if want else 'off'}")

@@ -11,6 +11,7 @@ Suite *data_suite(void);     /* tests/test_data.c: task batches */
 Suite *probe_suite(void);    /* tests/test_probe.c: Lemma 2/3 on the probe, expected-gradient bookkeeping */
 Suite *optim_suite(void);    /* tests/test_optim.c: optimizer updates and schedules vs hand-computed values */
 Suite *train_suite(void);
-Suite *corpus_suite(void);   /* tests/test_corpus.c: the translation corpus reader and its batches */    /* tests/test_train.c: text task split, loop determinism, resume state, divergence */
+Suite *corpus_suite(void);
+Suite *schemes_suite(void);  /* tests/test_schemes.c: every scheme vs finite differences, constants, identities */   /* tests/test_corpus.c: the translation corpus reader and its batches */    /* tests/test_train.c: text task split, loop determinism, resume state, divergence */
 
 #endif
