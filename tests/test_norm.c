@@ -21,6 +21,7 @@
 #include <omp.h>
 #endif
 
+#include "nn/dyt.h"
 #include "nn/norm.h"
 #include "tests.h"
 
@@ -752,6 +753,58 @@ START_TEST(test_norm_none)
 }
 END_TEST
 
+/* DyT (Zhu et al. 2025): the backward (dx, dα, dγ, dβ) against central differences of the
+ * loss Σ w ⊙ y, and the Jacobian norms against GSL's SVD of the Jacobian built by finite
+ * differences, at random γ, β, α. */
+START_TEST(test_dyt)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 77);
+    const size_t N = 3, C = 7;
+    double x[21], g[7], b[7], w[21], y[21], dx[21] = {0}, dg[7] = {0}, db[7] = {0}, da = 0.0;
+    for (size_t i = 0; i < N * C; i++) { x[i] = gsl_ran_gaussian(r, 1.5); w[i] = gsl_ran_gaussian(r, 1.0); }
+    for (size_t i = 0; i < C; i++) { g[i] = 1 + gsl_ran_gaussian(r, 0.5); b[i] = gsl_ran_gaussian(r, 0.3); }
+    double alpha = 0.7;
+    dyt_backward(dx, &da, dg, db, w, x, alpha, g, N, C);   // dout = w
+    const double h = 1e-6;
+    double *vars[4] = {x, g, b, &alpha};
+    const double *grads[4] = {dx, dg, db, &da};
+    const size_t counts[4] = {N * C, C, C, 1};
+    for (int v = 0; v < 4; v++)
+        for (size_t i = 0; i < counts[v]; i++) {
+            double f[2];
+            const double saved = vars[v][i];
+            for (int s = 0; s < 2; s++) {
+                vars[v][i] = saved + (s ? h : -h);
+                dyt_forward(y, x, alpha, g, b, N, C);
+                f[s] = 0.0;
+                for (size_t k = 0; k < N * C; k++) f[s] += w[k] * y[k];
+            }
+            vars[v][i] = saved;
+            const double fd = (f[1] - f[0]) / (2 * h);
+            ck_assert_msg(fabs(fd - grads[v][i]) < 1e-7 * (1 + fabs(fd)), "dyt var %d entry %zu: "
+                          "fd %.12g, backward %.12g", v, i, fd, grads[v][i]);
+        }
+    // Jacobian of row 1: build it by central differences, compare its norms with dyt's
+    double J[49], spec, fro, s_svd, f_svd;
+    for (size_t j = 0; j < C; j++) {
+        double xp[7], xm[7], yp[7], ym[7];
+        memcpy(xp, x + C, sizeof xp);
+        memcpy(xm, x + C, sizeof xm);
+        xp[j] += h;
+        xm[j] -= h;
+        dyt_forward(yp, xp, alpha, g, b, 1, C);
+        dyt_forward(ym, xm, alpha, g, b, 1, C);
+        for (size_t i = 0; i < C; i++) J[i * C + j] = (yp[i] - ym[i]) / (2 * h);
+    }
+    dyt_jacobian_norms(x + C, alpha, g, C, &spec, &fro);
+    svd_norms(J, C, &s_svd, &f_svd);
+    ck_assert_double_eq_tol(spec, s_svd, 1e-8 * s_svd);
+    ck_assert_double_eq_tol(fro, f_svd, 1e-8 * f_svd);
+    gsl_rng_free(r);
+}
+END_TEST
+
 Suite *norm_suite(void)
 {
     Suite *s = suite_create("norm");
@@ -780,6 +833,7 @@ Suite *norm_suite(void)
     tcase_add_test(tj, test_jacobian_norms_pole);
     tcase_add_test(tj, test_jacobian_norms_gamma1);
     tcase_add_test(tj, test_lemma3);
+    tcase_add_test(tj, test_dyt);
     suite_add_tcase(s, tj);
     return s;
 }
