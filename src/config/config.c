@@ -118,6 +118,7 @@ static const cfg_key_t keys[] = {
     KI(probe, batches, 1),
     KI(probe, every, 1),
     KO(probe, jacobian),
+    KO(probe, model_update),
 
     KS(output, file),
     KB(output, plots),
@@ -481,6 +482,7 @@ void config_defaults(config_t *cfg)
     cfg->probe.batches = 10;
     cfg->probe.every = 100;
     cfg->probe.jacobian = 1;
+    cfg->probe.model_update = 1;
 
     cfg->output.file[0] = '\0';
     cfg->output.plots = 0;

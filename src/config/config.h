@@ -85,6 +85,7 @@ typedef struct {
         int batches;             /* mini-batches averaged per seed, >= 1 default 10 */
         int every;               /* steps between measurements while training, default 100 */
         int jacobian;            /* on | off                     default on */
+        int model_update;        /* DeepNet's model update while training, on | off  default on */
     } probe;
     struct {
         char file[CONFIG_PATH_MAX]; /* "" = results/<name>.h5 */

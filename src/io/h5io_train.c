@@ -133,7 +133,13 @@ static size_t row_size(const h5io_train_t *w, const column_t *c)
     return n;
 }
 
-static int column_present(const h5io_train_t *w, int k) { return COLUMNS[k].group != G_EVAL || w->text; }
+/* Column k exists: validation columns with validation data, and no empty axis (e.g. the norm
+ * axis of a model without norms: HDF5 cannot chunk a zero-length dimension). */
+static int column_present(const h5io_train_t *w, int k)
+{
+    if (COLUMNS[k].group == G_EVAL && !w->text) return 0;
+    return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
+}
 
 static hid_t fapl_latest(void)
 {
@@ -232,7 +238,8 @@ static h5io_train_t *writer_alloc(const train_t *t, const char *path)
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
-        w->buf[k] = malloc((size_t)GROUP_CAP[COLUMNS[k].group] * row_size(w, &COLUMNS[k]) * sizeof(double));
+        w->buf[k] = malloc(((size_t)GROUP_CAP[COLUMNS[k].group] * row_size(w, &COLUMNS[k]) + 1) *
+                           sizeof(double));
         if (!w->buf[k]) { train_free_writer(w); return NULL; }
     }
     w->last_flush = now_seconds();

@@ -76,6 +76,20 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_grad_vs_layer_encdec(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_atlas_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
+/* ---- plot_atlas.c: the stability atlas ---- */
+
+/* "post", "pre+dyt", "tfixup", …: a run's scheme (placement, a norm other than LayerNorm,
+ * T-Fixup's init). */
+void plot_scheme_name(const config_t *c, char *buf, size_t len);
+
+/* Wortsman et al.'s LR sensitivity of n runs over a learning-rate grid: mean of
+ * min(final, loss0) − min final (a diverged run, final NaN, counts as loss0). */
+double plot_lr_sensitivity(const double *final, const double *loss0, int n);
 
 /* Send script to gnuplot once per format into dir/name.<fmt>. 0, or −1 with err set. */
 int plot_render(const char *script, const char *dir, const char *name, const char *formats,

@@ -143,7 +143,7 @@ void train_step(train_t *t, train_record_t *r)
     else if (!isfinite(r->grad_norm)) r->diverged = TRAIN_GRAD_NONFINITE;
     else if (r->loss > TRAIN_DIVERGE_FACTOR * log((double)m->V)) r->diverged = TRAIN_LOSS_EXPLODED;
     if (r->diverged) return;
-    r->updated = s <= TRAIN_UPDATE_EVERY_UNTIL || s % c->probe.every == 0;
+    r->updated = c->probe.model_update && (s <= TRAIN_UPDATE_EVERY_UNTIL || s % c->probe.every == 0);
     if (r->updated) memcpy(t->prev, m->params, m->num_params * sizeof(double));
     optim_update(&t->opt, m->params, m->grads, r->lr);
     t->step = s;

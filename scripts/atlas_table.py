@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+"""atlas_table.py results/atlas.h5 — the stability atlas as Markdown tables (docs/design.md §6d).
+
+From the merged sweep file of experiments/atlas.ini (h5py only): per scheme and depth, the
+LR sensitivity of Wortsman et al. 2023 with and without warm-up (mean over the learning-rate
+grid of min(final loss, initial loss) - the best final loss; a diverged run counts as its initial
+loss), the best final validation loss and its learning rate, the number of diverged runs, and
+whether the scheme needs warm-up there: its best loss without warm-up is worse than with it by
+more than --margin nats (default 0.05), or it diverges without warm-up at a learning rate at
+which it trains with it.
+"""
+import argparse
+import configparser
+import sys
+
+import h5py
+import numpy as np
+
+
+def scheme_of(cfg):
+    m, init = cfg["model"], cfg["init"]
+    if init["scheme"] == "tfixup":
+        return "tfixup"
+    if m["norm"] == "layernorm" or m["placement"] == "rezero":
+        return m["placement"]
+    return f"{m['placement']}+{m['norm']}"
+
+
+def read_runs(path):
+    runs = []
+    with h5py.File(path, "r") as f:
+        for name, g in f["runs"].items():
+            text = g.attrs["config"]
+            cfg = configparser.ConfigParser(inline_comment_prefixes=(";",))
+            cfg.read_string(text.decode() if isinstance(text, bytes) else text)
+            if "train" not in g:
+                continue
+            t = g["train"]
+            status = g.attrs["status"]
+            status = status.decode() if isinstance(status, bytes) else status
+            val = t["val_loss"][:] if "val_loss" in t else np.array([np.nan])
+            runs.append({
+                "scheme": scheme_of(cfg), "L": int(cfg["model"]["layers"]),
+                "lr": float(cfg["train"]["lr"]), "warm": int(cfg["train"]["warmup"]) > 1,
+                "final": np.nan if status == "diverged" else float(val[-1]),
+                "loss0": float(t["loss"][0]), "diverged": status == "diverged",
+            })
+    return runs
+
+
+def sensitivity(final, loss0):
+    finite = [f for f in final if np.isfinite(f)]
+    if not finite:
+        return np.nan
+    best = min(finite)
+    return float(np.mean([min(f, z) if np.isfinite(f) else z for f, z in zip(final, loss0)]) - best)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("file")
+    ap.add_argument("--margin", type=float, default=0.05)
+    a = ap.parse_args()
+    runs = read_runs(a.file)
+    if not runs:
+        sys.exit(f"{a.file}: no training runs under /runs")
+    schemes = list(dict.fromkeys(r["scheme"] for r in runs))
+    depths = sorted({r["L"] for r in runs})
+    print("| scheme | L | LR sensitivity, warm-up | none | best loss, warm-up (lr) | none (lr) "
+          "| diverged, warm-up / none | needs warm-up |")
+    print("|---|---|---|---|---|---|---|---|")
+    for s in schemes:
+        for L in depths:
+            cell = {}
+            for w in (True, False):
+                rs = sorted((r for r in runs if r["scheme"] == s and r["L"] == L and r["warm"] == w),
+                            key=lambda r: r["lr"])
+                fin = [r["final"] for r in rs]
+                cell[w] = {
+                    "sens": sensitivity(fin, [r["loss0"] for r in rs]),
+                    "best": min((f, r["lr"]) for f, r in zip(fin, rs)) if any(np.isfinite(fin)) else (np.nan, np.nan),
+                    "div": sum(r["diverged"] for r in rs),
+                    "div_lrs": {r["lr"] for r in rs if r["diverged"]},
+                    "ok_lrs": {r["lr"] for r in rs if not r["diverged"]},
+                }
+            w, n = cell[True], cell[False]
+            needs = (np.isfinite(w["best"][0]) and
+                     (not np.isfinite(n["best"][0]) or n["best"][0] > w["best"][0] + a.margin or
+                      bool(n["div_lrs"] & w["ok_lrs"])))
+            fmt = lambda b: "-" if not np.isfinite(b[0]) else f"{b[0]:.3f} ({b[1]:g})"
+            print(f"| {s} | {L} | {w['sens']:.3f} | {n['sens']:.3f} | {fmt(w['best'])} | "
+                  f"{fmt(n['best'])} | {w['div']} / {n['div']} | {'yes' if needs else 'no'} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,362 @@
+/* plot_atlas.c — the stability atlas (docs/design.md §6d): final loss vs learning rate per
+ * scheme and depth, Wortsman et al.'s LR sensitivity, every scheme's gradient per layer at
+ * initialisation side by side, and Liu et al.'s output change vs depth. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report/plot_internal.h"
+#include "measure/fit.h"
+
+#define ATLAS_MAX 32   /* schemes, depths, learning rates */
+
+/* "post", "pre+dyt", "tfixup", … : the scheme of a run (placement, a norm other than
+ * LayerNorm, T-Fixup's init). */
+void plot_scheme_name(const config_t *c, char *buf, size_t len)
+{
+    if (c->init.scheme == INIT_TFIXUP) { snprintf(buf, len, "tfixup"); return; }
+    if (c->model.norm == NORM_LAYERNORM || c->model.placement == PLACEMENT_REZERO)
+        snprintf(buf, len, "%s", config_placement_name(c->model.placement));
+    else
+        snprintf(buf, len, "%s+%s", config_placement_name(c->model.placement),
+                 config_norm_name(c->model.norm));
+}
+
+/* Index of name in names[*n], appended when absent (up to ATLAS_MAX). */
+static int intern(char names[][32], int *n, const char *name)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(names[i], name)) return i;
+    if (*n == ATLAS_MAX) return -1;
+    snprintf(names[*n], 32, "%s", name);
+    return (*n)++;
+}
+
+/* Index of v in vals[*n] (sorted insert not needed: we sort after), appended when absent. */
+static int intern_value(double *vals, int *n, double v)
+{
+    for (int i = 0; i < *n; i++)
+        if (vals[i] == v) return i;
+    if (*n == ATLAS_MAX) return -1;
+    vals[*n] = v;
+    return (*n)++;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The atlas's grid: schemes × depths × learning rates × warm-up (0 none, 1 on), and for each
+ * cell the run's final loss (the last validation loss; NaN when diverged) and its loss at
+ * initialisation (update 1's). */
+typedef struct {
+    int ns, nd, nl;
+    char scheme[ATLAS_MAX][32];
+    double depth[ATLAS_MAX], lr[ATLAS_MAX];
+    double final[ATLAS_MAX][ATLAS_MAX][ATLAS_MAX][2];   /* [s][d][l][w] */
+    double loss0[ATLAS_MAX][ATLAS_MAX][ATLAS_MAX][2];
+    int diverged[ATLAS_MAX][ATLAS_MAX][ATLAS_MAX][2];
+    int runs;
+} atlas_t;
+
+/* A training run's final loss: its last validation loss, else the mean of its last tenth of
+ * training losses; NaN when it diverged. */
+static double final_loss(const plot_run_t *r)
+{
+    if (!isnan(r->diverged_at)) return NAN;
+    if (r->nevals > 0 && isfinite(r->val_loss[r->nevals - 1])) return r->val_loss[r->nevals - 1];
+    size_t n = r->nsteps / 10 ? r->nsteps / 10 : 1;
+    double s = 0.0;
+    for (size_t t = r->nsteps - n; t < r->nsteps; t++) s += r->loss[t];
+    return s / (double)n;
+}
+
+/* Collect the training runs of set into the grid; 1 when it is an atlas (≥ 2 schemes and
+ * ≥ 2 learning rates). */
+static int atlas_collect(const plot_set_t *set, atlas_t *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < set->n; i++) {
+        const plot_run_t *r = &set->runs[i];
+        if (r->nsteps == 0) continue;
+        char name[32];
+        plot_scheme_name(&r->cfg, name, sizeof name);
+        intern(a->scheme, &a->ns, name);
+        intern_value(a->depth, &a->nd, r->cfg.model.layers);
+        intern_value(a->lr, &a->nl, r->cfg.train.lr);
+    }
+    if (a->ns < 2 || a->nl < 2) return 0;
+    qsort(a->depth, (size_t)a->nd, sizeof(double), cmp_double);
+    qsort(a->lr, (size_t)a->nl, sizeof(double), cmp_double);
+    for (int s = 0; s < a->ns; s++)
+        for (int d = 0; d < a->nd; d++)
+            for (int l = 0; l < a->nl; l++)
+                for (int w = 0; w < 2; w++) a->final[s][d][l][w] = a->loss0[s][d][l][w] = NAN;
+    for (int i = 0; i < set->n; i++) {
+        const plot_run_t *r = &set->runs[i];
+        if (r->nsteps == 0) continue;
+        char name[32];
+        plot_scheme_name(&r->cfg, name, sizeof name);
+        const int s = intern(a->scheme, &a->ns, name);
+        const int d = intern_value(a->depth, &a->nd, r->cfg.model.layers);
+        const int l = intern_value(a->lr, &a->nl, r->cfg.train.lr);
+        const int w = r->cfg.train.warmup > 1;
+        if (s < 0 || d < 0 || l < 0) continue;
+        a->final[s][d][l][w] = final_loss(r);
+        a->loss0[s][d][l][w] = r->loss[0];
+        a->diverged[s][d][l][w] = !isnan(r->diverged_at);
+        a->runs++;
+    }
+    return 1;
+}
+
+/* Wortsman et al. 2023's LR sensitivity of one scheme, depth and warm-up: the mean over the
+ * learning rates of min(loss(lr), loss_0) − min_lr loss(lr), a diverged run counting as
+ * loss_0. NaN when no run of the row finished. */
+double plot_lr_sensitivity(const double *final, const double *loss0, int n)
+{
+    double best = INFINITY, sum = 0.0;
+    int count = 0;
+    for (int l = 0; l < n; l++) if (isfinite(final[l]) && final[l] < best) best = final[l];
+    if (!isfinite(best)) return NAN;
+    for (int l = 0; l < n; l++) {
+        if (isnan(loss0[l])) continue;
+        const double x = isfinite(final[l]) ? fmin(final[l], loss0[l]) : loss0[l];
+        sum += x - best;
+        count++;
+    }
+    return count ? sum / count : NAN;
+}
+
+/* Twelve distinguishable colours for the schemes. */
+static const char *const SCHEME_COLORS[12] = {
+    "#c0392b", "#1f5fa8", "#27ae60", "#8e44ad", "#e67e22", "#16a085",
+    "#7f8c8d", "#d35400", "#2c3e50", "#f1c40f", "#e84393", "#6ab04c",
+};
+
+int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    atlas_t *a = malloc(sizeof *a);
+    if (!a || !atlas_collect(set, a)) { free(a); return 0; }
+    snprintf(name, len, "atlas_lr");
+    for (int sc = 0; sc < a->ns; sc++)
+        for (int d = 0; d < a->nd; d++)
+            for (int w = 0; w < 2; w++) {
+                sbuf_printf(s, "$f%d_%d_%d << EOD\n", sc, d, w);
+                for (int l = 0; l < a->nl; l++)
+                    if (isfinite(a->final[sc][d][l][w]))
+                        sbuf_printf(s, "%g %.10g\n", a->lr[l], a->final[sc][d][l][w]);
+                sbuf_printf(s, "EOD\n$x%d_%d_%d << EOD\n", sc, d, w);
+                for (int l = 0; l < a->nl; l++)   // diverged: × at the loss at initialisation
+                    if (a->diverged[sc][d][l][w])
+                        sbuf_printf(s, "%g %.10g\n", a->lr[l], a->loss0[sc][d][l][w]);
+                sbuf_printf(s, "EOD\n");
+            }
+    const config_t *c = NULL;
+    int warm = 0;
+    for (int i = 0; i < set->n; i++) {
+        if (!set->runs[i].nsteps) continue;
+        if (!c) c = &set->runs[i].cfg;
+        if (set->runs[i].cfg.train.warmup > warm) warm = set->runs[i].cfg.train.warmup;
+    }
+    char data[64];
+    plot_data_text(c, data, sizeof data);
+    sbuf_printf(s, "set multiplot layout 1,%d title \"Final loss vs learning rate per scheme "
+                   "(the stability atlas)\\n{/*0.8 d = %d, %s, %d updates, %s; solid: %d warm-up "
+                   "updates, dashed: none; ×: diverged (drawn at the initial loss)}\"\n",
+                a->nd, c->model.d_model, data, c->train.steps,
+                config_optimizer_name(c->train.optimizer), warm);
+    sbuf_printf(s, "set grid\nset logscale x\nset xlabel 'peak learning rate'\n"
+                   "set ylabel 'final validation loss'\nset format x '10^{%%L}'\n"
+                   "set offsets graph 0.05, graph 0.05, 0, 0\n");
+    for (int d = 0; d < a->nd; d++) {
+        if (d == a->nd - 1) sbuf_printf(s, "set key outside right top font ',10' box opaque\n");
+        else sbuf_printf(s, "unset key\n");
+        sbuf_printf(s, "set title 'L = %g'\nplot ", a->depth[d]);
+        for (int sc = 0; sc < a->ns; sc++) {
+            const char *col = SCHEME_COLORS[sc % 12];
+            char label[64];
+            plot_escape_name(a->scheme[sc], label, sizeof label);
+            sbuf_printf(s, "%s$f%d_%d_1 using 1:2 with linespoints lw 1.5 pt 7 ps 0.8 lc rgb '%s' "
+                           "title '%s', $f%d_%d_0 using 1:2 with linespoints dt 2 pt 6 ps 0.8 "
+                           "lc rgb '%s' notitle, $x%d_%d_1 using 1:2 with points pt 2 ps 1.6 "
+                           "lc rgb '%s' notitle, $x%d_%d_0 using 1:2 with points pt 2 ps 1.6 "
+                           "lc rgb '%s' notitle", sc ? ", " : "", sc, d, col, label, sc, d, col,
+                        sc, d, col, sc, d, col);
+        }
+        sbuf_printf(s, "\n");
+    }
+    sbuf_printf(s, "unset multiplot\n");
+    free(a);
+    return 1;
+}
+
+int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    atlas_t *a = malloc(sizeof *a);
+    if (!a || !atlas_collect(set, a)) { free(a); return 0; }
+    snprintf(name, len, "atlas_sensitivity");
+    // cells: x = depth × warm-up (warm-up first), y = scheme (top to bottom as listed)
+    sbuf_printf(s, "$h << EOD\n");
+    double vmax = 0.0;
+    for (int sc = 0; sc < a->ns; sc++)
+        for (int d = 0; d < a->nd; d++)
+            for (int w = 1; w >= 0; w--) {
+                double f[ATLAS_MAX], z[ATLAS_MAX];
+                for (int l = 0; l < a->nl; l++) { f[l] = a->final[sc][d][l][w]; z[l] = a->loss0[sc][d][l][w]; }
+                const double v = plot_lr_sensitivity(f, z, a->nl);
+                const int x = 2 * d + (1 - w), y = a->ns - 1 - sc;
+                if (isfinite(v)) {
+                    sbuf_printf(s, "%d %d %.6g\n", x, y, v);
+                    vmax = fmax(vmax, v);
+                } else {
+                    sbuf_printf(s, "%d %d NaN\n", x, y);
+                }
+            }
+    sbuf_printf(s, "EOD\n");
+    sbuf_printf(s, "set title \"LR sensitivity per scheme and depth (Wortsman et al. 2023)\\n{/*0.8 "
+                   "mean over %d learning rates of min(loss, loss_0) − the best loss; 0 = the "
+                   "learning rate does not matter; a diverged run counts as its initial loss}\"\n",
+                a->nl);
+    sbuf_printf(s, "set xtics (");
+    for (int d = 0; d < a->nd; d++)
+        sbuf_printf(s, "%s\"L = %g\\nwarm-up\" %d, \"L = %g\\nnone\" %d", d ? ", " : "",
+                    a->depth[d], 2 * d, a->depth[d], 2 * d + 1);
+    sbuf_printf(s, ") font ',11'\nset ytics (");
+    for (int sc = 0; sc < a->ns; sc++) {
+        char label[64];
+        plot_escape_name(a->scheme[sc], label, sizeof label);
+        sbuf_printf(s, "%s'%s' %d", sc ? ", " : "", label, a->ns - 1 - sc);
+    }
+    sbuf_printf(s, ")\nset xrange [-0.5:%g]\nset yrange [-0.5:%g]\nunset key\n"
+                   "set palette defined (0 '#f7fbff', 1 '#9ecae1', 2 '#4292c6')\n"
+                   "set cbrange [0:%g]\nset cblabel 'LR sensitivity (nats)'\n"
+                   "plot $h using 1:2:3 with image, $h using 1:2:(sprintf('%%.2f', $3)) "
+                   "with labels font ',12' tc rgb 'black'\n",
+                2 * a->nd - 0.5, a->ns - 0.5, vmax > 0 ? vmax : 1.0);
+    free(a);
+    return 1;
+}
+
+/* The probe runs of ≥ 2 schemes at one depth (the most common; ties: the deeper), one run per
+ * scheme, into m (scheme order of first appearance). Returns the count. */
+static int pick_scheme_probes(const plot_set_t *set, int *m, char names[][32])
+{
+    double depth[ATLAS_MAX];
+    int count[ATLAS_MAX] = {0}, nd = 0, best = -1;
+    for (int i = 0; i < set->n; i++) {
+        if (!set->runs[i].probe) continue;
+        const int d = intern_value(depth, &nd, set->runs[i].cfg.model.layers);
+        if (d >= 0) count[d]++;
+    }
+    for (int d = 0; d < nd; d++)
+        if (best < 0 || count[d] > count[best] || (count[d] == count[best] && depth[d] > depth[best]))
+            best = d;
+    int n = 0, ns = 0;
+    for (int i = 0; best >= 0 && i < set->n && n < ATLAS_MAX; i++) {
+        const plot_run_t *r = &set->runs[i];
+        if (!r->probe || r->cfg.model.layers != depth[best]) continue;
+        char name[32];
+        plot_scheme_name(&r->cfg, name, sizeof name);
+        const int before = ns;
+        if (intern(names, &ns, name) == before) m[n++] = i;   // the first run of each scheme
+    }
+    return n >= 2 ? n : 0;
+}
+
+int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int m[ATLAS_MAX];
+    char names[ATLAS_MAX][32];
+    const int n = pick_scheme_probes(set, m, names);
+    if (!n) return 0;
+    snprintf(name, len, "atlas_grad");
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        for (int p = 0; p < 2; p++) {
+            char block[32];
+            snprintf(block, sizeof block, "g%d_%d", i, p);
+            plot_block_per_layer(s, block, r->probe->grad_fro, r->probe->S, r->probe->ax.L,
+                                 r->probe->ax.P, plot_param_col(r, p ? "w2" : "w1"), 1.0);
+        }
+    }
+    const plot_run_t *r0 = &set->runs[m[0]];
+    char sub[256];
+    plot_subtitle(r0, sub, sizeof sub);
+    const int cols = n > 8 ? 4 : 3, rows = (n + cols - 1) / cols;
+    sbuf_printf(s, "set multiplot layout %d,%d title \"Expected gradient of the FFN weights per "
+                   "layer at initialisation, every scheme\\n{/*0.8 %s}\"\n", rows, cols, sub);
+    sbuf_printf(s, "set grid\nset key top left font ',9' box opaque\nset xlabel 'layer' font ',10'\n"
+                   "set ylabel '‖E ∂L/∂W‖_F' font ',10'\nset tics font ',9'\nset yrange [0:*]\n");
+    for (int i = 0; i < n; i++) {
+        char label[64];
+        plot_escape_name(names[i], label, sizeof label);
+        sbuf_printf(s, "set title '%s' font ',12'\nplot $g%d_0 using 1:2:3 with yerrorlines pt 7 "
+                       "ps 0.6 lc rgb '%s' title 'W^1', $g%d_1 using 1:2:3 with yerrorlines pt 5 "
+                       "ps 0.6 lc rgb '%s' title 'W^2'\n", label, i, PLOT_COLORS[0], i,
+                    PLOT_COLORS[1]);
+    }
+    sbuf_printf(s, "unset multiplot\n");
+    return 1;
+}
+
+int plot_fig_atlas_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    char names[ATLAS_MAX][32];
+    int ns = 0, any = 0;
+    for (int i = 0; i < set->n; i++) {
+        const plot_run_t *r = &set->runs[i];
+        if (!r->probe || !r->probe->output_change || isnan(r->probe->output_change[0])) continue;
+        char nm[32];
+        plot_scheme_name(&r->cfg, nm, sizeof nm);
+        intern(names, &ns, nm);
+        any++;
+    }
+    if (ns < 2 || any < 3 * ns) return 0;   // at least 3 depths a scheme on average
+    snprintf(name, len, "atlas_change");
+    double slope[ATLAS_MAX], ci[ATLAS_MAX];
+    for (int sc = 0; sc < ns; sc++) {
+        double xs[512], ys[512];
+        size_t np = 0;
+        sbuf_printf(s, "$c%d << EOD\n", sc);
+        for (int i = 0; i < set->n; i++) {   // runs in file order: sorted by depth in a sweep
+            const plot_run_t *r = &set->runs[i];
+            char nm[32];
+            if (!r->probe || !r->probe->output_change) continue;
+            plot_scheme_name(&r->cfg, nm, sizeof nm);
+            if (strcmp(nm, names[sc])) continue;
+            double mean, half;
+            size_t cnt;
+            fit_mean_ci(r->probe->output_change, 1, (size_t)r->probe->S, &mean, &half, &cnt);
+            if (!cnt) continue;
+            sbuf_printf(s, "%d %.10g %.10g\n", r->cfg.model.layers, mean, isnan(half) ? 0.0 : half);
+            for (int k = 0; k < r->probe->S && np < 512; k++) {
+                xs[np] = r->cfg.model.layers;
+                ys[np++] = r->probe->output_change[k];
+            }
+        }
+        sbuf_printf(s, "EOD\n");
+        double A;
+        fit_power_law(xs, ys, np, &slope[sc], &ci[sc], &A);
+    }
+    const config_t *c = NULL;
+    for (int i = 0; i < set->n && !c; i++) if (set->runs[i].probe) c = &set->runs[i].cfg;
+    sbuf_printf(s, "set title \"Output change at initialisation vs depth (Liu et al. 2020)\\n{/*0.8 "
+                   "E_{token} ‖F(x,W) − F(x,W*)‖, W* = W − 10^{-4}·sign(N(0,1)), d = %d; legend: "
+                   "fitted exponent ± 95%% CI (Post-LN: ½ for the norm of an O(N) squared change)}\"\n",
+                c->model.d_model);
+    sbuf_printf(s, "set grid\nset logscale xy\nset xlabel 'layers L'\nset ylabel "
+                   "'E_{token} ‖ΔF‖'\nset key outside right top font ',10' box opaque\n"
+                   "set offsets graph 0.05, graph 0.05, 0, 0\nplot ");
+    for (int sc = 0; sc < ns; sc++) {
+        char label[64];
+        plot_escape_name(names[sc], label, sizeof label);
+        sbuf_printf(s, "%s$c%d using 1:2:3 with yerrorlines pt 7 ps 0.8 lc rgb '%s' "
+                       "title '%s: L^{%.2f ± %.2f}'", sc ? ", " : "", sc, SCHEME_COLORS[sc % 12],
+                    label, slope[sc], isnan(ci[sc]) ? 0.0 : ci[sc]);
+    }
+    sbuf_printf(s, "\n");
+    return 1;
+}
