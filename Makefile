@@ -23,9 +23,14 @@ OBJ      := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
 RUN_SWEEP ?= experiments/fig3ab_grad_vs_layer.ini
-EXPERIMENTS := $(wildcard experiments/*.ini)
+# make figures: the paper's figures on its own 6-6 model first, then the single-stack studies
+# that no enc-dec figure supersedes (fig3ab_grad_vs_layer and fig2_warmup are; they stay
+# runnable one by one, and `make run` is fig3ab_grad_vs_layer). make atlas: the atlas (~1 h).
+FIGURE_EXPERIMENTS := fig3ab_encdec fig3cd_encdec fig2_encdec fig3cd_grad_vs_depth \
+                      fig3cd_untied width_scaling lemma_norms
+ATLAS_EXPERIMENTS := atlas_init atlas
 
-.PHONY: all deps test-deps run figures test unit asan-unit bench clean
+.PHONY: all deps test-deps run figures atlas test unit asan-unit bench clean
 all: stability
 
 stability: $(OBJ) $(BUILD)/cli/main.o
@@ -71,17 +76,29 @@ run: deps
 	./stability sweep $(RUN_SWEEP)
 	./stability plot results/$(basename $(notdir $(RUN_SWEEP))).h5
 
-# Every shipped experiment, then every figure; the README's figures are copied to docs/figures/.
-DOC_FIGURES := fig3ab_grad_vs_layer-grad_vs_layer fig3cd_grad_vs_depth-grad_vs_depth \
+# The figure experiments, then their figures; the README's figures are copied to docs/figures/.
+DOC_FIGURES := fig3ab_encdec-grad_vs_layer fig3ab_encdec-subout_grad fig3cd_encdec-grad_vs_depth \
+               fig2_encdec-val_loss fig2_encdec-loss fig3cd_grad_vs_depth-grad_vs_depth \
                fig3cd_untied-grad_vs_depth \
-               width_scaling-grad_vs_width lemma_norms-hidden_norms lemma_norms-jacobian \
-               fig2_warmup-loss
+               width_scaling-grad_vs_width lemma_norms-hidden_norms lemma_norms-jacobian
 figures: deps
 	$(MAKE) stability
-	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text of the Fig. 2 runs
-	@set -e; for f in $(EXPERIMENTS); do ./stability sweep $$f; done
-	@set -e; for f in $(EXPERIMENTS); do ./stability plot results/$$(basename $$f .ini).h5; done
+	@[ -s results/translation/manifest.txt ] || scripts/translation-corpus.sh   # Fig. 3, Fig. 2
+	@set -e; for f in $(FIGURE_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
+	@set -e; for f in $(FIGURE_EXPERIMENTS); do ./stability plot results/$$f.h5; done
 	@mkdir -p docs/figures; for f in $(DOC_FIGURES); do \
+	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
+
+# The stability atlas (docs/design.md §6d): every scheme at initialisation and in short
+# training runs; figures into plots/atlas-*, the LR-sensitivity table on stdout.
+ATLAS_FIGURES := atlas-atlas_lr atlas-atlas_sensitivity atlas-atlas_grad atlas-atlas_change
+atlas: deps
+	$(MAKE) stability
+	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the atlas trains on
+	@set -e; for f in $(ATLAS_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
+	./stability plot results/atlas.h5 results/atlas_init.h5
+	/usr/bin/python3 scripts/atlas_table.py results/atlas.h5
+	@mkdir -p docs/figures; for f in $(ATLAS_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,

@@ -9,6 +9,8 @@
 set -euo pipefail
 
 RUNTIME_PKGS=(build-essential pkg-config libgsl-dev libopenblas-dev libhdf5-dev libinih-dev gnuplot-nox)
+# scripts/atlas_table.py, warmup_table.py read results with h5py
+RUNTIME_PKGS+=(python3-h5py python3-numpy)
 TEST_PKGS=(check python3-torch python3-h5py python3-numpy)
 # the translation corpus' tools, for tests/test_corpus.sh (msgfmt/msgunfmt, spm_train)
 TEST_PKGS+=(gettext sentencepiece)
