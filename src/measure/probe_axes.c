@@ -1,0 +1,214 @@
+/* probe_axes.c — the named axes of a probe, taken from the model (measure/probe.h): the
+ * layer tensors it declares, its hidden-state and norm sites, the tensors outside its layers,
+ * its sub-layers, the stack of every layer row. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "measure/probe_internal.h"
+
+/* ------------------------------------------------------------------------------- axes */
+
+const char *const *probe_site_symbols(const config_t *cfg)
+{
+    // docs/design.md §1: the sites input, resid1, resid2, output of a layer
+    static const char *const POST[4] = {"x_l", "x^2_l", "x^5_l", "x_{l+1}"};
+    static const char *const PRE[4] = {"x_l", "x^3_l", "x_{l+1}", "x_{l+1}"};
+    if (cfg->model.arch != ARCH_LM) return NULL;
+    if (cfg->model.placement == PLACEMENT_POST) return POST;
+    if (cfg->model.placement == PLACEMENT_PRE) return PRE;
+    return NULL;
+}
+
+const char *const PROBE_SUB_NAMES[3] = {"self", "cross", "ffn"};   // by sublayer_kind_t
+static const char *const STACK_NAMES[3] = {"lm", "enc", "dec"};     // by stack_kind_t
+
+int probe_axis_find(char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], name)) return i;
+    return -1;
+}
+
+/* names[*n] = strdup(name). 0 or 1. */
+static int push(char **names, int *n, const char *name)
+{
+    return !(names[(*n)++] = strdup(name));
+}
+
+void probe_axes_free(probe_axes_t *a)
+{
+    char **lists[6] = {a->param, a->site, a->norm, a->extra, a->sub, a->stack};
+    const int lens[6] = {a->P, a->Q, a->R, a->E, a->X, a->L};
+    for (int k = 0; k < 6; k++) {
+        for (int i = 0; lists[k] && i < lens[k]; i++) free(lists[k][i]);
+        free(lists[k]);
+    }
+    memset(a, 0, sizeof *a);
+}
+
+/* A sub-layer's three norm sites and the name patterns of them (K = its index). */
+const char *const PROBE_SITE_PATTERN[3] = {"norm%d", "norm%d_out", "norm%d_inner"};
+
+const norm_site_t *probe_sublayer_site(const sublayer_t *sl, int t)
+{
+    return t == 0 ? &sl->norm : t == 1 ? &sl->norm_out : &sl->inner;
+}
+
+/* Which canonical layer columns (model/tensors.h) the model's sub-layers declare: a norm site
+ * counts γ and β (and DyT's α) even where the norm kind has no β. */
+static void declared_columns(const model_t *m, int *used)
+{
+    static const char *const KINDS[3][8] = {
+        {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo"},
+        {"cwq", "cbq", "cwk", "cbk", "cwv", "cbv", "cwo", "cbo"},
+        {"w1", "b1", "w2", "b2", NULL, NULL, NULL, NULL},
+    };
+    static const char *const PARAMS[3] = {"gamma", "beta", "alpha"};
+    for (int s = 0; s < m->nstacks; s++) {
+        const layer_stack_t *st = &m->stack[s];
+        for (int k = 0; k < st->L * st->nsub; k++) {
+            const sublayer_t *sl = &st->subs[k];
+            char name[48], site[32];
+            for (int j = 0; j < 8 && KINDS[sl->rule.kind][j]; j++)
+                used[tensors_column_index(KINDS[sl->rule.kind][j])] = 1;
+            for (int t = 0; t < 3; t++) {
+                if (!probe_sublayer_site(sl, t)->on) continue;
+                snprintf(site, sizeof site, PROBE_SITE_PATTERN[t], sl->index);
+                for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++) {
+                    snprintf(name, sizeof name, "%s.%s", site, PARAMS[q]);
+                    used[tensors_column_index(name)] = 1;
+                }
+            }
+            if (sl->omega) {
+                snprintf(name, sizeof name, "omega%d", sl->index);
+                used[tensors_column_index(name)] = 1;
+            }
+            if (sl->gate) used[tensors_column_index("rezero_alpha")] = 1;
+        }
+    }
+}
+
+/* The norm axis: every site of the model in the order norm1 … norm3, norm1_out …, norm1_inner …. */
+static int norm_axis(probe_axes_t *a, const model_t *m)
+{
+    int rc = 0;
+    for (int t = 0; t < 3; t++)
+        for (int k = 1; k <= 3; k++) {
+            int on = 0;
+            for (int s = 0; s < m->nstacks; s++)
+                for (int i = 0; i < m->stack[s].L * m->stack[s].nsub; i++) {
+                    const sublayer_t *sl = &m->stack[s].subs[i];
+                    on |= sl->index == k && probe_sublayer_site(sl, t)->on;
+                }
+            char name[32];
+            snprintf(name, sizeof name, PROBE_SITE_PATTERN[t], k);
+            if (on) rc |= push(a->norm, &a->R, name);
+        }
+    return rc;
+}
+
+int probe_axes_from_model(probe_axes_t *a, const model_t *m)
+{
+    memset(a, 0, sizeof *a);
+    const int ncol = tensors_column_count(), nsub = m->nstacks > 1 ? 3 : 2;
+    a->L = m->rows;
+    a->encdec = m->nstacks > 1;
+    a->admin = model_has_admin(m);
+    a->param = calloc((size_t)ncol, sizeof(char *));
+    a->site = calloc(5, sizeof(char *));
+    a->norm = calloc(9, sizeof(char *));
+    a->extra = calloc(9, sizeof(char *));
+    a->sub = calloc(3, sizeof(char *));
+    a->stack = calloc((size_t)a->L, sizeof(char *));
+    int *used = calloc((size_t)ncol, sizeof(int));
+    int rc = !a->param || !a->site || !a->norm || !a->extra || !a->sub || !a->stack || !used;
+    if (!rc) declared_columns(m, used);
+    for (int c = 0; !rc && c < ncol; c++)
+        if (used[c]) rc |= push(a->param, &a->P, tensors_column_name(c));
+    // sites: input, resid1 … resid<nsub>, output; the norm sites that exist
+    rc = rc || push(a->site, &a->Q, "input");
+    for (int k = 1; !rc && k <= nsub; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "resid%d", k);
+        rc |= push(a->site, &a->Q, name);
+    }
+    rc = rc || push(a->site, &a->Q, "output") || norm_axis(a, m);
+    // the tensors outside the layers (a single stack's four as files have always had them)
+    rc = rc || push(a->extra, &a->E, "tok_embed") || push(a->extra, &a->E, "lm_head");
+    static const char *const FINALS[2][2] = {{"final_norm", NULL},
+                                             {"enc_final_norm", "dec_final_norm"}};
+    static const char *const FP[3] = {"gamma", "beta", "alpha"};
+    for (int f = 0; !rc && f < 2 && FINALS[a->encdec][f]; f++)
+        for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++) {
+            char name[48];
+            snprintf(name, sizeof name, "%s.%s", FINALS[a->encdec][f], FP[q]);
+            rc |= push(a->extra, &a->E, name);
+        }
+    for (int k = 0; !rc && k < 3; k++)
+        if (k != SUB_CROSS_ATTN || a->encdec) rc |= push(a->sub, &a->X, PROBE_SUB_NAMES[k]);
+    for (int r = 0; !rc && r < a->L; r++) {
+        int l;
+        rc |= !(a->stack[r] = strdup(STACK_NAMES[model_row_stack(m, r, &l)->kind]));
+    }
+    free(used);
+    if (rc) probe_axes_free(a);
+    return rc;
+}
+
+/* A copy of names[n] (NULL for n = 0 … still allocated). */
+static char **copy_names(char *const *names, int n, int *rc)
+{
+    char **out = calloc((size_t)(n > 0 ? n : 1), sizeof(char *));
+    if (!out) { *rc = 1; return NULL; }
+    for (int i = 0; i < n; i++)
+        if (!(out[i] = strdup(names[i]))) *rc = 1;
+    return out;
+}
+
+int probe_axes_copy(probe_axes_t *d, const probe_axes_t *s)
+{
+    int rc = 0;
+    *d = *s;
+    d->param = copy_names(s->param, s->P, &rc);
+    d->site = copy_names(s->site, s->Q, &rc);
+    d->norm = copy_names(s->norm, s->R, &rc);
+    d->extra = copy_names(s->extra, s->E, &rc);
+    d->sub = copy_names(s->sub, s->X, &rc);
+    d->stack = copy_names(s->stack, s->L, &rc);
+    if (rc) probe_axes_free(d);
+    return rc;
+}
+
+int probe_axis_len(const probe_axes_t *a, probe_axis_id_t id)
+{
+    switch (id) {
+    case PA_PARAM: return a->P;
+    case PA_SITE: return a->Q;
+    case PA_NORM: return a->R;
+    case PA_EXTRA: return a->E;
+    case PA_SUB: return a->X;
+    case PA_FIELDS: return PROBE_JACOBIAN_FIELDS;
+    case PA_NONE: break;
+    }
+    return 1;
+}
+
+char *const *probe_axis_names(const probe_axes_t *a, probe_axis_id_t id)
+{
+    switch (id) {
+    case PA_PARAM: return a->param;
+    case PA_SITE: return a->site;
+    case PA_NORM: return a->norm;
+    case PA_EXTRA: return a->extra;
+    case PA_SUB: return a->sub;
+    case PA_FIELDS: return (char *const *)PROBE_JACOBIAN_FIELD_NAMES;
+    case PA_NONE: break;
+    }
+    return NULL;
+}
+
+size_t probe_array_size(const probe_axes_t *a, const probe_array_t *arr)
+{
+    return (arr->layered ? (size_t)a->L : 1) * (size_t)probe_axis_len(a, arr->axis);
+}
+
