@@ -41,6 +41,7 @@ $(BUILD)/%.o: src/%.c $(HEADERS)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c -o $@ $<
 
 $(BUILD)/tests/%.o: tests/%.c $(HEADERS) tests/tests.h | $(BUILD)
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(CHECK_CFLAGS) -Isrc -c -o $@ $<
 
 $(BUILD)/test_runner: $(OBJ) $(TEST_OBJ)
