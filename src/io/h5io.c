@@ -9,6 +9,7 @@
 #include <hdf5.h>
 #include "io/h5io.h"
 #include "io/h5io_internal.h"
+#include "util/fsutil.h"
 
 #ifndef STABILITY_VERSION
 #define STABILITY_VERSION "0.1"
@@ -27,14 +28,30 @@ int h5io_make_parent_dirs(const char *path)
     return 0;
 }
 
+int h5io_check_target(const char *path, int overwrite, char *err, size_t errlen)
+{
+    struct stat st;
+    if (!path[0] || strlen(path) >= H5IO_PATH_MAX) {
+        snprintf(err, errlen, "%.64s%s: %s", path, strlen(path) > 64 ? "..." : "",
+                 path[0] ? "path longer than 1023 characters" : "empty output path");
+        return 2;
+    }
+    // only a regular file may be replaced: never a device, FIFO, directory or symbolic link
+    const int rc = fsutil_check_replaceable(path, err, errlen);
+    if (rc) return rc;
+    if (!overwrite && lstat(path, &st) == 0) {
+        snprintf(err, errlen, "%s: exists (use --force or [output] overwrite = true)", path);
+        return 2;
+    }
+    return 0;
+}
+
 int h5io_create(h5io_file_t **out, const char *path, int overwrite, char *err, size_t errlen)
 {
     *out = NULL;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);   // errors are reported through err, not printed
-    if (!overwrite && access(path, F_OK) == 0) {
-        snprintf(err, errlen, "%s: exists (use --force or [output] overwrite = true)", path);
-        return 2;
-    }
+    int rc = h5io_check_target(path, overwrite, err, errlen);
+    if (rc) return rc;
     if (h5io_make_parent_dirs(path) != 0) {
         snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
         return 1;
@@ -43,6 +60,10 @@ int h5io_create(h5io_file_t **out, const char *path, int overwrite, char *err, s
     if (!f) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
     snprintf(f->path, sizeof f->path, "%s", path);
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld", path, (long)getpid());
+    if ((rc = fsutil_check_replaceable(f->tmp, err, errlen))) {   // H5F_ACC_TRUNC follows links
+        free(f);
+        return 1;
+    }
     f->id = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f->id < 0) {
         snprintf(err, errlen, "%s: cannot create HDF5 file (directory writable?)", f->tmp);
@@ -159,7 +180,7 @@ int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, c
                         size_t errlen)
 {
     copy_ctx_t c = {.rc = 0};
-    c.src = H5Fopen(src_path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    c.src = fsutil_is_regular(src_path) ? H5Fopen(src_path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
     if (c.src < 0) {
         snprintf(err, errlen, "%s: cannot open", src_path);
         return 1;
@@ -182,7 +203,7 @@ int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, c
 
 char *h5io_file_status(const char *path)
 {
-    if (access(path, R_OK) != 0) return NULL;
+    if (access(path, R_OK) != 0 || !fsutil_is_regular(path)) return NULL;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     h5io_file_t f;
     f.id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -243,11 +264,13 @@ int h5io_commit(h5io_file_t *f, char *err, size_t errlen)
     if (H5Fclose(f->id) < 0) {
         snprintf(err, errlen, "%s: cannot close HDF5 file", f->tmp);
         rc = 1;
+    } else if ((rc = fsutil_check_replaceable(f->path, err, errlen))) {
+        // checked again: the path may have changed while the file was written
     } else if (rename(f->tmp, f->path) != 0) {
         snprintf(err, errlen, "%s: cannot rename from %s: %s", f->path, f->tmp, strerror(errno));
         rc = 1;
     }
-    if (rc) unlink(f->tmp);
+    if (rc) fsutil_unlink_regular(f->tmp);
     free(f);
     return rc;
 }
@@ -256,7 +279,7 @@ void h5io_abort(h5io_file_t *f)
 {
     if (!f) return;
     H5Fclose(f->id);
-    unlink(f->tmp);
+    fsutil_unlink_regular(f->tmp);
     free(f);
 }
 
@@ -269,6 +292,11 @@ int h5io_open_read(h5io_file_t **out, const char *path, char *err, size_t errlen
     snprintf(f->path, sizeof f->path, "%s", path);
     if (access(path, R_OK) != 0) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        free(f);
+        return 1;
+    }
+    if (!fsutil_is_regular(path)) {   // a FIFO would block the open, a device be consumed
+        snprintf(err, errlen, "%s: cannot open: not a regular file (a %s)", path, fsutil_kind(path));
         free(f);
         return 1;
     }

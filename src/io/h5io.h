@@ -13,8 +13,13 @@
 
 typedef struct h5io_file h5io_file_t;
 
-/* Create "<path>.tmp.<pid>" (making the directory of path). Refuses an existing path unless
- * overwrite. Returns 0, or 1 (I/O) / 2 (exists without overwrite) with err set. */
+/* Whether path may become an output file: not empty, shorter than 1024 characters, missing or
+ * a regular file (never a link, FIFO, device or directory, docs/design.md §6), and missing
+ * unless overwrite. Returns 0, or 2 with err set (1 when path cannot be examined). */
+int h5io_check_target(const char *path, int overwrite, char *err, size_t errlen);
+
+/* Create "<path>.tmp.<pid>" (making the directory of path). Refuses what h5io_check_target
+ * refuses. Returns 0, or 1 (I/O) / 2 (exists without overwrite, not a regular file) with err. */
 int h5io_create(h5io_file_t **f, const char *path, int overwrite, char *err, size_t errlen);
 
 /* Write a float64 dataset at dset (intermediate groups created), shape dims[rank]. 0 or 1. */
@@ -54,7 +59,8 @@ int h5io_write_attr_int(h5io_file_t *f, const char *obj, const char *name, long 
 int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long seed,
                           const char *status);
 
-/* Close and rename to the final path. Returns 0, or 1 with err set (the temporary removed). */
+/* Close and rename to the final path (checked again to be missing or a regular file). Returns
+ * 0, or 1 (I/O) / 2 (no longer a regular file) with err set; the temporary is removed. */
 int h5io_commit(h5io_file_t *f, char *err, size_t errlen);
 
 /* Close and delete the temporary file (after an error). */

@@ -5,9 +5,12 @@
 #include <hdf5.h>
 #include "io/h5io.h"
 
+/* Longest path a file of this module may have, with its NUL (h5io_file_t.path). */
+#define H5IO_PATH_MAX 1024
+
 struct h5io_file {
     hid_t id;
-    char path[1024];
+    char path[H5IO_PATH_MAX];
     char tmp[1100];      /* temporary name while writing; "" for files written in place */
 };
 

@@ -26,10 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "io/h5io.h"
 #include "io/h5io_internal.h"
+#include "util/fsutil.h"
 
 /* Rows are written at least this often (seconds), and when a buffer is full. */
 #define FLUSH_SECONDS 2.0
@@ -90,7 +92,7 @@ struct h5io_train {
 /* 1 when another process holds a lock on path (a live writer, see lock_hold). */
 static int file_in_use(const char *path)
 {
-    const int fd = open(path, O_RDONLY);
+    const int fd = fsutil_open_regular(path, O_RDONLY, 0);
     if (fd < 0) return 0;
     const int busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     close(fd);
@@ -100,7 +102,7 @@ static int file_in_use(const char *path)
 /* A shared flock on path, held while this process writes it; −1 where flock is unavailable. */
 static int lock_hold(const char *path)
 {
-    const int fd = open(path, O_RDONLY);
+    const int fd = fsutil_open_regular(path, O_RDONLY, 0);
     if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0) {
         close(fd);
         return -1;
@@ -336,10 +338,13 @@ int h5io_train_create(h5io_train_t **out, const char *path, int overwrite, const
 {
     *out = NULL;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (!overwrite && access(path, F_OK) == 0) {
+    struct stat st;
+    if (!overwrite && lstat(path, &st) == 0) {
         snprintf(err, errlen, "%s: exists (use --force to replace it, --resume to continue it)", path);
         return 2;
     }
+    int rc = h5io_check_target(path, 1, err, errlen);
+    if (rc) return rc;
     if (file_in_use(path)) {
         snprintf(err, errlen, "%s: in use by another process (a running training run, an open reader?)", path);
         return 1;
@@ -355,7 +360,7 @@ int h5io_train_create(h5io_train_t **out, const char *path, int overwrite, const
         snprintf(err, errlen, "%s: cannot create the HDF5 file (directory writable? file in use?)", path);
         const int created = w->f.id >= 0;
         train_free_writer(w);
-        if (created) unlink(path);
+        if (created) fsutil_unlink_regular(path);   // ours: h5io_check_target saw no other kind
         return 1;
     }
     w->lock_fd = lock_hold(path);
@@ -486,7 +491,8 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
         // rewrite: the rows up to the checkpoint and the checkpoint into a new file, then
         // rename it over the old one (atomic: a kill leaves either file complete)
         snprintf(tmp, sizeof tmp, "%s.resume.%ld", path, (long)getpid());
-        rc = create_file(w, tmp, 1, t, config_ini) || open_columns(w);
+        rc = fsutil_check_replaceable(tmp, why, sizeof why) != 0;   // TRUNC would follow a link
+        rc = rc || create_file(w, tmp, 1, t, config_ini) || open_columns(w);
         if (!rc && created) rc = h5io_write_attr_string(&w->f, "/", "created", created);
         for (int k = 0; k < NCOL && !rc; k++)
             if (w->ds[k] >= 0) rc = append_rows(w->ds[k], data[k], keep[COLUMNS[k].group]);
@@ -499,7 +505,10 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
         w->f.id = -1;
         if (rc) {
             snprintf(why, sizeof why, "cannot write %s", tmp);
-            unlink(tmp);
+            fsutil_unlink_regular(tmp);
+        } else if (fsutil_check_replaceable(path, why, sizeof why)) {
+            fsutil_unlink_regular(tmp);
+            rc = 1;
         } else if (rename(tmp, path) != 0) {
             snprintf(why, sizeof why, "cannot rename %s: %s", tmp, strerror(errno));
             unlink(tmp);

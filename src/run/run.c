@@ -9,6 +9,7 @@
 #include "util/progress.h"
 #include "run/run.h"
 #include "train/train.h"
+#include "util/fsutil.h"
 
 static volatile sig_atomic_t stop_signal = 0;
 
@@ -112,15 +113,20 @@ static int decide(const config_t *cfg, const char *path, const run_options_t *o,
 {
     *resume = 0;
     *overwrite = o->force || cfg->output.overwrite;
-    if (!(o->resume || cfg->train.resume) || access(path, F_OK) != 0) return 0;
     h5io_train_info_t info;
     char err[1200], diff[256];
+    // the file will be written or replaced: only a regular file may be (docs/design.md §6)
+    int rc = h5io_check_target(path, 1, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "stability: %s\n", err);
+        return rc;
+    }
+    if (!(o->resume || cfg->train.resume) || access(path, F_OK) != 0) return 0;
     if (h5io_train_inspect(path, &info, err, sizeof err)) {
         if (*overwrite) return 0;   // unreadable: --force replaces it
         fprintf(stderr, "stability: --resume: %s (--force replaces it)\n", err);
         return 1;
     }
-    int rc = 0;
     if (!same_config(cfg, info.config, diff, sizeof diff)) {
         if (!*overwrite) {
             fprintf(stderr, "stability: --resume: %s was written with another configuration (%s); "

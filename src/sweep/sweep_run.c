@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "sweep/sweep.h"
 #include "io/h5io.h"
+#include "util/fsutil.h"
 #include "util/progress.h"
 
 static volatile sig_atomic_t stop_requested = 0;
@@ -65,13 +66,16 @@ static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads)
     fflush(NULL);
     const pid_t pid = fork();
     if (pid != 0) return pid;
-    // child
-    const int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
+    // child: the log must be a regular file (or new), never a link, FIFO or device
+    const int fd = fsutil_open_regular(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+        fprintf(stderr, "stability: %s: cannot write the log: %s\n", log,
+                errno == ELOOP || errno == EINVAL ? "not a regular file" : strerror(errno));
+        _exit(2);
     }
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
     snprintf(nthreads, sizeof nthreads, "%d", threads);
     setenv("OMP_NUM_THREADS", nthreads, 1);
     setenv("OPENBLAS_NUM_THREADS", nthreads, 1);
@@ -91,8 +95,12 @@ static void report_failure(const sweep_t *s, int i, int status)
     else
         fprintf(stderr, "run %d (%s) failed with exit code %d; log %s\n", i, s->runs[i].name,
                 WEXITSTATUS(status), log);
-    FILE *f = fopen(log, "r");
-    if (!f) return;
+    const int fd = fsutil_open_regular(log, O_RDONLY, 0);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return;
+    }
     char lines[5][512];
     int n = 0;
     while (fgets(lines[n % 5], sizeof lines[0], f)) n++;
@@ -260,16 +268,18 @@ int sweep_merge(const sweep_t *s, int quiet)
 {
     char err[1024];
     h5io_file_t *f;
-    if (h5io_create(&f, s->merged_path, 1, err, sizeof err)) {
+    int rc = h5io_create(&f, s->merged_path, 1, err, sizeof err);
+    if (rc) {
         fprintf(stderr, "stability: %s\n", err);
-        return 1;
+        return rc;
     }
     const size_t R = (size_t)s->nruns, K = (size_t)s->naxes;
     const char **names = calloc(R, sizeof *names), **status = calloc(R, sizeof *status);
     const char **values = calloc(R * (K ? K : 1), sizeof *values);
     const char **keys = calloc(K ? K : 1, sizeof *keys);
     char (*status_buf)[32] = calloc(R, sizeof *status_buf);
-    int rc = (!names || !status || !values || !keys || !status_buf), missing = 0, merged = 0;
+    int missing = 0, merged = 0;
+    rc = !names || !status || !values || !keys || !status_buf;
     for (size_t a = 0; a < K && !rc; a++) keys[a] = s->axes[a].key;
     for (size_t i = 0; i < R && !rc; i++) {
         char path[1400], group[256];
@@ -312,9 +322,9 @@ int sweep_merge(const sweep_t *s, int quiet)
         fprintf(stderr, "stability: %s: merge failed\n", s->merged_path);
         return 1;
     }
-    if (h5io_commit(f, err, sizeof err)) {
+    if ((rc = h5io_commit(f, err, sizeof err))) {
         fprintf(stderr, "stability: %s\n", err);
-        return 1;
+        return rc;
     }
     if (!quiet) printf("merged %d of %d runs into %s\n", merged, s->nruns, s->merged_path);
     if (missing) {

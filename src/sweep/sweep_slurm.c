@@ -3,12 +3,14 @@
  * task checkpoint and requeue itself on USR1/TERM. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "sweep/sweep.h"
+#include "util/fsutil.h"
 
 static const char *const SLURM_KEYS[] = {"partition", "time", "cpus_per_task", "mem",
                                          "array_parallelism", "account", "extra", NULL};
@@ -110,8 +112,14 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
     if (mkdir("results", 0777) != 0 && errno != EEXIST) goto io;
     if (mkdir(s->results_dir, 0777) != 0 && errno != EEXIST) goto io;
     snprintf(script, len, "%s/job.sbatch", s->results_dir);
-    FILE *f = fopen(script, "w");
-    if (!f) goto io;
+    const int rc = fsutil_check_replaceable(script, err, errlen);   // never a link, FIFO, device
+    if (rc) return rc;
+    const int fd = fsutil_open_regular(script, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!f) {
+        if (fd >= 0) close(fd);
+        goto io;
+    }
     char cwd[1024], sweep_file[1100], results[1100];
     if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
     absolute(s->path, sweep_file, sizeof sweep_file);
