@@ -10,6 +10,7 @@ Suite *model_suite(void);    /* tests/test_model.c: whole-model gradients vs fin
 Suite *data_suite(void);     /* tests/test_data.c: task batches */
 Suite *probe_suite(void);    /* tests/test_probe.c: Lemma 2/3 on the probe, expected-gradient bookkeeping */
 Suite *optim_suite(void);    /* tests/test_optim.c: optimizer updates and schedules vs hand-computed values */
+Suite *util_suite(void);     /* tests/test_util.c: file-system guards, thread counts, line reader, GSL errors */
 Suite *train_suite(void);    /* tests/test_train.c: text task split, loop determinism, resume state, divergence */
 
 #endif
