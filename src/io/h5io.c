@@ -52,6 +52,10 @@ int h5io_create(h5io_file_t **out, const char *path, int overwrite, char *err, s
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);   // errors are reported through err, not printed
     int rc = h5io_check_target(path, overwrite, err, errlen);
     if (rc) return rc;
+    if (fsutil_is_busy(path)) {   // a live training run's file (h5io_train.c holds the lock)
+        snprintf(err, errlen, "%s: in use by a running training run", path);
+        return 1;
+    }
     if (h5io_make_parent_dirs(path) != 0) {
         snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
         return 1;
@@ -260,16 +264,21 @@ int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long 
 
 int h5io_commit(h5io_file_t *f, char *err, size_t errlen)
 {
-    int rc = 0;
+    int rc = 0, lock = -1;
     if (H5Fclose(f->id) < 0) {
         snprintf(err, errlen, "%s: cannot close HDF5 file", f->tmp);
         rc = 1;
     } else if ((rc = fsutil_check_replaceable(f->path, err, errlen))) {
         // checked again: the path may have changed while the file was written
+    } else if (fsutil_lock_exclusive(f->path, &lock) != 0) {
+        // a training run started on this path meanwhile: its file is not replaced under it
+        snprintf(err, errlen, "%s: in use by a running training run", f->path);
+        rc = 1;
     } else if (rename(f->tmp, f->path) != 0) {
         snprintf(err, errlen, "%s: cannot rename from %s: %s", f->path, f->tmp, strerror(errno));
         rc = 1;
     }
+    if (lock >= 0) close(lock);
     if (rc) fsutil_unlink_regular(f->tmp);
     free(f);
     return rc;

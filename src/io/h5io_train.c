@@ -89,17 +89,18 @@ struct h5io_train {
     double last_flush;
 };
 
-/* 1 when another process holds a lock on path (a live writer, see lock_hold). */
+/* 1 when another process holds a lock on path (a live writer, see lock_hold, or a reader). */
 static int file_in_use(const char *path)
 {
     const int fd = fsutil_open_regular(path, O_RDONLY, 0);
     if (fd < 0) return 0;
     const int busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     close(fd);
-    return busy;
+    return busy || fsutil_is_busy(path);
 }
 
-/* A shared flock on path, held while this process writes it; −1 where flock is unavailable. */
+/* A shared flock on path, held while this process writes it, and the writer's lock every other
+ * writer (probe, dump, merge: h5io_commit) respects; −1 where flock is unavailable. */
 static int lock_hold(const char *path)
 {
     const int fd = fsutil_open_regular(path, O_RDONLY, 0);
@@ -107,7 +108,17 @@ static int lock_hold(const char *path)
         close(fd);
         return -1;
     }
+    if (fd >= 0) fsutil_mark_busy(fd);
     return fd;
+}
+
+/* 1 when path is still the file w writes (no other process renamed a file over it). */
+static int still_ours(const h5io_train_t *w)
+{
+    struct stat a, b;
+    if (w->lock_fd < 0) return 1;
+    return fstat(w->lock_fd, &a) == 0 && stat(w->f.path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
 }
 
 static double now_seconds(void)
@@ -374,7 +385,12 @@ int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, cons
     char path[sizeof w->f.path];
     snprintf(path, sizeof path, "%s", w->f.path);
     int rc = h5io_train_flush(w);
+    const int ours = still_ours(w);
     train_free_writer(w);
+    if (!ours) {   // never write our status into another process's file
+        snprintf(err, errlen, "%s: replaced by another process while training; not changed", path);
+        return 1;
+    }
     // SWMR writing cannot change attributes: set the final status in a normal session, without
     // HDF5's file lock, which any reader still holding the file open (h5py) would block
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);

@@ -73,6 +73,43 @@ int fsutil_unlink_regular(const char *path)
     return unlink(path);
 }
 
+/* An fcntl lock over the whole file. */
+static struct flock whole_file(short type)
+{
+    struct flock l;
+    memset(&l, 0, sizeof l);
+    l.l_type = type;
+    l.l_whence = SEEK_SET;
+    return l;   // l_start = l_len = 0: every byte, also those appended later
+}
+
+int fsutil_mark_busy(int fd)
+{
+    struct flock l = whole_file(F_RDLCK);
+    return fcntl(fd, F_OFD_SETLK, &l);
+}
+
+int fsutil_is_busy(const char *path)
+{
+    const int fd = fsutil_open_regular(path, O_RDONLY, 0);
+    if (fd < 0) return 0;
+    struct flock l = whole_file(F_WRLCK);
+    const int busy = fcntl(fd, F_OFD_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+    close(fd);
+    return busy;
+}
+
+int fsutil_lock_exclusive(const char *path, int *fd)
+{
+    *fd = fsutil_open_regular(path, O_RDWR, 0);
+    if (*fd < 0) return fsutil_is_busy(path) ? -1 : 0;   // missing, or read-only: look only
+    struct flock l = whole_file(F_WRLCK);
+    if (fcntl(*fd, F_OFD_SETLK, &l) == 0) return 0;
+    close(*fd);
+    *fd = -1;
+    return -1;
+}
+
 int fsutil_reserve(int fd, off_t offset, off_t len)
 {
     if (len <= 0) return 0;

@@ -28,6 +28,19 @@ int fsutil_open_regular(const char *path, int flags, mode_t mode);
 /* Unlink path if it is a regular file (never a link, FIFO, device or directory). 0 or −1. */
 int fsutil_unlink_regular(const char *path);
 
+/* The lock a live writer holds on its file (docs/design.md §6): a shared open-file-description
+ * lock (fcntl F_OFD_SETLK) on fd, which readers (HDF5 takes flock locks) never hold, so a writer
+ * can be told from a reader. Returns 0 or −1 with errno. */
+int fsutil_mark_busy(int fd);
+
+/* 1 when some process holds the lock of fsutil_mark_busy (or any fcntl lock) on path. */
+int fsutil_is_busy(const char *path);
+
+/* Take an exclusive fcntl lock on the regular file path (held until *fd is closed), so that no
+ * writer can mark it busy meanwhile. Returns 0 (*fd = −1 when path is missing or cannot be
+ * opened for writing), or −1 when a writer holds it (*fd = −1). */
+int fsutil_lock_exclusive(const char *path, int *fd);
+
 /* Reserve the disk blocks of [offset, offset + len) of fd without changing its size (Linux
  * fallocate, FALLOC_FL_KEEP_SIZE). Returns 0 (also where the file system cannot reserve), or
  * −1 with errno (ENOSPC: the disk is full). */
