@@ -136,4 +136,81 @@ rc=$?
 check "sweep --slurm: a symlinked job.sbatch is refused (exit 2), the target intact" \
     test "$rc" -eq 2 -a -L "$SW/results/vic/job.sbatch" -a "$(cat "$tmp/outside/precious.txt")" = precious
 
+# ================================================================== 2. a full disk
+# tmpfs DIR SIZE: a small file system of its own (root only).
+tmpfs() {
+    mkdir -p "$1" && mount -t tmpfs -o "size=$2" tmpfs "$1" && MOUNTS+=("$1")
+}
+# leftovers DIR: temporaries (.tmp.PID, .resume.PID) left in DIR
+leftovers() { ls -A "$1" | grep -E '\.(tmp|resume)\.[0-9]+$'; }
+# train_rows FILE: "rows checkpoint consecutive" of a training file, read with h5py (swmr=True)
+train_rows() {
+    $PY - "$1" <<'EOF2' 2>&1
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r", swmr=True) as f:
+    s = f["train/step"][:]
+    print(len(s), int(f["checkpoint/step"][()]), bool((s == np.arange(1, len(s) + 1)).all()),
+          bool(np.isfinite(f["train/loss"][:]).all()))
+EOF2
+}
+# same_train A B: the /train datasets (all but the wall-clock time) of A and B are byte-identical
+same_train() {
+    $PY - "$1" "$2" <<'EOF2'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
+    assert a.attrs["status"] == "done", a.attrs["status"]
+    names = sorted(set(a["train"]) | set(b["train"]))
+    bad = [n for n in names if n != "time" and a["train"][n][...].tobytes() != b["train"][n][...].tobytes()]
+    assert not bad, bad
+EOF2
+}
+DF_SETS=(--config "$TINY" --quiet --set train.steps=2000 --set model.d_model=32 --set model.d_ff=64
+         --set model.seq_len=16 --set data.task=copy --set probe.every=1 --set train.warmup=100
+         --set train.lr=1e-3 --set train.checkpoint_every=200)
+export OMP_WAIT_POLICY=passive   # no OpenMP spinning on small machines
+if [ $IS_ROOT = 0 ]; then
+    skipped "a full disk (mounting a tmpfs needs root)"
+else
+    D="$tmp/full"
+    tmpfs "$D" 4m
+    dd if=/dev/zero of="$D/filler" bs=1k count=2600 2>/dev/null   # ~1.4 MB left
+    run "$BIN" "${DF_SETS[@]}" --out "$D/run.h5"
+    msg=$(first_err)
+    if [ "$rc" -eq 1 ] && grep -q "No space left on device" "$tmp/err" && grep -q -- "--resume" "$tmp/err"; then
+        ok "training on a full disk: exit 1, '$(echo "$msg" | cut -c1-100)...'"
+    else
+        notok "training on a full disk: exit code $rc (want 1, no crash), stderr: $(cat "$tmp/err")"
+    fi
+    read -r rows ckpt consecutive finite <<< "$(train_rows "$D/run.h5" | tail -1)"
+    if [ "$consecutive" = True ] && [ "$finite" = True ] && [ "${rows:-0}" -gt 0 ] 2>/dev/null \
+        && [ "$ckpt" -gt 0 ] && [ "$ckpt" -le "$rows" ]; then
+        ok "the file reads with h5py: updates 1-$rows, all finite, checkpoint of update $ckpt"
+    else
+        notok "the file after a full disk: $(train_rows "$D/run.h5")"
+    fi
+    check "no temporary left on the full disk" test -z "$(leftovers "$D")"
+    rm -f "$D/filler"
+    run "$BIN" "${DF_SETS[@]}" --out "$D/run.h5" --resume
+    run2=$rc
+    run "$BIN" "${DF_SETS[@]}" --out "$tmp/straight.h5"
+    if [ "$run2" -eq 0 ] && same_train "$D/run.h5" "$tmp/straight.h5" 2>"$tmp/err"; then
+        ok "space freed: --resume finishes it, /train byte-identical to an uninterrupted run"
+    else
+        notok "--resume after a full disk: exit $run2, $(tail -1 "$tmp/err")"
+    fi
+    # a probe and a dump on a full disk: exit 1, a message, no crash, nothing left behind
+    D2="$tmp/full2"
+    tmpfs "$D2" 64k
+    run "$BIN" --config "$TINY" --set probe.seeds=300 --set probe.batches=1 --out "$D2/probe.h5" --quiet
+    check "probe on a full disk: exit 1 (no crash), message, no file, no .tmp.PID" \
+        test "$rc" -eq 1 -a -s "$tmp/err" -a ! -e "$D2/probe.h5" -a -z "$(leftovers "$D2")"
+    dd if=/dev/zero of="$D2/filler" bs=1k count=64 2>/dev/null
+    run "$BIN" dump --config "$TINY" --out "$D2/dump.h5"
+    check "dump on a full disk: exit 1 (no crash), no file, no .tmp.PID" \
+        test "$rc" -eq 1 -a ! -e "$D2/dump.h5" -a -z "$(leftovers "$D2")"
+    run "$BIN" "${DF_SETS[@]}" --out "$D2/train.h5"
+    check "training that cannot even create its file: exit 1 (no crash), nothing left" \
+        test "$rc" -eq 1 -a ! -e "$D2/train.h5" -a -z "$(leftovers "$D2")"
+fi
+
 finish

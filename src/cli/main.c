@@ -609,6 +609,7 @@ static int cmd_sweep(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    h5io_init();                   // before any HDF5 call: no exit-time clean-up that can crash
     gsl_set_error_handler_off();   // GSL errors are return codes, handled where they occur
     threads_set(0);                // one count for OpenBLAS and OpenMP, from the environment
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {

@@ -15,6 +15,14 @@
 #define STABILITY_VERSION "0.1"
 #endif
 
+void h5io_init(void)
+{
+    // HDF5's atexit handler closes what is still open; after a close that failed (a flush
+    // that ran out of disk) it dereferences a freed file and crashes the exit (SIGSEGV)
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
 int h5io_make_parent_dirs(const char *path)
 {
     char buf[1024];
@@ -70,7 +78,8 @@ int h5io_create(h5io_file_t **out, const char *path, int overwrite, char *err, s
     }
     f->id = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f->id < 0) {
-        snprintf(err, errlen, "%s: cannot create HDF5 file (directory writable?)", f->tmp);
+        snprintf(err, errlen, "%s: cannot create HDF5 file (directory writable? disk full?)", f->tmp);
+        fsutil_unlink_regular(f->tmp);   // HDF5 may have left it empty (a full disk)
         free(f);
         return 1;
     }

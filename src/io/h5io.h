@@ -13,6 +13,11 @@
 
 typedef struct h5io_file h5io_file_t;
 
+/* Call first in main, before any other HDF5 call: HDF5 prints no errors (they are returned),
+ * and its exit-time clean-up is off, so that a file whose close failed (a full disk) cannot
+ * crash the exit; every file is closed explicitly (docs/design.md §6). */
+void h5io_init(void);
+
 /* Whether path may become an output file: not empty, shorter than 1024 characters, missing or
  * a regular file (never a link, FIFO, device or directory, docs/design.md §6), and missing
  * unless overwrite. Returns 0, or 2 with err set (1 when path cannot be examined). */

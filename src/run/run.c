@@ -194,14 +194,15 @@ int run_train(const config_t *cfg, const char *path, const run_options_t *o)
 
     const char *status = st == TRAIN_DONE ? "done" : st == TRAIN_DIVERGED ? "diverged" : "interrupted";
     if (st == TRAIN_INTERRUPTED) rc = h5io_train_checkpoint(c.w, t);
-    if (st == TRAIN_FAILED) {
-        fprintf(stderr, "stability: %s: cannot write the training log\n", path);
-        rc = 1;
-    }
+    // a write that failed (a full disk) leaves the file as at its last flush; close says what
+    // it holds and how to continue (docs/design.md §6)
     if (h5io_train_close(c.w, st == TRAIN_FAILED ? "running" : status,
                          st == TRAIN_DIVERGED ? c.last.step : 0,
                          train_diverged_reason(c.last.diverged), err, sizeof err)) {
         fprintf(stderr, "stability: %s\n", err);
+        rc = 1;
+    } else if (st == TRAIN_FAILED) {
+        fprintf(stderr, "stability: %s: cannot write the training log\n", path);
         rc = 1;
     }
     signals_restore(old);
