@@ -213,4 +213,49 @@ else
         test "$rc" -eq 1 -a ! -e "$D2/train.h5" -a -z "$(leftovers "$D2")"
 fi
 
+# ================================================================== 11. temporaries on signals
+# wait_for_glob PATTERN SECONDS: until a file matches
+wait_for_glob() {
+    local i
+    for i in $(seq $(($2 * 20))); do
+        compgen -G "$1" >/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+T="$tmp/signals"
+mkdir -p "$T"
+for sig in INT TERM HUP USR1; do
+    num=$(kill -l "$sig")
+    # a probe long enough to be caught with its temporary open (Post-LN L=6, d = 512); a
+    # background job of a script starts with SIGINT ignored: give it back its default
+    env --default-signal=INT "$BIN" --config "$ROOT/configs/postln_L6.ini" --set probe.seeds=2 --out "$T/p_$sig.h5" --quiet \
+        >/dev/null 2>&1 </dev/null &
+    pid=$!
+    if wait_for_glob "$T/p_$sig.h5.tmp.*" 20; then
+        sleep 0.2
+        kill -s "$sig" "$pid"
+    fi
+    wait "$pid" 2>/dev/null
+    rc=$?
+    check "probe + SIG$sig: the .tmp.PID is removed, no file, the process ends by the signal (exit $rc)" \
+        test -z "$(compgen -G "$T/p_$sig.h5*")" -a "$rc" -eq $((128 + num))
+done
+# a merge and a resume: the test hook raises the signal once their temporary exists
+printf '[sweep]\nbase = %s\nmodel.layers = 1\nprobe.seeds = 1\nprobe.batches = 1\n' "$TINY" > "$T/msig.ini"
+(cd "$T" && timeout 60 "$BIN" sweep msig.ini --quiet >/dev/null 2>&1)
+rm -f "$T/results/msig.h5"
+(cd "$T" && STABILITY_SIGNAL_WITH_TMP=TERM timeout 60 "$BIN" sweep msig.ini --merge --quiet >/dev/null 2>&1)
+rc=$?
+check "sweep --merge + SIGTERM: no results/msig.h5.tmp.PID, no merged file (exit $rc)" \
+    test -z "$(compgen -G "$T/results/msig.h5*")" -a "$rc" -eq 143
+RS=(--config "$TINY" --quiet --set train.steps=300 --set data.task=copy)
+STABILITY_SIGNAL_AT_STEP=100 "$BIN" "${RS[@]}" --out "$T/r.h5" >/dev/null 2>&1
+(STABILITY_SIGNAL_WITH_TMP=HUP "$BIN" "${RS[@]}" --out "$T/r.h5" --resume >/dev/null 2>&1)
+rc=$?
+check "--resume + SIGHUP while rewriting: no .resume.PID left, the file still resumable (exit $rc)" \
+    test -z "$(compgen -G "$T/r.h5.*")" -a "$rc" -eq 129
+run "$BIN" "${RS[@]}" --out "$T/r.h5" --resume
+check "... and --resume then finishes it" test "$rc" -eq 0
+
 finish

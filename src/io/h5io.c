@@ -10,6 +10,7 @@
 #include "io/h5io.h"
 #include "io/h5io_internal.h"
 #include "util/fsutil.h"
+#include "util/tmpfiles.h"
 
 #ifndef STABILITY_VERSION
 #define STABILITY_VERSION "0.1"
@@ -76,13 +77,16 @@ int h5io_create(h5io_file_t **out, const char *path, int overwrite, char *err, s
         free(f);
         return 1;
     }
+    tmpfiles_add(f->tmp);   // removed if SIGINT/TERM/HUP/USR1 ends the process meanwhile
     f->id = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f->id < 0) {
         snprintf(err, errlen, "%s: cannot create HDF5 file (directory writable? disk full?)", f->tmp);
         fsutil_unlink_regular(f->tmp);   // HDF5 may have left it empty (a full disk)
+        tmpfiles_forget(f->tmp);
         free(f);
         return 1;
     }
+    tmpfiles_test_hook();
     *out = f;
     return 0;
 }
@@ -289,6 +293,7 @@ int h5io_commit(h5io_file_t *f, char *err, size_t errlen)
     }
     if (lock >= 0) close(lock);
     if (rc) fsutil_unlink_regular(f->tmp);
+    tmpfiles_forget(f->tmp);
     free(f);
     return rc;
 }
@@ -298,6 +303,7 @@ void h5io_abort(h5io_file_t *f)
     if (!f) return;
     H5Fclose(f->id);
     fsutil_unlink_regular(f->tmp);
+    tmpfiles_forget(f->tmp);
     free(f);
 }
 

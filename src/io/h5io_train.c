@@ -31,6 +31,7 @@
 #include "io/h5io.h"
 #include "io/h5io_internal.h"
 #include "util/fsutil.h"
+#include "util/tmpfiles.h"
 
 /* Rows are written at least this often (seconds), and when a buffer is full. */
 #define FLUSH_SECONDS 2.0
@@ -560,7 +561,9 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
         // rename it over the old one (atomic: a kill leaves either file complete)
         snprintf(tmp, sizeof tmp, "%s.resume.%ld", path, (long)getpid());
         rc = fsutil_check_replaceable(tmp, why, sizeof why) != 0;   // TRUNC would follow a link
+        if (!rc) tmpfiles_add(tmp);   // removed if a signal ends the process meanwhile
         rc = rc || create_file(w, tmp, 1, t, config_ini) || open_columns(w);
+        if (!rc) tmpfiles_test_hook();
         if (!rc && created) rc = h5io_write_attr_string(&w->f, "/", "created", created);
         for (int k = 0; k < NCOL && !rc; k++)
             if (w->ds[k] >= 0) rc = append_rows(w->ds[k], data[k], keep[COLUMNS[k].group]);
@@ -583,6 +586,7 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
             fsutil_unlink_regular(tmp);
             rc = 1;
         }
+        tmpfiles_forget(tmp);
     }
     if (!rc) {
         hid_t fapl = fapl_latest();
