@@ -245,13 +245,13 @@ done
 printf '[sweep]\nbase = %s\nmodel.layers = 1\nprobe.seeds = 1\nprobe.batches = 1\n' "$TINY" > "$T/msig.ini"
 (cd "$T" && timeout 60 "$BIN" sweep msig.ini --quiet >/dev/null 2>&1)
 rm -f "$T/results/msig.h5"
-(cd "$T" && STABILITY_SIGNAL_WITH_TMP=TERM timeout 60 "$BIN" sweep msig.ini --merge --quiet >/dev/null 2>&1)
+{ (cd "$T" && STABILITY_SIGNAL_WITH_TMP=TERM timeout 60 "$BIN" sweep msig.ini --merge --quiet >/dev/null 2>&1); } 2>/dev/null
 rc=$?
 check "sweep --merge + SIGTERM: no results/msig.h5.tmp.PID, no merged file (exit $rc)" \
     test -z "$(compgen -G "$T/results/msig.h5*")" -a "$rc" -eq 143
 RS=(--config "$TINY" --quiet --set train.steps=300 --set data.task=copy)
 STABILITY_SIGNAL_AT_STEP=100 "$BIN" "${RS[@]}" --out "$T/r.h5" >/dev/null 2>&1
-(STABILITY_SIGNAL_WITH_TMP=HUP "$BIN" "${RS[@]}" --out "$T/r.h5" --resume >/dev/null 2>&1)
+{ (STABILITY_SIGNAL_WITH_TMP=HUP "$BIN" "${RS[@]}" --out "$T/r.h5" --resume >/dev/null 2>&1); } 2>/dev/null
 rc=$?
 check "--resume + SIGHUP while rewriting: no .resume.PID left, the file still resumable (exit $rc)" \
     test -z "$(compgen -G "$T/r.h5.*")" -a "$rc" -eq 129
