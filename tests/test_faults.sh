@@ -30,7 +30,7 @@ skip=0
 ok() { pass=$((pass + 1)); echo "ok - $*"; }
 notok() { fail=$((fail + 1)); echo "not ok - $*"; }
 skipped() { skip=$((skip + 1)); echo "skip - $*"; }
-check() { local desc=$1; shift; if "$@"; then ok "$desc"; else notok "$desc"; fi; }
+check() { local desc=$1; shift; if "$@"; then ok "$desc"; else notok "$desc${rc:+ (exit $rc)}"; fi; }
 finish() {
     echo "faults: $pass passed, $fail failed${skip:+, $skip skipped}"
     [ "$fail" -eq 0 ]
@@ -212,6 +212,79 @@ else
     check "training that cannot even create its file: exit 1 (no crash), nothing left" \
         test "$rc" -eq 1 -a ! -e "$D2/train.h5" -a -z "$(leftovers "$D2")"
 fi
+
+# ================================================================== 5. hostile names
+# in_dir DIR CMD...: run CMD in DIR (at most 60 s); sets rc, stdout/stderr in $tmp/out, $tmp/err
+in_dir() {
+    local d=$1
+    shift
+    (cd "$d" && timeout 60 "$@" >"$tmp/out" 2>"$tmp/err" </dev/null)
+    rc=$?
+}
+H="$tmp/hostile"
+mkdir -p "$H/bin"
+# pwned GLOB: a file the command of that check would have made, anywhere under $H
+pwned() { find "$H" -name "pwned$1" 2>/dev/null | head -1; }
+"$BIN" --config "$TINY" --set probe.seeds=2 --set probe.batches=1 --out "$H/base.h5" --quiet
+evil="x'; system(\"touch pwned1\") #"
+cp "$H/base.h5" "$H/$evil.h5"
+in_dir "$H" "$BIN" plot "$evil.h5" --out plots --format png --quiet
+check "plot of a file named $evil.h5: exit 0, figures drawn, no command ran" \
+    test "$rc" -eq 0 -a -z "$(pwned 1)" -a -s "$H/plots/$evil-grad_vs_layer.png"
+outdir="o'; system(\"touch pwned2\") #"
+in_dir "$H" "$BIN" plot base.h5 --out "$outdir" --format png --quiet
+check "plot --out '$outdir': exit 0, figures in that directory, no command ran" \
+    test "$rc" -eq 0 -a -z "$(pwned 2)" -a -s "$H/$outdir/base-grad_vs_layer.png"
+# run names inside a merged file: a quote, and a newline followed by a command
+$PY - "$H/base.h5" "$H/merged.h5" <<'EOF2'
+import sys, h5py
+names = ["a' . system(\"touch pwned3\") . '", "b'\nsystem(\"touch pwned4\")\n'"]
+with h5py.File(sys.argv[1], "r") as src, h5py.File(sys.argv[2], "w") as dst:
+    for n in names:
+        g = dst.create_group("runs/" + n)
+        src.copy(src["probe"], g, "probe")
+        for k, v in src.attrs.items():
+            g.attrs[k] = v
+EOF2
+in_dir "$H" "$BIN" plot merged.h5 --out plots3 --format png --quiet
+check "plot of runs named with a quote and with a newline + command: exit 0, no command ran" \
+    test "$rc" -eq 0 -a -z "$(pwned '[34]')" -a -s "$H/plots3/merged-grad_vs_layer.png"
+
+# the Slurm script: a working directory and a sweep file named with a quote and a command
+cwd="$H/c'; touch pwned5; '"
+mkdir -p "$cwd"
+sweep="s'; touch pwned6; '"
+sweep8="s'; touch pwned8; '"
+printf '[sweep]\nbase = %s\nprobe.seeds = 1\nprobe.batches = 1\n' "$TINY" > "$cwd/$sweep.ini"
+in_dir "$cwd" "$BIN" sweep "$sweep.ini" --slurm --quiet
+if [ "$rc" -eq 0 ] && [ -s "$cwd/results/$sweep/job.sbatch" ]; then
+    (cd "$H" && SLURM_ARRAY_TASK_ID=0 timeout 60 bash "$cwd/results/$sweep/job.sbatch" >/dev/null 2>&1)
+    check "job.sbatch of a sweep named \"$sweep\" run from \"c'; touch pwned5; '\": its task ran, no command" \
+        test -z "$(pwned '[56]')" -a -s "$cwd/results/$sweep/run.h5"
+else
+    notok "sweep --slurm with a quote in the names: exit $rc, $(first_err)"
+fi
+# a newline in the sweep file's name would end a comment line of the script: refused
+nl=$'n\ntouch pwned7\n'
+printf '[sweep]\nbase = %s\nprobe.seeds = 1\n' "$TINY" > "$H/$nl.ini"
+in_dir "$H" "$BIN" sweep "$nl.ini" --slurm --quiet
+[ -s "$H/results/$nl/job.sbatch" ] && (cd "$H" && SLURM_ARRAY_TASK_ID=0 timeout 60 bash "$H/results/$nl/job.sbatch" >/dev/null 2>&1)
+check "sweep --slurm of a file whose name holds a newline: exit 2, no script, no command" \
+    test "$rc" -eq 2 -a ! -e "$H/results/$nl/job.sbatch" -a -z "$(pwned 7)"
+# --submit runs sbatch without a shell: a stand-in sbatch records its arguments
+cat > "$H/bin/sbatch" <<'EOF2'
+#!/bin/sh
+for a in "$@"; do printf '%s\n' "$a"; done > "$SBATCH_ARGS"
+echo 4242
+EOF2
+printf '#!/bin/sh\necho "MaxArraySize = 1001"\n' > "$H/bin/scontrol"
+chmod +x "$H/bin/sbatch" "$H/bin/scontrol"
+cp "$cwd/$sweep.ini" "$H/$sweep8.ini"
+(cd "$H" && PATH="$H/bin:$PATH" SBATCH_ARGS="$H/sbatch.args" timeout 60 "$BIN" sweep "$sweep8.ini" \
+    --slurm --submit --quiet >"$tmp/out" 2>"$tmp/err" </dev/null)
+rc=$?
+check "--submit of a sweep named \"$sweep8\": sbatch gets the script as one argument, no command" \
+    test "$rc" -eq 0 -a -z "$(pwned 8)" -a "$(tail -1 "$H/sbatch.args" 2>/dev/null)" = "results/$sweep8/job.sbatch"
 
 # ================================================================== 11. temporaries on signals
 # wait_for_glob PATTERN SECONDS: until a file matches

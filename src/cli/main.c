@@ -505,7 +505,7 @@ static int cmd_plot(int argc, char **argv)
     plot_set_free(&set);
     if (n < 0) {
         fprintf(stderr, "stability: %s\n", err);
-        return 1;
+        return n == -2 ? 2 : 1;
     }
     if (n == 0) {
         fprintf(stderr, "stability: nothing to plot in these files\n");

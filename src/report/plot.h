@@ -40,7 +40,8 @@ void plot_set_free(plot_set_t *set);
 
 /* Draw every figure the runs support into dir/<prefix>-<figure>.<fmt> for each format of the
  * comma-separated list formats (png, pdf, svg). Prints each file written unless quiet.
- * Returns the number of figures, or −1 with err set (gnuplot missing or failing). */
+ * Returns the number of figures, or −1 with err set (gnuplot missing or failing), or −2 (dir
+ * not a directory, an output path that is not a regular file: a usage error). */
 int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
                   const char *formats, int quiet, char *err, size_t errlen);
 

@@ -29,7 +29,9 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
-/* Send script to gnuplot once per format into dir/name.<fmt>. 0, or −1 with err set. */
+/* Send script to gnuplot once per format into dir/name.<fmt> (gnuplot writes to its standard
+ * output, which is the file). 0, or −1 (gnuplot failed) / −2 (an output that is not a regular
+ * file, an unknown format) with err set. */
 int plot_render(const char *script, const char *dir, const char *name, const char *formats,
                 int quiet, char *err, size_t errlen);
 

@@ -12,6 +12,7 @@
 #include "sweep/sweep.h"
 #include "io/h5io.h"
 #include "util/fsutil.h"
+#include "util/proc.h"
 #include "util/progress.h"
 
 static volatile sig_atomic_t stop_requested = 0;
@@ -190,8 +191,8 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
     return rc < 0 ? rc : failed + (stop_requested && next < ntodo ? ntodo - next : 0);
 }
 
-/* The signal that ended the command of a system() status: the command's own, or the one its
- * shell reports as exit status 128 + signal; 0 when none did. */
+/* The signal that ended a command, from its wait status: its own, or the one a shell in
+ * between would report as exit status 128 + signal; 0 when none did. */
 static int killing_signal(int status)
 {
     if (status == -1) return 0;
@@ -244,18 +245,19 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
                     i, s->runs[i].name);
             return 0;
         }
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "scontrol requeue %s_%s", job, task);
-        printf("run %d (%s) checkpointed; %s\n", i, s->runs[i].name, cmd);
+        char id[128];
+        snprintf(id, sizeof id, "%s_%s", job, task);
+        printf("run %d (%s) checkpointed; scontrol requeue %s\n", i, s->runs[i].name, id);
         fflush(stdout);
         // The requeue ends this job: Slurm signals every process of it, scontrol included,
         // sometimes before scontrol has exited. A scontrol killed by SIGTERM/SIGKILL therefore
         // means the requeue is under way, not that it failed; exit 0 so the old run is not
-        // recorded as FAILED.
-        const int rc = system(cmd);
+        // recorded as FAILED. No shell: the ids come from the environment.
+        const char *const argv[] = {"scontrol", "requeue", id, NULL};
+        const int rc = proc_run(argv, NULL);
         const int sig = killing_signal(rc);
         if (rc != 0 && sig != SIGTERM && sig != SIGKILL) {
-            fprintf(stderr, "stability: '%s' failed (status %d)\n", cmd, rc);
+            fprintf(stderr, "stability: 'scontrol requeue %s' failed (status %d)\n", id, rc);
             return 1;
         }
         return 0;
