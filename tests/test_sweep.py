@@ -63,6 +63,27 @@ def test_bad_sweeps(tmp):
         ("[sweep]\nmodel.layers = 1, 2\n", "sweep.base: missing"),
         ("[sweep]\nbase = configs/tiny.ini\nname = {placement}\nmodel.layers = 1, 2\n", "sweep.name:"),
         ("[oops]\nbase = x\n", ":2: oops: unknown section"),   # the line of its first key
+        # the same line reader and duplicate rules as configs (issue 14, item 7)
+        ("[sweep]\nbase = configs/tiny.ini\n; " + "x" * 196 + "probe.seeds = 7\nmodel.layers = 1, 2\n",
+         ":3: syntax: line longer than 198 characters"),
+        ("[sweep]\nbase = configs/tiny.ini\nprobe.seeds = 2\nmodel.layers = 1, 2\nprobe.seeds = 3\n",
+         ":5: probe.seeds: duplicate key (first set on line 3)"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\nmodel.layers = 3\n",
+         ":4: model.layers: duplicate key (first set on line 3)"),
+        ("[sweep]\nbase = configs/tiny.ini\nbase = configs/postln_L6.ini\nmodel.layers = 1, 2\n",
+         ":3: sweep.base: duplicate key (first set on line 2)"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\n[slurm]\ntime = 5\ntime = 6\n",
+         ":6: slurm.time: duplicate key (first set on line 5)"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1,,2\n", ":3: model.layers: empty item"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2,\n", ":3: model.layers: empty item"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\n  model.layers = 3\n",
+         ":4: model.layers: indented line continues"),
+        ("[sweep]\nbase = configs/tiny.ini\nname = .\nmodel.layers = 1\n",
+         ":3: sweep.name: run name '.' is not a usable file name"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\nname = L{nope}\n",
+         ":4: sweep.name: {nope} is not a swept key"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\nname = same\n",
+         ":4: sweep.name: runs 0 and 1 are both named 'same'"),
     ]
     for i, (text, want) in enumerate(cases):
         f = os.path.join(tmp, f"bad{i}.ini")

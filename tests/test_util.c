@@ -11,6 +11,7 @@
 #include <gsl/gsl_sf_log.h>
 #include "tests.h"
 #include "util/fsutil.h"
+#include "util/lines.h"
 
 /* GSL reports a domain error as a return code, as in `stability` itself (main turns GSL's
  * aborting handler off; so must the runner, or this aborts the whole CK_FORK=no run). */
@@ -62,12 +63,38 @@ START_TEST(test_fsutil_replaceable)
 }
 END_TEST
 
+/* Whole lines: CRLF as LF, the line count, a line too long for the buffer is an error naming
+ * its line (never a second line made of its tail), and so is a NUL byte. */
+START_TEST(test_lines_reader)
+{
+    char text[400], buf[200];
+    snprintf(text, sizeof text, "a = 1\r\n; %0250d\nb = 2", 0);
+    lines_t r;
+    lines_init(&r, text, strlen(text));
+    ck_assert_str_eq(lines_reader(buf, sizeof buf, &r), "a = 1\n");
+    ck_assert_int_eq(r.line, 1);
+    ck_assert_ptr_nonnull(lines_reader(buf, sizeof buf, &r));
+    ck_assert_int_eq(r.err_line, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "longer than 198 characters"));
+    ck_assert_str_eq(lines_reader(buf, sizeof buf, &r), "b = 2\n");   // the next line, not a tail
+    ck_assert_int_eq(r.line, 3);
+    ck_assert_ptr_null(lines_reader(buf, sizeof buf, &r));
+    const char nul[] = "x = 1\ny\0 = 2\n";
+    lines_init(&r, nul, sizeof nul - 1);
+    lines_reader(buf, sizeof buf, &r);
+    lines_reader(buf, sizeof buf, &r);
+    ck_assert_int_eq(r.err_line, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "NUL"));
+}
+END_TEST
+
 Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
     TCase *tc = tcase_create("util");
     tcase_add_test(tc, test_gsl_errors_are_returned);
     tcase_add_test(tc, test_fsutil_replaceable);
+    tcase_add_test(tc, test_lines_reader);
     suite_add_tcase(s, tc);
     return s;
 }
