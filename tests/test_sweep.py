@@ -142,6 +142,37 @@ def test_run_resume_merge(tmp):
     os.remove("results/mini_sweep_test.h5")
 
 
+def seeds_of(path, group="probe/grad_fro"):
+    with h5py.File(path, "r") as f:
+        return f[group].shape[0]
+
+
+def test_stale(tmp):
+    """A run file of another configuration is stale: redone, and said so (issue 14, item 3)."""
+    f = os.path.join(tmp, "stale_sweep_test.ini")
+    body = "[sweep]\nbase = configs/tiny.ini\nname = L{layers}\nmodel.layers = 1, 2\nprobe.batches = 1\n"
+    write(f, body + "probe.seeds = 2\n")
+    shutil.rmtree("results/stale_sweep_test", ignore_errors=True)
+    r = run("sweep", f, "--quiet")
+    runs = ["results/stale_sweep_test/L1.h5", "results/stale_sweep_test/L2.h5"]
+    check("stale: the first sweep runs both runs", r.returncode == 0 and all(map(os.path.exists, runs)),
+          r.stderr.strip())
+    write(f, body + "probe.seeds = 3\n")   # a fixed key changed: both files are of another config
+    r = run("sweep", f, "--dry-run")
+    check("stale: --dry-run marks both runs [stale]", r.stdout.count("[stale]") == 2, r.stdout.strip())
+    r = run("sweep", f, "--quiet")
+    check("stale: the sweep redoes both and says so (naming the old value)",
+          r.returncode == 0 and r.stderr.count("stale") == 2 and "seeds = 2" in r.stderr
+          and [seeds_of(p) for p in runs] == [3, 3] and seeds_of("results/stale_sweep_test.h5",
+                                                                  "runs/L1/probe/grad_fro") == 3,
+          r.stderr.strip())
+    r = run("sweep", f, "--quiet")
+    check("stale: then nothing is stale any more", r.returncode == 0 and "stale" not in r.stderr,
+          r.stderr.strip())
+    shutil.rmtree("results/stale_sweep_test", ignore_errors=True)
+    os.remove("results/stale_sweep_test.h5")
+
+
 def test_plots(tmp):
     # one depth scan, one width scan and a short training run: every figure type has data
     runs = []
@@ -185,6 +216,7 @@ def main():
         test_expansion(tmp)
         test_bad_sweeps(tmp)
         test_run_resume_merge(tmp)
+        test_stale(tmp)
         test_plots(tmp)
     failed = results.count(False)
     print(f"sweep: {len(results) - failed} passed, {failed} failed")

@@ -584,7 +584,9 @@ static int cmd_sweep(int argc, char **argv)
         for (int i = 0; i < s.nruns; i++) {
             sweep_sets_t sets;
             sweep_run_sets(&s, i, &sets);
-            printf("%4d %-32s %s", i, s.runs[i].name, sweep_run_complete(&s, i) ? "[complete]" : "");
+            const sweep_state_t st = sweep_run_state(&s, i, NULL, 0);
+            printf("%4d %-32s %s", i, s.runs[i].name, st == SWEEP_COMPLETE ? "[complete]"
+                                                      : st == SWEEP_STALE ? "[stale]" : "");
             for (int k = 0; k < sets.n; k++) printf(" %s", sets.ptr[k]);
             printf("\n");
         }

@@ -220,15 +220,61 @@ int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, c
 
 char *h5io_file_status(const char *path)
 {
-    if (access(path, R_OK) != 0 || !fsutil_is_regular(path)) return NULL;
+    char *status = NULL;
+    h5io_file_attrs(path, &status, NULL);
+    return status;
+}
+
+int h5io_file_attrs(const char *path, char **status, char **config)
+{
+    if (status) *status = NULL;
+    if (config) *config = NULL;
+    if (access(path, R_OK) != 0 || !fsutil_is_regular(path)) return 1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     h5io_file_t f;
     f.id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f.id < 0) f.id = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);  // killed writer
-    if (f.id < 0) return NULL;
-    char *status = h5io_read_attr_string(&f, "/", "status");
+    if (f.id < 0) return 1;
+    if (status) *status = h5io_read_attr_string(&f, "/", "status");
+    if (config) *config = h5io_read_attr_string(&f, "/", "config");
     H5Fclose(f.id);
-    return status;
+    return 0;
+}
+
+/* Resolved INI text of cfg without the keys that may change between a run and its resume
+ * (train.resume, output.*), malloc'd. */
+static char *ini_for_compare(const config_t *cfg)
+{
+    config_t c = *cfg;
+    c.train.resume = 0;
+    c.output.file[0] = '\0';
+    c.output.overwrite = 0;
+    c.output.plots = 0;
+    const size_t len = config_to_ini(&c, NULL, 0) + 1;
+    char *ini = malloc(len);
+    if (ini) config_to_ini(&c, ini, len);
+    return ini;
+}
+
+int h5io_config_same(const config_t *cfg, const char *stored, char *diff, size_t len)
+{
+    config_t old;
+    char err[CONFIG_ERR_MAX];
+    snprintf(diff, len, "its config attribute is unreadable");
+    if (!stored || config_parse_string(&old, stored, "file", err, sizeof err)) return 0;
+    char *a = ini_for_compare(&old), *b = ini_for_compare(cfg);
+    const int same = a && b && !strcmp(a, b);
+    if (a && b && !same) {
+        // the first differing line, as the file has it
+        const char *p = a, *q = b;
+        while (*p && *p == *q) p++, q++;
+        while (p > a && p[-1] != '\n') p--;
+        const char *e = strchr(p, '\n');
+        snprintf(diff, len, "it has '%.*s'", (int)(e ? e - p : (long)strlen(p)), p);
+    }
+    free(a);
+    free(b);
+    return same;
 }
 
 int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value)

@@ -49,6 +49,16 @@ int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, c
  * NULL when the file is missing, unreadable or has no status. */
 char *h5io_file_status(const char *path);
 
+/* The root attributes status and config of the run file path (each malloc'd, NULL if absent;
+ * pass NULL for one not wanted). Returns 0, or 1 when the file is missing or unreadable. */
+int h5io_file_attrs(const char *path, char **status, char **config);
+
+/* 1 when stored, a file's resolved config text (its root attribute config), describes the same
+ * run as cfg, ignoring what may differ between a run and its resume (train.resume, output.*);
+ * else 0 with diff "it has 'KEY = VALUE'" (its first differing line) or why it is unreadable.
+ * What --resume and a sweep use to tell a file of this run from a stale one (docs/design.md §6). */
+int h5io_config_same(const config_t *cfg, const char *stored, char *diff, size_t len);
+
 /* Attach a variable-length UTF-8 string attribute to object obj ("/" for the root). 0 or 1. */
 int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value);
 

@@ -72,40 +72,6 @@ static char *ini_text(const config_t *cfg)
     return ini;
 }
 
-/* The INI text of cfg without the keys that may change between a run and its resume. */
-static char *ini_for_compare(const config_t *cfg)
-{
-    config_t c = *cfg;
-    c.train.resume = 0;
-    c.output.file[0] = '\0';
-    c.output.overwrite = 0;
-    c.output.plots = 0;
-    return ini_text(&c);
-}
-
-/* 1 when the file's config text equals cfg (but for ini_for_compare's keys); else 0 with the
- * first differing line of the file's config in diff. */
-static int same_config(const config_t *cfg, const char *stored, char *diff, size_t len)
-{
-    config_t old;
-    char err[CONFIG_ERR_MAX];
-    snprintf(diff, len, "its config attribute is unreadable");
-    if (!stored || config_parse_string(&old, stored, "file", err, sizeof err)) return 0;
-    char *a = ini_for_compare(&old), *b = ini_for_compare(cfg);
-    int same = a && b && !strcmp(a, b);
-    if (a && b && !same) {
-        // first differing line, named by the stored value
-        const char *p = a, *q = b;
-        while (*p && *p == *q) p++, q++;
-        while (p > a && p[-1] != '\n') p--;
-        const char *e = strchr(p, '\n');
-        snprintf(diff, len, "it has '%.*s'", (int)(e ? e - p : (long)strlen(p)), p);
-    }
-    free(a);
-    free(b);
-    return same;
-}
-
 /* Fresh file or resume? Returns 0 and sets *resume / *overwrite, 1 or 2 on error, or −1 when
  * there is nothing to do (the file's run is done or diverged). */
 static int decide(const config_t *cfg, const char *path, const run_options_t *o, int *resume,
@@ -127,7 +93,7 @@ static int decide(const config_t *cfg, const char *path, const run_options_t *o,
         fprintf(stderr, "stability: --resume: %s (--force replaces it)\n", err);
         return 1;
     }
-    if (!same_config(cfg, info.config, diff, sizeof diff)) {
+    if (!h5io_config_same(cfg, info.config, diff, sizeof diff)) {
         if (!*overwrite) {
             fprintf(stderr, "stability: --resume: %s was written with another configuration (%s); "
                     "use --force to replace it\n", path, diff);

@@ -381,12 +381,38 @@ void sweep_run_path(const sweep_t *s, int i, char *buf, size_t len)
     snprintf(buf, len, "%s/%s.h5", s->results_dir, s->runs[i].name);
 }
 
+sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len)
+{
+    char path[1400], buf[256];
+    if (!why) {
+        why = buf;
+        len = sizeof buf;
+    }
+    snprintf(why, len, "missing");
+    sweep_run_path(s, i, path, sizeof path);
+    char *status, *ini;
+    if (h5io_file_attrs(path, &status, &ini)) return SWEEP_MISSING;
+    sweep_state_t st = SWEEP_INCOMPLETE;
+    snprintf(why, len, "%s", status ? status : "no status");
+    if (status && (!strcmp(status, "done") || !strcmp(status, "diverged"))) {
+        // a result only if it is of the run the sweep asks for now (as --resume checks)
+        sweep_sets_t sets;
+        sweep_run_sets(s, i, &sets);
+        config_t cfg;
+        char cerr[CONFIG_ERR_MAX];
+        st = SWEEP_STALE;
+        if (config_load(&cfg, s->base, sets.ptr, sets.n, cerr, sizeof cerr) == 0 &&
+            h5io_config_same(&cfg, ini, why, len)) {
+            st = SWEEP_COMPLETE;
+            snprintf(why, len, "%s", status);
+        }
+    }
+    free(status);
+    free(ini);
+    return st;
+}
+
 int sweep_run_complete(const sweep_t *s, int i)
 {
-    char path[1400];
-    sweep_run_path(s, i, path, sizeof path);
-    char *status = h5io_file_status(path);
-    const int done = status && (!strcmp(status, "done") || !strcmp(status, "diverged"));
-    free(status);
-    return done;
+    return sweep_run_state(s, i, NULL, 0) == SWEEP_COMPLETE;
 }

@@ -76,7 +76,16 @@ void sweep_run_sets(const sweep_t *s, int i, sweep_sets_t *out);
 /* Output file of run i: results/<sweep>/<run>.h5. */
 void sweep_run_path(const sweep_t *s, int i, char *buf, size_t len);
 
-/* True when run i's file exists with status done or diverged (a result; never redone). */
+/* What run i's file (results/<sweep>/<run>.h5) holds. */
+typedef enum { SWEEP_MISSING, SWEEP_INCOMPLETE, SWEEP_STALE, SWEEP_COMPLETE } sweep_state_t;
+
+/* The state of run i: complete when its file has status done or diverged and was written with
+ * the configuration the sweep now asks for (h5io_config_same); stale when it is done or
+ * diverged with another one (the sweep file or its base changed since: redone). why (may be
+ * NULL) gets the status, or for a stale run the first difference ("it has 'seeds = 3'"). */
+sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len);
+
+/* True when run i is complete (sweep_run_state; a result, never redone). */
 int sweep_run_complete(const sweep_t *s, int i);
 
 /* Run every incomplete run locally, jobs at a time, as child processes of exe (threads per

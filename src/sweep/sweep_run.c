@@ -109,6 +109,13 @@ static void report_failure(const sweep_t *s, int i, int status)
     for (int k = n > 5 ? n - 5 : 0; k < n; k++) fprintf(stderr, "  | %s", lines[k % 5]);
 }
 
+/* Say that run i is redone: its file holds a result of another configuration. */
+static void report_stale(const sweep_t *s, int i, const char *why)
+{
+    fprintf(stderr, "run %d (%s): stale: its file was written with another configuration (%s); "
+            "redoing it\n", i, s->runs[i].name, why);
+}
+
 static int cores_available(void)
 {
     const char *slurm = getenv("SLURM_CPUS_PER_TASK");
@@ -132,8 +139,11 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
     if (!todo || !pids || !slot_run) { free(todo); free(pids); free(slot_run); return -1; }
     int ntodo = 0, skipped = 0;
     for (int i = 0; i < s->nruns; i++) {
-        if (sweep_run_complete(s, i)) skipped++;
+        char why[256];
+        const sweep_state_t st = sweep_run_state(s, i, why, sizeof why);
+        if (st == SWEEP_COMPLETE) skipped++;
         else todo[ntodo++] = i;
+        if (st == SWEEP_STALE) report_stale(s, i, why);
     }
     if (!quiet)
         printf("sweep %s: %d runs, %d complete, %d to run, %d at a time x %d threads\n", s->name,
@@ -207,10 +217,13 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
         fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
         return 1;
     }
-    if (sweep_run_complete(s, i)) {
+    char why[256];
+    const sweep_state_t state = sweep_run_state(s, i, why, sizeof why);
+    if (state == SWEEP_COMPLETE) {
         if (!quiet) printf("run %d (%s) is complete; nothing to do\n", i, s->runs[i].name);
         return 0;
     }
+    if (state == SWEEP_STALE) report_stale(s, i, why);
     const pid_t pid = spawn_run(s, exe, i, cores_available());
     if (pid < 0) return 1;
     // forward Slurm's pre-emption signals to the run, which checkpoints and exits
@@ -288,13 +301,14 @@ int sweep_merge(const sweep_t *s, int quiet)
         names[i] = s->runs[i].name;
         for (size_t a = 0; a < K; a++) values[i * K + a] = s->axes[a].values[s->runs[i].index[a]];
         sweep_run_path(s, (int)i, path, sizeof path);
-        char *st = h5io_file_status(path);
-        snprintf(status_buf[i], sizeof status_buf[i], "%s", st ? st : "missing");
+        char why[256];
+        const sweep_state_t st = sweep_run_state(s, (int)i, why, sizeof why);
+        snprintf(status_buf[i], sizeof status_buf[i], "%.31s", st == SWEEP_STALE ? "stale" : why);
         status[i] = status_buf[i];
-        const int complete = st && (!strcmp(st, "done") || !strcmp(st, "diverged"));
-        free(st);
-        if (!complete) {
-            fprintf(stderr, "run %zu (%s): %s\n", i, s->runs[i].name, status_buf[i]);
+        if (st != SWEEP_COMPLETE) {   // a stale run is not merged as if it were current
+            fprintf(stderr, "run %zu (%s): %s%s%s\n", i, s->runs[i].name, status_buf[i],
+                    st == SWEEP_STALE ? ": written with another configuration, " : "",
+                    st == SWEEP_STALE ? why : "");
             missing++;
             continue;
         }
