@@ -124,9 +124,13 @@ def test_run_resume_merge(tmp):
     check("a second sweep skips every complete run (files untouched)",
           r.returncode == 0 and "6 complete, 0 to run" in r.stdout and again == mtimes, r.stdout.strip())
     os.remove("results/mini_sweep_test/pre_L2.h5")
+    merged_before = os.stat("results/mini_sweep_test.h5").st_mtime_ns
     r = run("sweep", f, "--merge")
     check("--merge with a run missing: exit 3, names the task id", r.returncode == 3
           and "task ids: 4" in r.stderr, r.stderr.strip())
+    check("... and keeps the merged file, which holds more complete runs (6 > 5)",
+          os.stat("results/mini_sweep_test.h5").st_mtime_ns == merged_before and "kept" in r.stderr,
+          r.stderr.strip())
     r = run("sweep", f, "--quiet")
     check("resume runs only the missing run", r.returncode == 0 and os.path.exists("results/mini_sweep_test/pre_L2.h5"))
     bad = []
@@ -169,6 +173,22 @@ def test_stale(tmp):
     r = run("sweep", f, "--quiet")
     check("stale: then nothing is stale any more", r.returncode == 0 and "stale" not in r.stderr,
           r.stderr.strip())
+    # issue 14, item 8: a merge never replaces a merged file with a poorer one unless forced
+    write(f, body + "probe.seeds = 3\nmodel.norm = rmsnorm\n")   # both runs stale again
+    r = run("sweep", f, "--merge")
+    with h5py.File("results/stale_sweep_test.h5", "r") as m:
+        kept = sorted(m["runs"]) == ["L1", "L2"]
+    check("--merge with every run stale: exit 3, the merged file (2 runs) kept",
+          r.returncode == 3 and kept and "kept" in r.stderr and "stale" in r.stderr, r.stderr.strip())
+    for p in runs:
+        os.remove(p)
+    r = run("sweep", f, "--merge")
+    check("--merge with every run file gone: exit 3, kept", r.returncode == 3 and "kept" in r.stderr
+          and seeds_of("results/stale_sweep_test.h5", "runs/L1/probe/grad_fro") == 3, r.stderr.strip())
+    r = run("sweep", f, "--merge", "--force")
+    with h5py.File("results/stale_sweep_test.h5", "r") as m:
+        empty = "runs" not in m or len(m["runs"]) == 0
+    check("--merge --force replaces it (0 runs)", r.returncode == 3 and empty, r.stderr.strip())
     shutil.rmtree("results/stale_sweep_test", ignore_errors=True)
     os.remove("results/stale_sweep_test.h5")
 

@@ -41,7 +41,7 @@ typedef struct {
 static const char *USAGE =
     "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
     "                 [--resume] [--quiet]\n"
-    "       stability sweep FILE [--jobs N] [--dry-run] [--task I] [--merge]\n"
+    "       stability sweep FILE [--jobs N] [--dry-run] [--task I] [--merge [--force]]\n"
     "       stability sweep FILE --slurm [--submit [--only-missing]]\n"
     "       stability plot FILE.h5... [--out DIR] [--format png,pdf,svg]\n"
     "       stability info FILE.h5... [--all]\n"
@@ -80,18 +80,22 @@ static const char *HELP_SWEEP =
     "usage: stability sweep FILE [--jobs N] [--dry-run] [--quiet]\n"
     "       stability sweep FILE --slurm [--submit [--only-missing]] [--set slurm.KEY=VALUE]...\n"
     "       stability sweep FILE --task I\n"
-    "       stability sweep FILE --merge\n"
+    "       stability sweep FILE --merge [--force]\n"
     "\n"
     "Runs every point of a sweep file (experiments/*.ini: a base config, lists of values to\n"
     "cross or zip, a run-name pattern) as its own process, N at a time (default: one per\n"
     "core, BLAS/OpenMP threads divided between them), skipping runs whose file is complete\n"
-    "(status done or diverged), so an interrupted sweep resumes. Runs write\n"
+    "(status done or diverged, written with the configuration the sweep now asks for; a\n"
+    "stale one is redone), so an interrupted sweep resumes. Runs write\n"
     "results/<sweep>/<run>.h5 and <run>.log; then all complete runs are merged into\n"
     "results/<sweep>.h5 (/runs/NAME/... and the /sweep table of swept values).\n"
     "  --jobs N     runs at a time\n"
     "  --dry-run    list the runs and their overrides, run nothing\n"
     "  --task I     run only run I (0-based; what a Slurm array task does)\n"
-    "  --merge      only merge what is complete; list what is missing (exit 3 if any)\n"
+    "  --merge      only merge what is complete; list what is missing (exit 3 if any). A\n"
+    "               merged file holding more complete runs than the run files now give is\n"
+    "               kept (run files lost or stale)\n"
+    "  --force      replace it anyway\n"
     "  --slurm      write results/<sweep>/job.sbatch: one job array, task i = --task i,\n"
     "               resources from the [slurm] section (partition, time, cpus_per_task, mem,\n"
     "               array_parallelism, account, extra) or --set slurm.KEY=VALUE\n"
@@ -526,6 +530,7 @@ static int cmd_sweep(int argc, char **argv)
 {
     const char *file = NULL;
     int jobs = 0, dry = 0, merge_only = 0, quiet = 0, slurm = 0, submit = 0, only_missing = 0;
+    int force = 0;
     long task = -1;
     const char *sets[64];
     int nsets = 0;
@@ -547,6 +552,7 @@ static int cmd_sweep(int argc, char **argv)
         else if (!strcmp(a, "--submit")) submit = 1;
         else if (!strcmp(a, "--only-missing")) only_missing = 1;
         else if (!strcmp(a, "--merge")) merge_only = 1;
+        else if (!strcmp(a, "--force")) force = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
         else if (a[0] == '-') return usage_error("unknown option", a);
         else if (!file) file = a;
@@ -599,10 +605,10 @@ static int cmd_sweep(int argc, char **argv)
             rc = sweep_run_task(&s, exe, (int)task, quiet);
         }
     } else if (merge_only) {
-        rc = sweep_merge(&s, quiet);
+        rc = sweep_merge(&s, force, quiet);
     } else {
         const int failed = sweep_run_local(&s, exe, jobs, quiet);
-        const int mrc = sweep_merge(&s, quiet);
+        const int mrc = sweep_merge(&s, force, quiet);
         rc = failed != 0 ? 1 : (mrc == 3 ? 1 : mrc);
     }
     sweep_free(&s);

@@ -98,9 +98,12 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet);
 int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet);
 
 /* Merge every complete run into results/<sweep>.h5 (/runs/NAME/... and the /sweep table);
- * lists missing and failed runs on stderr with their indices. Returns 0 if all runs were
- * merged, 3 if some are missing (the file holds the others), 1 on I/O failure. */
-int sweep_merge(const sweep_t *s, int quiet);
+ * lists missing, stale and failed runs on stderr with their indices. An existing merged file
+ * that holds more complete runs than the run files now give is kept unless force (run files
+ * lost or stale must not cost the merged results). Returns 0 if all runs were merged, 3 if
+ * some are missing (the file holds the others, or was kept), 1 on I/O failure or when a
+ * complete merged file was kept, 2 when the merged path is not a regular file. */
+int sweep_merge(const sweep_t *s, int force, int quiet);
 
 /* Apply one "slurm.key=value" override (command line) to the [slurm] settings.
  * Returns 0, or 2 with err "--set slurm.key: message". */
