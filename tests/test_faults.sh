@@ -46,7 +46,9 @@ IS_ROOT=0
 
 tmp=$(mktemp -d /tmp/stability_faults.XXXXXX) || exit 1
 MOUNTS=()
+PIDS=()   # every process this script started in the background, ended by PID at the end
 cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
     for m in "${MOUNTS[@]}"; do umount "$m" 2>/dev/null; done
     rm -rf "$tmp"
 }
@@ -285,6 +287,115 @@ cp "$cwd/$sweep.ini" "$H/$sweep8.ini"
 rc=$?
 check "--submit of a sweep named \"$sweep8\": sbatch gets the script as one argument, no command" \
     test "$rc" -eq 0 -a -z "$(pwned 8)" -a "$(tail -1 "$H/sbatch.args" 2>/dev/null)" = "results/$sweep8/job.sbatch"
+
+# ================================================================== 9. signals to sweeps, locks
+# children PID: kids = the processes whose parent is PID (remembered for the clean-up)
+children() {
+    kids=$(ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' | tr '\n' ' ')
+    local p
+    for p in $kids; do PIDS+=("$p"); done
+}
+# gone PIDS... within 30 s: every one has ended
+gone() {
+    local i p alive
+    for i in $(seq 300); do
+        alive=0
+        for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+        [ $alive = 0 ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# wait_rc PID: its exit status once it ended (within 30 s), else 255 after killing it
+wait_rc() {
+    if gone "$1"; then wait "$1" 2>/dev/null; else kill -9 "$1" 2>/dev/null; wait "$1" 2>/dev/null; return 255; fi
+}
+# states FILE...: "status:checkpoint" of each training file
+states() {
+    $PY - "$@" <<'EOF2' 2>/dev/null
+import sys, h5py
+out = []
+for p in sys.argv[1:]:
+    try:
+        with h5py.File(p, "r", swmr=True) as f:
+            out.append(f"{f.attrs['status']}:{int(f['checkpoint/step'][()])}")
+    except (OSError, KeyError):
+        out.append("unreadable")
+print(" ".join(out))
+EOF2
+}
+# interrupted FILE...: every file says interrupted, with a checkpoint
+interrupted() { [ -z "$(states "$@" | tr ' ' '\n' | grep -v '^interrupted:[1-9]')" ]; }
+# running_for FILE... : until every file exists, then one more second
+running_for() {
+    local f i
+    for f in "$@"; do
+        for i in $(seq 200); do [ -s "$f" ] && break; sleep 0.05; done
+    done
+    sleep 1
+}
+S="$tmp/sweeps"
+mkdir -p "$S"
+printf '[sweep]\nbase = %s\nname = r{layers}\nmodel.layers = 1, 2\ntrain.steps = 200000\n%s' "$TINY" \
+    'data.task = copy
+model.d_model = 32
+model.d_ff = 64
+model.seq_len = 16
+' > "$S/sig.ini"
+R1="$S/results/sig/r1.h5"
+R2="$S/results/sig/r2.h5"
+(cd "$S" && exec "$BIN" sweep sig.ini --jobs 2 --quiet >"$tmp/sweep.out" 2>"$tmp/sweep.err" </dev/null) &
+sweep=$!
+PIDS+=("$sweep")
+running_for "$R1" "$R2"
+children "$sweep"
+# a second sweep of the same file, meanwhile: refused at once
+in_dir "$S" "$BIN" sweep sig.ini --jobs 2 --quiet
+check "a second sweep of the same file while one runs: exit 1, 'another ... is running'" \
+    test "$rc" -eq 1 -a -n "$(grep 'another .stability sweep' "$tmp/err")"
+kill -TERM "$sweep"
+wait_rc "$sweep"
+rc=$?
+# shellcheck disable=SC2086
+if [ "$rc" -eq 143 ] && gone $kids && interrupted "$R1" "$R2"; then
+    ok "SIGTERM to a sweep: passed on, both runs checkpointed ($(states "$R1" "$R2")), exit 143"
+else
+    notok "SIGTERM to a sweep: exit $rc, runs $(states "$R1" "$R2"), children left: $kids"
+fi
+# kill -9 of the sweep: its runs get SIGTERM (PR_SET_PDEATHSIG), checkpoint and end
+(cd "$S" && exec "$BIN" sweep sig.ini --jobs 2 --quiet >/dev/null 2>&1 </dev/null) &
+sweep=$!
+PIDS+=("$sweep")
+sleep 1.5
+children "$sweep"
+kill -9 "$sweep"
+{ wait "$sweep"; } 2>/dev/null
+# shellcheck disable=SC2086
+if [ -n "$kids" ] && gone $kids && interrupted "$R1" "$R2"; then
+    ok "kill -9 of a sweep: no run outlives it, both checkpointed ($(states "$R1" "$R2"))"
+else
+    notok "kill -9 of a sweep: runs left: $kids, $(states "$R1" "$R2")"
+fi
+# --task: SIGINT ends the task and its run (checkpointed); a duplicate task that fails at
+# once appends to the run's log and never erases it
+(cd "$S" && exec env --default-signal=INT "$BIN" sweep sig.ini --task 0 --quiet >/dev/null 2>&1 </dev/null) &
+task=$!
+PIDS+=("$task")
+sleep 1.5
+children "$task"
+echo "marker: written while the run was going" >> "$S/results/sig/r1.log"
+in_dir "$S" "$BIN" sweep sig.ini --task 0 --quiet
+check "a duplicate --task of a live run fails, and the run's log keeps what it held" \
+    test "$rc" -ne 0 -a -n "$(grep 'marker: written' "$S/results/sig/r1.log")"
+kill -INT "$task"
+wait_rc "$task"
+rc=$?
+# shellcheck disable=SC2086
+if [ "$rc" -eq 130 ] && [ -n "$kids" ] && gone $kids && interrupted "$R1"; then
+    ok "SIGINT to --task: its run checkpointed ($(states "$R1")) and ended, exit 130"
+else
+    notok "SIGINT to --task: exit $rc, run $(states "$R1"), left: $kids"
+fi
 
 # ================================================================== 11. temporaries on signals
 # wait_for_glob PATTERN SECONDS: until a file matches

@@ -101,6 +101,9 @@ static const char *HELP_SWEEP =
     "               array_parallelism, account, extra) or --set slurm.KEY=VALUE\n"
     "  --submit     also submit it (sbatch --parsable) and print the job id\n"
     "  --only-missing  submit only the runs that are not complete\n"
+    "SIGINT, SIGTERM, SIGHUP: passed on to the runs (training runs checkpoint), then exit\n"
+    "128 + the signal; run the sweep again to resume. A second sweep of the same file at the\n"
+    "same time refuses (results/<sweep>/.lock).\n"
     "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file.\n";
 
 static const char *HELP_PLOT =
@@ -526,6 +529,31 @@ static void self_path(const char *argv0, char *buf, size_t len)
     else snprintf(buf, len, "%s", argv0);
 }
 
+/* A task (task >= 0), a merge, or a local run and its merge, under the sweep's lock (a second
+ * sweep of the same file refuses). Returns the exit code. */
+static int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int merge_only,
+                         int force, int quiet)
+{
+    const int lock = sweep_lock(s, task < 0 && !merge_only);
+    if (lock < 0) return 1;
+    int rc;
+    if (task >= 0) {
+        rc = sweep_run_task(s, exe, (int)task, quiet);
+    } else if (merge_only) {
+        rc = sweep_merge(s, force, quiet);
+    } else {
+        const int failed = sweep_run_local(s, exe, jobs, quiet);
+        if (sweep_stop_signal()) {   // stopped: the runs have checkpointed; no merge now
+            rc = 128 + sweep_stop_signal();
+        } else {
+            const int mrc = sweep_merge(s, force, quiet);
+            rc = failed != 0 ? 1 : (mrc == 3 ? 1 : mrc);
+        }
+    }
+    close(lock);
+    return rc;
+}
+
 static int cmd_sweep(int argc, char **argv)
 {
     const char *file = NULL;
@@ -596,20 +624,12 @@ static int cmd_sweep(int argc, char **argv)
             for (int k = 0; k < sets.n; k++) printf(" %s", sets.ptr[k]);
             printf("\n");
         }
-    } else if (task >= 0) {
-        if (task >= s.nruns) {
-            fprintf(stderr, "stability: --task %ld: the sweep has %d runs (0..%d)\n", task, s.nruns,
-                    s.nruns - 1);
-            rc = 2;
-        } else {
-            rc = sweep_run_task(&s, exe, (int)task, quiet);
-        }
-    } else if (merge_only) {
-        rc = sweep_merge(&s, force, quiet);
+    } else if (task >= s.nruns) {
+        fprintf(stderr, "stability: --task %ld: the sweep has %d runs (0..%d)\n", task, s.nruns,
+                s.nruns - 1);
+        rc = 2;
     } else {
-        const int failed = sweep_run_local(&s, exe, jobs, quiet);
-        const int mrc = sweep_merge(&s, force, quiet);
-        rc = failed != 0 ? 1 : (mrc == 3 ? 1 : mrc);
+        rc = sweep_execute(&s, exe, task, jobs, merge_only, force, quiet);
     }
     sweep_free(&s);
     return rc;

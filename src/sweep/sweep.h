@@ -88,13 +88,27 @@ sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len);
 /* True when run i is complete (sweep_run_state; a result, never redone). */
 int sweep_run_complete(const sweep_t *s, int i);
 
+/* Lock results/<sweep>/.lock (made if needed) for as long as the returned fd is open: a local
+ * sweep exclusively, a Slurm task or a merge shared, so that two sweeps of one file never run
+ * at once (docs/design.md §3). Returns the fd, or −1 after printing why (another holds it). */
+int sweep_lock(const sweep_t *s, int exclusive);
+
 /* Run every incomplete run locally, jobs at a time, as child processes of exe (threads per
- * child = cores/jobs); one progress line unless quiet. Returns the number of failed runs
- * (each reported with the tail of its log), or −1 if a process could not be started. */
+ * child = cores/jobs); one progress line unless quiet. SIGINT, SIGTERM and SIGHUP are passed
+ * on to the runs as SIGTERM (a training run checkpoints), no run is started after them, and
+ * the function returns once the runs have ended; every run dies with the sweep (even by
+ * kill -9: PR_SET_PDEATHSIG). Logs are appended to. Returns the number of failed (and, after a
+ * stop, stopped or unstarted) runs, each failure reported with the tail of its log, or −1 if
+ * a process could not be started. */
 int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet);
 
-/* Run only run i in this process's place (exec of exe; used by Slurm array tasks).
- * Returns the exit code of the run. */
+/* The signal that stopped the last sweep_run_local or sweep_run_task, or 0. */
+int sweep_stop_signal(void);
+
+/* Run only run i as a child of this process (what a Slurm array task does): SIGUSR1 and SIGTERM
+ * are passed on as SIGUSR1 (the run checkpoints, the task requeues itself under Slurm), SIGINT
+ * and SIGHUP as SIGTERM (the run checkpoints; returns 128 + the signal). Returns the exit code
+ * of the run. */
 int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet);
 
 /* Merge every complete run into results/<sweep>.h5 (/runs/NAME/... and the /sweep table);

@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "sweep/sweep.h"
 #include "io/h5io.h"
@@ -15,12 +18,41 @@
 #include "util/proc.h"
 #include "util/progress.h"
 
-static volatile sig_atomic_t stop_requested = 0;
+/* The last stop signal (SIGINT, SIGTERM, SIGHUP; SIGUSR1 for a task) and how many came. */
+static volatile sig_atomic_t stop_signal = 0, stop_count = 0;
 
 static void on_stop_signal(int sig)
 {
-    (void)sig;
-    stop_requested = 1;
+    stop_signal = sig;
+    stop_count++;
+}
+
+/* Catch each of sigs[0..n) with on_stop_signal; the old actions into old. */
+static void stop_signals_install(const int *sigs, int n, struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    stop_signal = stop_count = 0;
+    for (int k = 0; k < n; k++) sigaction(sigs[k], &sa, &old[k]);
+}
+
+static void stop_signals_restore(const int *sigs, int n, const struct sigaction *old)
+{
+    for (int k = 0; k < n; k++) sigaction(sigs[k], &old[k], NULL);
+}
+
+int sweep_stop_signal(void)
+{
+    return stop_signal;
+}
+
+/* A short sleep between polls of the children (a signal is noticed within it). */
+static void nap(void)
+{
+    const struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
 }
 
 /* mkdir -p results/<sweep>. */
@@ -37,6 +69,29 @@ static int make_results_dir(const sweep_t *s)
             *p = '/';
         }
     }
+}
+
+int sweep_lock(const sweep_t *s, int exclusive)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/.lock", s->results_dir);
+    if (make_results_dir(s) != 0) {
+        fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
+        return -1;
+    }
+    const int fd = fsutil_open_regular(path, O_RDWR | O_CREAT, 0666);   // O_CLOEXEC: not the runs'
+    if (fd < 0) {
+        fprintf(stderr, "stability: %s: %s\n", path, errno == ELOOP || errno == EINVAL
+                ? "not a regular file" : strerror(errno));
+        return -1;
+    }
+    if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+        fprintf(stderr, "stability: %s: another `stability sweep %s` is running here (%s is "
+                "locked); wait for it, or stop it\n", s->results_dir, s->path, path);
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* Start run i as `exe --config BASE --set ... --out results/<sweep>/<run>.h5 --force --resume
@@ -65,10 +120,15 @@ static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads)
     argv[argc++] = "--quiet";
     argv[argc] = NULL;
     fflush(NULL);
-    const pid_t pid = fork();
+    const pid_t parent = getpid(), pid = fork();
     if (pid != 0) return pid;
-    // child: the log must be a regular file (or new), never a link, FIFO or device
-    const int fd = fsutil_open_regular(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    // child: a SIGTERM when the sweep dies (even by kill -9), so no run outlives it: a training
+    // run checkpoints, a probe ends (docs/design.md §3)
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);   // the sweep died before prctl
+    // the log: a regular file (or new), never a link, FIFO or device; appended to, so that a
+    // run started again (or a duplicate that fails at once) never erases what a run wrote
+    const int fd = fsutil_open_regular(log, O_WRONLY | O_CREAT | O_APPEND, 0666);
     if (fd < 0) {
         fprintf(stderr, "stability: %s: cannot write the log: %s\n", log,
                 errno == ELOOP || errno == EINVAL ? "not a regular file" : strerror(errno));
@@ -124,6 +184,68 @@ static int cores_available(void)
     return n > 0 ? (int)n : 1;
 }
 
+/* The runs a local sweep has going: slot k holds run slot_run[k] as process pids[k] (0: free). */
+typedef struct {
+    pid_t *pids;
+    int *slot_run;
+    int jobs, running, done, failed, stopped;
+} pool_t;
+
+/* A child that ended: counted as done, stopped (by the sweep's stop) or failed (reported). */
+static void pool_reap(const sweep_t *s, pool_t *p, pid_t pid, int status, const progress_t *bar)
+{
+    for (int k = 0; k < p->jobs; k++) {
+        if (p->pids[k] != pid) continue;
+        p->pids[k] = 0;
+        p->running--;
+        p->done++;
+        const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+        if (!sig && !code) return;
+        if (stop_signal && (sig == SIGTERM || sig == SIGINT || code == 130 || code == 143)) {
+            p->stopped++;   // our stop: a training run has checkpointed, a probe ended
+            return;
+        }
+        p->failed++;
+        if (bar->enabled) fputc('\n', stderr);
+        report_failure(s, p->slot_run[k], status);
+    }
+}
+
+/* Run todo[0..ntodo) p->jobs at a time until done or stopped; every stop signal is forwarded
+ * to the running children as SIGTERM (the first makes a training run checkpoint and end; a
+ * second kills). Returns the number not started, or −1 if a process could not be started. */
+static int pool_run(const sweep_t *s, const char *exe, pool_t *p, const int *todo, int ntodo,
+                    int threads, progress_t *bar)
+{
+    int next = 0, forwarded = 0, rc = 0;
+    char extra[64];
+    while ((next < ntodo && !stop_signal) || p->running > 0) {
+        while (p->running < p->jobs && next < ntodo && !stop_signal) {
+            int slot = 0;
+            while (p->pids[slot]) slot++;
+            const pid_t pid = spawn_run(s, exe, todo[next], threads);
+            if (pid < 0) { rc = -1; stop_signal = SIGTERM; break; }
+            p->pids[slot] = pid;
+            p->slot_run[slot] = todo[next++];
+            p->running++;
+        }
+        for (; forwarded < stop_count; forwarded++)
+            for (int k = 0; k < p->jobs; k++)
+                if (p->pids[k]) kill(p->pids[k], SIGTERM);
+        snprintf(extra, sizeof extra, "%d running, %d failed", p->running, p->failed);
+        progress_update(bar, p->done, ntodo, extra);
+        int status;
+        const pid_t pid = waitpid(-1, &status, WNOHANG);   // polled: no signal is missed
+        if (pid > 0) pool_reap(s, p, pid, status, bar);
+        else if (pid == 0) nap();
+        else if (errno != EINTR) break;
+    }
+    snprintf(extra, sizeof extra, "%d failed", p->failed);
+    progress_update(bar, p->done, ntodo, extra);
+    return rc < 0 ? rc : ntodo - next;
+}
+
 int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
 {
     if (make_results_dir(s) != 0) {
@@ -134,9 +256,9 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
     if (jobs <= 0) jobs = cores;
     const int threads = cores / jobs > 0 ? cores / jobs : 1;
     int *todo = malloc((size_t)s->nruns * sizeof(int));
-    pid_t *pids = calloc((size_t)jobs, sizeof(pid_t));
-    int *slot_run = calloc((size_t)jobs, sizeof(int));
-    if (!todo || !pids || !slot_run) { free(todo); free(pids); free(slot_run); return -1; }
+    pool_t p = {.pids = calloc((size_t)jobs, sizeof(pid_t)), .slot_run = calloc((size_t)jobs, sizeof(int)),
+                .jobs = jobs};
+    if (!todo || !p.pids || !p.slot_run) { free(todo); free(p.pids); free(p.slot_run); return -1; }
     int ntodo = 0, skipped = 0;
     for (int i = 0; i < s->nruns; i++) {
         char why[256];
@@ -148,57 +270,24 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
     if (!quiet)
         printf("sweep %s: %d runs, %d complete, %d to run, %d at a time x %d threads\n", s->name,
                s->nruns, skipped, ntodo, jobs, threads);
-    struct sigaction sa = {0}, old_int, old_term;
-    sa.sa_handler = on_stop_signal;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    static const int SIGS[3] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction old[3];
+    stop_signals_install(SIGS, 3, old);
     progress_t bar;
-    char label[160], extra[64];
+    char label[160];
     snprintf(label, sizeof label, "sweep %.100s", s->name);
     progress_start(&bar, label, quiet);
-    int next = 0, running = 0, done = 0, failed = 0, rc = 0;
-    while ((next < ntodo && !stop_requested) || running > 0) {
-        while (running < jobs && next < ntodo && !stop_requested) {
-            int slot = 0;
-            while (pids[slot]) slot++;
-            const pid_t pid = spawn_run(s, exe, todo[next], threads);
-            if (pid < 0) { rc = -1; stop_requested = 1; break; }
-            pids[slot] = pid;
-            slot_run[slot] = todo[next++];
-            running++;
-        }
-        snprintf(extra, sizeof extra, "%d running, %d failed", running, failed);
-        progress_update(&bar, done, ntodo, extra);
-        int status;
-        const pid_t pid = waitpid(-1, &status, 0);
-        if (pid < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        for (int k = 0; k < jobs; k++) {
-            if (pids[k] != pid) continue;
-            pids[k] = 0;
-            running--;
-            done++;
-            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                failed++;
-                if (bar.enabled) fputc('\n', stderr);
-                report_failure(s, slot_run[k], status);
-            }
-        }
-    }
-    snprintf(extra, sizeof extra, "%d failed", failed);
-    progress_update(&bar, done, ntodo, extra);
+    const int left = pool_run(s, exe, &p, todo, ntodo, threads, &bar);
     progress_end(&bar);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    if (stop_requested && next < ntodo)
-        fprintf(stderr, "sweep %s: stopped; %d runs not started (run the sweep again to resume)\n",
-                s->name, ntodo - next);
+    stop_signals_restore(SIGS, 3, old);
+    if (stop_signal)
+        fprintf(stderr, "sweep %s: stopped by %s: %d runs stopped (training runs checkpointed), %d "
+                "not started; run the sweep again to resume\n", s->name, strsignal(stop_signal),
+                p.stopped, left > 0 ? left : 0);
     free(todo);
-    free(pids);
-    free(slot_run);
-    return rc < 0 ? rc : failed + (stop_requested && next < ntodo ? ntodo - next : 0);
+    free(p.pids);
+    free(p.slot_run);
+    return left < 0 ? left : p.failed + (stop_signal ? p.stopped + left : 0);
 }
 
 /* The signal that ended a command, from its wait status: its own, or the one a shell in
@@ -224,21 +313,30 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
         return 0;
     }
     if (state == SWEEP_STALE) report_stale(s, i, why);
+    // Slurm's pre-emption signals (USR1, TERM) are forwarded as USR1: the run checkpoints and
+    // the task requeues itself; INT and HUP as TERM: it checkpoints, and the task ends
+    static const int SIGS[4] = {SIGUSR1, SIGTERM, SIGINT, SIGHUP};
+    struct sigaction old[4];
+    stop_signals_install(SIGS, 4, old);
     const pid_t pid = spawn_run(s, exe, i, cores_available());
-    if (pid < 0) return 1;
-    // forward Slurm's pre-emption signals to the run, which checkpoints and exits
-    struct sigaction sa = {0};
-    sa.sa_handler = on_stop_signal;
-    sigaction(SIGUSR1, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    int status;
+    if (pid < 0) {
+        stop_signals_restore(SIGS, 4, old);
+        return 1;
+    }
+    int status, forwarded = 0;
     for (;;) {
-        const pid_t w = waitpid(pid, &status, 0);
+        for (; forwarded < stop_count; forwarded++)
+            kill(pid, stop_signal == SIGUSR1 || stop_signal == SIGTERM ? SIGUSR1 : SIGTERM);
+        const pid_t w = waitpid(pid, &status, WNOHANG);   // polled: no signal is missed
         if (w == pid) break;
-        if (w < 0 && errno == EINTR && stop_requested) {
-            kill(pid, SIGUSR1);
-            stop_requested = 0;
-        }
+        if (w == 0) nap();
+        else if (errno != EINTR) { status = 1 << 8; break; }
+    }
+    stop_signals_restore(SIGS, 4, old);
+    if (stop_signal == SIGINT || stop_signal == SIGHUP) {
+        fprintf(stderr, "run %d (%s): stopped by %s; run the task again to resume\n", i,
+                s->runs[i].name, strsignal(stop_signal));
+        return 128 + stop_signal;
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         report_failure(s, i, status);
