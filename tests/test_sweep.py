@@ -11,9 +11,11 @@
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import h5py
 import numpy as np
@@ -193,6 +195,54 @@ def test_stale(tmp):
     os.remove("results/stale_sweep_test.h5")
 
 
+def children_of(pid):
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def threads_of(pid):
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return next(int(l.split()[1]) for l in fh if l.startswith("Threads:"))
+    except (OSError, StopIteration):
+        return -1
+
+
+def test_threads(tmp):
+    """sweep --jobs 2 with STABILITY_THREADS = SLURM_CPUS_PER_TASK = 8: each run gets 4 threads,
+    not 8 (issue 14, item 12). A run with n threads has n-1 OpenMP and n-1 OpenBLAS workers."""
+    f = os.path.join(tmp, "threads_sweep_test.ini")
+    write(f, "[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\ntrain.steps = 100000\n"
+             "model.d_model = 64\nmodel.d_ff = 128\n")
+    shutil.rmtree("results/threads_sweep_test", ignore_errors=True)
+    env = dict(os.environ, STABILITY_THREADS="8", SLURM_CPUS_PER_TASK="8", OMP_WAIT_POLICY="passive")
+    p = subprocess.Popen([STABILITY, "sweep", f, "--jobs", "2", "--quiet"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kids, counts = [], []
+    for _ in range(100):   # until both runs are into their training loop
+        time.sleep(0.1)
+        kids = children_of(p.pid)
+        counts = [threads_of(k) for k in kids]
+        if len(kids) == 2 and min(counts) > 2:
+            time.sleep(0.5)
+            counts = [threads_of(k) for k in kids]
+            break
+    p.terminate()
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:   # the previous binary waits for its runs
+        p.kill()
+        p.wait()
+    for k in kids:   # and leaves them running
+        try:
+            os.kill(k, signal.SIGKILL)
+        except OSError:
+            pass
+    check("sweep --jobs 2 of an 8-thread allocation: each run has 4 threads (threads per process "
+          f"{counts}, at most 2*4)", len(counts) == 2 and max(counts) <= 8, str(counts))
+    shutil.rmtree("results/threads_sweep_test", ignore_errors=True)
+
+
 def test_plots(tmp):
     # one depth scan, one width scan and a short training run: every figure type has data
     runs = []
@@ -237,6 +287,7 @@ def main():
         test_bad_sweeps(tmp)
         test_run_resume_merge(tmp)
         test_stale(tmp)
+        test_threads(tmp)
         test_plots(tmp)
     failed = results.count(False)
     print(f"sweep: {len(results) - failed} passed, {failed} failed")

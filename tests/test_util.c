@@ -12,6 +12,7 @@
 #include "tests.h"
 #include "util/fsutil.h"
 #include "util/lines.h"
+#include "util/threads.h"
 
 /* GSL reports a domain error as a return code, as in `stability` itself (main turns GSL's
  * aborting handler off; so must the runner, or this aborts the whole CK_FORK=no run). */
@@ -88,6 +89,26 @@ START_TEST(test_lines_reader)
 }
 END_TEST
 
+/* A sweep's share (STABILITY_SWEEP_THREADS) wins over STABILITY_THREADS and SLURM_CPUS_PER_TASK. */
+START_TEST(test_threads_sweep_share_wins)
+{
+    const char *names[3] = {"STABILITY_SWEEP_THREADS", "STABILITY_THREADS", "SLURM_CPUS_PER_TASK"};
+    char *saved[3];
+    for (int k = 0; k < 3; k++) saved[k] = getenv(names[k]) ? strdup(getenv(names[k])) : NULL;
+    setenv("STABILITY_THREADS", "16", 1);
+    setenv("SLURM_CPUS_PER_TASK", "16", 1);
+    setenv("STABILITY_SWEEP_THREADS", "4", 1);
+    ck_assert_int_eq(threads_from_env(), 4);
+    unsetenv("STABILITY_SWEEP_THREADS");
+    ck_assert_int_eq(threads_from_env(), 16);
+    for (int k = 0; k < 3; k++) {
+        if (saved[k]) setenv(names[k], saved[k], 1);
+        else unsetenv(names[k]);
+        free(saved[k]);
+    }
+}
+END_TEST
+
 Suite *util_suite(void)
 {
     Suite *s = suite_create("util");
@@ -95,6 +116,7 @@ Suite *util_suite(void)
     tcase_add_test(tc, test_gsl_errors_are_returned);
     tcase_add_test(tc, test_fsutil_replaceable);
     tcase_add_test(tc, test_lines_reader);
+    tcase_add_test(tc, test_threads_sweep_share_wins);
     suite_add_tcase(s, tc);
     return s;
 }

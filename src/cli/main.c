@@ -53,7 +53,9 @@ static const char *USAGE =
     "(Xiong et al., ICML 2020). A config name without '/' is looked up in configs/.\n"
     "Exit codes: 0 success, 1 runtime failure (I/O, HDF5), 2 bad usage or config.\n"
     "Threads: STABILITY_THREADS, else SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS /\n"
-    "OPENBLAS_NUM_THREADS (the smaller), else all CPUs (docs/performance.md).\n";
+    "OPENBLAS_NUM_THREADS (the smaller), else all CPUs (docs/performance.md). A local sweep\n"
+    "divides that count among its --jobs and gives each run its share in\n"
+    "STABILITY_SWEEP_THREADS, which wins over all of these.\n";
 
 static const char *HELP_RUN =
     "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
@@ -84,7 +86,9 @@ static const char *HELP_SWEEP =
     "\n"
     "Runs every point of a sweep file (experiments/*.ini: a base config, lists of values to\n"
     "cross or zip, a run-name pattern) as its own process, N at a time (default: one per\n"
-    "core, BLAS/OpenMP threads divided between them), skipping runs whose file is complete\n"
+    "core; the threads, STABILITY_THREADS else SLURM_CPUS_PER_TASK else the CPUs, divided\n"
+    "between them and set as STABILITY_SWEEP_THREADS, which wins in the runs), skipping runs\n"
+    "whose file is complete\n"
     "(status done or diverged, written with the configuration the sweep now asks for; a\n"
     "stale one is redone), so an interrupted sweep resumes. Runs write\n"
     "results/<sweep>/<run>.h5 and <run>.log; then all complete runs are merged into\n"

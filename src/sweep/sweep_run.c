@@ -95,8 +95,9 @@ int sweep_lock(const sweep_t *s, int exclusive)
 }
 
 /* Start run i as `exe --config BASE --set ... --out results/<sweep>/<run>.h5 --force --resume
- * --quiet`, with stdout and stderr in <run>.log and threads BLAS/OpenMP threads.
- * Returns the pid or −1. */
+ * --quiet`, with stdout and stderr in <run>.log and threads BLAS/OpenMP threads: a share of a
+ * local sweep (> 0: it wins over the environment), or −threads for a Slurm task (the run's own
+ * STABILITY_THREADS or SLURM_CPUS_PER_TASK win, as for any run). Returns the pid or −1. */
 static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads)
 {
     char out[1400], log[1400], nthreads[16];
@@ -137,9 +138,11 @@ static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads)
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);
     close(fd);
-    snprintf(nthreads, sizeof nthreads, "%d", threads);
+    snprintf(nthreads, sizeof nthreads, "%d", threads > 0 ? threads : -threads);
     setenv("OMP_NUM_THREADS", nthreads, 1);
     setenv("OPENBLAS_NUM_THREADS", nthreads, 1);
+    // a local sweep's split wins over STABILITY_THREADS and SLURM_CPUS_PER_TASK (util/threads.h)
+    if (threads > 0) setenv("STABILITY_SWEEP_THREADS", nthreads, 1);
     execv(exe, (char *const *)argv);
     fprintf(stderr, "stability: cannot run %s: %s\n", exe, strerror(errno));
     _exit(127);
@@ -176,10 +179,15 @@ static void report_stale(const sweep_t *s, int i, const char *why)
             "redoing it\n", i, s->runs[i].name, why);
 }
 
+/* The threads a sweep divides among its runs: STABILITY_THREADS, else SLURM_CPUS_PER_TASK,
+ * else the CPUs online. */
 static int cores_available(void)
 {
-    const char *slurm = getenv("SLURM_CPUS_PER_TASK");
-    if (slurm && atoi(slurm) > 0) return atoi(slurm);
+    static const char *const VARS[2] = {"STABILITY_THREADS", "SLURM_CPUS_PER_TASK"};
+    for (int k = 0; k < 2; k++) {
+        const char *v = getenv(VARS[k]);
+        if (v && atoi(v) > 0) return atoi(v);
+    }
     const long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
 }
@@ -318,7 +326,7 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
     static const int SIGS[4] = {SIGUSR1, SIGTERM, SIGINT, SIGHUP};
     struct sigaction old[4];
     stop_signals_install(SIGS, 4, old);
-    const pid_t pid = spawn_run(s, exe, i, cores_available());
+    const pid_t pid = spawn_run(s, exe, i, -cores_available());
     if (pid < 0) {
         stop_signals_restore(SIGS, 4, old);
         return 1;
