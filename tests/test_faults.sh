@@ -442,4 +442,41 @@ check "--resume + SIGHUP while rewriting: no .resume.PID left, the file still re
 run "$BIN" "${RS[@]}" --out "$T/r.h5" --resume
 check "... and --resume then finishes it" test "$rc" -eq 0
 
+# ================================================================== 13. install-deps.sh and apt's locks
+# Stand-ins on PATH: dpkg-query says every package is missing until "apt-get install" ran;
+# apt-get records its arguments and fails 'update' twice with apt's lock error, as while
+# unattended upgrades run.
+A="$tmp/apt"
+mkdir -p "$A/bin"
+cat > "$A/bin/dpkg-query" <<'EOF2'
+#!/bin/sh
+[ -e "$APT_STATE/installed" ] && printf 'install ok installed' || printf 'unknown ok not-installed'
+EOF2
+cat > "$A/bin/apt-get" <<'EOF2'
+#!/bin/sh
+echo "$*" >> "$APT_STATE/calls"
+case " $* " in
+*" update "*)
+    n=$(cat "$APT_STATE/locked" 2>/dev/null || echo 0)
+    if [ "$n" -lt 2 ]; then
+        echo $((n + 1)) > "$APT_STATE/locked"
+        echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)" >&2
+        exit 100
+    fi ;;
+*" install "*) touch "$APT_STATE/installed" ;;
+esac
+exit 0
+EOF2
+printf '#!/bin/sh\nexec "$@"\n' > "$A/bin/sudo"
+chmod +x "$A/bin/"*
+PATH="$A/bin:$PATH" APT_STATE="$A" STABILITY_APT_RETRY=0 timeout 60 "$ROOT/scripts/install-deps.sh" \
+    >"$tmp/out" 2>"$tmp/err" </dev/null
+rc=$?
+updates=$(grep -cw 'update' "$A/calls" 2>/dev/null)
+if [ "$rc" -eq 0 ] && [ "$updates" = 3 ] && grep -q -- '-o DPkg::Lock::Timeout=600 install -y' "$A/calls"; then
+    ok "install-deps.sh: 'apt-get update' waits out apt's lock (3 tries), install with DPkg::Lock::Timeout=600"
+else
+    notok "install-deps.sh under apt's lock: exit $rc, $updates updates, calls: $(tr '\n' '|' < "$A/calls" 2>/dev/null)"
+fi
+
 finish
