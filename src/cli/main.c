@@ -13,6 +13,7 @@
 #include "io/h5io.h"
 #include "model/model.h"
 #include "measure/probe.h"
+#include "util/args.h"
 #include "util/progress.h"
 #include "report/plot.h"
 #include "report/report.h"
@@ -88,9 +89,8 @@ static const char *HELP_SWEEP =
     "cross or zip, a run-name pattern) as its own process, N at a time (default: one per\n"
     "core; the threads, STABILITY_THREADS else SLURM_CPUS_PER_TASK else the CPUs, divided\n"
     "between them and set as STABILITY_SWEEP_THREADS, which wins in the runs), skipping runs\n"
-    "whose file is complete\n"
-    "(status done or diverged, written with the configuration the sweep now asks for; a\n"
-    "stale one is redone), so an interrupted sweep resumes. Runs write\n"
+    "whose file is complete (status done or diverged, written with the configuration the\n"
+    "sweep now asks for; a stale one is redone), so an interrupted sweep resumes. Runs write\n"
     "results/<sweep>/<run>.h5 and <run>.log; then all complete runs are merged into\n"
     "results/<sweep>.h5 (/runs/NAME/... and the /sweep table of swept values).\n"
     "  --jobs N     runs at a time\n"
@@ -156,42 +156,76 @@ static int usage_error(const char *msg, const char *arg)
     return 2;
 }
 
-/* Parse the options after the verb. Returns 0, 2 on a usage error, or -1 after --help. */
-static int parse_options(int argc, char **argv, int first, options_t *o, const char *help)
+/* Options a verb takes besides --config, --set, --out, --force, --quiet (parse_options). */
+enum { OPT_RESUME = 1, OPT_ENTRIES = 2, OPT_TOL = 4, OPT_PERTURB = 8 };
+
+/* 0 when path can be an output file name (not empty, shorter than 1024: nothing truncated
+ * it, docs/design.md §3); else a usage error (2). */
+static int check_out(const char *opt, const char *path)
 {
+    if (!path[0]) return usage_error(opt, "empty file name");
+    if (strlen(path) >= 1024) return usage_error(opt, "path longer than 1023 characters");
+    return 0;
+}
+
+/* The value of a numeric option: 0, or a usage error (2) naming it. */
+static int option_value(const char *opt, const char *text, long *l, double *d)
+{
+    int bad;
+    const char *want;
+    if (!strcmp(opt, "--entries")) {
+        bad = args_parse_long(text, 1, 1L << 40, l);
+        want = "not a positive integer";
+    } else if (!strcmp(opt, "--tol")) {
+        bad = args_parse_double(text, 0, 1, HUGE_VAL, d);
+        want = "not a finite number > 0";
+    } else {
+        bad = args_parse_double(text, 0, 0, HUGE_VAL, d);
+        want = "not a finite number >= 0";
+    }
+    if (!bad) return 0;
+    fprintf(stderr, "stability: %s: %s: '%s'\nTry 'stability --help'.\n", opt, want, text);
+    return 2;
+}
+
+/* Parse the options after the verb; allow: the OPT_ flags the verb takes (the others are
+ * refused, not ignored). Returns 0, 2 on a usage error, or -1 after --help. */
+static int parse_options(int argc, char **argv, int first, options_t *o, const char *help,
+                         unsigned allow)
+{
+    static const char *const FLAG_OPT[4] = {"--resume", "--entries", "--tol", "--perturb"};
     memset(o, 0, sizeof *o);
     o->entries = 64;
     o->tol = 1e-6;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const int has_value = i + 1 < argc;
+        for (int k = 0; k < 4; k++)
+            if (!strcmp(a, FLAG_OPT[k]) && !(allow & (1u << k)))
+                return usage_error("not an option of this verb (see its --help)", a);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(help, stdout);
             return -1;
         } else if (!strcmp(a, "--config") && has_value) {
             o->config = argv[++i];
+            if (!o->config[0]) return usage_error("--config", "empty file name");
         } else if (!strcmp(a, "--set") && has_value) {
             if (o->nsets == MAX_SETS) return usage_error("too many --set options", NULL);
             o->sets[o->nsets++] = argv[++i];
         } else if (!strcmp(a, "--out") && has_value) {
             o->out = argv[++i];
+            if (check_out("--out", o->out)) return 2;
         } else if (!strcmp(a, "--entries") && has_value) {
-            char *end;
-            o->entries = strtol(argv[++i], &end, 10);
-            if (*end || o->entries < 1) return usage_error("--entries: not a positive integer", argv[i]);
+            if (option_value(a, argv[++i], &o->entries, NULL)) return 2;
         } else if (!strcmp(a, "--tol") && has_value) {
-            char *end;
-            o->tol = strtod(argv[++i], &end);
-            if (*end || !(o->tol > 0)) return usage_error("--tol: not a positive number", argv[i]);
+            if (option_value(a, argv[++i], NULL, &o->tol)) return 2;
         } else if (!strcmp(a, "--perturb") && has_value) {
-            char *end;
-            o->perturb = strtod(argv[++i], &end);
-            if (*end || !(o->perturb >= 0)) return usage_error("--perturb: not a number >= 0", argv[i]);
+            if (option_value(a, argv[++i], NULL, &o->perturb)) return 2;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             o->quiet = 1;
         } else if (!strcmp(a, "--force")) {
             o->force = 1;
-        } else if (!strcmp(a, "--resume") && help == HELP_RUN) {
+        } else if (!strcmp(a, "--resume")) {
             o->resume = 1;
         } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
                    !strcmp(a, "--entries") || !strcmp(a, "--tol") || !strcmp(a, "--perturb")) {
@@ -310,6 +344,15 @@ static int plot_file(const char *path, int quiet)
     return rc ? 1 : 0;
 }
 
+/* [output] plots = true for a training run: its figures, once its file holds a finished run. */
+static int plot_training(const char *path, int quiet)
+{
+    char *status = h5io_file_status(path);
+    const int finished = status && (!strcmp(status, "done") || !strcmp(status, "diverged"));
+    free(status);
+    return finished ? plot_file(path, quiet) : 0;
+}
+
 /* train.steps = 0: the probe at initialisation (issue 3), written to one HDF5 file. */
 static int cmd_probe(const options_t *o, const config_t *cfg)
 {
@@ -335,8 +378,14 @@ static int cmd_probe(const options_t *o, const config_t *cfg)
         fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
         h5io_abort(f);
     } else {
+        char why[200];   // an overflow is a result, recorded and said (as a diverged training run)
+        const int overflow = run_probe_overflow(p, why, sizeof why);
+        if (overflow)
+            fprintf(stderr, "stability: warning: %s: the probe overflowed (%s); recorded with status "
+                    "diverged\n", path, why);
         if (h5io_write_probe(f, p, cfg->model.placement) ||
-            h5io_write_root_attrs(f, ini, cfg->init.seed, "done")) {
+            h5io_write_root_attrs(f, ini, cfg->init.seed, overflow ? "diverged" : "done") ||
+            (overflow && h5io_write_attr_string(f, "/", "diverged_reason", why))) {
             fprintf(stderr, "stability: %s: cannot write the probe\n", path);
             h5io_abort(f);
             rc = 1;
@@ -367,7 +416,8 @@ static int cmd_run(const options_t *o)
     output_path(o, &cfg, path, sizeof path);
     const run_options_t ro = {o->force, o->resume, o->quiet};
     if (!o->quiet) print_summary(&cfg);
-    return run_train(&cfg, path, &ro);
+    rc = run_train(&cfg, path, &ro);
+    return rc == 0 && cfg.output.plots ? plot_training(path, o->quiet) : rc;
 }
 
 /* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). */
@@ -494,14 +544,13 @@ static int cmd_plot(int argc, char **argv)
         else if (!strcmp(a, "--format") && i + 1 < argc) formats = argv[++i];
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
         else if (a[0] == '-') return usage_error("unknown option", a);
-        else if (nfiles < 256) files[nfiles++] = a;
+        else if (nfiles == 256) return usage_error("plot: more than 256 files", a);
+        else files[nfiles++] = a;
     }
     if (!nfiles) return usage_error("plot: missing FILE.h5", NULL);
-    for (char list[64], *save = NULL, *f = (snprintf(list, sizeof list, "%s", formats),
-                                            strtok_r(list, ",", &save));
-         f; f = strtok_r(NULL, ",", &save))
-        if (strcmp(f, "png") && strcmp(f, "pdf") && strcmp(f, "svg"))
-            return usage_error("--format: not png, pdf or svg", f);
+    char ferr[160];
+    if (check_out("--out", dir)) return 2;
+    if (plot_check_formats(formats, ferr, sizeof ferr)) return usage_error(ferr, NULL);
     plot_set_t set;
     char err[1024], prefix[256];
     if (plot_load(&set, files, nfiles, err, sizeof err)) {
@@ -533,31 +582,6 @@ static void self_path(const char *argv0, char *buf, size_t len)
     else snprintf(buf, len, "%s", argv0);
 }
 
-/* A task (task >= 0), a merge, or a local run and its merge, under the sweep's lock (a second
- * sweep of the same file refuses). Returns the exit code. */
-static int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int merge_only,
-                         int force, int quiet)
-{
-    const int lock = sweep_lock(s, task < 0 && !merge_only);
-    if (lock < 0) return 1;
-    int rc;
-    if (task >= 0) {
-        rc = sweep_run_task(s, exe, (int)task, quiet);
-    } else if (merge_only) {
-        rc = sweep_merge(s, force, quiet);
-    } else {
-        const int failed = sweep_run_local(s, exe, jobs, quiet);
-        if (sweep_stop_signal()) {   // stopped: the runs have checkpointed; no merge now
-            rc = 128 + sweep_stop_signal();
-        } else {
-            const int mrc = sweep_merge(s, force, quiet);
-            rc = failed != 0 ? 1 : (mrc == 3 ? 1 : mrc);
-        }
-    }
-    close(lock);
-    return rc;
-}
-
 static int cmd_sweep(int argc, char **argv)
 {
     const char *file = NULL;
@@ -568,14 +592,15 @@ static int cmd_sweep(int argc, char **argv)
     int nsets = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
-        char *end;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_SWEEP, stdout); return 0; }
         else if (!strcmp(a, "--jobs") && i + 1 < argc) {
-            jobs = (int)strtol(argv[++i], &end, 10);
-            if (*end || jobs < 1) return usage_error("--jobs: not a positive integer", argv[i]);
+            long v;
+            if (args_parse_long(argv[++i], 1, SWEEP_MAX_RUNS, &v))
+                return usage_error("--jobs: not an integer in 1..4096", argv[i]);
+            jobs = (int)v;
         } else if (!strcmp(a, "--task") && i + 1 < argc) {
-            task = strtol(argv[++i], &end, 10);
-            if (*end || task < 0) return usage_error("--task: not a run index", argv[i]);
+            if (args_parse_long(argv[++i], 0, SWEEP_MAX_RUNS - 1, &task))
+                return usage_error("--task: not a run index (0, 1, ...)", argv[i]);
         } else if (!strcmp(a, "--set") && i + 1 < argc) {
             if (nsets == 64) return usage_error("too many --set options", NULL);
             sets[nsets++] = argv[++i];
@@ -660,18 +685,19 @@ int main(int argc, char **argv)
     int rc;
     const char *verb = argv[1];
     if (verb[0] == '-') {
-        if ((rc = parse_options(argc, argv, 1, &o, HELP_RUN))) return rc < 0 ? 0 : rc;
+        if ((rc = parse_options(argc, argv, 1, &o, HELP_RUN, OPT_RESUME))) return rc < 0 ? 0 : rc;
         return cmd_run(&o);
     }
     if (!strcmp(verb, "dump")) {
-        if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP))) return rc < 0 ? 0 : rc;
+        if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP, OPT_PERTURB))) return rc < 0 ? 0 : rc;
         return cmd_dump(&o);
     }
     if (!strcmp(verb, "info")) return cmd_info(argc, argv);
     if (!strcmp(verb, "sweep")) return cmd_sweep(argc, argv);
     if (!strcmp(verb, "plot")) return cmd_plot(argc, argv);
     if (!strcmp(verb, "gradcheck")) {
-        if ((rc = parse_options(argc, argv, 2, &o, HELP_GRADCHECK))) return rc < 0 ? 0 : rc;
+        if ((rc = parse_options(argc, argv, 2, &o, HELP_GRADCHECK, OPT_ENTRIES | OPT_TOL | OPT_PERTURB)))
+            return rc < 0 ? 0 : rc;
         return cmd_gradcheck(&o);
     }
     return usage_error("unknown verb", verb);

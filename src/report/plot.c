@@ -215,6 +215,24 @@ int plot_render(const char *script, const char *dir, const char *name, const cha
     return 0;
 }
 
+int plot_check_formats(const char *formats, char *err, size_t errlen)
+{
+    char list[64];
+    if (strlen(formats) >= sizeof list) {
+        snprintf(err, errlen, "--format: list too long");
+        return 2;
+    }
+    snprintf(list, sizeof list, "%s", formats);
+    for (char *f = list, *comma; f; f = comma ? comma + 1 : NULL) {
+        if ((comma = strchr(f, ','))) *comma = '\0';
+        if (!terminal_for(f)) {
+            snprintf(err, errlen, "--format: not png, pdf or svg: %s", f[0] ? f : "(empty)");
+            return 2;
+        }
+    }
+    return 0;
+}
+
 int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
                   const char *formats, int quiet, char *err, size_t errlen)
 {

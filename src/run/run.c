@@ -185,3 +185,25 @@ int run_train(const config_t *cfg, const char *path, const run_options_t *o)
     train_free(t);
     return rc;
 }
+
+int run_probe_overflow(const probe_t *p, char *what, size_t len)
+{
+    const size_t S = (size_t)p->S, SL = S * (size_t)p->L, P = P_NUM_LAYER_PARAMS;
+    const struct { const char *name; const double *x; size_t n; int nan; } A[] = {
+        {"loss", p->loss, S, 1}, {"final_sqnorm", p->final_sqnorm, S, 1},
+        {"hidden_sqnorm", p->hidden_sqnorm, SL * SITE_COUNT, 1},
+        {"grad_fro", p->grad_fro, SL * P, 0}, {"grad_fro_batchmean", p->grad_fro_batchmean, SL * P, 0},
+        {"extra_grad_fro", p->extra_grad_fro, S * EXTRA_COUNT, 0},
+        {"jacobian_spec", p->jacobian_spec, SL * PROBE_NORMS, 0},
+        {"final_jacobian", p->final_jacobian, S * 5, 0},
+    };
+    for (size_t a = 0; a < sizeof A / sizeof A[0]; a++)
+        for (size_t i = 0; i < A[a].n; i++) {
+            const int w12 = A[a].n == SL * P && (i % P == P_W1 || i % P == P_W2);
+            if (isinf(A[a].x[i]) || (isnan(A[a].x[i]) && (A[a].nan || w12))) {
+                snprintf(what, len, "probe/%s[seed %zu] = %g", A[a].name, i / (A[a].n / S), A[a].x[i]);
+                return 1;
+            }
+        }
+    return 0;
+}

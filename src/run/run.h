@@ -10,7 +10,9 @@
 #ifndef STABILITY_RUN_H
 #define STABILITY_RUN_H
 
+#include <stddef.h>
 #include "config/config.h"
+#include "measure/probe.h"
 
 typedef struct {
     int force;     /* replace an existing file (--force or [output] overwrite = true) */
@@ -24,5 +26,11 @@ typedef struct {
  * configuration or an unreadable one is replaced (what a sweep runner wants for pre-empted
  * runs). Returns the exit code (0, 1, 2 or 130). */
 int run_train(const config_t *cfg, const char *path, const run_options_t *o);
+
+/* The first value of a probe that overflowed (docs/design.md §6): ±inf anywhere, or NaN where
+ * the model has a value (the loss, hidden-state norms, the W¹ and W² gradients; absent tensors
+ * are NaN by design). 1 with what ("probe/loss[seed 0] = nan"), else 0. Such a probe is a
+ * result: recorded with status diverged and its reason, and said. */
+int run_probe_overflow(const probe_t *p, char *what, size_t len);
 
 #endif

@@ -111,6 +111,13 @@ int sweep_stop_signal(void);
  * of the run. */
 int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet);
 
+/* What `stability sweep FILE` does without --slurm or --dry-run, under sweep_lock (a second
+ * sweep of the same file refuses): run task (>= 0) only, or merge only, or run every
+ * incomplete run locally (jobs at a time) and merge them (force: replace a merged file that
+ * holds more complete runs). Returns the exit code (128 + the signal when one stopped it). */
+int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int merge_only, int force,
+                  int quiet);
+
 /* Merge every complete run into results/<sweep>.h5 (/runs/NAME/... and the /sweep table);
  * lists missing, stale and failed runs on stderr with their indices. An existing merged file
  * that holds more complete runs than the run files now give is kept unless force (run files

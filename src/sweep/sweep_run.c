@@ -298,6 +298,29 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
     return left < 0 ? left : p.failed + (stop_signal ? p.stopped + left : 0);
 }
 
+int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int merge_only, int force,
+                  int quiet)
+{
+    const int lock = sweep_lock(s, task < 0 && !merge_only);
+    if (lock < 0) return 1;
+    int rc;
+    if (task >= 0) {
+        rc = sweep_run_task(s, exe, (int)task, quiet);
+    } else if (merge_only) {
+        rc = sweep_merge(s, force, quiet);
+    } else {
+        const int failed = sweep_run_local(s, exe, jobs, quiet);
+        if (sweep_stop_signal()) {   // stopped: the runs have checkpointed; no merge now
+            rc = 128 + sweep_stop_signal();
+        } else {
+            const int mrc = sweep_merge(s, force, quiet);
+            rc = failed != 0 ? 1 : (mrc == 3 ? 1 : mrc);
+        }
+    }
+    close(lock);
+    return rc;
+}
+
 /* The signal that ended a command, from its wait status: its own, or the one a shell in
  * between would report as exit status 128 + signal; 0 when none did. */
 static int killing_signal(int status)
