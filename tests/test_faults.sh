@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # test_faults.sh — what the program promises under faults (README, "What the program promises
-# under faults"; issue 14), run from the repo root as tests/test_faults.sh against ./stability
-# (or $STABILITY). Each section names the issue item it covers:
-#   1  only regular files are ever replaced: a FIFO, a character device, a symbolic link and a
-#      directory at an output path are refused with exit 2 and left as they were;
-#   2  a full disk (a small tmpfs): training ends with exit 1 and a message, the file reads up to
-#      its last flush, --resume finishes it bit-identically once there is space; a probe leaves
-#      nothing behind;
-#   5  hostile names reach neither gnuplot nor a shell (file names, --out, run names, the Slurm
-#      script and sbatch): no command runs;
-#   9  signals to a local sweep reach its runs, which checkpoint; kill -9 of a sweep or SIGINT of
-#      --task leaves no process behind; a second sweep on the same file refuses;
-#  11  temporary files are removed on SIGINT, SIGTERM, SIGHUP and SIGUSR1;
-#  13  scripts/install-deps.sh waits for apt's locks.
+# under faults"), run from the repo root as tests/test_faults.sh against ./stability (or
+# $STABILITY). Its sections:
+#   devices    only regular files are ever replaced: a FIFO, a character device, a symbolic
+#              link and a directory at an output path are refused with exit 2, left as they were;
+#   disk       a full disk (a small tmpfs): training ends with exit 1 and a message, the file
+#              reads up to its last flush, --resume finishes it bit-identically once there is
+#              space; a probe, a dump leave nothing behind;
+#   names      hostile names reach neither gnuplot nor a shell (file names, --out, run names,
+#              the Slurm script and sbatch): no command runs;
+#   sweeps     signals to a local sweep reach its runs, which checkpoint; kill -9 of a sweep or
+#              SIGINT of --task leaves no process behind; a second sweep of a file refuses;
+#   temporaries  removed on SIGINT, SIGTERM, SIGHUP and SIGUSR1;
+#   apt        scripts/install-deps.sh waits for apt's locks.
 # Needs root for mknod and mount (CI is root); those checks are skipped otherwise.
 # Prints "ok - ..." / "not ok - ..." per check, then "faults: N passed, M failed"; exit 1 if M > 0.
 set -u
@@ -61,7 +61,7 @@ run() {
 }
 first_err() { head -n 1 "$tmp/err"; }
 
-# ================================================================== 1. only regular files
+# ================================================================== devices: only regular files
 # victims DIR: a FIFO, a character device like /dev/null, a symbolic link to a file outside and
 # a directory with a file in it; intact DIR NAME: still the same kind, same device, same content.
 victims() {
@@ -138,7 +138,7 @@ rc=$?
 check "sweep --slurm: a symlinked job.sbatch is refused (exit 2), the target intact" \
     test "$rc" -eq 2 -a -L "$SW/results/vic/job.sbatch" -a "$(cat "$tmp/outside/precious.txt")" = precious
 
-# ================================================================== 2. a full disk
+# ================================================================== disk: a full disk
 # tmpfs DIR SIZE: a small file system of its own (root only).
 tmpfs() {
     mkdir -p "$1" && mount -t tmpfs -o "size=$2" tmpfs "$1" && MOUNTS+=("$1")
@@ -215,7 +215,7 @@ else
         test "$rc" -eq 1 -a ! -e "$D2/train.h5" -a -z "$(leftovers "$D2")"
 fi
 
-# ================================================================== 5. hostile names
+# ================================================================== names: hostile names
 # in_dir DIR CMD...: run CMD in DIR (at most 60 s); sets rc, stdout/stderr in $tmp/out, $tmp/err
 in_dir() {
     local d=$1
@@ -288,7 +288,7 @@ rc=$?
 check "--submit of a sweep named \"$sweep8\": sbatch gets the script as one argument, no command" \
     test "$rc" -eq 0 -a -z "$(pwned 8)" -a "$(tail -1 "$H/sbatch.args" 2>/dev/null)" = "results/$sweep8/job.sbatch"
 
-# ================================================================== 9. signals to sweeps, locks
+# ================================================================== sweeps: signals, orphans, locks
 # children PID: kids = the processes whose parent is PID (remembered for the clean-up)
 children() {
     kids=$(ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' | tr '\n' ' ')
@@ -397,7 +397,7 @@ else
     notok "SIGINT to --task: exit $rc, run $(states "$R1"), left: $kids"
 fi
 
-# ================================================================== 11. temporaries on signals
+# ================================================================== temporaries on signals
 # wait_for_glob PATTERN SECONDS: until a file matches
 wait_for_glob() {
     local i
@@ -442,7 +442,7 @@ check "--resume + SIGHUP while rewriting: no .resume.PID left, the file still re
 run "$BIN" "${RS[@]}" --out "$T/r.h5" --resume
 check "... and --resume then finishes it" test "$rc" -eq 0
 
-# ================================================================== 13. install-deps.sh and apt's locks
+# ================================================================== apt: install-deps.sh and apt's locks
 # Stand-ins on PATH: dpkg-query says every package is missing until "apt-get install" ran;
 # apt-get records its arguments and fails 'update' twice with apt's lock error, as while
 # unattended upgrades run.

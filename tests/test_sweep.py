@@ -6,7 +6,10 @@
 3. Merge: every dataset and attribute of /runs/NAME equals its source file's.
 4. Plot: every figure type (grad_vs_layer, grad_vs_depth, grad_vs_width, jacobian,
    hidden_norms, loss) comes out as a non-empty PNG and PDF; gnuplot missing is a clear error.
-5. Bad sweep files: FILE:LINE: key: message, exit 2, nothing run.
+5. Bad sweep files: FILE:LINE: key: message, exit 2, nothing run (long lines, duplicates and
+   empty list items as in configs; run names that are not file names).
+6. Stale runs (a file of another configuration) are redone and said so; a merge never
+   replaces a merged file with a poorer one without --force; --jobs N divides the threads.
 """
 import glob
 import os
@@ -65,7 +68,7 @@ def test_bad_sweeps(tmp):
         ("[sweep]\nmodel.layers = 1, 2\n", "sweep.base: missing"),
         ("[sweep]\nbase = configs/tiny.ini\nname = {placement}\nmodel.layers = 1, 2\n", "sweep.name:"),
         ("[oops]\nbase = x\n", ":2: oops: unknown section"),   # the line of its first key
-        # the same line reader and duplicate rules as configs (issue 14, item 7)
+        # the same line reader and duplicate rules as configs (src/util/lines.h)
         ("[sweep]\nbase = configs/tiny.ini\n; " + "x" * 196 + "probe.seeds = 7\nmodel.layers = 1, 2\n",
          ":3: syntax: line longer than 198 characters"),
         ("[sweep]\nbase = configs/tiny.ini\nprobe.seeds = 2\nmodel.layers = 1, 2\nprobe.seeds = 3\n",
@@ -154,7 +157,7 @@ def seeds_of(path, group="probe/grad_fro"):
 
 
 def test_stale(tmp):
-    """A run file of another configuration is stale: redone, and said so (issue 14, item 3)."""
+    """A run file of another configuration is stale: redone, and said so."""
     f = os.path.join(tmp, "stale_sweep_test.ini")
     body = "[sweep]\nbase = configs/tiny.ini\nname = L{layers}\nmodel.layers = 1, 2\nprobe.batches = 1\n"
     write(f, body + "probe.seeds = 2\n")
@@ -175,7 +178,7 @@ def test_stale(tmp):
     r = run("sweep", f, "--quiet")
     check("stale: then nothing is stale any more", r.returncode == 0 and "stale" not in r.stderr,
           r.stderr.strip())
-    # issue 14, item 8: a merge never replaces a merged file with a poorer one unless forced
+    # a merge never replaces a merged file with a poorer one unless forced
     write(f, body + "probe.seeds = 3\nmodel.norm = rmsnorm\n")   # both runs stale again
     r = run("sweep", f, "--merge")
     with h5py.File("results/stale_sweep_test.h5", "r") as m:
@@ -210,7 +213,7 @@ def threads_of(pid):
 
 def test_threads(tmp):
     """sweep --jobs 2 with STABILITY_THREADS = SLURM_CPUS_PER_TASK = 8: each run gets 4 threads,
-    not 8 (issue 14, item 12). A run with n threads has n-1 OpenMP and n-1 OpenBLAS workers."""
+    not 8. A run with n threads has n-1 OpenMP and n-1 OpenBLAS workers."""
     f = os.path.join(tmp, "threads_sweep_test.ini")
     write(f, "[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\ntrain.steps = 100000\n"
              "model.d_model = 64\nmodel.d_ff = 128\n")

@@ -8,7 +8,8 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_train
 3. Resume: N updates straight vs N/2 + SIGTERM + --resume give byte-identical /train datasets
    (all but the wall-clock `time`); the same after SIGUSR1 at an arbitrary moment, and after a
    kill -9 with periodic checkpoints. A live run's file is not resumed or replaced by a second
-   process, and a reader holding it open does not stop the run from finishing.
+   process (nor by a probe or dump), and a reader holding it open does not stop the run from
+   finishing.
 4. lr = 1e3: status = diverged, diverged_at, exit 0, a valid file. kill -9 mid-run: the file
    opens (SWMR read), status = running, consecutive steps, finite losses.
 5. Usage errors: missing/empty text file, existing output, --resume with another config.
@@ -270,7 +271,7 @@ def test_resume(tmp):
     r1 = run(*RESUME, "--out", live, "--resume")
     r2 = run(*RESUME, "--out", live, "--force")
     # every writer respects the live run's lock: a probe or dump with --force neither
-    # replaces the file nor has its own file receive the run's final status (issue 14, item 4)
+    # replaces the file nor has its own file receive the run's final status
     probe = ["--config", "configs/tiny.ini", *sets(probe__seeds=1, probe__batches=1)]
     r3 = run(*probe, "--out", live, "--force", "--quiet")
     r4 = run("dump", *probe, "--out", live, "--force")

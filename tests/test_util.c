@@ -1,5 +1,5 @@
 /* test_util.c — src/util (file-system guards, thread counts, the line reader) and the test
- * runner's own set-up (issue 14). */
+ * runner's own set-up. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
