@@ -113,6 +113,12 @@ for n in $KINDS; do
     refused "training --out $n --resume --force: exit 2, untouched" "$n" \
         "$BIN" --config "$TINY" "${TRAIN_SETS[@]}" --out "$V/$n" --resume --force --quiet
 done
+# a figure's file: gnuplot's output is opened by us, never followed or replaced
+"$BIN" --config "$TINY" "${PROBE_SETS[@]}" --out "$V/p.h5" --quiet
+mkdir -p "$V/plots"
+mkfifo "$V/plots/p-grad_vs_layer.png"
+run "$BIN" plot "$V/p.h5" --out "$V/plots" --format png --quiet
+check "plot onto a FIFO: exit 2, the FIFO left as it was" test "$rc" -eq 2 -a -p "$V/plots/p-grad_vs_layer.png"
 # readers refuse what is not a regular file instead of blocking on a FIFO
 run "$BIN" info "$V/fifo"
 check "info on a FIFO: exit 1 at once, 'not a regular file'" \
