@@ -94,8 +94,9 @@ static int split_list(const char *text, char out[][128], int max, char *why, siz
         const char *v = trim(tok);
         if (!*v) { snprintf(why, len, "empty item in the list '%.100s'", text); return -1; }
         if (n == max) { snprintf(why, len, "more than %d items", max); return -1; }
-        if (strlen(v) >= 128) { snprintf(why, len, "an item of 128 characters or more"); return -1; }
-        snprintf(out[n++], 128, "%s", v);
+        const size_t vlen = strlen(v);
+        if (vlen >= 128) { snprintf(why, len, "an item of 128 characters or more"); return -1; }
+        memcpy(out[n++], v, vlen + 1);
     }
     return n;
 }
