@@ -122,11 +122,14 @@ static int script_safe(const char *what, const char *text, int pattern, char *er
     return 0;
 }
 
-static void absolute(const char *path, char *out, size_t len)
+/* path made absolute into out; −1 when it does not fit (never a truncated path in a script). */
+static int absolute(const char *path, char *out, size_t len)
 {
     char cwd[1024];
-    if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) snprintf(out, len, "%s", path);
-    else snprintf(out, len, "%s/%s", cwd, path);
+    int n;
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) n = snprintf(out, len, "%s", path);
+    else n = snprintf(out, len, "%s/%s", cwd, path);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
 int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t len, char *err,
@@ -151,8 +154,11 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
     // every string the script carries: checked, then quoted for sh or for sbatch
     char cwd[1024], sweep_file[1100], results[1100];
     if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
-    absolute(s->path, sweep_file, sizeof sweep_file);
-    absolute(s->results_dir, results, sizeof results);
+    if (absolute(s->path, sweep_file, sizeof sweep_file) ||
+        absolute(s->results_dir, results, sizeof results)) {
+        snprintf(err, errlen, "stability: %.100s...: path too long for the Slurm script", s->path);
+        return 2;
+    }
     if (script_safe("the directory", cwd, 0, err, errlen) ||
         script_safe("the program", exe, 0, err, errlen) ||
         script_safe("the sweep file", sweep_file, 0, err, errlen) ||
