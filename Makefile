@@ -46,6 +46,7 @@ $(BUILD)/%.o: src/%.c $(HEADERS)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c -o $@ $<
 
 $(BUILD)/tests/%.o: tests/%.c $(HEADERS) tests/tests.h | $(BUILD)
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(CHECK_CFLAGS) -Isrc -c -o $@ $<
 
 $(BUILD)/test_runner: $(OBJ) $(TEST_OBJ)
@@ -102,8 +103,8 @@ atlas: deps
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
-# training runs (resume, signals, kill -9, divergence), a real local Slurm cluster (root only;
-# skipped otherwise),
+# training runs (resume, signals, kill -9, divergence), faults (devices, full disk, hostile names,
+# signals, locks; tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise),
 # then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps
 	$(MAKE) stability $(BUILD)/test_runner
@@ -116,6 +117,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_train.py
 	tests/test_corpus.sh
+	tests/test_faults.sh
 	tests/test_slurm.sh
 	$(MAKE) asan-unit
 

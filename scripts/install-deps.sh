@@ -63,13 +63,30 @@ else
     exit 1
 fi
 
+# Another apt may hold its locks (a fresh machine runs unattended upgrades at boot): wait for
+# it, up to STABILITY_APT_LOCK_WAIT seconds (600), instead of failing at once. apt-get waits
+# for the dpkg locks itself with DPkg::Lock::Timeout; 'apt-get update' takes the lists lock,
+# which it does not wait for, so it is tried again every STABILITY_APT_RETRY seconds (5) while
+# its error is a lock.
+LOCK_WAIT=${STABILITY_APT_LOCK_WAIT:-600}
+RETRY=${STABILITY_APT_RETRY:-5}
+APT=("${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o "DPkg::Lock::Timeout=$LOCK_WAIT")
 export DEBIAN_FRONTEND=noninteractive
-if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update; then
-    echo "install-deps.sh: 'apt-get update' failed (network or apt sources?)" >&2
-    exit 1
-fi
-if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y --no-install-recommends "${missing[@]}"; then
+apt_log=$(mktemp)
+trap 'rm -f "$apt_log"' EXIT
+waited=0
+until "${APT[@]}" update 2>&1 | tee "$apt_log"; [ "${PIPESTATUS[0]}" -eq 0 ]; do
+    if ! grep -qE 'Could not get lock|Unable to lock' "$apt_log" || [ "$waited" -ge "$LOCK_WAIT" ]; then
+        echo "install-deps.sh: 'apt-get update' failed (network, apt sources, or apt's lock held" \
+             "for more than $LOCK_WAIT s?)" >&2
+        exit 1
+    fi
+    echo "install-deps.sh: another apt holds its lock; trying again in $RETRY s" \
+         "($waited of $LOCK_WAIT s waited)" >&2
+    sleep "$RETRY"
+    waited=$((waited + RETRY))
+done
+if ! "${APT[@]}" install -y --no-install-recommends "${missing[@]}"; then
     echo "install-deps.sh: 'apt-get install' failed for: ${missing[*]}" >&2
     exit 1
 fi

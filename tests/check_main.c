@@ -1,9 +1,13 @@
 /* check_main.c — runs every Check suite; exit status 1 if any test failed. */
 #include <stdlib.h>
+#include <gsl/gsl_errno.h>
 #include "tests.h"
 
 int main(void)
 {
+    // as in `stability`'s main: GSL errors are return codes, handled where they occur, never
+    // an abort() of the whole runner (CK_FORK=no runs every suite in this one process)
+    gsl_set_error_handler_off();
     SRunner *sr = srunner_create(config_suite());
     srunner_add_suite(sr, norm_suite());
     srunner_add_suite(sr, model_suite());
@@ -13,6 +17,7 @@ int main(void)
     srunner_add_suite(sr, train_suite());
     srunner_add_suite(sr, corpus_suite());
     srunner_add_suite(sr, schemes_suite());
+    srunner_add_suite(sr, util_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

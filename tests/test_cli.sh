@@ -9,7 +9,9 @@
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
+ROOT=$(pwd)
 BIN=${STABILITY:-./stability}
+case "$BIN" in /*) ;; *) BIN="$ROOT/$BIN" ;; esac
 FIX=tests/configs
 GOOD=$FIX/good_minimal.ini
 pass=0
@@ -143,6 +145,70 @@ expect_rc "unknown option of dump" 2 "$BIN" dump --config "$GOOD" --out "$tmp/du
 expect_rc "--config without a value" 2 "$BIN" --config
 expect_rc "--set without a value" 2 "$BIN" --config "$GOOD" --set
 expect_rc "dump without --out" 2 "$BIN" dump --config "$GOOD"
+
+# ------------------------------------------------------------------ nothing silent (README: faults)
+# Each of these used to run, or do something else than asked, with exit 0: now exit 2, a message
+# naming the option, and nothing written.
+printf '[sweep]\nbase = %s\nmodel.layers = 1, 2\nprobe.seeds = 1\nprobe.batches = 1\n' "$GOOD" > "$tmp/s.ini"
+long=$(printf "$tmp/%01100d.h5" 0)
+expect_error "--config '': not the default config" "stability: --config: empty file name" "$tmp/run.h5" \
+    "$BIN" --config '' --out "$tmp/run.h5" --quiet
+expect_error "--out of 1100 characters: not truncated" "stability: --out: path longer than 1023" "" \
+    "$BIN" --config "$GOOD" --out "$long" --quiet
+expect_error "dump --out of 1100 characters" "stability: --out: path longer than 1023" "" \
+    "$BIN" dump --config "$GOOD" --out "$long"
+expect_error "--out ''" "stability: --out: empty file name" "" "$BIN" --config "$GOOD" --out '' --quiet
+expect_error "sweep --task '': not task 0" "stability: --task: not a run index" "" "$BIN" sweep "$tmp/s.ini" --task ''
+expect_error "sweep --jobs 4294967297: not 1" "stability: --jobs: not an integer in 1..4096" "" \
+    "$BIN" sweep "$tmp/s.ini" --jobs 4294967297
+expect_error "dump --perturb '': not 0" "stability: --perturb: not a finite number >= 0" "$tmp/dump.h5" \
+    "$BIN" dump --config "$GOOD" --perturb '' --out "$tmp/dump.h5"
+expect_error "gradcheck --tol inf: not a tolerance" "stability: --tol: not a finite number > 0" "" \
+    "$BIN" gradcheck --config "$GOOD" --tol inf
+expect_error "gradcheck --tol nan" "stability: --tol: not a finite number > 0" "" "$BIN" gradcheck --config "$GOOD" --tol nan
+expect_error "gradcheck --entries ''" "stability: --entries: not a positive integer" "" \
+    "$BIN" gradcheck --config "$GOOD" --entries ''
+expect_error "the run verb refuses --perturb (it would ignore it)" "stability: not an option of this verb" \
+    "$tmp/run.h5" "$BIN" --config "$GOOD" --perturb 0.3 --out "$tmp/run.h5" --quiet
+expect_error "dump refuses --tol" "stability: not an option of this verb" "$tmp/dump.h5" \
+    "$BIN" dump --config "$GOOD" --tol 1e-3 --out "$tmp/dump.h5"
+expect_error "dump refuses --entries" "stability: not an option of this verb" "$tmp/dump.h5" \
+    "$BIN" dump --config "$GOOD" --entries 3 --out "$tmp/dump.h5"
+expect_error "gradcheck refuses --resume" "stability: not an option of this verb" "" \
+    "$BIN" gradcheck --config "$GOOD" --resume
+expect_error "--set init.seed=4294967296: seeds are 32-bit (it would alias seed 0)" \
+    "--set init.seed: must be <= 4294967295" "$tmp/run.h5" \
+    "$BIN" --config "$GOOD" --set init.seed=4294967296 --out "$tmp/run.h5" --quiet
+expect_error "a probe's last seed past 2^32 - 1" "--set init.seed: init.seed + probe.seeds - 1 must be" \
+    "$tmp/run.h5" "$BIN" --config "$GOOD" --set init.seed=4294967295 --set probe.seeds=2 --out "$tmp/run.h5" --quiet
+# plot: an empty --format, an empty item, and --out naming a file
+run "$BIN" dump --config "$GOOD" --out "$tmp/pl.h5" --quiet
+run "$BIN" --config "$GOOD" --set probe.seeds=2 --set probe.batches=1 --out "$tmp/pl.h5" --force --quiet
+expect_error "plot --format '': not 'nothing drawn, exit 0'" "stability: --format: not png, pdf or svg" "" \
+    "$BIN" plot "$tmp/pl.h5" --out "$tmp/plots" --format ''
+expect_error "plot --format png,,pdf" "stability: --format: not png, pdf or svg" "" \
+    "$BIN" plot "$tmp/pl.h5" --out "$tmp/plots" --format png,,pdf
+echo "a file" > "$tmp/notadir"
+expect_error "plot --out FILE: exit 2" "stability: --out $tmp/notadir: not a directory" "" \
+    "$BIN" plot "$tmp/pl.h5" --out "$tmp/notadir" --format png
+if [ ! -s "$tmp/stdout" ] && [ "$(cat "$tmp/notadir")" = "a file" ]; then ok "... and no PNG on stdout, the file untouched"
+else notok "plot --out FILE wrote $(wc -c < "$tmp/stdout") bytes to stdout"; fi
+# [output] plots = true draws a training run's figures too
+mkdir -p "$tmp/pt"
+(cd "$tmp/pt" && timeout 60 "$BIN" --config "$ROOT/$GOOD" --set train.steps=20 --set output.plots=true \
+    --out t.h5 --quiet >"$tmp/stdout" 2>"$tmp/stderr" </dev/null)
+rc=$?
+if [ "$rc" -eq 0 ] && [ -s "$tmp/pt/plots/t-loss.png" ]; then ok "[output] plots = true: a training run draws plots/t-loss.png"
+else notok "[output] plots = true for training: exit $rc, $(ls "$tmp/pt/plots" 2>&1 | head -1)"; fi
+# a probe whose values overflow is recorded (status diverged, its reason) and said, exit 0
+run "$BIN" --config "$GOOD" --set init.scheme=normal --set init.std=1e100 --set probe.seeds=2 \
+    --set probe.batches=1 --out "$tmp/ov.h5" --quiet
+info=$("$BIN" info "$tmp/ov.h5" 2>/dev/null | head -1)
+if [ "$rc" -eq 0 ] && grep -q "warning: .*overflowed" "$tmp/stderr" && [[ "$info" == *"status diverged"* ]]; then
+    ok "a probe that overflows: warned, recorded as diverged, exit 0"
+else
+    notok "a probe that overflows: exit $rc, '$(head -1 "$tmp/stderr")', info '$info'"
+fi
 
 # ------------------------------------------------------------------ a good config by name
 # "tiny" has no slash and does not exist here: it is looked up as configs/tiny.ini.

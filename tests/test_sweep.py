@@ -6,14 +6,19 @@
 3. Merge: every dataset and attribute of /runs/NAME equals its source file's.
 4. Plot: every figure type (grad_vs_layer, grad_vs_depth, grad_vs_width, jacobian,
    hidden_norms, loss) comes out as a non-empty PNG and PDF; gnuplot missing is a clear error.
-5. Bad sweep files: FILE:LINE: key: message, exit 2, nothing run.
+5. Bad sweep files: FILE:LINE: key: message, exit 2, nothing run (long lines, duplicates and
+   empty list items as in configs; run names that are not file names).
+6. Stale runs (a file of another configuration) are redone and said so; a merge never
+   replaces a merged file with a poorer one without --force; --jobs N divides the threads.
 """
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import h5py
 import numpy as np
@@ -63,6 +68,27 @@ def test_bad_sweeps(tmp):
         ("[sweep]\nmodel.layers = 1, 2\n", "sweep.base: missing"),
         ("[sweep]\nbase = configs/tiny.ini\nname = {placement}\nmodel.layers = 1, 2\n", "sweep.name:"),
         ("[oops]\nbase = x\n", ":2: oops: unknown section"),   # the line of its first key
+        # the same line reader and duplicate rules as configs (src/util/lines.h)
+        ("[sweep]\nbase = configs/tiny.ini\n; " + "x" * 196 + "probe.seeds = 7\nmodel.layers = 1, 2\n",
+         ":3: syntax: line longer than 198 characters"),
+        ("[sweep]\nbase = configs/tiny.ini\nprobe.seeds = 2\nmodel.layers = 1, 2\nprobe.seeds = 3\n",
+         ":5: probe.seeds: duplicate key (first set on line 3)"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\nmodel.layers = 3\n",
+         ":4: model.layers: duplicate key (first set on line 3)"),
+        ("[sweep]\nbase = configs/tiny.ini\nbase = configs/postln_L6.ini\nmodel.layers = 1, 2\n",
+         ":3: sweep.base: duplicate key (first set on line 2)"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\n[slurm]\ntime = 5\ntime = 6\n",
+         ":6: slurm.time: duplicate key (first set on line 5)"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1,,2\n", ":3: model.layers: empty item"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2,\n", ":3: model.layers: empty item"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\n  model.layers = 3\n",
+         ":4: model.layers: indented line continues"),
+        ("[sweep]\nbase = configs/tiny.ini\nname = .\nmodel.layers = 1\n",
+         ":3: sweep.name: run name '.' is not a usable file name"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\nname = L{nope}\n",
+         ":4: sweep.name: {nope} is not a swept key"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\nname = same\n",
+         ":4: sweep.name: runs 0 and 1 are both named 'same'"),
     ]
     for i, (text, want) in enumerate(cases):
         f = os.path.join(tmp, f"bad{i}.ini")
@@ -103,9 +129,13 @@ def test_run_resume_merge(tmp):
     check("a second sweep skips every complete run (files untouched)",
           r.returncode == 0 and "6 complete, 0 to run" in r.stdout and again == mtimes, r.stdout.strip())
     os.remove("results/mini_sweep_test/pre_L2.h5")
+    merged_before = os.stat("results/mini_sweep_test.h5").st_mtime_ns
     r = run("sweep", f, "--merge")
     check("--merge with a run missing: exit 3, names the task id", r.returncode == 3
           and "task ids: 4" in r.stderr, r.stderr.strip())
+    check("... and keeps the merged file, which holds more complete runs (6 > 5)",
+          os.stat("results/mini_sweep_test.h5").st_mtime_ns == merged_before and "kept" in r.stderr,
+          r.stderr.strip())
     r = run("sweep", f, "--quiet")
     check("resume runs only the missing run", r.returncode == 0 and os.path.exists("results/mini_sweep_test/pre_L2.h5"))
     bad = []
@@ -119,6 +149,101 @@ def test_run_resume_merge(tmp):
               and vals.shape == (6, 2) and list(vals[4]) == ["pre", "2"], f"{keys} {vals.tolist()}")
     shutil.rmtree("results/mini_sweep_test", ignore_errors=True)
     os.remove("results/mini_sweep_test.h5")
+
+
+def seeds_of(path, group="probe/grad_fro"):
+    with h5py.File(path, "r") as f:
+        return f[group].shape[0]
+
+
+def test_stale(tmp):
+    """A run file of another configuration is stale: redone, and said so."""
+    f = os.path.join(tmp, "stale_sweep_test.ini")
+    body = "[sweep]\nbase = configs/tiny.ini\nname = L{layers}\nmodel.layers = 1, 2\nprobe.batches = 1\n"
+    write(f, body + "probe.seeds = 2\n")
+    shutil.rmtree("results/stale_sweep_test", ignore_errors=True)
+    r = run("sweep", f, "--quiet")
+    runs = ["results/stale_sweep_test/L1.h5", "results/stale_sweep_test/L2.h5"]
+    check("stale: the first sweep runs both runs", r.returncode == 0 and all(map(os.path.exists, runs)),
+          r.stderr.strip())
+    write(f, body + "probe.seeds = 3\n")   # a fixed key changed: both files are of another config
+    r = run("sweep", f, "--dry-run")
+    check("stale: --dry-run marks both runs [stale]", r.stdout.count("[stale]") == 2, r.stdout.strip())
+    r = run("sweep", f, "--quiet")
+    check("stale: the sweep redoes both and says so (naming the old value)",
+          r.returncode == 0 and r.stderr.count("stale") == 2 and "seeds = 2" in r.stderr
+          and [seeds_of(p) for p in runs] == [3, 3] and seeds_of("results/stale_sweep_test.h5",
+                                                                  "runs/L1/probe/grad_fro") == 3,
+          r.stderr.strip())
+    r = run("sweep", f, "--quiet")
+    check("stale: then nothing is stale any more", r.returncode == 0 and "stale" not in r.stderr,
+          r.stderr.strip())
+    # a merge never replaces a merged file with a poorer one unless forced
+    write(f, body + "probe.seeds = 3\nmodel.norm = rmsnorm\n")   # both runs stale again
+    r = run("sweep", f, "--merge")
+    with h5py.File("results/stale_sweep_test.h5", "r") as m:
+        kept = sorted(m["runs"]) == ["L1", "L2"]
+    check("--merge with every run stale: exit 3, the merged file (2 runs) kept",
+          r.returncode == 3 and kept and "kept" in r.stderr and "stale" in r.stderr, r.stderr.strip())
+    for p in runs:
+        os.remove(p)
+    r = run("sweep", f, "--merge")
+    check("--merge with every run file gone: exit 3, kept", r.returncode == 3 and "kept" in r.stderr
+          and seeds_of("results/stale_sweep_test.h5", "runs/L1/probe/grad_fro") == 3, r.stderr.strip())
+    r = run("sweep", f, "--merge", "--force")
+    with h5py.File("results/stale_sweep_test.h5", "r") as m:
+        empty = "runs" not in m or len(m["runs"]) == 0
+    check("--merge --force replaces it (0 runs)", r.returncode == 3 and empty, r.stderr.strip())
+    shutil.rmtree("results/stale_sweep_test", ignore_errors=True)
+    os.remove("results/stale_sweep_test.h5")
+
+
+def children_of(pid):
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def threads_of(pid):
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return next(int(l.split()[1]) for l in fh if l.startswith("Threads:"))
+    except (OSError, StopIteration):
+        return -1
+
+
+def test_threads(tmp):
+    """sweep --jobs 2 with STABILITY_THREADS = SLURM_CPUS_PER_TASK = 8: each run gets 4 threads,
+    not 8. A run with n threads has n-1 OpenMP and n-1 OpenBLAS workers."""
+    f = os.path.join(tmp, "threads_sweep_test.ini")
+    write(f, "[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\ntrain.steps = 100000\n"
+             "model.d_model = 64\nmodel.d_ff = 128\n")
+    shutil.rmtree("results/threads_sweep_test", ignore_errors=True)
+    env = dict(os.environ, STABILITY_THREADS="8", SLURM_CPUS_PER_TASK="8", OMP_WAIT_POLICY="passive")
+    p = subprocess.Popen([STABILITY, "sweep", f, "--jobs", "2", "--quiet"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kids, counts = [], []
+    for _ in range(100):   # until both runs are into their training loop
+        time.sleep(0.1)
+        kids = children_of(p.pid)
+        counts = [threads_of(k) for k in kids]
+        if len(kids) == 2 and min(counts) > 2:
+            time.sleep(0.5)
+            counts = [threads_of(k) for k in kids]
+            break
+    p.terminate()
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:   # the previous binary waits for its runs
+        p.kill()
+        p.wait()
+    for k in kids:   # and leaves them running
+        try:
+            os.kill(k, signal.SIGKILL)
+        except OSError:
+            pass
+    check("sweep --jobs 2 of an 8-thread allocation: each run has 4 threads (threads per process "
+          f"{counts}, at most 2*4)", len(counts) == 2 and max(counts) <= 8, str(counts))
+    shutil.rmtree("results/threads_sweep_test", ignore_errors=True)
 
 
 def test_plots(tmp):
@@ -164,6 +289,8 @@ def main():
         test_expansion(tmp)
         test_bad_sweeps(tmp)
         test_run_resume_merge(tmp)
+        test_stale(tmp)
+        test_threads(tmp)
         test_plots(tmp)
     failed = results.count(False)
     print(f"sweep: {len(results) - failed} passed, {failed} failed")

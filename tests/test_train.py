@@ -8,7 +8,8 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_train
 3. Resume: N updates straight vs N/2 + SIGTERM + --resume give byte-identical /train datasets
    (all but the wall-clock `time`); the same after SIGUSR1 at an arbitrary moment, and after a
    kill -9 with periodic checkpoints. A live run's file is not resumed or replaced by a second
-   process, and a reader holding it open does not stop the run from finishing.
+   process (nor by a probe or dump), and a reader holding it open does not stop the run from
+   finishing.
 4. lr = 1e3: status = diverged, diverged_at, exit 0, a valid file. kill -9 mid-run: the file
    opens (SWMR read), status = running, consecutive steps, finite losses.
 5. Usage errors: missing/empty text file, existing output, --resume with another config.
@@ -77,10 +78,13 @@ def wait_for(path, pred, limit=60.0):
 
 def same_train(a, b, skip=("time",)):
     """Names of /train datasets that differ between files a and b (byte-wise)."""
-    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
-        names = sorted(set(fa["train"]) | set(fb["train"]))
-        return [n for n in names if n not in skip and (n not in fa["train"] or n not in fb["train"] or
-                fa["train"][n][...].tobytes() != fb["train"][n][...].tobytes())]
+    try:
+        with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+            names = sorted(set(fa["train"]) | set(fb["train"]))
+            return [n for n in names if n not in skip and (n not in fa["train"] or n not in fb["train"] or
+                    fa["train"][n][...].tobytes() != fb["train"][n][...].tobytes())]
+    except (OSError, KeyError) as e:
+        return [f"unreadable: {e}"]
 
 
 def write_corpus(path, n=30000):
@@ -266,6 +270,11 @@ def test_resume(tmp):
     reader = open_swmr(live)
     r1 = run(*RESUME, "--out", live, "--resume")
     r2 = run(*RESUME, "--out", live, "--force")
+    # every writer respects the live run's lock: a probe or dump with --force neither
+    # replaces the file nor has its own file receive the run's final status
+    probe = ["--config", "configs/tiny.ini", *sets(probe__seeds=1, probe__batches=1)]
+    r3 = run(*probe, "--out", live, "--force", "--quiet")
+    r4 = run("dump", *probe, "--out", live, "--force")
     _, err = p.communicate(timeout=120)
     reader.close()
     with h5py.File(live, "r") as f:
@@ -275,6 +284,16 @@ def test_resume(tmp):
           "meanwhile) ends done, identical", seen and r1.returncode == 1 and r2.returncode == 1 and
           "in use" in r1.stderr and "in use" in r2.stderr and p.returncode == 0 and st == "done"
           and not diff, f"{r1.returncode} {r1.stderr} {r2.returncode} {p.returncode} {st} {diff} {err}")
+    check("probe and dump --force onto a live training file: exit 1 'in use', the run's file "
+          "survives them", r3.returncode == 1 and r4.returncode == 1 and "in use" in r3.stderr and
+          "in use" in r4.stderr and not [x for x in os.listdir(tmp) if ".tmp." in x],
+          f"probe {r3.returncode} {r3.stderr} dump {r4.returncode} {r4.stderr}")
+    # ... while a reader (h5py holds an flock) never stops a probe from replacing a finished file
+    done = os.path.join(tmp, "probe_read.h5")
+    run(*probe, "--out", done, "--quiet")
+    with h5py.File(done, "r"):
+        r5 = run(*probe, "--out", done, "--force", "--quiet")
+    check("a probe --force replaces a finished file that h5py holds open", r5.returncode == 0, r5.stderr)
 
     # --resume of a finished run: nothing to do, file untouched
     before = os.stat(half).st_mtime_ns

@@ -10,8 +10,9 @@ Suite *model_suite(void);    /* tests/test_model.c: whole-model gradients vs fin
 Suite *data_suite(void);     /* tests/test_data.c: task batches */
 Suite *probe_suite(void);    /* tests/test_probe.c: Lemma 2/3 on the probe, expected-gradient bookkeeping */
 Suite *optim_suite(void);    /* tests/test_optim.c: optimizer updates and schedules vs hand-computed values */
-Suite *train_suite(void);
-Suite *corpus_suite(void);
-Suite *schemes_suite(void);  /* tests/test_schemes.c: every scheme vs finite differences, constants, identities */   /* tests/test_corpus.c: the translation corpus reader and its batches */    /* tests/test_train.c: text task split, loop determinism, resume state, divergence */
+Suite *train_suite(void);    /* tests/test_train.c: text task split, loop determinism, resume state, divergence */
+Suite *corpus_suite(void);   /* tests/test_corpus.c: the translation corpus reader and its batches */
+Suite *schemes_suite(void);  /* tests/test_schemes.c: every scheme vs finite differences, constants, identities */
+Suite *util_suite(void);     /* tests/test_util.c: file-system guards, thread counts, line reader, GSL errors */
 
 #endif

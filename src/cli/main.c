@@ -8,6 +8,7 @@
 #include <gsl/gsl_errno.h>
 #include "config/config.h"
 #include "io/h5io.h"
+#include "util/args.h"
 #include "report/plot.h"
 #include "report/report.h"
 #include "run/run.h"
@@ -35,7 +36,7 @@ typedef struct {
 static const char *USAGE =
     "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
     "                 [--resume] [--quiet]\n"
-    "       stability sweep FILE [--jobs N] [--dry-run] [--task I] [--merge]\n"
+    "       stability sweep FILE [--jobs N] [--dry-run] [--task I] [--merge [--force]]\n"
     "       stability sweep FILE --slurm [--submit [--only-missing]]\n"
     "       stability plot FILE.h5... [--out DIR] [--format png,pdf,svg]\n"
     "       stability info FILE.h5... [--all]\n"
@@ -47,7 +48,9 @@ static const char *USAGE =
     "(Xiong et al., ICML 2020). A config name without '/' is looked up in configs/.\n"
     "Exit codes: 0 success, 1 runtime failure (I/O, HDF5), 2 bad usage or config.\n"
     "Threads: STABILITY_THREADS, else SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS /\n"
-    "OPENBLAS_NUM_THREADS (the smaller), else all CPUs (docs/performance.md).\n";
+    "OPENBLAS_NUM_THREADS (the smaller), else all CPUs (docs/performance.md). A local sweep\n"
+    "divides that count among its --jobs and gives each run its share in\n"
+    "STABILITY_SWEEP_THREADS, which wins over all of these.\n";
 
 static const char *HELP_RUN =
     "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
@@ -74,23 +77,31 @@ static const char *HELP_SWEEP =
     "usage: stability sweep FILE [--jobs N] [--dry-run] [--quiet]\n"
     "       stability sweep FILE --slurm [--submit [--only-missing]] [--set slurm.KEY=VALUE]...\n"
     "       stability sweep FILE --task I\n"
-    "       stability sweep FILE --merge\n"
+    "       stability sweep FILE --merge [--force]\n"
     "\n"
     "Runs every point of a sweep file (experiments/*.ini: a base config, lists of values to\n"
     "cross or zip, a run-name pattern) as its own process, N at a time (default: one per\n"
-    "core, BLAS/OpenMP threads divided between them), skipping runs whose file is complete\n"
-    "(status done or diverged), so an interrupted sweep resumes. Runs write\n"
+    "core; the threads, STABILITY_THREADS else SLURM_CPUS_PER_TASK else the CPUs, divided\n"
+    "between them and set as STABILITY_SWEEP_THREADS, which wins in the runs), skipping runs\n"
+    "whose file is complete (status done or diverged, written with the configuration the\n"
+    "sweep now asks for; a stale one is redone), so an interrupted sweep resumes. Runs write\n"
     "results/<sweep>/<run>.h5 and <run>.log; then all complete runs are merged into\n"
     "results/<sweep>.h5 (/runs/NAME/... and the /sweep table of swept values).\n"
     "  --jobs N     runs at a time\n"
     "  --dry-run    list the runs and their overrides, run nothing\n"
     "  --task I     run only run I (0-based; what a Slurm array task does)\n"
-    "  --merge      only merge what is complete; list what is missing (exit 3 if any)\n"
+    "  --merge      only merge what is complete; list what is missing (exit 3 if any). A\n"
+    "               merged file holding more complete runs than the run files now give is\n"
+    "               kept (run files lost or stale)\n"
+    "  --force      replace it anyway\n"
     "  --slurm      write results/<sweep>/job.sbatch: one job array, task i = --task i,\n"
     "               resources from the [slurm] section (partition, time, cpus_per_task, mem,\n"
     "               array_parallelism, account, extra) or --set slurm.KEY=VALUE\n"
     "  --submit     also submit it (sbatch --parsable) and print the job id\n"
     "  --only-missing  submit only the runs that are not complete\n"
+    "SIGINT, SIGTERM, SIGHUP: passed on to the runs (training runs checkpoint), then exit\n"
+    "128 + the signal; run the sweep again to resume. A second sweep of the same file at the\n"
+    "same time refuses (results/<sweep>/.lock).\n"
     "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file.\n";
 
 static const char *HELP_PLOT =
@@ -139,42 +150,76 @@ static int usage_error(const char *msg, const char *arg)
     return 2;
 }
 
-/* Parse the options after the verb. Returns 0, 2 on a usage error, or -1 after --help. */
-static int parse_options(int argc, char **argv, int first, options_t *o, const char *help)
+/* Options a verb takes besides --config, --set, --out, --force, --quiet (parse_options). */
+enum { OPT_RESUME = 1, OPT_ENTRIES = 2, OPT_TOL = 4, OPT_PERTURB = 8 };
+
+/* 0 when path can be an output file name (not empty, shorter than 1024: nothing truncated
+ * it, docs/design.md §3); else a usage error (2). */
+static int check_out(const char *opt, const char *path)
 {
+    if (!path[0]) return usage_error(opt, "empty file name");
+    if (strlen(path) >= 1024) return usage_error(opt, "path longer than 1023 characters");
+    return 0;
+}
+
+/* The value of a numeric option: 0, or a usage error (2) naming it. */
+static int option_value(const char *opt, const char *text, long *l, double *d)
+{
+    int bad;
+    const char *want;
+    if (!strcmp(opt, "--entries")) {
+        bad = args_parse_long(text, 1, 1L << 40, l);
+        want = "not a positive integer";
+    } else if (!strcmp(opt, "--tol")) {
+        bad = args_parse_double(text, 0, 1, HUGE_VAL, d);
+        want = "not a finite number > 0";
+    } else {
+        bad = args_parse_double(text, 0, 0, HUGE_VAL, d);
+        want = "not a finite number >= 0";
+    }
+    if (!bad) return 0;
+    fprintf(stderr, "stability: %s: %s: '%s'\nTry 'stability --help'.\n", opt, want, text);
+    return 2;
+}
+
+/* Parse the options after the verb; allow: the OPT_ flags the verb takes (the others are
+ * refused, not ignored). Returns 0, 2 on a usage error, or -1 after --help. */
+static int parse_options(int argc, char **argv, int first, options_t *o, const char *help,
+                         unsigned allow)
+{
+    static const char *const FLAG_OPT[4] = {"--resume", "--entries", "--tol", "--perturb"};
     memset(o, 0, sizeof *o);
     o->entries = 64;
     o->tol = 1e-6;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const int has_value = i + 1 < argc;
+        for (int k = 0; k < 4; k++)
+            if (!strcmp(a, FLAG_OPT[k]) && !(allow & (1u << k)))
+                return usage_error("not an option of this verb (see its --help)", a);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(help, stdout);
             return -1;
         } else if (!strcmp(a, "--config") && has_value) {
             o->config = argv[++i];
+            if (!o->config[0]) return usage_error("--config", "empty file name");
         } else if (!strcmp(a, "--set") && has_value) {
             if (o->nsets == MAX_SETS) return usage_error("too many --set options", NULL);
             o->sets[o->nsets++] = argv[++i];
         } else if (!strcmp(a, "--out") && has_value) {
             o->out = argv[++i];
+            if (check_out("--out", o->out)) return 2;
         } else if (!strcmp(a, "--entries") && has_value) {
-            char *end;
-            o->entries = strtol(argv[++i], &end, 10);
-            if (*end || o->entries < 1) return usage_error("--entries: not a positive integer", argv[i]);
+            if (option_value(a, argv[++i], &o->entries, NULL)) return 2;
         } else if (!strcmp(a, "--tol") && has_value) {
-            char *end;
-            o->tol = strtod(argv[++i], &end);
-            if (*end || !(o->tol > 0)) return usage_error("--tol: not a positive number", argv[i]);
+            if (option_value(a, argv[++i], NULL, &o->tol)) return 2;
         } else if (!strcmp(a, "--perturb") && has_value) {
-            char *end;
-            o->perturb = strtod(argv[++i], &end);
-            if (*end || !(o->perturb >= 0)) return usage_error("--perturb: not a number >= 0", argv[i]);
+            if (option_value(a, argv[++i], NULL, &o->perturb)) return 2;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             o->quiet = 1;
         } else if (!strcmp(a, "--force")) {
             o->force = 1;
-        } else if (!strcmp(a, "--resume") && help == HELP_RUN) {
+        } else if (!strcmp(a, "--resume")) {
             o->resume = 1;
         } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
                    !strcmp(a, "--entries") || !strcmp(a, "--tol") || !strcmp(a, "--perturb")) {
@@ -317,14 +362,13 @@ static int cmd_plot(int argc, char **argv)
         else if (!strcmp(a, "--format") && i + 1 < argc) formats = argv[++i];
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
         else if (a[0] == '-') return usage_error("unknown option", a);
-        else if (nfiles < 256) files[nfiles++] = a;
+        else if (nfiles == 256) return usage_error("plot: more than 256 files", a);
+        else files[nfiles++] = a;
     }
     if (!nfiles) return usage_error("plot: missing FILE.h5", NULL);
-    for (char list[64], *save = NULL, *f = (snprintf(list, sizeof list, "%s", formats),
-                                            strtok_r(list, ",", &save));
-         f; f = strtok_r(NULL, ",", &save))
-        if (strcmp(f, "png") && strcmp(f, "pdf") && strcmp(f, "svg"))
-            return usage_error("--format: not png, pdf or svg", f);
+    char ferr[160];
+    if (check_out("--out", dir)) return 2;
+    if (plot_check_formats(formats, ferr, sizeof ferr)) return usage_error(ferr, NULL);
     plot_set_t set;
     char err[1024], prefix[256];
     if (plot_load(&set, files, nfiles, err, sizeof err)) {
@@ -339,7 +383,7 @@ static int cmd_plot(int argc, char **argv)
     plot_set_free(&set);
     if (n < 0) {
         fprintf(stderr, "stability: %s\n", err);
-        return 1;
+        return n == -2 ? 2 : 1;
     }
     if (n == 0) {
         fprintf(stderr, "stability: nothing to plot in these files\n");
@@ -360,19 +404,21 @@ static int cmd_sweep(int argc, char **argv)
 {
     const char *file = NULL;
     int jobs = 0, dry = 0, merge_only = 0, quiet = 0, slurm = 0, submit = 0, only_missing = 0;
+    int force = 0;
     long task = -1;
     const char *sets[64];
     int nsets = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
-        char *end;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_SWEEP, stdout); return 0; }
         else if (!strcmp(a, "--jobs") && i + 1 < argc) {
-            jobs = (int)strtol(argv[++i], &end, 10);
-            if (*end || jobs < 1) return usage_error("--jobs: not a positive integer", argv[i]);
+            long v;
+            if (args_parse_long(argv[++i], 1, SWEEP_MAX_RUNS, &v))
+                return usage_error("--jobs: not an integer in 1..4096", argv[i]);
+            jobs = (int)v;
         } else if (!strcmp(a, "--task") && i + 1 < argc) {
-            task = strtol(argv[++i], &end, 10);
-            if (*end || task < 0) return usage_error("--task: not a run index", argv[i]);
+            if (args_parse_long(argv[++i], 0, SWEEP_MAX_RUNS - 1, &task))
+                return usage_error("--task: not a run index (0, 1, ...)", argv[i]);
         } else if (!strcmp(a, "--set") && i + 1 < argc) {
             if (nsets == 64) return usage_error("too many --set options", NULL);
             sets[nsets++] = argv[++i];
@@ -381,6 +427,7 @@ static int cmd_sweep(int argc, char **argv)
         else if (!strcmp(a, "--submit")) submit = 1;
         else if (!strcmp(a, "--only-missing")) only_missing = 1;
         else if (!strcmp(a, "--merge")) merge_only = 1;
+        else if (!strcmp(a, "--force")) force = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
         else if (a[0] == '-') return usage_error("unknown option", a);
         else if (!file) file = a;
@@ -418,24 +465,18 @@ static int cmd_sweep(int argc, char **argv)
         for (int i = 0; i < s.nruns; i++) {
             sweep_sets_t sets;
             sweep_run_sets(&s, i, &sets);
-            printf("%4d %-32s %s", i, s.runs[i].name, sweep_run_complete(&s, i) ? "[complete]" : "");
+            const sweep_state_t st = sweep_run_state(&s, i, NULL, 0);
+            printf("%4d %-32s %s", i, s.runs[i].name, st == SWEEP_COMPLETE ? "[complete]"
+                                                      : st == SWEEP_STALE ? "[stale]" : "");
             for (int k = 0; k < sets.n; k++) printf(" %s", sets.ptr[k]);
             printf("\n");
         }
-    } else if (task >= 0) {
-        if (task >= s.nruns) {
-            fprintf(stderr, "stability: --task %ld: the sweep has %d runs (0..%d)\n", task, s.nruns,
-                    s.nruns - 1);
-            rc = 2;
-        } else {
-            rc = sweep_run_task(&s, exe, (int)task, quiet);
-        }
-    } else if (merge_only) {
-        rc = sweep_merge(&s, quiet);
+    } else if (task >= s.nruns) {
+        fprintf(stderr, "stability: --task %ld: the sweep has %d runs (0..%d)\n", task, s.nruns,
+                s.nruns - 1);
+        rc = 2;
     } else {
-        const int failed = sweep_run_local(&s, exe, jobs, quiet);
-        const int mrc = sweep_merge(&s, quiet);
-        rc = failed != 0 ? 1 : (mrc == 3 ? 1 : mrc);
+        rc = sweep_execute(&s, exe, task, jobs, merge_only, force, quiet);
     }
     sweep_free(&s);
     return rc;
@@ -443,6 +484,7 @@ static int cmd_sweep(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    h5io_init();                   // before any HDF5 call: no exit-time clean-up that can crash
     gsl_set_error_handler_off();   // GSL errors are return codes, handled where they occur
     threads_set(0);                // one count for OpenBLAS and OpenMP, from the environment
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -461,18 +503,19 @@ int main(int argc, char **argv)
     int rc;
     const char *verb = argv[1];
     if (verb[0] == '-') {
-        if ((rc = parse_options(argc, argv, 1, &o, HELP_RUN))) return rc < 0 ? 0 : rc;
+        if ((rc = parse_options(argc, argv, 1, &o, HELP_RUN, OPT_RESUME))) return rc < 0 ? 0 : rc;
         return cmd_run(&o);
     }
     if (!strcmp(verb, "dump")) {
-        if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP))) return rc < 0 ? 0 : rc;
+        if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP, OPT_PERTURB))) return rc < 0 ? 0 : rc;
         return cmd_dump(&o);
     }
     if (!strcmp(verb, "info")) return cmd_info(argc, argv);
     if (!strcmp(verb, "sweep")) return cmd_sweep(argc, argv);
     if (!strcmp(verb, "plot")) return cmd_plot(argc, argv);
     if (!strcmp(verb, "gradcheck")) {
-        if ((rc = parse_options(argc, argv, 2, &o, HELP_GRADCHECK))) return rc < 0 ? 0 : rc;
+        if ((rc = parse_options(argc, argv, 2, &o, HELP_GRADCHECK, OPT_ENTRIES | OPT_TOL | OPT_PERTURB)))
+            return rc < 0 ? 0 : rc;
         return cmd_gradcheck(&o);
     }
     return usage_error("unknown verb", verb);

@@ -134,6 +134,9 @@ static const char *const sections[] = {"model", "init", "data", "train", "probe"
  * that config_to_ini's "path = VALUE" line can always be read back. */
 #define STR_VALUE_MAX 190
 
+/* gsl_rng_mt19937 uses the low 32 bits of a seed: seeds above this would silently alias. */
+#define SEED_MAX 4294967295UL
+
 /* ---------------------------------------------------------------- small helpers */
 
 static void *field(config_t *cfg, const cfg_key_t *k) { return (char *)cfg + k->off; }
@@ -350,8 +353,8 @@ static int parse_value(config_t *cfg, const cfg_key_t *k, const char *v, char *m
 #if ULLONG_MAX > ULONG_MAX
         if (x > ULONG_MAX) too_big = 1;
 #endif
-        if (too_big) {
-            snprintf(msg, mlen, "must be <= %lu (got %s)", ULONG_MAX, v);
+        if (too_big || x > SEED_MAX) {   // mt19937 takes 32 bits: larger seeds would alias
+            snprintf(msg, mlen, "must be <= %lu (the generator takes 32-bit seeds) (got %s)", SEED_MAX, v);
             return -1;
         }
         *(unsigned long *)field(cfg, k) = (unsigned long)x;
@@ -410,8 +413,12 @@ static int check_value(const config_t *cfg, const cfg_key_t *k, char *msg, size_
         snprintf(msg, mlen, "invalid value %d", x);
         return -1;
     }
-    case K_SEED:
-        return 0;
+    case K_SEED: {
+        const unsigned long x = *(const unsigned long *)cfield(cfg, k);
+        if (x <= SEED_MAX) return 0;
+        snprintf(msg, mlen, "must be <= %lu (the generator takes 32-bit seeds) (got %lu)", SEED_MAX, x);
+        return -1;
+    }
     case K_STR: {
         const char *s = (const char *)cfield(cfg, k);
         size_t n = strnlen(s, CONFIG_PATH_MAX);
@@ -1053,6 +1060,12 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
             return vfail(cfg, task, err, errlen, "text (byte-level) needs model.vocab >= 256 (got %d)",
                          cfg->model.vocab);
         }
+    }
+    if (cfg->train.steps == 0 && cfg->init.seed > SEED_MAX - (unsigned long)(cfg->probe.seeds - 1)) {
+        const int seed = kidx("init", "seed"), seeds = kidx("probe", "seeds");
+        return vfail(cfg, blame(cfg, seed, seeds), err, errlen, "init.seed + probe.seeds - 1 must be "
+                     "<= %lu (seed s of a probe is init.seed + s) (got %lu + %d - 1)", SEED_MAX,
+                     cfg->init.seed, cfg->probe.seeds);
     }
     int rc = validate_arch(cfg, err, errlen);
     if (!rc) rc = validate_scheme(cfg, err, errlen);

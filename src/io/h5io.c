@@ -9,10 +9,20 @@
 #include <hdf5.h>
 #include "io/h5io.h"
 #include "io/h5io_internal.h"
+#include "util/fsutil.h"
+#include "util/tmpfiles.h"
 
 #ifndef STABILITY_VERSION
 #define STABILITY_VERSION "0.1"
 #endif
+
+void h5io_init(void)
+{
+    // HDF5's atexit handler closes what is still open; after a close that failed (a flush
+    // that ran out of disk) it dereferences a freed file and crashes the exit (SIGSEGV)
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
 
 int h5io_make_parent_dirs(const char *path)
 {
@@ -27,13 +37,33 @@ int h5io_make_parent_dirs(const char *path)
     return 0;
 }
 
+int h5io_check_target(const char *path, int overwrite, char *err, size_t errlen)
+{
+    struct stat st;
+    if (!path[0] || strlen(path) >= H5IO_PATH_MAX) {
+        snprintf(err, errlen, "%.64s%s: %s", path, strlen(path) > 64 ? "..." : "",
+                 path[0] ? "path longer than 1023 characters" : "empty output path");
+        return 2;
+    }
+    // only a regular file may be replaced: never a device, FIFO, directory or symbolic link
+    const int rc = fsutil_check_replaceable(path, err, errlen);
+    if (rc) return rc;
+    if (!overwrite && lstat(path, &st) == 0) {
+        snprintf(err, errlen, "%s: exists (use --force or [output] overwrite = true)", path);
+        return 2;
+    }
+    return 0;
+}
+
 int h5io_create(h5io_file_t **out, const char *path, int overwrite, char *err, size_t errlen)
 {
     *out = NULL;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);   // errors are reported through err, not printed
-    if (!overwrite && access(path, F_OK) == 0) {
-        snprintf(err, errlen, "%s: exists (use --force or [output] overwrite = true)", path);
-        return 2;
+    int rc = h5io_check_target(path, overwrite, err, errlen);
+    if (rc) return rc;
+    if (fsutil_is_busy(path)) {   // a live training run's file (h5io_train.c holds the lock)
+        snprintf(err, errlen, "%s: in use by a running training run", path);
+        return 1;
     }
     if (h5io_make_parent_dirs(path) != 0) {
         snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
@@ -43,12 +73,20 @@ int h5io_create(h5io_file_t **out, const char *path, int overwrite, char *err, s
     if (!f) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
     snprintf(f->path, sizeof f->path, "%s", path);
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld", path, (long)getpid());
-    f->id = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (f->id < 0) {
-        snprintf(err, errlen, "%s: cannot create HDF5 file (directory writable?)", f->tmp);
+    if ((rc = fsutil_check_replaceable(f->tmp, err, errlen))) {   // H5F_ACC_TRUNC follows links
         free(f);
         return 1;
     }
+    tmpfiles_add(f->tmp);   // removed if SIGINT/TERM/HUP/USR1 ends the process meanwhile
+    f->id = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f->id < 0) {
+        snprintf(err, errlen, "%s: cannot create HDF5 file (directory writable? disk full?)", f->tmp);
+        fsutil_unlink_regular(f->tmp);   // HDF5 may have left it empty (a full disk)
+        tmpfiles_forget(f->tmp);
+        free(f);
+        return 1;
+    }
+    tmpfiles_test_hook();
     *out = f;
     return 0;
 }
@@ -159,7 +197,7 @@ int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, c
                         size_t errlen)
 {
     copy_ctx_t c = {.rc = 0};
-    c.src = H5Fopen(src_path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    c.src = fsutil_is_regular(src_path) ? H5Fopen(src_path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
     if (c.src < 0) {
         snprintf(err, errlen, "%s: cannot open", src_path);
         return 1;
@@ -182,15 +220,61 @@ int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, c
 
 char *h5io_file_status(const char *path)
 {
-    if (access(path, R_OK) != 0) return NULL;
+    char *status = NULL;
+    h5io_file_attrs(path, &status, NULL);
+    return status;
+}
+
+int h5io_file_attrs(const char *path, char **status, char **config)
+{
+    if (status) *status = NULL;
+    if (config) *config = NULL;
+    if (access(path, R_OK) != 0 || !fsutil_is_regular(path)) return 1;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     h5io_file_t f;
     f.id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f.id < 0) f.id = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);  // killed writer
-    if (f.id < 0) return NULL;
-    char *status = h5io_read_attr_string(&f, "/", "status");
+    if (f.id < 0) return 1;
+    if (status) *status = h5io_read_attr_string(&f, "/", "status");
+    if (config) *config = h5io_read_attr_string(&f, "/", "config");
     H5Fclose(f.id);
-    return status;
+    return 0;
+}
+
+/* Resolved INI text of cfg without the keys that may change between a run and its resume
+ * (train.resume, output.*), malloc'd. */
+static char *ini_for_compare(const config_t *cfg)
+{
+    config_t c = *cfg;
+    c.train.resume = 0;
+    c.output.file[0] = '\0';
+    c.output.overwrite = 0;
+    c.output.plots = 0;
+    const size_t len = config_to_ini(&c, NULL, 0) + 1;
+    char *ini = malloc(len);
+    if (ini) config_to_ini(&c, ini, len);
+    return ini;
+}
+
+int h5io_config_same(const config_t *cfg, const char *stored, char *diff, size_t len)
+{
+    config_t old;
+    char err[CONFIG_ERR_MAX];
+    snprintf(diff, len, "its config attribute is unreadable");
+    if (!stored || config_parse_string(&old, stored, "file", err, sizeof err)) return 0;
+    char *a = ini_for_compare(&old), *b = ini_for_compare(cfg);
+    const int same = a && b && !strcmp(a, b);
+    if (a && b && !same) {
+        // the first differing line, as the file has it
+        const char *p = a, *q = b;
+        while (*p && *p == *q) p++, q++;
+        while (p > a && p[-1] != '\n') p--;
+        const char *e = strchr(p, '\n');
+        snprintf(diff, len, "it has '%.*s'", (int)(e ? e - p : (long)strlen(p)), p);
+    }
+    free(a);
+    free(b);
+    return same;
 }
 
 int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value)
@@ -239,15 +323,23 @@ int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long 
 
 int h5io_commit(h5io_file_t *f, char *err, size_t errlen)
 {
-    int rc = 0;
+    int rc = 0, lock = -1;
     if (H5Fclose(f->id) < 0) {
         snprintf(err, errlen, "%s: cannot close HDF5 file", f->tmp);
+        rc = 1;
+    } else if ((rc = fsutil_check_replaceable(f->path, err, errlen))) {
+        // checked again: the path may have changed while the file was written
+    } else if (fsutil_lock_exclusive(f->path, &lock) != 0) {
+        // a training run started on this path meanwhile: its file is not replaced under it
+        snprintf(err, errlen, "%s: in use by a running training run", f->path);
         rc = 1;
     } else if (rename(f->tmp, f->path) != 0) {
         snprintf(err, errlen, "%s: cannot rename from %s: %s", f->path, f->tmp, strerror(errno));
         rc = 1;
     }
-    if (rc) unlink(f->tmp);
+    if (lock >= 0) close(lock);
+    if (rc) fsutil_unlink_regular(f->tmp);
+    tmpfiles_forget(f->tmp);
     free(f);
     return rc;
 }
@@ -256,7 +348,8 @@ void h5io_abort(h5io_file_t *f)
 {
     if (!f) return;
     H5Fclose(f->id);
-    unlink(f->tmp);
+    fsutil_unlink_regular(f->tmp);
+    tmpfiles_forget(f->tmp);
     free(f);
 }
 
@@ -269,6 +362,11 @@ int h5io_open_read(h5io_file_t **out, const char *path, char *err, size_t errlen
     snprintf(f->path, sizeof f->path, "%s", path);
     if (access(path, R_OK) != 0) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        free(f);
+        return 1;
+    }
+    if (!fsutil_is_regular(path)) {   // a FIFO would block the open, a device be consumed
+        snprintf(err, errlen, "%s: cannot open: not a regular file (a %s)", path, fsutil_kind(path));
         free(f);
         return 1;
     }

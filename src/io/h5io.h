@@ -13,8 +13,18 @@
 
 typedef struct h5io_file h5io_file_t;
 
-/* Create "<path>.tmp.<pid>" (making the directory of path). Refuses an existing path unless
- * overwrite. Returns 0, or 1 (I/O) / 2 (exists without overwrite) with err set. */
+/* Call first in main, before any other HDF5 call: HDF5 prints no errors (they are returned),
+ * and its exit-time clean-up is off, so that a file whose close failed (a full disk) cannot
+ * crash the exit; every file is closed explicitly (docs/design.md §6). */
+void h5io_init(void);
+
+/* Whether path may become an output file: not empty, shorter than 1024 characters, missing or
+ * a regular file (never a link, FIFO, device or directory, docs/design.md §6), and missing
+ * unless overwrite. Returns 0, or 2 with err set (1 when path cannot be examined). */
+int h5io_check_target(const char *path, int overwrite, char *err, size_t errlen);
+
+/* Create "<path>.tmp.<pid>" (making the directory of path). Refuses what h5io_check_target
+ * refuses. Returns 0, or 1 (I/O) / 2 (exists without overwrite, not a regular file) with err. */
 int h5io_create(h5io_file_t **f, const char *path, int overwrite, char *err, size_t errlen);
 
 /* Write a float64 dataset at dset (intermediate groups created), shape dims[rank]. 0 or 1. */
@@ -39,6 +49,16 @@ int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, c
  * NULL when the file is missing, unreadable or has no status. */
 char *h5io_file_status(const char *path);
 
+/* The root attributes status and config of the run file path (each malloc'd, NULL if absent;
+ * pass NULL for one not wanted). Returns 0, or 1 when the file is missing or unreadable. */
+int h5io_file_attrs(const char *path, char **status, char **config);
+
+/* 1 when stored, a file's resolved config text (its root attribute config), describes the same
+ * run as cfg, ignoring what may differ between a run and its resume (train.resume, output.*);
+ * else 0 with diff "it has 'KEY = VALUE'" (its first differing line) or why it is unreadable.
+ * What --resume and a sweep use to tell a file of this run from a stale one (docs/design.md §6). */
+int h5io_config_same(const config_t *cfg, const char *stored, char *diff, size_t len);
+
 /* Attach a variable-length UTF-8 string attribute to object obj ("/" for the root). 0 or 1. */
 int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value);
 
@@ -54,7 +74,8 @@ int h5io_write_attr_int(h5io_file_t *f, const char *obj, const char *name, long 
 int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long seed,
                           const char *status);
 
-/* Close and rename to the final path. Returns 0, or 1 with err set (the temporary removed). */
+/* Close and rename to the final path (checked again to be missing or a regular file). Returns
+ * 0, or 1 (I/O) / 2 (no longer a regular file) with err set; the temporary is removed. */
 int h5io_commit(h5io_file_t *f, char *err, size_t errlen);
 
 /* Close and delete the temporary file (after an error). */

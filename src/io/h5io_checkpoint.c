@@ -148,6 +148,13 @@ int h5io_checkpoint_write(h5io_file_t *f, const train_t *t)
     return rc;
 }
 
+size_t h5io_checkpoint_bytes(const train_t *t)
+{
+    const size_t tensors = t->opt.v ? 3 : 2;   // params, m (and v)
+    return tensors * t->s.model->num_params * sizeof(double) + gsl_rng_size(t->s.rng_init) +
+           gsl_rng_size(t->s.rng_data) + 3 * sizeof(long long);
+}
+
 long h5io_checkpoint_step(h5io_file_t *f)
 {
     return (long)read_scalar(f, "/checkpoint/step", -1);

@@ -15,9 +15,9 @@
  *
  * SWMR writing may extend and overwrite datasets but not create objects or attributes, so
  * every dataset exists before H5Fstart_swmr_write, and h5io_train_close sets the final status
- * after reopening the file normally. HDF5 drops its own file lock when SWMR writing starts, so
- * the writer holds a shared flock on the file, and resume and overwrite refuse a file that
- * cannot be locked exclusively: one a live run is writing (SWMR readers are compatible).
+ * after reopening the file normally. The writer's locks and the disk space reserved before
+ * every flush and checkpoint are h5io_guard.c's: a full disk ends the run with the file as at
+ * its last flush and its last complete checkpoint intact (docs/design.md §6).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,14 +25,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "io/h5io.h"
 #include "io/h5io_internal.h"
+#include "util/fsutil.h"
+#include "util/tmpfiles.h"
 
 /* Rows are written at least this often (seconds), and when a buffer is full. */
 #define FLUSH_SECONDS 2.0
+
+/* Disk reserved before each flush beyond two new chunks per column (h5io_space.c): room for
+ * HDF5's metadata (chunk index blocks, object headers), which it allocates in small blocks. */
+#define METADATA_SLACK ((size_t)256 << 10)
 
 /* Row groups: datasets of one group grow together. */
 enum { G_STEP, G_PROBE, G_EVAL, G_UPDATE, G_COUNT };
@@ -77,37 +83,24 @@ static const column_t COLUMNS[] = {
 };
 #define NCOL ((int)(sizeof COLUMNS / sizeof COLUMNS[0]))
 
+/* Why a writer stopped writing (h5io_train_close then ends without touching the file). */
+enum { WRITER_OK, WRITER_DISK_FULL, WRITER_BROKEN };
+
 struct h5io_train {
     h5io_file_t f;              /* f.id: the open file */
     int lock_fd;                /* holds a shared flock on the file while writing, or −1 */
     probe_axes_t ax;            /* names of the probe rows' axes (a copy of the trainer's) */
+    int failed;                 /* WRITER_DISK_FULL: a reservation failed, nothing written since the
+                                   last flush; WRITER_BROKEN: an HDF5 write failed */
+    int err_no;                 /* errno of the failed reservation */
+    long last_step, flushed_step, ckpt_step;   /* last update buffered / on disk; checkpoint */
+    int ckpt_allocated;         /* the checkpoint's data have their space in the file */
     int text;
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];
     double last_flush;
 };
-
-/* 1 when another process holds a lock on path (a live writer, see lock_hold). */
-static int file_in_use(const char *path)
-{
-    const int fd = open(path, O_RDONLY);
-    if (fd < 0) return 0;
-    const int busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    close(fd);
-    return busy;
-}
-
-/* A shared flock on path, held while this process writes it; −1 where flock is unavailable. */
-static int lock_hold(const char *path)
-{
-    const int fd = open(path, O_RDONLY);
-    if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
 
 static double now_seconds(void)
 {
@@ -218,13 +211,54 @@ static int create_layout(h5io_train_t *w, const train_t *t)
 static void train_free_writer(h5io_train_t *w)
 {
     for (int k = 0; k < NCOL; k++) {
-        if (w->ds[k] >= 0) H5Dclose(w->ds[k]);
+        // after a failed HDF5 write the handles are left open: closing would flush the half-
+        // written state; HDF5's exit-time clean-up is off (h5io_init), so it stays as a kill -9
+        // leaves it: readable up to the last flush (SWMR)
+        if (w->ds[k] >= 0 && w->failed != WRITER_BROKEN) H5Dclose(w->ds[k]);
         free(w->buf[k]);
     }
-    if (w->f.id >= 0) H5Fclose(w->f.id);
+    if (w->f.id >= 0 && w->failed != WRITER_BROKEN) H5Fclose(w->f.id);
     if (w->lock_fd >= 0) close(w->lock_fd);   // releases the flock
     probe_axes_free(&w->ax);
     free(w);
+}
+
+/* Record that writing stopped (kind WRITER_DISK_FULL or WRITER_BROKEN). Returns 1. */
+static int writer_failed(h5io_train_t *w, int kind)
+{
+    if (!w->failed) {
+        w->failed = kind;
+        w->err_no = errno;
+    }
+    return 1;
+}
+
+/* The message of a writer that stopped: what the file holds and how to continue. */
+static void failure_message(const h5io_train_t *w, char *err, size_t errlen)
+{
+    char ck[64], rows[48];
+    if (w->ckpt_step >= 0) snprintf(ck, sizeof ck, "the checkpoint of update %ld", w->ckpt_step);
+    else snprintf(ck, sizeof ck, "no checkpoint (--resume starts over)");
+    if (w->flushed_step > 0) snprintf(rows, sizeof rows, "updates 1-%ld", w->flushed_step);
+    else snprintf(rows, sizeof rows, "no updates");
+    if (w->failed == WRITER_DISK_FULL)
+        snprintf(err, errlen, "%s: cannot write: %s (after update %ld). The file holds %s and "
+                 "%s; free space, then continue with --resume", w->f.path, strerror(w->err_no),
+                 w->last_step, rows, ck);
+    else
+        snprintf(err, errlen, "%s: cannot write (HDF5 error; disk full?) after update %ld. The file "
+                 "reads up to its last flush (h5py: swmr=True), %s, with %s; continue with "
+                 "--resume", w->f.path, w->last_step, rows, ck);
+}
+
+/* Disk one flush may allocate: two new chunks of every column, and metadata. */
+static size_t flush_bytes(const h5io_train_t *w)
+{
+    size_t n = METADATA_SLACK;
+    for (int k = 0; k < NCOL; k++)
+        if (w->ds[k] >= 0)
+            n += 2 * (size_t)GROUP_CAP[COLUMNS[k].group] * row_size(w, &COLUMNS[k]) * sizeof(double);
+    return n;
 }
 
 static h5io_train_t *writer_alloc(const train_t *t, const char *path)
@@ -233,6 +267,7 @@ static h5io_train_t *writer_alloc(const train_t *t, const char *path)
     if (!w) return NULL;
     w->f.id = -1;
     w->lock_fd = -1;
+    w->ckpt_step = -1;
     snprintf(w->f.path, sizeof w->f.path, "%s", path);
     w->text = t->s.data.val_batches > 0;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
@@ -282,13 +317,17 @@ static int append_rows(hid_t ds, const double *rows, hsize_t n)
 
 int h5io_train_flush(h5io_train_t *w)
 {
+    if (w->failed) return 1;   // the file stays as at its last flush
+    if (h5io_space_reserve(w->f.id, flush_bytes(w)) != 0) return writer_failed(w, WRITER_DISK_FULL);
     int rc = 0;
     for (int k = 0; k < NCOL; k++)
         if (w->ds[k] >= 0) rc |= append_rows(w->ds[k], w->buf[k], (hsize_t)w->pending[COLUMNS[k].group]);
     for (int g = 0; g < G_COUNT; g++) w->pending[g] = 0;
     if (H5Fflush(w->f.id, H5F_SCOPE_GLOBAL) < 0) rc = 1;
     w->last_flush = now_seconds();
-    return rc;
+    if (rc) return writer_failed(w, WRITER_BROKEN);
+    w->flushed_step = w->last_step;
+    return 0;
 }
 
 /* Copy one row into column k's buffer. */
@@ -308,7 +347,9 @@ static int col(const char *name)
 
 int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r, double elapsed)
 {
+    if (w->failed) return 1;
     const double step = (double)r->step;
+    w->last_step = r->step;
     push(w, col("step"), &step);
     push(w, col("lr"), &r->lr);
     push(w, col("loss"), &r->loss);
@@ -346,8 +387,14 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
 
 int h5io_train_checkpoint(h5io_train_t *w, const train_t *t)
 {
-    int rc = h5io_train_flush(w);
-    return rc | h5io_checkpoint_write(&w->f, t);
+    // rows first; when they cannot be written, the last complete checkpoint stays untouched
+    if (h5io_train_flush(w)) return 1;
+    const size_t need = METADATA_SLACK + (w->ckpt_allocated ? 0 : h5io_checkpoint_bytes(t));
+    if (h5io_space_reserve(w->f.id, need) != 0) return writer_failed(w, WRITER_DISK_FULL);
+    if (h5io_checkpoint_write(&w->f, t)) return writer_failed(w, WRITER_BROKEN);
+    w->ckpt_allocated = 1;
+    w->ckpt_step = t->step;
+    return 0;
 }
 
 /* Create the file at path (EXCL, or TRUNC when overwrite) with its layout and root attributes. */
@@ -368,11 +415,14 @@ int h5io_train_create(h5io_train_t **out, const char *path, int overwrite, const
 {
     *out = NULL;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (!overwrite && access(path, F_OK) == 0) {
+    struct stat st;
+    if (!overwrite && lstat(path, &st) == 0) {
         snprintf(err, errlen, "%s: exists (use --force to replace it, --resume to continue it)", path);
         return 2;
     }
-    if (file_in_use(path)) {
+    int rc = h5io_check_target(path, 1, err, errlen);
+    if (rc) return rc;
+    if (h5io_in_use(path)) {
         snprintf(err, errlen, "%s: in use by another process (a running training run, an open reader?)", path);
         return 1;
     }
@@ -382,15 +432,18 @@ int h5io_train_create(h5io_train_t **out, const char *path, int overwrite, const
     }
     h5io_train_t *w = writer_alloc(t, path);
     if (!w) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
+    const int existed = lstat(path, &st) == 0;
     if (create_file(w, path, overwrite, t, config_ini) || open_columns(w) ||
         H5Fstart_swmr_write(w->f.id) < 0) {
-        snprintf(err, errlen, "%s: cannot create the HDF5 file (directory writable? file in use?)", path);
+        snprintf(err, errlen, "%s: cannot create the HDF5 file (directory writable? disk full? "
+                 "file in use?)", path);
         const int created = w->f.id >= 0;
         train_free_writer(w);
-        if (created) unlink(path);
+        // ours (h5io_check_target saw no other kind): created, or left empty by a full disk
+        if (created || !existed) fsutil_unlink_regular(path);
         return 1;
     }
-    w->lock_fd = lock_hold(path);
+    w->lock_fd = h5io_lock_hold(path);
     *out = w;
     return 0;
 }
@@ -401,9 +454,29 @@ int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, cons
     char path[sizeof w->f.path];
     snprintf(path, sizeof path, "%s", w->f.path);
     int rc = h5io_train_flush(w);
+    const int ours = h5io_same_file(w->lock_fd, w->f.path), failed = w->failed;
+    if (failed) failure_message(w, err, errlen);
     train_free_writer(w);
+    if (failed) {   // status stays running, as after kill -9: --resume continues the file
+        if (failed == WRITER_DISK_FULL) h5io_space_release(path);
+        return 1;
+    }
+    if (!ours) {   // never write our status into another process's file
+        snprintf(err, errlen, "%s: replaced by another process while training; not changed", path);
+        return 1;
+    }
     // SWMR writing cannot change attributes: set the final status in a normal session, without
-    // HDF5's file lock, which any reader still holding the file open (h5py) would block
+    // HDF5's file lock, which any reader still holding the file open (h5py) would block. Its
+    // space is reserved first: a status that cannot be written leaves the file as it was.
+    h5io_space_release(path);
+    const int fd = fsutil_open_regular(path, O_WRONLY, 0);
+    const int room = fd >= 0 && fsutil_reserve(fd, lseek(fd, 0, SEEK_END), METADATA_SLACK) == 0;
+    if (fd >= 0) close(fd);
+    if (!room) {
+        snprintf(err, errlen, "%s: cannot set its status to %s: %s; it stays 'running' "
+                 "(--resume continues it)", path, status, strerror(errno));
+        return 1;
+    }
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_file_locking(fapl, 0, 1);
     h5io_file_t f = {.id = H5Fopen(path, H5F_ACC_RDWR, fapl)};
@@ -417,6 +490,7 @@ int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, cons
         }
         rc |= H5Fclose(f.id) < 0;
     }
+    h5io_space_release(path);
     if (rc) snprintf(err, errlen, "%s: cannot finish the HDF5 file", path);
     return rc;
 }
@@ -499,7 +573,7 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
 {
     *out = NULL;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (file_in_use(path)) {
+    if (h5io_in_use(path)) {
         snprintf(err, errlen, "%s: cannot resume: in use by another process (a running training "
                  "run, an open reader?)", path);
         return 1;
@@ -518,10 +592,14 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
         // rewrite: the rows up to the checkpoint and the checkpoint into a new file, then
         // rename it over the old one (atomic: a kill leaves either file complete)
         snprintf(tmp, sizeof tmp, "%s.resume.%ld", path, (long)getpid());
-        rc = create_file(w, tmp, 1, t, config_ini) || open_columns(w);
+        rc = fsutil_check_replaceable(tmp, why, sizeof why) != 0;   // TRUNC would follow a link
+        if (!rc) tmpfiles_add(tmp);   // removed if a signal ends the process meanwhile
+        rc = rc || create_file(w, tmp, 1, t, config_ini) || open_columns(w);
+        if (!rc) tmpfiles_test_hook();
         if (!rc && created) rc = h5io_write_attr_string(&w->f, "/", "created", created);
         for (int k = 0; k < NCOL && !rc; k++)
             if (w->ds[k] >= 0) rc = append_rows(w->ds[k], data[k], keep[COLUMNS[k].group]);
+        w->last_step = w->flushed_step = t->step;
         rc = rc || h5io_train_checkpoint(w, t);
         for (int k = 0; k < NCOL; k++) {
             if (w->ds[k] >= 0) H5Dclose(w->ds[k]);
@@ -530,13 +608,17 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
         if (w->f.id >= 0 && H5Fclose(w->f.id) < 0) rc = 1;
         w->f.id = -1;
         if (rc) {
-            snprintf(why, sizeof why, "cannot write %s", tmp);
-            unlink(tmp);
+            snprintf(why, sizeof why, "cannot write %s (disk full?); the file is unchanged", tmp);
+            fsutil_unlink_regular(tmp);
+        } else if (fsutil_check_replaceable(path, why, sizeof why)) {
+            fsutil_unlink_regular(tmp);
+            rc = 1;
         } else if (rename(tmp, path) != 0) {
             snprintf(why, sizeof why, "cannot rename %s: %s", tmp, strerror(errno));
-            unlink(tmp);
+            fsutil_unlink_regular(tmp);
             rc = 1;
         }
+        tmpfiles_forget(tmp);
     }
     if (!rc) {
         hid_t fapl = fapl_latest();
@@ -544,7 +626,7 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
         H5Pclose(fapl);
         rc = w->f.id < 0 || open_columns(w) || H5Fstart_swmr_write(w->f.id) < 0;
         if (rc) snprintf(why, sizeof why, "cannot reopen for writing");
-        else w->lock_fd = lock_hold(path);
+        else w->lock_fd = h5io_lock_hold(path);
     }
     for (int k = 0; k < NCOL; k++) free(data[k]);
     free(created);

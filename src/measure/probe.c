@@ -1,6 +1,7 @@
 /* probe.c — measurements at initialisation (Xiong et al. 2020 §3.2–3.4, Fig. 3; Liu et al.
  * 2020 Fig. 3), by names taken from the model (measure/probe.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "measure/change.h"
@@ -89,6 +90,28 @@ probe_t *probe_alloc(int S, const probe_axes_t *axes)
         *array_ptr(p, a) = x;
     }
     return p;
+}
+
+int probe_overflow(const probe_t *p, char *what, size_t len)
+{
+    const probe_axes_t *ax = &p->ax;
+    const int w1 = probe_axis_find(ax->param, ax->P, "w1"), w2 = probe_axis_find(ax->param, ax->P, "w2");
+    for (int k = 0; k < PROBE_NUM_ARRAYS; k++) {
+        const probe_array_t *a = &PROBE_ARRAYS[k];
+        const double *x = *(double *const *)((const char *)p + a->field);
+        if (!x) continue;
+        const size_t per = probe_array_size(ax, a), n = (size_t)p->S * per;
+        const int nan_is_overflow = !strcmp(a->name, "loss") || !strcmp(a->name, "final_sqnorm");
+        for (size_t i = 0; i < n; i++) {
+            const int ffn = (!strcmp(a->name, "grad_fro") || !strcmp(a->name, "grad_fro_batchmean")) &&
+                            ((int)(i % ax->P) == w1 || (int)(i % ax->P) == w2);
+            if (isinf(x[i]) || (isnan(x[i]) && (nan_is_overflow || ffn))) {
+                snprintf(what, len, "probe/%s[seed %zu] = %g", a->name, i / per, x[i]);
+                return 1;
+            }
+        }
+    }
+    return 0;
 }
 
 void probe_free(probe_t *p)

@@ -108,6 +108,10 @@ size_t probe_array_size(const probe_axes_t *axes, const probe_array_t *a);
 /* Allocate a probe_t for S seeds and a copy of axes (all NaN). NULL on OOM. */
 probe_t *probe_alloc(int S, const probe_axes_t *axes);
 
+/* 1 when a probe's values overflowed (an infinity anywhere; NaN in a loss, a final norm, or the
+ * FFN weights' gradient, which every layer has), with the first one named in what. */
+int probe_overflow(const probe_t *p, char *what, size_t len);
+
 /* Free a probe_t. */
 void probe_free(probe_t *p);
 

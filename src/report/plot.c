@@ -1,6 +1,7 @@
 /* plot.c — reading runs for figures, and the gnuplot pipe. The figures themselves are in
  * plot_figs.c; both share plot_internal.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,9 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include "report/plot.h"
 #include "report/plot_internal.h"
 #include "io/h5io.h"
+#include "util/fsutil.h"
+#include "util/proc.h"
 
 /* ------------------------------------------------------------------ script buffer */
 
@@ -185,6 +189,35 @@ static const char *terminal_for(const char *fmt)
     return NULL;
 }
 
+/* Run gnuplot on "set terminal TERM" + script with its standard output into the file out:
+ * the path never appears in the script, so no file or directory name can end gnuplot's
+ * quoting (docs/design.md §3). Returns 0, −1 (gnuplot failed), −2 (out refused). */
+static int render_one(const char *term, const char *script, const char *out, char *err,
+                      size_t errlen)
+{
+    if (fsutil_check_replaceable(out, err, errlen)) return -2;   // never a link, FIFO, device
+    const int fd = fsutil_open_regular(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot write: %s", out, strerror(errno));
+        return -1;
+    }
+    sbuf_t text = {0};
+    sbuf_printf(&text, "set terminal %s\n%s\n", term, script);
+    const char *const argv[] = {"gnuplot", NULL};
+    const proc_io_t io = {.input = text.data, .out_fd = fd};
+    const int status = text.failed ? -1 : proc_run(argv, &io);
+    close(fd);
+    sbuf_free(&text);
+    if (status == 0) return 0;
+    fsutil_unlink_regular(out);
+    if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        snprintf(err, errlen, "gnuplot not found (install gnuplot-nox: scripts/install-deps.sh)");
+    else
+        snprintf(err, errlen, "gnuplot failed on %s (status %d); the results are untouched", out,
+                 status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return -1;
+}
+
 int plot_render(const char *script, const char *dir, const char *name, const char *formats,
                 int quiet, char *err, size_t errlen)
 {
@@ -194,28 +227,34 @@ int plot_render(const char *script, const char *dir, const char *name, const cha
         const char *term = terminal_for(fmt);
         if (!term) {
             snprintf(err, errlen, "--format: unknown format '%s' (png, pdf, svg)", fmt);
-            return -1;
+            return -2;
         }
         char out[1400];
-        snprintf(out, sizeof out, "%s/%s.%s", dir, name, fmt);
-        fflush(NULL);
-        FILE *gp = popen("gnuplot", "w");
-        if (!gp) {
-            snprintf(err, errlen, "cannot start gnuplot: %s", strerror(errno));
-            return -1;
+        if ((size_t)snprintf(out, sizeof out, "%s/%s.%s", dir, name, fmt) >= sizeof out) {
+            snprintf(err, errlen, "%.100s...: output path too long", out);
+            return -2;
         }
-        fprintf(gp, "set terminal %s\nset output '%s'\n%s\nunset output\n", term, out, script);
-        const int status = pclose(gp);
-        if (status != 0) {
-            remove(out);
-            if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-                snprintf(err, errlen, "gnuplot not found (install gnuplot-nox: scripts/install-deps.sh)");
-            else
-                snprintf(err, errlen, "gnuplot failed on %s (status %d); the results are untouched",
-                         out, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-            return -1;
-        }
+        const int rc = render_one(term, script, out, err, errlen);
+        if (rc) return rc;
         if (!quiet) printf("wrote %s\n", out);
+    }
+    return 0;
+}
+
+int plot_check_formats(const char *formats, char *err, size_t errlen)
+{
+    char list[64];
+    if (strlen(formats) >= sizeof list) {
+        snprintf(err, errlen, "--format: list too long");
+        return 2;
+    }
+    snprintf(list, sizeof list, "%s", formats);
+    for (char *f = list, *comma; f; f = comma ? comma + 1 : NULL) {
+        if ((comma = strchr(f, ','))) *comma = '\0';
+        if (!terminal_for(f)) {
+            snprintf(err, errlen, "--format: not png, pdf or svg: %s", f[0] ? f : "(empty)");
+            return 2;
+        }
     }
     return 0;
 }
@@ -223,9 +262,14 @@ int plot_render(const char *script, const char *dir, const char *name, const cha
 int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
                   const char *formats, int quiet, char *err, size_t errlen)
 {
+    struct stat st;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
         return -1;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {   // else gnuplot wrote to stdout
+        snprintf(err, errlen, "--out %s: not a directory", dir);
+        return -2;
     }
     plot_figure_fn figures[] = {
         plot_fig_grad_vs_layer, plot_fig_grad_vs_depth, plot_fig_grad_vs_width,
@@ -242,9 +286,10 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         if (has) {
             char full[600];
             snprintf(full, sizeof full, "%s-%s", prefix, name);
-            if (plot_render(script.data, dir, full, formats, quiet, err, errlen)) {
+            const int rc = plot_render(script.data, dir, full, formats, quiet, err, errlen);
+            if (rc) {
                 sbuf_free(&script);
-                return -1;
+                return rc;
             }
             drawn++;
         }

@@ -41,9 +41,14 @@ int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, 
 /* Free what plot_load allocated. */
 void plot_set_free(plot_set_t *set);
 
+/* 0 when formats is a comma-separated list of png, pdf and svg, with no empty item ('' would
+ * draw nothing and succeed); else 2 with err. */
+int plot_check_formats(const char *formats, char *err, size_t errlen);
+
 /* Draw every figure the runs support into dir/<prefix>-<figure>.<fmt> for each format of the
  * comma-separated list formats (png, pdf, svg). Prints each file written unless quiet.
- * Returns the number of figures, or −1 with err set (gnuplot missing or failing). */
+ * Returns the number of figures, or −1 with err set (gnuplot missing or failing), or −2 (dir
+ * not a directory, an output path that is not a regular file: a usage error). */
 int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
                   const char *formats, int quiet, char *err, size_t errlen);
 

@@ -91,7 +91,9 @@ void plot_scheme_name(const config_t *c, char *buf, size_t len);
  * min(final, loss0) − min final (a diverged run, final NaN, counts as loss0). */
 double plot_lr_sensitivity(const double *final, const double *loss0, int n);
 
-/* Send script to gnuplot once per format into dir/name.<fmt>. 0, or −1 with err set. */
+/* Send script to gnuplot once per format into dir/name.<fmt> (gnuplot writes to its standard
+ * output, which is the file). 0, or −1 (gnuplot failed) / −2 (an output that is not a regular
+ * file, an unknown format) with err set. */
 int plot_render(const char *script, const char *dir, const char *name, const char *formats,
                 int quiet, char *err, size_t errlen);
 

@@ -33,14 +33,17 @@ const char *plot_run_color(const plot_run_t *r, int rank_in_placement)
 
 /* A run name as literal text inside a single-quoted gnuplot string in enhanced mode: the
  * enhanced-text operators _ ^ { } @ & ~ \ get a backslash (else "post_warm" prints "warm" as a
- * subscript), and ' doubles (gnuplot's quote inside '...'). Truncates to fit len. */
+ * subscript), ' doubles (gnuplot's quote inside '...'), and a control character (a newline
+ * would end the command, and the rest of the name would run as one) prints as '?'
+ * (docs/design.md §3). Truncates to fit len. */
 void plot_escape_name(const char *in, char *out, size_t len)
 {
     size_t o = 0;
     for (; *in && o + 3 < len; in++) {
-        if (strchr("_^{}@&~\\", *in)) out[o++] = '\\';
-        else if (*in == '\'') out[o++] = '\'';
-        out[o++] = *in;
+        const char c = (unsigned char)*in < 0x20 || *in == 0x7f ? '?' : *in;
+        if (strchr("_^{}@&~\\", c)) out[o++] = '\\';
+        else if (c == '\'') out[o++] = '\'';
+        out[o++] = c;
     }
     out[o] = '\0';
 }

@@ -7,8 +7,10 @@
 #include <unistd.h>
 #include "io/h5io.h"
 #include "util/progress.h"
+#include "report/plot.h"
 #include "run/run.h"
 #include "train/train.h"
+#include "util/fsutil.h"
 
 static volatile sig_atomic_t stop_signal = 0;
 
@@ -71,40 +73,6 @@ static char *ini_text(const config_t *cfg)
     return ini;
 }
 
-/* The INI text of cfg without the keys that may change between a run and its resume. */
-static char *ini_for_compare(const config_t *cfg)
-{
-    config_t c = *cfg;
-    c.train.resume = 0;
-    c.output.file[0] = '\0';
-    c.output.overwrite = 0;
-    c.output.plots = 0;
-    return ini_text(&c);
-}
-
-/* 1 when the file's config text equals cfg (but for ini_for_compare's keys); else 0 with the
- * first differing line of the file's config in diff. */
-static int same_config(const config_t *cfg, const char *stored, char *diff, size_t len)
-{
-    config_t old;
-    char err[CONFIG_ERR_MAX];
-    snprintf(diff, len, "its config attribute is unreadable");
-    if (!stored || config_parse_string(&old, stored, "file", err, sizeof err)) return 0;
-    char *a = ini_for_compare(&old), *b = ini_for_compare(cfg);
-    int same = a && b && !strcmp(a, b);
-    if (a && b && !same) {
-        // first differing line, named by the stored value
-        const char *p = a, *q = b;
-        while (*p && *p == *q) p++, q++;
-        while (p > a && p[-1] != '\n') p--;
-        const char *e = strchr(p, '\n');
-        snprintf(diff, len, "it has '%.*s'", (int)(e ? e - p : (long)strlen(p)), p);
-    }
-    free(a);
-    free(b);
-    return same;
-}
-
 /* Fresh file or resume? Returns 0 and sets *resume / *overwrite, 1 or 2 on error, or −1 when
  * there is nothing to do (the file's run is done or diverged). */
 static int decide(const config_t *cfg, const char *path, const run_options_t *o, int *resume,
@@ -112,16 +80,21 @@ static int decide(const config_t *cfg, const char *path, const run_options_t *o,
 {
     *resume = 0;
     *overwrite = o->force || cfg->output.overwrite;
-    if (!(o->resume || cfg->train.resume) || access(path, F_OK) != 0) return 0;
     h5io_train_info_t info;
     char err[1200], diff[256];
+    // the file will be written or replaced: only a regular file may be (docs/design.md §6)
+    int rc = h5io_check_target(path, 1, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "stability: %s\n", err);
+        return rc;
+    }
+    if (!(o->resume || cfg->train.resume) || access(path, F_OK) != 0) return 0;
     if (h5io_train_inspect(path, &info, err, sizeof err)) {
         if (*overwrite) return 0;   // unreadable: --force replaces it
         fprintf(stderr, "stability: --resume: %s (--force replaces it)\n", err);
         return 1;
     }
-    int rc = 0;
-    if (!same_config(cfg, info.config, diff, sizeof diff)) {
+    if (!h5io_config_same(cfg, info.config, diff, sizeof diff)) {
         if (!*overwrite) {
             fprintf(stderr, "stability: --resume: %s was written with another configuration (%s); "
                     "use --force to replace it\n", path, diff);
@@ -146,6 +119,25 @@ static void print_summary(const config_t *cfg, const run_ctx_t *c, const char *p
            c->elapsed0 + progress_now() - c->t0, c->last.loss);
     if (!isnan(c->last_val)) printf(", validation loss %.4f", c->last_val);
     printf("\nwrote %s\n", path);
+}
+
+/* [output] plots = true: draw the figures of the file just written into plots/. */
+int run_plot(const char *path, int quiet)
+{
+    plot_set_t set;
+    char err[1024], prefix[256];
+    const char *files[1] = {path};
+    const char *b = strrchr(path, '/');
+    snprintf(prefix, sizeof prefix, "%.200s", b ? b + 1 : path);
+    char *dot = strrchr(prefix, '.');
+    if (dot) *dot = '\0';
+    int rc = plot_load(&set, files, 1, err, sizeof err);
+    if (!rc) {
+        rc = plot_draw_all(&set, "plots", prefix, "png,pdf", quiet, err, sizeof err) < 0;
+        plot_set_free(&set);
+    }
+    if (rc) fprintf(stderr, "stability: %s (the results file is complete)\n", err);
+    return rc ? 1 : 0;
 }
 
 int run_train(const config_t *cfg, const char *path, const run_options_t *o)
@@ -188,14 +180,15 @@ int run_train(const config_t *cfg, const char *path, const run_options_t *o)
 
     const char *status = st == TRAIN_DONE ? "done" : st == TRAIN_DIVERGED ? "diverged" : "interrupted";
     if (st == TRAIN_INTERRUPTED) rc = h5io_train_checkpoint(c.w, t);
-    if (st == TRAIN_FAILED) {
-        fprintf(stderr, "stability: %s: cannot write the training log\n", path);
-        rc = 1;
-    }
+    // a write that failed (a full disk) leaves the file as at its last flush; close says what
+    // it holds and how to continue (docs/design.md §6)
     if (h5io_train_close(c.w, st == TRAIN_FAILED ? "running" : status,
                          st == TRAIN_DIVERGED ? c.last.step : 0,
                          train_diverged_reason(c.last.diverged), err, sizeof err)) {
         fprintf(stderr, "stability: %s\n", err);
+        rc = 1;
+    } else if (st == TRAIN_FAILED) {
+        fprintf(stderr, "stability: %s: cannot write the training log\n", path);
         rc = 1;
     }
     signals_restore(old);
@@ -210,5 +203,8 @@ int run_train(const config_t *cfg, const char *path, const run_options_t *o)
     }
     if (!rc && st == TRAIN_DONE && !o->quiet) print_summary(cfg, &c, path);
     train_free(t);
+    // [output] plots = true: the figures of a finished run (done or diverged)
+    if (!rc && cfg->output.plots && (st == TRAIN_DONE || st == TRAIN_DIVERGED))
+        rc = run_plot(path, o->quiet);
     return rc;
 }

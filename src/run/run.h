@@ -12,7 +12,9 @@
 #ifndef STABILITY_RUN_H
 #define STABILITY_RUN_H
 
+#include <stddef.h>
 #include "config/config.h"
+#include "measure/probe.h"
 
 typedef struct {
     int force;     /* replace an existing file (--force or [output] overwrite = true) */
@@ -22,6 +24,9 @@ typedef struct {
     long entries;  /* gradcheck: entries per tensor */
     double tol;    /* gradcheck: tolerance */
 } run_options_t;
+
+/* Draw the figures of the result file path into plots/ ([output] plots = true). Exit code. */
+int run_plot(const char *path, int quiet);
 
 /* The probe at initialisation (train.steps = 0) into the HDF5 file path (written to a
  * temporary name, renamed when complete); prints the summary table. Returns the exit code. */
@@ -40,5 +45,6 @@ int run_gradcheck(const config_t *cfg, const run_options_t *o);
  * configuration or an unreadable one is replaced (what a sweep runner wants for pre-empted
  * runs). Returns the exit code (0, 1, 2 or 130). */
 int run_train(const config_t *cfg, const char *path, const run_options_t *o);
+
 
 #endif

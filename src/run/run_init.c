@@ -7,7 +7,6 @@
 #include "io/h5io.h"
 #include "measure/gradcheck.h"
 #include "measure/probe.h"
-#include "report/plot.h"
 #include "report/report.h"
 #include "run/run.h"
 #include "util/progress.h"
@@ -41,25 +40,6 @@ static int first_batch(session_t *s, const config_t *cfg, double perturb)
     if (perturb > 0) model_perturb(s->model, s->rng_init, perturb);
     session_next_batch(s);
     return 0;
-}
-
-/* [output] plots = true: draw the figures of the file just written into plots/. */
-static int plot_file(const char *path, int quiet)
-{
-    plot_set_t set;
-    char err[1024], prefix[256];
-    const char *files[1] = {path};
-    const char *b = strrchr(path, '/');
-    snprintf(prefix, sizeof prefix, "%.200s", b ? b + 1 : path);
-    char *dot = strrchr(prefix, '.');
-    if (dot) *dot = '\0';
-    int rc = plot_load(&set, files, 1, err, sizeof err);
-    if (!rc) {
-        rc = plot_draw_all(&set, "plots", prefix, "png,pdf", quiet, err, sizeof err) < 0;
-        plot_set_free(&set);
-    }
-    if (rc) fprintf(stderr, "stability: %s (the results file is complete)\n", err);
-    return rc ? 1 : 0;
 }
 
 /* Measure into p with a progress bar; prints the time. */
@@ -100,8 +80,14 @@ int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
         if (!o->quiet) report_config(stdout, cfg);
         rc = measure(&s, p, o);
     }
+    char why[200];   // an overflow is a result, recorded and said (as a diverged training run)
+    const int overflow = !rc && probe_overflow(p, why, sizeof why);
+    if (overflow)
+        fprintf(stderr, "stability: warning: %s: the probe overflowed (%s); recorded with status "
+                "diverged\n", path, why);
     if (!rc && (h5io_write_probe(f, p, probe_site_symbols(cfg)) ||
-                h5io_write_root_attrs(f, ini, cfg->init.seed, "done"))) {
+                h5io_write_root_attrs(f, ini, cfg->init.seed, overflow ? "diverged" : "done") ||
+                (overflow && h5io_write_attr_string(f, "/", "diverged_reason", why)))) {
         fprintf(stderr, "stability: %s: cannot write the probe\n", path);
         rc = 1;
     }
@@ -112,7 +98,7 @@ int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
             report_probe(stdout, cfg, p, 0);
             printf("\nwrote %s\n", path);
         }
-        if (cfg->output.plots) rc = plot_file(path, o->quiet);
+        if (cfg->output.plots) rc = run_plot(path, o->quiet);
     }
     probe_free(p);
     free(ini);

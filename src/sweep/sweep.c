@@ -16,25 +16,33 @@
 #include "sweep/sweep.h"
 #include "config/config.h"
 #include "io/h5io.h"
+#include "util/lines.h"
 #include "util/progress.h"
 
 /* ------------------------------------------------------------------ parsing */
 
+/* Keys seen so far (every key of a sweep file may appear once, as in configs). */
+#define MAX_SEEN (2 * SWEEP_MAX_KEYS + SWEEP_MAX_SLURM + 8)
+
 typedef struct {
     sweep_t *s;
-    FILE *fp;
-    int line;
+    lines_t lines;             /* the line reader configs use (util/lines.h) */
     char *err;
     size_t errlen;
-    int failed;
-    int zip_line;
+    int failed, fail_line;
+    int zip_line, name_line;
     char zip[512];
+    int nseen;
+    char seen[MAX_SEEN][80];   /* "section.key" */
+    int seen_line[MAX_SEEN];
+    char prev[80];             /* the previous key (inih's continuation lines repeat it) */
 } parse_t;
 
 static void fail(parse_t *p, int line, const char *key, const char *fmt, ...)
 {
     if (p->failed) return;
     p->failed = 1;
+    p->fail_line = line;
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -43,13 +51,27 @@ static void fail(parse_t *p, int line, const char *key, const char *fmt, ...)
     snprintf(p->err, p->errlen, "%s:%d: %s: %s", p->s->path, line, key, msg);
 }
 
-/* inih reader that counts lines, so the handler knows each key's line. */
-static char *line_reader(char *str, int num, void *stream)
+/* 0 the first time key appears; else 1 after failing as configs do (a duplicate, or an
+ * indented line that inih reads as a continuation of the key before). */
+static int seen_before(parse_t *p, const char *key)
 {
-    parse_t *p = stream;
-    char *r = fgets(str, num, p->fp);
-    if (r) p->line++;
-    return r;
+    const int line = p->lines.line;
+    const char *raw = p->lines.cur;
+    if (raw && (*raw == ' ' || *raw == '\t') && !strcmp(key, p->prev)) {
+        fail(p, line, key, "indented line continues the value of %s (continuation lines are not "
+             "supported; remove the leading whitespace)", key);
+        return 1;
+    }
+    snprintf(p->prev, sizeof p->prev, "%s", key);
+    for (int k = 0; k < p->nseen; k++)
+        if (!strcmp(p->seen[k], key)) {
+            fail(p, line, key, "duplicate key (first set on line %d)", p->seen_line[k]);
+            return 1;
+        }
+    if (p->nseen == MAX_SEEN) { fail(p, line, key, "too many keys"); return 1; }
+    snprintf(p->seen[p->nseen], sizeof p->seen[0], "%s", key);
+    p->seen_line[p->nseen++] = line;
+    return 0;
 }
 
 static char *trim(char *s)
@@ -60,63 +82,78 @@ static char *trim(char *s)
     return s;
 }
 
-/* Split "a, b, c" into values; returns the count or −1 if too many / empty item. */
-static int split_list(const char *text, char out[][128], int max)
+/* Split "a, b, c" into values: the count, or −1 with why (an empty item such as in "1,,2" or
+ * "1, 2,", too many items, an item of 128 characters or more). */
+static int split_list(const char *text, char out[][128], int max, char *why, size_t len)
 {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", text);
     int n = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        char *v = trim(tok);
-        if (!*v || n == max || strlen(v) >= 128) return -1;
-        snprintf(out[n++], 128, "%s", v);
+    for (char *tok = buf, *comma; tok; tok = comma ? comma + 1 : NULL) {
+        if ((comma = strchr(tok, ','))) *comma = '\0';
+        const char *v = trim(tok);
+        if (!*v) { snprintf(why, len, "empty item in the list '%.100s'", text); return -1; }
+        if (n == max) { snprintf(why, len, "more than %d items", max); return -1; }
+        const size_t vlen = strlen(v);
+        if (vlen >= 128) { snprintf(why, len, "an item of 128 characters or more"); return -1; }
+        memcpy(out[n++], v, vlen + 1);
     }
     return n;
+}
+
+/* A swept (list) or fixed (one value) section.key of [sweep]. */
+static void on_run_key(parse_t *p, const char *key, const char *value, int line)
+{
+    sweep_t *s = p->s;
+    char vals[SWEEP_MAX_VALUES][128], why[160];
+    const int n = split_list(value, vals, SWEEP_MAX_VALUES, why, sizeof why);
+    if (n < 0) { fail(p, line, key, "%s", why); return; }
+    if (n == 1) {
+        if (s->nfixed == SWEEP_MAX_KEYS) { fail(p, line, key, "too many keys"); return; }
+        s->fixed_line[s->nfixed] = line;
+        snprintf(s->fixed[s->nfixed++], sizeof s->fixed[0], "%s=%s", key, vals[0]);
+        return;
+    }
+    if (s->naxes == SWEEP_MAX_KEYS) { fail(p, line, key, "too many swept keys"); return; }
+    sweep_axis_t *ax = &s->axes[s->naxes++];
+    snprintf(ax->key, sizeof ax->key, "%s", key);
+    ax->nvalues = n;
+    memcpy(ax->values, vals, sizeof vals);
+    ax->line = line;
 }
 
 static int on_entry(void *user, const char *section, const char *key, const char *value)
 {
     parse_t *p = user;
     sweep_t *s = p->s;
-    if (p->failed) return 1;
+    const int line = p->lines.line;
+    char full[80];   // as messages name it: model.layers, sweep.base, slurm.time
+    if (!strcmp(section, "sweep") && strchr(key, '.')) snprintf(full, sizeof full, "%s", key);
+    else snprintf(full, sizeof full, "%s.%s", section, key);
+    if (p->failed || seen_before(p, full)) return 1;
     if (!strcmp(section, "slurm")) {
-        if (s->nslurm == SWEEP_MAX_SLURM) { fail(p, p->line, "slurm", "too many keys"); return 1; }
+        if (s->nslurm == SWEEP_MAX_SLURM) { fail(p, line, "slurm", "too many keys"); return 1; }
         snprintf(s->slurm_key[s->nslurm], sizeof s->slurm_key[0], "%s", key);
         snprintf(s->slurm_value[s->nslurm], sizeof s->slurm_value[0], "%s", value);
-        s->slurm_line[s->nslurm++] = p->line;
+        s->slurm_line[s->nslurm++] = line;
         return 1;
     }
     if (strcmp(section, "sweep")) {
-        fail(p, p->line, section, "unknown section (expected [sweep] or [slurm])");
+        fail(p, line, section, "unknown section (expected [sweep] or [slurm])");
         return 1;
     }
     if (!strcmp(key, "base")) {
         snprintf(s->base, sizeof s->base, "%s", value);
     } else if (!strcmp(key, "name")) {
         snprintf(s->pattern, sizeof s->pattern, "%s", value);
+        p->name_line = line;
     } else if (!strcmp(key, "zip")) {
         snprintf(p->zip, sizeof p->zip, "%s", value);
-        p->zip_line = p->line;
+        p->zip_line = line;
     } else if (strchr(key, '.')) {
-        char vals[SWEEP_MAX_VALUES][128];
-        const int n = split_list(value, vals, SWEEP_MAX_VALUES);
-        if (n <= 0) { fail(p, p->line, key, "expected a value or a comma-separated list"); return 1; }
-        for (int a = 0; a < s->naxes; a++)
-            if (!strcmp(s->axes[a].key, key)) { fail(p, p->line, key, "given twice"); return 1; }
-        if (n == 1) {
-            if (s->nfixed == SWEEP_MAX_KEYS) { fail(p, p->line, key, "too many keys"); return 1; }
-            s->fixed_line[s->nfixed] = p->line;
-            snprintf(s->fixed[s->nfixed++], sizeof s->fixed[0], "%s=%s", key, vals[0]);
-            return 1;
-        }
-        if (s->naxes == SWEEP_MAX_KEYS) { fail(p, p->line, key, "too many swept keys"); return 1; }
-        sweep_axis_t *ax = &s->axes[s->naxes++];
-        snprintf(ax->key, sizeof ax->key, "%s", key);
-        ax->nvalues = n;
-        memcpy(ax->values, vals, sizeof vals);
-        ax->line = p->line;
+        on_run_key(p, key, value, line);
     } else {
-        fail(p, p->line, key, "unknown key in [sweep] (base, name, zip, or section.key = values)");
+        fail(p, line, key, "unknown key in [sweep] (base, name, zip, or section.key = values)");
     }
     return 1;
 }
@@ -162,6 +199,14 @@ static int format_name(const sweep_t *s, const int *index, char *out, size_t len
         snprintf(bad, badlen, "run name longer than %zu characters", len - 1);
         return 2;
     }
+    // the name becomes results/<sweep>/<name>.h5 and an HDF5 group: a real, visible file name
+    int control = 0;
+    for (const char *c = buf; *c; c++) control |= (unsigned char)*c < 0x20 || *c == 0x7f;
+    if (!buf[0] || buf[0] == '.' || control) {
+        snprintf(bad, badlen, "run name '%.60s' is not a usable file name (empty, starting with "
+                 "'.', or with a control character)", buf);
+        return 2;
+    }
     memcpy(out, buf, strlen(buf) + 1);
     return 0;
 }
@@ -193,9 +238,9 @@ static int expand(sweep_t *s, parse_t *p)
     for (long r = 0; r < total; r++) {
         sweep_run_t *run = &s->runs[r];
         for (int a = 0; a < s->naxes; a++) run->index[a] = s->axes[a].zipped ? zipi : idx[a];
-        char bad[128];
+        char bad[256];
         if (format_name(s, run->index, run->name, sizeof run->name, bad, sizeof bad)) {
-            fail(p, 1, "sweep.name", "%s", bad);
+            fail(p, p->name_line ? p->name_line : 1, "sweep.name", "%s", bad);
             return 2;
         }
         // odometer: the last axis varies fastest; the zip group counts as one axis at its first member
@@ -215,8 +260,8 @@ static int expand(sweep_t *s, parse_t *p)
     for (int i = 0; i < s->nruns; i++)
         for (int j = 0; j < i; j++)
             if (!strcmp(s->runs[i].name, s->runs[j].name)) {
-                fail(p, 1, "sweep.name", "runs %d and %d are both named '%s' (use {key} for every swept key)",
-                     j, i, s->runs[i].name);
+                fail(p, p->name_line ? p->name_line : 1, "sweep.name", "runs %d and %d are both "
+                     "named '%s' (use {key} for every swept key)", j, i, s->runs[i].name);
                 return 2;
             }
     return 0;
@@ -242,6 +287,9 @@ static int key_line(const sweep_t *s, const char *key)
     return 1;
 }
 
+static int parse_text(parse_t *p);
+static int validate_runs(sweep_t *s, char *err, size_t errlen);
+
 int sweep_load(sweep_t *s, const char *path, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -250,31 +298,61 @@ int sweep_load(sweep_t *s, const char *path, char *err, size_t errlen)
     b = b ? b + 1 : path;
     snprintf(s->name, sizeof s->name, "%.*s", (int)(strlen(b) > 4 && !strcmp(b + strlen(b) - 4, ".ini")
                                                      ? strlen(b) - 4 : strlen(b)), b);
-    parse_t p = {.s = s, .err = err, .errlen = errlen};
-    p.fp = fopen(path, "r");
-    if (!p.fp) {
+    if (strlen(path) >= sizeof s->path || strlen(b) >= sizeof s->name + 4 || !s->name[0]) {
+        snprintf(err, errlen, "%.100s: %s", path, s->name[0] ? "path too long" : "no sweep name");
+        return 2;
+    }
+    size_t len;
+    char *text = lines_read_file(path, &len);
+    if (!text) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return 2;
     }
-    const int rc = ini_parse_stream(line_reader, &p, on_entry, &p);
-    fclose(p.fp);
-    if (p.failed) return 2;
-    if (rc > 0) { fail(&p, rc, "syntax", "expected 'key = value' or '[section]'"); return 2; }
-    if (!s->base[0]) { fail(&p, 1, "sweep.base", "missing (the config every run starts from)"); return 2; }
-    if (p.zip[0]) {
-        char names[SWEEP_MAX_KEYS][128];
-        const int n = split_list(p.zip, names, SWEEP_MAX_KEYS);
+    parse_t *p = calloc(1, sizeof *p);
+    if (!p) { free(text); snprintf(err, errlen, "%s: out of memory", path); return 1; }
+    p->s = s;
+    p->err = err;
+    p->errlen = errlen;
+    lines_init(&p->lines, text, len);
+    const int rc = parse_text(p);
+    free(text);
+    free(p);
+    return rc;
+}
+
+/* The parse of sweep_load, after the file is in memory. Returns 0 or 2. */
+static int parse_text(parse_t *p)
+{
+    sweep_t *s = p->s;
+    const int rc = ini_parse_stream(lines_reader, &p->lines, on_entry, p);
+    // the first error by line: a line too long for libinih (or with a NUL), or a key's
+    if (p->lines.err_line && (!p->failed || p->lines.err_line <= p->fail_line)) {
+        p->failed = 0;
+        fail(p, p->lines.err_line, "syntax", "%s", p->lines.err);
+    }
+    if (p->failed) return 2;
+    if (rc > 0) { fail(p, rc, "syntax", "expected 'key = value' or '[section]'"); return 2; }
+    if (!s->base[0]) { fail(p, 1, "sweep.base", "missing (the config every run starts from)"); return 2; }
+    if (p->zip[0]) {
+        char names[SWEEP_MAX_KEYS][128], why[160];
+        const int n = split_list(p->zip, names, SWEEP_MAX_KEYS, why, sizeof why);
+        if (n < 0) { fail(p, p->zip_line, "sweep.zip", "%s", why); return 2; }
         for (int z = 0; z < n; z++) {
             int found = 0;
             for (int a = 0; a < s->naxes; a++)
                 if (!strcmp(s->axes[a].key, names[z])) { s->axes[a].zipped = 1; found = 1; }
-            if (!found) { fail(&p, p.zip_line, "sweep.zip", "%s is not a swept list", names[z]); return 2; }
+            if (!found) { fail(p, p->zip_line, "sweep.zip", "%s is not a swept list", names[z]); return 2; }
         }
     }
-    if (expand(s, &p)) return 2;
+    if (expand(s, p)) return 2;
+    return validate_runs(s, p->err, p->errlen);
+}
+
+/* Every run's config must load: errors point at the sweep line of the offending key. 0 or 2. */
+static int validate_runs(sweep_t *s, char *err, size_t errlen)
+{
     snprintf(s->results_dir, sizeof s->results_dir, "results/%s", s->name);
     snprintf(s->merged_path, sizeof s->merged_path, "results/%s.h5", s->name);
-    // every run's config must load: errors point at the sweep line of the offending key
     for (int i = 0; i < s->nruns; i++) {
         sweep_sets_t sets;
         sweep_run_sets(s, i, &sets);
@@ -304,12 +382,38 @@ void sweep_run_path(const sweep_t *s, int i, char *buf, size_t len)
     snprintf(buf, len, "%s/%s.h5", s->results_dir, s->runs[i].name);
 }
 
+sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len)
+{
+    char path[1400], buf[256];
+    if (!why) {
+        why = buf;
+        len = sizeof buf;
+    }
+    snprintf(why, len, "missing");
+    sweep_run_path(s, i, path, sizeof path);
+    char *status, *ini;
+    if (h5io_file_attrs(path, &status, &ini)) return SWEEP_MISSING;
+    sweep_state_t st = SWEEP_INCOMPLETE;
+    snprintf(why, len, "%s", status ? status : "no status");
+    if (status && (!strcmp(status, "done") || !strcmp(status, "diverged"))) {
+        // a result only if it is of the run the sweep asks for now (as --resume checks)
+        sweep_sets_t sets;
+        sweep_run_sets(s, i, &sets);
+        config_t cfg;
+        char cerr[CONFIG_ERR_MAX];
+        st = SWEEP_STALE;
+        if (config_load(&cfg, s->base, sets.ptr, sets.n, cerr, sizeof cerr) == 0 &&
+            h5io_config_same(&cfg, ini, why, len)) {
+            st = SWEEP_COMPLETE;
+            snprintf(why, len, "%s", status);
+        }
+    }
+    free(status);
+    free(ini);
+    return st;
+}
+
 int sweep_run_complete(const sweep_t *s, int i)
 {
-    char path[1400];
-    sweep_run_path(s, i, path, sizeof path);
-    char *status = h5io_file_status(path);
-    const int done = status && (!strcmp(status, "done") || !strcmp(status, "diverged"));
-    free(status);
-    return done;
+    return sweep_run_state(s, i, NULL, 0) == SWEEP_COMPLETE;
 }

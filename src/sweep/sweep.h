@@ -76,22 +76,55 @@ void sweep_run_sets(const sweep_t *s, int i, sweep_sets_t *out);
 /* Output file of run i: results/<sweep>/<run>.h5. */
 void sweep_run_path(const sweep_t *s, int i, char *buf, size_t len);
 
-/* True when run i's file exists with status done or diverged (a result; never redone). */
+/* What run i's file (results/<sweep>/<run>.h5) holds. */
+typedef enum { SWEEP_MISSING, SWEEP_INCOMPLETE, SWEEP_STALE, SWEEP_COMPLETE } sweep_state_t;
+
+/* The state of run i: complete when its file has status done or diverged and was written with
+ * the configuration the sweep now asks for (h5io_config_same); stale when it is done or
+ * diverged with another one (the sweep file or its base changed since: redone). why (may be
+ * NULL) gets the status, or for a stale run the first difference ("it has 'seeds = 3'"). */
+sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len);
+
+/* True when run i is complete (sweep_run_state; a result, never redone). */
 int sweep_run_complete(const sweep_t *s, int i);
 
+/* Lock results/<sweep>/.lock (made if needed) for as long as the returned fd is open: a local
+ * sweep exclusively, a Slurm task or a merge shared, so that two sweeps of one file never run
+ * at once (docs/design.md §3). Returns the fd, or −1 after printing why (another holds it). */
+int sweep_lock(const sweep_t *s, int exclusive);
+
 /* Run every incomplete run locally, jobs at a time, as child processes of exe (threads per
- * child = cores/jobs); one progress line unless quiet. Returns the number of failed runs
- * (each reported with the tail of its log), or −1 if a process could not be started. */
+ * child = cores/jobs); one progress line unless quiet. SIGINT, SIGTERM and SIGHUP are passed
+ * on to the runs as SIGTERM (a training run checkpoints), no run is started after them, and
+ * the function returns once the runs have ended; every run dies with the sweep (even by
+ * kill -9: PR_SET_PDEATHSIG). Logs are appended to. Returns the number of failed (and, after a
+ * stop, stopped or unstarted) runs, each failure reported with the tail of its log, or −1 if
+ * a process could not be started. */
 int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet);
 
-/* Run only run i in this process's place (exec of exe; used by Slurm array tasks).
- * Returns the exit code of the run. */
+/* The signal that stopped the last sweep_run_local or sweep_run_task, or 0. */
+int sweep_stop_signal(void);
+
+/* Run only run i as a child of this process (what a Slurm array task does): SIGUSR1 and SIGTERM
+ * are passed on as SIGUSR1 (the run checkpoints, the task requeues itself under Slurm), SIGINT
+ * and SIGHUP as SIGTERM (the run checkpoints; returns 128 + the signal). Returns the exit code
+ * of the run. */
 int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet);
 
+/* What `stability sweep FILE` does without --slurm or --dry-run, under sweep_lock (a second
+ * sweep of the same file refuses): run task (>= 0) only, or merge only, or run every
+ * incomplete run locally (jobs at a time) and merge them (force: replace a merged file that
+ * holds more complete runs). Returns the exit code (128 + the signal when one stopped it). */
+int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int merge_only, int force,
+                  int quiet);
+
 /* Merge every complete run into results/<sweep>.h5 (/runs/NAME/... and the /sweep table);
- * lists missing and failed runs on stderr with their indices. Returns 0 if all runs were
- * merged, 3 if some are missing (the file holds the others), 1 on I/O failure. */
-int sweep_merge(const sweep_t *s, int quiet);
+ * lists missing, stale and failed runs on stderr with their indices. An existing merged file
+ * that holds more complete runs than the run files now give is kept unless force (run files
+ * lost or stale must not cost the merged results). Returns 0 if all runs were merged, 3 if
+ * some are missing (the file holds the others, or was kept), 1 on I/O failure or when a
+ * complete merged file was kept, 2 when the merged path is not a regular file. */
+int sweep_merge(const sweep_t *s, int force, int quiet);
 
 /* Apply one "slurm.key=value" override (command line) to the [slurm] settings.
  * Returns 0, or 2 with err "--set slurm.key: message". */

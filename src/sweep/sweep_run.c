@@ -6,19 +6,53 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "sweep/sweep.h"
 #include "io/h5io.h"
+#include "util/fsutil.h"
+#include "util/proc.h"
 #include "util/progress.h"
 
-static volatile sig_atomic_t stop_requested = 0;
+/* The last stop signal (SIGINT, SIGTERM, SIGHUP; SIGUSR1 for a task) and how many came. */
+static volatile sig_atomic_t stop_signal = 0, stop_count = 0;
 
 static void on_stop_signal(int sig)
 {
-    (void)sig;
-    stop_requested = 1;
+    stop_signal = sig;
+    stop_count++;
+}
+
+/* Catch each of sigs[0..n) with on_stop_signal; the old actions into old. */
+static void stop_signals_install(const int *sigs, int n, struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    stop_signal = stop_count = 0;
+    for (int k = 0; k < n; k++) sigaction(sigs[k], &sa, &old[k]);
+}
+
+static void stop_signals_restore(const int *sigs, int n, const struct sigaction *old)
+{
+    for (int k = 0; k < n; k++) sigaction(sigs[k], &old[k], NULL);
+}
+
+int sweep_stop_signal(void)
+{
+    return stop_signal;
+}
+
+/* A short sleep between polls of the children (a signal is noticed within it). */
+static void nap(void)
+{
+    const struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
 }
 
 /* mkdir -p results/<sweep>. */
@@ -37,9 +71,33 @@ static int make_results_dir(const sweep_t *s)
     }
 }
 
+int sweep_lock(const sweep_t *s, int exclusive)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/.lock", s->results_dir);
+    if (make_results_dir(s) != 0) {
+        fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
+        return -1;
+    }
+    const int fd = fsutil_open_regular(path, O_RDWR | O_CREAT, 0666);   // O_CLOEXEC: not the runs'
+    if (fd < 0) {
+        fprintf(stderr, "stability: %s: %s\n", path, errno == ELOOP || errno == EINVAL
+                ? "not a regular file" : strerror(errno));
+        return -1;
+    }
+    if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+        fprintf(stderr, "stability: %s: another `stability sweep %s` is running here (%s is "
+                "locked); wait for it, or stop it\n", s->results_dir, s->path, path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* Start run i as `exe --config BASE --set ... --out results/<sweep>/<run>.h5 --force --resume
- * --quiet`, with stdout and stderr in <run>.log and threads BLAS/OpenMP threads.
- * Returns the pid or −1. */
+ * --quiet`, with stdout and stderr in <run>.log and threads BLAS/OpenMP threads: a share of a
+ * local sweep (> 0: it wins over the environment), or −threads for a Slurm task (the run's own
+ * STABILITY_THREADS or SLURM_CPUS_PER_TASK win, as for any run). Returns the pid or −1. */
 static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads)
 {
     char out[1400], log[1400], nthreads[16];
@@ -63,18 +121,28 @@ static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads)
     argv[argc++] = "--quiet";
     argv[argc] = NULL;
     fflush(NULL);
-    const pid_t pid = fork();
+    const pid_t parent = getpid(), pid = fork();
     if (pid != 0) return pid;
-    // child
-    const int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
+    // child: a SIGTERM when the sweep dies (even by kill -9), so no run outlives it: a training
+    // run checkpoints, a probe ends (docs/design.md §3)
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);   // the sweep died before prctl
+    // the log: a regular file (or new), never a link, FIFO or device; appended to, so that a
+    // run started again (or a duplicate that fails at once) never erases what a run wrote
+    const int fd = fsutil_open_regular(log, O_WRONLY | O_CREAT | O_APPEND, 0666);
+    if (fd < 0) {
+        fprintf(stderr, "stability: %s: cannot write the log: %s\n", log,
+                errno == ELOOP || errno == EINVAL ? "not a regular file" : strerror(errno));
+        _exit(2);
     }
-    snprintf(nthreads, sizeof nthreads, "%d", threads);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+    snprintf(nthreads, sizeof nthreads, "%d", threads > 0 ? threads : -threads);
     setenv("OMP_NUM_THREADS", nthreads, 1);
     setenv("OPENBLAS_NUM_THREADS", nthreads, 1);
+    // a local sweep's split wins over STABILITY_THREADS and SLURM_CPUS_PER_TASK (util/threads.h)
+    if (threads > 0) setenv("STABILITY_SWEEP_THREADS", nthreads, 1);
     execv(exe, (char *const *)argv);
     fprintf(stderr, "stability: cannot run %s: %s\n", exe, strerror(errno));
     _exit(127);
@@ -91,8 +159,12 @@ static void report_failure(const sweep_t *s, int i, int status)
     else
         fprintf(stderr, "run %d (%s) failed with exit code %d; log %s\n", i, s->runs[i].name,
                 WEXITSTATUS(status), log);
-    FILE *f = fopen(log, "r");
-    if (!f) return;
+    const int fd = fsutil_open_regular(log, O_RDONLY, 0);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return;
+    }
     char lines[5][512];
     int n = 0;
     while (fgets(lines[n % 5], sizeof lines[0], f)) n++;
@@ -100,12 +172,86 @@ static void report_failure(const sweep_t *s, int i, int status)
     for (int k = n > 5 ? n - 5 : 0; k < n; k++) fprintf(stderr, "  | %s", lines[k % 5]);
 }
 
+/* Say that run i is redone: its file holds a result of another configuration. */
+static void report_stale(const sweep_t *s, int i, const char *why)
+{
+    fprintf(stderr, "run %d (%s): stale: its file was written with another configuration (%s); "
+            "redoing it\n", i, s->runs[i].name, why);
+}
+
+/* The threads a sweep divides among its runs: STABILITY_THREADS, else SLURM_CPUS_PER_TASK,
+ * else the CPUs online. */
 static int cores_available(void)
 {
-    const char *slurm = getenv("SLURM_CPUS_PER_TASK");
-    if (slurm && atoi(slurm) > 0) return atoi(slurm);
+    static const char *const VARS[2] = {"STABILITY_THREADS", "SLURM_CPUS_PER_TASK"};
+    for (int k = 0; k < 2; k++) {
+        const char *v = getenv(VARS[k]);
+        if (v && atoi(v) > 0) return atoi(v);
+    }
     const long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+/* The runs a local sweep has going: slot k holds run slot_run[k] as process pids[k] (0: free). */
+typedef struct {
+    pid_t *pids;
+    int *slot_run;
+    int jobs, running, done, failed, stopped;
+} pool_t;
+
+/* A child that ended: counted as done, stopped (by the sweep's stop) or failed (reported). */
+static void pool_reap(const sweep_t *s, pool_t *p, pid_t pid, int status, const progress_t *bar)
+{
+    for (int k = 0; k < p->jobs; k++) {
+        if (p->pids[k] != pid) continue;
+        p->pids[k] = 0;
+        p->running--;
+        p->done++;
+        const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+        if (!sig && !code) return;
+        if (stop_signal && (sig == SIGTERM || sig == SIGINT || code == 130 || code == 143)) {
+            p->stopped++;   // our stop: a training run has checkpointed, a probe ended
+            return;
+        }
+        p->failed++;
+        if (bar->enabled) fputc('\n', stderr);
+        report_failure(s, p->slot_run[k], status);
+    }
+}
+
+/* Run todo[0..ntodo) p->jobs at a time until done or stopped; every stop signal is forwarded
+ * to the running children as SIGTERM (the first makes a training run checkpoint and end; a
+ * second kills). Returns the number not started, or −1 if a process could not be started. */
+static int pool_run(const sweep_t *s, const char *exe, pool_t *p, const int *todo, int ntodo,
+                    int threads, progress_t *bar)
+{
+    int next = 0, forwarded = 0, rc = 0;
+    char extra[64];
+    while ((next < ntodo && !stop_signal) || p->running > 0) {
+        while (p->running < p->jobs && next < ntodo && !stop_signal) {
+            int slot = 0;
+            while (p->pids[slot]) slot++;
+            const pid_t pid = spawn_run(s, exe, todo[next], threads);
+            if (pid < 0) { rc = -1; stop_signal = SIGTERM; break; }
+            p->pids[slot] = pid;
+            p->slot_run[slot] = todo[next++];
+            p->running++;
+        }
+        for (; forwarded < stop_count; forwarded++)
+            for (int k = 0; k < p->jobs; k++)
+                if (p->pids[k]) kill(p->pids[k], SIGTERM);
+        snprintf(extra, sizeof extra, "%d running, %d failed", p->running, p->failed);
+        progress_update(bar, p->done, ntodo, extra);
+        int status;
+        const pid_t pid = waitpid(-1, &status, WNOHANG);   // polled: no signal is missed
+        if (pid > 0) pool_reap(s, p, pid, status, bar);
+        else if (pid == 0) nap();
+        else if (errno != EINTR) break;
+    }
+    snprintf(extra, sizeof extra, "%d failed", p->failed);
+    progress_update(bar, p->done, ntodo, extra);
+    return rc < 0 ? rc : ntodo - next;
 }
 
 int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
@@ -118,72 +264,65 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
     if (jobs <= 0) jobs = cores;
     const int threads = cores / jobs > 0 ? cores / jobs : 1;
     int *todo = malloc((size_t)s->nruns * sizeof(int));
-    pid_t *pids = calloc((size_t)jobs, sizeof(pid_t));
-    int *slot_run = calloc((size_t)jobs, sizeof(int));
-    if (!todo || !pids || !slot_run) { free(todo); free(pids); free(slot_run); return -1; }
+    pool_t p = {.pids = calloc((size_t)jobs, sizeof(pid_t)), .slot_run = calloc((size_t)jobs, sizeof(int)),
+                .jobs = jobs};
+    if (!todo || !p.pids || !p.slot_run) { free(todo); free(p.pids); free(p.slot_run); return -1; }
     int ntodo = 0, skipped = 0;
     for (int i = 0; i < s->nruns; i++) {
-        if (sweep_run_complete(s, i)) skipped++;
+        char why[256];
+        const sweep_state_t st = sweep_run_state(s, i, why, sizeof why);
+        if (st == SWEEP_COMPLETE) skipped++;
         else todo[ntodo++] = i;
+        if (st == SWEEP_STALE) report_stale(s, i, why);
     }
     if (!quiet)
         printf("sweep %s: %d runs, %d complete, %d to run, %d at a time x %d threads\n", s->name,
                s->nruns, skipped, ntodo, jobs, threads);
-    struct sigaction sa = {0}, old_int, old_term;
-    sa.sa_handler = on_stop_signal;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    static const int SIGS[3] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction old[3];
+    stop_signals_install(SIGS, 3, old);
     progress_t bar;
-    char label[160], extra[64];
+    char label[160];
     snprintf(label, sizeof label, "sweep %.100s", s->name);
     progress_start(&bar, label, quiet);
-    int next = 0, running = 0, done = 0, failed = 0, rc = 0;
-    while ((next < ntodo && !stop_requested) || running > 0) {
-        while (running < jobs && next < ntodo && !stop_requested) {
-            int slot = 0;
-            while (pids[slot]) slot++;
-            const pid_t pid = spawn_run(s, exe, todo[next], threads);
-            if (pid < 0) { rc = -1; stop_requested = 1; break; }
-            pids[slot] = pid;
-            slot_run[slot] = todo[next++];
-            running++;
-        }
-        snprintf(extra, sizeof extra, "%d running, %d failed", running, failed);
-        progress_update(&bar, done, ntodo, extra);
-        int status;
-        const pid_t pid = waitpid(-1, &status, 0);
-        if (pid < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        for (int k = 0; k < jobs; k++) {
-            if (pids[k] != pid) continue;
-            pids[k] = 0;
-            running--;
-            done++;
-            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                failed++;
-                if (bar.enabled) fputc('\n', stderr);
-                report_failure(s, slot_run[k], status);
-            }
-        }
-    }
-    snprintf(extra, sizeof extra, "%d failed", failed);
-    progress_update(&bar, done, ntodo, extra);
+    const int left = pool_run(s, exe, &p, todo, ntodo, threads, &bar);
     progress_end(&bar);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    if (stop_requested && next < ntodo)
-        fprintf(stderr, "sweep %s: stopped; %d runs not started (run the sweep again to resume)\n",
-                s->name, ntodo - next);
+    stop_signals_restore(SIGS, 3, old);
+    if (stop_signal)
+        fprintf(stderr, "sweep %s: stopped by %s: %d runs stopped (training runs checkpointed), %d "
+                "not started; run the sweep again to resume\n", s->name, strsignal(stop_signal),
+                p.stopped, left > 0 ? left : 0);
     free(todo);
-    free(pids);
-    free(slot_run);
-    return rc < 0 ? rc : failed + (stop_requested && next < ntodo ? ntodo - next : 0);
+    free(p.pids);
+    free(p.slot_run);
+    return left < 0 ? left : p.failed + (stop_signal ? p.stopped + left : 0);
 }
 
-/* The signal that ended the command of a system() status: the command's own, or the one its
- * shell reports as exit status 128 + signal; 0 when none did. */
+int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int merge_only, int force,
+                  int quiet)
+{
+    const int lock = sweep_lock(s, task < 0 && !merge_only);
+    if (lock < 0) return 1;
+    int rc;
+    if (task >= 0) {
+        rc = sweep_run_task(s, exe, (int)task, quiet);
+    } else if (merge_only) {
+        rc = sweep_merge(s, force, quiet);
+    } else {
+        const int failed = sweep_run_local(s, exe, jobs, quiet);
+        if (sweep_stop_signal()) {   // stopped: the runs have checkpointed; no merge now
+            rc = 128 + sweep_stop_signal();
+        } else {
+            const int mrc = sweep_merge(s, force, quiet);
+            rc = failed != 0 ? 1 : (mrc == 3 ? 1 : mrc);
+        }
+    }
+    close(lock);
+    return rc;
+}
+
+/* The signal that ended a command, from its wait status: its own, or the one a shell in
+ * between would report as exit status 128 + signal; 0 when none did. */
 static int killing_signal(int status)
 {
     if (status == -1) return 0;
@@ -198,25 +337,37 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
         fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
         return 1;
     }
-    if (sweep_run_complete(s, i)) {
+    char why[256];
+    const sweep_state_t state = sweep_run_state(s, i, why, sizeof why);
+    if (state == SWEEP_COMPLETE) {
         if (!quiet) printf("run %d (%s) is complete; nothing to do\n", i, s->runs[i].name);
         return 0;
     }
-    const pid_t pid = spawn_run(s, exe, i, cores_available());
-    if (pid < 0) return 1;
-    // forward Slurm's pre-emption signals to the run, which checkpoints and exits
-    struct sigaction sa = {0};
-    sa.sa_handler = on_stop_signal;
-    sigaction(SIGUSR1, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    int status;
+    if (state == SWEEP_STALE) report_stale(s, i, why);
+    // Slurm's pre-emption signals (USR1, TERM) are forwarded as USR1: the run checkpoints and
+    // the task requeues itself; INT and HUP as TERM: it checkpoints, and the task ends
+    static const int SIGS[4] = {SIGUSR1, SIGTERM, SIGINT, SIGHUP};
+    struct sigaction old[4];
+    stop_signals_install(SIGS, 4, old);
+    const pid_t pid = spawn_run(s, exe, i, -cores_available());
+    if (pid < 0) {
+        stop_signals_restore(SIGS, 4, old);
+        return 1;
+    }
+    int status, forwarded = 0;
     for (;;) {
-        const pid_t w = waitpid(pid, &status, 0);
+        for (; forwarded < stop_count; forwarded++)
+            kill(pid, stop_signal == SIGUSR1 || stop_signal == SIGTERM ? SIGUSR1 : SIGTERM);
+        const pid_t w = waitpid(pid, &status, WNOHANG);   // polled: no signal is missed
         if (w == pid) break;
-        if (w < 0 && errno == EINTR && stop_requested) {
-            kill(pid, SIGUSR1);
-            stop_requested = 0;
-        }
+        if (w == 0) nap();
+        else if (errno != EINTR) { status = 1 << 8; break; }
+    }
+    stop_signals_restore(SIGS, 4, old);
+    if (stop_signal == SIGINT || stop_signal == SIGHUP) {
+        fprintf(stderr, "run %d (%s): stopped by %s; run the task again to resume\n", i,
+                s->runs[i].name, strsignal(stop_signal));
+        return 128 + stop_signal;
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         report_failure(s, i, status);
@@ -236,18 +387,19 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
                     i, s->runs[i].name);
             return 0;
         }
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "scontrol requeue %s_%s", job, task);
-        printf("run %d (%s) checkpointed; %s\n", i, s->runs[i].name, cmd);
+        char id[128];
+        snprintf(id, sizeof id, "%s_%s", job, task);
+        printf("run %d (%s) checkpointed; scontrol requeue %s\n", i, s->runs[i].name, id);
         fflush(stdout);
         // The requeue ends this job: Slurm signals every process of it, scontrol included,
         // sometimes before scontrol has exited. A scontrol killed by SIGTERM/SIGKILL therefore
         // means the requeue is under way, not that it failed; exit 0 so the old run is not
-        // recorded as FAILED.
-        const int rc = system(cmd);
+        // recorded as FAILED. No shell: the ids come from the environment.
+        const char *const argv[] = {"scontrol", "requeue", id, NULL};
+        const int rc = proc_run(argv, NULL);
         const int sig = killing_signal(rc);
         if (rc != 0 && sig != SIGTERM && sig != SIGKILL) {
-            fprintf(stderr, "stability: '%s' failed (status %d)\n", cmd, rc);
+            fprintf(stderr, "stability: 'scontrol requeue %s' failed (status %d)\n", id, rc);
             return 1;
         }
         return 0;
@@ -256,36 +408,53 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
     return 0;
 }
 
-int sweep_merge(const sweep_t *s, int quiet)
+/* Complete runs in the merged file at path (its /runs groups), or −1 when there is none. */
+static int merged_runs_in(const char *path)
+{
+    char err[1200];
+    h5io_file_t *f;
+    if (h5io_open_read(&f, path, err, sizeof err)) return -1;
+    int n = 0;
+    char **names = h5io_list_group(f, "/runs", &n);
+    h5io_free_names(names, n);
+    h5io_close(f);
+    return n;
+}
+
+/* The missing runs' task ids on stderr (what --only-missing resubmits). */
+static void report_missing(const sweep_t *s, const sweep_state_t *state, int missing)
+{
+    if (!missing) return;
+    fprintf(stderr, "%d runs missing or incomplete; task ids:", missing);
+    for (int i = 0; i < s->nruns; i++)
+        if (state[i] != SWEEP_COMPLETE) fprintf(stderr, " %d", i);
+    fprintf(stderr, "\n");
+}
+
+/* Write the merged file of the complete runs (state) with the /sweep table. 0, 1 or 2. */
+static int merge_write(const sweep_t *s, const sweep_state_t *state, char (*status)[32], int missing)
 {
     char err[1024];
     h5io_file_t *f;
-    if (h5io_create(&f, s->merged_path, 1, err, sizeof err)) {
+    int rc = h5io_create(&f, s->merged_path, 1, err, sizeof err);
+    if (rc) {
         fprintf(stderr, "stability: %s\n", err);
-        return 1;
+        return rc;
     }
     const size_t R = (size_t)s->nruns, K = (size_t)s->naxes;
-    const char **names = calloc(R, sizeof *names), **status = calloc(R, sizeof *status);
+    const char **names = calloc(R, sizeof *names), **stat = calloc(R, sizeof *stat);
     const char **values = calloc(R * (K ? K : 1), sizeof *values);
     const char **keys = calloc(K ? K : 1, sizeof *keys);
-    char (*status_buf)[32] = calloc(R, sizeof *status_buf);
-    int rc = (!names || !status || !values || !keys || !status_buf), missing = 0, merged = 0;
+    int merged = 0;
+    rc = !names || !stat || !values || !keys;
     for (size_t a = 0; a < K && !rc; a++) keys[a] = s->axes[a].key;
     for (size_t i = 0; i < R && !rc; i++) {
-        char path[1400], group[256];
         names[i] = s->runs[i].name;
+        stat[i] = status[i];
         for (size_t a = 0; a < K; a++) values[i * K + a] = s->axes[a].values[s->runs[i].index[a]];
+        if (state[i] != SWEEP_COMPLETE) continue;
+        char path[1400], group[256];
         sweep_run_path(s, (int)i, path, sizeof path);
-        char *st = h5io_file_status(path);
-        snprintf(status_buf[i], sizeof status_buf[i], "%s", st ? st : "missing");
-        status[i] = status_buf[i];
-        const int complete = st && (!strcmp(st, "done") || !strcmp(st, "diverged"));
-        free(st);
-        if (!complete) {
-            fprintf(stderr, "run %zu (%s): %s\n", i, s->runs[i].name, status_buf[i]);
-            missing++;
-            continue;
-        }
         snprintf(group, sizeof group, "/runs/%s", s->runs[i].name);
         if (h5io_copy_file_into(f, group, path, err, sizeof err)) {
             fprintf(stderr, "stability: %s\n", err);
@@ -296,7 +465,7 @@ int sweep_merge(const sweep_t *s, int quiet)
     if (!rc) {
         const size_t dims[2] = {R, K};
         rc |= h5io_write_strings(f, "/sweep/names", names, 1, dims);
-        rc |= h5io_write_strings(f, "/sweep/status", status, 1, dims);
+        rc |= h5io_write_strings(f, "/sweep/status", stat, 1, dims);
         if (K) {
             rc |= h5io_write_strings(f, "/sweep/keys", keys, 1, &dims[1]);
             rc |= h5io_write_strings(f, "/sweep/values", values, 2, dims);
@@ -306,22 +475,54 @@ int sweep_merge(const sweep_t *s, int quiet)
         rc |= h5io_write_attr_string(f, "/", "status", missing ? "partial" : "done");
         rc |= h5io_write_attr_int(f, "/", "runs", merged);
     }
-    free(names); free(status); free(values); free(keys); free(status_buf);
+    free(names); free(stat); free(values); free(keys);
     if (rc) {
         h5io_abort(f);
         fprintf(stderr, "stability: %s: merge failed\n", s->merged_path);
         return 1;
     }
-    if (h5io_commit(f, err, sizeof err)) {
-        fprintf(stderr, "stability: %s\n", err);
+    if ((rc = h5io_commit(f, err, sizeof err))) fprintf(stderr, "stability: %s\n", err);
+    return rc;
+}
+
+int sweep_merge(const sweep_t *s, int force, int quiet)
+{
+    sweep_state_t *state = calloc((size_t)s->nruns, sizeof *state);
+    char (*status)[32] = calloc((size_t)s->nruns, sizeof *status);
+    if (!state || !status) {
+        free(state);
+        free(status);
+        fprintf(stderr, "stability: out of memory\n");
         return 1;
     }
-    if (!quiet) printf("merged %d of %d runs into %s\n", merged, s->nruns, s->merged_path);
-    if (missing) {
-        fprintf(stderr, "%d runs missing or incomplete; task ids:", missing);
-        for (int i = 0; i < s->nruns; i++)
-            if (!sweep_run_complete(s, i)) fprintf(stderr, " %d", i);
-        fprintf(stderr, "\n");
+    int missing = 0, complete = 0;
+    for (int i = 0; i < s->nruns; i++) {
+        char why[256];
+        state[i] = sweep_run_state(s, i, why, sizeof why);
+        snprintf(status[i], sizeof status[i], "%.31s", state[i] == SWEEP_STALE ? "stale" : why);
+        if (state[i] == SWEEP_COMPLETE) {
+            complete++;
+            continue;
+        }
+        missing++;   // a stale run is not merged as if it were current
+        fprintf(stderr, "run %d (%s): %s%s%s\n", i, s->runs[i].name, status[i],
+                state[i] == SWEEP_STALE ? ": written with another configuration, " : "",
+                state[i] == SWEEP_STALE ? why : "");
     }
-    return missing ? 3 : 0;
+    // never replace a merged file with a poorer one (run files lost or stale) unless forced
+    const int before = force ? -1 : merged_runs_in(s->merged_path);
+    int rc = 0;
+    if (before > complete) {
+        fprintf(stderr, "stability: %s holds %d complete runs, the run files now give %d: kept "
+                "(rerun the missing runs, or --merge --force to replace it)\n", s->merged_path,
+                before, complete);
+        rc = 1;
+    } else {
+        rc = merge_write(s, state, status, missing);
+        if (!rc && !quiet) printf("merged %d of %d runs into %s\n", complete, s->nruns, s->merged_path);
+    }
+    report_missing(s, state, missing);
+    free(state);
+    free(status);
+    return rc > 1 ? rc : missing ? 3 : rc;
 }

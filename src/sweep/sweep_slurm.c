@@ -3,12 +3,15 @@
  * task checkpoint and requeue itself on USR1/TERM. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "sweep/sweep.h"
+#include "util/fsutil.h"
+#include "util/proc.h"
 
 static const char *const SLURM_KEYS[] = {"partition", "time", "cpus_per_task", "mem",
                                          "array_parallelism", "account", "extra", NULL};
@@ -81,11 +84,52 @@ static int check_slurm_value(const char *key, const char *v, char *msg, size_t l
     return 0;
 }
 
-static void absolute(const char *path, char *out, size_t len)
+/* Write s as one word of sh: in single quotes, each ' as '\'' (docs/design.md §3). */
+static void put_sh(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'') fputs("'\\''", f);
+        else fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+/* Write s, then tail as it is, as one value of an #SBATCH line: sbatch's own parser takes
+ * "..." with \\ escapes; in a file-name pattern (pattern = 1) a literal % of s is %%. */
+static void put_sbatch(FILE *f, const char *s, int pattern, const char *tail)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if (pattern && *s == '%') fputc('%', f);
+        fputc(*s, f);
+    }
+    fprintf(f, "%s\"\n", tail);
+}
+
+/* 0 when text can go into the script (no control character: a newline would end a comment
+ * or an #SBATCH line and start a command); else 2 with err naming what. A backslash would
+ * switch off Slurm's %A/%a in the output file name. */
+static int script_safe(const char *what, const char *text, int pattern, char *err, size_t errlen)
+{
+    for (const char *c = text; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f || (pattern && *c == '\\')) {
+            snprintf(err, errlen, "stability: %s '%.200s' cannot be written into a Slurm script "
+                     "(it contains a %s)", what, text, *c == '\\' ? "backslash" : "control character");
+            return 2;
+        }
+    return 0;
+}
+
+/* path made absolute into out; −1 when it does not fit (never a truncated path in a script). */
+static int absolute(const char *path, char *out, size_t len)
 {
     char cwd[1024];
-    if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) snprintf(out, len, "%s", path);
-    else snprintf(out, len, "%s/%s", cwd, path);
+    int n;
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) n = snprintf(out, len, "%s", path);
+    else n = snprintf(out, len, "%s/%s", cwd, path);
+    return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
 int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t len, char *err,
@@ -107,23 +151,42 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
             return 2;
         }
     }
+    // every string the script carries: checked, then quoted for sh or for sbatch
+    char cwd[1024], sweep_file[1100], results[1100];
+    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
+    if (absolute(s->path, sweep_file, sizeof sweep_file) ||
+        absolute(s->results_dir, results, sizeof results)) {
+        snprintf(err, errlen, "stability: %.100s...: path too long for the Slurm script", s->path);
+        return 2;
+    }
+    if (script_safe("the directory", cwd, 0, err, errlen) ||
+        script_safe("the program", exe, 0, err, errlen) ||
+        script_safe("the sweep file", sweep_file, 0, err, errlen) ||
+        script_safe("the results directory", results, 1, err, errlen))
+        return 2;
     if (mkdir("results", 0777) != 0 && errno != EEXIST) goto io;
     if (mkdir(s->results_dir, 0777) != 0 && errno != EEXIST) goto io;
     snprintf(script, len, "%s/job.sbatch", s->results_dir);
-    FILE *f = fopen(script, "w");
-    if (!f) goto io;
-    char cwd[1024], sweep_file[1100], results[1100];
-    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
-    absolute(s->path, sweep_file, sizeof sweep_file);
-    absolute(s->results_dir, results, sizeof results);
+    const int rc = fsutil_check_replaceable(script, err, errlen);   // never a link, FIFO, device
+    if (rc) return rc;
+    const int fd = fsutil_open_regular(script, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!f) {
+        if (fd >= 0) close(fd);
+        goto io;
+    }
     const char *par = slurm_get(s, "array_parallelism", NULL);
+    char job[160];
+    snprintf(job, sizeof job, "stability-%s", s->name);
     fprintf(f, "#!/bin/bash\n");
     fprintf(f, "# Slurm job array for sweep %s (%d runs), written by `stability sweep %s --slurm`.\n",
             s->name, s->nruns, s->path);
     fprintf(f, "# Task i runs run i of the sweep; a complete run is never redone.\n");
-    fprintf(f, "#SBATCH --job-name=stability-%s\n", s->name);
+    fprintf(f, "#SBATCH --job-name=");
+    put_sbatch(f, job, 0, "");
     fprintf(f, "#SBATCH --array=0-%d%s%s\n", s->nruns - 1, par ? "%" : "", par ? par : "");
-    fprintf(f, "#SBATCH --output=%s/slurm-%%A_%%a.out\n", results);
+    fprintf(f, "#SBATCH --output=");
+    put_sbatch(f, results, 1, "/slurm-%A_%a.out");
     fprintf(f, "#SBATCH --open-mode=append\n");
     fprintf(f, "#SBATCH --cpus-per-task=%s\n", slurm_get(s, "cpus_per_task", "1"));
     const char *opt;
@@ -147,10 +210,14 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
                "export HDF5_USE_FILE_LOCKING=FALSE\n");
     fprintf(f, "export OMP_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}\n"
                "export OPENBLAS_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}\n");
-    fprintf(f, "cd '%s'\n", cwd);
-    fprintf(f, "# arrays larger than MaxArraySize are submitted in pieces with an index offset\n");
-    fprintf(f, "exec '%s' sweep '%s' --task $(( SLURM_ARRAY_TASK_ID + ${STABILITY_TASK_OFFSET:-0} ))\n",
-            exe, sweep_file);
+    fprintf(f, "cd ");
+    put_sh(f, cwd);
+    fprintf(f, "\n# arrays larger than MaxArraySize are submitted in pieces with an index offset\n");
+    fprintf(f, "exec ");
+    put_sh(f, exe);
+    fprintf(f, " sweep ");
+    put_sh(f, sweep_file);
+    fprintf(f, " --task $(( SLURM_ARRAY_TASK_ID + ${STABILITY_TASK_OFFSET:-0} ))\n");
     if (fclose(f) != 0) goto io;
     return 0;
 io:
@@ -161,29 +228,29 @@ io:
 /* MaxArraySize of the cluster (scontrol show config), or Slurm's default 1001. */
 static int max_array_size(void)
 {
-    FILE *p = popen("scontrol show config 2>/dev/null", "r");
+    char out[65536];
+    const char *const argv[] = {"scontrol", "show", "config", NULL};
+    const proc_io_t io = {.out_fd = -1, .out = out, .outlen = sizeof out, .quiet = 1};
     int max = 1001;
-    if (!p) return max;
-    char line[512];
-    while (fgets(line, sizeof line, p)) {
+    if (proc_run(argv, &io) == -1) return max;
+    for (char *save = NULL, *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         int v;
         if (sscanf(line, "MaxArraySize = %d", &v) == 1 && v > 1) max = v;
     }
-    pclose(p);
     return max;
 }
 
-/* sbatch --parsable [--array=SPEC] [--export=ALL,STABILITY_TASK_OFFSET=OFF] script. */
+/* sbatch --parsable --array=SPEC --export=ALL,STABILITY_TASK_OFFSET=OFF script, without a shell
+ * (the script's path holds the sweep's name, which may hold any character). */
 static int submit_one(const char *script, const char *spec, int offset, int quiet)
 {
-    char cmd[16384];
-    snprintf(cmd, sizeof cmd, "sbatch --parsable --array='%s' --export=ALL,STABILITY_TASK_OFFSET=%d '%s'",
-             spec, offset, script);
-    FILE *p = popen(cmd, "r");
-    if (!p) { fprintf(stderr, "stability: cannot run sbatch: %s\n", strerror(errno)); return 1; }
-    char out[256] = "";
-    if (!fgets(out, sizeof out, p)) out[0] = '\0';
-    const int status = pclose(p);
+    char array[8300], export[64], out[256] = "";
+    snprintf(array, sizeof array, "--array=%s", spec);
+    snprintf(export, sizeof export, "--export=ALL,STABILITY_TASK_OFFSET=%d", offset);
+    const char *const argv[] = {"sbatch", "--parsable", array, export, script, NULL};
+    const proc_io_t io = {.out_fd = -1, .out = out, .outlen = sizeof out};
+    const int status = proc_run(argv, &io);
+    if (status == -1) { fprintf(stderr, "stability: cannot run sbatch: %s\n", strerror(errno)); return 1; }
     out[strcspn(out, ";\n")] = '\0';
     if (status != 0 || !out[0]) {
         fprintf(stderr, "stability: sbatch failed (status %d)%s\n", status,

@@ -20,7 +20,10 @@ static int env_count(const char *name)
 
 int threads_from_env(void)
 {
-    int n = env_count("STABILITY_THREADS");
+    // a sweep's share for each of its runs wins over what the sweep itself was given
+    int n = env_count("STABILITY_SWEEP_THREADS");
+    if (n) return n;
+    n = env_count("STABILITY_THREADS");
     if (n) return n;
     n = env_count("SLURM_CPUS_PER_TASK");
     if (n) return n;

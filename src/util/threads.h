@@ -10,9 +10,11 @@
 #ifndef STABILITY_THREADS_H
 #define STABILITY_THREADS_H
 
-/* The thread count the environment asks for: STABILITY_THREADS if set (> 0), else
- * SLURM_CPUS_PER_TASK, else the smaller of OMP_NUM_THREADS and OPENBLAS_NUM_THREADS when
- * either is set, else the number of CPUs this process may run on (affinity mask). >= 1. */
+/* The thread count the environment asks for: STABILITY_SWEEP_THREADS (set by `stability
+ * sweep --jobs N` for its runs only: its share of the threads, which must win, docs/design.md
+ * §3), else STABILITY_THREADS if set (> 0), else SLURM_CPUS_PER_TASK, else the smaller of
+ * OMP_NUM_THREADS and OPENBLAS_NUM_THREADS when either is set, else the number of CPUs this
+ * process may run on (affinity mask). >= 1. */
 int threads_from_env(void);
 
 /* Set the OpenBLAS and the OpenMP thread counts to n (n < 1: threads_from_env()).

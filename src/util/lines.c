@@ -1,0 +1,85 @@
+/* lines.c — whole lines for libinih (lines.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/lines.h"
+
+void lines_init(lines_t *r, const char *buf, size_t len)
+{
+    memset(r, 0, sizeof *r);
+    r->buf = buf;
+    r->len = len;
+}
+
+char *lines_reader(char *str, int num, void *stream)
+{
+    lines_t *r = stream;
+    if (r->pos >= r->len || num < 3) return NULL;
+    const char *s = r->buf + r->pos;
+    const char *nl = memchr(s, '\n', r->len - r->pos);
+    const size_t n = nl ? (size_t)(nl - s) + 1 : r->len - r->pos;
+    r->pos += n;
+    r->line++;
+    r->cur = s;
+    r->curlen = n;
+    // inih gets the text without "\r\n", plus "\n": text + 2 bytes must fit in num
+    size_t text = n - (nl ? 1 : 0);
+    if (text > 0 && s[text - 1] == '\r') text--;
+    const size_t max = (size_t)num - 2;
+    if (memchr(s, '\0', n)) {
+        if (!r->err_line) {
+            r->err_line = r->line;
+            snprintf(r->err, sizeof r->err, "line contains a NUL byte");
+        }
+        text = 0;
+    } else if (text > max) {
+        if (!r->err_line) {
+            r->err_line = r->line;
+            snprintf(r->err, sizeof r->err, "line longer than %zu characters (libinih's limit)", max);
+        }
+        text = max;   // inih sees a truncated line; the error is ours
+    }
+    memcpy(str, s, text);
+    str[text] = '\n';
+    str[text + 1] = '\0';
+    return str;
+}
+
+char *lines_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    int e = ENOMEM;
+    while (buf) {
+        if (n + 1 >= cap) {
+            char *grown = cap >= (size_t)16 << 20 ? NULL : realloc(buf, cap * 2);
+            if (!grown) {
+                e = cap >= (size_t)16 << 20 ? EFBIG : ENOMEM;
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        const size_t got = fread(buf + n, 1, cap - 1 - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (buf && ferror(f)) {
+        e = errno ? errno : EIO;
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (!buf) {
+        errno = e;
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}

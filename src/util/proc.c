@@ -1,0 +1,96 @@
+/* proc.c — child processes without a shell (proc.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "util/proc.h"
+
+/* In the child: stdin, stdout and stderr as io says, then exec; never returns. */
+static void child(const char *const argv[], const proc_io_t *io, const int in[2], const int out[2])
+{
+    const int null = open("/dev/null", O_RDWR);
+    if (io && io->input) dup2(in[0], STDIN_FILENO);
+    else if (null >= 0) dup2(null, STDIN_FILENO);
+    if (io && io->out_fd >= 0) dup2(io->out_fd, STDOUT_FILENO);
+    else if (io && io->out) dup2(out[1], STDOUT_FILENO);
+    if (io && io->quiet && null >= 0) dup2(null, STDERR_FILENO);
+    for (int k = 0; k < 2; k++) {
+        if (in[k] >= 0) close(in[k]);
+        if (out[k] >= 0) close(out[k]);
+    }
+    if (null > STDERR_FILENO) close(null);
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+}
+
+/* Write all of text to fd (EPIPE when the child has exited: it reports its own error). */
+static void write_all(int fd, const char *text)
+{
+    size_t left = strlen(text);
+    while (left > 0) {
+        const ssize_t n = write(fd, text, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        text += n;
+        left -= (size_t)n;
+    }
+}
+
+/* Read fd to its end into out (outlen − 1 bytes kept). */
+static void read_all(int fd, char *out, size_t outlen)
+{
+    size_t used = 0;
+    char drop[512];
+    for (;;) {
+        char *dst = used + 1 < outlen ? out + used : drop;
+        const size_t room = used + 1 < outlen ? outlen - 1 - used : sizeof drop;
+        const ssize_t n = read(fd, dst, room);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (dst != drop) used += (size_t)n;
+    }
+    if (outlen) out[used] = '\0';
+}
+
+int proc_run(const char *const argv[], const proc_io_t *io)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1};
+    if ((io && io->input && pipe(in) != 0) || (io && io->out_fd < 0 && io->out && pipe(out) != 0)) {
+        const int e = errno;
+        for (int k = 0; k < 2; k++) {
+            if (in[k] >= 0) close(in[k]);
+            if (out[k] >= 0) close(out[k]);
+        }
+        errno = e;
+        return -1;
+    }
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) child(argv, io, in, out);
+    const int e = errno;
+    if (in[0] >= 0) close(in[0]);
+    if (out[1] >= 0) close(out[1]);
+    if (pid > 0 && in[1] >= 0) {
+        // a child that exits early must not kill us with SIGPIPE
+        struct sigaction ign, old;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &ign, &old);
+        write_all(in[1], io->input);
+        sigaction(SIGPIPE, &old, NULL);
+    }
+    if (in[1] >= 0) close(in[1]);
+    if (pid > 0 && out[0] >= 0) read_all(out[0], io->out, io->outlen);
+    if (out[0] >= 0) close(out[0]);
+    if (pid < 0) {
+        errno = e;
+        return -1;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return status;
+}

@@ -1,0 +1,488 @@
+#!/usr/bin/env bash
+# test_faults.sh — what the program promises under faults (README, "What the program promises
+# under faults"), run from the repo root as tests/test_faults.sh against ./stability (or
+# $STABILITY). Its sections:
+#   devices    only regular files are ever replaced: a FIFO, a character device, a symbolic
+#              link and a directory at an output path are refused with exit 2, left as they were;
+#   disk       a full disk (a small tmpfs): training ends with exit 1 and a message, the file
+#              reads up to its last flush, --resume finishes it bit-identically once there is
+#              space; a probe, a dump leave nothing behind;
+#   names      hostile names reach neither gnuplot nor a shell (file names, --out, run names,
+#              the Slurm script and sbatch): no command runs;
+#   sweeps     signals to a local sweep reach its runs, which checkpoint; kill -9 of a sweep or
+#              SIGINT of --task leaves no process behind; a second sweep of a file refuses;
+#   temporaries  removed on SIGINT, SIGTERM, SIGHUP and SIGUSR1;
+#   apt        scripts/install-deps.sh waits for apt's locks.
+# Needs root for mknod and mount (CI is root); those checks are skipped otherwise.
+# Prints "ok - ..." / "not ok - ..." per check, then "faults: N passed, M failed"; exit 1 if M > 0.
+set -u
+
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$(pwd)
+BIN=${STABILITY:-./stability}
+case "$BIN" in /*) ;; *) BIN="$ROOT/$BIN" ;; esac
+PY=/usr/bin/python3
+TINY="$ROOT/configs/tiny.ini"
+pass=0
+fail=0
+skip=0
+
+ok() { pass=$((pass + 1)); echo "ok - $*"; }
+notok() { fail=$((fail + 1)); echo "not ok - $*"; }
+skipped() { skip=$((skip + 1)); echo "skip - $*"; }
+check() { local desc=$1; shift; if "$@"; then ok "$desc"; else notok "$desc${rc:+ (exit $rc)}"; fi; }
+finish() {
+    echo "faults: $pass passed, $fail failed${skip:+, $skip skipped}"
+    [ "$fail" -eq 0 ]
+    exit
+}
+
+if [ ! -x "$BIN" ]; then
+    notok "$BIN exists and is executable (run make first)"
+    finish
+fi
+IS_ROOT=0
+[ "$(id -u)" = 0 ] && IS_ROOT=1
+
+tmp=$(mktemp -d /tmp/stability_faults.XXXXXX) || exit 1
+MOUNTS=()
+PIDS=()   # every process this script started in the background, ended by PID at the end
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    for m in "${MOUNTS[@]}"; do umount "$m" 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# run CMD...: at most 60 s, no stdin; sets rc; stdout and stderr in $tmp/out, $tmp/err.
+run() {
+    timeout 60 "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    rc=$?
+}
+first_err() { head -n 1 "$tmp/err"; }
+
+# ================================================================== devices: only regular files
+# victims DIR: a FIFO, a character device like /dev/null, a symbolic link to a file outside and
+# a directory with a file in it; intact DIR NAME: still the same kind, same device, same content.
+victims() {
+    local d=$1
+    mkdir -p "$d" "$tmp/outside"
+    mkfifo "$d/fifo"
+    [ $IS_ROOT = 1 ] && mknod "$d/null" c 1 3
+    echo "precious" > "$tmp/outside/precious.txt"
+    ln -sf "$tmp/outside/precious.txt" "$d/link"
+    mkdir -p "$d/dir" && echo "inside" > "$d/dir/keep.txt"
+}
+intact() {
+    local d=$1 n=$2
+    case $n in
+        fifo) [ -p "$d/fifo" ] ;;
+        null) [ -c "$d/null" ] && [ "$(stat -c %t:%T "$d/null")" = 1:3 ] ;;
+        link) [ -L "$d/link" ] && [ "$(cat "$tmp/outside/precious.txt")" = precious ] ;;
+        dir) [ -d "$d/dir" ] && [ "$(cat "$d/dir/keep.txt")" = inside ] ;;
+    esac
+}
+KINDS="fifo link dir"
+[ $IS_ROOT = 1 ] && KINDS="fifo null link dir"
+PROBE_SETS=(--set probe.seeds=1 --set probe.batches=1)
+TRAIN_SETS=(--set train.steps=5)
+
+# refused DESC NAME CMD...: exit 2, a message naming the path, the victim intact, no temporary
+refused() {
+    local desc=$1 n=$2
+    shift 2
+    run "$@"
+    local why=""
+    [ "$rc" -eq 2 ] || why="exit code $rc, want 2;"
+    grep -q "$V/$n" "$tmp/err" || why="$why stderr '$(first_err)' does not name the path;"
+    intact "$V" "$n" || why="$why $V/$n was changed;"
+    # shellcheck disable=SC2012
+    [ -z "$(ls -A "$V" | grep -E '\.(tmp|resume)\.')" ] || why="$why a temporary was left;"
+    if [ -z "$why" ]; then ok "$desc"; else notok "$desc: $why"; fi
+}
+
+V="$tmp/victims"
+victims "$V"
+for n in $KINDS; do
+    refused "probe --out $n --force: exit 2, untouched" "$n" \
+        "$BIN" --config "$TINY" "${PROBE_SETS[@]}" --out "$V/$n" --force --quiet
+    refused "dump --out $n --force: exit 2, untouched" "$n" \
+        "$BIN" dump --config "$TINY" --out "$V/$n" --force
+    refused "training --out $n --force: exit 2, untouched" "$n" \
+        "$BIN" --config "$TINY" "${TRAIN_SETS[@]}" --out "$V/$n" --force --quiet
+    refused "training --out $n --resume --force: exit 2, untouched" "$n" \
+        "$BIN" --config "$TINY" "${TRAIN_SETS[@]}" --out "$V/$n" --resume --force --quiet
+done
+# a figure's file: gnuplot's output is opened by us, never followed or replaced
+"$BIN" --config "$TINY" "${PROBE_SETS[@]}" --out "$V/p.h5" --quiet
+mkdir -p "$V/plots"
+mkfifo "$V/plots/p-grad_vs_layer.png"
+run "$BIN" plot "$V/p.h5" --out "$V/plots" --format png --quiet
+check "plot onto a FIFO: exit 2, the FIFO left as it was" test "$rc" -eq 2 -a -p "$V/plots/p-grad_vs_layer.png"
+# readers refuse what is not a regular file instead of blocking on a FIFO
+run "$BIN" info "$V/fifo"
+check "info on a FIFO: exit 1 at once, 'not a regular file'" \
+    test "$rc" -eq 1 -a -p "$V/fifo" -a -n "$(grep 'not a regular file' "$tmp/err")"
+
+# a sweep: the merged file, a run's log and the Slurm script are never followed or replaced
+SW="$tmp/sweepdir"
+mkdir -p "$SW"
+printf '[sweep]\nbase = %s\nmodel.layers = 1, 2\nprobe.seeds = 1\nprobe.batches = 1\n' "$TINY" > "$SW/vic.ini"
+mkdir -p "$SW/results/vic"
+mkfifo "$SW/results/vic.h5"
+ln -s "$tmp/outside/precious.txt" "$SW/results/vic/layers-1.log"
+ln -s "$tmp/outside/precious.txt" "$SW/results/vic/job.sbatch"
+(cd "$SW" && timeout 60 "$BIN" sweep vic.ini --quiet >"$tmp/out" 2>"$tmp/err" </dev/null)
+rc=$?
+check "sweep: a symlinked log fails its run (exit 1), the merged FIFO is refused; both intact" \
+    test "$rc" -ne 0 -a -p "$SW/results/vic.h5" -a -L "$SW/results/vic/layers-1.log" \
+    -a "$(cat "$tmp/outside/precious.txt")" = precious
+grep -q "results/vic.h5: is a FIFO" "$tmp/err" && ok "sweep: the message names the FIFO" \
+    || notok "sweep: no message about the FIFO: $(cat "$tmp/err")"
+(cd "$SW" && timeout 60 "$BIN" sweep vic.ini --slurm >"$tmp/out" 2>"$tmp/err" </dev/null)
+rc=$?
+check "sweep --slurm: a symlinked job.sbatch is refused (exit 2), the target intact" \
+    test "$rc" -eq 2 -a -L "$SW/results/vic/job.sbatch" -a "$(cat "$tmp/outside/precious.txt")" = precious
+
+# ================================================================== disk: a full disk
+# tmpfs DIR SIZE: a small file system of its own (root only).
+tmpfs() {
+    mkdir -p "$1" && mount -t tmpfs -o "size=$2" tmpfs "$1" && MOUNTS+=("$1")
+}
+# leftovers DIR: temporaries (.tmp.PID, .resume.PID) left in DIR
+leftovers() { ls -A "$1" | grep -E '\.(tmp|resume)\.[0-9]+$'; }
+# train_rows FILE: "rows checkpoint consecutive" of a training file, read with h5py (swmr=True)
+train_rows() {
+    $PY - "$1" <<'EOF2' 2>&1
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r", swmr=True) as f:
+    s = f["train/step"][:]
+    print(len(s), int(f["checkpoint/step"][()]), bool((s == np.arange(1, len(s) + 1)).all()),
+          bool(np.isfinite(f["train/loss"][:]).all()))
+EOF2
+}
+# same_train A B: the /train datasets (all but the wall-clock time) of A and B are byte-identical
+same_train() {
+    $PY - "$1" "$2" <<'EOF2'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
+    assert a.attrs["status"] == "done", a.attrs["status"]
+    names = sorted(set(a["train"]) | set(b["train"]))
+    bad = [n for n in names if n != "time" and a["train"][n][...].tobytes() != b["train"][n][...].tobytes()]
+    assert not bad, bad
+EOF2
+}
+DF_SETS=(--config "$TINY" --quiet --set train.steps=2000 --set model.d_model=32 --set model.d_ff=64
+         --set model.seq_len=16 --set data.task=copy --set probe.every=1 --set train.warmup=100
+         --set train.lr=1e-3 --set train.checkpoint_every=200)
+export OMP_WAIT_POLICY=passive   # no OpenMP spinning on small machines
+if [ $IS_ROOT = 0 ]; then
+    skipped "a full disk (mounting a tmpfs needs root)"
+else
+    D="$tmp/full"
+    tmpfs "$D" 4m
+    dd if=/dev/zero of="$D/filler" bs=1k count=2600 2>/dev/null   # ~1.4 MB left
+    run "$BIN" "${DF_SETS[@]}" --out "$D/run.h5"
+    msg=$(first_err)
+    if [ "$rc" -eq 1 ] && grep -q "No space left on device" "$tmp/err" && grep -q -- "--resume" "$tmp/err"; then
+        ok "training on a full disk: exit 1, '$(echo "$msg" | cut -c1-100)...'"
+    else
+        notok "training on a full disk: exit code $rc (want 1, no crash), stderr: $(cat "$tmp/err")"
+    fi
+    read -r rows ckpt consecutive finite <<< "$(train_rows "$D/run.h5" | tail -1)"
+    if [ "$consecutive" = True ] && [ "$finite" = True ] && [ "${rows:-0}" -gt 0 ] 2>/dev/null \
+        && [ "$ckpt" -gt 0 ] && [ "$ckpt" -le "$rows" ]; then
+        ok "the file reads with h5py: updates 1-$rows, all finite, checkpoint of update $ckpt"
+    else
+        notok "the file after a full disk: $(train_rows "$D/run.h5")"
+    fi
+    check "no temporary left on the full disk" test -z "$(leftovers "$D")"
+    rm -f "$D/filler"
+    run "$BIN" "${DF_SETS[@]}" --out "$D/run.h5" --resume
+    run2=$rc
+    run "$BIN" "${DF_SETS[@]}" --out "$tmp/straight.h5"
+    if [ "$run2" -eq 0 ] && same_train "$D/run.h5" "$tmp/straight.h5" 2>"$tmp/err"; then
+        ok "space freed: --resume finishes it, /train byte-identical to an uninterrupted run"
+    else
+        notok "--resume after a full disk: exit $run2, $(tail -1 "$tmp/err")"
+    fi
+    # a probe and a dump on a full disk: exit 1, a message, no crash, nothing left behind
+    D2="$tmp/full2"
+    tmpfs "$D2" 64k
+    run "$BIN" --config "$TINY" --set probe.seeds=300 --set probe.batches=1 --out "$D2/probe.h5" --quiet
+    check "probe on a full disk: exit 1 (no crash), message, no file, no .tmp.PID" \
+        test "$rc" -eq 1 -a -s "$tmp/err" -a ! -e "$D2/probe.h5" -a -z "$(leftovers "$D2")"
+    dd if=/dev/zero of="$D2/filler" bs=1k count=64 2>/dev/null
+    run "$BIN" dump --config "$TINY" --out "$D2/dump.h5"
+    check "dump on a full disk: exit 1 (no crash), no file, no .tmp.PID" \
+        test "$rc" -eq 1 -a ! -e "$D2/dump.h5" -a -z "$(leftovers "$D2")"
+    run "$BIN" "${DF_SETS[@]}" --out "$D2/train.h5"
+    check "training that cannot even create its file: exit 1 (no crash), nothing left" \
+        test "$rc" -eq 1 -a ! -e "$D2/train.h5" -a -z "$(leftovers "$D2")"
+fi
+
+# ================================================================== names: hostile names
+# in_dir DIR CMD...: run CMD in DIR (at most 60 s); sets rc, stdout/stderr in $tmp/out, $tmp/err
+in_dir() {
+    local d=$1
+    shift
+    (cd "$d" && timeout 60 "$@" >"$tmp/out" 2>"$tmp/err" </dev/null)
+    rc=$?
+}
+H="$tmp/hostile"
+mkdir -p "$H/bin"
+# pwned GLOB: a file the command of that check would have made, anywhere under $H
+pwned() { find "$H" -name "pwned$1" 2>/dev/null | head -1; }
+"$BIN" --config "$TINY" --set probe.seeds=2 --set probe.batches=1 --out "$H/base.h5" --quiet
+evil="x'; system(\"touch pwned1\") #"
+cp "$H/base.h5" "$H/$evil.h5"
+in_dir "$H" "$BIN" plot "$evil.h5" --out plots --format png --quiet
+check "plot of a file named $evil.h5: exit 0, figures drawn, no command ran" \
+    test "$rc" -eq 0 -a -z "$(pwned 1)" -a -s "$H/plots/$evil-grad_vs_layer.png"
+outdir="o'; system(\"touch pwned2\") #"
+in_dir "$H" "$BIN" plot base.h5 --out "$outdir" --format png --quiet
+check "plot --out '$outdir': exit 0, figures in that directory, no command ran" \
+    test "$rc" -eq 0 -a -z "$(pwned 2)" -a -s "$H/$outdir/base-grad_vs_layer.png"
+# run names inside a merged file: a quote, and a newline followed by a command
+$PY - "$H/base.h5" "$H/merged.h5" <<'EOF2'
+import sys, h5py
+names = ["a' . system(\"touch pwned3\") . '", "b'\nsystem(\"touch pwned4\")\n'"]
+with h5py.File(sys.argv[1], "r") as src, h5py.File(sys.argv[2], "w") as dst:
+    for n in names:
+        g = dst.create_group("runs/" + n)
+        src.copy(src["probe"], g, "probe")
+        for k, v in src.attrs.items():
+            g.attrs[k] = v
+EOF2
+in_dir "$H" "$BIN" plot merged.h5 --out plots3 --format png --quiet
+check "plot of runs named with a quote and with a newline + command: exit 0, no command ran" \
+    test "$rc" -eq 0 -a -z "$(pwned '[34]')" -a -s "$H/plots3/merged-grad_vs_layer.png"
+
+# the Slurm script: a working directory and a sweep file named with a quote and a command
+cwd="$H/c'; touch pwned5; '"
+mkdir -p "$cwd"
+sweep="s'; touch pwned6; '"
+sweep8="s'; touch pwned8; '"
+printf '[sweep]\nbase = %s\nprobe.seeds = 1\nprobe.batches = 1\n' "$TINY" > "$cwd/$sweep.ini"
+in_dir "$cwd" "$BIN" sweep "$sweep.ini" --slurm --quiet
+if [ "$rc" -eq 0 ] && [ -s "$cwd/results/$sweep/job.sbatch" ]; then
+    (cd "$H" && SLURM_ARRAY_TASK_ID=0 timeout 60 bash "$cwd/results/$sweep/job.sbatch" >/dev/null 2>&1)
+    check "job.sbatch of a sweep named \"$sweep\" run from \"c'; touch pwned5; '\": its task ran, no command" \
+        test -z "$(pwned '[56]')" -a -s "$cwd/results/$sweep/run.h5"
+else
+    notok "sweep --slurm with a quote in the names: exit $rc, $(first_err)"
+fi
+# a newline in the sweep file's name would end a comment line of the script: refused
+nl=$'n\ntouch pwned7\n'
+printf '[sweep]\nbase = %s\nprobe.seeds = 1\n' "$TINY" > "$H/$nl.ini"
+in_dir "$H" "$BIN" sweep "$nl.ini" --slurm --quiet
+[ -s "$H/results/$nl/job.sbatch" ] && (cd "$H" && SLURM_ARRAY_TASK_ID=0 timeout 60 bash "$H/results/$nl/job.sbatch" >/dev/null 2>&1)
+check "sweep --slurm of a file whose name holds a newline: exit 2, no script, no command" \
+    test "$rc" -eq 2 -a ! -e "$H/results/$nl/job.sbatch" -a -z "$(pwned 7)"
+# --submit runs sbatch without a shell: a stand-in sbatch records its arguments
+cat > "$H/bin/sbatch" <<'EOF2'
+#!/bin/sh
+for a in "$@"; do printf '%s\n' "$a"; done > "$SBATCH_ARGS"
+echo 4242
+EOF2
+printf '#!/bin/sh\necho "MaxArraySize = 1001"\n' > "$H/bin/scontrol"
+chmod +x "$H/bin/sbatch" "$H/bin/scontrol"
+cp "$cwd/$sweep.ini" "$H/$sweep8.ini"
+(cd "$H" && PATH="$H/bin:$PATH" SBATCH_ARGS="$H/sbatch.args" timeout 60 "$BIN" sweep "$sweep8.ini" \
+    --slurm --submit --quiet >"$tmp/out" 2>"$tmp/err" </dev/null)
+rc=$?
+check "--submit of a sweep named \"$sweep8\": sbatch gets the script as one argument, no command" \
+    test "$rc" -eq 0 -a -z "$(pwned 8)" -a "$(tail -1 "$H/sbatch.args" 2>/dev/null)" = "results/$sweep8/job.sbatch"
+
+# ================================================================== sweeps: signals, orphans, locks
+# children PID: kids = the processes whose parent is PID (remembered for the clean-up)
+children() {
+    kids=$(ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' | tr '\n' ' ')
+    local p
+    for p in $kids; do PIDS+=("$p"); done
+}
+# gone PIDS... within 30 s: every one has ended
+gone() {
+    local i p alive
+    for i in $(seq 300); do
+        alive=0
+        for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+        [ $alive = 0 ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# wait_rc PID: its exit status once it ended (within 30 s), else 255 after killing it
+wait_rc() {
+    if gone "$1"; then wait "$1" 2>/dev/null; else kill -9 "$1" 2>/dev/null; wait "$1" 2>/dev/null; return 255; fi
+}
+# states FILE...: "status:checkpoint" of each training file
+states() {
+    $PY - "$@" <<'EOF2' 2>/dev/null
+import sys, h5py
+out = []
+for p in sys.argv[1:]:
+    try:
+        with h5py.File(p, "r", swmr=True) as f:
+            out.append(f"{f.attrs['status']}:{int(f['checkpoint/step'][()])}")
+    except (OSError, KeyError):
+        out.append("unreadable")
+print(" ".join(out))
+EOF2
+}
+# interrupted FILE...: every file says interrupted, with a checkpoint
+interrupted() { [ -z "$(states "$@" | tr ' ' '\n' | grep -v '^interrupted:[1-9]')" ]; }
+# running_for FILE... : until every file exists, then one more second
+running_for() {
+    local f i
+    for f in "$@"; do
+        for i in $(seq 200); do [ -s "$f" ] && break; sleep 0.05; done
+    done
+    sleep 1
+}
+S="$tmp/sweeps"
+mkdir -p "$S"
+printf '[sweep]\nbase = %s\nname = r{layers}\nmodel.layers = 1, 2\ntrain.steps = 200000\n%s' "$TINY" \
+    'data.task = copy
+model.d_model = 32
+model.d_ff = 64
+model.seq_len = 16
+' > "$S/sig.ini"
+R1="$S/results/sig/r1.h5"
+R2="$S/results/sig/r2.h5"
+(cd "$S" && exec "$BIN" sweep sig.ini --jobs 2 --quiet >"$tmp/sweep.out" 2>"$tmp/sweep.err" </dev/null) &
+sweep=$!
+PIDS+=("$sweep")
+running_for "$R1" "$R2"
+children "$sweep"
+# a second sweep of the same file, meanwhile: refused at once
+in_dir "$S" "$BIN" sweep sig.ini --jobs 2 --quiet
+check "a second sweep of the same file while one runs: exit 1, 'another ... is running'" \
+    test "$rc" -eq 1 -a -n "$(grep 'another .stability sweep' "$tmp/err")"
+kill -TERM "$sweep"
+wait_rc "$sweep"
+rc=$?
+# shellcheck disable=SC2086
+if [ "$rc" -eq 143 ] && gone $kids && interrupted "$R1" "$R2"; then
+    ok "SIGTERM to a sweep: passed on, both runs checkpointed ($(states "$R1" "$R2")), exit 143"
+else
+    notok "SIGTERM to a sweep: exit $rc, runs $(states "$R1" "$R2"), children left: $kids"
+fi
+# kill -9 of the sweep: its runs get SIGTERM (PR_SET_PDEATHSIG), checkpoint and end
+(cd "$S" && exec "$BIN" sweep sig.ini --jobs 2 --quiet >/dev/null 2>&1 </dev/null) &
+sweep=$!
+PIDS+=("$sweep")
+sleep 1.5
+children "$sweep"
+kill -9 "$sweep"
+{ wait "$sweep"; } 2>/dev/null
+# shellcheck disable=SC2086
+if [ -n "$kids" ] && gone $kids && interrupted "$R1" "$R2"; then
+    ok "kill -9 of a sweep: no run outlives it, both checkpointed ($(states "$R1" "$R2"))"
+else
+    notok "kill -9 of a sweep: runs left: $kids, $(states "$R1" "$R2")"
+fi
+# --task: SIGINT ends the task and its run (checkpointed); a duplicate task that fails at
+# once appends to the run's log and never erases it
+(cd "$S" && exec env --default-signal=INT "$BIN" sweep sig.ini --task 0 --quiet >/dev/null 2>&1 </dev/null) &
+task=$!
+PIDS+=("$task")
+sleep 1.5
+children "$task"
+echo "marker: written while the run was going" >> "$S/results/sig/r1.log"
+in_dir "$S" "$BIN" sweep sig.ini --task 0 --quiet
+check "a duplicate --task of a live run fails, and the run's log keeps what it held" \
+    test "$rc" -ne 0 -a -n "$(grep 'marker: written' "$S/results/sig/r1.log")"
+kill -INT "$task"
+wait_rc "$task"
+rc=$?
+# shellcheck disable=SC2086
+if [ "$rc" -eq 130 ] && [ -n "$kids" ] && gone $kids && interrupted "$R1"; then
+    ok "SIGINT to --task: its run checkpointed ($(states "$R1")) and ended, exit 130"
+else
+    notok "SIGINT to --task: exit $rc, run $(states "$R1"), left: $kids"
+fi
+
+# ================================================================== temporaries on signals
+# wait_for_glob PATTERN SECONDS: until a file matches
+wait_for_glob() {
+    local i
+    for i in $(seq $(($2 * 20))); do
+        compgen -G "$1" >/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+T="$tmp/signals"
+mkdir -p "$T"
+for sig in INT TERM HUP USR1; do
+    num=$(kill -l "$sig")
+    # a probe long enough to be caught with its temporary open (Post-LN L=6, d = 512); a
+    # background job of a script starts with SIGINT ignored: give it back its default
+    env --default-signal=INT "$BIN" --config "$ROOT/configs/postln_L6.ini" --set probe.seeds=2 --out "$T/p_$sig.h5" --quiet \
+        >/dev/null 2>&1 </dev/null &
+    pid=$!
+    if wait_for_glob "$T/p_$sig.h5.tmp.*" 20; then
+        sleep 0.2
+        kill -s "$sig" "$pid"
+    fi
+    wait "$pid" 2>/dev/null
+    rc=$?
+    check "probe + SIG$sig: the .tmp.PID is removed, no file, the process ends by the signal (exit $rc)" \
+        test -z "$(compgen -G "$T/p_$sig.h5*")" -a "$rc" -eq $((128 + num))
+done
+# a merge and a resume: the test hook raises the signal once their temporary exists
+printf '[sweep]\nbase = %s\nmodel.layers = 1\nprobe.seeds = 1\nprobe.batches = 1\n' "$TINY" > "$T/msig.ini"
+(cd "$T" && timeout 60 "$BIN" sweep msig.ini --quiet >/dev/null 2>&1)
+rm -f "$T/results/msig.h5"
+{ (cd "$T" && STABILITY_SIGNAL_WITH_TMP=TERM timeout 60 "$BIN" sweep msig.ini --merge --quiet >/dev/null 2>&1); } 2>/dev/null
+rc=$?
+check "sweep --merge + SIGTERM: no results/msig.h5.tmp.PID, no merged file (exit $rc)" \
+    test -z "$(compgen -G "$T/results/msig.h5*")" -a "$rc" -eq 143
+RS=(--config "$TINY" --quiet --set train.steps=300 --set data.task=copy)
+STABILITY_SIGNAL_AT_STEP=100 "$BIN" "${RS[@]}" --out "$T/r.h5" >/dev/null 2>&1
+{ (STABILITY_SIGNAL_WITH_TMP=HUP "$BIN" "${RS[@]}" --out "$T/r.h5" --resume >/dev/null 2>&1); } 2>/dev/null
+rc=$?
+check "--resume + SIGHUP while rewriting: no .resume.PID left, the file still resumable (exit $rc)" \
+    test -z "$(compgen -G "$T/r.h5.*")" -a "$rc" -eq 129
+run "$BIN" "${RS[@]}" --out "$T/r.h5" --resume
+check "... and --resume then finishes it" test "$rc" -eq 0
+
+# ================================================================== apt: install-deps.sh and apt's locks
+# Stand-ins on PATH: dpkg-query says every package is missing until "apt-get install" ran;
+# apt-get records its arguments and fails 'update' twice with apt's lock error, as while
+# unattended upgrades run.
+A="$tmp/apt"
+mkdir -p "$A/bin"
+cat > "$A/bin/dpkg-query" <<'EOF2'
+#!/bin/sh
+[ -e "$APT_STATE/installed" ] && printf 'install ok installed' || printf 'unknown ok not-installed'
+EOF2
+cat > "$A/bin/apt-get" <<'EOF2'
+#!/bin/sh
+echo "$*" >> "$APT_STATE/calls"
+case " $* " in
+*" update "*)
+    n=$(cat "$APT_STATE/locked" 2>/dev/null || echo 0)
+    if [ "$n" -lt 2 ]; then
+        echo $((n + 1)) > "$APT_STATE/locked"
+        echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)" >&2
+        exit 100
+    fi ;;
+*" install "*) touch "$APT_STATE/installed" ;;
+esac
+exit 0
+EOF2
+printf '#!/bin/sh\nexec "$@"\n' > "$A/bin/sudo"
+chmod +x "$A/bin/"*
+PATH="$A/bin:$PATH" APT_STATE="$A" STABILITY_APT_RETRY=0 timeout 60 "$ROOT/scripts/install-deps.sh" \
+    >"$tmp/out" 2>"$tmp/err" </dev/null
+rc=$?
+updates=$(grep -cw 'update' "$A/calls" 2>/dev/null)
+if [ "$rc" -eq 0 ] && [ "$updates" = 3 ] && grep -q -- '-o DPkg::Lock::Timeout=600 install -y' "$A/calls"; then
+    ok "install-deps.sh: 'apt-get update' waits out apt's lock (3 tries), install with DPkg::Lock::Timeout=600"
+else
+    notok "install-deps.sh under apt's lock: exit $rc, $updates updates, calls: $(tr '\n' '|' < "$A/calls" 2>/dev/null)"
+fi
+
+finish
