@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_cli.sh — the command line's contract (DESIGN.md §3, §4), run from the repo root as
+# test_cli.sh — the command line's contract (docs/design.md §3, §4), run from the repo root as
 # tests/test_cli.sh against ./stability (or the binary named by $STABILITY):
 #   - every bad config (tests/configs/bad_*.ini) and every bad --set exits 2, the first line of
 #     stderr is "FILE:LINE: key: ..." / "--set key: ...", and nothing is written;
@@ -181,6 +181,16 @@ expect_error "--set init.seed=4294967296: seeds are 32-bit (it would alias seed 
     "$BIN" --config "$GOOD" --set init.seed=4294967296 --out "$tmp/run.h5" --quiet
 expect_error "a probe's last seed past 2^32 - 1" "--set init.seed: init.seed + probe.seeds - 1 must be" \
     "$tmp/run.h5" "$BIN" --config "$GOOD" --set init.seed=4294967295 --set probe.seeds=2 --out "$tmp/run.h5" --quiet
+# out of memory: refused before allocating, with the estimate, the key and exit 2 (no crash, no .tmp)
+expect_error "probe.seeds too many for this machine: refused with the estimate" \
+    "--set probe.seeds: 2000000000 seeds need about" "$tmp/run.h5" \
+    "$BIN" --config "$GOOD" --set probe.seeds=2000000000 --out "$tmp/run.h5" --quiet
+if ls "$tmp"/run.h5.tmp.* >/dev/null 2>&1; then notok "... and a .tmp file was left"
+else ok "... and no .tmp file was left"; fi
+expect_error "model.layers too many for this machine: refused with the estimate" \
+    "$GOOD: model: needs about" "$tmp/run.h5" \
+    "$BIN" --config "$GOOD" --set model.layers=100000 --set model.d_model=1024 --set model.heads=4 \
+    --set model.d_ff=4096 --out "$tmp/run.h5" --quiet
 # plot: an empty --format, an empty item, and --out naming a file
 run "$BIN" dump --config "$GOOD" --out "$tmp/pl.h5" --quiet
 run "$BIN" --config "$GOOD" --set probe.seeds=2 --set probe.batches=1 --out "$tmp/pl.h5" --force --quiet

@@ -40,7 +40,7 @@ static void tiny_open(tiny_t *t, const config_t *cfg)
     char err[256];
     ck_assert_int_eq(session_open(&t->s, cfg, err, sizeof err), 0);
     session_init(&t->s, cfg->init.seed);
-    session_next_batch(&t->s);
+    ck_assert_int_eq(session_next_batch(&t->s), 0);
     t->m = t->s.model;
     t->b = &t->s.batch;
     t->rng = t->s.rng_init;
@@ -225,6 +225,52 @@ START_TEST(test_encdec_padding_is_inert)
 END_TEST
 
 /* The same config gives the same bytes (parameters, loss, gradients). */
+/* docs/design.md §5: ids index the embedding, so every batch is checked on entry (as llm.c
+ * asserts): an id ≥ vocab or < −1 (−1 is padding) in the tokens, targets or source is refused
+ * with exit 2 and names the offender; a data task drawing outside the vocabulary is caught by
+ * session_next_batch before any forward pass. */
+START_TEST(test_batch_ids_checked)
+{
+    config_t cfg;
+    tiny_config(&cfg);
+    tiny_t t;
+    tiny_open(&t, &cfg);
+    char err[256];
+    const size_t n = (size_t)t.b->B * t.b->T;
+    ck_assert_int_eq(model_check_batch(t.m, t.b, err, sizeof err), 0);
+    const int32_t keep = t.b->tokens[3];
+    t.b->tokens[3] = cfg.model.vocab;
+    ck_assert_int_eq(model_check_batch(t.m, t.b, err, sizeof err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "token 3 of the batch is 11"));
+    t.b->tokens[3] = -2;
+    ck_assert_int_eq(model_check_batch(t.m, t.b, err, sizeof err), 2);
+    t.b->tokens[3] = -1;   // padding
+    ck_assert_int_eq(model_check_batch(t.m, t.b, err, sizeof err), 0);
+    t.b->tokens[3] = keep;
+    t.b->targets[n - 1] = cfg.model.vocab + 5;
+    ck_assert_int_eq(model_check_batch(t.m, t.b, err, sizeof err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "target"));
+    // a task that draws ids from a vocabulary larger than the model's
+    t.s.data.V = 4 * cfg.model.vocab;
+    int rc = 0;
+    for (int i = 0; i < 20 && !rc; i++) rc = session_next_batch(&t.s);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(t.s.error, "outside [-1, model.vocab = 11)"));
+    tiny_close(&t);
+
+    tiny_config(&cfg);
+    cfg.model.arch = ARCH_ENCDEC;
+    cfg.model.dec_layers = 1;
+    cfg.model.src_len = 4;
+    tiny_open(&t, &cfg);
+    ck_assert_int_eq(model_check_batch(t.m, t.b, err, sizeof err), 0);
+    t.b->src[1] = cfg.model.vocab;
+    ck_assert_int_eq(model_check_batch(t.m, t.b, err, sizeof err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "source token 1"));
+    tiny_close(&t);
+}
+END_TEST
+
 START_TEST(test_deterministic)
 {
     config_t cfg;
@@ -434,6 +480,7 @@ Suite *model_suite(void)
     tcase_add_test(tc2, test_tensor_names);
     tcase_add_test(tc2, test_init_statistics);
     tcase_add_test(tc2, test_encdec_padding_is_inert);
+    tcase_add_test(tc2, test_batch_ids_checked);
     suite_add_tcase(s, tc2);
     return s;
 }

@@ -910,22 +910,25 @@ out:
 
 /* ---------------------------------------------------------------- validation */
 
+void config_where(const config_t *cfg, int k, char *buf, size_t len)
+{
+    const int src = cfg->src_line[k];
+    const char *file = cfg->path[0] ? cfg->path : src > 0 ? "config" : "defaults";
+    if (src > 0) snprintf(buf, len, "%s:%d: %s.%s", file, src, keys[k].section, keys[k].name);
+    else if (src < 0) snprintf(buf, len, "--set %s.%s", keys[k].section, keys[k].name);
+    else snprintf(buf, len, "%s: %s.%s", file, keys[k].section, keys[k].name);
+}
+
 /* Report key k of cfg as the offender: "WHERE: section.key: message". */
 static int vfail(const config_t *cfg, int k, char *err, size_t errlen, const char *fmt, ...)
 {
-    char msg[CONFIG_ERR_MAX / 2], where[CONFIG_PATH_MAX + 16];
+    char msg[CONFIG_ERR_MAX / 2], where[CONFIG_PATH_MAX + 80];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    int src = cfg->src_line[k];
-    if (src > 0)
-        snprintf(where, sizeof where, "%s:%d:", cfg->path[0] ? cfg->path : "config", src);
-    else if (src < 0)
-        snprintf(where, sizeof where, "--set");
-    else
-        snprintf(where, sizeof where, "%s:", cfg->path[0] ? cfg->path : "defaults");
-    set_err(err, errlen, "%s %s.%s: %s", where, keys[k].section, keys[k].name, msg);
+    config_where(cfg, k, where, sizeof where);
+    set_err(err, errlen, "%s: %s", where, msg);
     return 2;
 }
 

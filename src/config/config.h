@@ -125,6 +125,10 @@ int config_parse_string(config_t *cfg, const char *text, const char *name, char 
  * Returns 0, or 2 with err holding "--set key: message". */
 int config_set(config_t *cfg, const char *assignment, char *err, size_t errlen);
 
+/* Where key k (config_key_index) of cfg was set, for a message: "FILE:LINE: section.key",
+ * "--set section.key", or "FILE: section.key" when left at its default. */
+void config_where(const config_t *cfg, int k, char *buf, size_t len);
+
 /* Check ranges and contradictions (e.g. heads not dividing d_model).
  * Returns 0, or 2 with err holding "WHERE: key: message" (WHERE = file[:line] or --set). */
 int config_validate(const config_t *cfg, char *err, size_t errlen);

@@ -10,12 +10,17 @@ double session_memory_bytes(const config_t *cfg)
     return model_memory_doubles(cfg, NULL) * sizeof(double);
 }
 
+double session_physical_bytes(void)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+}
+
 /* Refuse a model larger than this machine's memory, with the estimate (before allocating). */
 static int check_memory(const config_t *cfg, const model_caps_t *caps, char *err, size_t errlen)
 {
     const double need = model_memory_doubles(cfg, caps) * sizeof(double);
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    const double have = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+    const double have = session_physical_bytes();
     if (have > 0.0 && need > have) {
         snprintf(err, errlen, "model: needs about %.1f GiB for parameters, gradients and "
                  "activations, this machine has %.1f GiB (reduce model.layers, d_model, "
@@ -90,8 +95,10 @@ void session_init(session_t *s, unsigned long seed)
     if (model_has_admin(s->model)) admin_profile(s, seed);
 }
 
-void session_next_batch(session_t *s)
+int session_next_batch(session_t *s)
 {
     data_batch(&s->data, s->rng_data, &s->batch);
+    if (model_check_batch(s->model, &s->batch, s->error, sizeof s->error)) return 2;
     model_draw_dropout(s->model, &s->batch, s->rng_data);
+    return 0;
 }

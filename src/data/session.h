@@ -21,6 +21,7 @@ typedef struct {
     model_t *model;
     gsl_rng *rng_init, *rng_data;
     batch_t batch;               /* the current batch; buffers of the model's capacity */
+    char error[256];             /* why session_next_batch refused its batch */
 } session_t;
 
 /* Open cfg's data and build its model (not initialised: session_init) after checking the
@@ -39,8 +40,13 @@ void session_close(session_t *s);
  * of the stream seed + SESSION_PROFILE_OFFSET). */
 void session_init(session_t *s, unsigned long seed);
 
-/* Draw the next batch from rng_data into s->batch, then its dropout masks. */
-void session_next_batch(session_t *s);
+/* Draw the next batch from rng_data into s->batch, then its dropout masks; check every id
+ * against the model (model_check_batch: ids index the embedding). Returns 0, or 2 with
+ * s->error set (a data task that produced ids outside the vocabulary: a bug, never a crash). */
+int session_next_batch(session_t *s);
+
+/* This machine's physical memory in bytes (0 when unknown): what an estimate is refused against. */
+double session_physical_bytes(void);
 
 /* Bytes session_open would allocate for cfg (the model's buffers; the data's are small). */
 double session_memory_bytes(const config_t *cfg);

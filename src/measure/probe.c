@@ -261,7 +261,11 @@ int probe_run(session_t *ses, probe_t *p, probe_progress_fn progress, void *ctx)
         double loss = 0.0, fin = 0.0, enc_fin = 0.0;
         if (p->admin_omega) probe_admin_omega(ax, m, p->admin_omega + (size_t)s * ax->L * ax->X);
         for (int b = 0; b < nb; b++) {
-            session_next_batch(ses);
+            if (session_next_batch(ses)) {
+                work_free(&w);
+                gsl_rng_free(signs);
+                return 2;
+            }
             loss += model_forward(m, &ses->batch);
             model_zero_grad(m);
             model_backward(m);

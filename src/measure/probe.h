@@ -130,7 +130,8 @@ typedef void (*probe_progress_fn)(void *ctx, long done, long total);
 
 /* Run the probe of s->cfg on the open session s: for seed k = 0..probe.seeds−1 initialise
  * from init.seed + k, average over probe.batches batches (and measure the output change on the
- * first). p from probe_alloc with s's axes. progress may be NULL. 0, or 1 when out of memory. */
+ * first). p from probe_alloc with s's axes. progress may be NULL. 0, 1 when out of memory, or
+ * 2 when a batch had ids outside the vocabulary (s->error). */
 int probe_run(session_t *s, probe_t *p, probe_progress_fn progress, void *ctx);
 
 /* The per-forward measurements, shared with training (train/train.c), on m's last forward

@@ -182,7 +182,8 @@ int run_train(const config_t *cfg, const char *path, const run_options_t *o)
     if (st == TRAIN_INTERRUPTED) rc = h5io_train_checkpoint(c.w, t);
     // a write that failed (a full disk) leaves the file as at its last flush; close says what
     // it holds and how to continue (docs/design.md §6)
-    if (h5io_train_close(c.w, st == TRAIN_FAILED ? "running" : status,
+    const int failed = st == TRAIN_FAILED || st == TRAIN_BAD_BATCH;
+    if (h5io_train_close(c.w, failed ? "running" : status,
                          st == TRAIN_DIVERGED ? c.last.step : 0,
                          train_diverged_reason(c.last.diverged), err, sizeof err)) {
         fprintf(stderr, "stability: %s\n", err);
@@ -190,6 +191,9 @@ int run_train(const config_t *cfg, const char *path, const run_options_t *o)
     } else if (st == TRAIN_FAILED) {
         fprintf(stderr, "stability: %s: cannot write the training log\n", path);
         rc = 1;
+    } else if (st == TRAIN_BAD_BATCH) {
+        fprintf(stderr, "stability: %s: step %ld: %s\n", path, t->step + 1, t->s.error);
+        rc = 2;
     }
     signals_restore(old);
     if (!rc && st == TRAIN_DIVERGED)

@@ -38,7 +38,11 @@ static int first_batch(session_t *s, const config_t *cfg, double perturb)
     if (rc) return rc;
     session_init(s, cfg->init.seed);
     if (perturb > 0) model_perturb(s->model, s->rng_init, perturb);
-    session_next_batch(s);
+    if (session_next_batch(s)) {
+        fprintf(stderr, "stability: %s\n", s->error);
+        session_close(s);
+        return 2;
+    }
     return 0;
 }
 
@@ -52,7 +56,7 @@ static int measure(session_t *s, probe_t *p, const run_options_t *o)
     const double t0 = progress_now();
     const int rc = probe_run(s, p, progress_callback, &bar);
     progress_end(&bar);
-    if (rc) fprintf(stderr, "stability: out of memory\n");
+    if (rc) fprintf(stderr, "stability: %s\n", rc == 2 ? s->error : "out of memory");
     else if (!o->quiet)
         printf("%d seeds x %d batches in %.1f s\n", s->cfg.probe.seeds, s->cfg.probe.batches,
                progress_now() - t0);
@@ -70,8 +74,24 @@ int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
     session_t s;
     if ((rc = open_session(&s, cfg))) { h5io_abort(f); return rc; }
     probe_axes_t ax;
-    probe_t *p = probe_axes_from_model(&ax, s.model) ? NULL : probe_alloc(cfg->probe.seeds, &ax);
-    if (p) probe_axes_free(&ax);
+    const int axes = !probe_axes_from_model(&ax, s.model);
+    // refuse with the estimate before allocating (docs/design.md §6: what a probe holds)
+    const double need = axes ? probe_memory_bytes(cfg->probe.seeds, &ax) : 0.0;
+    const double have = session_physical_bytes();
+    if (have > 0.0 && need + session_memory_bytes(cfg) > have) {
+        char where[1200];
+        config_where(cfg, config_key_index("probe", "seeds"), where, sizeof where);
+        fprintf(stderr, "%s: %d seeds need about %.1f GiB for their measurements besides the "
+                "model's %.1f GiB; this machine has %.1f GiB (reduce probe.seeds)\n",
+                where, cfg->probe.seeds, need / 1073741824.0,
+                session_memory_bytes(cfg) / 1073741824.0, have / 1073741824.0);
+        probe_axes_free(&ax);
+        session_close(&s);
+        h5io_abort(f);
+        return 2;
+    }
+    probe_t *p = axes ? probe_alloc(cfg->probe.seeds, &ax) : NULL;
+    if (axes) probe_axes_free(&ax);
     char *ini = config_text(cfg);
     if (!p || !ini) {
         fprintf(stderr, "stability: out of memory\n");

@@ -41,6 +41,19 @@ static void probe_rows_free(train_probe_t *p)
     free(p->subout_grad);
 }
 
+/* Every batch drawn once and reused (the update probe's, the validation set) holds ids the
+ * model can index (model_check_batch); the training batches are checked as drawn. 0 or 2. */
+static int check_fixed_batches(train_t *t, char *err, size_t errlen)
+{
+    const model_t *m = t->s.model;
+    if (model_check_batch(m, &t->fixed, err, errlen)) return 2;
+    for (int i = 0; i < t->s.data.val_batches; i++) {
+        data_val_batch(&t->s.data, i, &t->s.batch);
+        if (model_check_batch(m, &t->s.batch, err, errlen)) return 2;
+    }
+    return 0;
+}
+
 int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
 {
     *out = NULL;
@@ -76,6 +89,10 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         train_free(t);
         return 1;
+    }
+    if ((rc = check_fixed_batches(t, err, errlen))) {
+        train_free(t);
+        return rc;
     }
     *out = t;
     return 0;
@@ -127,7 +144,10 @@ void train_step(train_t *t, train_record_t *r)
     r->val_loss = NAN;
     r->lr = optim_lr(c->train.schedule, c->train.lr, c->train.warmup, c->train.steps, s);
 
-    session_next_batch(&t->s);   // batch, then its dropout masks, from rng_data
+    if (session_next_batch(&t->s)) {   // batch, then its dropout masks, from rng_data
+        r->failed = 1;
+        return;
+    }
     t->batches++;
     r->loss = model_forward(m, &t->s.batch);
     model_zero_grad(m);
@@ -191,6 +211,7 @@ train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile
         if (stop && *stop) return TRAIN_INTERRUPTED;
         train_record_t r;
         train_step(t, &r);
+        if (r.failed) return TRAIN_BAD_BATCH;
         if (cb && cb->step && cb->step(cb->ctx, t, &r)) return TRAIN_FAILED;
         if (r.diverged) return TRAIN_DIVERGED;
         if (every > 0 && t->step % every == 0 && t->step < t->s.cfg.train.steps && cb &&

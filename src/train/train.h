@@ -46,6 +46,7 @@ typedef struct {
     double val_loss;      /* validation loss after the update; NaN when not evaluated */
     int probed;           /* train_t.probe holds this step's measurements */
     int updated;          /* train_t.model_update, update_rel hold this step's (DeepNet) */
+    int failed;           /* the batch had ids outside the vocabulary (t->s.error); no update */
     int diverged;         /* TRAIN_FINITE, or why the step diverged (no update was made) */
 } train_record_t;
 
@@ -79,7 +80,8 @@ typedef struct {
     double *admin_omega;       /* (L,X) Admin's ω as profiled at initialisation, or NULL */
 } train_t;
 
-typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED } train_status_t;
+typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,
+               TRAIN_BAD_BATCH } train_status_t;
 
 typedef struct {
     void *ctx;
@@ -105,7 +107,8 @@ const char *train_diverged_reason(int diverged);
 /* Mean loss over the fixed validation batches of the text task (no dropout); NaN otherwise. */
 double train_eval(train_t *t);
 
-/* Update until train.steps, divergence, a callback failure, or *stop becoming non-zero (checked
+/* Update until train.steps, divergence, a callback failure (TRAIN_FAILED), a batch with ids
+ * outside the vocabulary (TRAIN_BAD_BATCH, t->s.error), or *stop becoming non-zero (checked
  * before each update, so the current one finishes). */
 train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile sig_atomic_t *stop);
 
