@@ -1,0 +1,504 @@
+/* config_keys.c — the one table of keys that drives parsing, range checks, provenance and the
+ * INI writer (so they cannot disagree); the values' parsing and checks; the defaults (the
+ * paper's, docs/design.md §4); the enum names; config_to_ini. */
+#include "config/config_keys.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---------------------------------------------------------------- the key table */
+
+
+static const char *const arch_names[] = {"lm", "encdec", NULL};
+static const char *const placement_names[] = {"post", "pre", "peri", "deepnorm", "admin",
+                                               "rezero", "subln", "mixln", "b2t", NULL};
+static const char *const norm_names[] = {"layernorm", "rmsnorm", "none", "dyt", NULL};
+static const char *const activation_names[] = {"relu", "gelu", NULL};
+static const char *const final_norm_names[] = {"auto", "on", "off", NULL};
+static const char *const init_names[] = {"xavier_normal", "xavier_uniform", "normal", "tfixup",
+                                         NULL};
+static const char *const task_names[] = {"random", "copy", "reverse", "text", "translation", NULL};
+static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", NULL};
+static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", NULL};
+static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
+
+#define OFF(s, n) offsetof(config_t, s.n)
+#define KI(s, n, lo) {#s, #n, K_INT, OFF(s, n), (lo), INT_MAX, 0, 0, NULL}
+#define KD(s, n, lo, lo_open, hi, hi_open) {#s, #n, K_DBL, OFF(s, n), (lo), (hi), (lo_open), (hi_open), NULL}
+#define KB(s, n) {#s, #n, K_BOOL, OFF(s, n), 0, 0, 0, 0, NULL}
+#define KO(s, n) {#s, #n, K_ONOFF, OFF(s, n), 0, 0, 0, 0, NULL}
+#define KE(s, n, names) {#s, #n, K_ENUM, OFF(s, n), 0, 0, 0, 0, (names)}
+#define KS(s, n) {#s, #n, K_STR, OFF(s, n), 0, 0, 0, 0, NULL}
+#define KSEED(s, n) {#s, #n, K_SEED, OFF(s, n), 0, 0, 0, 0, NULL}
+
+/* Order = order of config_to_ini = index of config_t.src_line. */
+const cfg_key_t cfg_keys[] = {
+    KE(model, arch, arch_names),
+    KI(model, layers, 1),
+    KI(model, dec_layers, 0),
+    KI(model, d_model, 2),
+    KI(model, heads, 1),
+    KI(model, d_ff, 1),
+    KI(model, vocab, 2),
+    KI(model, seq_len, 1),
+    KI(model, src_len, 0),
+    KE(model, placement, placement_names),
+    KD(model, mix_ratio, 0, 0, 1, 0),
+    KE(model, norm, norm_names),
+    KD(model, norm_eps, 0, 1, INFINITY, 0),
+    KD(model, dyt_alpha, 0, 1, INFINITY, 0),
+    KE(model, activation, activation_names),
+    KB(model, causal),
+    KB(model, tie_embeddings),
+    KE(model, final_norm, final_norm_names),
+    KD(model, dropout, 0, 0, 1, 1),
+
+    KE(init, scheme, init_names),
+    KD(init, std, 0, 1, INFINITY, 0),
+    KB(init, zero_qk),
+    KSEED(init, seed),
+
+    KE(data, task, task_names),
+    KS(data, path),
+    KI(data, batch, 1),
+    KD(data, label_smoothing, 0, 0, 1, 1),
+    KD(data, zipf, 0, 0, INFINITY, 0),
+    KI(data, max_tokens, 0),
+    KI(data, min_len, 0),
+
+    KI(train, steps, 0),
+    KE(train, optimizer, optimizer_names),
+    KD(train, lr, 0, 1, INFINITY, 0),
+    KI(train, warmup, 0),
+    KE(train, schedule, schedule_names),
+    KD(train, beta1, 0, 0, 1, 1),
+    KD(train, beta2, 0, 0, 1, 1),
+    KD(train, eps, 0, 1, INFINITY, 0),
+    KD(train, weight_decay, 0, 0, INFINITY, 0),
+    KD(train, clip, 0, 0, INFINITY, 0),
+    KD(train, momentum, 0, 0, 1, 1),
+    KI(train, checkpoint_every, 0),
+    KI(train, eval_every, 0),
+    KE(train, resume, resume_names),
+
+    KI(probe, seeds, 1),
+    KI(probe, batches, 1),
+    KI(probe, every, 1),
+    KO(probe, jacobian),
+    KO(probe, model_update),
+
+    KS(output, file),
+    KB(output, plots),
+    KB(output, overwrite),
+};
+const int cfg_nkeys = (int)(sizeof cfg_keys / sizeof cfg_keys[0]);
+_Static_assert(sizeof cfg_keys / sizeof cfg_keys[0] <= CONFIG_MAX_KEYS, "raise CONFIG_MAX_KEYS in config.h");
+
+const char *const cfg_sections[] = {"model", "init", "data", "train", "probe", "output", NULL};
+
+
+/* ---------------------------------------------------------------- small helpers */
+
+
+int cfg_find_key(const char *section, const char *name)
+{
+    for (int i = 0; i < cfg_nkeys; i++)
+        if (strcmp(cfg_keys[i].section, section) == 0 && strcmp(cfg_keys[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int config_key_index(const char *section, const char *name)
+{
+    return cfg_find_key(section, name);
+}
+
+int cfg_kidx(const char *section, const char *name)
+{
+    int i = cfg_find_key(section, name);
+    return i < 0 ? 0 : i;   /* only called with names from the table */
+}
+
+int cfg_known_section(const char *s)
+{
+    for (int i = 0; cfg_sections[i]; i++)
+        if (strcmp(cfg_sections[i], s) == 0) return 1;
+    return 0;
+}
+
+int cfg_name_count(const char *const *names)
+{
+    int n = 0;
+    while (names[n]) n++;
+    return n;
+}
+
+
+void cfg_sb_printf(sbuf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *dst = b->need < b->len ? b->buf + b->need : NULL;
+    size_t room = b->need < b->len ? b->len - b->need : 0;
+    int n = vsnprintf(dst, room, fmt, ap);
+    va_end(ap);
+    if (n > 0) b->need += (size_t)n;
+}
+
+void cfg_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---------------------------------------------------------------- values */
+
+/* Text of the allowed range of a numeric key, e.g. ">= 1", "> 0", "in [0, 1)". */
+static void range_text(const cfg_key_t *k, char *buf, size_t n)
+{
+    if (k->type == K_INT) {
+        snprintf(buf, n, "an integer >= %.0f", k->lo);
+    } else if (isinf(k->hi)) {
+        snprintf(buf, n, "%s %g", k->lo_open ? ">" : ">=", k->lo);
+    } else {
+        snprintf(buf, n, "in %c%g, %g%c", k->lo_open ? '(' : '[', k->lo, k->hi, k->hi_open ? ')' : ']');
+    }
+}
+
+static int in_range(const cfg_key_t *k, double v)
+{
+    if (k->lo_open ? !(v > k->lo) : !(v >= k->lo)) return 0;
+    if (k->hi_open ? !(v < k->hi) : !(v <= k->hi)) return 0;
+    return 1;
+}
+
+static const char *comment_hint(const char *v)
+{
+    return strchr(v, '#') ? " (comments after a value start with ' ;', '#' only at line start)" : "";
+}
+
+/* Parse text v (already stripped) into key k of cfg. Returns 0, or -1 with msg. */
+int cfg_parse_value(config_t *cfg, const cfg_key_t *k, const char *v, char *msg, size_t mlen)
+{
+    char range[64];
+    switch (k->type) {
+    case K_INT: {
+        if (!*v) { snprintf(msg, mlen, "empty value (expected an integer)"); return -1; }
+        char *end;
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (end == v || *end || isspace((unsigned char)*v)) {
+            snprintf(msg, mlen, "not an integer: '%s'%s", v, comment_hint(v));
+            return -1;
+        }
+        range_text(k, range, sizeof range);
+        if (errno == ERANGE || x > INT_MAX) {
+            snprintf(msg, mlen, "must be %s and <= %d (got %s)", range, INT_MAX, v);
+            return -1;
+        }
+        if (!in_range(k, (double)x)) { snprintf(msg, mlen, "must be %s (got %s)", range, v); return -1; }
+        *(int *)cfg_field(cfg, k) = (int)x;
+        return 0;
+    }
+    case K_DBL: {
+        if (!*v) { snprintf(msg, mlen, "empty value (expected a number)"); return -1; }
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (end == v || *end || isspace((unsigned char)*v)) {
+            snprintf(msg, mlen, "not a number: '%s'%s", v, comment_hint(v));
+            return -1;
+        }
+        if (!isfinite(x)) { snprintf(msg, mlen, "must be finite (got %s)", v); return -1; }
+        if (errno == ERANGE) {
+            snprintf(msg, mlen, "out of the range of a double (got %s)", v);
+            return -1;
+        }
+        range_text(k, range, sizeof range);
+        if (!in_range(k, x)) { snprintf(msg, mlen, "must be %s (got %s)", range, v); return -1; }
+        *(double *)cfg_field(cfg, k) = x;
+        return 0;
+    }
+    case K_BOOL:
+    case K_ONOFF: {
+        static const char *const t[] = {"true", "on", "yes", "1"}, *const f[] = {"false", "off", "no", "0"};
+        for (int i = 0; i < 4; i++) {
+            if (strcasecmp(v, t[i]) == 0) { *(int *)cfg_field(cfg, k) = 1; return 0; }
+            if (strcasecmp(v, f[i]) == 0) { *(int *)cfg_field(cfg, k) = 0; return 0; }
+        }
+        snprintf(msg, mlen, "must be %s (got '%s')",
+                 k->type == K_ONOFF ? "on or off" : "true/false (or on/off, yes/no, 1/0)", v);
+        return -1;
+    }
+    case K_ENUM: {
+        for (int i = 0; k->names[i]; i++)
+            if (strcmp(v, k->names[i]) == 0) { *(int *)cfg_field(cfg, k) = i; return 0; }
+        sbuf_t b = {msg, mlen, 0};
+        cfg_sb_printf(&b, "must be ");
+        int n = cfg_name_count(k->names);
+        for (int i = 0; i < n; i++)
+            cfg_sb_printf(&b, "%s%s", k->names[i], i == n - 1 ? "" : i == n - 2 ? " or " : ", ");
+        cfg_sb_printf(&b, " (got '%s')", v);
+        return -1;
+    }
+    case K_SEED: {
+        int digits = *v != 0;
+        for (const char *p = v; *p; p++)
+            if (!isdigit((unsigned char)*p)) digits = 0;
+        if (!digits) { snprintf(msg, mlen, "must be a non-negative integer (got '%s')", v); return -1; }
+        errno = 0;
+        unsigned long long x = strtoull(v, NULL, 10);
+        int too_big = errno == ERANGE;
+#if ULLONG_MAX > ULONG_MAX
+        if (x > ULONG_MAX) too_big = 1;
+#endif
+        if (too_big || x > SEED_MAX) {   // mt19937 takes 32 bits: larger seeds would alias
+            snprintf(msg, mlen, "must be <= %lu (the generator takes 32-bit seeds) (got %s)", SEED_MAX, v);
+            return -1;
+        }
+        *(unsigned long *)cfg_field(cfg, k) = (unsigned long)x;
+        return 0;
+    }
+    case K_STR: {
+        size_t n = strlen(v);
+        if (n > STR_VALUE_MAX) {
+            snprintf(msg, mlen, "longer than %d characters (the INI line limit)", STR_VALUE_MAX);
+            return -1;
+        }
+        for (const char *p = v; *p; p++) {
+            if (*p == '\n' || *p == '\r') { snprintf(msg, mlen, "contains a line break"); return -1; }
+            if (*p == ';' && p > v && isspace((unsigned char)p[-1])) {
+                snprintf(msg, mlen, "contains ' ;', which INI reads as a comment");
+                return -1;
+            }
+        }
+        memcpy(cfg_field(cfg, k), v, n + 1);
+        return 0;
+    }
+    }
+    snprintf(msg, mlen, "internal error: bad key type");
+    return -1;
+}
+
+/* Range/enum check of the value stored in cfg (for config_validate). */
+int cfg_check_value(const config_t *cfg, const cfg_key_t *k, char *msg, size_t mlen)
+{
+    char range[64];
+    switch (k->type) {
+    case K_INT: {
+        int x = *(const int *)cfg_cfield(cfg, k);
+        if (in_range(k, x)) return 0;
+        range_text(k, range, sizeof range);
+        snprintf(msg, mlen, "must be %s (got %d)", range, x);
+        return -1;
+    }
+    case K_DBL: {
+        double x = *(const double *)cfg_cfield(cfg, k);
+        if (isfinite(x) && in_range(k, x)) return 0;
+        range_text(k, range, sizeof range);
+        snprintf(msg, mlen, "must be %s (got %.17g)", range, x);
+        return -1;
+    }
+    case K_BOOL:
+    case K_ONOFF: {
+        int x = *(const int *)cfg_cfield(cfg, k);
+        if (x == 0 || x == 1) return 0;
+        snprintf(msg, mlen, "must be 0 or 1 (got %d)", x);
+        return -1;
+    }
+    case K_ENUM: {
+        int x = *(const int *)cfg_cfield(cfg, k);
+        if (x >= 0 && x < cfg_name_count(k->names)) return 0;
+        snprintf(msg, mlen, "invalid value %d", x);
+        return -1;
+    }
+    case K_SEED: {
+        const unsigned long x = *(const unsigned long *)cfg_cfield(cfg, k);
+        if (x <= SEED_MAX) return 0;
+        snprintf(msg, mlen, "must be <= %lu (the generator takes 32-bit seeds) (got %lu)", SEED_MAX, x);
+        return -1;
+    }
+    case K_STR: {
+        const char *s = (const char *)cfg_cfield(cfg, k);
+        size_t n = strnlen(s, CONFIG_PATH_MAX);
+        if (n > STR_VALUE_MAX) {
+            snprintf(msg, mlen, "longer than %d characters (the INI line limit)", STR_VALUE_MAX);
+            return -1;
+        }
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- defaults, names */
+
+void config_defaults(config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->model.arch = ARCH_LM;
+    cfg->model.layers = 6;
+    cfg->model.dec_layers = 0;
+    cfg->model.d_model = 512;
+    cfg->model.heads = 4;
+    cfg->model.d_ff = 1024;
+    cfg->model.vocab = 1000;
+    cfg->model.seq_len = 64;
+    cfg->model.src_len = 0;
+    cfg->model.placement = PLACEMENT_POST;
+    cfg->model.norm = NORM_LAYERNORM;
+    cfg->model.norm_eps = 1e-5;
+    cfg->model.mix_ratio = 0.25;
+    cfg->model.dyt_alpha = 0.5;
+    cfg->model.activation = ACT_RELU;
+    cfg->model.causal = 0;
+    cfg->model.tie_embeddings = 1;
+    cfg->model.final_norm = FINAL_NORM_AUTO;
+    cfg->model.dropout = 0.0;
+
+    cfg->init.scheme = INIT_XAVIER_NORMAL;
+    cfg->init.std = 0.02;
+    cfg->init.zero_qk = 0;
+    cfg->init.seed = 1;
+
+    cfg->data.task = TASK_RANDOM;
+    cfg->data.path[0] = '\0';
+    cfg->data.batch = 8;
+    cfg->data.label_smoothing = 0.0;
+    cfg->data.zipf = 0.0;
+    cfg->data.max_tokens = 0;
+    cfg->data.min_len = 0;
+
+    cfg->train.steps = 0;
+    cfg->train.optimizer = OPT_ADAM;
+    cfg->train.lr = 5e-4;
+    cfg->train.warmup = 4000;
+    cfg->train.schedule = SCHED_INVERSE_SQRT;
+    cfg->train.beta1 = 0.9;
+    cfg->train.beta2 = 0.98;
+    cfg->train.eps = 1e-8;
+    cfg->train.weight_decay = 0.0;
+    cfg->train.clip = 0.0;
+    cfg->train.momentum = 0.9;
+    cfg->train.checkpoint_every = 0;
+    cfg->train.eval_every = 100;
+    cfg->train.resume = 0;
+
+    cfg->probe.seeds = 10;
+    cfg->probe.batches = 10;
+    cfg->probe.every = 100;
+    cfg->probe.jacobian = 1;
+    cfg->probe.model_update = 1;
+
+    cfg->output.file[0] = '\0';
+    cfg->output.plots = 0;
+    cfg->output.overwrite = 0;
+
+    cfg->path[0] = '\0';
+    snprintf(cfg->name, sizeof cfg->name, "default");
+}
+
+static const char *enum_name(const char *const *names, int v)
+{
+    return v >= 0 && v < cfg_name_count(names) ? names[v] : "?";
+}
+
+const char *config_arch_name(arch_t a) { return enum_name(arch_names, (int)a); }
+const char *config_placement_name(placement_t p) { return enum_name(placement_names, (int)p); }
+const char *config_norm_name(norm_kind_t n) { return enum_name(norm_names, (int)n); }
+const char *config_activation_name(activation_t a) { return enum_name(activation_names, (int)a); }
+const char *config_task_name(task_t t) { return enum_name(task_names, (int)t); }
+const char *config_optimizer_name(optimizer_t o) { return enum_name(optimizer_names, (int)o); }
+const char *config_schedule_name(schedule_t s) { return enum_name(schedule_names, (int)s); }
+const char *config_init_name(init_scheme_t s) { return enum_name(init_names, (int)s); }
+
+int config_dec_layers(const config_t *cfg)
+{
+    if (cfg->model.arch != ARCH_ENCDEC) return 0;
+    return cfg->model.dec_layers > 0 ? cfg->model.dec_layers : cfg->model.layers;
+}
+
+int config_src_len(const config_t *cfg)
+{
+    if (cfg->model.arch != ARCH_ENCDEC) return 0;
+    return cfg->model.src_len > 0 ? cfg->model.src_len : cfg->model.seq_len;
+}
+
+int config_has_final_norm(const config_t *cfg)
+{
+    if (cfg->model.norm == NORM_NONE) return 0;
+    if (cfg->model.final_norm == FINAL_NORM_ON) return 1;
+    if (cfg->model.final_norm == FINAL_NORM_OFF) return 0;
+    // auto: the placements that leave the residual stream unnormalised end with a norm
+    switch (cfg->model.placement) {
+    case PLACEMENT_PRE: case PLACEMENT_PERI: case PLACEMENT_SUBLN: case PLACEMENT_MIXLN:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* ---------------------------------------------------------------- INI writer */
+
+/* Shortest of %.15g, %.16g, %.17g that reads back to the same double (%.17g always does). */
+static void format_double(double x, char *buf, size_t n)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, x);
+        double y = strtod(buf, NULL);
+        if (memcmp(&x, &y, sizeof x) == 0) return;
+    }
+}
+
+size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
+{
+    sbuf_t b = {buf, len, 0};
+    if (buf && len) buf[0] = '\0';
+    cfg_sb_printf(&b, "; resolved configuration: every key explicit, final_norm, dec_layers and src_len resolved\n");
+    const char *section = "";
+    for (int i = 0; i < cfg_nkeys; i++) {
+        const cfg_key_t *k = &cfg_keys[i];
+        if (strcmp(k->section, section) != 0) {
+            section = k->section;
+            cfg_sb_printf(&b, "\n[%s]\n", section);
+        }
+        cfg_sb_printf(&b, "%s = ", k->name);
+        const void *f = cfg_cfield(cfg, k);
+        char num[40];
+        switch (k->type) {
+        case K_INT:
+            if (k->off == offsetof(config_t, model.dec_layers))
+                cfg_sb_printf(&b, "%d\n", config_dec_layers(cfg));
+            else if (k->off == offsetof(config_t, model.src_len))
+                cfg_sb_printf(&b, "%d\n", config_src_len(cfg));
+            else
+                cfg_sb_printf(&b, "%d\n", *(const int *)f);
+            break;
+        case K_DBL:
+            format_double(*(const double *)f, num, sizeof num);
+            cfg_sb_printf(&b, "%s\n", num);
+            break;
+        case K_BOOL: cfg_sb_printf(&b, "%s\n", *(const int *)f ? "true" : "false"); break;
+        case K_ONOFF: cfg_sb_printf(&b, "%s\n", *(const int *)f ? "on" : "off"); break;
+        case K_SEED: cfg_sb_printf(&b, "%lu\n", *(const unsigned long *)f); break;
+        case K_STR: cfg_sb_printf(&b, "%.*s\n", CONFIG_PATH_MAX - 1, (const char *)f); break;
+        case K_ENUM:
+            if (k->off == offsetof(config_t, model.final_norm))
+                cfg_sb_printf(&b, "%s\n", config_has_final_norm(cfg) ? "on" : "off");
+            else
+                cfg_sb_printf(&b, "%s\n", enum_name(k->names, *(const int *)f));
+            break;
+        }
+    }
+    return b.need;
+}
