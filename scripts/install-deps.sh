@@ -5,7 +5,7 @@
 #   scripts/install-deps.sh --test   runtime set + what `make test` needs (Check, PyTorch, h5py)
 #
 # It runs on every `make run` / `make test`, so when nothing is missing it only asks dpkg and exits 0.
-# Package names: DESIGN.md §7.
+# Package names: docs/design.md §7.
 set -euo pipefail
 
 RUNTIME_PKGS=(build-essential pkg-config libgsl-dev libopenblas-dev libhdf5-dev libinih-dev gnuplot-nox)

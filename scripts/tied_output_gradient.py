@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-import test_torch as tt  # noqa: E402  (the PyTorch reading of DESIGN §1, shared with the tests)
+import test_torch as tt  # noqa: E402  (the PyTorch reading of docs/design.md §1, shared with the tests)
 
 
 def measure(path):

@@ -1,5 +1,5 @@
-/* test_model.c — whole-model gradients against finite differences (issue 2, "what it must
- * show" 1), determinism, causality and the placement equations. */
+/* test_model.c — whole-model gradients against finite differences, determinism, causality,
+ * the placement equations and the batch checks. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +72,7 @@ static double check_all(const config_t *cfg, const char *label)
     return worst;
 }
 
-/* Issue 2 (1): every placement × norm × activation × causal × tied, every parameter (biases,
+/* every placement × norm × activation × causal × tied, every parameter (biases,
  * γ, β perturbed by N(0, 0.3²) away from their initial 0 and 1), relative error < 1e-6 (5-point central differences, h = 1e-5, double precision). */
 START_TEST(test_fd_all_combinations)
 {
@@ -402,7 +402,7 @@ START_TEST(test_placement_equations)
 }
 END_TEST
 
-/* Parameter names and shapes of DESIGN §5 (W stored [in][out]). */
+/* Parameter names and shapes of docs/design.md §5 (W stored [in][out]). */
 START_TEST(test_tensor_names)
 {
     config_t cfg;

@@ -311,12 +311,13 @@ START_TEST(test_backward_accumulates)
 }
 END_TEST
 
-/* Seed 003's mean/var path form (= seed 000's three-path chain rule), written out independently:
+/* The mean/variance path form of LayerNorm's backward (= the three-path chain rule of
+ * docs/design.md §9), written out independently:
  *   dx̂ = dout ⊙ γ
  *   dvar  = Σ dx̂ (x−μ) · (−1/2)(σ²+ε)^{−3/2}
  *   dmean = Σ dx̂ · (−1/√(σ²+ε)) + dvar · Σ(−2(x−μ))/C
  *   dx    = dx̂/√(σ²+ε) + dvar · 2(x−μ)/C + dmean/C
- * RMSNorm (seed 001, two paths): dms = Σ dx̂ x · (−1/2)(ms+ε)^{−3/2},  dx = dx̂/√(ms+ε) + dms·2x/C. */
+ * RMSNorm (docs/design.md §9, two paths): dms = Σ dx̂ x · (−1/2)(ms+ε)^{−3/2},  dx = dx̂/√(ms+ε) + dms·2x/C. */
 static void ref_backward(norm_kind_t kind, double *dx, double *dg, double *db, const double *dout,
                          const double *x, const double *g, size_t N, size_t C, double eps)
 {
@@ -374,7 +375,7 @@ START_TEST(test_backward_seed003)
                 ck_assert_msg(e < 1e-12, "%s C=%zu rep=%d: rel err %.3e", kname(kind), C, rep, e);
                 worst[ik] = fmax(worst[ik], e);
             }
-    report("backward layernorm vs seed 003 path form", worst[0]);
+    report("backward layernorm vs the mean/variance path form", worst[0]);
     report("backward rmsnorm vs two-path form", worst[1]);
     gsl_rng_free(rng);
 }

@@ -12,7 +12,7 @@
 #include "model/model.h"
 #include "measure/probe.h"
 
-/* The lemma's setting (DESIGN §1): every matrix d×d (d_ff = d), biases 0, γ = 1, Xavier;
+/* The lemma's setting (docs/design.md §1): every matrix d×d (d_ff = d), biases 0, γ = 1, Xavier;
  * uniform tokens. d = 64, n = 32, batch 4, many seeds. */
 static void lemma_config(config_t *cfg, placement_t placement, int layers, int seeds)
 {
@@ -78,7 +78,7 @@ START_TEST(test_lemma2_post)
 }
 END_TEST
 
-/* The general formula of DESIGN §1 with d_ff ≠ d: E‖x⁵‖²/d = 1 + 2·d·d_ff/(d+d_ff)². */
+/* The general formula of docs/design.md §1 with d_ff ≠ d: E‖x⁵‖²/d = 1 + 2·d·d_ff/(d+d_ff)². */
 START_TEST(test_lemma2_post_general)
 {
     config_t cfg;

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""The probe's HDF5 file against DESIGN §6, read with h5py and no project code.
+"""The probe's HDF5 file against docs/design.md §6, read with h5py and no project code.
 
 Run from the repository root (make test does): /usr/bin/python3 tests/test_probe.py
 1. grad_fro of a 1-seed, 1-batch probe equals ‖∇W‖_F of a `stability dump` of the same config
    (same init, same batch) to 1e-12 relative, for every tensor of every layer.
-2. Names, shapes and attributes of /probe and of the root, as DESIGN §6 lists them.
+2. Names, shapes and attributes of /probe and of the root, as docs/design.md §6 lists them.
 3. Bad input: probe.seeds = 0, an unwritable output path, an existing file without --force,
    and a probe killed mid-run: clear error, exit 1 or 2, no file at the output path.
 """
@@ -92,7 +92,7 @@ def test_layout(tmp):
                   None if ds is None else str(ds.shape))
         g = f["probe/grad_fro"]
         check("grad_fro axes attribute", list(g.attrs["axes"]) == ["seed", "layer", "param"])
-        check("grad_fro names the param axis (DESIGN §5)", list(g.attrs["param"]) == PARAMS)
+        check("grad_fro names the param axis (docs/design.md §5)", list(g.attrs["param"]) == PARAMS)
         check("hidden_sqnorm names its sites", list(f["probe/hidden_sqnorm"].attrs["site"]) ==
               ["input", "resid1", "resid2", "output"])
         check("jacobian_spec names its norms", list(f["probe/jacobian_spec"].attrs["norm"]) == ["norm1", "norm2"])

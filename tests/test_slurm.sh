@@ -1,5 +1,5 @@
 #!/bin/bash
-# Cluster runs on a real single-node Slurm cluster (issue 6), started on loopback by
+# Cluster runs on a real single-node Slurm cluster, started on loopback by
 # scripts/slurm-local-start.sh and torn down by PID at the end, whatever happened.
 #  1. a small sweep submitted with --slurm --submit runs as one job array; every task
 #     COMPLETED; --merge gives a file whose runs equal a local run of the same sweep; with

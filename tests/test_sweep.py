@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Sweeps and figures (issue 5), from the repository root: /usr/bin/python3 tests/test_sweep.py
+"""Sweeps and figures, from the repository root: /usr/bin/python3 tests/test_sweep.py
 
 1. Expansion: product and zip give the right runs, names and overrides (--dry-run).
 2. Resume: a second `sweep` starts nothing and leaves every run file untouched.

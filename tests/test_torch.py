@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""test_torch.py — the C backward pass against PyTorch autograd (float64), DESIGN.md §8.
+"""test_torch.py — the C backward pass against PyTorch autograd (float64), docs/design.md §8.
 
 For each case: write a config, run `./stability dump --config CASE.ini --out CASE.h5`, read the
-dump with h5py (layout DESIGN §6, names §5), rebuild the network in PyTorch float64 from the stored
+dump with h5py (layout docs/design.md §6, names §5), rebuild the network in PyTorch float64 from the stored
 parameters and the resolved config text (root attribute `config`), run forward + backward on the
 stored batch and compare the loss and every gradient tensor with the C ones.
 
@@ -30,7 +30,7 @@ torch.set_default_dtype(torch.float64)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Tolerances (DESIGN §8).
+# Tolerances (docs/design.md §8).
 GRAD_TOL = 1e-9     # per tensor, see grad_error()
 LOSS_TOL = 1e-12    # |loss_torch - loss_c| / |loss_torch|
 # Floor of the per-tensor scale, as a fraction of the largest gradient entry over all tensors.
@@ -43,7 +43,7 @@ LAYER_MATRICES = ["wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "w1", "b1", "w
 
 
 # ----------------------------------------------------------------------------------------------
-# The resolved config (root attribute `config`, DESIGN §4).
+# The resolved config (root attribute `config`, docs/design.md §4).
 
 def parse_bool(s, key):
     v = s.strip().lower()
@@ -74,7 +74,7 @@ def parse_config(text, placements=PLACEMENTS, norms=NORMS, auto_final_norm_on=("
     m = {}
     for k in ("layers", "d_model", "heads", "d_ff", "vocab", "seq_len"):
         m[k] = int(get("model", k))
-    # arch (DESIGN §6b): `lm` when absent. encdec adds dec_layers (0 = layers) and src_len, and
+    # arch (docs/design.md §6b): `lm` when absent. encdec adds dec_layers (0 = layers) and src_len, and
     # has no use for `causal` (its encoder is bidirectional, its decoder causal).
     m["arch"] = (cp.get("model", "arch").strip().lower() if cp.has_option("model", "arch")
                  else "lm")
@@ -86,7 +86,7 @@ def parse_config(text, placements=PLACEMENTS, norms=NORMS, auto_final_norm_on=("
     m["activation"] = get("model", "activation").lower()
     if m["arch"] == "encdec":
         m["dec_layers"] = int(get("model", "dec_layers"))
-        if m["dec_layers"] == 0:        # should have been resolved by the writer (DESIGN §6b)
+        if m["dec_layers"] == 0:        # should have been resolved by the writer (docs/design.md §6b)
             m["dec_layers"] = m["layers"]
         m["src_len"] = int(get("model", "src_len"))
         m["causal"] = (parse_bool(get("model", "causal"), "model.causal")
@@ -96,7 +96,7 @@ def parse_config(text, placements=PLACEMENTS, norms=NORMS, auto_final_norm_on=("
     m["tie_embeddings"] = parse_bool(get("model", "tie_embeddings"), "model.tie_embeddings")
     m["dropout"] = float(get("model", "dropout"))
     fn = get("model", "final_norm").lower()
-    if fn == "auto":    # should have been resolved by the writer; resolve as DESIGN §4 says
+    if fn == "auto":    # should have been resolved by the writer; resolve as docs/design.md §4 says
         fn = "on" if m["placement"] in auto_final_norm_on else "off"
     m["final_norm"] = parse_bool(fn, "model.final_norm")
     m["batch"] = int(get("data", "batch"))
@@ -124,7 +124,7 @@ def parse_config(text, placements=PLACEMENTS, norms=NORMS, auto_final_norm_on=("
 
 
 def expected_shapes(m):
-    """name -> shape of every parameter tensor the dump must hold (DESIGN §5)."""
+    """name -> shape of every parameter tensor the dump must hold (docs/design.md §5)."""
     C, F_, V = m["d_model"], m["d_ff"], m["vocab"]
     s = {"tok_embed": (V, C)}
     if not m["tie_embeddings"]:
@@ -149,7 +149,7 @@ def expected_shapes(m):
 
 
 # ----------------------------------------------------------------------------------------------
-# The model in PyTorch, mirroring the C model (DESIGN §1, src/model/model.h).
+# The model in PyTorch, mirroring the C model (docs/design.md §1, src/model/model.h).
 
 def positional_encoding(T, C):
     """PE[t][2i] = sin(t / 10000^(2i/C)), PE[t][2i+1] = cos(t / 10000^(2i/C)) (Vaswani et al.)."""
@@ -596,7 +596,7 @@ def random_params(shapes, m, rng):
 
 
 def write_fake_dump(path, m, seed, bytes_attr, mutate=None):
-    """A dump in the DESIGN §6 layout, with torch's loss and gradients (optionally mutated)."""
+    """A dump in the docs/design.md §6 layout, with torch's loss and gradients (optionally mutated)."""
     rng = np.random.default_rng(seed)
     params = random_params(expected_shapes(m), m, rng)
     B, T, V = m["batch"], m["seq_len"], m["vocab"]

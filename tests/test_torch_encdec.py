@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_torch_encdec.py — the encoder–decoder (model.arch = encdec, DESIGN §6b) against PyTorch
+"""test_torch_encdec.py — the encoder–decoder (model.arch = encdec, docs/design.md §6b) against PyTorch
 autograd in float64, the way tests/test_torch.py checks the single stack (whose helpers it uses).
 
 For each case: write a config, run `./stability dump --config CASE.ini --out CASE.h5 --perturb 0.3`,
@@ -68,7 +68,7 @@ def norm_parts(m):
 
 
 def expected_shapes(m):
-    """name -> shape of every parameter tensor an encdec dump must hold (DESIGN §5, §6b)."""
+    """name -> shape of every parameter tensor an encdec dump must hold (docs/design.md §5, §6b)."""
     C, F_, V = m["d_model"], m["d_ff"], m["vocab"]
     s = {"tok_embed": (V, C)}
     if not m["tie_embeddings"]:

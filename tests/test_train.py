@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Training runs end to end (issue 4), files read with h5py and no project code.
+"""Training runs end to end, files read with h5py and no project code.
 
 Run from the repository root (make test does): /usr/bin/python3 tests/test_train.py
-1. Layout of /train and /checkpoint (DESIGN §6) for a text run; update 1's loss, gradient norm
+1. Layout of /train and /checkpoint (docs/design.md §6) for a text run; update 1's loss, gradient norm
    and per-layer grad_fro equal those of `stability dump` (same init, same first batch).
 2. A small Pre-LN model learns `copy` without warm-up: mean loss of updates 351-400 < 0.1.
 3. Resume: N updates straight vs N/2 + SIGTERM + --resume give byte-identical /train datasets

@@ -5,7 +5,7 @@
 #include <check.h>
 
 Suite *config_suite(void);   /* tests/test_config.c: INI parsing, --set, every bad-input case */
-Suite *norm_suite(void);     /* tests/test_norm.c: norm backward vs FD and seed 000, Jacobian norms vs GSL SVD */
+Suite *norm_suite(void);     /* tests/test_norm.c: norm backward vs FD and the path form, Jacobian norms vs GSL SVD */
 Suite *model_suite(void);    /* tests/test_model.c: whole-model gradients vs finite differences */
 Suite *data_suite(void);     /* tests/test_data.c: task batches */
 Suite *probe_suite(void);    /* tests/test_probe.c: Lemma 2/3 on the probe, expected-gradient bookkeeping */

@@ -1,4 +1,4 @@
-/* main.c — the command line (DESIGN §3). Parses arguments, loads the config, calls the
+/* main.c — the command line (docs/design.md §3). Parses arguments, loads the config, calls the
  * modules and prints their results. Exit codes: 0 success, 1 runtime failure, 2 bad usage. */
 #include <math.h>
 #include <stdio.h>
@@ -65,7 +65,7 @@ static const char *HELP_RUN =
     "place (HDF5 SWMR; a killed run's file opens with h5py.File(path, 'r', swmr=True)). Status\n"
     "running -> done | diverged (non-finite loss or gradient: exit 0) | interrupted (SIGINT,\n"
     "SIGTERM, SIGUSR1: /checkpoint written; exit 0, SIGINT 130).\n"
-    "  --config FILE   INI file (DESIGN.md section 4); a bare name is looked up in configs/\n"
+    "  --config FILE   INI file (docs/design.md §4); a bare name is looked up in configs/\n"
     "  --set S.K=V     override one key, e.g. --set model.layers=12 (repeatable)\n"
     "  --out FILE.h5   output file (default: [output] file, else results/<config name>.h5)\n"
     "  --force         replace an existing output file ([output] overwrite = true)\n"

@@ -1,6 +1,6 @@
 /* config.h — a run's configuration: INI file (+ --set overrides) -> validated struct.
  *
- * Every key is optional; the defaults are the paper's (DESIGN.md §4). Any error
+ * Every key is optional; the defaults are the paper's (docs/design.md §4). Any error
  * (malformed line, unknown section/key, bad value, contradiction) is reported as
  * "FILE:LINE: key: message" (or "--set key: message") and is a usage error (exit 2).
  */
@@ -107,7 +107,7 @@ typedef struct {
 /* Index of section.key in src_line (the order config_to_ini writes), or −1. */
 int config_key_index(const char *section, const char *name);
 
-/* Fill cfg with the defaults of DESIGN.md §4 (name "default", path ""). */
+/* Fill cfg with the defaults of docs/design.md §4 (name "default", path ""). */
 void config_defaults(config_t *cfg);
 
 /* Read path (a name without '/' that does not exist is looked up in configs/),

@@ -1,4 +1,4 @@
-/* h5io.h — HDF5 files of DESIGN §6. Probes and dumps are written to a temporary name and
+/* h5io.h — HDF5 files of docs/design.md §6. Probes and dumps are written to a temporary name and
  * renamed when complete, so a killed run never leaves a file that looks finished; training
  * files are written in place under SWMR (h5io_train.c) so that a killed run leaves its log
  * readable up to the last flush, with status = running. I/O only: no numerics here. */
@@ -120,7 +120,7 @@ char **h5io_list_group(h5io_file_t *f, const char *path, int *n);
 /* Free what h5io_list_group returned. */
 void h5io_free_names(char **names, int n);
 
-/* DESIGN §6 dump: /batch/tokens, /batch/targets (int32 [B][T]), /loss, /params/NAME,
+/* docs/design.md §6 dump: /batch/tokens, /batch/targets (int32 [B][T]), /loss, /params/NAME,
  * /grads/NAME, root attributes. Returns 0, or 1/2 with err set; nothing left on failure. */
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
                     unsigned long seed, int overwrite, char *err, size_t errlen);

@@ -1,5 +1,5 @@
 /* h5io_checkpoint.c — the /checkpoint group of a training file: everything a bit-identical
- * resume needs (DESIGN §6), one dataset per parameter tensor (DESIGN §5 names) and moment.
+ * resume needs (docs/design.md §6), one dataset per parameter tensor (docs/design.md §5 names) and moment.
  *
  *   /checkpoint/step           int64 ()     update after which the state was taken; −1 = none
  *   /checkpoint/params/NAME    float64      the tensor's shape ([in][out] or [n])

@@ -1,4 +1,4 @@
-/* h5io_train.c — a training run's file (DESIGN §6): /train extendible chunked datasets,
+/* h5io_train.c — a training run's file (docs/design.md §6): /train extendible chunked datasets,
  * written in place under HDF5 1.10 SWMR so that a killed run leaves a file that readers open
  * (SWMR read, as h5io_open_read does) up to its last flush. /checkpoint: h5io_checkpoint.c.
  *

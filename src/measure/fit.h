@@ -10,7 +10,7 @@ void fit_mean_ci(const double *x, size_t stride, size_t n, double *mean, double 
                  size_t *count);
 
 /* E‖FFN(x)‖²/d for ‖x‖² = d at Xavier init, biases 0, ReLU: 2·d·d_ff/(d + d_ff)²
- * (= 1/2 when d_ff = d). DESIGN §1. */
+ * (= 1/2 when d_ff = d). docs/design.md §1. */
 double fit_ffn_gain(int d, int d_ff);
 
 /* Lemma 2, Post-LN: E‖x⁵_l‖²/d = 1 + fit_ffn_gain(d, d_ff)  (= 3/2 when d_ff = d). */

@@ -19,7 +19,7 @@ typedef struct {
  * all entries when a tensor has ≤ max_entries, else max_entries drawn from rng.
  * Errors are relative to the tensor's own largest gradient, floored at 1e-3 of the largest
  * gradient of the whole model: tensors that are zero in exact arithmetic (the key bias b_K)
- * are judged on the scale of the whole gradient (DESIGN §8).
+ * are judged on the scale of the whole gradient (docs/design.md §8).
  * res has m->num_tensors entries. Returns the worst rel_err. Parameters are restored. */
 double gradcheck_run(model_t *m, const batch_t *b, size_t max_entries, double h, gsl_rng *rng,
                      gradcheck_result_t *res);

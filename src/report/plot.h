@@ -1,6 +1,6 @@
 /* plot.h — the paper's figures from result files, drawn by gnuplot through a pipe.
  *
- * Figures are chosen from what the files hold (DESIGN §1, issue 5):
+ * Figures are chosen from what the files hold (docs/design.md §1):
  *   grad_vs_layer  Fig. 3(a,b)  ‖E_batch ∇W¹‖, ‖E_batch ∇W²‖ per layer, Post- vs Pre-LN
  *   grad_vs_depth  Fig. 3(c,d)  last layer's gradient vs L, log-log, fitted exponent + theory
  *   grad_vs_width  Theorem 1    gradient vs d with d·√(ln d) (Post) and d·√(ln d/L) (Pre)

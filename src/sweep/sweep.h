@@ -9,7 +9,7 @@
  *   model.layers = 6, 8, 10, 12, 14
  *   probe.seeds = 10                      ; one value: set for every run
  *   zip = model.d_model, model.d_ff       ; these lists are paired (zipped), not crossed
- *   [slurm]                               ; job-array resources (issue 6)
+ *   [slurm]                               ; job-array resources
  *   partition = ...
  * Runs go to results/<sweep>/<run>.h5 (log beside it), the merge to results/<sweep>.h5.
  */
