@@ -28,7 +28,7 @@ RUN_SWEEP ?= experiments/fig3ab_grad_vs_layer.ini
 # runnable one by one, and `make run` is fig3ab_grad_vs_layer). make atlas: the atlas (~1 h).
 FIGURE_EXPERIMENTS := fig3ab_encdec fig3cd_encdec fig2_encdec fig3cd_grad_vs_depth \
                       fig3cd_untied width_scaling lemma_norms
-ATLAS_EXPERIMENTS := atlas_init atlas
+ATLAS_EXPERIMENTS := atlas_init atlas model_update
 
 .PHONY: all deps test-deps run figures atlas test unit asan-unit bench clean
 all: stability
@@ -92,12 +92,14 @@ figures: deps
 
 # The stability atlas (docs/design.md §6d): every scheme at initialisation and in short
 # training runs; figures into plots/atlas-*, the LR-sensitivity table on stdout.
-ATLAS_FIGURES := atlas-atlas_lr atlas-atlas_sensitivity atlas-atlas_grad atlas-atlas_change
+ATLAS_FIGURES := atlas-atlas_lr atlas-atlas_sensitivity atlas-atlas_grad atlas-atlas_change \
+                 model_update-model_update
 atlas: deps
 	$(MAKE) stability
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the atlas trains on
 	@set -e; for f in $(ATLAS_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	./stability plot results/atlas.h5 results/atlas_init.h5
+	./stability plot results/model_update.h5
 	/usr/bin/python3 scripts/atlas_table.py results/atlas.h5
 	@mkdir -p docs/figures; for f in $(ATLAS_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done

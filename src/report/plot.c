@@ -44,24 +44,26 @@ void sbuf_free(sbuf_t *b)
 
 /* ------------------------------------------------------------------ loading */
 
-/* /train/eval_step and val_loss, when both are there and agree in length. */
-static void load_validation(h5io_file_t *f, const char *prefix, plot_run_t *r)
+/* /train/<xname> and /train/<yname> into *x, *y (n rows), when both are there, 1-D and of one
+ * length; else nothing. */
+static void load_series(h5io_file_t *f, const char *prefix, const char *xname, const char *yname,
+                        size_t *n, double **x, double **y)
 {
     char p1[512], p2[512];
     size_t d1[8], d2[8];
     int r1, r2;
-    double *step = NULL, *loss = NULL;
-    snprintf(p1, sizeof p1, "%s/train/eval_step", prefix);
-    snprintf(p2, sizeof p2, "%s/train/val_loss", prefix);
-    if (!h5io_exists(f, p1) || !h5io_exists(f, p2) || h5io_read_doubles(f, p1, &step, d1, &r1) ||
-        h5io_read_doubles(f, p2, &loss, d2, &r2) || r1 != 1 || r2 != 1 || d1[0] != d2[0]) {
-        free(step);
-        free(loss);
+    double *a = NULL, *b = NULL;
+    snprintf(p1, sizeof p1, "%s/train/%s", prefix, xname);
+    snprintf(p2, sizeof p2, "%s/train/%s", prefix, yname);
+    if (!h5io_exists(f, p1) || !h5io_exists(f, p2) || h5io_read_doubles(f, p1, &a, d1, &r1) ||
+        h5io_read_doubles(f, p2, &b, d2, &r2) || r1 != 1 || r2 != 1 || d1[0] != d2[0]) {
+        free(a);
+        free(b);
         return;
     }
-    r->nevals = d1[0];
-    r->eval_step = step;
-    r->val_loss = loss;
+    *n = d1[0];
+    *x = a;
+    *y = b;
 }
 
 static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_run_t *r,
@@ -110,7 +112,9 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
                 r->epoch_batches = div;
         }
     }
-    load_validation(f, prefix, r);
+    load_series(f, prefix, "eval_step", "val_loss", &r->nevals, &r->eval_step, &r->val_loss);
+    load_series(f, prefix, "update_step", "model_update", &r->nupdates, &r->update_step,
+                &r->model_update);
     return 0;
 }
 
@@ -174,6 +178,8 @@ void plot_set_free(plot_set_t *set)
         free(set->runs[i].lr);
         free(set->runs[i].eval_step);
         free(set->runs[i].val_loss);
+        free(set->runs[i].update_step);
+        free(set->runs[i].model_update);
     }
     free(set->runs);
     memset(set, 0, sizeof *set);
@@ -275,7 +281,7 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         plot_fig_grad_vs_layer, plot_fig_grad_vs_depth, plot_fig_grad_vs_width,
         plot_fig_jacobian, plot_fig_hidden_norms, plot_fig_loss, plot_fig_grad_vs_layer_encdec,
         plot_fig_subout, plot_fig_val_loss, plot_fig_atlas_lr, plot_fig_atlas_sensitivity,
-        plot_fig_atlas_grad, plot_fig_atlas_change,
+        plot_fig_atlas_grad, plot_fig_atlas_change, plot_fig_model_update,
     };
     int drawn = 0;
     for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {

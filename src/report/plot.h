@@ -7,6 +7,8 @@
  *   jacobian       Lemma 3      ‖J‖₂ per layer beside √d/‖x−μ‖
  *   hidden_norms   Lemma 2      E‖x‖²/d per layer beside the lemma's value and bounds
  *   loss           Fig. 2       training loss vs step per run, diverged runs marked, lr panel
+ *   grad_vs_layer_encdec, subout, val_loss   the encoder–decoder's (docs/design.md §6b)
+ *   atlas_*, model_update        the schemes' measures and the atlas (§6c, §6d)
  * The data reach gnuplot as inline data blocks; nothing is left on disk but the figures.
  */
 #ifndef STABILITY_PLOT_H
@@ -26,6 +28,8 @@ typedef struct {
     double *step, *loss, *lr;/* (nsteps) */
     size_t nevals;           /* validation rows (0 without /train/val_loss) */
     double *eval_step, *val_loss;   /* (nevals) */
+    size_t nupdates;         /* model-update rows (0 without /train/model_update) */
+    double *update_step, *model_update;  /* (nupdates) DeepNet's ‖F(x,θ_t) − F(x,θ_0)‖ */
     double epoch_batches;    /* updates per epoch (translation by length), or NaN */
     double diverged_at;      /* step, or NaN */
 } plot_run_t;

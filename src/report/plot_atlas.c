@@ -360,3 +360,68 @@ int plot_fig_atlas_change(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     sbuf_printf(s, "\n");
     return 1;
 }
+
+/* DeepNet's Fig. 1 (Wang et al. 2022): the model update ‖F(x, θ_t) − F(x, θ_0)‖ on a fixed
+ * batch during the first updates, one line per training run that measured it; × marks a run
+ * that diverged (at its last finite value). */
+int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int m[PLOT_MAX_SERIES], n = 0, more = 0;
+    for (int i = 0; i < set->n; i++) {
+        if (!set->runs[i].nupdates) continue;
+        if (n < PLOT_MAX_SERIES) m[n++] = i;
+        else more = 1;
+    }
+    if (!n || more) return 0;   // an atlas-sized set has its own figures
+    snprintf(name, len, "model_update");
+    int diverged[PLOT_MAX_SERIES] = {0};
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        double lx = NAN, ly = NAN;
+        sbuf_printf(s, "$u%d << EOD\n", i);
+        for (size_t k = 0; k < r->nupdates; k++)
+            if (isfinite(r->model_update[k]) && r->model_update[k] > 0) {
+                sbuf_printf(s, "%.10g %.10g\n", r->update_step[k], r->model_update[k]);
+                lx = r->update_step[k];
+                ly = r->model_update[k];
+            }
+        sbuf_printf(s, "EOD\n");
+        if (!isnan(r->diverged_at) && !isnan(lx)) {
+            sbuf_printf(s, "$ux%d << EOD\n%.10g %.10g\nEOD\n", i, lx, ly);
+            diverged[i] = 1;
+        }
+    }
+    const config_t *c = &set->runs[m[0]].cfg;
+    char data[64];
+    plot_data_text(c, data, sizeof data);
+    sbuf_printf(s, "set title \"Model update during training (DeepNet, Wang et al. 2022)\\n{/*0.8 "
+                   "E_{token} ‖F(x,θ_t) − F(x,θ_0)‖ on a fixed batch, F the last hidden state; "
+                   "d = %d, %s, %s; × = diverged}\"\n", c->model.d_model, data,
+                config_optimizer_name(c->train.optimizer));
+    sbuf_printf(s, "set grid\nset logscale xy\nset xlabel 'update t'\nset ylabel "
+                   "'E_{token} ‖F(x,θ_t) − F(x,θ_0)‖'\nset key outside right top font ',10' box "
+                   "opaque\nplot ");
+    // a colour per scheme, a dash pattern per depth (deepest solid)
+    char schemes[ATLAS_MAX][32];
+    int nsch = 0, maxL = 0;
+    for (int i = 0; i < n; i++)
+        if (set->runs[m[i]].cfg.model.layers > maxL) maxL = set->runs[m[i]].cfg.model.layers;
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        char scheme[32], label[160], esc[256];
+        plot_scheme_name(&r->cfg, scheme, sizeof scheme);
+        const int sc = intern(schemes, &nsch, scheme);
+        snprintf(label, sizeof label, "%s, L = %d, lr %g, warm-up %d", scheme, r->cfg.model.layers,
+                 r->cfg.train.lr, r->cfg.train.warmup);
+        plot_escape_name(label, esc, sizeof esc);
+        const char *col = SCHEME_COLORS[(sc < 0 ? i : sc) % 12];
+        sbuf_printf(s, "%s$u%d using 1:2 with lines lw 2 dt %d lc rgb '%s' title '%s%s'",
+                    i ? ", " : "", i, r->cfg.model.layers == maxL ? 1 : 2, col, esc,
+                    diverged[i] ? " (diverged)" : "");
+        if (diverged[i])
+            sbuf_printf(s, ", $ux%d using 1:2 with points pt 2 ps 3 lw 3 lc rgb '%s' notitle", i,
+                        col);
+    }
+    sbuf_printf(s, "\n");
+    return 1;
+}

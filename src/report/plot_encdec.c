@@ -139,13 +139,14 @@ int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 
 int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int m[PLOT_MAX_SERIES], n = 0, epochs = 1;
-    for (int i = 0; i < set->n && n < PLOT_MAX_SERIES; i++)
+    int m[PLOT_MAX_SERIES], n = 0, epochs = 1, more = 0;
+    for (int i = 0; i < set->n; i++)
         if (set->runs[i].nevals > 0) {
+            if (n == PLOT_MAX_SERIES) { more = 1; break; }
             m[n++] = i;
             if (isnan(set->runs[i].epoch_batches)) epochs = 0;
         }
-    if (!n) return 0;
+    if (!n || more) return 0;   // more curves than a legend can tell apart: the atlas' figures
     snprintf(name, len, "val_loss");
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];

@@ -372,10 +372,13 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
 
 int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int m[PLOT_MAX_SERIES], n = 0;
-    for (int i = 0; i < set->n && n < PLOT_MAX_SERIES; i++)
-        if (set->runs[i].nsteps > 0 && set->runs[i].step) m[n++] = i;
-    if (!n) return 0;
+    int m[PLOT_MAX_SERIES], n = 0, more = 0;
+    for (int i = 0; i < set->n; i++)
+        if (set->runs[i].nsteps > 0 && set->runs[i].step) {
+            if (n == PLOT_MAX_SERIES) { more = 1; break; }
+            m[n++] = i;
+        }
+    if (!n || more) return 0;   // more curves than a legend can tell apart: the atlas' figures
     snprintf(name, len, "loss");
     int diverged[PLOT_MAX_SERIES] = {0};
     for (int i = 0; i < n; i++) {
