@@ -240,14 +240,14 @@ int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, siz
     return 1;
 }
 
-/* The probe runs of ≥ 2 schemes at one depth (the most common; ties: the deeper), one run per
- * scheme, into m (scheme order of first appearance). Returns the count. */
+/* The single-stack probe runs of ≥ 3 schemes at one depth (the most common; ties: the
+ * deeper), one run per scheme, into m (scheme order of first appearance). Returns the count. */
 static int pick_scheme_probes(const plot_set_t *set, int *m, char names[][32])
 {
     double depth[ATLAS_MAX];
     int count[ATLAS_MAX] = {0}, nd = 0, best = -1;
     for (int i = 0; i < set->n; i++) {
-        if (!set->runs[i].probe) continue;
+        if (!set->runs[i].probe || set->runs[i].cfg.model.arch != ARCH_LM) continue;
         const int d = intern_value(depth, &nd, set->runs[i].cfg.model.layers);
         if (d >= 0) count[d]++;
     }
@@ -257,13 +257,14 @@ static int pick_scheme_probes(const plot_set_t *set, int *m, char names[][32])
     int n = 0, ns = 0;
     for (int i = 0; best >= 0 && i < set->n && n < ATLAS_MAX; i++) {
         const plot_run_t *r = &set->runs[i];
-        if (!r->probe || r->cfg.model.layers != depth[best]) continue;
+        if (!r->probe || r->cfg.model.arch != ARCH_LM || r->cfg.model.layers != depth[best])
+            continue;
         char name[32];
         plot_scheme_name(&r->cfg, name, sizeof name);
         const int before = ns;
         if (intern(names, &ns, name) == before) m[n++] = i;   // the first run of each scheme
     }
-    return n >= 2 ? n : 0;
+    return n >= 3 ? n : 0;   // two schemes are Fig. 3(a,b)'s own figure
 }
 
 int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len)

@@ -31,14 +31,46 @@ static int pick_group(const plot_set_t *set, int *m, int *encdec)
     return n;
 }
 
-/* Legend entry i of a group: placement (and name when two runs share one), colour, point type. */
+/* The group's runs measured different data (a task, a Zipf exponent). */
+static int mixed_data(const plot_set_t *set, const int *m, int n)
+{
+    char a[64], b[64];
+    plot_data_text(&set->runs[m[0]].cfg, a, sizeof a);
+    for (int i = 1; i < n; i++) {
+        plot_data_text(&set->runs[m[i]].cfg, b, sizeof b);
+        if (strcmp(a, b)) return 1;
+    }
+    return 0;
+}
+
+/* Legend entry i of a group: placement, and the data when the runs differ in it (else the run
+ * name when two runs share a placement), colour, point type, dash (solid for the first data). */
 static void series_style(const plot_set_t *set, const int *m, int n, int i, char *label,
-                         size_t len, const char **color, int *pt)
+                         size_t len, const char **color, int *pt, int *dt)
 {
     const plot_run_t *r = &set->runs[m[i]];
-    plot_run_label(r, plot_labels_need_names(set, m, n), label, len);
+    *dt = 1;
+    if (mixed_data(set, m, n)) {
+        char data[64], first[64];
+        plot_run_label(r, 0, label, len);
+        plot_data_text(&r->cfg, data, sizeof data);
+        plot_data_text(&set->runs[m[0]].cfg, first, sizeof first);
+        const size_t used = strlen(label);
+        snprintf(label + used, len - used, ", %s", data);
+        *dt = strcmp(data, first) ? 2 : 1;
+    } else {
+        plot_run_label(r, plot_labels_need_names(set, m, n), label, len);
+    }
     *color = plot_run_color(r, plot_placement_rank(set, m, n, i));
     *pt = plot_is_post(r) ? 7 : 5;
+}
+
+/* One legend for a row of panels, below them (set before the first panel, unset after it);
+ * the panels' bottom edge leaves it room, so no key covers data. */
+static void shared_key(sbuf_t *s)
+{
+    sbuf_printf(s, "set bmargin at screen 0.2\nset key at screen 0.5, 0.015 center bottom "
+                   "horizontal maxrows 2 box opaque width 1 font ',11'\n");
 }
 
 int plot_fig_grad_vs_layer_encdec(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
@@ -60,25 +92,27 @@ int plot_fig_grad_vs_layer_encdec(const plot_set_t *set, sbuf_t *s, char *name, 
     }
     const plot_run_t *r0 = &set->runs[m[0]];
     char data[64];
-    plot_data_text(&r0->cfg, data, sizeof data);
+    if (mixed_data(set, m, n)) snprintf(data, sizeof data, "data in the legend");
+    else plot_data_text(&r0->cfg, data, sizeof data);
     sbuf_printf(s, "set multiplot layout 1,2 title \"Expected gradient norm of the FFN weights "
                    "per layer of the %d-%d encoder–decoder at initialisation (Fig. 3a,b)\\n{/*0.8 "
                    "d = %d, d_{ff} = %d, %s, %d seeds × %d batches, bars: 95%% CI}\"\n",
                 r0->cfg.model.layers, config_dec_layers(&r0->cfg), r0->cfg.model.d_model,
                 r0->cfg.model.d_ff, data, r0->probe->S, r0->cfg.probe.batches);
-    sbuf_printf(s, "set grid\nset key top left box opaque\nset yrange [0:*]\n");
+    sbuf_printf(s, "set grid\nset yrange [0:*]\n");
+    shared_key(s);
     layer_axis(s, &r0->cfg);
     for (int p = 0; p < 2; p++) {
         sbuf_printf(s, "set title 'W^%d'\nset ylabel '‖E_{batch} ∂L/∂W^%d‖_F'\nplot ", p + 1, p + 1);
         for (int i = 0; i < n; i++) {
             char label[200];
             const char *c;
-            int pt;
-            series_style(set, m, n, i, label, sizeof label, &c, &pt);
-            sbuf_printf(s, "%s$g%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 "
-                           "title '%s'", i ? ", " : "", i, p, c, pt, label);
+            int pt, dt;
+            series_style(set, m, n, i, label, sizeof label, &c, &pt, &dt);
+            sbuf_printf(s, "%s$g%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 dt %d "
+                           "title '%s'", i ? ", " : "", i, p, c, pt, dt, label);
         }
-        sbuf_printf(s, "\n");
+        sbuf_printf(s, "\nunset key\n");
     }
     sbuf_printf(s, "unset multiplot\n");
     return 1;
@@ -105,11 +139,21 @@ int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     }
     char sub[256];
     plot_subtitle(r0, sub, sizeof sub);
+    if (mixed_data(set, m, n)) {   // the legend says which data each run used
+        char data[64];
+        plot_data_text(&r0->cfg, data, sizeof data);
+        char *at = strstr(sub, data);
+        if (at) {
+            char rest[256];
+            snprintf(rest, sizeof rest, "%s", at + strlen(data));
+            snprintf(at, sizeof sub - (size_t)(at - sub), "data in the legend%s", rest);
+        }
+    }
     sbuf_printf(s, "set multiplot layout 1,%d title \"Gradient reaching each sub-layer's output at "
                    "initialisation, E_{token} ‖∂L/∂ out‖ (Liu et al. 2020, Fig. 3)\\n{/*0.8 %s}\"\n",
                 ax0->X, sub);
-    sbuf_printf(s, "set grid\nset key bottom left box opaque\nset logscale y\n"
-                   "set format y '10^{%%L}'\n");
+    sbuf_printf(s, "set grid\nset logscale y\nset format y '10^{%%L}'\n");
+    shared_key(s);
     if (encdec) {
         layer_axis(s, &r0->cfg);
         if (ax0->X > 2) sbuf_printf(s, "set xtics font ',9'\n");
@@ -126,12 +170,12 @@ int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         for (int i = 0; i < n; i++) {
             char label[200];
             const char *c;
-            int pt;
-            series_style(set, m, n, i, label, sizeof label, &c, &pt);
-            sbuf_printf(s, "%s$u%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.1 "
-                           "title '%s'", i ? ", " : "", i, x, c, pt, label);
+            int pt, dt;
+            series_style(set, m, n, i, label, sizeof label, &c, &pt, &dt);
+            sbuf_printf(s, "%s$u%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.1 dt %d "
+                           "title '%s'", i ? ", " : "", i, x, c, pt, dt, label);
         }
-        sbuf_printf(s, "\n");
+        sbuf_printf(s, "\nunset key\n");
     }
     sbuf_printf(s, "unset multiplot\n");
     return 1;

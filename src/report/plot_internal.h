@@ -31,7 +31,8 @@ int plot_is_post(const plot_run_t *r);
 int plot_param_col(const plot_run_t *r, const char *name);
 int plot_site_col(const probe_t *p, const char *name);
 
-/* Post-LN red, Pre-LN blue; further runs of the same placement take the next colours. */
+/* Post-LN red, Pre-LN blue; further runs of the same placement take the next shade of the
+ * placement's family (warm for Post-LN, cold for Pre-LN). */
 const char *plot_run_color(const plot_run_t *r, int rank_in_placement);
 
 /* in as literal text inside a single-quoted gnuplot string in enhanced mode. */

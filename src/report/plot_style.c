@@ -27,8 +27,10 @@ int plot_site_col(const probe_t *p, const char *name)
 /* Post-LN red, Pre-LN blue; further runs of the same placement take the next colours. */
 const char *plot_run_color(const plot_run_t *r, int rank_in_placement)
 {
-    if (rank_in_placement == 0) return plot_is_post(r) ? PLOT_COLORS[0] : PLOT_COLORS[1];
-    return PLOT_COLORS[2 + (rank_in_placement - 1) % 6];
+    // warm shades for Post-LN, cold ones for Pre-LN, so a figure reads by colour family
+    static const char *const post[4] = {"#c0392b", "#e67e22", "#8e44ad", "#d35400"};
+    static const char *const pre[4] = {"#1f5fa8", "#16a085", "#27ae60", "#7f8c8d"};
+    return (plot_is_post(r) ? post : pre)[rank_in_placement % 4];
 }
 
 /* A run name as literal text inside a single-quoted gnuplot string in enhanced mode: the
@@ -62,10 +64,15 @@ void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len)
  * "untied output" when the logits do not reuse tok_embed (it changes the depth exponent). */
 void plot_data_text(const config_t *c, char *buf, size_t len)
 {
-    char data[40];
+    char data[48];
     if (c->data.task == TASK_RANDOM && c->data.zipf > 0)
         snprintf(data, sizeof data, "Zipf(%g) tokens", c->data.zipf);
     else if (c->data.task == TASK_RANDOM) snprintf(data, sizeof data, "uniform tokens");
+    else if (c->data.task == TASK_TRANSLATION)
+        snprintf(data, sizeof data, "En→De corpus (BPE %d)", c->model.vocab);
+    else if (c->data.zipf > 0 && c->data.task != TASK_TEXT)
+        snprintf(data, sizeof data, "%s task, Zipf(%g) tokens", config_task_name(c->data.task),
+                 c->data.zipf);
     else snprintf(data, sizeof data, "%s task", config_task_name(c->data.task));
     snprintf(buf, len, "%s%s", data, c->model.tie_embeddings ? "" : ", untied output");
 }
