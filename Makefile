@@ -92,7 +92,7 @@ figures: deps
 
 # The stability atlas (docs/design.md §6d): every scheme at initialisation and in short
 # training runs; figures into plots/atlas-*, the LR-sensitivity table on stdout.
-ATLAS_FIGURES := atlas-atlas_lr atlas-atlas_sensitivity atlas-atlas_grad atlas-atlas_change \
+ATLAS_FIGURES := atlas-atlas_lr atlas-atlas_sensitivity atlas-atlas_grad atlas-output_change \
                  model_update-model_update
 atlas: deps
 	$(MAKE) stability

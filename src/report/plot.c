@@ -281,7 +281,7 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         plot_fig_grad_vs_layer, plot_fig_grad_vs_depth, plot_fig_grad_vs_width,
         plot_fig_jacobian, plot_fig_hidden_norms, plot_fig_loss, plot_fig_grad_vs_layer_encdec,
         plot_fig_subout, plot_fig_val_loss, plot_fig_atlas_lr, plot_fig_atlas_sensitivity,
-        plot_fig_atlas_grad, plot_fig_atlas_change, plot_fig_model_update,
+        plot_fig_atlas_grad, plot_fig_output_change, plot_fig_model_update,
     };
     int drawn = 0;
     for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {

@@ -303,7 +303,7 @@ int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len
     return 1;
 }
 
-int plot_fig_atlas_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     char names[ATLAS_MAX][32];
     int ns = 0, any = 0;
@@ -316,13 +316,13 @@ int plot_fig_atlas_change(const plot_set_t *set, sbuf_t *s, char *name, size_t l
         any++;
     }
     if (ns < 2 || any < 3 * ns) return 0;   // at least 3 depths a scheme on average
-    snprintf(name, len, "atlas_change");
-    double slope[ATLAS_MAX], ci[ATLAS_MAX];
+    snprintf(name, len, "output_change");
+    double slope[ATLAS_MAX], ci[ATLAS_MAX], lo = INFINITY, hi = 0.0;
     for (int sc = 0; sc < ns; sc++) {
-        double xs[512], ys[512];
+        double xs[512], ys[512], rows[ATLAS_MAX][3];   // rows: depth, mean, CI half-width
         size_t np = 0;
-        sbuf_printf(s, "$c%d << EOD\n", sc);
-        for (int i = 0; i < set->n; i++) {   // runs in file order: sorted by depth in a sweep
+        int nr = 0;
+        for (int i = 0; i < set->n && nr < ATLAS_MAX; i++) {
             const plot_run_t *r = &set->runs[i];
             char nm[32];
             if (!r->probe || !r->probe->output_change) continue;
@@ -332,25 +332,44 @@ int plot_fig_atlas_change(const plot_set_t *set, sbuf_t *s, char *name, size_t l
             size_t cnt;
             fit_mean_ci(r->probe->output_change, 1, (size_t)r->probe->S, &mean, &half, &cnt);
             if (!cnt) continue;
-            sbuf_printf(s, "%d %.10g %.10g\n", r->cfg.model.layers, mean, isnan(half) ? 0.0 : half);
+            rows[nr][0] = r->cfg.model.layers;
+            rows[nr][1] = mean;
+            rows[nr++][2] = isnan(half) ? 0.0 : half;
+            lo = fmin(lo, r->cfg.model.layers);
+            hi = fmax(hi, r->cfg.model.layers);
             for (int k = 0; k < r->probe->S && np < 512; k++) {
                 xs[np] = r->cfg.model.layers;
                 ys[np++] = r->probe->output_change[k];
             }
         }
+        qsort(rows, (size_t)nr, sizeof rows[0], cmp_double);   // by depth (a merged file
+        sbuf_printf(s, "$c%d << EOD\n", sc);                   // lists runs by name)
+        for (int k = 0; k < nr; k++)
+            sbuf_printf(s, "%g %.10g %.10g\n", rows[k][0], rows[k][1], rows[k][2]);
         sbuf_printf(s, "EOD\n");
         double A;
         fit_power_law(xs, ys, np, &slope[sc], &ci[sc], &A);
     }
     const config_t *c = NULL;
     for (int i = 0; i < set->n && !c; i++) if (set->runs[i].probe) c = &set->runs[i].cfg;
+    const int encdec = c->model.arch == ARCH_ENCDEC;
     sbuf_printf(s, "set title \"Output change at initialisation vs depth (Liu et al. 2020)\\n{/*0.8 "
-                   "E_{token} ‖F(x,W) − F(x,W*)‖, W* = W − 10^{-4}·sign(N(0,1)), d = %d; legend: "
-                   "fitted exponent ± 95%% CI (Post-LN: ½ for the norm of an O(N) squared change)}\"\n",
-                c->model.d_model);
-    sbuf_printf(s, "set grid\nset logscale xy\nset xlabel 'layers L'\nset ylabel "
+                   "E_{token} ‖F(x,W) − F(x,W*)‖, W* = W − 10^{-4}·sign(N(0,1)), F the %s, d = %d; "
+                   "legend: fitted exponent ± 95%% CI (½: an O(N) squared change)}\"\n",
+                encdec ? "decoder's output" : "last hidden state", c->model.d_model);
+    sbuf_printf(s, "set grid\nset logscale xy\nset xlabel '%s'\nset ylabel "
                    "'E_{token} ‖ΔF‖'\nset key outside right top font ',10' box opaque\n"
-                   "set offsets graph 0.05, graph 0.05, 0, 0\nplot ");
+                   "set xrange [%g:%g]\nset xtics (", encdec ? "encoder layers = decoder layers N"
+                   : "layers L", lo / 1.15, hi * 1.15);
+    for (int i = 0, first = 1; i < set->n; i++) {   // a tic at every depth measured
+        const plot_run_t *r = &set->runs[i];
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= set->runs[j].cfg.model.layers == r->cfg.model.layers;
+        if (!r->probe || seen) continue;
+        sbuf_printf(s, "%s%d", first ? "" : ", ", r->cfg.model.layers);
+        first = 0;
+    }
+    sbuf_printf(s, ")\nplot ");
     for (int sc = 0; sc < ns; sc++) {
         char label[64];
         plot_escape_name(names[sc], label, sizeof label);

@@ -80,7 +80,7 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_atlas_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 /* ---- plot_atlas.c: the stability atlas ---- */
