@@ -203,21 +203,29 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         sbuf_printf(s, "EOD\n");
     }
     const config_t *c = &set->runs[m[0]].cfg;
-    char data[64];
+    char data[64], depth[48], lr[32] = "";
     plot_data_text(c, data, sizeof data);
+    if (c->model.arch == ARCH_ENCDEC)
+        snprintf(depth, sizeof depth, "%d-%d encoder–decoder", c->model.layers,
+                 config_dec_layers(c));
+    else snprintf(depth, sizeof depth, "L = %d", c->model.layers);
+    int one_lr = 1;
+    for (int i = 1; i < n; i++) one_lr &= set->runs[m[i]].cfg.train.lr == c->train.lr;
+    if (one_lr) snprintf(lr, sizeof lr, " lr %g", c->train.lr);
     sbuf_printf(s, "set title \"Validation loss with and without warm-up (Fig. 2)\\n{/*0.8 %s, "
-                   "d = %d, %s, %s lr %g}\"\n",
-                c->model.arch == ARCH_ENCDEC ? "encoder–decoder" : "single stack",
-                c->model.d_model, data, config_optimizer_name(c->train.optimizer), c->train.lr);
+                   "d = %d, %s, %s%s, %s schedule after the warm-up}\"\n", depth,
+                c->model.d_model, data, config_optimizer_name(c->train.optimizer), lr,
+                config_schedule_name(c->train.schedule));
     sbuf_printf(s, "set grid\nset key top right box opaque\nset xlabel '%s'\n"
                    "set ylabel 'validation loss (nats per token)'\n", epochs ? "epoch" : "update");
     sbuf_printf(s, "plot ");
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         char label[200];
-        plot_escape_name(r->name, label, sizeof label);
-        sbuf_printf(s, "%s$v%d using 1:2 with linespoints pt 7 lc rgb '%s' title '%s%s'",
-                    i ? ", " : "", i, PLOT_COLORS[i % PLOT_NCOLORS], label,
+        plot_train_label(set, m, n, i, label, sizeof label);
+        sbuf_printf(s, "%s$v%d using 1:2 with linespoints pt %d lw 2 lc rgb '%s' title '%s%s'",
+                    i ? ", " : "", i, plot_is_post(r) ? 7 : 5,
+                    plot_run_color(r, plot_placement_rank(set, m, n, i)), label,
                     isnan(r->diverged_at) ? "" : " (diverged)");
     }
     sbuf_printf(s, "\n");

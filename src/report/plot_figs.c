@@ -402,34 +402,51 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     const config_t *c = &set->runs[m[0]].cfg;
     char data[64];
     plot_data_text(c, data, sizeof data);
+    char depth[48];
+    if (c->model.arch == ARCH_ENCDEC)
+        snprintf(depth, sizeof depth, "%d-%d encoder–decoder", c->model.layers,
+                 config_dec_layers(c));
+    else snprintf(depth, sizeof depth, "L = %d", c->model.layers);
     sbuf_printf(s, "set multiplot layout 2,1 title \"Training loss with and without warm-up "
-                   "(Fig. 2)\\n{/*0.8 d = %d, L = %d, %s, %s; × = diverged (NaN/Inf)}\"\n",
-                c->model.d_model, c->model.layers, data, config_optimizer_name(c->train.optimizer));
+                   "(Fig. 2)\\n{/*0.8 d = %d, %s, %s, %s; × = diverged (NaN/Inf)}\"\n",
+                c->model.d_model, depth, data, config_optimizer_name(c->train.optimizer));
+    double lo = INFINITY, hi = 0.0;   // a log axis only when the losses span a decade
+    for (int i = 0; i < n; i++)
+        for (size_t t = 0; t < set->runs[m[i]].nsteps; t++)
+            if (isfinite(set->runs[m[i]].loss[t]) && set->runs[m[i]].loss[t] > 0) {
+                lo = fmin(lo, set->runs[m[i]].loss[t]);
+                hi = fmax(hi, set->runs[m[i]].loss[t]);
+            }
     sbuf_printf(s, "set grid\nset key outside right box opaque\nset xlabel 'step'\n"
-                   "set ylabel 'training loss'\nset logscale y\nset size 1,0.62\nset origin 0,0.33\nplot ");
+                   "set ylabel 'training loss'\n%sset autoscale yfix\n"
+                   "set offsets 0, 0, graph 0.04, graph 0.04\nset size 1,0.62\nset origin 0,0.33\n"
+                   "plot ", hi > 10 * lo ? "set logscale y\n" : "");
     char names[PLOT_MAX_SERIES][256];
     double lr_max = 0.0;
+    const char *colors[PLOT_MAX_SERIES];
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
-        plot_escape_name(r->name, names[i], sizeof names[i]);
+        plot_train_label(set, m, n, i, names[i], sizeof names[i]);
+        colors[i] = plot_run_color(r, plot_placement_rank(set, m, n, i));
         for (size_t t = 0; r->lr && t < r->nsteps; t++)
             if (isfinite(r->lr[t]) && r->lr[t] > lr_max) lr_max = r->lr[t];
     }
     for (int i = 0; i < n; i++) {
-        const char *col = PLOT_COLORS[i % 8];
+        const char *col = colors[i];
         sbuf_printf(s, "%s$l%d using 1:2 with lines lc rgb '%s' title '%s%s'", i ? ", " : "", i, col,
                     names[i], diverged[i] ? " (diverged)" : "");
         if (diverged[i])
             sbuf_printf(s, ", $x%d using 1:2 with points pt 2 ps 3 lw 3 lc rgb '%s' notitle", i, col);
     }
-    sbuf_printf(s, "\nunset logscale y\nset size 1,0.3\nset origin 0,0.0\nunset title\n"
+    sbuf_printf(s, "\nunset logscale y\nset autoscale y\nset offsets 0, 0, 0, 0\nset size 1,0.3\n"
+                   "set origin 0,0.0\nunset title\n"
                    "set ylabel 'learning rate'\nset format y '%%.0e'\n");
     // headroom above the largest lr, so a constant schedule is not hidden in the top border
     if (lr_max > 0.0) sbuf_printf(s, "set yrange [0:%.10g]\n", 1.15 * lr_max);
     sbuf_printf(s, "plot ");
     for (int i = 0; i < n; i++)
         sbuf_printf(s, "%s$l%d using 1:3 with lines lc rgb '%s' title '%s'", i ? ", " : "", i,
-                    PLOT_COLORS[i % 8], names[i]);
+                    colors[i], names[i]);
     sbuf_printf(s, "\nunset multiplot\n");
     return 1;
 }

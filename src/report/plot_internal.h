@@ -41,6 +41,11 @@ void plot_escape_name(const char *in, char *out, size_t len);
 /* "Post-LN (RMSNorm)" or "Post-LN: name" (with_name) for a legend. */
 void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len);
 
+/* A training run's legend from what tells it apart from the others (m[0..n)): "Post-LN, no
+ * warm-up", "deepnorm, warm-up 100, lr 0.003" (lr only when the runs' differ), the run's name
+ * when two runs agree in all of these. */
+void plot_train_label(const plot_set_t *set, const int *m, int n, int i, char *buf, size_t len);
+
 /* "Zipf(1.1) tokens", "translation task", … (+ ", untied output"). */
 void plot_data_text(const config_t *c, char *buf, size_t len);
 

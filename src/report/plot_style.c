@@ -163,3 +163,37 @@ void plot_subtitle(const plot_run_t *r, char *buf, size_t len)
              r->cfg.probe.batches);
 }
 
+
+void plot_train_label(const plot_set_t *set, const int *m, int n, int i, char *buf, size_t len)
+{
+    const plot_run_t *r = &set->runs[m[i]];
+    const config_t *c = &r->cfg;
+    int lr_differs = 0, same = 0;
+    for (int j = 0; j < n; j++) {
+        const config_t *o = &set->runs[m[j]].cfg;
+        if (o->train.lr != c->train.lr) lr_differs = 1;
+        if (j != i && o->model.placement == c->model.placement && o->model.norm == c->model.norm &&
+            o->init.scheme == c->init.scheme && o->train.warmup == c->train.warmup &&
+            o->train.lr == c->train.lr && o->model.layers == c->model.layers)
+            same = 1;
+    }
+    char scheme[32];
+    if (c->model.placement == PLACEMENT_POST || c->model.placement == PLACEMENT_PRE) {
+        char norm[24] = "";
+        if (c->model.norm != NORM_LAYERNORM)
+            snprintf(norm, sizeof norm, " (%s)", config_norm_name(c->model.norm));
+        snprintf(scheme, sizeof scheme, "%s-LN%s", plot_is_post(r) ? "Post" : "Pre", norm);
+    } else {
+        plot_scheme_name(c, scheme, sizeof scheme);
+    }
+    char warm[32], lr[24] = "", name[160] = "";
+    if (c->train.warmup > 1) snprintf(warm, sizeof warm, "warm-up %d", c->train.warmup);
+    else snprintf(warm, sizeof warm, "no warm-up");
+    if (lr_differs) snprintf(lr, sizeof lr, ", lr %g", c->train.lr);
+    if (same) {   // what tells it apart is not in the config keys above: the run's name
+        char esc[150];
+        plot_escape_name(r->name, esc, sizeof esc);
+        snprintf(name, sizeof name, " (%s)", esc);
+    }
+    snprintf(buf, len, "%s, %s%s%s", scheme, warm, lr, name);
+}
