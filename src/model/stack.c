@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 #include "model/stack.h"
+#include "nn/dyt.h"
 
 static double *take(double *base, size_t *off, size_t n)
 {
@@ -169,9 +170,14 @@ void stack_backward(layer_stack_t *st, const sublayer_shape_t *sh, const sublaye
     const int K = st->L * st->nsub;
     const double sqrtC = sqrt((double)C);
     if (st->final.on) {
+        // dtop = ∂L/∂top: the final norm's backward, written by the sum onto zero (nn/norm.h)
         double *dtop = st->dstream[K % 2];
-        memset(dtop, 0, N * C * sizeof(double));
-        norm_site_backward(&st->final, sh, dtop, st->dfinal, st->top, N);
+        if (sh->norm == NORM_DYT)
+            dyt_backward_set(dtop, st->final.dalpha, st->final.dgamma, st->final.dbeta,
+                             st->dfinal, st->top, *st->final.alpha, st->final.gamma, N, C);
+        else
+            norm_backward_set(sh->norm, dtop, st->final.dgamma, st->final.dbeta, st->dfinal,
+                              st->top, st->final.mean, st->final.rstd, st->final.gamma, N, C);
     }
     for (int s = K - 1; s >= 0; s--) {
         const int first = s % st->nsub == 0, b2t = st->subs[s - s % st->nsub + st->nsub - 1].rule.b2t;

@@ -57,9 +57,9 @@ void attention_backward(double *dq, double *dk, double *dv, double *datt,
             // datt (Tq,Tk) = dctx_h (Tq,Dh) · v_hᵀ (Dh,Tk)
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, Dh,
                         1.0, dctx + oq, C, v + ok, C, 0.0, dah, Tk);
-            // dv_h (Tk,Dh) += att_hᵀ (Tk,Tq) · dctx_h (Tq,Dh)
+            // dv_h (Tk,Dh) = att_hᵀ (Tk,Tq) · dctx_h (Tq,Dh)   (β = 0: linear.c)
             cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, Dh, Tq,
-                        1.0, ah, Tk, dctx + oq, C, 1.0, dv + ok, C);
+                        1.0, ah, Tk, dctx + oq, C, 0.0, dv + ok, C);
             // softmax backward, in place: dscore_ij = a_ij·(datt_ij − Σ_j' a_ij'·datt_ij')
             // (masked entries have a_ij = 0, so they get no gradient)
             for (int i = 0; i < Tq; i++) {
@@ -69,12 +69,12 @@ void attention_backward(double *dq, double *dk, double *dv, double *datt,
                 for (int j = 0; j < Tk; j++) dot += arow[j] * drow[j];
                 for (int j = 0; j < Tk; j++) drow[j] = arow[j] * (drow[j] - dot);
             }
-            // dq_h (Tq,Dh) += dscore (Tq,Tk) · k_h (Tk,Dh) / √Dh
+            // dq_h (Tq,Dh) = dscore (Tq,Tk) · k_h (Tk,Dh) / √Dh
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, Dh, Tk,
-                        scale, dah, Tk, k + ok, C, 1.0, dq + oq, C);
-            // dk_h (Tk,Dh) += dscoreᵀ (Tk,Tq) · q_h (Tq,Dh) / √Dh
+                        scale, dah, Tk, k + ok, C, 0.0, dq + oq, C);
+            // dk_h (Tk,Dh) = dscoreᵀ (Tk,Tq) · q_h (Tq,Dh) / √Dh
             cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, Dh, Tq,
-                        scale, dah, Tk, q + oq, C, 1.0, dk + ok, C);
+                        scale, dah, Tk, q + oq, C, 0.0, dk + ok, C);
         }
     }
 }

@@ -77,13 +77,16 @@ void norm_forward(norm_kind_t kind, double *out, double *mean, double *rstd,
     }
 }
 
-void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
-                   const double *dout, const double *x, const double *mean,
-                   const double *rstd, const double *gamma, size_t N, size_t C)
+/* set: dx = 0 + (the gradient) instead of dx += it. 0.0 + v is v but for v = −0 (→ +0), exactly
+ * what zeroing dx and accumulating gave, without the pass that zeroed it. */
+static void backward(norm_kind_t kind, double *dx, int set, double *dgamma, double *dbeta,
+                     const double *dout, const double *x, const double *mean,
+                     const double *rstd, const double *gamma, size_t N, size_t C)
 {
     if (kind == NORM_NONE) {
         // y = x  =>  dx += dout
-        for (size_t i = 0; i < N * C; i++) dx[i] += dout[i];
+        if (set) for (size_t i = 0; i < N * C; i++) dx[i] = 0.0 + dout[i];
+        else for (size_t i = 0; i < N * C; i++) dx[i] += dout[i];
         return;
     }
     const int ln = (kind == NORM_LAYERNORM);
@@ -112,11 +115,25 @@ void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
         for (size_t i = 0; i < C; i++) {
             double xhat = (xr[i] - m) * r;
             double dnorm = dor[i] * gamma_at(gamma, i);
-            dxr[i] += r * (dnorm - dnorm_mean - xhat * dnorm_norm_mean);
+            dxr[i] = (set ? 0.0 : dxr[i]) + r * (dnorm - dnorm_mean - xhat * dnorm_norm_mean);
             if (dgamma) dgamma[i] += dor[i] * xhat;
             if (db) db[i] += dor[i];
         }
     }
+}
+
+void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
+                   const double *dout, const double *x, const double *mean,
+                   const double *rstd, const double *gamma, size_t N, size_t C)
+{
+    backward(kind, dx, 0, dgamma, dbeta, dout, x, mean, rstd, gamma, N, C);
+}
+
+void norm_backward_set(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
+                       const double *dout, const double *x, const double *mean,
+                       const double *rstd, const double *gamma, size_t N, size_t C)
+{
+    backward(kind, dx, 1, dgamma, dbeta, dout, x, mean, rstd, gamma, N, C);
 }
 
 /* ------------------------------------------------------------------------------------------ */
