@@ -4,6 +4,7 @@
 #include "nn/attention.h"
 #include "nn/dyt.h"
 #include "nn/linear.h"
+#include "util/threads.h"
 
 enum { Q, K, V, O };   // attention's w[] / b[]; the FFN uses w[0] = W¹, w[1] = W²
 
@@ -143,14 +144,44 @@ static void ffn_branch_forward(sublayer_t *s, const sublayer_shape_t *sh, size_t
     linear_forward(s->f, s->h, s->w[1], s->b[1], N, F, C);     // (N,C)
 }
 
+/* The plain residual x + drop(f) and its backward, element-wise, for the parts of a region
+ * (util/threads.h): any split gives the same bits. */
+typedef struct {
+    const sublayer_t *s;
+    const double *dr;
+    double *dx, *dbranch;
+    size_t n;
+} residual_job_t;
+
+static void residual_forward_part(void *ctx, int t, int nt)
+{
+    const residual_job_t *j = ctx;
+    const sublayer_t *s = j->s;
+    size_t lo, hi;
+    threads_part(j->n, t, nt, 8, &lo, &hi);
+    if (s->mask) for (size_t i = lo; i < hi; i++) s->r[i] = s->x[i] + s->mask[i] * s->fo[i];
+    else         for (size_t i = lo; i < hi; i++) s->r[i] = s->x[i] + s->fo[i];
+}
+
+/* dx = 0 + dr (the bits of zeroing dx and adding: 0 + v is v but for v = −0); dbranch = mask·dr */
+static void residual_backward_part(void *ctx, int t, int nt)
+{
+    const residual_job_t *j = ctx;
+    size_t lo, hi;
+    threads_part(j->n, t, nt, 8, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) j->dx[i] = 0.0 + j->dr[i];
+    if (j->s->mask)
+        for (size_t i = lo; i < hi; i++) j->dbranch[i] = j->s->mask[i] * j->dr[i];
+}
+
 /* r = skip·x + gate·drop(f') (+ x_block); the plain residual x + drop(f) as written first. */
 static void residual_forward(sublayer_t *s, size_t N, size_t C)
 {
     const size_t NC = N * C;
     const sublayer_rule_t *r = &s->rule;
     if (r->skip == 1.0 && !s->omega && !s->gate && !r->b2t) {
-        if (s->mask) for (size_t i = 0; i < NC; i++) s->r[i] = s->x[i] + s->mask[i] * s->fo[i];
-        else         for (size_t i = 0; i < NC; i++) s->r[i] = s->x[i] + s->fo[i];
+        const residual_job_t j = {.s = s, .n = NC};
+        threads_run(threads_for((double)NC), residual_forward_part, (void *)&j);
         return;
     }
     const double g = s->gate ? *s->gate : 1.0;
@@ -239,10 +270,9 @@ static const double *residual_backward(sublayer_t *s, size_t N, size_t C, const 
     const sublayer_rule_t *r = &s->rule;
     // dx = 0 + …: the bits of zeroing dx and adding (0 + v is v but for v = −0)
     if (r->skip == 1.0 && !s->omega && !s->gate && !r->b2t) {
-        for (size_t i = 0; i < NC; i++) dx[i] = 0.0 + dr[i];
-        if (!s->mask) return dr;
-        for (size_t i = 0; i < NC; i++) sc->dbranch[i] = s->mask[i] * dr[i];
-        return sc->dbranch;
+        const residual_job_t j = {.s = s, .dr = dr, .dx = dx, .dbranch = sc->dbranch, .n = NC};
+        threads_run(threads_for((double)NC), residual_backward_part, (void *)&j);
+        return s->mask ? sc->dbranch : dr;
     }
     const double g = s->gate ? *s->gate : 1.0;
     double dg = 0.0;

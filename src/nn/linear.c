@@ -2,14 +2,45 @@
 #include <string.h>
 #include <gsl/gsl_cblas.h>
 #include "nn/linear.h"
+#include "util/threads.h"
+
+/* The passes outside the GEMMs (bias rows, bias gradient), for the parts of a region. */
+typedef struct {
+    double *out, *db;
+    const double *b, *dout;
+    size_t N, OC;
+} bias_job_t;
+
+/* out (N,OC) = b in every row: rows of part t. */
+static void bias_rows_part(void *ctx, int t, int nt)
+{
+    const bias_job_t *j = ctx;
+    size_t lo, hi;
+    threads_part(j->N, t, nt, 1, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) memcpy(j->out + i * j->OC, j->b, j->OC * sizeof(double));
+}
+
+/* db (OC) += Σ_i dout[i,:]: columns of part t, each column's rows in order (the serial sums). */
+static void bias_grad_part(void *ctx, int t, int nt)
+{
+    const bias_job_t *j = ctx;
+    size_t lo, hi;
+    threads_part(j->OC, t, nt, 8, &lo, &hi);
+    for (size_t i = 0; i < j->N; i++) {
+        const double *row = j->dout + i * j->OC;
+        for (size_t c = lo; c < hi; c++) j->db[c] += row[c];
+    }
+}
 
 void linear_forward(double *out, const double *inp, const double *W, const double *b,
                     size_t N, size_t IC, size_t OC)
 {
     // out (N,OC) = b (every row), then += inp (N,IC) · W (IC,OC): the GEMM adds onto the bias
     // (β = 1) instead of zeroing out (OpenBLAS's β = 0 pass) and a second pass adding b.
-    if (b)
-        for (size_t i = 0; i < N; i++) memcpy(out + i * OC, b, OC * sizeof(double));
+    if (b) {
+        const bias_job_t j = {.out = out, .b = b, .N = N, .OC = OC};
+        threads_run(threads_for(0.5 * (double)N * OC), bias_rows_part, (void *)&j);
+    }
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)OC, (int)IC,
                 1.0, inp, (int)IC, W, (int)OC, b ? 1.0 : 0.0, out, (int)OC);
 }
@@ -28,10 +59,8 @@ static void backward(double *dinp, double beta_inp, double *dW, double *db, cons
                 1.0, inp, (int)IC, dout, (int)OC, 1.0, dW, (int)OC);
     // db (OC) += Σ_i dout[i,:]
     if (db) {
-        for (size_t i = 0; i < N; i++) {
-            const double *row = dout + i * OC;
-            for (size_t j = 0; j < OC; j++) db[j] += row[j];
-        }
+        const bias_job_t j = {.db = db, .dout = dout, .N = N, .OC = OC};
+        threads_run(threads_for((double)N * OC), bias_grad_part, (void *)&j);
     }
 }
 

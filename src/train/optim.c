@@ -2,9 +2,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <omp.h>
 #include "train/optim.h"
 #include "nn/vec.h"
+#include "util/threads.h"
 
 int optim_init(optim_t *o, const config_t *cfg, size_t n)
 {
@@ -95,35 +95,39 @@ static void adam_range(optim_t *o, double *params, const double *grads, const ad
     }
 }
 
-/* The element range of part t of nt, split at even indices (whole vector pairs). */
-static void part(size_t n, int t, int nt, size_t *lo, size_t *hi)
+/* One update over part t of nt of the parameters (even boundaries: whole vector pairs), on the
+ * step's pool (util/threads.h): element-wise, so any split gives the same bits. */
+typedef struct {
+    optim_t *o;
+    double *params;
+    const double *grads;
+    double lr;
+    adam_step_t adam;
+    int sgd;
+} update_job_t;
+
+static void update_part(void *ctx, int t, int nt)
 {
-    const size_t pairs = (n + 1) / 2;
-    *lo = 2 * (pairs * (size_t)t / (size_t)nt);
-    *hi = t + 1 == nt ? n : 2 * (pairs * (size_t)(t + 1) / (size_t)nt);
+    const update_job_t *j = ctx;
+    size_t lo, hi;
+    threads_part(j->o->n, t, nt, 2, &lo, &hi);
+    if (j->sgd) sgd_range(j->o, j->params, j->grads, j->lr, lo, hi);
+    else adam_range(j->o, j->params, j->grads, &j->adam, lo, hi);
 }
 
 static void sgd_update(optim_t *o, double *params, const double *grads, double lr)
 {
-    #pragma omp parallel
-    {
-        size_t lo, hi;
-        part(o->n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        sgd_range(o, params, grads, lr, lo, hi);
-    }
+    update_job_t j = {.o = o, .params = params, .grads = grads, .lr = lr, .sgd = 1};
+    threads_run(threads_for(4.0 * (double)o->n), update_part, &j);
 }
 
 static void adam_update(optim_t *o, double *params, const double *grads, double lr,
                         int decoupled, double rect, int adaptive)
 {
-    const adam_step_t a = {lr, rect, 1.0 - pow(o->beta1, (double)o->t),
-                           1.0 - pow(o->beta2, (double)o->t), decoupled, adaptive};
-    #pragma omp parallel
-    {
-        size_t lo, hi;
-        part(o->n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        adam_range(o, params, grads, &a, lo, hi);
-    }
+    update_job_t j = {.o = o, .params = params, .grads = grads, .lr = lr,
+                      .adam = {lr, rect, 1.0 - pow(o->beta1, (double)o->t),
+                               1.0 - pow(o->beta2, (double)o->t), decoupled, adaptive}};
+    threads_run(threads_for(8.0 * (double)o->n), update_part, &j);
 }
 
 void optim_update(optim_t *o, double *params, const double *grads, double lr)
