@@ -2,7 +2,7 @@
  * and against PyTorch on the identical model (issue 7; formulas in docs/performance.md).
  *
  *   build/bench [--threads N] [--steps S] [--warmup W] [--csv FILE] [--python PATH]
- *               [--no-torch] [--only SUBSTRING] [--omp N] [--blas N] [--retries N]
+ *               [--no-torch] [--only SUBSTRING] [--retries N]
  *               [--wait SECONDS]
  *
  * The driver measures DGEMM at 1024³ through the BLAS the model uses, then runs every case in a
@@ -17,7 +17,6 @@
 #include <time.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <omp.h>
 #include <gsl/gsl_cblas.h>
 #include <gsl/gsl_rng.h>
 #include "config/config.h"
@@ -86,7 +85,6 @@ static const bench_case_t CASES[] = {
 
 typedef struct {
     int threads, steps, warmup, torch;
-    int omp, blas;          /* experiments: override one pool's count after threads_set (0: no) */
     int retries;            /* repeat a run disturbed by other processes at most this often */
     double wait;            /* seconds to wait for an idle machine before each run (0: no) */
     const char *csv, *python, *only;
@@ -225,8 +223,6 @@ static int run_case(const char *name, const bench_opts_t *o)
     config_t cfg;
     if (case_config(c, &cfg)) return 2;
     threads_set(o->threads);
-    if (o->omp > 0) omp_set_num_threads(o->omp);
-    if (o->blas > 0) openblas_set_num_threads(o->blas);
     char err[512];
     result_t r = {0};
     session_t ses;
@@ -317,9 +313,11 @@ static int run_capture(const char *cmd, const char *tag, char *line, size_t len)
     return !(found && st == 0);
 }
 
-/* DGEMM rate at n³ through the same BLAS: median GFLOP/s of reps products (best in *best). */
+/* DGEMM rate at n³ through the same BLAS on all the threads (OpenBLAS's own, which threads_set
+ * leaves at 1 for nn/gemm.c): median GFLOP/s of reps products (best in *best). */
 static double dgemm_rate(int n, int reps, double *best)
 {
+    openblas_set_num_threads(threads_get());
     const size_t nn = (size_t)n * n;
     double *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
     double rates[DGEMM_REPS];
@@ -336,6 +334,7 @@ static double dgemm_rate(int n, int reps, double *best)
         const double dt = now_s() - t0;
         if (r >= 0) rates[r] = 2.0 * n * (double)n * n / dt * 1e-9;
     }
+    openblas_set_num_threads(1);
     *best = 0.0;
     for (int r = 0; r < reps; r++) *best = fmax(*best, rates[r]);
     free(a);
@@ -463,7 +462,7 @@ static double measure_dgemm(const bench_opts_t *o, double *best, double *others)
 static int usage(void)
 {
     fprintf(stderr, "usage: bench [--threads N] [--steps S] [--warmup W] [--csv FILE] "
-                    "[--python PATH] [--no-torch] [--only SUBSTRING] [--omp N] [--blas N]\n"
+                    "[--python PATH] [--no-torch] [--only SUBSTRING]\n"
                     "             [--retries N] [--wait SECONDS]\n");
     return 2;
 }
@@ -479,10 +478,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--steps") && more) o.steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && more) o.warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--csv") && more) o.csv = argv[++i];
-        else if (!strcmp(argv[i], "--omp") && more) o.omp = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--retries") && more) o.retries = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--wait") && more) o.wait = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--blas") && more) o.blas = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--python") && more) o.python = argv[++i];
         else if (!strcmp(argv[i], "--only") && more) o.only = argv[++i];
         else if (!strcmp(argv[i], "--run") && more) run = argv[++i];
@@ -499,12 +496,9 @@ int main(int argc, char **argv)
     if (sl <= 0) return 1;
     self[sl] = '\0';
     const char *wait = getenv("OMP_WAIT_POLICY");
-    printf("bench: %d threads (OpenBLAS and OpenMP; OMP_WAIT_POLICY=%s), %d steps after %d "
+    printf("bench: %d threads (the step's pool; OMP_WAIT_POLICY=%s), %d steps after %d "
            "warm-up\nBLAS: %s, kernels %s\n", o.threads, wait ? wait : "unset", o.steps,
            o.warmup, openblas_get_config(), openblas_get_corename());
-    if (o.omp > 0 || o.blas > 0)
-        printf("experiment: OpenMP %d, OpenBLAS %d threads in the cases\n",
-               o.omp > 0 ? o.omp : o.threads, o.blas > 0 ? o.blas : o.threads);
     const double busy = machine_busy();
     printf("other load before the start: %.0f%% of the CPUs busy%s\n", 100.0 * busy,
            busy > 0.1 ? "  -- WARNING: the machine is not idle, the times are not reliable" : "");
@@ -531,8 +525,8 @@ int main(int argc, char **argv)
         }
         const int layers = c->layers * (c->encdec ? 2 : 1);
         char cmd[2048], line[1024];
-        snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d --omp %d "
-                 "--blas %d", self, c->name, o.threads, o.steps, o.warmup, o.omp, o.blas);
+        snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d", self,
+                 c->name, o.threads, o.steps, o.warmup);
         double others, worst = 0.0;
         if (run_measured(&o, cmd, "RESULT", line, sizeof line, &others)) {
             printf("%-21s failed\n", c->label);

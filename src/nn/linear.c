@@ -1,7 +1,7 @@
-/* linear.c — y = x·W + b and its backward, the GEMMs through GSL's CBLAS API (OpenBLAS). */
+/* linear.c — y = x·W + b and its backward; the GEMMs through nn/gemm.h (OpenBLAS's bits). */
 #include <string.h>
-#include <gsl/gsl_cblas.h>
 #include "nn/linear.h"
+#include "nn/gemm.h"
 #include "util/threads.h"
 
 /* The passes outside the GEMMs (bias rows, bias gradient), for the parts of a region. */
@@ -41,8 +41,8 @@ void linear_forward(double *out, const double *inp, const double *W, const doubl
         const bias_job_t j = {.out = out, .b = b, .N = N, .OC = OC};
         threads_run(threads_for(0.5 * (double)N * OC), bias_rows_part, (void *)&j);
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)OC, (int)IC,
-                1.0, inp, (int)IC, W, (int)OC, b ? 1.0 : 0.0, out, (int)OC);
+    gemm(0, 0, (int)N, (int)OC, (int)IC, 1.0, inp, (int)IC, W, (int)OC, b ? 1.0 : 0.0, out,
+         (int)OC);
 }
 
 /* beta_inp 1: dinp += dout·Wᵀ; 0: dinp = dout·Wᵀ. OpenBLAS's β = 0 fills C with zeros and then
@@ -52,11 +52,10 @@ static void backward(double *dinp, double beta_inp, double *dW, double *db, cons
 {
     // dinp (N,IC) += dout (N,OC) · Wᵀ (OC,IC)
     if (dinp)
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)IC, (int)OC,
-                    1.0, dout, (int)OC, W, (int)OC, beta_inp, dinp, (int)IC);
+        gemm(0, 1, (int)N, (int)IC, (int)OC, 1.0, dout, (int)OC, W, (int)OC, beta_inp, dinp,
+             (int)IC);
     // dW (IC,OC) += inpᵀ (IC,N) · dout (N,OC)
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)IC, (int)OC, (int)N,
-                1.0, inp, (int)IC, dout, (int)OC, 1.0, dW, (int)OC);
+    gemm(1, 0, (int)IC, (int)OC, (int)N, 1.0, inp, (int)IC, dout, (int)OC, 1.0, dW, (int)OC);
     // db (OC) += Σ_i dout[i,:]
     if (db) {
         const bias_job_t j = {.db = db, .dout = dout, .N = N, .OC = OC};

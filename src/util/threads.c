@@ -1,4 +1,4 @@
-/* threads.c — one thread count for OpenBLAS, OpenMP and the step's own pool (threads.h). */
+/* threads.c — one thread count for the step's pool, OpenMP and OpenBLAS (threads.h). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -45,7 +45,8 @@ void threads_set(int n)
 {
     if (n < 1) n = threads_from_env();
     if (n > THREADS_MAX) n = THREADS_MAX;
-    openblas_set_num_threads(n);
+    // OpenBLAS runs on one thread; nn/gemm.c gives it n threads for the calls that need them
+    openblas_set_num_threads(1);
     omp_set_num_threads(n);
     current = n;
 }
@@ -136,6 +137,20 @@ static int ensure_workers(int n)
         pool.started++;
     }
     return pool.started + 1 < n ? pool.started + 1 : n;
+}
+
+int threads_ready(int nt)
+{
+    const int max = threads_get();
+    if (nt > max) nt = max;
+    if (nt > THREADS_MAX) nt = THREADS_MAX;
+    if (nt <= 1 || in_region) return 1;
+    return ensure_workers(nt);
+}
+
+int threads_in_part(void)
+{
+    return in_region;
 }
 
 void threads_run(int nt, threads_fn fn, void *ctx)

@@ -1,12 +1,13 @@
-/* threads.h — one thread count for the whole process: OpenBLAS's threads (the GEMMs), OpenMP's
- * (the probe's one region) and the step's own pool (the passes outside BLAS) are set together,
- * programmatically, at start-up.
+/* threads.h — one thread count for the whole process, set programmatically at start-up: the
+ * step's own pool (below: GEMMs split by nn/gemm.c, attention's heads, every pass outside BLAS),
+ * OpenMP's (the probe's one region) and OpenBLAS's (nn/gemm.c hands it the n threads for the
+ * GEMMs it does not split; it runs on one thread otherwise).
  *
  * Why (docs/performance.md): OpenBLAS here is the pthread build, with its own thread pool.
  * OpenMP workers that finish a parallel region busy-wait for the next one, and OpenBLAS
  * workers do the same after a GEMM; with both pools the size of the machine they starve each
- * other (measured 4-5x slower). The pool below waits politely (it yields its core while it
- * polls, then sleeps), so it can share the cores with OpenBLAS's workers within a step.
+ * other (measured 4-5x slower). One pool does the work of a step; it waits politely (it yields
+ * its core while it polls, then sleeps).
  */
 #ifndef STABILITY_THREADS_H
 #define STABILITY_THREADS_H
@@ -23,8 +24,8 @@
  * process may run on (affinity mask). >= 1. */
 int threads_from_env(void);
 
-/* Set the OpenBLAS, OpenMP and pool thread counts to n (n < 1: threads_from_env()).
- * Call at start-up, outside any parallel region. */
+/* Set the pool and OpenMP thread counts to n (n < 1: threads_from_env()) and OpenBLAS's to 1
+ * (nn/gemm.c gives it n where a GEMM needs them). Call at start-up, outside any parallel region. */
 void threads_set(int n);
 
 /* The count last set by threads_set (the OpenMP maximum before any call). */
@@ -49,6 +50,13 @@ static inline int threads_for(double work)
 {
     return work >= THREADS_MIN_WORK ? threads_get() : 1;
 }
+
+/* Start the workers for nt parts (nt <= threads_get()) and return the parts threads_run(nt, ...)
+ * will run: nt, or fewer if threads could not be created; 1 inside a part. */
+int threads_ready(int nt);
+
+/* 1 on a thread that is running a part (a worker, or the caller inside threads_run). */
+int threads_in_part(void);
 
 /* Part t of nt of [0, n) in whole blocks of align: [lo, hi). */
 void threads_part(size_t n, int t, int nt, size_t align, size_t *lo, size_t *hi);
