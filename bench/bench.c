@@ -2,7 +2,7 @@
  * and against PyTorch on the identical model (issue 7; formulas in docs/performance.md).
  *
  *   build/bench [--threads N] [--steps S] [--warmup W] [--csv FILE] [--python PATH]
- *               [--no-torch] [--only SUBSTRING] [--omp N] [--blas N] [--retries N]
+ *               [--no-torch] [--only SUBSTRING] [--retries N]
  *               [--wait SECONDS]
  *
  * The driver measures DGEMM at 1024³ through the BLAS the model uses, then runs every case in a
@@ -17,13 +17,13 @@
 #include <time.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <omp.h>
 #include <gsl/gsl_cblas.h>
 #include <gsl/gsl_rng.h>
 #include "config/config.h"
 #include "data/session.h"
 #include "model/model.h"
 #include "measure/probe.h"
+#include "train/optim.h"
 #include "util/threads.h"
 
 /* OpenBLAS's own API, to record which kernels ran. */
@@ -34,24 +34,48 @@ void openblas_set_num_threads(int num_threads);
 /* DGEMM 1024^3 products timed for the machine's rate (about 20 ms each on 2 cores). */
 #define DGEMM_REPS 25
 
+typedef enum { K_STEP, K_UPDATE, K_PROBE } case_kind_t;
+
 typedef struct {
     const char *name;       /* child's --run argument and CSV key */
     const char *label;      /* table label */
+    case_kind_t kind;       /* forward+backward | forward+backward+Adam | a probe */
+    int encdec;             /* 0: lm, 1: encoder-decoder (layers-layers, S = T) */
     int layers;
     const char *placement;  /* post | pre */
-    int probe;              /* 1: a probe of configs/postln_L12.ini (seeds x batches reduced) */
+    int d, vocab, causal;   /* d_model (heads 4, d_ff 2d), vocabulary, causal lm */
 } bench_case_t;
 
-/* Issue 7: (a) the paper's IWSLT layer, d=512, 4 heads, d_ff=1024, n=64, batch 8, L=6;
- * (b) the same at L=12 and L=24; (c) a probe of configs/postln_L12.ini. */
+/* Issue 15 (small models, many short runs): one update (forward, backward, Adam) at d = 64, 128,
+ * 256, lm and encdec 6-6, Post and Pre, n = S = T = 64, B = 8, V = 2000; d = 512 (V = 10000) for
+ * the no-regression check; the atlas's run (configs/atlas.ini: d = 64, V = 256) at L = 6, 12, 24.
+ * Issue 7: (a) the paper's IWSLT layer, d=512, 4 heads, d_ff=1024, n=64, batch 8, L=6, one
+ * forward+backward; (b) the same at L=12 and L=24; (c) a probe of configs/postln_L12.ini. */
 static const bench_case_t CASES[] = {
-    {"a_post_L6", "(a) Post-LN L=6", 6, "post", 0},
-    {"a_pre_L6", "(a) Pre-LN  L=6", 6, "pre", 0},
-    {"b_post_L12", "(b) Post-LN L=12", 12, "post", 0},
-    {"b_pre_L12", "(b) Pre-LN  L=12", 12, "pre", 0},
-    {"b_post_L24", "(b) Post-LN L=24", 24, "post", 0},
-    {"b_pre_L24", "(b) Pre-LN  L=24", 24, "pre", 0},
-    {"c_probe_L12", "(c) probe postln_L12", 12, "post", 1},
+    {"u_lm_post_d64", "lm Post d=64 V=2000", K_UPDATE, 0, 6, "post", 64, 2000, 1},
+    {"u_lm_pre_d64", "lm Pre  d=64 V=2000", K_UPDATE, 0, 6, "pre", 64, 2000, 1},
+    {"u_ed_post_d64", "ed Post d=64 V=2000", K_UPDATE, 1, 6, "post", 64, 2000, 0},
+    {"u_ed_pre_d64", "ed Pre  d=64 V=2000", K_UPDATE, 1, 6, "pre", 64, 2000, 0},
+    {"u_lm_post_d128", "lm Post d=128 V=2000", K_UPDATE, 0, 6, "post", 128, 2000, 1},
+    {"u_lm_pre_d128", "lm Pre  d=128 V=2000", K_UPDATE, 0, 6, "pre", 128, 2000, 1},
+    {"u_ed_post_d128", "ed Post d=128 V=2000", K_UPDATE, 1, 6, "post", 128, 2000, 0},
+    {"u_ed_pre_d128", "ed Pre  d=128 V=2000", K_UPDATE, 1, 6, "pre", 128, 2000, 0},
+    {"u_lm_post_d256", "lm Post d=256 V=2000", K_UPDATE, 0, 6, "post", 256, 2000, 1},
+    {"u_lm_pre_d256", "lm Pre  d=256 V=2000", K_UPDATE, 0, 6, "pre", 256, 2000, 1},
+    {"u_ed_post_d256", "ed Post d=256 V=2000", K_UPDATE, 1, 6, "post", 256, 2000, 0},
+    {"u_ed_pre_d256", "ed Pre  d=256 V=2000", K_UPDATE, 1, 6, "pre", 256, 2000, 0},
+    {"u_lm_post_d512", "lm Post d=512 V=1e4", K_UPDATE, 0, 6, "post", 512, 10000, 1},
+    {"u_lm_pre_d512", "lm Pre  d=512 V=1e4", K_UPDATE, 0, 6, "pre", 512, 10000, 1},
+    {"u_atlas_L6", "atlas L=6 (d=64)", K_UPDATE, 0, 6, "post", 64, 256, 1},
+    {"u_atlas_L12", "atlas L=12 (d=64)", K_UPDATE, 0, 12, "post", 64, 256, 1},
+    {"u_atlas_L24", "atlas L=24 (d=64)", K_UPDATE, 0, 24, "post", 64, 256, 1},
+    {"a_post_L6", "(a) Post-LN L=6", K_STEP, 0, 6, "post", 512, 1000, 0},
+    {"a_pre_L6", "(a) Pre-LN  L=6", K_STEP, 0, 6, "pre", 512, 1000, 0},
+    {"b_post_L12", "(b) Post-LN L=12", K_STEP, 0, 12, "post", 512, 1000, 0},
+    {"b_pre_L12", "(b) Pre-LN  L=12", K_STEP, 0, 12, "pre", 512, 1000, 0},
+    {"b_post_L24", "(b) Post-LN L=24", K_STEP, 0, 24, "post", 512, 1000, 0},
+    {"b_pre_L24", "(b) Pre-LN  L=24", K_STEP, 0, 24, "pre", 512, 1000, 0},
+    {"c_probe_L12", "(c) probe postln_L12", K_PROBE, 0, 12, "post", 512, 1000, 0},
 };
 #define NUM_CASES ((int)(sizeof CASES / sizeof CASES[0]))
 
@@ -61,7 +85,6 @@ static const bench_case_t CASES[] = {
 
 typedef struct {
     int threads, steps, warmup, torch;
-    int omp, blas;          /* experiments: override one pool's count after threads_set (0: no) */
     int retries;            /* repeat a run disturbed by other processes at most this often */
     double wait;            /* seconds to wait for an idle machine before each run (0: no) */
     const char *csv, *python, *only;
@@ -112,37 +135,64 @@ static long peak_rss_kb(void)
 }
 
 /* Nominal FLOPs of one forward+backward of model m (docs/performance.md, "FLOP count").
- * GEMMs: forward 2·rows·in·out per product, backward 2× that (dX and dW). */
-static double step_flops(const model_t *m)
+ * GEMMs: forward 2·rows·in·out per product, backward 2× that (dX and dW). Per stack: its
+ * self-attentions over its own rows, the decoder's cross-attentions over the source, FFNs,
+ * norms; then the logits and the loss. An update adds Adam's ~10 FLOPs per parameter. */
+static double step_flops(const model_t *m, int update)
 {
-    const double B = m->B, T = m->T, C = m->C, F = m->F, V = m->V, H = m->H, L = m->L;
-    const double N = B * T;
-    const double linear = 3.0 * 2.0 * N * (4.0 * C * C + 2.0 * C * F);     // Q K V O, W1 W2
-    const double attention = 3.0 * 4.0 * B * T * T * C;                   // q·kᵀ, att·v
-    const double softmax = (5.0 + 4.0) * B * H * T * T;                   // fwd 5, bwd 4 / score
-    const double norms = (2.0 * L + (m->final_norm ? 1.0 : 0.0)) * (8.0 + 14.0) * N * C;
-    const double elementwise = L * (2.0 * 2.0 * N * C + 2.0 * N * F);      // residuals, relu
-    const double logits = 3.0 * 2.0 * N * C * V + 7.0 * N * V;            // GEMMs + loss
-    return L * (linear + attention + softmax) + norms + elementwise + logits;
+    const double B = m->B, C = m->C, F = m->F, V = m->V, H = m->H;
+    double total = 0.0;
+    for (int s = 0; s < m->nstacks; s++) {
+        const layer_stack_t *st = &m->stack[s];
+        const double T = st->kind == STACK_ENC ? m->S : m->T, N = B * T, L = st->L;
+        const double self = 3.0 * 2.0 * N * 4.0 * C * C            // Q K V O
+                            + 3.0 * 4.0 * B * T * T * C              // q·kᵀ, att·v
+                            + (5.0 + 4.0) * B * H * T * T;           // softmax fwd 5, bwd 4
+        const double ffn = 3.0 * 2.0 * N * 2.0 * C * F + 2.0 * N * F;   // W1 W2, relu
+        double cross = 0.0;
+        if (st->kind == STACK_DEC) {
+            const double S = m->S, Nk = B * S;
+            cross = 3.0 * 2.0 * (N + Nk) * 2.0 * C * C + 3.0 * 4.0 * B * T * S * C +
+                    (5.0 + 4.0) * B * H * T * S;
+        }
+        int norms = 0;
+        for (int k = 0; k < st->L * st->nsub; k++) norms += st->subs[k].norm.on;
+        norms += st->final.on;
+        total += L * (self + ffn + cross) + norms * (8.0 + 14.0) * N * C +
+                 L * st->nsub * 2.0 * N * C;                        // residuals
+        if (st->kind != STACK_ENC) total += 3.0 * 2.0 * N * C * V + 7.0 * N * V;   // logits, loss
+    }
+    return total + (update ? 10.0 * (double)m->num_params : 0.0);
 }
 
 /* Build the config of case c (0 or 2 on a config error, printed). */
 static int case_config(const bench_case_t *c, config_t *cfg)
 {
-    char err[CONFIG_ERR_MAX], layers[64], placement[64];
-    snprintf(layers, sizeof layers, "model.layers=%d", c->layers);
-    snprintf(placement, sizeof placement, "model.placement=%s", c->placement);
+    char err[CONFIG_ERR_MAX], sets[16][64];
+    int n = 0;
+    snprintf(sets[n++], 64, "model.layers=%d", c->layers);
+    snprintf(sets[n++], 64, "model.placement=%s", c->placement);
+    snprintf(sets[n++], 64, "model.d_model=%d", c->d);
+    snprintf(sets[n++], 64, "model.d_ff=%d", 2 * c->d);
+    snprintf(sets[n++], 64, "model.vocab=%d", c->vocab);
+    snprintf(sets[n++], 64, "model.heads=4");
+    snprintf(sets[n++], 64, "model.seq_len=64");
+    snprintf(sets[n++], 64, "data.batch=8");
+    snprintf(sets[n++], 64, "data.zipf=1.1");
+    snprintf(sets[n++], 64, "model.causal=%s", c->causal ? "true" : "false");
+    if (c->encdec) {
+        snprintf(sets[n++], 64, "model.arch=encdec");
+        snprintf(sets[n++], 64, "model.dec_layers=%d", c->layers);
+        snprintf(sets[n++], 64, "model.src_len=64");
+    }
+    const char *ptr[16];
+    for (int i = 0; i < n; i++) ptr[i] = sets[i];
     const char *probe_sets[] = {PROBE_SEEDS, PROBE_BATCHES};
-    const char *sets[] = {
-        layers, placement, "model.d_model=512", "model.heads=4", "model.d_ff=1024",
-        "model.seq_len=64", "model.vocab=1000", "data.batch=8", "data.zipf=1.1",
-    };
     int rc;
-    if (c->probe)
+    if (c->kind == K_PROBE)
         rc = config_load(cfg, "configs/postln_L12.ini", probe_sets, 2, err, sizeof err);
     else
-        rc = config_load(cfg, "configs/postln_L6.ini", sets, (int)(sizeof sets / sizeof *sets),
-                         err, sizeof err);
+        rc = config_load(cfg, "configs/postln_L6.ini", ptr, n, err, sizeof err);
     if (rc) fprintf(stderr, "bench: %s\n", err);
     return rc;
 }
@@ -173,8 +223,6 @@ static int run_case(const char *name, const bench_opts_t *o)
     config_t cfg;
     if (case_config(c, &cfg)) return 2;
     threads_set(o->threads);
-    if (o->omp > 0) omp_set_num_threads(o->omp);
-    if (o->blas > 0) openblas_set_num_threads(o->blas);
     char err[512];
     result_t r = {0};
     session_t ses;
@@ -185,8 +233,8 @@ static int run_case(const char *name, const bench_opts_t *o)
     model_t *m = ses.model;
     r.params = (double)m->num_params;
     r.acts = (double)m->num_acts;
-    r.gflop = 1e-9 * step_flops(m);
-    if (c->probe) {
+    r.gflop = 1e-9 * step_flops(m, c->kind == K_UPDATE);
+    if (c->kind == K_PROBE) {
         probe_axes_t ax;
         probe_t *p = probe_axes_from_model(&ax, m) ? NULL : probe_alloc(cfg.probe.seeds, &ax);
         const int nb = cfg.probe.seeds * cfg.probe.batches;
@@ -207,7 +255,8 @@ static int run_case(const char *name, const bench_opts_t *o)
         free(bc.ms);
     } else {
         double *ms = malloc((size_t)o->steps * sizeof *ms);
-        if (!ms) return 1;
+        optim_t opt;
+        if (!ms || optim_init(&opt, &cfg, m->num_params)) return 1;
         session_init(&ses, cfg.init.seed);
         session_next_batch(&ses);
         struct rusage ru0, ru1;
@@ -217,8 +266,10 @@ static int run_case(const char *name, const bench_opts_t *o)
             model_forward(m, &ses.batch);
             model_zero_grad(m);
             model_backward(m);
+            if (c->kind == K_UPDATE) optim_update(&opt, m->params, m->grads, 1e-4);
             if (s >= o->warmup) ms[s - o->warmup] = 1e3 * (now_s() - t0);
         }
+        optim_free(&opt);
         getrusage(RUSAGE_SELF, &ru1);
         // page faults in the timed steps: 0 when a step allocates (and first touches) nothing
         r.faults = (double)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt) /
@@ -262,9 +313,11 @@ static int run_capture(const char *cmd, const char *tag, char *line, size_t len)
     return !(found && st == 0);
 }
 
-/* DGEMM rate at n³ through the same BLAS: median GFLOP/s of reps products (best in *best). */
+/* DGEMM rate at n³ through the same BLAS on all the threads (OpenBLAS's own, which threads_set
+ * leaves at 1 for nn/gemm.c): median GFLOP/s of reps products (best in *best). */
 static double dgemm_rate(int n, int reps, double *best)
 {
+    openblas_set_num_threads(threads_get());
     const size_t nn = (size_t)n * n;
     double *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
     double rates[DGEMM_REPS];
@@ -281,6 +334,7 @@ static double dgemm_rate(int n, int reps, double *best)
         const double dt = now_s() - t0;
         if (r >= 0) rates[r] = 2.0 * n * (double)n * n / dt * 1e-9;
     }
+    openblas_set_num_threads(1);
     *best = 0.0;
     for (int r = 0; r < reps; r++) *best = fmax(*best, rates[r]);
     free(a);
@@ -408,7 +462,7 @@ static double measure_dgemm(const bench_opts_t *o, double *best, double *others)
 static int usage(void)
 {
     fprintf(stderr, "usage: bench [--threads N] [--steps S] [--warmup W] [--csv FILE] "
-                    "[--python PATH] [--no-torch] [--only SUBSTRING] [--omp N] [--blas N]\n"
+                    "[--python PATH] [--no-torch] [--only SUBSTRING]\n"
                     "             [--retries N] [--wait SECONDS]\n");
     return 2;
 }
@@ -424,10 +478,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--steps") && more) o.steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && more) o.warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--csv") && more) o.csv = argv[++i];
-        else if (!strcmp(argv[i], "--omp") && more) o.omp = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--retries") && more) o.retries = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--wait") && more) o.wait = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--blas") && more) o.blas = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--python") && more) o.python = argv[++i];
         else if (!strcmp(argv[i], "--only") && more) o.only = argv[++i];
         else if (!strcmp(argv[i], "--run") && more) run = argv[++i];
@@ -444,12 +496,9 @@ int main(int argc, char **argv)
     if (sl <= 0) return 1;
     self[sl] = '\0';
     const char *wait = getenv("OMP_WAIT_POLICY");
-    printf("bench: %d threads (OpenBLAS and OpenMP; OMP_WAIT_POLICY=%s), %d steps after %d "
+    printf("bench: %d threads (the step's pool; OMP_WAIT_POLICY=%s), %d steps after %d "
            "warm-up\nBLAS: %s, kernels %s\n", o.threads, wait ? wait : "unset", o.steps,
            o.warmup, openblas_get_config(), openblas_get_corename());
-    if (o.omp > 0 || o.blas > 0)
-        printf("experiment: OpenMP %d, OpenBLAS %d threads in the cases\n",
-               o.omp > 0 ? o.omp : o.threads, o.blas > 0 ? o.blas : o.threads);
     const double busy = machine_busy();
     printf("other load before the start: %.0f%% of the CPUs busy%s\n", 100.0 * busy,
            busy > 0.1 ? "  -- WARNING: the machine is not idle, the times are not reliable" : "");
@@ -462,15 +511,22 @@ int main(int argc, char **argv)
     static char rows[NUM_CASES][1024];   // CSV rows, written at the end (with the end DGEMM)
     int nrows = 0;
     double max_faults = 0.0;
-    printf("%-21s %9s %8s %7s %6s %9s %6s %9s %6s %8s %8s %5s %6s\n", "case", "ms/step",
-           "ms/layer", "GFLOP/s", "%DGEMM", "torch f64", "x", "torch f32", "x", "RSS MB",
-           "est. MB", "ratio", "other");
+    int shown = -1;   // the kind whose header was printed last
     for (int i = 0; i < NUM_CASES; i++) {
         const bench_case_t *c = &CASES[i];
         if (o.only && !strstr(c->name, o.only)) continue;
+        if ((int)c->kind != shown && !(c->kind == K_PROBE && shown == K_STEP)) {
+            printf("%s%-21s %9s %8s %7s %6s %9s %6s %9s %6s %8s %8s %5s %6s\n",
+                   shown < 0 ? "" : "\n", c->kind == K_UPDATE ? "per update (fwd+bwd+Adam)"
+                                                                : "per forward+backward",
+                   "ms", "ms/layer", "GFLOP/s", "%DGEMM", "torch f64", "x", "torch f32", "x",
+                   "RSS MB", "est. MB", "ratio", "other");
+            shown = (int)c->kind;
+        }
+        const int layers = c->layers * (c->encdec ? 2 : 1);
         char cmd[2048], line[1024];
-        snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d --omp %d "
-                 "--blas %d", self, c->name, o.threads, o.steps, o.warmup, o.omp, o.blas);
+        snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d", self,
+                 c->name, o.threads, o.steps, o.warmup);
         double others, worst = 0.0;
         if (run_measured(&o, cmd, "RESULT", line, sizeof line, &others)) {
             printf("%-21s failed\n", c->label);
@@ -483,14 +539,16 @@ int main(int argc, char **argv)
         // params + grads + Adam's two moments + saved activations, in MiB
         const double est = (4.0 * params + acts) * sizeof(double) / (1024.0 * 1024.0);
         double t64 = NAN, t32 = NAN, r64 = NAN, r32 = NAN;
-        if (o.torch && !c->probe) {
+        if (o.torch && c->kind != K_PROBE) {
             for (int d = 0; d < 2; d++) {
                 char tl[1024];
                 snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' "
                          "bench/bench_torch.py --layers %d --placement %s --dtype %s "
-                         "--threads %d --steps %d --warmup %d", o.threads, o.threads, o.python,
+                         "--threads %d --steps %d --warmup %d --arch %s --d-model %d --d-ff %d "
+                         "--vocab %d --causal %d --update %d", o.threads, o.threads, o.python,
                          c->layers, c->placement, d ? "float32" : "float64", o.threads,
-                         o.steps, o.warmup);
+                         o.steps, o.warmup, c->encdec ? "encdec" : "lm", c->d, 2 * c->d,
+                         c->vocab, c->causal, c->kind == K_UPDATE);
                 if (run_measured(&o, cmd, "TORCH", tl, sizeof tl, &others)) continue;
                 worst = fmax(worst, others);
                 *(d ? &t32 : &t64) = field(tl, "ms_median");
@@ -499,21 +557,22 @@ int main(int argc, char **argv)
         }
         const double gflops = gflop / (ms * 1e-3);
         printf("%-21s %9.1f %8.2f %7.1f %5.0f%% %9.1f %6.2f %9.1f %6.2f %8.0f %8.0f %5.2f "
-               "%5.0f%%%s\n", c->label, ms, ms / c->layers, gflops, 100.0 * gflops / dgemm, t64,
+               "%5.0f%%%s\n", c->label, ms, ms / layers, gflops, 100.0 * gflops / dgemm, t64,
                t64 / ms, t32, t32 / ms, rss, est, rss / est, 100.0 * worst,
                worst > 0.05 ? " !" : "");
-        if (c->probe)
+        if (c->kind == K_PROBE)
             printf("%-21s   (ms per batch of a %s x %s probe, %.1f s in all)\n", "",
                    PROBE_SEEDS, PROBE_BATCHES, field(line, "total_s"));
         fflush(stdout);
         snprintf(rows[nrows++], sizeof rows[0],
                  "%s,%d,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.6f,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,"
-                 "%.1f,%.1f,%.4f,%.1f,%.1f,%.4f,%.4f,%.1f", c->name, c->layers, c->placement,
-                 o.threads, o.steps, ms, field(line, "ms_min"), field(line, "ms_max"),
-                 ms / c->layers, gflop, gflops, dgemm, gflops / dgemm, t64, t32, t64 / ms,
+                 "%.1f,%.1f,%.4f,%.1f,%.1f,%.4f,%.4f,%.1f,%s,%d,%d,%s", c->name, layers,
+                 c->placement, o.threads, o.steps, ms, field(line, "ms_min"), field(line, "ms_max"),
+                 ms / layers, gflop, gflops, dgemm, gflops / dgemm, t64, t32, t64 / ms,
                  t32 / ms, rss, est, rss / est, r64, r32, field(line, "total_s"), worst,
-                 field(line, "faults"));
-        if (!c->probe) max_faults = fmax(max_faults, field(line, "faults"));
+                 field(line, "faults"), c->encdec ? "encdec" : "lm", c->d, c->vocab,
+                 c->kind == K_UPDATE ? "update" : c->kind == K_STEP ? "step" : "probe");
+        if (c->kind != K_PROBE) max_faults = fmax(max_faults, field(line, "faults"));
     }
     double end_best, end_others;
     const double dgemm_end = measure_dgemm(&o, &end_best, &end_others);
@@ -532,7 +591,7 @@ int main(int argc, char **argv)
                      "gflop_per_step,gflops,dgemm_gflops,frac_dgemm,torch64_ms,torch32_ms,"
                      "speedup_vs_torch64,speedup_vs_torch32,rss_mb,estimate_mb,rss_over_estimate,"
                      "torch64_rss_mb,torch32_rss_mb,probe_total_s,others_share,faults_per_step,"
-                     "dgemm_end_gflops\n");
+                     "arch,d_model,vocab,kind,dgemm_end_gflops\n");
         for (int i = 0; i < nrows; i++) fprintf(csv, "%s,%.3f\n", rows[i], dgemm_end);
         fclose(csv);
         printf("wrote %s\n", o.csv);

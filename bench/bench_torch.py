@@ -1,10 +1,14 @@
 #!/usr/bin/python3
-"""bench_torch.py — PyTorch's time for one forward+backward of the model bench.c times.
+"""bench_torch.py — PyTorch's time for one forward+backward (--update 1: and an Adam step) of the
+model bench.c times.
 
-Same shapes and placement as src/model/model.c (DESIGN §1): d=512, 4 heads, d_ff=1024, n=64, batch 8,
-vocab 1000, LayerNorm, ReLU, tied embeddings, sinusoidal positions, final LayerNorm for Pre-LN,
-W stored [in][out] (y = x·W + b). Idiomatic fast PyTorch: F.layer_norm, batched matmul attention,
-F.cross_entropy; gradients dropped (grad = None) before every step, as a training loop does.
+Same shapes and placement as src/model/model.c (DESIGN §1, §6b): d (default 512), 4 heads, d_ff,
+n=64, batch 8, vocab, LayerNorm, ReLU, tied embeddings (one table for source, target and output),
+sinusoidal positions, final LayerNorm for Pre-LN (each stack), W stored [in][out] (y = x·W + b);
+--arch encdec: an encoder and a decoder of --layers layers each (causal self-attention,
+cross-attention to the encoder's output, S = T); --causal 1: a causal lm. Idiomatic fast PyTorch:
+F.layer_norm, batched matmul attention (masked_fill for causal), F.cross_entropy,
+torch.optim.Adam; gradients dropped (grad = None) before every step, as a training loop does.
 
     /usr/bin/python3 bench/bench_torch.py --layers 6 --placement post --dtype float64 --threads 2
 
@@ -19,24 +23,29 @@ import torch
 import torch.nn.functional as F
 
 
-def build(L, C, H, F_, V, dtype, gen):
+def build(L, C, H, F_, V, dtype, gen, encdec=False):
     def xavier(i, o):
         return (torch.randn(i, o, generator=gen, dtype=dtype) * math.sqrt(2.0 / (i + o)))
 
     P = {"tok_embed": torch.randn(V, C, generator=gen, dtype=dtype) / math.sqrt(C)}
-    for l in range(L):
-        p = f"{l:02d}/"
-        for w in ("wq", "wk", "wv", "wo"):
-            P[p + w] = xavier(C, C)
-        for b in ("bq", "bk", "bv", "bo", "b2"):
-            P[p + b] = torch.zeros(C, dtype=dtype)
-        P[p + "w1"], P[p + "b1"] = xavier(C, F_), torch.zeros(F_, dtype=dtype)
-        P[p + "w2"] = xavier(F_, C)
-        for n in ("norm1", "norm2"):
-            P[p + n + ".gamma"] = torch.ones(C, dtype=dtype)
-            P[p + n + ".beta"] = torch.zeros(C, dtype=dtype)
-    P["final.gamma"] = torch.ones(C, dtype=dtype)
-    P["final.beta"] = torch.zeros(C, dtype=dtype)
+    stacks = ("enc/", "dec/") if encdec else ("",)
+    for st in stacks:
+        for l in range(L):
+            p = f"{st}{l:02d}/"
+            attns = ("", "x") if st == "dec/" else ("",)   # decoder: self and cross attention
+            for a in attns:
+                for w in ("wq", "wk", "wv", "wo"):
+                    P[p + a + w] = xavier(C, C)
+                for b in ("bq", "bk", "bv", "bo"):
+                    P[p + a + b] = torch.zeros(C, dtype=dtype)
+            P[p + "b2"] = torch.zeros(C, dtype=dtype)
+            P[p + "w1"], P[p + "b1"] = xavier(C, F_), torch.zeros(F_, dtype=dtype)
+            P[p + "w2"] = xavier(F_, C)
+            for n in ("norm1", "norm2", "norm3") if st == "dec/" else ("norm1", "norm2"):
+                P[p + n + ".gamma"] = torch.ones(C, dtype=dtype)
+                P[p + n + ".beta"] = torch.zeros(C, dtype=dtype)
+        P[st + "final.gamma"] = torch.ones(C, dtype=dtype)
+        P[st + "final.beta"] = torch.zeros(C, dtype=dtype)
     for t in P.values():
         t.requires_grad_(True)
     return P
@@ -50,7 +59,7 @@ def positional_encoding(T, C, dtype):
     return pe.to(dtype)
 
 
-def forward(P, tokens, targets, pe, L, H, placement):
+def forward(P, tokens, targets, pe, L, H, placement, causal=False, src=None):
     B, T = tokens.shape
     V, C = P["tok_embed"].shape
     Dh = C // H
@@ -59,28 +68,42 @@ def forward(P, tokens, targets, pe, L, H, placement):
     def ln(x, name):
         return F.layer_norm(x, (C,), P[name + ".gamma"], P[name + ".beta"], eps)
 
-    def mha(a, p):
-        q = (a @ P[p + "wq"] + P[p + "bq"]).view(B, T, H, Dh).transpose(1, 2)
-        k = (a @ P[p + "wk"] + P[p + "bk"]).view(B, T, H, Dh).transpose(1, 2)
-        v = (a @ P[p + "wv"] + P[p + "bv"]).view(B, T, H, Dh).transpose(1, 2)
-        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(Dh), dim=-1)
-        ctx = (att @ v).transpose(1, 2).reshape(B, T, C)
+    def mha(a, p, kv=None, mask=None):
+        kv = a if kv is None else kv
+        Tq, Tk = a.shape[1], kv.shape[1]
+        q = (a @ P[p + "wq"] + P[p + "bq"]).view(B, Tq, H, Dh).transpose(1, 2)
+        k = (kv @ P[p + "wk"] + P[p + "bk"]).view(B, Tk, H, Dh).transpose(1, 2)
+        v = (kv @ P[p + "wv"] + P[p + "bv"]).view(B, Tk, H, Dh).transpose(1, 2)
+        s = q @ k.transpose(-1, -2) / math.sqrt(Dh)
+        if mask is not None:
+            s = s.masked_fill(mask, float("-inf"))
+        att = torch.softmax(s, dim=-1)
+        ctx = (att @ v).transpose(1, 2).reshape(B, Tq, C)
         return ctx @ P[p + "wo"] + P[p + "bo"]
 
     def ffn(x, p):
         return torch.relu(x @ P[p + "w1"] + P[p + "b1"]) @ P[p + "w2"] + P[p + "b2"]
 
-    x = P["tok_embed"][tokens] * math.sqrt(C) + pe
-    for l in range(L):
-        p = f"{l:02d}/"
-        if placement == "post":
-            x3 = ln(x + mha(x, p), p + "norm1")
-            x = ln(x3 + ffn(x3, p), p + "norm2")
-        else:
-            x3 = x + mha(ln(x, p + "norm1"), p)
-            x = x3 + ffn(ln(x3, p + "norm2"), p)
-    if placement == "pre":
-        x = ln(x, "final")
+    def stack(x, st, mask, mem=None):
+        for l in range(L):
+            p = f"{st}{l:02d}/"
+            subs = [lambda u, p=p: mha(u, p, mask=mask)]
+            if mem is not None:
+                subs.append(lambda u, p=p: mha(u, p + "x", kv=mem))
+            subs.append(lambda u, p=p: ffn(u, p))
+            for i, f in enumerate(subs):
+                n = f"{p}norm{i + 1}"
+                x = ln(x + f(x), n) if placement == "post" else x + f(ln(x, n))
+        return ln(x, st + "final") if placement == "pre" else x
+
+    Tmax = max(T, src.shape[1] if src is not None else 0)
+    future = torch.triu(torch.ones(Tmax, Tmax, dtype=torch.bool), 1)[:T, :T]
+    embed = lambda ids: P["tok_embed"][ids] * math.sqrt(C) + pe[: ids.shape[1]]
+    if src is None:
+        x = stack(embed(tokens), "", future if causal else None)
+    else:
+        mem = stack(embed(src), "enc/", None)
+        x = stack(embed(tokens), "dec/", future, mem)
     logits = x @ P["tok_embed"].t()
     return F.cross_entropy(logits.reshape(B * T, V), targets.reshape(B * T))
 
@@ -99,24 +122,35 @@ def main():
     ap.add_argument("--vocab", type=int, default=1000)
     ap.add_argument("--seq-len", type=int, default=64)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--arch", choices=("lm", "encdec"), default="lm")
+    ap.add_argument("--causal", type=int, default=0)
+    ap.add_argument("--update", type=int, default=0, help="1: time forward+backward+Adam")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     dtype = getattr(torch, a.dtype)
     gen = torch.Generator().manual_seed(1)
-    P = build(a.layers, a.d_model, a.heads, a.d_ff, a.vocab, dtype, gen)
+    encdec = a.arch == "encdec"
+    P = build(a.layers, a.d_model, a.heads, a.d_ff, a.vocab, dtype, gen, encdec)
+    opt = torch.optim.Adam(P.values(), lr=1e-4, betas=(0.9, 0.98), eps=1e-8) if a.update else None
     # Zipf(1.1) tokens as the C benchmark draws them (speed does not depend on the values)
     w = torch.arange(1, a.vocab + 1, dtype=torch.float64) ** -1.1
     seq = torch.multinomial(w, a.batch * (a.seq_len + 1), replacement=True, generator=gen)
     seq = seq.view(a.batch, a.seq_len + 1)
     tokens, targets = seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
+    src = None
+    if encdec:
+        src = torch.multinomial(w, a.batch * a.seq_len, replacement=True, generator=gen)
+        src = src.view(a.batch, a.seq_len)
     pe = positional_encoding(a.seq_len, a.d_model, dtype)
     ms = []
     for s in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         for t in P.values():
             t.grad = None
-        loss = forward(P, tokens, targets, pe, a.layers, a.heads, a.placement)
+        loss = forward(P, tokens, targets, pe, a.layers, a.heads, a.placement, a.causal, src)
         loss.backward()
+        if opt is not None:
+            opt.step()
         dt = 1e3 * (time.perf_counter() - t0)
         if s >= a.warmup:
             ms.append(dt)

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <gsl/gsl_cblas.h>
 #include <gsl/gsl_randist.h>
 #include "model/model.h"
 #include "model/params.h"
+#include "nn/gemm.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
 
@@ -318,8 +318,8 @@ double model_forward(model_t *m, const batch_t *b)
 
     // logits (N,V) = x_final · W_embᵀ (tied) or x_final · lm_head
     if (m->tied)
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)V, (int)C, 1.0,
-                    out->output, (int)C, m->tok_embed, (int)C, 0.0, m->logits, (int)V);
+        gemm(0, 1, (int)N, (int)V, (int)C, 1.0, out->output, (int)C, m->tok_embed, (int)C, 0.0,
+             m->logits, (int)V);
     else
         linear_forward(m->logits, out->output, m->lm_head, NULL, N, C, V);
     m->loss = loss_forward(m->probs, m->losses, &m->num_targets, m->logits, b->targets, N, V,
@@ -359,16 +359,16 @@ void model_backward(model_t *m)
 
     // dlogits (N,V) = (p − q)/count
     loss_backward(m->dlogits, m->probs, b->targets, N, V, m->label_smoothing, m->num_targets);
-    memset(out->dfinal, 0, N * C * sizeof(double));
     if (m->tied) {
-        // dfinal (N,C) += dlogits (N,V) · W_emb (V,C);  dW_emb (V,C) += dlogitsᵀ · final
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)C, (int)V, 1.0,
-                    m->dlogits, (int)V, m->tok_embed, (int)C, 1.0, out->dfinal, (int)C);
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)V, (int)C, (int)N, 1.0,
-                    m->dlogits, (int)V, out->output, (int)C, 1.0, m->gtok_embed, (int)C);
+        // dfinal (N,C) = dlogits (N,V) · W_emb (V,C);  dW_emb (V,C) += dlogitsᵀ · final
+        // (β = 0: OpenBLAS zero-fills, then adds — the bits of a zeroed dfinal and β = 1)
+        gemm(0, 0, (int)N, (int)C, (int)V, 1.0, m->dlogits, (int)V, m->tok_embed, (int)C, 0.0,
+             out->dfinal, (int)C);
+        gemm(1, 0, (int)V, (int)C, (int)N, 1.0, m->dlogits, (int)V, out->output, (int)C, 1.0,
+             m->gtok_embed, (int)C);
     } else {
-        linear_backward(out->dfinal, m->glm_head, NULL, m->dlogits, out->output, m->lm_head,
-                        N, C, V);
+        linear_backward_set(out->dfinal, m->glm_head, NULL, m->dlogits, out->output,
+                            m->lm_head, N, C, V);
     }
     if (m->nstacks > 1) {
         // the cross-attentions of every decoder layer add ∂L/∂mem into the encoder's dfinal

@@ -2,6 +2,8 @@
 #include <math.h>
 #include <string.h>
 #include "model/stack.h"
+#include "nn/dyt.h"
+#include "util/threads.h"
 
 static double *take(double *base, size_t *off, size_t n)
 {
@@ -65,21 +67,61 @@ void stack_masks_off(layer_stack_t *st, size_t N, int C)
         for (size_t i = 0; i < NC; i++) st->subs[s].mask[i] = 1.0;
 }
 
+/* The embedding's forward (rows) and backward (columns of the table's gradient), for the parts
+ * of a region (util/threads.h). */
+typedef struct {
+    layer_stack_t *st;
+    const int32_t *ids;
+    const double *tok_embed, *pe, *dx1;
+    double *gtok_embed;
+    size_t N, T, C;
+} embed_job_t;
+
+static void embed_forward_part(void *ctx, int t, int nt)
+{
+    const embed_job_t *j = ctx;
+    const size_t T = j->T, C = j->C;
+    const double sqrtC = sqrt((double)C);
+    size_t lo, hi;
+    threads_part(j->N, t, nt, 1, &lo, &hi);
+    // x_1 = tok_embed[id]·√d + PE  (fairseq convention, docs/design.md §5)     // (N,C)
+    for (size_t i = lo; i < hi; i++) {
+        double *x = j->st->embed + i * C;
+        if (j->ids[i] < 0) { memset(x, 0, C * sizeof(double)); continue; }   // padding
+        const double *e = j->tok_embed + (size_t)j->ids[i] * C;
+        const double *pos = j->pe + (i % T) * C;
+        for (size_t c = 0; c < C; c++) x[c] = e[c] * sqrtC + pos[c];
+        if (j->st->mask_embed)
+            for (size_t c = 0; c < C; c++) x[c] *= j->st->mask_embed[i * C + c];
+    }
+}
+
+/* dtok_embed[id] += √d·(mask ⊙ dx_1) over columns [lo, hi) of part t: each column's rows in
+ * order, so a token seen twice gets its two additions in the serial order. */
+static void embed_backward_part(void *ctx, int t, int nt)
+{
+    const embed_job_t *j = ctx;
+    const size_t C = j->C;
+    const double sqrtC = sqrt((double)C);
+    size_t lo, hi;
+    threads_part(C, t, nt, 8, &lo, &hi);
+    for (size_t i = 0; i < j->N; i++) {
+        if (j->ids[i] < 0) continue;
+        double *ge = j->gtok_embed + (size_t)j->ids[i] * C;
+        const double *dx = j->dx1 + i * C;
+        const double *mask = j->st->mask_embed ? j->st->mask_embed + i * C : NULL;
+        for (size_t c = lo; c < hi; c++) ge[c] += sqrtC * (mask ? mask[c] * dx[c] : dx[c]);
+    }
+}
+
 /* x_1 (N,C) into st->embed. */
 static void embed_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
                           const int32_t *ids, const double *tok_embed, const double *pe)
 {
     const size_t T = (size_t)p->T, C = (size_t)sh->C, N = (size_t)p->B * T;
-    const double sqrtC = sqrt((double)C);
-    // x_1 = tok_embed[id]·√d + PE  (fairseq convention, docs/design.md §5)     // (N,C)
-    for (size_t i = 0; i < N; i++) {
-        double *x = st->embed + i * C;
-        if (ids[i] < 0) { memset(x, 0, C * sizeof(double)); continue; }   // padding
-        const double *e = tok_embed + (size_t)ids[i] * C;
-        const double *pos = pe + (i % T) * C;
-        for (size_t c = 0; c < C; c++) x[c] = e[c] * sqrtC + pos[c];
-        if (st->mask_embed) for (size_t c = 0; c < C; c++) x[c] *= st->mask_embed[i * C + c];
-    }
+    const embed_job_t j = {.st = st, .ids = ids, .tok_embed = tok_embed, .pe = pe, .N = N,
+                           .T = T, .C = C};
+    threads_run(threads_for(2.0 * (double)N * C), embed_forward_part, (void *)&j);
 }
 
 void stack_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
@@ -167,11 +209,15 @@ void stack_backward(layer_stack_t *st, const sublayer_shape_t *sh, const sublaye
 {
     const size_t C = (size_t)sh->C, N = (size_t)p->B * p->T;
     const int K = st->L * st->nsub;
-    const double sqrtC = sqrt((double)C);
     if (st->final.on) {
+        // dtop = ∂L/∂top: the final norm's backward, written by the sum onto zero (nn/norm.h)
         double *dtop = st->dstream[K % 2];
-        memset(dtop, 0, N * C * sizeof(double));
-        norm_site_backward(&st->final, sh, dtop, st->dfinal, st->top, N);
+        if (sh->norm == NORM_DYT)
+            dyt_backward_set(dtop, st->final.dalpha, st->final.dgamma, st->final.dbeta,
+                             st->dfinal, st->top, *st->final.alpha, st->final.gamma, N, C);
+        else
+            norm_backward_set(sh->norm, dtop, st->final.dgamma, st->final.dbeta, st->dfinal,
+                              st->top, st->final.mean, st->final.rstd, st->final.gamma, N, C);
     }
     for (int s = K - 1; s >= 0; s--) {
         const int first = s % st->nsub == 0, b2t = st->subs[s - s % st->nsub + st->nsub - 1].rule.b2t;
@@ -183,12 +229,7 @@ void stack_backward(layer_stack_t *st, const sublayer_shape_t *sh, const sublaye
             for (size_t i = 0; i < N * C; i++) st->dstream[s % 2][i] += st->dblock[i];
     }
     // x_1 = drop(tok_embed[id]·√d + PE):  dtok_embed[id] += √d·(mask ⊙ dx_1)
-    const double *dx1 = st->dstream[0];
-    for (size_t i = 0; i < N; i++) {
-        if (ids[i] < 0) continue;
-        double *ge = gtok_embed + (size_t)ids[i] * C;
-        const double *dx = dx1 + i * C;
-        const double *mask = st->mask_embed ? st->mask_embed + i * C : NULL;
-        for (size_t c = 0; c < C; c++) ge[c] += sqrtC * (mask ? mask[c] * dx[c] : dx[c]);
-    }
+    const embed_job_t j = {.st = st, .ids = ids, .dx1 = st->dstream[0], .gtok_embed = gtok_embed,
+                           .N = N, .C = C};
+    threads_run(threads_for(2.0 * (double)N * C), embed_backward_part, (void *)&j);
 }

@@ -4,6 +4,7 @@
 #include "nn/attention.h"
 #include "nn/dyt.h"
 #include "nn/linear.h"
+#include "util/threads.h"
 
 enum { Q, K, V, O };   // attention's w[] / b[]; the FFN uses w[0] = W¹, w[1] = W²
 
@@ -33,6 +34,17 @@ void norm_site_backward(const norm_site_t *n, const sublayer_shape_t *sh, double
                      n->width);
     else norm_backward(sh->norm, dx, n->dgamma, n->dbeta, dout, x, n->mean, n->rstd, n->gamma,
                        rows, n->width);
+}
+
+/* As norm_site_backward, but OVERWRITES dx (the bits of zeroing it first, nn/norm.h). */
+static void norm_site_backward_set(const norm_site_t *n, const sublayer_shape_t *sh, double *dx,
+                                   const double *dout, const double *x, size_t rows)
+{
+    if (sh->norm == NORM_DYT)
+        dyt_backward_set(dx, n->dalpha, n->dgamma, n->dbeta, dout, x, *n->alpha, n->gamma, rows,
+                         n->width);
+    else norm_backward_set(sh->norm, dx, n->dgamma, n->dbeta, dout, x, n->mean, n->rstd,
+                           n->gamma, rows, n->width);
 }
 
 /* A norm site's output and statistics over rows × its width. */
@@ -132,14 +144,44 @@ static void ffn_branch_forward(sublayer_t *s, const sublayer_shape_t *sh, size_t
     linear_forward(s->f, s->h, s->w[1], s->b[1], N, F, C);     // (N,C)
 }
 
+/* The plain residual x + drop(f) and its backward, element-wise, for the parts of a region
+ * (util/threads.h): any split gives the same bits. */
+typedef struct {
+    const sublayer_t *s;
+    const double *dr;
+    double *dx, *dbranch;
+    size_t n;
+} residual_job_t;
+
+static void residual_forward_part(void *ctx, int t, int nt)
+{
+    const residual_job_t *j = ctx;
+    const sublayer_t *s = j->s;
+    size_t lo, hi;
+    threads_part(j->n, t, nt, 8, &lo, &hi);
+    if (s->mask) for (size_t i = lo; i < hi; i++) s->r[i] = s->x[i] + s->mask[i] * s->fo[i];
+    else         for (size_t i = lo; i < hi; i++) s->r[i] = s->x[i] + s->fo[i];
+}
+
+/* dx = 0 + dr (the bits of zeroing dx and adding: 0 + v is v but for v = −0); dbranch = mask·dr */
+static void residual_backward_part(void *ctx, int t, int nt)
+{
+    const residual_job_t *j = ctx;
+    size_t lo, hi;
+    threads_part(j->n, t, nt, 8, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) j->dx[i] = 0.0 + j->dr[i];
+    if (j->s->mask)
+        for (size_t i = lo; i < hi; i++) j->dbranch[i] = j->s->mask[i] * j->dr[i];
+}
+
 /* r = skip·x + gate·drop(f') (+ x_block); the plain residual x + drop(f) as written first. */
 static void residual_forward(sublayer_t *s, size_t N, size_t C)
 {
     const size_t NC = N * C;
     const sublayer_rule_t *r = &s->rule;
     if (r->skip == 1.0 && !s->omega && !s->gate && !r->b2t) {
-        if (s->mask) for (size_t i = 0; i < NC; i++) s->r[i] = s->x[i] + s->mask[i] * s->fo[i];
-        else         for (size_t i = 0; i < NC; i++) s->r[i] = s->x[i] + s->fo[i];
+        const residual_job_t j = {.s = s, .n = NC};
+        threads_run(threads_for((double)NC), residual_forward_part, (void *)&j);
         return;
     }
     const double g = s->gate ? *s->gate : 1.0;
@@ -170,10 +212,12 @@ void sublayer_forward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_
 
 /* ----------------------------------------------------------------------------- backward */
 
-/* du (N,C) += ∂L/∂u and dmem += ∂L/∂mem (cross) from df = ∂L/∂f. */
+/* du (N,C) += ∂L/∂u (du_set: du = ∂L/∂u) and dmem += ∂L/∂mem (cross) from df = ∂L/∂f.
+ * No scratch is zeroed: the first write into each buffer overwrites it (β = 0 GEMMs, the norms'
+ * _set backward), which gives the bits of zeroing and accumulating. */
 static void attention_branch_backward(sublayer_t *s, const sublayer_shape_t *sh,
                                       const sublayer_pass_t *p, const double *df, double *du,
-                                      double *dmem, sublayer_scratch_t *sc)
+                                      int du_set, double *dmem, sublayer_scratch_t *sc)
 {
     const int cross = s->rule.kind == SUB_CROSS_ATTN;
     const size_t N = (size_t)p->B * p->T, C = (size_t)sh->C;
@@ -181,40 +225,40 @@ static void attention_branch_backward(sublayer_t *s, const sublayer_shape_t *sh,
     const size_t Nk = (size_t)p->B * Tk;
     const double *kv = cross ? p->mem : s->u;
     double *dkv = cross ? dmem : du;
-    memset(sc->dctx, 0, N * C * sizeof(double));
-    memset(sc->dq, 0, N * C * sizeof(double));
-    memset(sc->dk, 0, Nk * C * sizeof(double));
-    memset(sc->dv, 0, Nk * C * sizeof(double));
     if (s->inner.on) {   // W_O read Norm(ctx)
-        memset(sc->dh, 0, N * C * sizeof(double));
-        linear_backward(sc->dh, s->gw[O], s->gb[O], df, s->h, s->w[O], N, C, C);
-        norm_site_backward(&s->inner, sh, sc->dctx, sc->dh, s->ctx, N);
+        linear_backward_set(sc->dh, s->gw[O], s->gb[O], df, s->h, s->w[O], N, C, C);
+        norm_site_backward_set(&s->inner, sh, sc->dctx, sc->dh, s->ctx, N);
     } else {
-        linear_backward(sc->dctx, s->gw[O], s->gb[O], df, s->ctx, s->w[O], N, C, C);
+        linear_backward_set(sc->dctx, s->gw[O], s->gb[O], df, s->ctx, s->w[O], N, C, C);
     }
     attention_backward(sc->dq, sc->dk, sc->dv, sc->datt, sc->dctx, s->q, s->k, s->v, s->att,
                        p->B, p->T, Tk, sh->C, sh->H);
-    linear_backward(du, s->gw[Q], s->gb[Q], sc->dq, s->u, s->w[Q], N, C, C);
+    if (du_set) linear_backward_set(du, s->gw[Q], s->gb[Q], sc->dq, s->u, s->w[Q], N, C, C);
+    else linear_backward(du, s->gw[Q], s->gb[Q], sc->dq, s->u, s->w[Q], N, C, C);
     linear_backward(dkv, s->gw[K], s->gb[K], sc->dk, kv, s->w[K], Nk, C, C);
     linear_backward(dkv, s->gw[V], s->gb[V], sc->dv, kv, s->w[V], Nk, C, C);
 }
 
-/* du (N,C) += ∂L/∂u from df = ∂L/∂f through the FFN (and its inner norm). */
+/* du (N,C) += ∂L/∂u (du_set: du = ∂L/∂u) from df = ∂L/∂f through the FFN (and its inner
+ * norm); no scratch is zeroed (attention_branch_backward). */
 static void ffn_branch_backward(sublayer_t *s, const sublayer_shape_t *sh, size_t N,
-                                const double *df, double *du, sublayer_scratch_t *sc)
+                                const double *df, double *du, int du_set, sublayer_scratch_t *sc)
 {
     const size_t C = (size_t)sh->C, F = (size_t)sh->F;
-    if (!s->inner.on) {
+    if (!s->inner.on && !du_set) {
         ffn_backward(du, s->gw[0], s->gb[0], s->gw[1], s->gb[1], sc->dpre, sc->dact, df, s->u,
                      s->pre, s->act, s->w[0], s->w[1], N, C, F, sh->act);
         return;
     }
-    memset(sc->dh, 0, N * F * sizeof(double));
-    memset(sc->dact, 0, N * F * sizeof(double));
-    linear_backward(sc->dh, s->gw[1], s->gb[1], df, s->h, s->w[1], N, F, C);   // (N,F)
-    norm_site_backward(&s->inner, sh, sc->dact, sc->dh, s->act, N);           // Sub-LN
+    if (s->inner.on) {
+        linear_backward_set(sc->dh, s->gw[1], s->gb[1], df, s->h, s->w[1], N, F, C);   // (N,F)
+        norm_site_backward_set(&s->inner, sh, sc->dact, sc->dh, s->act, N);           // Sub-LN
+    } else {
+        linear_backward_set(sc->dact, s->gw[1], s->gb[1], df, s->act, s->w[1], N, F, C);
+    }
     ffn_activation_backward(sc->dpre, sc->dact, s->pre, N * F, sh->act);
-    linear_backward(du, s->gw[0], s->gb[0], sc->dpre, s->u, s->w[0], N, C, F);
+    if (du_set) linear_backward_set(du, s->gw[0], s->gb[0], sc->dpre, s->u, s->w[0], N, C, F);
+    else linear_backward(du, s->gw[0], s->gb[0], sc->dpre, s->u, s->w[0], N, C, F);
 }
 
 /* r = skip·x + gate·drop(f') (+ x_block): dx = skip·dr (or ω ⊙ dr), dω, dgate, dxb; returns
@@ -224,22 +268,21 @@ static const double *residual_backward(sublayer_t *s, size_t N, size_t C, const 
 {
     const size_t NC = N * C;
     const sublayer_rule_t *r = &s->rule;
-    memset(dx, 0, NC * sizeof(double));
+    // dx = 0 + …: the bits of zeroing dx and adding (0 + v is v but for v = −0)
     if (r->skip == 1.0 && !s->omega && !s->gate && !r->b2t) {
-        for (size_t i = 0; i < NC; i++) dx[i] += dr[i];
-        if (!s->mask) return dr;
-        for (size_t i = 0; i < NC; i++) sc->dbranch[i] = s->mask[i] * dr[i];
-        return sc->dbranch;
+        const residual_job_t j = {.s = s, .dr = dr, .dx = dx, .dbranch = sc->dbranch, .n = NC};
+        threads_run(threads_for((double)NC), residual_backward_part, (void *)&j);
+        return s->mask ? sc->dbranch : dr;
     }
     const double g = s->gate ? *s->gate : 1.0;
     double dg = 0.0;
     for (size_t i = 0; i < NC; i++) {
         const size_t c = i % C;
         if (s->omega) {
-            dx[i] += s->omega[c] * dr[i];
+            dx[i] = 0.0 + s->omega[c] * dr[i];
             s->domega[c] += dr[i] * s->x[i];
         } else {
-            dx[i] += r->skip * dr[i];
+            dx[i] = 0.0 + r->skip * dr[i];
         }
         if (r->b2t) dxb[i] += dr[i];
         const double m = s->mask ? s->mask[i] : 1.0;
@@ -254,28 +297,23 @@ void sublayer_backward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
                        const double *dout, double *dx, double *dmem, double *dxb,
                        sublayer_scratch_t *sc)
 {
-    const size_t N = (size_t)p->B * p->T, C = (size_t)sh->C, NC = N * C;
+    const size_t N = (size_t)p->B * p->T, C = (size_t)sh->C;
     // out = Norm(r)
     const double *dr = dout;
     if (s->rule.norm_after) {
-        memset(sc->dr, 0, NC * sizeof(double));
-        norm_site_backward(&s->norm, sh, sc->dr, dout, s->r, N);
+        norm_site_backward_set(&s->norm, sh, sc->dr, dout, s->r, N);
         dr = sc->dr;
     }
     const double *df = residual_backward(s, N, C, dr, dx, dxb, sc);
     if (s->norm_out.on) {   // f' = Norm_out(f)
-        memset(sc->dfo, 0, NC * sizeof(double));
-        norm_site_backward(&s->norm_out, sh, sc->dfo, df, s->f, N);
+        norm_site_backward_set(&s->norm_out, sh, sc->dfo, df, s->f, N);
         df = sc->dfo;
     }
-    // the branch writes ∂L/∂u into dx directly unless a norm sits in front of it
-    double *du = dx;
-    if (s->rule.norm_in) {
-        memset(sc->du, 0, NC * sizeof(double));
-        du = sc->du;
-    }
-    if (is_attention(s)) attention_branch_backward(s, sh, p, df, du, dmem, sc);
-    else ffn_branch_backward(s, sh, N, df, du, sc);
+    // the branch adds ∂L/∂u into dx directly unless a norm sits in front of it; then it writes
+    // it into sc->du (its first write overwrites)
+    double *du = s->rule.norm_in ? sc->du : dx;
+    if (is_attention(s)) attention_branch_backward(s, sh, p, df, du, s->rule.norm_in, dmem, sc);
+    else ffn_branch_backward(s, sh, N, df, du, s->rule.norm_in, sc);
     // u = Norm(x)
     if (s->rule.norm_in) norm_site_backward(&s->norm, sh, dx, du, s->x, N);
 }

@@ -1,43 +1,122 @@
 /* attention.c — multi-head scaled dot-product attention, forward and backward.
- * Each (batch, head) is three GEMMs on strided views of (B,T,C): no copies of q, k, v. */
+ * Each (batch, head) is three GEMMs on strided views of (B,T,C): no copies of q, k, v.
+ *
+ * Threads: the (batch, head) pairs are independent (each writes its own att block and its own
+ * columns of ctx / dq, dk, dv), so they are split among the pool's threads (util/threads.h),
+ * each pair computed exactly as in a serial loop, its GEMMs single-threaded calls — when a
+ * single-threaded call of each of their shapes gives OpenBLAS's bits (nn/gemm.h; always so for
+ * heads this small). Otherwise the pairs run in order and each GEMM goes through gemm(). */
 #include <math.h>
-#include <gsl/gsl_cblas.h>
 #include "nn/attention.h"
+#include "nn/gemm.h"
+#include "util/threads.h"
+
+typedef struct {
+    double *ctx, *att, *dq, *dk, *dv, *datt;
+    const double *q, *k, *v, *dctx, *catt;
+    int B, Tq, Tk, C, H, causal;
+    const int *key_len;
+    int serial;        /* 1: single-threaded GEMM calls (pairs side by side); 0: gemm() */
+} att_job_t;
+
+/* One of a pair's GEMMs. */
+static void head_gemm(const att_job_t *j, int ta, int tb, int M, int N, int K, double alpha,
+                      const double *A, int lda, const double *B, int ldb, double *C, int ldc)
+{
+    if (j->serial) gemm_serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0, C, ldc);
+    else gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0, C, ldc);
+}
+
+/* Parts for the B·H pairs: the pool when single-threaded calls of the pairs' GEMM shapes give
+ * OpenBLAS's bits and the pairs are worth the start of a region; else 1 (pairs in order). */
+static int pair_threads(att_job_t *j, int backward)
+{
+    const int Tq = j->Tq, Tk = j->Tk, Dh = j->C / j->H;
+    j->serial = 0;
+    if (threads_get() <= 1) return 1;
+    const int ok = backward
+        ? gemm_serial_ok(0, 1, Tq, Tk, Dh) && gemm_serial_ok(1, 0, Tk, Dh, Tq) &&
+          gemm_serial_ok(0, 0, Tq, Dh, Tk)
+        : gemm_serial_ok(0, 1, Tq, Tk, Dh) && gemm_serial_ok(0, 0, Tq, Dh, Tk);
+    if (!ok) return 1;
+    j->serial = 1;
+    return threads_for((double)j->B * j->H * Tq * Tk * Dh / 8.0);
+}
+
+static void forward_pairs(void *ctx, int t, int nt)
+{
+    const att_job_t *j = ctx;
+    const int Tq = j->Tq, Tk = j->Tk, C = j->C, H = j->H, Dh = C / H;
+    const double scale = 1.0 / sqrt((double)Dh);
+    size_t lo, hi;
+    threads_part((size_t)j->B * H, t, nt, 1, &lo, &hi);
+    for (size_t pair = lo; pair < hi; pair++) {
+        const int b = (int)(pair / (size_t)H), h = (int)(pair % (size_t)H);
+        const int nvalid = j->key_len ? j->key_len[b] : Tk;
+        const double *qh = j->q + (size_t)b * Tq * C + (size_t)h * Dh;  // (Tq,Dh) stride C
+        const double *kh = j->k + (size_t)b * Tk * C + (size_t)h * Dh;  // (Tk,Dh) stride C
+        const double *vh = j->v + (size_t)b * Tk * C + (size_t)h * Dh;  // (Tk,Dh) stride C
+        double *ah = j->att + ((size_t)b * H + h) * Tq * Tk;            // (Tq,Tk)
+        double *ch = j->ctx + (size_t)b * Tq * C + (size_t)h * Dh;      // (Tq,Dh) stride C
+        // scores (Tq,Tk) = q_h · k_hᵀ / √Dh
+        head_gemm(j, 0, 1, Tq, Tk, Dh, scale, qh, C, kh, C, ah, Tk);
+        // softmax over the visible keys, max-subtracted; the others get probability 0
+        for (int i = 0; i < Tq; i++) {
+            double *row = ah + (size_t)i * Tk;
+            int nk = j->causal ? i + 1 : Tk;
+            if (nk > nvalid) nk = nvalid;
+            double mx = row[0];
+            for (int c = 1; c < nk; c++) if (row[c] > mx) mx = row[c];
+            double sum = 0.0;
+            for (int c = 0; c < nk; c++) { row[c] = exp(row[c] - mx); sum += row[c]; }
+            const double inv = 1.0 / sum;
+            for (int c = 0; c < nk; c++) row[c] *= inv;
+            for (int c = nk; c < Tk; c++) row[c] = 0.0;
+        }
+        // ctx_h (Tq,Dh) = att_h (Tq,Tk) · v_h (Tk,Dh)
+        head_gemm(j, 0, 0, Tq, Dh, Tk, 1.0, ah, Tk, vh, C, ch, C);
+    }
+}
 
 void attention_forward(double *ctx, double *att, const double *q, const double *k,
                        const double *v, int B, int Tq, int Tk, int C, int H, int causal,
                        const int *key_len)
 {
-    const int Dh = C / H;
+    att_job_t j = {.ctx = ctx, .att = att, .q = q, .k = k, .v = v, .B = B, .Tq = Tq, .Tk = Tk,
+                   .C = C, .H = H, .causal = causal, .key_len = key_len};
+    threads_run(pair_threads(&j, 0), forward_pairs, &j);
+}
+
+static void backward_pairs(void *ctx, int t, int nt)
+{
+    const att_job_t *j = ctx;
+    const int Tq = j->Tq, Tk = j->Tk, C = j->C, H = j->H, Dh = C / H;
     const double scale = 1.0 / sqrt((double)Dh);
-    for (int b = 0; b < B; b++) {
-        const int nvalid = key_len ? key_len[b] : Tk;
-        for (int h = 0; h < H; h++) {
-            const double *qh = q + (size_t)b * Tq * C + (size_t)h * Dh;  // (Tq,Dh) stride C
-            const double *kh = k + (size_t)b * Tk * C + (size_t)h * Dh;  // (Tk,Dh) stride C
-            const double *vh = v + (size_t)b * Tk * C + (size_t)h * Dh;  // (Tk,Dh) stride C
-            double *ah = att + ((size_t)b * H + h) * Tq * Tk;             // (Tq,Tk)
-            double *ch = ctx + (size_t)b * Tq * C + (size_t)h * Dh;      // (Tq,Dh) stride C
-            // scores (Tq,Tk) = q_h · k_hᵀ / √Dh
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, Dh,
-                        scale, qh, C, kh, C, 0.0, ah, Tk);
-            // softmax over the visible keys, max-subtracted; the others get probability 0
-            for (int i = 0; i < Tq; i++) {
-                double *row = ah + (size_t)i * Tk;
-                int nk = causal ? i + 1 : Tk;
-                if (nk > nvalid) nk = nvalid;
-                double mx = row[0];
-                for (int j = 1; j < nk; j++) if (row[j] > mx) mx = row[j];
-                double sum = 0.0;
-                for (int j = 0; j < nk; j++) { row[j] = exp(row[j] - mx); sum += row[j]; }
-                const double inv = 1.0 / sum;
-                for (int j = 0; j < nk; j++) row[j] *= inv;
-                for (int j = nk; j < Tk; j++) row[j] = 0.0;
-            }
-            // ctx_h (Tq,Dh) = att_h (Tq,Tk) · v_h (Tk,Dh)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, Dh, Tk,
-                        1.0, ah, Tk, vh, C, 0.0, ch, C);
+    size_t lo, hi;
+    threads_part((size_t)j->B * H, t, nt, 1, &lo, &hi);
+    for (size_t pair = lo; pair < hi; pair++) {
+        const int b = (int)(pair / (size_t)H), h = (int)(pair % (size_t)H);
+        const size_t oq = (size_t)b * Tq * C + (size_t)h * Dh;       // query-side offset
+        const size_t ok = (size_t)b * Tk * C + (size_t)h * Dh;       // key-side offset
+        const double *ah = j->catt + ((size_t)b * H + h) * Tq * Tk;  // (Tq,Tk)
+        double *dah = j->datt + ((size_t)b * H + h) * Tq * Tk;       // (Tq,Tk)
+        // datt (Tq,Tk) = dctx_h (Tq,Dh) · v_hᵀ (Dh,Tk)
+        head_gemm(j, 0, 1, Tq, Tk, Dh, 1.0, j->dctx + oq, C, j->v + ok, C, dah, Tk);
+        // dv_h (Tk,Dh) = att_hᵀ (Tk,Tq) · dctx_h (Tq,Dh)   (β = 0: linear.c)
+        head_gemm(j, 1, 0, Tk, Dh, Tq, 1.0, ah, Tk, j->dctx + oq, C, j->dv + ok, C);
+        // softmax backward, in place: dscore_ij = a_ij·(datt_ij − Σ_j' a_ij'·datt_ij')
+        // (masked entries have a_ij = 0, so they get no gradient)
+        for (int i = 0; i < Tq; i++) {
+            const double *arow = ah + (size_t)i * Tk;
+            double *drow = dah + (size_t)i * Tk;
+            double dot = 0.0;
+            for (int c = 0; c < Tk; c++) dot += arow[c] * drow[c];
+            for (int c = 0; c < Tk; c++) drow[c] = arow[c] * (drow[c] - dot);
         }
+        // dq_h (Tq,Dh) = dscore (Tq,Tk) · k_h (Tk,Dh) / √Dh
+        head_gemm(j, 0, 0, Tq, Dh, Tk, scale, dah, Tk, j->k + ok, C, j->dq + oq, C);
+        // dk_h (Tk,Dh) = dscoreᵀ (Tk,Tq) · q_h (Tq,Dh) / √Dh
+        head_gemm(j, 1, 0, Tk, Dh, Tq, scale, dah, Tk, j->q + oq, C, j->dk + ok, C);
     }
 }
 
@@ -46,35 +125,7 @@ void attention_backward(double *dq, double *dk, double *dv, double *datt,
                         const double *v, const double *att, int B, int Tq, int Tk, int C,
                         int H)
 {
-    const int Dh = C / H;
-    const double scale = 1.0 / sqrt((double)Dh);
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            const size_t oq = (size_t)b * Tq * C + (size_t)h * Dh;       // query-side offset
-            const size_t ok = (size_t)b * Tk * C + (size_t)h * Dh;       // key-side offset
-            const double *ah = att + ((size_t)b * H + h) * Tq * Tk;      // (Tq,Tk)
-            double *dah = datt + ((size_t)b * H + h) * Tq * Tk;           // (Tq,Tk)
-            // datt (Tq,Tk) = dctx_h (Tq,Dh) · v_hᵀ (Dh,Tk)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Tq, Tk, Dh,
-                        1.0, dctx + oq, C, v + ok, C, 0.0, dah, Tk);
-            // dv_h (Tk,Dh) += att_hᵀ (Tk,Tq) · dctx_h (Tq,Dh)
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, Dh, Tq,
-                        1.0, ah, Tk, dctx + oq, C, 1.0, dv + ok, C);
-            // softmax backward, in place: dscore_ij = a_ij·(datt_ij − Σ_j' a_ij'·datt_ij')
-            // (masked entries have a_ij = 0, so they get no gradient)
-            for (int i = 0; i < Tq; i++) {
-                const double *arow = ah + (size_t)i * Tk;
-                double *drow = dah + (size_t)i * Tk;
-                double dot = 0.0;
-                for (int j = 0; j < Tk; j++) dot += arow[j] * drow[j];
-                for (int j = 0; j < Tk; j++) drow[j] = arow[j] * (drow[j] - dot);
-            }
-            // dq_h (Tq,Dh) += dscore (Tq,Tk) · k_h (Tk,Dh) / √Dh
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Tq, Dh, Tk,
-                        scale, dah, Tk, k + ok, C, 1.0, dq + oq, C);
-            // dk_h (Tk,Dh) += dscoreᵀ (Tk,Tq) · q_h (Tq,Dh) / √Dh
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Tk, Dh, Tq,
-                        scale, dah, Tk, q + oq, C, 1.0, dk + ok, C);
-        }
-    }
+    att_job_t j = {.dq = dq, .dk = dk, .dv = dv, .datt = datt, .dctx = dctx, .q = q, .k = k,
+                   .v = v, .catt = att, .B = B, .Tq = Tq, .Tk = Tk, .C = C, .H = H};
+    threads_run(pair_threads(&j, 1), backward_pairs, &j);
 }

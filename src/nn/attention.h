@@ -14,7 +14,8 @@ void attention_forward(double *ctx, double *att, const double *q, const double *
                        const double *v, int B, int Tq, int Tk, int C, int H, int causal,
                        const int *key_len);
 
-/* Backward: ACCUMULATES into dq (B,Tq,C), dk, dv (B,Tk,C) from dctx (B,Tq,C).
+/* Backward: OVERWRITES dq (B,Tq,C), dk, dv (B,Tk,C) from dctx (B,Tq,C) (each head's columns
+ * are written once, by a β = 0 GEMM: the bits of zeroing them and accumulating).
  * datt (B,H,Tq,Tk) is scratch (overwritten). Masked entries (att = 0) get no gradient. */
 void attention_backward(double *dq, double *dk, double *dv, double *datt,
                         const double *dctx, const double *q, const double *k,

@@ -13,9 +13,10 @@ void dyt_forward(double *out, const double *x, double alpha, const double *gamma
     }
 }
 
-void dyt_backward(double *dx, double *dalpha, double *dgamma, double *dbeta,
-                  const double *dout, const double *x, double alpha, const double *gamma,
-                  size_t N, size_t C)
+/* set: dx = 0 + α·s instead of dx += α·s (norm.c's backward: the bits of zeroing first). */
+static void backward(double *dx, int set, double *dalpha, double *dgamma, double *dbeta,
+                     const double *dout, const double *x, double alpha, const double *gamma,
+                     size_t N, size_t C)
 {
     double da = 0.0;
     for (size_t n = 0; n < N; n++) {
@@ -24,13 +25,27 @@ void dyt_backward(double *dx, double *dalpha, double *dgamma, double *dbeta,
         for (size_t i = 0; i < C; i++) {
             const double t = tanh(alpha * xr[i]);
             const double s = g[i] * gamma[i] * (1.0 - t * t);   // ∂L/∂(α·x_i)
-            dxr[i] += alpha * s;
+            dxr[i] = (set ? 0.0 : dxr[i]) + alpha * s;
             da += s * xr[i];
             dgamma[i] += g[i] * t;
             if (dbeta) dbeta[i] += g[i];
         }
     }
     *dalpha += da;
+}
+
+void dyt_backward(double *dx, double *dalpha, double *dgamma, double *dbeta,
+                  const double *dout, const double *x, double alpha, const double *gamma,
+                  size_t N, size_t C)
+{
+    backward(dx, 0, dalpha, dgamma, dbeta, dout, x, alpha, gamma, N, C);
+}
+
+void dyt_backward_set(double *dx, double *dalpha, double *dgamma, double *dbeta,
+                      const double *dout, const double *x, double alpha, const double *gamma,
+                      size_t N, size_t C)
+{
+    backward(dx, 1, dalpha, dgamma, dbeta, dout, x, alpha, gamma, N, C);
 }
 
 void dyt_jacobian_norms(const double *x, double alpha, const double *gamma, size_t C,

@@ -17,6 +17,11 @@ void dyt_backward(double *dx, double *dalpha, double *dgamma, double *dbeta,
                   const double *dout, const double *x, double alpha, const double *gamma,
                   size_t N, size_t C);
 
+/* As dyt_backward, but OVERWRITES dx (N,C): the bits of zeroing dx first, without the pass. */
+void dyt_backward_set(double *dx, double *dalpha, double *dgamma, double *dbeta,
+                      const double *dout, const double *x, double alpha, const double *gamma,
+                      size_t N, size_t C);
+
 /* Spectral and Frobenius norm of the (diagonal) Jacobian of one row x (C). */
 void dyt_jacobian_norms(const double *x, double alpha, const double *gamma, size_t C,
                         double *spec, double *fro);

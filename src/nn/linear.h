@@ -13,4 +13,9 @@ void linear_forward(double *out, const double *inp, const double *W, const doubl
 void linear_backward(double *dinp, double *dW, double *db, const double *dout,
                      const double *inp, const double *W, size_t N, size_t IC, size_t OC);
 
+/* As linear_backward, but OVERWRITES dinp (N,IC) = dout·Wᵀ (dW, db still accumulate): the bits
+ * of zeroing dinp and accumulating, without the zeroing pass. */
+void linear_backward_set(double *dinp, double *dW, double *db, const double *dout,
+                         const double *inp, const double *W, size_t N, size_t IC, size_t OC);
+
 #endif

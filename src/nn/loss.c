@@ -1,29 +1,59 @@
-/* loss.c — softmax cross-entropy (max-subtracted, log-sum-exp form) and its gradient. */
+/* loss.c — softmax cross-entropy (max-subtracted, log-sum-exp form) and its gradient.
+ * Rows are independent: they are split among the step's pool (util/threads.h); the mean over the
+ * scored rows is then summed on one thread, in row order, as the serial loop did. */
 #include <math.h>
 #include "nn/loss.h"
+#include "nn/vec.h"
+#include "util/threads.h"
+
+typedef struct {
+    double *probs, *losses, *dlogits;
+    const double *logits, *cprobs;
+    const int32_t *targets;
+    size_t N, V;
+    double eps, inv;
+} loss_job_t;
+
+static void forward_part(void *ctx, int t, int nt)
+{
+    const loss_job_t *j = ctx;
+    const size_t V = j->V;
+    const double eps = j->eps;
+    size_t lo, hi;
+    threads_part(j->N, t, nt, 1, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) {
+        const double *z = j->logits + i * V;   // (V)
+        double *p = j->probs + i * V;          // (V)
+        double mx = z[0];
+        for (size_t c = 1; c < V; c++) if (z[c] > mx) mx = z[c];
+        double sum = 0.0;
+        for (size_t c = 0; c < V; c++) { p[c] = exp(z[c] - mx); sum += p[c]; }
+        const double lse = mx + log(sum);   // log Σ_j exp z_j
+        size_t c = 0;
+        const v2d S = v2_set1(sum);
+        for (; c + 2 <= V; c += 2) v2_store(p + c, v2_load(p + c) / S);   // p_j /= sum, 2 lanes
+        for (; c < V; c++) p[c] /= sum;
+        if (!j->targets || j->targets[i] < 0) { j->losses[i] = 0.0; continue; }
+        // −log p_j = lse − z_j
+        double mean_nll = 0.0;
+        if (eps > 0.0) {
+            for (size_t k = 0; k < V; k++) mean_nll += lse - z[k];
+            mean_nll /= (double)V;
+        }
+        j->losses[i] = (1.0 - eps) * (lse - z[j->targets[i]]) + eps * mean_nll;
+    }
+}
 
 double loss_forward(double *probs, double *losses, int *count, const double *logits,
                     const int32_t *targets, size_t N, size_t V, double eps)
 {
+    loss_job_t j = {.probs = probs, .losses = losses, .logits = logits, .targets = targets,
+                    .N = N, .V = V, .eps = eps};
+    threads_run(threads_for(20.0 * (double)N * V), forward_part, &j);
     double total = 0.0;
     int n = 0;
     for (size_t i = 0; i < N; i++) {
-        const double *z = logits + i * V;   // (V)
-        double *p = probs + i * V;          // (V)
-        double mx = z[0];
-        for (size_t j = 1; j < V; j++) if (z[j] > mx) mx = z[j];
-        double sum = 0.0;
-        for (size_t j = 0; j < V; j++) { p[j] = exp(z[j] - mx); sum += p[j]; }
-        const double lse = mx + log(sum);   // log Σ_j exp z_j
-        for (size_t j = 0; j < V; j++) p[j] /= sum;
-        if (!targets || targets[i] < 0) { losses[i] = 0.0; continue; }
-        // −log p_j = lse − z_j
-        double mean_nll = 0.0;
-        if (eps > 0.0) {
-            for (size_t j = 0; j < V; j++) mean_nll += lse - z[j];
-            mean_nll /= (double)V;
-        }
-        losses[i] = (1.0 - eps) * (lse - z[targets[i]]) + eps * mean_nll;
+        if (!targets || targets[i] < 0) continue;
         total += losses[i];
         n++;
     }
@@ -31,19 +61,30 @@ double loss_forward(double *probs, double *losses, int *count, const double *log
     return n > 0 ? total / n : NAN;
 }
 
-void loss_backward(double *dlogits, const double *probs, const int32_t *targets,
-                   size_t N, size_t V, double eps, int count)
+static void backward_part(void *ctx, int t, int nt)
 {
-    const double inv = count > 0 ? 1.0 / count : 0.0;
-    for (size_t i = 0; i < N; i++) {
-        double *d = dlogits + i * V;
-        const double *p = probs + i * V;
-        if (targets[i] < 0) {
-            for (size_t j = 0; j < V; j++) d[j] = 0.0;
+    const loss_job_t *j = ctx;
+    const size_t V = j->V;
+    const double eps = j->eps, inv = j->inv;
+    size_t lo, hi;
+    threads_part(j->N, t, nt, 1, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) {
+        double *d = j->dlogits + i * V;
+        const double *p = j->cprobs + i * V;
+        if (j->targets[i] < 0) {
+            for (size_t c = 0; c < V; c++) d[c] = 0.0;
             continue;
         }
         // ∂ℓ/∂z_j = p_j − q_j,  q = (1−ε)·onehot(y) + ε/V
-        for (size_t j = 0; j < V; j++) d[j] = (p[j] - eps / (double)V) * inv;
-        d[targets[i]] -= (1.0 - eps) * inv;
+        for (size_t c = 0; c < V; c++) d[c] = (p[c] - eps / (double)V) * inv;
+        d[j->targets[i]] -= (1.0 - eps) * inv;
     }
+}
+
+void loss_backward(double *dlogits, const double *probs, const int32_t *targets,
+                   size_t N, size_t V, double eps, int count)
+{
+    loss_job_t j = {.dlogits = dlogits, .cprobs = probs, .targets = targets, .N = N, .V = V,
+                    .eps = eps, .inv = count > 0 ? 1.0 / count : 0.0};
+    threads_run(threads_for((double)N * V), backward_part, &j);
 }

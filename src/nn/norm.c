@@ -4,16 +4,18 @@
  * Seeds: 000 (LayerNorm forward + backward derivation), 001 (RMSNorm, manual Jacobians),
  * 003 (mean/var path form), 004 (biased variance, eps inside the sqrt, as torch.nn.LayerNorm).
  *
- * Threads: none. Every loop here is serial and every reduction (over the C entries of a row, over
- * the N rows for dgamma/dbeta) runs in a fixed order, so results are bit-identical run to run.
- * The model's parallelism is BLAS's (docs/performance.md): an OpenMP region per norm call left
- * its workers spinning for milliseconds afterwards, starving OpenBLAS's threads in the next GEMM
- * (4-5x slower steps), and the rows are memory-bound passes that gain little from a second core.
+ * Threads: the step's pool (util/threads.h), never OpenMP (an OpenMP region per norm call left its
+ * workers spinning for milliseconds afterwards, starving OpenBLAS's threads in the next GEMM:
+ * docs/performance.md). The forward splits rows; the backward splits the rows of dx and, in the
+ * same region, the columns of dgamma/dbeta. Every reduction (over the C entries of a row; over the
+ * N rows of a column of dgamma/dbeta) still runs whole, in its fixed order, on one thread: results
+ * are bit-identical at every thread count and to the serial code.
  */
 #include "nn/norm.h"
 
 #include <math.h>
 #include <string.h>
+#include "util/threads.h"
 
 /* gamma == NULL means γ = 1 (convenient for probes and tests; not required by norm.h). */
 static inline double gamma_at(const double *gamma, size_t i)
@@ -46,6 +48,47 @@ static void row_stats(int layernorm, const double *x, size_t C, double eps,
 /* ------------------------------------------------------------------------------------------ */
 /* forward / backward                                                                          */
 
+/* One call's arguments, for the parts of a region (util/threads.h). */
+typedef struct {
+    norm_kind_t kind;
+    int set;
+    double *out, *mean, *rstd;                 /* forward */
+    double *dx, *dgamma, *dbeta;               /* backward */
+    const double *x, *gamma, *beta, *dout, *smean, *srstd;
+    size_t N, C;
+    double eps;
+} norm_job_t;
+
+/* Rows [n0, n1) of the forward. */
+static void forward_rows(const norm_job_t *j, size_t n0, size_t n1)
+{
+    const size_t C = j->C;
+    const int ln = (j->kind == NORM_LAYERNORM);
+    const double *gamma = j->gamma, *b = ln ? j->beta : NULL;   // RMSNorm has no β
+    for (size_t n = n0; n < n1; n++) {
+        const double *xr = j->x + n * C;  // (C)
+        double *o = j->out + n * C;       // (C)
+        double m, v, r;
+        row_stats(ln, xr, C, j->eps, &m, &v, &r);
+        // y = γ ⊙ (x − μ)·r + β   (seed 000: x̂_i = (x_i − μ)/√(σ²+ε), y_i = γ x̂_i + β)
+        // y = γ ⊙ x·r             (seed 001: x / √(mean(x²) + ε) · γ)
+        for (size_t i = 0; i < C; i++) {
+            double xhat = (xr[i] - m) * r;
+            o[i] = gamma_at(gamma, i) * xhat + (b ? b[i] : 0.0);
+        }
+        if (j->mean) j->mean[n] = m;    // zero for RMSNorm
+        j->rstd[n] = r;
+    }
+}
+
+static void forward_part(void *ctx, int t, int nt)
+{
+    const norm_job_t *j = ctx;
+    size_t lo, hi;
+    threads_part(j->N, t, nt, 1, &lo, &hi);
+    forward_rows(j, lo, hi);
+}
+
 void norm_forward(norm_kind_t kind, double *out, double *mean, double *rstd,
                   const double *x, const double *gamma, const double *beta,
                   size_t N, size_t C, double eps)
@@ -59,48 +102,31 @@ void norm_forward(norm_kind_t kind, double *out, double *mean, double *rstd,
         }
         return;
     }
-    const int ln = (kind == NORM_LAYERNORM);
-    const double *b = ln ? beta : NULL;   // RMSNorm has no β
-    for (size_t n = 0; n < N; n++) {
-        const double *xr = x + n * C;     // (C)
-        double *o = out + n * C;          // (C)
-        double m, v, r;
-        row_stats(ln, xr, C, eps, &m, &v, &r);
-        // y = γ ⊙ (x − μ)·r + β   (seed 000: x̂_i = (x_i − μ)/√(σ²+ε), y_i = γ x̂_i + β)
-        // y = γ ⊙ x·r             (seed 001: x / √(mean(x²) + ε) · γ)
-        for (size_t i = 0; i < C; i++) {
-            double xhat = (xr[i] - m) * r;
-            o[i] = gamma_at(gamma, i) * xhat + (b ? b[i] : 0.0);
-        }
-        if (mean) mean[n] = m;    // zero for RMSNorm
-        rstd[n] = r;
-    }
+    norm_job_t j = {.kind = kind, .out = out, .mean = mean, .rstd = rstd, .x = x,
+                    .gamma = gamma, .beta = beta, .N = N, .C = C, .eps = eps};
+    threads_run(threads_for(6.0 * (double)N * C), forward_part, &j);
 }
 
-void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
-                   const double *dout, const double *x, const double *mean,
-                   const double *rstd, const double *gamma, size_t N, size_t C)
+/* Rows [n0, n1) of the backward: dx, and with params the parameter gradients of those rows too
+ * (the serial form: one pass). set: dx = 0 + (the gradient) instead of dx += it. 0.0 + v is v
+ * but for v = −0 (→ +0), exactly what zeroing dx and accumulating gave, without that pass.
+ *   seed 000:  ∂L/∂x_i = r·[ dx̂_i − (1/C)Σ_j dx̂_j − x̂_i·(1/C)Σ_j dx̂_j x̂_j ],  dx̂ = dout ⊙ γ
+ *   seed 001 (RMSNorm, no mean path):  ∂L/∂x_i = r·[ dx̂_i − x̂_i·(1/C)Σ_j dx̂_j x̂_j ]
+ *   seed 000:  ∂L/∂γ = Σ_n dout ⊙ x̂,  ∂L/∂β = Σ_n dout  (accumulated row by row, in order) */
+static void backward_rows(const norm_job_t *j, size_t n0, size_t n1, int params)
 {
-    if (kind == NORM_NONE) {
-        // y = x  =>  dx += dout
-        for (size_t i = 0; i < N * C; i++) dx[i] += dout[i];
-        return;
-    }
-    const int ln = (kind == NORM_LAYERNORM);
-
-    // Per row, two passes over the C entries (sums, then dx and the parameter gradients).
-    // seed 000:  ∂L/∂x_i = r·[ dx̂_i − (1/C)Σ_j dx̂_j − x̂_i·(1/C)Σ_j dx̂_j x̂_j ],  dx̂ = dout ⊙ γ
-    // seed 001 (RMSNorm, no mean path):  ∂L/∂x_i = r·[ dx̂_i − x̂_i·(1/C)Σ_j dx̂_j x̂_j ]
-    // seed 000:  ∂L/∂γ = Σ_n dout ⊙ x̂,  ∂L/∂β = Σ_n dout  (accumulated row by row, in order)
-    double *db = ln ? dbeta : NULL;
-    for (size_t n = 0; n < N; n++) {
-        const double *xr = x + n * C;       // (C)
-        const double *dor = dout + n * C;   // (C)
-        double *dxr = dx + n * C;           // (C)
-        const double m = ln ? mean[n] : 0.0;
-        const double r = rstd[n];
-        double dnorm_mean = 0.0;            // mean(dx̂)
-        double dnorm_norm_mean = 0.0;       // mean(dx̂ ⊙ x̂)
+    const size_t C = j->C;
+    const int ln = (j->kind == NORM_LAYERNORM), set = j->set;
+    const double *gamma = j->gamma;
+    double *dgamma = params ? j->dgamma : NULL, *db = params && ln ? j->dbeta : NULL;
+    for (size_t n = n0; n < n1; n++) {
+        const double *xr = j->x + n * C;       // (C)
+        const double *dor = j->dout + n * C;   // (C)
+        double *dxr = j->dx + n * C;           // (C)
+        const double m = ln ? j->smean[n] : 0.0;
+        const double r = j->srstd[n];
+        double dnorm_mean = 0.0;               // mean(dx̂)
+        double dnorm_norm_mean = 0.0;          // mean(dx̂ ⊙ x̂)
         for (size_t i = 0; i < C; i++) {
             double xhat = (xr[i] - m) * r;
             double dnorm = dor[i] * gamma_at(gamma, i);
@@ -112,11 +138,81 @@ void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
         for (size_t i = 0; i < C; i++) {
             double xhat = (xr[i] - m) * r;
             double dnorm = dor[i] * gamma_at(gamma, i);
-            dxr[i] += r * (dnorm - dnorm_mean - xhat * dnorm_norm_mean);
+            dxr[i] = (set ? 0.0 : dxr[i]) + r * (dnorm - dnorm_mean - xhat * dnorm_norm_mean);
             if (dgamma) dgamma[i] += dor[i] * xhat;
             if (db) db[i] += dor[i];
         }
     }
+}
+
+/* Columns [c0, c1) of dgamma, dbeta over all rows, each column's rows in order: the same
+ * additions in the same order as the row loop makes them. */
+static void backward_params(const norm_job_t *j, size_t c0, size_t c1)
+{
+    const size_t C = j->C;
+    const int ln = (j->kind == NORM_LAYERNORM);
+    double *dgamma = j->dgamma, *db = ln ? j->dbeta : NULL;
+    for (size_t n = 0; n < j->N; n++) {
+        const double *xr = j->x + n * C, *dor = j->dout + n * C;
+        const double m = ln ? j->smean[n] : 0.0;
+        const double r = j->srstd[n];
+        for (size_t i = c0; i < c1; i++) {
+            double xhat = (xr[i] - m) * r;
+            if (dgamma) dgamma[i] += dor[i] * xhat;
+            if (db) db[i] += dor[i];
+        }
+    }
+}
+
+/* Part t: a block of rows of dx, and a block of columns of the parameter gradients. */
+static void backward_part(void *ctx, int t, int nt)
+{
+    const norm_job_t *j = ctx;
+    size_t lo, hi;
+    threads_part(j->N, t, nt, 1, &lo, &hi);
+    backward_rows(j, lo, hi, 0);
+    threads_part(j->C, t, nt, 8, &lo, &hi);
+    backward_params(j, lo, hi);
+}
+
+/* y = x: dx (+)= dout over elements [lo, hi) of part t. */
+static void identity_part(void *ctx, int t, int nt)
+{
+    const norm_job_t *j = ctx;
+    size_t lo, hi;
+    threads_part(j->N * j->C, t, nt, 8, &lo, &hi);
+    if (j->set) for (size_t i = lo; i < hi; i++) j->dx[i] = 0.0 + j->dout[i];
+    else for (size_t i = lo; i < hi; i++) j->dx[i] += j->dout[i];
+}
+
+static void backward(norm_kind_t kind, double *dx, int set, double *dgamma, double *dbeta,
+                     const double *dout, const double *x, const double *mean,
+                     const double *rstd, const double *gamma, size_t N, size_t C)
+{
+    norm_job_t j = {.kind = kind, .set = set, .dx = dx, .dgamma = dgamma, .dbeta = dbeta,
+                    .x = x, .gamma = gamma, .dout = dout, .smean = mean, .srstd = rstd,
+                    .N = N, .C = C};
+    if (kind == NORM_NONE) {
+        threads_run(threads_for((double)N * C), identity_part, &j);
+        return;
+    }
+    const int nt = threads_for(12.0 * (double)N * C);
+    if (nt <= 1) backward_rows(&j, 0, N, 1);
+    else threads_run(nt, backward_part, &j);
+}
+
+void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
+                   const double *dout, const double *x, const double *mean,
+                   const double *rstd, const double *gamma, size_t N, size_t C)
+{
+    backward(kind, dx, 0, dgamma, dbeta, dout, x, mean, rstd, gamma, N, C);
+}
+
+void norm_backward_set(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
+                       const double *dout, const double *x, const double *mean,
+                       const double *rstd, const double *gamma, size_t N, size_t C)
+{
+    backward(kind, dx, 1, dgamma, dbeta, dout, x, mean, rstd, gamma, N, C);
 }
 
 /* ------------------------------------------------------------------------------------------ */

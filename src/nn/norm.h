@@ -27,6 +27,12 @@ void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
                    const double *dout, const double *x, const double *mean,
                    const double *rstd, const double *gamma, size_t N, size_t C);
 
+/* As norm_backward, but OVERWRITES dx (N,C) (dgamma, dbeta still accumulate): the same bits
+ * as zeroing dx and calling norm_backward, without the zeroing pass. */
+void norm_backward_set(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
+                       const double *dout, const double *x, const double *mean,
+                       const double *rstd, const double *gamma, size_t N, size_t C);
+
 /* Exact spectral and Frobenius norm of the C×C Jacobian J = ∂y/∂x of ONE row x (C),
  * with γ, without forming J: J = r·diag(γ)·P with P = I − Σ_k c_k u_k u_kᵀ (rank ≤ 2),
  * ‖J‖₂² = r²·λ_max(diag(γ)·P²·diag(γ)) by inertia-counting bisection, O(C) per step.

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "train/optim.h"
+#include "nn/vec.h"
+#include "util/threads.h"
 
 int optim_init(optim_t *o, const config_t *cfg, size_t n)
 {
@@ -27,13 +29,23 @@ void optim_free(optim_t *o)
     o->m = o->v = NULL;
 }
 
-/* b ← μ·b + (g + λθ);  θ ← θ − α·b */
-static void sgd_update(optim_t *o, double *params, const double *grads, double lr)
+/* b ← μ·b + (g + λθ);  θ ← θ − α·b  over [lo, hi). Two elements at a time: each lane does the
+ * scalar operations (nn/vec.h), so the result is the scalar loop's, bit for bit. */
+static void sgd_range(optim_t *o, double *params, const double *grads, double lr, size_t lo,
+                      size_t hi)
 {
     const double mu = o->momentum, wd = o->weight_decay;
     double *b = o->m;
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < o->n; i++) {
+    size_t i = lo;
+    const v2d MU = v2_set1(mu), WD = v2_set1(wd), LR = v2_set1(lr);
+    for (; i + 2 <= hi; i += 2) {
+        const v2d p = v2_load(params + i);
+        const v2d g = v2_load(grads + i) + WD * p;
+        const v2d bb = MU * v2_load(b + i) + g;
+        v2_store(b + i, bb);
+        v2_store(params + i, p - LR * bb);
+    }
+    for (; i < hi; i++) {
         const double g = grads[i] + wd * params[i];
         b[i] = mu * b[i] + g;
         params[i] -= lr * b[i];
@@ -41,24 +53,81 @@ static void sgd_update(optim_t *o, double *params, const double *grads, double l
 }
 
 /* adam / adamw / radam share the moments; they differ in the decay and the step size.
- * rect: the RAdam rectifier rₜ, or 0 for RAdam's un-adapted (momentum-SGD) step; 1 for adam. */
-static void adam_update(optim_t *o, double *params, const double *grads, double lr,
-                        int decoupled, double rect, int adaptive)
+ * rect: the RAdam rectifier rₜ, or 0 for RAdam's un-adapted (momentum-SGD) step; 1 for adam.
+ * Over [lo, hi), two elements at a time as sgd_range; the scalar tail is the reference form. */
+typedef struct {
+    double lr, rect, bc1, bc2;
+    int decoupled, adaptive;
+} adam_step_t;
+
+static void adam_range(optim_t *o, double *params, const double *grads, const adam_step_t *a,
+                       size_t lo, size_t hi)
 {
     const double b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->weight_decay;
-    const double bc1 = 1.0 - pow(b1, (double)o->t), bc2 = 1.0 - pow(b2, (double)o->t);
+    const double lr = a->lr, rect = a->rect, bc1 = a->bc1, bc2 = a->bc2;
     double *m = o->m, *v = o->v;
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < o->n; i++) {
+    size_t i = lo;
+    const v2d B1 = v2_set1(b1), B2 = v2_set1(b2), C1 = v2_set1(1.0 - b1), C2 = v2_set1(1.0 - b2);
+    const v2d BC1 = v2_set1(bc1), BC2 = v2_set1(bc2), EPS = v2_set1(eps), WD = v2_set1(wd);
+    const v2d LRWD = v2_set1(lr * wd), LRR = v2_set1(lr * rect), LR = v2_set1(lr);
+    for (; i + 2 <= hi; i += 2) {
+        v2d p = v2_load(params + i), g = v2_load(grads + i);
+        if (a->decoupled) p = p - LRWD * p;
+        else g = g + WD * p;
+        const v2d mm = B1 * v2_load(m + i) + C1 * g;
+        const v2d vv = B2 * v2_load(v + i) + C2 * g * g;
+        v2_store(m + i, mm);
+        v2_store(v + i, vv);
+        const v2d mhat = mm / BC1;
+        if (a->adaptive) p = p - LRR * mhat / (v2_sqrt(vv / BC2) + EPS);
+        else p = p - LR * mhat;
+        v2_store(params + i, p);
+    }
+    for (; i < hi; i++) {
         double g = grads[i];
-        if (decoupled) params[i] -= lr * wd * params[i];
+        if (a->decoupled) params[i] -= lr * wd * params[i];
         else g += wd * params[i];
         m[i] = b1 * m[i] + (1.0 - b1) * g;
         v[i] = b2 * v[i] + (1.0 - b2) * g * g;
         const double mhat = m[i] / bc1;
-        if (adaptive) params[i] -= lr * rect * mhat / (sqrt(v[i] / bc2) + eps);
+        if (a->adaptive) params[i] -= lr * rect * mhat / (sqrt(v[i] / bc2) + eps);
         else params[i] -= lr * mhat;
     }
+}
+
+/* One update over part t of nt of the parameters (even boundaries: whole vector pairs), on the
+ * step's pool (util/threads.h): element-wise, so any split gives the same bits. */
+typedef struct {
+    optim_t *o;
+    double *params;
+    const double *grads;
+    double lr;
+    adam_step_t adam;
+    int sgd;
+} update_job_t;
+
+static void update_part(void *ctx, int t, int nt)
+{
+    const update_job_t *j = ctx;
+    size_t lo, hi;
+    threads_part(j->o->n, t, nt, 2, &lo, &hi);
+    if (j->sgd) sgd_range(j->o, j->params, j->grads, j->lr, lo, hi);
+    else adam_range(j->o, j->params, j->grads, &j->adam, lo, hi);
+}
+
+static void sgd_update(optim_t *o, double *params, const double *grads, double lr)
+{
+    update_job_t j = {.o = o, .params = params, .grads = grads, .lr = lr, .sgd = 1};
+    threads_run(threads_for(4.0 * (double)o->n), update_part, &j);
+}
+
+static void adam_update(optim_t *o, double *params, const double *grads, double lr,
+                        int decoupled, double rect, int adaptive)
+{
+    update_job_t j = {.o = o, .params = params, .grads = grads, .lr = lr,
+                      .adam = {lr, rect, 1.0 - pow(o->beta1, (double)o->t),
+                               1.0 - pow(o->beta2, (double)o->t), decoupled, adaptive}};
+    threads_run(threads_for(8.0 * (double)o->n), update_part, &j);
 }
 
 void optim_update(optim_t *o, double *params, const double *grads, double lr)

@@ -1,14 +1,21 @@
-/* threads.h — one thread count for the whole process: OpenBLAS's threads (the GEMMs) and
- * OpenMP's (the loops outside BLAS) are set together, programmatically, at start-up.
+/* threads.h — one thread count for the whole process, set programmatically at start-up: the
+ * step's own pool (below: GEMMs split by nn/gemm.c, attention's heads, every pass outside BLAS),
+ * OpenMP's (the probe's one region) and OpenBLAS's (nn/gemm.c hands it the n threads for the
+ * GEMMs it does not split; it runs on one thread otherwise).
  *
  * Why (docs/performance.md): OpenBLAS here is the pthread build, with its own thread pool.
  * OpenMP workers that finish a parallel region busy-wait for the next one, and OpenBLAS
  * workers do the same after a GEMM; with both pools the size of the machine they starve each
- * other (measured 4-5x slower). The numerics therefore keep OpenMP regions rare and large
- * (see docs/performance.md), and this module is the one place that sets the counts.
+ * other (measured 4-5x slower). One pool does the work of a step; it waits politely (it yields
+ * its core while it polls, then sleeps).
  */
 #ifndef STABILITY_THREADS_H
 #define STABILITY_THREADS_H
+
+#include <stddef.h>
+
+/* Most threads the pool uses. */
+#define THREADS_MAX 64
 
 /* The thread count the environment asks for: STABILITY_SWEEP_THREADS (set by `stability
  * sweep --jobs N` for its runs only: its share of the threads, which must win, docs/design.md
@@ -17,11 +24,41 @@
  * process may run on (affinity mask). >= 1. */
 int threads_from_env(void);
 
-/* Set the OpenBLAS and the OpenMP thread counts to n (n < 1: threads_from_env()).
- * Call at start-up, outside any parallel region. */
+/* Set the pool and OpenMP thread counts to n (n < 1: threads_from_env()) and OpenBLAS's to 1
+ * (nn/gemm.c gives it n where a GEMM needs them). Call at start-up, outside any parallel region. */
 void threads_set(int n);
 
 /* The count last set by threads_set (the OpenMP maximum before any call). */
 int threads_get(void);
+
+/* A part of a parallel region: fn(ctx, t, nt) does part t of nt. */
+typedef void (*threads_fn)(void *ctx, int t, int nt);
+
+/* Run fn(ctx, t, nt) for t = 0 .. nt−1 on the pool (part 0 on the caller) and return when every
+ * part is done; nt = min(nt, threads_get()). nt <= 1, or a call from inside a part, runs
+ * fn(ctx, 0, 1) on the caller. The parts must not depend on each other; for bit-identical
+ * results at every thread count a part must compute each output exactly as the whole would
+ * (split rows or columns, never one sum). */
+void threads_run(int nt, threads_fn fn, void *ctx);
+
+/* Below this many element operations a pass runs on the caller alone: starting a region costs
+ * about a microsecond when the workers are polling, a pass of 16k doubles about ten. */
+#define THREADS_MIN_WORK 16384.0
+
+/* The parts for a pass of `work` element operations: threads_get(), or 1 when it is small. */
+static inline int threads_for(double work)
+{
+    return work >= THREADS_MIN_WORK ? threads_get() : 1;
+}
+
+/* Start the workers for nt parts (nt <= threads_get()) and return the parts threads_run(nt, ...)
+ * will run: nt, or fewer if threads could not be created; 1 inside a part. */
+int threads_ready(int nt);
+
+/* 1 on a thread that is running a part (a worker, or the caller inside threads_run). */
+int threads_in_part(void);
+
+/* Part t of nt of [0, n) in whole blocks of align: [lo, hi). */
+void threads_part(size_t n, int t, int nt, size_t align, size_t *lo, size_t *hi);
 
 #endif
