@@ -135,9 +135,10 @@ asan-unit:
 # PyTorch float64/float32 on the same model and threads, peak RSS; table + results/bench.csv.
 # Never part of `make test`. BENCH_ARGS e.g. "--threads 1 --steps 20 --only a_".
 BENCH_ARGS ?=
-bench: $(BUILD)/bench/bench
+bench: $(BUILD)/bench/bench stability
 	mkdir -p results
 	$(BUILD)/bench/bench --csv results/bench.csv $(BENCH_ARGS)
+	bench/sweep_split.sh
 
 clean:
 	rm -rf build build-asan stability
