@@ -1,5 +1,5 @@
 /* bench.c — `make bench`: how fast is one forward+backward, against the machine's DGEMM rate
- * and against PyTorch on the identical model (issue 7; formulas in docs/performance.md).
+ * and against PyTorch on the identical model (formulas in docs/performance.md).
  *
  *   build/bench [--threads N] [--steps S] [--warmup W] [--csv FILE] [--python PATH]
  *               [--no-torch] [--only SUBSTRING] [--retries N]

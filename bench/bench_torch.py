@@ -2,7 +2,7 @@
 """bench_torch.py — PyTorch's time for one forward+backward (--update 1: and an Adam step) of the
 model bench.c times.
 
-Same shapes and placement as src/model/model.c (DESIGN §1, §6b): d (default 512), 4 heads, d_ff,
+Same shapes and placement as src/model/model.c (docs/design.md §1, §6b): d (default 512), 4 heads, d_ff,
 n=64, batch 8, vocab, LayerNorm, ReLU, tied embeddings (one table for source, target and output),
 sinusoidal positions, final LayerNorm for Pre-LN (each stack), W stored [in][out] (y = x·W + b);
 --arch encdec: an encoder and a decoder of --layers layers each (causal self-attention,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sweep_split.sh — `make bench`, part 2: sweep throughput at the atlas's run size (issue 15).
+# sweep_split.sh — `make bench`, part 2: sweep throughput at the atlas's run size (docs/performance.md).
 #
 #   bench/sweep_split.sh [RUNS] [STEPS]
 #

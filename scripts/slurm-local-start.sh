@@ -1,7 +1,7 @@
 #!/bin/bash
 # Start a real single-node Slurm cluster on loopback (munge, slurmctld, slurmd) so the cluster
 # path of `stability sweep --slurm` can be tried on one machine, and tested. Needs root.
-# Facts behind every setting: ../shared/notes/slurm-local.md.
+# Why each setting is what it is: the comment beside it below.
 #
 #   scripts/slurm-local-start.sh [DIR]      # state, logs, pid files and slurm.conf under DIR
 #   (STABILITY_SLURM_MAX_ARRAY=N sets MaxArraySize, to try the splitting of large arrays)

@@ -1,4 +1,4 @@
-/* linear.h — the affine map y = x·W + b (W stored [in][out], DESIGN §5), through BLAS. */
+/* linear.h — the affine map y = x·W + b (W stored [in][out], docs/design.md §5), through BLAS. */
 #ifndef STABILITY_LINEAR_H
 #define STABILITY_LINEAR_H
 

@@ -23,8 +23,8 @@ static inline double gamma_at(const double *gamma, size_t i)
     return gamma ? gamma[i] : 1.0;
 }
 
-/* Statistics of one row (C). LayerNorm (seed 000):  μ = Σx/C,  σ² = Σ(x−μ)²/C (biased),
- * r = 1/√(σ² + ε).  RMSNorm (seed 001):  μ := 0,  ms = Σx²/C,  r = 1/√(ms + ε).
+/* Statistics of one row (C). LayerNorm (Ba et al. 2016):  μ = Σx/C,  σ² = Σ(x−μ)²/C (biased),
+ * r = 1/√(σ² + ε).  RMSNorm (Zhang & Sennrich 2019):  μ := 0,  ms = Σx²/C,  r = 1/√(ms + ε).
  * *var gets σ² (LayerNorm) or ms (RMSNorm); for both x̂ = (x − μ)·r. */
 static void row_stats(int layernorm, const double *x, size_t C, double eps,
                       double *mean, double *var, double *rstd)
@@ -70,8 +70,8 @@ static void forward_rows(const norm_job_t *j, size_t n0, size_t n1)
         double *o = j->out + n * C;       // (C)
         double m, v, r;
         row_stats(ln, xr, C, j->eps, &m, &v, &r);
-        // y = γ ⊙ (x − μ)·r + β   (seed 000: x̂_i = (x_i − μ)/√(σ²+ε), y_i = γ x̂_i + β)
-        // y = γ ⊙ x·r             (seed 001: x / √(mean(x²) + ε) · γ)
+        // y = γ ⊙ (x − μ)·r + β   (Ba et al.: x̂_i = (x_i − μ)/√(σ²+ε), y_i = γ x̂_i + β)
+        // y = γ ⊙ x·r             (Zhang & Sennrich: x / √(mean(x²) + ε) · γ)
         for (size_t i = 0; i < C; i++) {
             double xhat = (xr[i] - m) * r;
             o[i] = gamma_at(gamma, i) * xhat + (b ? b[i] : 0.0);
@@ -110,9 +110,9 @@ void norm_forward(norm_kind_t kind, double *out, double *mean, double *rstd,
 /* Rows [n0, n1) of the backward: dx, and with params the parameter gradients of those rows too
  * (the serial form: one pass). set: dx = 0 + (the gradient) instead of dx += it. 0.0 + v is v
  * but for v = −0 (→ +0), exactly what zeroing dx and accumulating gave, without that pass.
- *   seed 000:  ∂L/∂x_i = r·[ dx̂_i − (1/C)Σ_j dx̂_j − x̂_i·(1/C)Σ_j dx̂_j x̂_j ],  dx̂ = dout ⊙ γ
- *   seed 001 (RMSNorm, no mean path):  ∂L/∂x_i = r·[ dx̂_i − x̂_i·(1/C)Σ_j dx̂_j x̂_j ]
- *   seed 000:  ∂L/∂γ = Σ_n dout ⊙ x̂,  ∂L/∂β = Σ_n dout  (accumulated row by row, in order) */
+ *   LayerNorm:  ∂L/∂x_i = r·[ dx̂_i − (1/C)Σ_j dx̂_j − x̂_i·(1/C)Σ_j dx̂_j x̂_j ],  dx̂ = dout ⊙ γ
+ *   RMSNorm (no mean path):  ∂L/∂x_i = r·[ dx̂_i − x̂_i·(1/C)Σ_j dx̂_j x̂_j ]
+ *   ∂L/∂γ = Σ_n dout ⊙ x̂,  ∂L/∂β = Σ_n dout (LayerNorm)  (accumulated row by row, in order) */
 static void backward_rows(const norm_job_t *j, size_t n0, size_t n1, int params)
 {
     const size_t C = j->C;
@@ -231,7 +231,7 @@ void norm_jacobian_build(norm_kind_t kind, double *J, const double *x, const dou
     row_stats(ln, x, C, eps, &m, &v, &r);
     const double invC = 1.0 / (double)C;
     const double centre = ln ? invC : 0.0;
-    // seed 001, LayerNorm:  ∂y_i/∂x_j = γ_i·[ (δ_ij − 1/C)/√(σ²+ε) − (x_i−μ)(x_j−μ)/(C·(σ²+ε)^{3/2}) ]
+    // LayerNorm (docs/design.md §9):  ∂y_i/∂x_j = γ_i·[ (δ_ij − 1/C)/√(σ²+ε) − (x_i−μ)(x_j−μ)/(C·(σ²+ε)^{3/2}) ]
     //                                 = γ_i·r·( δ_ij − 1/C − x̂_i x̂_j / C )
     //           RMSNorm:    ∂y_i/∂x_j = γ_i·[ δ_ij/rms − x_i x_j/(C·rms³) ] = γ_i·r·( δ_ij − x̂_i x̂_j / C )
     for (size_t i = 0; i < C; i++) {

@@ -1,8 +1,8 @@
 /* norm.h — LayerNorm / RMSNorm over the last axis: forward, backward, Jacobian norms.
  *
  * Rows are tokens: x is (N, C) row-major, one normalisation per row.
- * LayerNorm (seed 000):  y = γ ⊙ (x − μ)·r + β,  r = 1/√(σ² + ε), σ² biased (÷C).
- * RMSNorm   (seed 001):  y = γ ⊙ x·r,            r = 1/√(mean(x²) + ε), no β.
+ * LayerNorm (Ba et al. 2016):  y = γ ⊙ (x − μ)·r + β,  r = 1/√(σ² + ε), σ² biased (÷C).
+ * RMSNorm   (Zhang & Sennrich 2019):  y = γ ⊙ x·r,            r = 1/√(mean(x²) + ε), no β.
  * NORM_NONE:             y = x (no parameters).
  */
 #ifndef STABILITY_NORM_H
@@ -21,8 +21,8 @@ void norm_forward(norm_kind_t kind, double *out, double *mean, double *rstd,
 
 /* Backward: ACCUMULATES into dx (N,C), dgamma (C), dbeta (C) (dbeta NULL for RMSNorm).
  * dout (N,C); x, mean, rstd as saved by norm_forward.
- * LayerNorm: dx = r·(dx̂ − mean(dx̂) − x̂·mean(dx̂ ⊙ x̂)), dx̂ = dout ⊙ γ   (seed 000).
- * RMSNorm:   dx = r·(dx̂ − x̂·mean(dx̂ ⊙ x̂)),  x̂ = x·r                   (seed 001). */
+ * LayerNorm: dx = r·(dx̂ − mean(dx̂) − x̂·mean(dx̂ ⊙ x̂)), dx̂ = dout ⊙ γ   (Ba et al. 2016).
+ * RMSNorm:   dx = r·(dx̂ − x̂·mean(dx̂ ⊙ x̂)),  x̂ = x·r                   (docs/design.md §9). */
 void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
                    const double *dout, const double *x, const double *mean,
                    const double *rstd, const double *gamma, size_t N, size_t C);

@@ -1,5 +1,5 @@
 /* optim.h — optimizers over the one parameter buffer, global-norm clipping, learning-rate
- * schedules (DESIGN §4 [train], issue 4). Numerics only.
+ * schedules (docs/design.md §4 [train]). Numerics only.
  *
  * Update number t = 1, 2, … with gradient g (already clipped), learning rate α = optim_lr(t),
  * weight decay λ, all element-wise over the n parameters θ:
