@@ -240,8 +240,37 @@ int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, siz
     return 1;
 }
 
+/* A scheme's place in the atlas's rows (docs/design.md §6d); others after, in their order. */
+static int scheme_rank(const char *name)
+{
+    static const char *const ORDER[] = {"post", "pre", "peri", "deepnorm", "admin", "rezero",
+                                        "subln", "mixln", "b2t", "pre+dyt", "tfixup"};
+    const int n = (int)(sizeof ORDER / sizeof ORDER[0]);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(name, ORDER[i])) return i;
+    return n;
+}
+
+/* Sort names[0..n) (and m with them, unless NULL) into the atlas's order: a stable insertion
+ * sort, n is at most a dozen. */
+static void sort_schemes(char names[][32], int *m, int n)
+{
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && scheme_rank(names[b]) < scheme_rank(names[b - 1]); b--) {
+            char t[32];
+            memcpy(t, names[b], sizeof t);
+            memcpy(names[b], names[b - 1], sizeof t);
+            memcpy(names[b - 1], t, sizeof t);
+            if (m) {
+                const int k = m[b];
+                m[b] = m[b - 1];
+                m[b - 1] = k;
+            }
+        }
+}
+
 /* The single-stack probe runs of ≥ 3 schemes at one depth (the most common; ties: the
- * deeper), one run per scheme, into m (scheme order of first appearance). Returns the count. */
+ * deeper), one run per scheme, into m (in the atlas's order of schemes). Returns the count. */
 static int pick_scheme_probes(const plot_set_t *set, int *m, char names[][32])
 {
     double depth[ATLAS_MAX];
@@ -264,7 +293,18 @@ static int pick_scheme_probes(const plot_set_t *set, int *m, char names[][32])
         const int before = ns;
         if (intern(names, &ns, name) == before) m[n++] = i;   // the first run of each scheme
     }
+    sort_schemes(names, m, n);
     return n >= 3 ? n : 0;   // two schemes are Fig. 3(a,b)'s own figure
+}
+
+/* Whether every seed's gradient of parameter column k is exactly zero in every layer (ReZero's
+ * branches at initialisation: α = 0 stops the gradient of everything inside them). */
+static int grad_all_zero(const plot_run_t *r, int k)
+{
+    const size_t n = (size_t)r->probe->S * (size_t)r->probe->ax.L * (size_t)r->probe->ax.P;
+    for (size_t i = 0; k >= 0 && i < n; i++)
+        if ((int)(i % (size_t)r->probe->ax.P) == k && r->probe->grad_fro[i] != 0.0) return 0;
+    return k >= 0;
 }
 
 int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
@@ -294,10 +334,17 @@ int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len
     for (int i = 0; i < n; i++) {
         char label[64];
         plot_escape_name(names[i], label, sizeof label);
+        const plot_run_t *r = &set->runs[m[i]];
+        const int zero = grad_all_zero(r, plot_param_col(r, "w1")) &&
+                         grad_all_zero(r, plot_param_col(r, "w2"));
+        if (zero)   // an explicit range (gnuplot cannot autoscale zeros) and what they mean
+            sbuf_printf(s, "set yrange [0:1]\nset label 1 'exactly 0 at initialisation' at graph "
+                           "0.5,0.5 center font ',9'\n");
         sbuf_printf(s, "set title '%s' font ',12'\nplot $g%d_0 using 1:2:3 with yerrorlines pt 7 "
                        "ps 0.6 lc rgb '%s' title 'W^1', $g%d_1 using 1:2:3 with yerrorlines pt 5 "
                        "ps 0.6 lc rgb '%s' title 'W^2'\n", label, i, PLOT_COLORS[0], i,
                     PLOT_COLORS[1]);
+        if (zero) sbuf_printf(s, "unset label 1\nset yrange [0:*]\n");
     }
     sbuf_printf(s, "unset multiplot\n");
     return 1;
@@ -316,6 +363,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
         any++;
     }
     if (ns < 2 || any < 3 * ns) return 0;   // at least 3 depths a scheme on average
+    sort_schemes(names, NULL, ns);
     snprintf(name, len, "output_change");
     double slope[ATLAS_MAX], ci[ATLAS_MAX], lo = INFINITY, hi = 0.0;
     for (int sc = 0; sc < ns; sc++) {
