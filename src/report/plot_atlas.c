@@ -422,8 +422,8 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
         char label[64];
         plot_escape_name(names[sc], label, sizeof label);
         sbuf_printf(s, "%s$c%d using 1:2:3 with yerrorlines pt 7 ps 0.8 lc rgb '%s' "
-                       "title '%s: L^{%.2f ± %.2f}'", sc ? ", " : "", sc, SCHEME_COLORS[sc % 12],
-                    label, slope[sc], isnan(ci[sc]) ? 0.0 : ci[sc]);
+                       "title '%s: %s^{%.2f ± %.2f}'", sc ? ", " : "", sc, SCHEME_COLORS[sc % 12],
+                    label, encdec ? "N" : "L", slope[sc], isnan(ci[sc]) ? 0.0 : ci[sc]);
     }
     sbuf_printf(s, "\n");
     return 1;

@@ -198,6 +198,8 @@ static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
                    "set offsets graph 0.05, graph 0.05, graph 0.45, graph 0.02\n",
                 !depth ? "width d" : arch == ARCH_ENCDEC ? "encoder layers = decoder layers N"
                                                          : "number of layers L");
+    // the depth's letter: N for an encoder-decoder's N-N sweep, L for a single stack
+    const char *dv = !depth ? "d" : arch == ARCH_ENCDEC ? "N" : "L";
     for (int p = 0; p < 2; p++) {
         scan_t post = {0}, pre = {0};
         if (np) post = scan_block(s, set, mp, np, depth, params[p], p ? "post2" : "post1");
@@ -209,16 +211,17 @@ static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
             const config_t *c = &set->runs[np ? mp[i] : mq[i]].cfg;
             sbuf_printf(s, "%s%d", i ? ", " : "", depth ? c->model.layers : c->model.d_model);
         }
-        sbuf_printf(s, ")\nset title 'W^{%d,L}'\nset ylabel '‖E_{batch} ∂L/∂W^{%d,L}‖_F'\nplot ",
-                    p + 1, p + 1);
+        const char *top = depth ? dv : "L";
+        sbuf_printf(s, ")\nset title 'W^{%d,%s}'\nset ylabel '‖E_{batch} ∂L/∂W^{%d,%s}‖_F'\nplot ",
+                    p + 1, top, p + 1, top);
         const char *sep = "";
         if (np) {
             sbuf_printf(s, "$post%d using 1:2:3 with yerrorlines lc rgb '%s' pt 7 ps 1.3 "
                            "title 'Post-LN: fit ∝ %s^{%.2f ± %.2f}'", p + 1, PLOT_COLORS[0],
-                        depth ? "L" : "d", post.slope, post.slope_ci);
+                        dv, post.slope, post.slope_ci);
             if (depth)
-                sbuf_printf(s, ", %.10g title 'theory ∝ L^0' with lines dt 2 lc rgb '%s'", post.y0,
-                            PLOT_COLORS[0]);
+                sbuf_printf(s, ", %.10g title 'theory ∝ %s^0' with lines dt 2 lc rgb '%s'", post.y0,
+                            dv, PLOT_COLORS[0]);
             else
                 sbuf_printf(s, ", %.10g*x*sqrt(log(x)) title 'theory C·d√(ln d)' with lines dt 2 lc rgb '%s'",
                             post.C, PLOT_COLORS[0]);
@@ -228,14 +231,14 @@ static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
             const int L = set->runs[mq[0]].cfg.model.layers;
             sbuf_printf(s, "%s$pre%d using 1:2:3 with yerrorlines lc rgb '%s' pt 5 ps 1.3 "
                            "title 'Pre-LN: fit ∝ %s^{%.2f ± %.2f}'", sep, p + 1, PLOT_COLORS[1],
-                        depth ? "L" : "d", pre.slope, pre.slope_ci);
+                        dv, pre.slope, pre.slope_ci);
             if (depth)
-                sbuf_printf(s, ", %.10g*(x/%g)**(-0.5) title 'theory ∝ L^{-1/2}' with lines dt 2 lc rgb '%s'",
-                            pre.y0, pre.x0, PLOT_COLORS[1]);
+                sbuf_printf(s, ", %.10g*(x/%g)**(-0.5) title 'theory ∝ %s^{-1/2}' with lines dt 2 lc rgb '%s'",
+                            pre.y0, pre.x0, dv, PLOT_COLORS[1]);
             if (depth && pre.has_jac)
                 sbuf_printf(s, ", $pre%dj using 1:2 with linespoints dt 3 pt 6 lc rgb '%s' "
-                               "title '‖J_{LN}(x_{L+1})‖_2 (scaled) ∝ L^{%.2f ± %.2f}'",
-                            p + 1, PLOT_COLORS[3], pre.jac_slope, pre.jac_ci);
+                               "title '‖J_{LN}(x_{%s+1})‖_2 (scaled) ∝ %s^{%.2f ± %.2f}'",
+                            p + 1, PLOT_COLORS[3], dv, dv, pre.jac_slope, pre.jac_ci);
             else
                 sbuf_printf(s, ", %.10g*x*sqrt(log(x)/%d) title 'theory C·d√(ln d / L)' with lines dt 2 lc rgb '%s'",
                             pre.C, L, PLOT_COLORS[1]);
