@@ -110,7 +110,10 @@ static const char *HELP_PLOT =
     "Draws, with gnuplot, every figure the files support (run files or merged sweep files):\n"
     "gradient vs layer (Fig. 3a,b), gradient vs depth with fitted exponents and theory\n"
     "(Fig. 3c,d), gradient vs width with Theorem 1's curves, Jacobian norms (Lemma 3),\n"
-    "hidden-state norms (Lemma 2), training loss with the lr schedule (Fig. 2).\n"
+    "hidden-state norms (Lemma 2), training and validation loss (Fig. 2); the gradient at\n"
+    "every sub-layer's output (Liu et al.), per stack for an encoder-decoder; the output\n"
+    "change vs depth and DeepNet's model update; the atlas's final loss vs lr, LR\n"
+    "sensitivity and every scheme's gradient per layer.\n"
     "Files: DIR/<first file's name>-<figure>.<format>.\n"
     "  --out DIR       output directory (default plots/)\n"
     "  --format LIST   comma-separated: png, pdf, svg (default png,pdf)\n";
