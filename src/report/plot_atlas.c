@@ -61,6 +61,35 @@ typedef struct {
     int runs;
 } atlas_t;
 
+/* A scheme's place in the atlas's rows (docs/design.md §6d); others after, in their order. */
+static int scheme_rank(const char *name)
+{
+    static const char *const ORDER[] = {"post", "pre", "peri", "deepnorm", "admin", "rezero",
+                                        "subln", "mixln", "b2t", "pre+dyt", "tfixup"};
+    const int n = (int)(sizeof ORDER / sizeof ORDER[0]);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(name, ORDER[i])) return i;
+    return n;
+}
+
+/* Sort names[0..n) (and m with them, unless NULL) into the atlas's order: a stable insertion
+ * sort, n is at most a dozen. */
+static void sort_schemes(char names[][32], int *m, int n)
+{
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && scheme_rank(names[b]) < scheme_rank(names[b - 1]); b--) {
+            char t[32];
+            memcpy(t, names[b], sizeof t);
+            memcpy(names[b], names[b - 1], sizeof t);
+            memcpy(names[b - 1], t, sizeof t);
+            if (m) {
+                const int k = m[b];
+                m[b] = m[b - 1];
+                m[b - 1] = k;
+            }
+        }
+}
+
 /* A training run's final loss: its last validation loss, else the mean of its last tenth of
  * training losses; NaN when it diverged. */
 static double final_loss(const plot_run_t *r)
@@ -88,6 +117,7 @@ static int atlas_collect(const plot_set_t *set, atlas_t *a)
         intern_value(a->lr, &a->nl, r->cfg.train.lr);
     }
     if (a->ns < 2 || a->nl < 2) return 0;
+    sort_schemes(a->scheme, NULL, a->ns);   // the loop below finds each scheme by name
     qsort(a->depth, (size_t)a->nd, sizeof(double), cmp_double);
     qsort(a->lr, (size_t)a->nl, sizeof(double), cmp_double);
     for (int s = 0; s < a->ns; s++)
@@ -141,6 +171,13 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     atlas_t *a = malloc(sizeof *a);
     if (!a || !atlas_collect(set, a)) { free(a); return 0; }
     snprintf(name, len, "atlas_lr");
+    double top = -INFINITY;   // diverged runs are marked at the top edge, above every finite loss
+    for (int sc = 0; sc < a->ns; sc++)
+        for (int d = 0; d < a->nd; d++)
+            for (int l = 0; l < a->nl; l++)
+                for (int w = 0; w < 2; w++)
+                    if (isfinite(a->final[sc][d][l][w])) top = fmax(top, a->final[sc][d][l][w]);
+    top = isfinite(top) ? top + 0.1 : 1.0;
     for (int sc = 0; sc < a->ns; sc++)
         for (int d = 0; d < a->nd; d++)
             for (int w = 0; w < 2; w++) {
@@ -149,9 +186,8 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
                     if (isfinite(a->final[sc][d][l][w]))
                         sbuf_printf(s, "%g %.10g\n", a->lr[l], a->final[sc][d][l][w]);
                 sbuf_printf(s, "EOD\n$x%d_%d_%d << EOD\n", sc, d, w);
-                for (int l = 0; l < a->nl; l++)   // diverged: × at the loss at initialisation
-                    if (a->diverged[sc][d][l][w])
-                        sbuf_printf(s, "%g %.10g\n", a->lr[l], a->loss0[sc][d][l][w]);
+                for (int l = 0; l < a->nl; l++)   // diverged: × at the top edge
+                    if (a->diverged[sc][d][l][w]) sbuf_printf(s, "%g %.10g\n", a->lr[l], top);
                 sbuf_printf(s, "EOD\n");
             }
     const config_t *c = NULL;
@@ -165,15 +201,17 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_data_text(c, data, sizeof data);
     sbuf_printf(s, "set multiplot layout 1,%d title \"Final loss vs learning rate per scheme "
                    "(the stability atlas)\\n{/*0.8 d = %d, %s, %d updates, %s; solid: %d warm-up "
-                   "updates, dashed: none; ×: diverged (drawn at the initial loss)}\"\n",
+                   "updates, dashed: none; ×: diverged (drawn at the top edge)}\"\n",
                 a->nd, c->model.d_model, data, c->train.steps,
                 config_optimizer_name(c->train.optimizer), warm);
     sbuf_printf(s, "set grid\nset logscale x\nset xlabel 'peak learning rate'\n"
                    "set ylabel 'final validation loss'\nset format x '10^{%%L}'\n"
-                   "set offsets graph 0.05, graph 0.05, 0, 0\n");
-    for (int d = 0; d < a->nd; d++) {
-        if (d == a->nd - 1) sbuf_printf(s, "set key outside right top font ',10' box opaque\n");
-        else sbuf_printf(s, "unset key\n");
+                   "set xrange [%g:%g]\nset yrange [*:%g]\n"
+                   "set bmargin at screen 0.27\nset key at screen 0.5, 0.01 center bottom "
+                   "horizontal box opaque width 1 samplen 2 font ',10'\n",
+                a->lr[0] / 1.5, a->lr[a->nl - 1] * 1.5, top + 0.03);
+    for (int d = 0; d < a->nd; d++) {   // one legend below the panels: the first panel's
+        if (d == 1) sbuf_printf(s, "unset key\n");
         sbuf_printf(s, "set title 'L = %g'\nplot ", a->depth[d]);
         for (int sc = 0; sc < a->ns; sc++) {
             const char *col = SCHEME_COLORS[sc % 12];
@@ -181,10 +219,14 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
             plot_escape_name(a->scheme[sc], label, sizeof label);
             sbuf_printf(s, "%s$f%d_%d_1 using 1:2 with linespoints lw 1.5 pt 7 ps 0.8 lc rgb '%s' "
                            "title '%s', $f%d_%d_0 using 1:2 with linespoints dt 2 pt 6 ps 0.8 "
-                           "lc rgb '%s' notitle, $x%d_%d_1 using 1:2 with points pt 2 ps 1.6 "
-                           "lc rgb '%s' notitle, $x%d_%d_0 using 1:2 with points pt 2 ps 1.6 "
-                           "lc rgb '%s' notitle", sc ? ", " : "", sc, d, col, label, sc, d, col,
-                        sc, d, col, sc, d, col);
+                           "lc rgb '%s' notitle", sc ? ", " : "", sc, d, col, label, sc, d, col);
+            for (int w = 1; w >= 0; w--) {   // the × only where there are some (gnuplot warns
+                int any = 0;                  // about an empty block)
+                for (int l = 0; l < a->nl; l++) any |= a->diverged[sc][d][l][w];
+                if (any)
+                    sbuf_printf(s, ", $x%d_%d_%d using 1:2 with points pt 2 ps 1.6 lc rgb '%s' "
+                                   "notitle", sc, d, w, col);
+            }
         }
         sbuf_printf(s, "\n");
     }
@@ -208,17 +250,21 @@ int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, siz
                 for (int l = 0; l < a->nl; l++) { f[l] = a->final[sc][d][l][w]; z[l] = a->loss0[sc][d][l][w]; }
                 const double v = plot_lr_sensitivity(f, z, a->nl);
                 const int x = 2 * d + (1 - w), y = a->ns - 1 - sc;
+                double best = INFINITY;   // the best loss beside it: a scheme that trains at
+                for (int l = 0; l < a->nl; l++)   // no lr is insensitive too
+                    if (isfinite(f[l])) best = fmin(best, f[l]);
                 if (isfinite(v)) {
-                    sbuf_printf(s, "%d %d %.6g\n", x, y, v);
+                    sbuf_printf(s, "%d %d %.6g %.6g\n", x, y, v, best);
                     vmax = fmax(vmax, v);
                 } else {
-                    sbuf_printf(s, "%d %d NaN\n", x, y);
+                    sbuf_printf(s, "%d %d NaN NaN\n", x, y);
                 }
             }
     sbuf_printf(s, "EOD\n");
     sbuf_printf(s, "set title \"LR sensitivity per scheme and depth (Wortsman et al. 2023)\\n{/*0.8 "
                    "mean over %d learning rates of min(loss, loss_0) − the best loss; 0 = the "
-                   "learning rate does not matter; a diverged run counts as its initial loss}\"\n",
+                   "learning rate does not matter; a diverged run counts as its initial loss; "
+                   "below it, the best final loss}\"\n",
                 a->nl);
     sbuf_printf(s, "set xtics (");
     for (int d = 0; d < a->nd; d++)
@@ -233,40 +279,14 @@ int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, siz
     sbuf_printf(s, ")\nset xrange [-0.5:%g]\nset yrange [-0.5:%g]\nunset key\n"
                    "set palette defined (0 '#f7fbff', 1 '#9ecae1', 2 '#4292c6')\n"
                    "set cbrange [0:%g]\nset cblabel 'LR sensitivity (nats)'\n"
+                   "set bmargin 5\n"
                    "plot $h using 1:2:3 with image, $h using 1:2:(sprintf('%%.2f', $3)) "
-                   "with labels font ',12' tc rgb 'black'\n",
+                   "with labels font ',12' offset 0,0.5 tc rgb 'black', $h using 1:2:"
+                   "(sprintf('best %%.2f', $4)) with labels font ',9' offset 0,-0.6 "
+                   "tc rgb '#555555'\n",
                 2 * a->nd - 0.5, a->ns - 0.5, vmax > 0 ? vmax : 1.0);
     free(a);
     return 1;
-}
-
-/* A scheme's place in the atlas's rows (docs/design.md §6d); others after, in their order. */
-static int scheme_rank(const char *name)
-{
-    static const char *const ORDER[] = {"post", "pre", "peri", "deepnorm", "admin", "rezero",
-                                        "subln", "mixln", "b2t", "pre+dyt", "tfixup"};
-    const int n = (int)(sizeof ORDER / sizeof ORDER[0]);
-    for (int i = 0; i < n; i++)
-        if (!strcmp(name, ORDER[i])) return i;
-    return n;
-}
-
-/* Sort names[0..n) (and m with them, unless NULL) into the atlas's order: a stable insertion
- * sort, n is at most a dozen. */
-static void sort_schemes(char names[][32], int *m, int n)
-{
-    for (int a = 1; a < n; a++)
-        for (int b = a; b > 0 && scheme_rank(names[b]) < scheme_rank(names[b - 1]); b--) {
-            char t[32];
-            memcpy(t, names[b], sizeof t);
-            memcpy(names[b], names[b - 1], sizeof t);
-            memcpy(names[b - 1], t, sizeof t);
-            if (m) {
-                const int k = m[b];
-                m[b] = m[b - 1];
-                m[b - 1] = k;
-            }
-        }
 }
 
 /* The single-stack probe runs of ≥ 3 schemes at one depth (the most common; ties: the
