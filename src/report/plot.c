@@ -265,6 +265,18 @@ int plot_check_formats(const char *formats, char *err, size_t errlen)
     return 0;
 }
 
+/* Whether some run of set is neither Post-LN nor Pre-LN (another placement, DyT, T-Fixup). */
+static int other_schemes(const plot_set_t *set)
+{
+    for (int i = 0; i < set->n; i++) {
+        const config_t *c = &set->runs[i].cfg;
+        if ((c->model.placement != PLACEMENT_POST && c->model.placement != PLACEMENT_PRE) ||
+            c->model.norm == NORM_DYT || c->init.scheme == INIT_TFIXUP)
+            return 1;
+    }
+    return 0;
+}
+
 int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
                   const char *formats, int quiet, char *err, size_t errlen)
 {
@@ -277,14 +289,24 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         snprintf(err, errlen, "--out %s: not a directory", dir);
         return -2;
     }
+    // The Post-LN/Pre-LN figures group runs by placement; a set with other schemes (the atlas)
+    // would be mixed under those two labels: its own figures (plot_atlas.c) draw it instead.
+    static const plot_figure_fn post_pre[] = {plot_fig_grad_vs_layer, plot_fig_grad_vs_depth,
+                                              plot_fig_grad_vs_width, plot_fig_jacobian,
+                                              plot_fig_hidden_norms, plot_fig_subout};
     plot_figure_fn figures[] = {
         plot_fig_grad_vs_layer, plot_fig_grad_vs_depth, plot_fig_grad_vs_width,
         plot_fig_jacobian, plot_fig_hidden_norms, plot_fig_loss, plot_fig_grad_vs_layer_encdec,
         plot_fig_subout, plot_fig_val_loss, plot_fig_atlas_lr, plot_fig_atlas_sensitivity,
         plot_fig_atlas_grad, plot_fig_output_change, plot_fig_model_update,
     };
+    const int many = other_schemes(set);
     int drawn = 0;
     for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {
+        int skip = 0;
+        for (size_t j = 0; many && j < sizeof post_pre / sizeof post_pre[0]; j++)
+            skip |= figures[k] == post_pre[j];
+        if (skip) continue;
         sbuf_t script = {0};
         char name[256];
         const int has = figures[k](set, &script, name, sizeof name);

@@ -166,6 +166,14 @@ static const char *const SCHEME_COLORS[12] = {
     "#7f8c8d", "#d35400", "#2c3e50", "#f1c40f", "#e84393", "#6ab04c",
 };
 
+/* A scheme's colour, the same in every atlas figure: by its place in the atlas's order
+ * (others by their index i in the figure). */
+static const char *scheme_color(const char *name, int i)
+{
+    const int r = scheme_rank(name);
+    return SCHEME_COLORS[(r < 11 ? r : i) % 12];
+}
+
 int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     atlas_t *a = malloc(sizeof *a);
@@ -214,7 +222,7 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         if (d == 1) sbuf_printf(s, "unset key\n");
         sbuf_printf(s, "set title 'L = %g'\nplot ", a->depth[d]);
         for (int sc = 0; sc < a->ns; sc++) {
-            const char *col = SCHEME_COLORS[sc % 12];
+            const char *col = scheme_color(a->scheme[sc], sc);
             char label[64];
             plot_escape_name(a->scheme[sc], label, sizeof label);
             sbuf_printf(s, "%s$f%d_%d_1 using 1:2 with linespoints lw 1.5 pt 7 ps 0.8 lc rgb '%s' "
@@ -442,7 +450,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
         char label[64];
         plot_escape_name(names[sc], label, sizeof label);
         sbuf_printf(s, "%s$c%d using 1:2:3 with yerrorlines pt 7 ps 0.8 lc rgb '%s' "
-                       "title '%s: %s^{%.2f ± %.2f}'", sc ? ", " : "", sc, SCHEME_COLORS[sc % 12],
+                       "title '%s: %s^{%.2f ± %.2f}'", sc ? ", " : "", sc, scheme_color(names[sc], sc),
                     label, encdec ? "N" : "L", slope[sc], isnan(ci[sc]) ? 0.0 : ci[sc]);
     }
     sbuf_printf(s, "\n");
@@ -462,6 +470,22 @@ int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     }
     if (!n || more) return 0;   // an atlas-sized set has its own figures
     snprintf(name, len, "model_update");
+    for (int a = 1; a < n; a++)   // by scheme (the atlas's order), the deepest first
+        for (int b = a; b > 0; b--) {
+            const config_t *x = &set->runs[m[b]].cfg, *y = &set->runs[m[b - 1]].cfg;
+            char nx[32], ny[32];
+            plot_scheme_name(x, nx, sizeof nx);
+            plot_scheme_name(y, ny, sizeof ny);
+            const int rx = scheme_rank(nx), ry = scheme_rank(ny);
+            if (rx > ry || (rx == ry && x->model.layers <= y->model.layers)) break;
+            const int k = m[b];
+            m[b] = m[b - 1];
+            m[b - 1] = k;
+        }
+    int same_lr = 1;   // lr and warm-up in the legend only when they vary
+    for (int i = 1; i < n; i++)
+        same_lr &= set->runs[m[i]].cfg.train.lr == set->runs[m[0]].cfg.train.lr &&
+                   set->runs[m[i]].cfg.train.warmup == set->runs[m[0]].cfg.train.warmup;
     int diverged[PLOT_MAX_SERIES] = {0};
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
@@ -480,29 +504,31 @@ int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t l
         }
     }
     const config_t *c = &set->runs[m[0]].cfg;
-    char data[64];
+    char data[64], lrw[64] = "";
     plot_data_text(c, data, sizeof data);
+    if (same_lr)
+        snprintf(lrw, sizeof lrw, ", lr %g, %s", c->train.lr,
+                 c->train.warmup > 1 ? "with warm-up" : "no warm-up");
     sbuf_printf(s, "set title \"Model update during training (DeepNet, Wang et al. 2022)\\n{/*0.8 "
                    "E_{token} ‖F(x,θ_t) − F(x,θ_0)‖ on a fixed batch, F the last hidden state; "
-                   "d = %d, %s, %s; × = diverged}\"\n", c->model.d_model, data,
-                config_optimizer_name(c->train.optimizer));
+                   "d = %d, %s, %s%s; × = diverged}\"\n", c->model.d_model, data,
+                config_optimizer_name(c->train.optimizer), lrw);
     sbuf_printf(s, "set grid\nset logscale xy\nset xlabel 'update t'\nset ylabel "
                    "'E_{token} ‖F(x,θ_t) − F(x,θ_0)‖'\nset key outside right top font ',10' box "
                    "opaque\nplot ");
     // a colour per scheme, a dash pattern per depth (deepest solid)
-    char schemes[ATLAS_MAX][32];
-    int nsch = 0, maxL = 0;
+    int maxL = 0;
     for (int i = 0; i < n; i++)
         if (set->runs[m[i]].cfg.model.layers > maxL) maxL = set->runs[m[i]].cfg.model.layers;
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         char scheme[32], label[160], esc[256];
         plot_scheme_name(&r->cfg, scheme, sizeof scheme);
-        const int sc = intern(schemes, &nsch, scheme);
-        snprintf(label, sizeof label, "%s, L = %d, lr %g, warm-up %d", scheme, r->cfg.model.layers,
-                 r->cfg.train.lr, r->cfg.train.warmup);
+        if (same_lr) snprintf(label, sizeof label, "%s, L = %d", scheme, r->cfg.model.layers);
+        else snprintf(label, sizeof label, "%s, L = %d, lr %g, warm-up %d", scheme,
+                      r->cfg.model.layers, r->cfg.train.lr, r->cfg.train.warmup);
         plot_escape_name(label, esc, sizeof esc);
-        const char *col = SCHEME_COLORS[(sc < 0 ? i : sc) % 12];
+        const char *col = scheme_color(scheme, i);
         sbuf_printf(s, "%s$u%d using 1:2 with lines lw 2 dt %d lc rgb '%s' title '%s%s'",
                     i ? ", " : "", i, r->cfg.model.layers == maxL ? 1 : 2, col, esc,
                     diverged[i] ? " (diverged)" : "");

@@ -185,7 +185,7 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int m[PLOT_MAX_SERIES], n = 0, epochs = 1, more = 0;
     for (int i = 0; i < set->n; i++)
-        if (set->runs[i].nevals > 0) {
+        if (set->runs[i].nevals > 1) {   // a curve needs two points (one: the final loss only)
             if (n == PLOT_MAX_SERIES) { more = 1; break; }
             m[n++] = i;
             if (isnan(set->runs[i].epoch_batches)) epochs = 0;
