@@ -38,12 +38,17 @@ def read_runs(path):
             t = g["train"]
             status = g.attrs["status"]
             status = status.decode() if isinstance(status, bytes) else status
-            val = t["val_loss"][:] if "val_loss" in t else np.array([np.nan])
+            loss = t["loss"][:]
+            val = t["val_loss"][:] if "val_loss" in t else np.array([])
+            # the final loss as `stability plot` takes it: the last validation loss, else
+            # (a task without a held-out split) the mean of the last tenth of training losses
+            final = (float(val[-1]) if len(val) and np.isfinite(val[-1])
+                     else float(np.mean(loss[-max(len(loss) // 10, 1):])))
             runs.append({
                 "scheme": scheme_of(cfg), "L": int(cfg["model"]["layers"]),
                 "lr": float(cfg["train"]["lr"]), "warm": int(cfg["train"]["warmup"]) > 1,
-                "final": np.nan if status == "diverged" else float(val[-1]),
-                "loss0": float(t["loss"][0]), "diverged": status == "diverged",
+                "final": np.nan if status == "diverged" else final,
+                "loss0": float(loss[0]), "diverged": status == "diverged",
             })
     return runs
 

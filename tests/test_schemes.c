@@ -221,6 +221,23 @@ END_TEST
 /* The schemes' defining properties at initialisation: ReZero is the identity on the stream
  * (α = 0: the output is the embedding); DeepNorm with α = 1 is Post-LN (same forward); Mix-LN
  * with mix_ratio 0 is Pre-LN and with 1 Post-LN plus a final norm. */
+/* Wortsman et al.'s LR sensitivity as the atlas computes it (docs/design.md §6c): the mean over
+ * the learning rates of min(loss, loss_0) − the best loss, a diverged run (NaN) counting as its
+ * initial loss; worked by hand. */
+double plot_lr_sensitivity(const double *final, const double *loss0, int n);   // report/
+START_TEST(test_lr_sensitivity)
+{
+    const double z[4] = {5.5, 5.5, 5.5, 5.5};
+    // best 2.4; terms 0.1, 0, 5.5 − 2.4 (diverged), min(6.0, 5.5) − 2.4: mean 6.3 / 4
+    const double f[4] = {2.5, 2.4, NAN, 6.0};
+    ck_assert_double_eq_tol(plot_lr_sensitivity(f, z, 4), (0.1 + 0.0 + 3.1 + 3.1) / 4, 1e-12);
+    const double flat[3] = {2.0, 2.0, 2.0};   // the lr does not matter
+    ck_assert_double_eq_tol(plot_lr_sensitivity(flat, z, 3), 0.0, 1e-15);
+    const double none[2] = {NAN, NAN};   // nothing trained: no value, not 0
+    ck_assert(isnan(plot_lr_sensitivity(none, z, 2)));
+}
+END_TEST
+
 START_TEST(test_scheme_identities)
 {
     config_t a, b;
@@ -267,6 +284,7 @@ Suite *schemes_suite(void)
     tcase_add_test(tc2, test_scheme_init_gains);
     tcase_add_test(tc2, test_admin_profile);
     tcase_add_test(tc2, test_scheme_identities);
+    tcase_add_test(tc2, test_lr_sensitivity);
     suite_add_tcase(s, tc2);
     return s;
 }

@@ -10,6 +10,7 @@
    empty list items as in configs; run names that are not file names).
 6. Stale runs (a file of another configuration) are redone and said so; a merge never
    replaces a merged file with a poorer one without --force; --jobs N divides the threads.
+7. A miniature atlas: its figures, and the LR-sensitivity table against the definition.
 """
 import glob
 import os
@@ -284,6 +285,66 @@ def test_plots(tmp):
           r.returncode == 1 and "gnuplot" in r.stderr and h5py.is_hdf5(files[0]), r.stderr.strip())
 
 
+def test_atlas(tmp):
+    """A miniature atlas: 3 schemes x 2 learning rates x warm-up on/off, trained briefly. Its own
+    figures come out (and not the Post/Pre-LN ones, which would mix the schemes), and
+    scripts/atlas_table.py's LR sensitivities equal the definition recomputed here from the
+    run files (mean over lr of min(final, loss_0) - best; diverged = loss_0)."""
+    f = os.path.join(tmp, "mini_atlas_test.ini")
+    write(f, "[sweep]\nbase = configs/tiny.ini\nname = {placement}_lr{lr}_w{warmup}\n"
+             "model.placement = post, pre, deepnorm\ntrain.lr = 1e-3, 3e-2\ntrain.warmup = 1, 5\n"
+             "train.steps = 12\ntrain.eval_every = 12\nprobe.every = 12\nprobe.model_update = off\n"
+             "train.schedule = constant\n")
+    shutil.rmtree("results/mini_atlas_test", ignore_errors=True)
+    r = run("sweep", f, "--quiet")
+    check("mini atlas: 12 runs", r.returncode == 0 and len(glob.glob("results/mini_atlas_test/*.h5")) == 12,
+          r.stderr.strip())
+    g = os.path.join(tmp, "mini_init_test.ini")   # the same schemes at initialisation, 3 depths
+    write(g, "[sweep]\nbase = configs/tiny.ini\nname = {placement}_L{layers}\n"
+             "model.placement = post, pre, deepnorm\nmodel.layers = 1, 2, 3\nprobe.seeds = 2\n"
+             "probe.batches = 1\n")
+    shutil.rmtree("results/mini_init_test", ignore_errors=True)
+    r = run("sweep", g, "--quiet")
+    check("mini atlas at initialisation: 9 probes", r.returncode == 0, r.stderr.strip())
+    outdir = os.path.join(tmp, "atlas_plots")
+    r = run("plot", "results/mini_atlas_test.h5", "results/mini_init_test.h5", "--out", outdir,
+            "--format", "png")
+    drawn = sorted(os.path.basename(p)[len("mini_atlas_test-"):-4]
+                   for p in glob.glob(os.path.join(outdir, "*.png")))
+    check("mini atlas: its four figures, none of the Post/Pre-LN ones (they would mix schemes)",
+          r.returncode == 0 and {"atlas_lr", "atlas_sensitivity", "atlas_grad", "output_change"} <= set(drawn)
+          and not {"grad_vs_layer", "grad_vs_depth", "hidden_norms", "jacobian"} & set(drawn),
+          r.stderr.strip() or str(drawn))
+    t = subprocess.run(["/usr/bin/python3", "scripts/atlas_table.py", "results/mini_atlas_test.h5"],
+                       capture_output=True, text=True)
+    table = {}
+    for line in t.stdout.splitlines()[2:]:
+        c = [x.strip() for x in line.strip("|").split("|")]
+        table[c[0]] = (float(c[2]), float(c[3]))
+    cells = {}
+    for p in glob.glob("results/mini_atlas_test/*.h5"):
+        with h5py.File(p, "r") as h:
+            name = os.path.basename(p)[:-3]
+            place, w = name.split("_")[0], name.endswith("_w5")
+            st = h.attrs["status"]
+            st = st.decode() if isinstance(st, bytes) else st
+            loss = h["train/loss"][:]   # tiny's random task has no held-out split: the final
+            z = float(loss[0])           # loss is the mean of the last tenth of training losses
+            fin = z if st == "diverged" else float(np.mean(loss[-max(len(loss) // 10, 1):]))
+            best = np.nan if st == "diverged" else fin
+            cells.setdefault((place, w), []).append((min(fin, z), best))
+    ok = t.returncode == 0 and len(table) == 3
+    for (place, w), v in cells.items():
+        want = np.mean([a for a, _ in v]) - np.nanmin([b for _, b in v])
+        got = table.get(place, (np.nan, np.nan))[0 if w else 1]
+        ok &= abs(got - want) < 5e-4   # the table prints 3 decimals
+    check("atlas_table.py: LR sensitivity per scheme and warm-up = the definition", ok,
+          t.stderr.strip() or str(table))
+    for d in ("mini_atlas_test", "mini_init_test"):
+        shutil.rmtree("results/" + d, ignore_errors=True)
+        os.remove(f"results/{d}.h5")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_expansion(tmp)
@@ -292,6 +353,7 @@ def main():
         test_stale(tmp)
         test_threads(tmp)
         test_plots(tmp)
+        test_atlas(tmp)
     failed = results.count(False)
     print(f"sweep: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
