@@ -5,9 +5,8 @@ From the merged sweep file of experiments/atlas.ini (h5py only): per scheme and 
 LR sensitivity of Wortsman et al. 2023 with and without warm-up (mean over the learning-rate
 grid of min(final loss, initial loss) - the best final loss; a diverged run counts as its initial
 loss), the best final validation loss and its learning rate, the number of diverged runs, and
-whether the scheme needs warm-up there: its best loss without warm-up is worse than with it by
-more than --margin nats (default 0.05), or it diverges without warm-up at a learning rate at
-which it trains with it.
+whether the scheme needs warm-up there: the largest learning rate at which it trains (final loss
+below --trains, default 3.2 nats) is larger with warm-up than without.
 """
 import argparse
 import configparser
@@ -61,19 +60,26 @@ def sensitivity(final, loss0):
     return float(np.mean([min(f, z) if np.isfinite(f) else z for f, z in zip(final, loss0)]) - best)
 
 
+ORDER = ["post", "pre", "peri", "deepnorm", "admin", "rezero", "subln", "mixln", "b2t",
+         "pre+dyt", "tfixup"]   # the atlas's rows (experiments/atlas.ini)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("file")
-    ap.add_argument("--margin", type=float, default=0.05)
+    ap.add_argument("--trains", type=float, default=3.2,
+                    help="a run trains when its final loss is below this (nats; default 3.2: the "
+                         "atlas's byte-level LM sits on its unigram plateau at about 3.5)")
     a = ap.parse_args()
     runs = read_runs(a.file)
     if not runs:
         sys.exit(f"{a.file}: no training runs under /runs")
-    schemes = list(dict.fromkeys(r["scheme"] for r in runs))
+    schemes = sorted(dict.fromkeys(r["scheme"] for r in runs),
+                     key=lambda x: ORDER.index(x) if x in ORDER else len(ORDER))
     depths = sorted({r["L"] for r in runs})
     print("| scheme | L | LR sensitivity, warm-up | none | best loss, warm-up (lr) | none (lr) "
-          "| diverged, warm-up / none | needs warm-up |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| largest lr that trains, warm-up / none | diverged, warm-up / none | needs warm-up |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for s in schemes:
         for L in depths:
             cell = {}
@@ -81,20 +87,21 @@ def main():
                 rs = sorted((r for r in runs if r["scheme"] == s and r["L"] == L and r["warm"] == w),
                             key=lambda r: r["lr"])
                 fin = [r["final"] for r in rs]
+                done = [(f, r["lr"]) for f, r in zip(fin, rs) if np.isfinite(f)]
                 cell[w] = {
                     "sens": sensitivity(fin, [r["loss0"] for r in rs]),
-                    "best": min((f, r["lr"]) for f, r in zip(fin, rs)) if any(np.isfinite(fin)) else (np.nan, np.nan),
+                    "best": min(done) if done else (np.nan, np.nan),
                     "div": sum(r["diverged"] for r in rs),
-                    "div_lrs": {r["lr"] for r in rs if r["diverged"]},
-                    "ok_lrs": {r["lr"] for r in rs if not r["diverged"]},
+                    "top": max((lr for f, lr in done if f < a.trains), default=0.0),
                 }
             w, n = cell[True], cell[False]
-            needs = (np.isfinite(w["best"][0]) and
-                     (not np.isfinite(n["best"][0]) or n["best"][0] > w["best"][0] + a.margin or
-                      bool(n["div_lrs"] & w["ok_lrs"])))
+            needs = ("trains at no lr" if not w["top"] and not n["top"]   # e.g. deep Post-LN
+                     else "yes" if w["top"] > n["top"] else "no")   # warm-up lets it take a larger lr
             fmt = lambda b: "-" if not np.isfinite(b[0]) else f"{b[0]:.3f} ({b[1]:g})"
+            top = lambda t: f"{t:g}" if t > 0 else "none"
             print(f"| {s} | {L} | {w['sens']:.3f} | {n['sens']:.3f} | {fmt(w['best'])} | "
-                  f"{fmt(n['best'])} | {w['div']} / {n['div']} | {'yes' if needs else 'no'} |")
+                  f"{fmt(n['best'])} | {top(w['top'])} / {top(n['top'])} | {w['div']} / {n['div']} | "
+                  f"{needs} |")
 
 
 if __name__ == "__main__":
