@@ -265,16 +265,20 @@ int plot_check_formats(const char *formats, char *err, size_t errlen)
     return 0;
 }
 
-/* Whether some run of set is neither Post-LN nor Pre-LN (another placement, DyT, T-Fixup). */
-static int other_schemes(const plot_set_t *set)
+/* Whether the runs of set use three or more schemes (a placement, DyT or T-Fixup; LayerNorm,
+ * RMSNorm and no norm count as one): an atlas, not a comparison of two. */
+static int many_schemes(const plot_set_t *set)
 {
-    for (int i = 0; i < set->n; i++) {
+    int seen[3][3], n = 0;   // (placement, dyt, tfixup) of the schemes seen so far
+    for (int i = 0; i < set->n && n < 3; i++) {
         const config_t *c = &set->runs[i].cfg;
-        if ((c->model.placement != PLACEMENT_POST && c->model.placement != PLACEMENT_PRE) ||
-            c->model.norm == NORM_DYT || c->init.scheme == INIT_TFIXUP)
-            return 1;
+        const int key[3] = {(int)c->model.placement, c->model.norm == NORM_DYT,
+                            c->init.scheme == INIT_TFIXUP};
+        int found = 0;
+        for (int k = 0; k < n && !found; k++) found = !memcmp(seen[k], key, sizeof key);
+        if (!found) memcpy(seen[n++], key, sizeof key);
     }
-    return 0;
+    return n >= 3;
 }
 
 int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
@@ -289,8 +293,8 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         snprintf(err, errlen, "--out %s: not a directory", dir);
         return -2;
     }
-    // The Post-LN/Pre-LN figures group runs by placement; a set with other schemes (the atlas)
-    // would be mixed under those two labels: its own figures (plot_atlas.c) draw it instead.
+    // The Post-LN/Pre-LN figures compare two placements; a set of many schemes (the atlas)
+    // would be mixed under two labels: its own figures (plot_atlas.c) draw it instead.
     static const plot_figure_fn post_pre[] = {plot_fig_grad_vs_layer, plot_fig_grad_vs_depth,
                                               plot_fig_grad_vs_width, plot_fig_jacobian,
                                               plot_fig_hidden_norms, plot_fig_subout};
@@ -300,7 +304,7 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         plot_fig_subout, plot_fig_val_loss, plot_fig_atlas_lr, plot_fig_atlas_sensitivity,
         plot_fig_atlas_grad, plot_fig_output_change, plot_fig_model_update,
     };
-    const int many = other_schemes(set);
+    const int many = many_schemes(set);
     int drawn = 0;
     for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {
         int skip = 0;
