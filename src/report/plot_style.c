@@ -56,6 +56,16 @@ void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len)
                        : r->cfg.model.norm == NORM_NONE  ? " (no norm)" : "";
     char name[160];   // fits the label buffers (200) with the placement prefix
     plot_escape_name(r->name, name, sizeof name);
+    const config_t *c = &r->cfg;
+    if ((c->model.placement != PLACEMENT_POST && c->model.placement != PLACEMENT_PRE) ||
+        c->model.norm == NORM_DYT || c->init.scheme == INIT_TFIXUP) {   // a later scheme: its name
+        char scheme[32], esc[64];
+        plot_scheme_name(&r->cfg, scheme, sizeof scheme);
+        plot_escape_name(scheme, esc, sizeof esc);
+        if (with_name) snprintf(buf, len, "%s: %s", esc, name);
+        else snprintf(buf, len, "%s", esc);
+        return;
+    }
     if (with_name) snprintf(buf, len, "%s-LN%s: %s", plot_is_post(r) ? "Post" : "Pre", norm, name);
     else snprintf(buf, len, "%s-LN%s", plot_is_post(r) ? "Post" : "Pre", norm);
 }
