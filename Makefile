@@ -23,14 +23,16 @@ OBJ      := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
 RUN_SWEEP ?= experiments/fig3ab_grad_vs_layer.ini
-# make figures: the paper's figures on its own 6-6 model first, then the single-stack studies
-# that no enc-dec figure supersedes (fig3ab_grad_vs_layer and fig2_warmup are; they stay
-# runnable one by one, and `make run` is fig3ab_grad_vs_layer). make atlas: the atlas (~1 h).
-FIGURE_EXPERIMENTS := fig3ab_encdec fig3cd_encdec fig2_encdec fig3cd_grad_vs_depth \
-                      fig3cd_untied width_scaling lemma_norms
+# make figures: the paper's figures on its own 6-6 model, and the lemmas (under 20 minutes on
+# 2 cores). make figures-single: the single-stack studies the enc-dec figures supersede (Fig. 3
+# and Fig. 2 on one stack, the tied-output and width studies; `make run` is
+# fig3ab_grad_vs_layer). make atlas: the atlas (~50 min).
+FIGURE_EXPERIMENTS := fig3ab_encdec fig3cd_encdec fig2_encdec lemma_norms
+SINGLE_EXPERIMENTS := fig3ab_grad_vs_layer fig3cd_grad_vs_depth fig3cd_untied width_scaling \
+                      fig2_warmup
 ATLAS_EXPERIMENTS := atlas_init atlas model_update
 
-.PHONY: all deps test-deps run figures atlas test unit asan-unit bench clean
+.PHONY: all deps test-deps run figures figures-single atlas test unit asan-unit bench clean
 all: stability
 
 stability: $(OBJ) $(BUILD)/cli/main.o
@@ -81,12 +83,21 @@ run: deps
 DOC_FIGURES := fig3ab_encdec-grad_vs_layer fig3ab_encdec-subout_grad fig3cd_encdec-grad_vs_depth \
                fig2_encdec-val_loss fig2_encdec-loss fig3cd_grad_vs_depth-grad_vs_depth \
                fig3cd_untied-grad_vs_depth \
-               width_scaling-grad_vs_width lemma_norms-hidden_norms lemma_norms-jacobian
+               width_scaling-grad_vs_width lemma_norms-hidden_norms lemma_norms-jacobian \
+               fig3ab_grad_vs_layer-grad_vs_layer fig2_warmup-loss
 figures: deps
 	$(MAKE) stability
 	@[ -s results/translation/manifest.txt ] || scripts/translation-corpus.sh   # Fig. 3, Fig. 2
 	@set -e; for f in $(FIGURE_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(FIGURE_EXPERIMENTS); do ./stability plot results/$$f.h5; done
+	@mkdir -p docs/figures; for f in $(DOC_FIGURES); do \
+	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
+
+figures-single: deps
+	$(MAKE) stability
+	@[ -s results/licenses.txt ] || scripts/corpus.sh   # fig2_warmup's text
+	@set -e; for f in $(SINGLE_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
+	@set -e; for f in $(SINGLE_EXPERIMENTS); do ./stability plot results/$$f.h5; done
 	@mkdir -p docs/figures; for f in $(DOC_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 
