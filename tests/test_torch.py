@@ -862,34 +862,39 @@ def self_test(args, workdir):
     return passed, failed
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--self-test", action="store_true",
-                    help="check the reader and comparison on torch-made dumps (no C program)")
+def run_main(doc, name, banner, self_test_fn, run_cases_fn, self_test_help):
+    """The command line every PyTorch cross-check shares: parse the options, run the self-test
+    or the cases in a working directory (--keep DIR, else a temporary one), print the tally
+    as "NAME: P passed, F failed" and return the exit status (1 on a failure or no case)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--self-test", action="store_true", help=self_test_help)
     ap.add_argument("--binary", default="./stability", help="the C program (default ./stability)")
     ap.add_argument("--keep", metavar="DIR", help="write configs and dumps to DIR and keep them")
     ap.add_argument("--case", metavar="SUBSTRING", help="only the cases whose name contains it")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every tensor's error")
     args = ap.parse_args()
-
-    print(f"test_torch: PyTorch {torch.__version__}, h5py {h5py.__version__}, float64; "
-          f"grad tol {GRAD_TOL:g} (floor {GLOBAL_FLOOR:g}·global max), loss tol {LOSS_TOL:g}")
+    print(banner)
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
         workdir, tmp = args.keep, None
     else:
-        tmp = tempfile.TemporaryDirectory(prefix="stability-torch-")
+        tmp = tempfile.TemporaryDirectory(prefix=f"stability-{name.replace(' ', '-')}-")
         workdir = tmp.name
     try:
-        if args.self_test:
-            passed, failed = self_test(args, workdir)
-        else:
-            passed, failed = run_cases(args, workdir)
+        passed, failed = (self_test_fn if args.self_test else run_cases_fn)(args, workdir)
     finally:
         if tmp is not None:
             tmp.cleanup()
-    print(f"torch: {passed} passed, {failed} failed")
+    print(f"{name}: {passed} passed, {failed} failed")
     return 1 if failed or passed == 0 else 0
+
+
+def main():
+    return run_main(__doc__, "torch",
+                    f"test_torch: PyTorch {torch.__version__}, h5py {h5py.__version__}, float64; "
+                    f"grad tol {GRAD_TOL:g} (floor {GLOBAL_FLOOR:g}·global max), loss tol {LOSS_TOL:g}",
+                    self_test, run_cases,
+                    "check the reader and comparison on torch-made dumps (no C program)")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,6 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 
 import h5py
 import numpy as np
@@ -848,35 +847,13 @@ def stub_dump(ini, out):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--self-test", action="store_true",
-                    help="check the reference, reader and comparison without the C program")
-    ap.add_argument("--binary", default="./stability", help="the C program (default ./stability)")
-    ap.add_argument("--keep", metavar="DIR", help="write configs and dumps to DIR and keep them")
-    ap.add_argument("--case", metavar="SUBSTRING", help="only the cases whose name contains it")
-    ap.add_argument("--verbose", "-v", action="store_true", help="print every tensor's error")
-    args = ap.parse_args()
-
-    print(f"test_torch_encdec: PyTorch {torch.__version__}, h5py {h5py.__version__}, float64; "
-          f"grad tol {tt.GRAD_TOL:g} (floor {tt.GLOBAL_FLOOR:g}·global max), "
-          f"loss tol {tt.LOSS_TOL:g}; reference vs nn.Transformer {NN_GRAD_TOL:g} "
-          f"(floor-judged {NN_FLOOR_TOL:g}) / {NN_LOSS_TOL:g}")
-    if args.keep:
-        os.makedirs(args.keep, exist_ok=True)
-        workdir, tmp = args.keep, None
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix="stability-torch-encdec-")
-        workdir = tmp.name
-    try:
-        if args.self_test:
-            passed, failed = self_test(args, workdir)
-        else:
-            passed, failed = run_cases(args, workdir)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
-    print(f"torch encdec: {passed} passed, {failed} failed")
-    return 1 if failed or passed == 0 else 0
+    return tt.run_main(__doc__, "torch encdec",
+                       f"test_torch_encdec: PyTorch {torch.__version__}, h5py {h5py.__version__}, float64; "
+                       f"grad tol {tt.GRAD_TOL:g} (floor {tt.GLOBAL_FLOOR:g}·global max), "
+                       f"loss tol {tt.LOSS_TOL:g}; reference vs nn.Transformer {NN_GRAD_TOL:g} "
+                       f"(floor-judged {NN_FLOOR_TOL:g}) / {NN_LOSS_TOL:g}",
+                       self_test, run_cases,
+                       "check the reference, reader and comparison without the C program")
 
 
 if __name__ == "__main__":
