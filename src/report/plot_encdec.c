@@ -65,6 +65,22 @@ static void series_style(const plot_set_t *set, const int *m, int n, int i, char
     *pt = plot_is_post(r) ? 7 : 5;
 }
 
+/* The plot command's series of one panel: run i's block $<b><i>_<panel>, styled by
+ * series_style; the legend is drawn by the first panel only. */
+static void plot_series(sbuf_t *s, const plot_set_t *set, const int *m, int n, char b, int panel,
+                        double ps)
+{
+    for (int i = 0; i < n; i++) {
+        char label[200];
+        const char *c;
+        int pt, dt;
+        series_style(set, m, n, i, label, sizeof label, &c, &pt, &dt);
+        sbuf_printf(s, "%s$%c%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps %g dt %d "
+                       "title '%s'", i ? ", " : "", b, i, panel, c, pt, ps, dt, label);
+    }
+    sbuf_printf(s, "\nunset key\n");
+}
+
 /* One legend for a row of panels, below them (set before the first panel, unset after it);
  * the panels' bottom edge leaves it room, so no key covers data. */
 static void shared_key(sbuf_t *s)
@@ -104,15 +120,7 @@ int plot_fig_grad_vs_layer_encdec(const plot_set_t *set, sbuf_t *s, char *name, 
     layer_axis(s, &r0->cfg);
     for (int p = 0; p < 2; p++) {
         sbuf_printf(s, "set title 'W^%d'\nset ylabel '‖E_{batch} ∂L/∂W^%d‖_F'\nplot ", p + 1, p + 1);
-        for (int i = 0; i < n; i++) {
-            char label[200];
-            const char *c;
-            int pt, dt;
-            series_style(set, m, n, i, label, sizeof label, &c, &pt, &dt);
-            sbuf_printf(s, "%s$g%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 dt %d "
-                           "title '%s'", i ? ", " : "", i, p, c, pt, dt, label);
-        }
-        sbuf_printf(s, "\nunset key\n");
+        plot_series(s, set, m, n, 'g', p, 1.3);
     }
     sbuf_printf(s, "unset multiplot\n");
     return 1;
@@ -167,15 +175,7 @@ int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++)
             if (!strcmp(KINDS[k].name, ax0->sub[x])) title = KINDS[k].title;
         sbuf_printf(s, "set title '%s'\nset ylabel 'E_{token} ‖∂L/∂ out‖'\nplot ", title);
-        for (int i = 0; i < n; i++) {
-            char label[200];
-            const char *c;
-            int pt, dt;
-            series_style(set, m, n, i, label, sizeof label, &c, &pt, &dt);
-            sbuf_printf(s, "%s$u%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.1 dt %d "
-                           "title '%s'", i ? ", " : "", i, x, c, pt, dt, label);
-        }
-        sbuf_printf(s, "\nunset key\n");
+        plot_series(s, set, m, n, 'u', x, 1.1);
     }
     sbuf_printf(s, "unset multiplot\n");
     return 1;
