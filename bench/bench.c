@@ -9,6 +9,11 @@
  * child process of its own (`bench --run CASE ...`, so each peak RSS is that case's alone) and
  * PyTorch (bench/bench_torch.py, float64 and float32, same thread count) on the same shapes,
  * prints a table and writes the numbers as CSV. Timing lives here only, never in the tests.
+ *
+ * PyTorch runs with OMP_WAIT_POLICY=PASSIVE, its fastest setting here: with libgomp's default
+ * (spin, then sleep) its OpenMP workers and the OpenBLAS threads Debian's build calls fight for
+ * two cores, and its per-update times become heavy-tailed (d = 128 float32: median 150–190 ms,
+ * minimum 58, maximum 580; passive: 51–62 ms; docs/performance.md).
  */
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +36,7 @@ char *openblas_get_config(void);
 char *openblas_get_corename(void);
 void openblas_set_num_threads(int num_threads);
 
-/* DGEMM 1024^3 products timed for the machine's rate (about 20 ms each on 2 cores). */
+/* DGEMM (SGEMM) 1024^3 products timed for the machine's rate (about 20 ms each on 2 cores). */
 #define DGEMM_REPS 25
 
 typedef enum { K_STEP, K_UPDATE, K_PROBE } case_kind_t;
@@ -313,24 +318,36 @@ static int run_capture(const char *cmd, const char *tag, char *line, size_t len)
     return !(found && st == 0);
 }
 
-/* DGEMM rate at n³ through the same BLAS on all the threads (OpenBLAS's own, which threads_set
- * leaves at 1 for nn/gemm.c): median GFLOP/s of reps products (best in *best). */
-static double dgemm_rate(int n, int reps, double *best)
+/* GEMM rate at n³ through the same BLAS on all the threads (OpenBLAS's own, which threads_set
+ * leaves at 1 for nn/gemm.c), in float64 (DGEMM) or, single = 1, float32 (SGEMM: the ceiling of
+ * a float32 model): median GFLOP/s of reps products (best in *best). */
+static double gemm_rate(int n, int reps, int single, double *best)
 {
     openblas_set_num_threads(threads_get());
-    const size_t nn = (size_t)n * n;
-    double *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
+    const size_t nn = (size_t)n * n, size = single ? sizeof(float) : sizeof(double);
+    char *a = malloc(nn * size), *b = malloc(nn * size), *c = malloc(nn * size);
     double rates[DGEMM_REPS];
     if (!a || !b || !c || reps > DGEMM_REPS) { free(a); free(b); free(c); return NAN; }
     for (size_t i = 0; i < nn; i++) {
-        a[i] = (double)(i % 7) - 3.0;
-        b[i] = (double)(i % 5) * 0.5;
-        c[i] = 0.0;
+        const double x = (double)(i % 7) - 3.0, y = (double)(i % 5) * 0.5;
+        if (single) {
+            ((float *)a)[i] = (float)x;
+            ((float *)b)[i] = (float)y;
+            ((float *)c)[i] = 0.0f;
+        } else {
+            ((double *)a)[i] = x;
+            ((double *)b)[i] = y;
+            ((double *)c)[i] = 0.0;
+        }
     }
     for (int r = -1; r < reps; r++) {
         const double t0 = now_s();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0,
-                    c, n);
+        if (single)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, (float *)a, n,
+                        (float *)b, n, 0.0f, (float *)c, n);
+        else
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, (double *)a, n,
+                        (double *)b, n, 0.0, (double *)c, n);
         const double dt = now_s() - t0;
         if (r >= 0) rates[r] = 2.0 * n * (double)n * n / dt * 1e-9;
     }
@@ -442,16 +459,16 @@ static int run_measured(const bench_opts_t *o, const char *cmd, const char *tag,
     return rc;
 }
 
-/* The DGEMM rate (median GFLOP/s, best in *best), repeated when other processes disturbed it;
- * *others = their CPU share during the last attempt. */
-static double measure_dgemm(const bench_opts_t *o, double *best, double *others)
+/* The DGEMM (single = 1: SGEMM) rate (median GFLOP/s, best in *best), repeated when other
+ * processes disturbed it; *others = their CPU share during the last attempt. */
+static double measure_gemm(const bench_opts_t *o, int single, double *best, double *others)
 {
     double rate = NAN;
     for (int attempt = 0; attempt <= o->retries; attempt++) {
         if (attempt > 0 || o->wait > 0) wait_idle(o->wait);
         cpu_mark_t a, b;
         cpu_mark(&a);
-        rate = dgemm_rate(1024, DGEMM_REPS, best);
+        rate = gemm_rate(1024, DGEMM_REPS, single, best);
         cpu_mark(&b);
         *others = cpu_others(&a, &b);
         if (!(*others > 0.05)) break;
@@ -469,7 +486,7 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-    bench_opts_t o = {.threads = 0, .steps = 10, .warmup = 2, .torch = 1, .csv = NULL,
+    bench_opts_t o = {.threads = 0, .steps = 10, .warmup = 5, .torch = 1, .csv = NULL,
                       .python = "/usr/bin/python3", .only = NULL, .retries = 2, .wait = 0.0};
     const char *run = NULL;
     for (int i = 1; i < argc; i++) {
@@ -503,9 +520,14 @@ int main(int argc, char **argv)
     printf("other load before the start: %.0f%% of the CPUs busy%s\n", 100.0 * busy,
            busy > 0.1 ? "  -- WARNING: the machine is not idle, the times are not reliable" : "");
     double dgemm_best, dgemm_others;
-    const double dgemm = measure_dgemm(&o, &dgemm_best, &dgemm_others);
-    printf("DGEMM 1024^3: %.1f GFLOP/s median of %d (best %.1f)%s\n\n", dgemm, DGEMM_REPS,
+    const double dgemm = measure_gemm(&o, 0, &dgemm_best, &dgemm_others);
+    printf("DGEMM 1024^3: %.1f GFLOP/s median of %d (best %.1f)%s\n", dgemm, DGEMM_REPS,
            dgemm_best, dgemm_others > 0.05 ? "  ! disturbed by other processes" : "");
+    double sgemm_best, sgemm_others;
+    const double sgemm = measure_gemm(&o, 1, &sgemm_best, &sgemm_others);
+    printf("SGEMM 1024^3: %.1f GFLOP/s median (best %.1f), %.2f x DGEMM: float32's ceiling%s\n\n",
+           sgemm, sgemm_best, sgemm / dgemm,
+           sgemm_others > 0.05 ? "  ! disturbed by other processes" : "");
     fflush(stdout);
 
     static char rows[NUM_CASES][1024];   // CSV rows, written at the end (with the end DGEMM)
@@ -542,7 +564,8 @@ int main(int argc, char **argv)
         if (o.torch && c->kind != K_PROBE) {
             for (int d = 0; d < 2; d++) {
                 char tl[1024];
-                snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' "
+                snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=%d "
+                         "OPENBLAS_NUM_THREADS=%d '%s' "
                          "bench/bench_torch.py --layers %d --placement %s --dtype %s "
                          "--threads %d --steps %d --warmup %d --arch %s --d-model %d --d-ff %d "
                          "--vocab %d --causal %d --update %d", o.threads, o.threads, o.python,
@@ -575,7 +598,7 @@ int main(int argc, char **argv)
         if (c->kind != K_PROBE) max_faults = fmax(max_faults, field(line, "faults"));
     }
     double end_best, end_others;
-    const double dgemm_end = measure_dgemm(&o, &end_best, &end_others);
+    const double dgemm_end = measure_gemm(&o, 0, &end_best, &end_others);
     printf("\nDGEMM 1024^3 again at the end: %.1f GFLOP/s (start %.1f; the %%DGEMM column uses the "
            "start)%s\n", dgemm_end, dgemm, end_others > 0.05 ? "  ! disturbed" : "");
     printf("x = PyTorch time / stability time (> 1: stability faster). RSS = peak resident "
