@@ -10,7 +10,12 @@ cross-attention to the encoder's output, S = T); --causal 1: a causal lm. Idioma
 F.layer_norm, batched matmul attention (masked_fill for causal), F.cross_entropy,
 torch.optim.Adam; gradients dropped (grad = None) before every step, as a training loop does.
 
-    /usr/bin/python3 bench/bench_torch.py --layers 6 --placement post --dtype float64 --threads 2
+    OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/bench_torch.py --layers 6 --placement post \
+        --dtype float64 --threads 2
+
+(bench.c runs it under OMP_WAIT_POLICY=PASSIVE: with libgomp's default its workers and the
+OpenBLAS threads it calls fight for the cores and the times become heavy-tailed;
+docs/performance.md, "PyTorch's thread policy".)
 
 Prints one line: TORCH ms_median=... ms_min=... ms_max=... rss_kb=... threads=...
 """
