@@ -512,6 +512,12 @@ int main(int argc, char **argv)
     const ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     if (sl <= 0) return 1;
     self[sl] = '\0';
+    // both reach popen's shell inside single quotes: a quote in either would end them
+    if (strchr(self, '\'') || strchr(o.python, '\'')) {
+        fprintf(stderr, "bench: a path with a single quote cannot be run: %s\n",
+                strchr(self, '\'') ? self : o.python);
+        return 2;
+    }
     const char *wait = getenv("OMP_WAIT_POLICY");
     printf("bench: %d threads (the step's pool; OMP_WAIT_POLICY=%s), %d steps after %d "
            "warm-up\nBLAS: %s, kernels %s\n", o.threads, wait ? wait : "unset", o.steps,
