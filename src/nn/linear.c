@@ -2,6 +2,7 @@
 #include <string.h>
 #include "nn/linear.h"
 #include "nn/gemm.h"
+#include "nn/vec.h"
 #include "util/threads.h"
 
 /* The passes outside the GEMMs (bias rows, bias gradient), for the parts of a region. */
@@ -27,8 +28,10 @@ static void bias_grad_part(void *ctx, int t, int nt)
     size_t lo, hi;
     threads_part(j->OC, t, nt, 8, &lo, &hi);
     for (size_t i = 0; i < j->N; i++) {
-        const double *row = j->dout + i * j->OC;
-        for (size_t c = lo; c < hi; c++) j->db[c] += row[c];
+        const double *row = j->dout + i * j->OC;   // (OC)
+        size_t c = lo;
+        for (; c + 2 <= hi; c += 2) v2_store(j->db + c, v2_load(j->db + c) + v2_load(row + c));
+        for (; c < hi; c++) j->db[c] += row[c];
     }
 }
 

@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <string.h>
+#include "nn/vec.h"
 #include "util/threads.h"
 
 /* gamma == NULL means γ = 1 (convenient for probes and tests; not required by norm.h). */
@@ -72,7 +73,15 @@ static void forward_rows(const norm_job_t *j, size_t n0, size_t n1)
         row_stats(ln, xr, C, j->eps, &m, &v, &r);
         // y = γ ⊙ (x − μ)·r + β   (Ba et al.: x̂_i = (x_i − μ)/√(σ²+ε), y_i = γ x̂_i + β)
         // y = γ ⊙ x·r             (Zhang & Sennrich: x / √(mean(x²) + ε) · γ)
-        for (size_t i = 0; i < C; i++) {
+        size_t i = 0;
+        if (gamma) {   // two lanes, each the scalar expression below
+            const v2d vm = v2_set1(m), vr = v2_set1(r), zero = v2_set1(0.0);
+            for (; i + 2 <= C; i += 2) {
+                const v2d xhat = (v2_load(xr + i) - vm) * vr;
+                v2_store(o + i, v2_load(gamma + i) * xhat + (b ? v2_load(b + i) : zero));
+            }
+        }
+        for (; i < C; i++) {
             double xhat = (xr[i] - m) * r;
             o[i] = gamma_at(gamma, i) * xhat + (b ? b[i] : 0.0);
         }
@@ -135,7 +144,20 @@ static void backward_rows(const norm_job_t *j, size_t n0, size_t n1, int params)
         }
         dnorm_mean = ln ? dnorm_mean / (double)C : 0.0;
         dnorm_norm_mean /= (double)C;
-        for (size_t i = 0; i < C; i++) {
+        size_t i = 0;
+        if (gamma) {   // two lanes, each the scalar expression below
+            const v2d vm = v2_set1(m), vr = v2_set1(r), zero = v2_set1(0.0);
+            const v2d vmean = v2_set1(dnorm_mean), vnm = v2_set1(dnorm_norm_mean);
+            for (; i + 2 <= C; i += 2) {
+                const v2d xhat = (v2_load(xr + i) - vm) * vr, d = v2_load(dor + i);
+                const v2d dnorm = d * v2_load(gamma + i);
+                v2_store(dxr + i, (set ? zero : v2_load(dxr + i)) +
+                                      vr * (dnorm - vmean - xhat * vnm));
+                if (dgamma) v2_store(dgamma + i, v2_load(dgamma + i) + d * xhat);
+                if (db) v2_store(db + i, v2_load(db + i) + d);
+            }
+        }
+        for (; i < C; i++) {
             double xhat = (xr[i] - m) * r;
             double dnorm = dor[i] * gamma_at(gamma, i);
             dxr[i] = (set ? 0.0 : dxr[i]) + r * (dnorm - dnorm_mean - xhat * dnorm_norm_mean);
@@ -156,7 +178,14 @@ static void backward_params(const norm_job_t *j, size_t c0, size_t c1)
         const double *xr = j->x + n * C, *dor = j->dout + n * C;
         const double m = ln ? j->smean[n] : 0.0;
         const double r = j->srstd[n];
-        for (size_t i = c0; i < c1; i++) {
+        const v2d vm = v2_set1(m), vr = v2_set1(r);
+        size_t i = c0;
+        for (; i + 2 <= c1; i += 2) {   // two lanes, each the scalar expression below
+            const v2d xhat = (v2_load(xr + i) - vm) * vr, d = v2_load(dor + i);
+            if (dgamma) v2_store(dgamma + i, v2_load(dgamma + i) + d * xhat);
+            if (db) v2_store(db + i, v2_load(db + i) + d);
+        }
+        for (; i < c1; i++) {
             double xhat = (xr[i] - m) * r;
             if (dgamma) dgamma[i] += dor[i] * xhat;
             if (db) db[i] += dor[i];
