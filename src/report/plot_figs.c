@@ -443,7 +443,7 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     }
     sbuf_printf(s, "\nunset logscale y\nset autoscale y\nset offsets 0, 0, 0, 0\nset size 1,0.3\n"
                    "set origin 0,0.0\nunset title\n"
-                   "set ylabel 'learning rate'\nset format y '%%.0e'\n");
+                   "set ylabel 'learning rate'\nset format y '%%.1e'\n");
     // headroom above the largest lr, so a constant schedule is not hidden in the top border
     if (lr_max > 0.0) sbuf_printf(s, "set yrange [0:%.10g]\n", 1.15 * lr_max);
     sbuf_printf(s, "plot ");
