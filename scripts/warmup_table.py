@@ -4,7 +4,8 @@
 Per run: placement, lr, warm-up (from the stored config), status, final training loss (mean
 of the last 100 updates), best training loss (lowest 50-update moving average), the update at
 which that moving average first falls below 2.5 nats, final and best validation loss, the
-ratio of layer 1's to layer L's ||grad W2||_F at update 100 (the Post-LN collapse), wall time.
+ratio of layer 1's to layer L's ||grad W2||_F at update 100 (the Post-LN collapse; the decoder's
+layers for an encoder-decoder), wall time.
 Reads files with h5py only (swmr=True, so a running or killed run can be listed too).
 """
 import configparser
@@ -28,7 +29,12 @@ def row(path):
         ps = list(t["probe_step"][:])
         ratio = np.nan
         if 100 in ps:
-            g = t["grad_fro"][ps.index(100), :, 10]   # axis param: index 10 = w2
+            gf = t["grad_fro"]
+            names = [n.decode() if isinstance(n, bytes) else n for n in gf.attrs["param"]]
+            g = gf[ps.index(100), :, names.index("w2")]   # (layer): ||grad W2||_F
+            if "stack" in gf.attrs:   # an encoder-decoder: the decoder's layers (next to the loss)
+                st = [x.decode() if isinstance(x, bytes) else x for x in gf.attrs["stack"]]
+                g = g[[i for i, x in enumerate(st) if x == st[-1]]]
             ratio = g[0] / g[-1]
         return {
             "run": path.rsplit("/", 1)[-1].removesuffix(".h5"),
