@@ -265,18 +265,20 @@ int plot_check_formats(const char *formats, char *err, size_t errlen)
     return 0;
 }
 
-/* Whether the runs of set use three or more schemes (a placement, DyT or T-Fixup; LayerNorm,
- * RMSNorm and no norm count as one): an atlas, not a comparison of two. */
+/* Whether the runs of set use three or more schemes (Post-LN and Pre-LN with any norm count
+ * as two; each later scheme by its name): an atlas, not a comparison of two. */
 static int many_schemes(const plot_set_t *set)
 {
-    int seen[3][3], n = 0;   // (placement, dyt, tfixup) of the schemes seen so far
+    char seen[3][32];   // the schemes seen so far
+    int n = 0;
     for (int i = 0; i < set->n && n < 3; i++) {
-        const config_t *c = &set->runs[i].cfg;
-        const int key[3] = {(int)c->model.placement, c->model.norm == NORM_DYT,
-                            c->init.scheme == INIT_TFIXUP};
+        const plot_run_t *r = &set->runs[i];
+        char key[32];
+        if (plot_is_later_scheme(&r->cfg)) plot_scheme_name(&r->cfg, key, sizeof key);
+        else snprintf(key, sizeof key, "%s", plot_is_post(r) ? "post" : "pre");
         int found = 0;
-        for (int k = 0; k < n && !found; k++) found = !memcmp(seen[k], key, sizeof key);
-        if (!found) memcpy(seen[n++], key, sizeof key);
+        for (int k = 0; k < n && !found; k++) found = !strcmp(seen[k], key);
+        if (!found) snprintf(seen[n++], sizeof seen[0], "%s", key);
     }
     return n >= 3;
 }
@@ -293,27 +295,22 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         snprintf(err, errlen, "--out %s: not a directory", dir);
         return -2;
     }
-    // The Post-LN/Pre-LN figures compare two placements; a set of many schemes (the atlas)
-    // would be mixed under two labels: its own figures (plot_atlas.c) draw it instead.
-    static const plot_figure_fn post_pre[] = {plot_fig_grad_vs_layer, plot_fig_grad_vs_depth,
-                                              plot_fig_grad_vs_width, plot_fig_jacobian,
-                                              plot_fig_hidden_norms, plot_fig_subout};
-    plot_figure_fn figures[] = {
-        plot_fig_grad_vs_layer, plot_fig_grad_vs_depth, plot_fig_grad_vs_width,
-        plot_fig_jacobian, plot_fig_hidden_norms, plot_fig_loss, plot_fig_grad_vs_layer_encdec,
-        plot_fig_subout, plot_fig_val_loss, plot_fig_atlas_lr, plot_fig_atlas_sensitivity,
-        plot_fig_atlas_grad, plot_fig_output_change, plot_fig_model_update,
+    // The Post-LN/Pre-LN figures (post_pre = 1) compare two placements; a set of many schemes
+    // (the atlas) would be mixed under two labels: its own figures (plot_atlas.c) draw it.
+    static const struct { plot_figure_fn fn; int post_pre; } figures[] = {
+        {plot_fig_grad_vs_layer, 1}, {plot_fig_grad_vs_depth, 1}, {plot_fig_grad_vs_width, 1},
+        {plot_fig_jacobian, 1}, {plot_fig_hidden_norms, 1}, {plot_fig_loss, 0},
+        {plot_fig_grad_vs_layer_encdec, 0}, {plot_fig_subout, 1}, {plot_fig_val_loss, 0},
+        {plot_fig_atlas_lr, 0}, {plot_fig_atlas_sensitivity, 0}, {plot_fig_atlas_grad, 0},
+        {plot_fig_output_change, 0}, {plot_fig_model_update, 0},
     };
     const int many = many_schemes(set);
     int drawn = 0;
     for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {
-        int skip = 0;
-        for (size_t j = 0; many && j < sizeof post_pre / sizeof post_pre[0]; j++)
-            skip |= figures[k] == post_pre[j];
-        if (skip) continue;
+        if (many && figures[k].post_pre) continue;
         sbuf_t script = {0};
         char name[256];
-        const int has = figures[k](set, &script, name, sizeof name);
+        const int has = figures[k].fn(set, &script, name, sizeof name);
         if (script.failed) { sbuf_free(&script); snprintf(err, errlen, "out of memory"); return -1; }
         if (has) {
             char full[600];

@@ -27,6 +27,10 @@ extern const char *const PLOT_COLORS[PLOT_NCOLORS];
 /* The run is Post-LN (red in every figure; Pre-LN blue). */
 int plot_is_post(const plot_run_t *r);
 
+/* The run is a later scheme (a placement other than Post/Pre, DyT, or T-Fixup), not Post-LN
+ * or Pre-LN with LayerNorm, RMSNorm or no norm: figures name it by plot_scheme_name. */
+int plot_is_later_scheme(const config_t *c);
+
 /* Column of a layer tensor ("w2") / a hidden-state site ("resid1") in a probe, or −1. */
 int plot_param_col(const plot_run_t *r, const char *name);
 int plot_site_col(const probe_t *p, const char *name);

@@ -50,15 +50,19 @@ void plot_escape_name(const char *in, char *out, size_t len)
     out[o] = '\0';
 }
 
+int plot_is_later_scheme(const config_t *c)
+{
+    return (c->model.placement != PLACEMENT_POST && c->model.placement != PLACEMENT_PRE) ||
+           c->model.norm == NORM_DYT || c->init.scheme == INIT_TFIXUP;
+}
+
 void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len)
 {
     const char *norm = r->cfg.model.norm == NORM_RMSNORM ? " (RMSNorm)"
                        : r->cfg.model.norm == NORM_NONE  ? " (no norm)" : "";
     char name[160];   // fits the label buffers (200) with the placement prefix
     plot_escape_name(r->name, name, sizeof name);
-    const config_t *c = &r->cfg;
-    if ((c->model.placement != PLACEMENT_POST && c->model.placement != PLACEMENT_PRE) ||
-        c->model.norm == NORM_DYT || c->init.scheme == INIT_TFIXUP) {   // a later scheme: its name
+    if (plot_is_later_scheme(&r->cfg)) {   // its name
         char scheme[32], esc[64];
         plot_scheme_name(&r->cfg, scheme, sizeof scheme);
         plot_escape_name(scheme, esc, sizeof esc);
