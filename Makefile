@@ -79,7 +79,7 @@ run: deps
 	./stability sweep $(RUN_SWEEP)
 	./stability plot results/$(basename $(notdir $(RUN_SWEEP))).h5
 
-# The figure experiments, then their figures; the README's figures are copied to docs/figures/.
+# The figure experiments, then their figures; those the docs show are copied to docs/figures/.
 DOC_FIGURES := fig3ab_encdec-grad_vs_layer fig3ab_encdec-subout_grad fig3cd_encdec-grad_vs_depth \
                fig2_encdec-val_loss fig2_encdec-loss fig3cd_grad_vs_depth-grad_vs_depth \
                fig3cd_untied-grad_vs_depth \

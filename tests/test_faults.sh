@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# test_faults.sh — what the program promises under faults (README, "What the program promises
-# under faults"), run from the repo root as tests/test_faults.sh against ./stability (or
-# $STABILITY). Its sections:
+# test_faults.sh — what the program promises under faults (docs/faults.md), run from the repo
+# root as tests/test_faults.sh against ./stability (or $STABILITY). Its sections:
 #   devices    only regular files are ever replaced: a FIFO, a character device, a symbolic
 #              link and a directory at an output path are refused with exit 2, left as they were;
 #   disk       a full disk (a small tmpfs): training ends with exit 1 and a message, the file
