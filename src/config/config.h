@@ -8,8 +8,7 @@
 #define STABILITY_CONFIG_H
 
 #include <stddef.h>
-#include "nn/ffn.h"    /* activation_t */
-#include "nn/norm.h"   /* norm_kind_t */
+#include "util/kinds.h"   /* norm_kind_t, activation_t */
 
 #define CONFIG_PATH_MAX 1024
 #define CONFIG_ERR_MAX 1536
