@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 #include "config/config.h"
-#include "data/session.h"
+#include "model/session.h"
 #include "model/model.h"
 
 /* Names along a probe's axes (owned strings), as built from a model or read from a file. */

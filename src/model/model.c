@@ -23,9 +23,9 @@ static double *take(double *base, size_t *off, size_t n)
 }
 
 /* The largest batch of cfg when the caller gives none: B × seq_len (× src_len). */
-static model_caps_t default_caps(const config_t *cfg)
+static batch_caps_t default_caps(const config_t *cfg)
 {
-    model_caps_t c = {cfg->data.batch, cfg->model.seq_len, config_src_len(cfg), 0, 0};
+    batch_caps_t c = {cfg->data.batch, cfg->model.seq_len, config_src_len(cfg), 0, 0};
     c.tokens = (size_t)c.B * c.T;
     c.src_tokens = (size_t)c.B * c.S;
     return c;
@@ -33,7 +33,7 @@ static model_caps_t default_caps(const config_t *cfg)
 
 /* Capacities of one stack's sub-layers: its rows, the rows of the memory it attends to, and
  * the largest attention matrix of either kind. */
-static sublayer_caps_t stack_caps(const model_t *m, const model_caps_t *c, stack_kind_t kind)
+static sublayer_caps_t stack_caps(const model_t *m, const batch_caps_t *c, stack_kind_t kind)
 {
     const size_t H = (size_t)m->H;
     sublayer_caps_t s;
@@ -52,7 +52,7 @@ static sublayer_caps_t stack_caps(const model_t *m, const model_caps_t *c, stack
 }
 
 /* Lay out everything (or count when the bases are NULL). */
-static void layout(model_t *m, const model_caps_t *c, double *base, double *gbase)
+static void layout(model_t *m, const batch_caps_t *c, double *base, double *gbase)
 {
     size_t n = 0, gn = 0;
     const int drop = m->dropout > 0.0;
@@ -111,7 +111,7 @@ static int make_stacks(model_t *m, const config_t *cfg)
     return 0;
 }
 
-static void copy_dims(model_t *m, const config_t *cfg, const model_caps_t *c)
+static void copy_dims(model_t *m, const config_t *cfg, const batch_caps_t *c)
 {
     m->arch = cfg->model.arch;
     m->L = cfg->model.layers;
@@ -150,9 +150,9 @@ static void fill_positions(double *pe, int T, int C)
     }
 }
 
-model_t *model_create(const config_t *cfg, const model_caps_t *caps)
+model_t *model_create(const config_t *cfg, const batch_caps_t *caps)
 {
-    const model_caps_t c = caps ? *caps : default_caps(cfg);
+    const batch_caps_t c = caps ? *caps : default_caps(cfg);
     model_t *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     copy_dims(m, cfg, &c);
@@ -193,9 +193,9 @@ void model_free(model_t *m)
     free(m);
 }
 
-double model_memory_doubles(const config_t *cfg, const model_caps_t *caps)
+double model_memory_doubles(const config_t *cfg, const batch_caps_t *caps)
 {
-    const model_caps_t c = caps ? *caps : default_caps(cfg);
+    const batch_caps_t c = caps ? *caps : default_caps(cfg);
     model_t m;
     memset(&m, 0, sizeof m);
     copy_dims(&m, cfg, &c);
@@ -229,7 +229,7 @@ static long first_bad_id(const int32_t *ids, size_t n, int V)
 int model_check_batch(const model_t *m, const batch_t *b, char *err, size_t errlen)
 {
     const int encdec = m->arch == ARCH_ENCDEC;
-    const model_caps_t *c = &m->caps;
+    const batch_caps_t *c = &m->caps;
     if (b->B < 1 || b->T < 1 || b->B > c->B || b->T > c->T ||
         (size_t)b->B * b->T > c->tokens || !b->tokens ||
         (encdec && (b->S < 1 || b->S > c->S || (size_t)b->B * b->S > c->src_tokens || !b->src))) {
