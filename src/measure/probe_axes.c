@@ -10,13 +10,11 @@
 
 const char *const *probe_site_symbols(const config_t *cfg)
 {
-    // docs/design.md §1: the sites input, resid1, resid2, output of a layer
-    static const char *const POST[4] = {"x_l", "x^2_l", "x^5_l", "x_{l+1}"};
-    static const char *const PRE[4] = {"x_l", "x^3_l", "x_{l+1}", "x_{l+1}"};
+    // docs/design.md §1: the sites input, resid1, resid2, output of a layer, by the placement's
+    // row of the scheme table (its wiring: T-Fixup's post keeps Post-LN's names)
     if (cfg->model.arch != ARCH_LM) return NULL;
-    if (cfg->model.placement == PLACEMENT_POST) return POST;
-    if (cfg->model.placement == PLACEMENT_PRE) return PRE;
-    return NULL;
+    const scheme_t *s = scheme_of_placement((int)cfg->model.placement);
+    return s ? s->site_symbols : NULL;
 }
 
 const char *const PROBE_SUB_NAMES[3] = {"self", "cross", "ffn"};   // by sublayer_kind_t

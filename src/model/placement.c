@@ -117,6 +117,8 @@ static void rule_of(const config_t *cfg, stack_kind_t stack, int l, sublayer_rul
         for (int k = 0; k < GAIN_COUNT; k++) r->gain[k] = g;
         break;
     }
+    case PLACEMENT_COUNT:      // not a placement (config_validate refuses it)
+        break;
     }
     if (cfg->init.scheme == INIT_TFIXUP) scale_vo_ffn(r, placement_tfixup_scale(cfg, stack), 0);
 }

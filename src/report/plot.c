@@ -274,8 +274,8 @@ static int many_schemes(const plot_set_t *set)
     for (int i = 0; i < set->n && n < 3; i++) {
         const plot_run_t *r = &set->runs[i];
         char key[32];
-        if (plot_is_later_scheme(&r->cfg)) plot_scheme_name(&r->cfg, key, sizeof key);
-        else snprintf(key, sizeof key, "%s", plot_is_post(r) ? "post" : "pre");
+        if (plot_theory(r) == SCHEME_THEORY_NONE) scheme_name(&r->cfg, key, sizeof key);
+        else snprintf(key, sizeof key, "%s", scheme_of(&r->cfg)->name);   // any norm
         int found = 0;
         for (int k = 0; k < n && !found; k++) found = !strcmp(seen[k], key);
         if (!found) snprintf(seen[n++], sizeof seen[0], "%s", key);

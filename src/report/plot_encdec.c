@@ -61,8 +61,8 @@ static void series_style(const plot_set_t *set, const int *m, int n, int i, char
     } else {
         plot_run_label(r, plot_labels_need_names(set, m, n), label, len);
     }
-    *color = plot_run_color(r, plot_placement_rank(set, m, n, i));
-    *pt = plot_is_post(r) ? 7 : 5;
+    *color = plot_run_color(r, plot_family_rank(set, m, n, i));
+    *pt = plot_point_type(r);
 }
 
 /* The plot command's series of one panel: run i's block $<b><i>_<panel>, styled by
@@ -224,8 +224,8 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         char label[200];
         plot_train_label(set, m, n, i, label, sizeof label);
         sbuf_printf(s, "%s$v%d using 1:2 with linespoints pt %d lw 2 lc rgb '%s' title '%s%s'",
-                    i ? ", " : "", i, plot_is_post(r) ? 7 : 5,
-                    plot_run_color(r, plot_placement_rank(set, m, n, i)), label,
+                    i ? ", " : "", i, plot_point_type(r),
+                    plot_run_color(r, plot_family_rank(set, m, n, i)), label,
                     isnan(r->diverged_at) ? "" : " (diverged)");
     }
     sbuf_printf(s, "\n");

@@ -41,7 +41,7 @@ int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t 
             plot_run_label(r, names, label, sizeof label);
             sbuf_printf(s, "%s$g%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 "
                            "title '%s'", i ? ", " : "", i, p,
-                        plot_run_color(r, plot_placement_rank(set, m, n, i)), plot_is_post(r) ? 7 : 5, label);
+                        plot_run_color(r, plot_family_rank(set, m, n, i)), plot_point_type(r), label);
         }
         sbuf_printf(s, "\n");
     }
@@ -51,19 +51,20 @@ int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t 
 
 /* ------------------------------------------------------------------ scaling (depth, width) */
 
-/* Probe runs of one placement at the most common value of the fixed dimension (width for a
- * depth scan: fixed = d, varied = L; and the other way round). Returns the count. */
-static int pick_scan(const plot_set_t *set, arch_t arch, int post, int scan_depth, int *members)
+/* Probe runs of the schemes with one line of Theorem 1 (theory: Post-LN's or Pre-LN's; runs of
+ * other schemes are never drawn against it) at the most common value of the fixed dimension
+ * (width for a depth scan: fixed = d, varied = L; and the other way round). Returns the count. */
+static int pick_scan(const plot_set_t *set, arch_t arch, int theory, int scan_depth, int *members)
 {
     int fixed_best = -1, best_count = 0;
     for (int i = 0; i < set->n; i++) {
         const plot_run_t *r = &set->runs[i];
-        if (!r->probe || plot_is_post(r) != post || r->cfg.model.arch != arch) continue;
+        if (!r->probe || plot_theory(r) != theory || r->cfg.model.arch != arch) continue;
         const int fixed = scan_depth ? r->cfg.model.d_model : r->cfg.model.layers;
         int count = 0;
         for (int j = 0; j < set->n; j++) {
             const plot_run_t *q = &set->runs[j];
-            if (q->probe && plot_is_post(q) == post && q->cfg.model.arch == arch &&
+            if (q->probe && plot_theory(q) == theory && q->cfg.model.arch == arch &&
                 (scan_depth ? q->cfg.model.d_model : q->cfg.model.layers) == fixed)
                 count++;
         }
@@ -72,7 +73,7 @@ static int pick_scan(const plot_set_t *set, arch_t arch, int post, int scan_dept
     int n = 0;
     for (int j = 0; j < set->n && n < 64; j++) {
         const plot_run_t *q = &set->runs[j];
-        if (q->probe && plot_is_post(q) == post && q->cfg.model.arch == arch &&
+        if (q->probe && plot_theory(q) == theory && q->cfg.model.arch == arch &&
             (scan_depth ? q->cfg.model.d_model : q->cfg.model.layers) == fixed_best)
             members[n++] = j;
     }
@@ -133,7 +134,7 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
         for (int seed = 0; seed < r->probe->S && np < 4096; seed++) {
             xs[np] = x;
             ys[np] = last[seed * stride];
-            fs[np++] = fit_theorem1(plot_is_post(r), d, L);
+            fs[np++] = fit_theorem1(plot_theory(r) == SCHEME_THEORY_POST, d, L);
         }
     }
     sbuf_printf(s, "EOD\n");
@@ -146,7 +147,7 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
     size_t nj = 0;
     for (int i = 0; i < n && depth; i++) {
         const plot_run_t *r = &set->runs[m[i]];
-        if (plot_is_post(r) || isnan(r->probe->final_jacobian[0])) continue;
+        if (plot_theory(r) != SCHEME_THEORY_PRE || isnan(r->probe->final_jacobian[0])) continue;
         double mean, half;
         size_t cnt;
         fit_mean_ci(r->probe->final_jacobian, 5, (size_t)r->probe->S, &mean, &half, &cnt);
@@ -168,11 +169,12 @@ static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
 {
     int mp[64], mq[64];
     arch_t arch = ARCH_LM;   // a single stack's scan, else an encoder–decoder's
-    int np = pick_scan(set, arch, 1, depth, mp), nq = pick_scan(set, arch, 0, depth, mq);
+    const int POST = SCHEME_THEORY_POST, PRE = SCHEME_THEORY_PRE;
+    int np = pick_scan(set, arch, POST, depth, mp), nq = pick_scan(set, arch, PRE, depth, mq);
     if (!np && !nq) {
         arch = ARCH_ENCDEC;
-        np = pick_scan(set, arch, 1, depth, mp);
-        nq = pick_scan(set, arch, 0, depth, mq);
+        np = pick_scan(set, arch, POST, depth, mp);
+        nq = pick_scan(set, arch, PRE, depth, mq);
     }
     if (!np && !nq) return 0;
     const plot_run_t *ref = &set->runs[np ? mp[0] : mq[0]];
@@ -296,11 +298,11 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         for (int i = 0; i < n; i++) {
             const plot_run_t *r = &set->runs[m[i]];
             char label[200];
-            const char *c = plot_run_color(r, plot_placement_rank(set, m, n, i));
+            const char *c = plot_run_color(r, plot_family_rank(set, m, n, i));
             plot_run_label(r, names, label, sizeof label);
             sbuf_printf(s, "%s$j%d_%d using 1:2:3 with yerrorbars lc rgb '%s' pt %d ps 1.3 title '%s ‖J‖_2', "
                            "$b%d_%d using 1:2 with lines dt 2 lc rgb '%s' title '%s √d/‖x−μ‖'",
-                        i ? ", " : "", i, q, c, plot_is_post(r) ? 7 : 5, label, i, q, c, label);
+                        i ? ", " : "", i, q, c, plot_point_type(r), label, i, q, c, label);
         }
         sbuf_printf(s, "\n");
     }
@@ -312,17 +314,21 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 
 int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int m[PLOT_MAX_SERIES];
-    const int n = plot_pick_layer_group(set, ARCH_LM, m);
-    if (n == 0) return 0;
+    int m[PLOT_MAX_SERIES], n = plot_pick_layer_group(set, ARCH_LM, m), k = 0;
+    char skipped[160];   // Lemma 2 is stated for Post-LN and Pre-LN: the other schemes' runs
+    plot_skipped_note(set, m, n, "Lemma 2", skipped, sizeof skipped);   // are left out
+    for (int i = 0; i < n; i++)
+        if (plot_theory(&set->runs[m[i]]) != SCHEME_THEORY_NONE) m[k++] = m[i];
+    if (!(n = k)) return 0;
     snprintf(name, len, "hidden_norms");
     int has_post = 0, has_pre = 0;
     for (int i = 0; i < n; i++) {
-        if (plot_is_post(&set->runs[m[i]])) has_post = 1;
+        if (plot_theory(&set->runs[m[i]]) == SCHEME_THEORY_POST) has_post = 1;
         else has_pre = 1;
     }
-    char sub[256];
+    char sub[256], full[420];
     plot_subtitle(&set->runs[m[0]], sub, sizeof sub);
+    snprintf(full, sizeof full, "%s%s", sub, skipped);
     const config_t *c0 = &set->runs[m[0]].cfg;
     const int d = c0->model.d_model, dff = c0->model.d_ff, L = c0->model.layers;
     for (int i = 0; i < n; i++) {
@@ -330,7 +336,8 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
         char block[32];
         snprintf(block, sizeof block, "h%d_a", i);
         plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q,
-                        plot_site_col(p, plot_is_post(&set->runs[m[i]]) ? "resid2" : "output"), 1.0 / d);
+                        plot_site_col(p, plot_theory(&set->runs[m[i]]) == SCHEME_THEORY_POST
+                                             ? "resid2" : "output"), 1.0 / d);
         snprintf(block, sizeof block, "h%d_b", i);
         plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q, plot_site_col(p, "resid1"),
                         1.0 / d);
@@ -343,7 +350,7 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     }
     sbuf_printf(s, "EOD\n");
     sbuf_printf(s, "set multiplot layout 1,%d title \"Hidden-state norms E‖x‖^2/d per layer beside "
-                   "Lemma 2\\n{/*0.8 %s}\"\n", has_post + has_pre, sub);
+                   "Lemma 2\\n{/*0.8 %s}\"\n", has_post + has_pre, full);
     sbuf_printf(s, "set grid\nset key top left box opaque\nset xlabel 'layer l'\nset xtics 1\n"
                    "set offsets 0.3, 0.3, 0, 0\nset ylabel 'E‖x‖^2 / d'\nset yrange [0:*]\n");
     for (int post = 1; post >= 0; post--) {
@@ -358,8 +365,8 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
                            "title 'Lemma 2 bounds (from E‖x_1‖^2 = 1.5d)'", L + 0.5);
         for (int i = 0; i < n; i++) {
             const plot_run_t *r = &set->runs[m[i]];
-            if (plot_is_post(r) != post) continue;
-            const char *c = plot_run_color(r, plot_placement_rank(set, m, n, i));
+            if ((plot_theory(r) == SCHEME_THEORY_POST) != post) continue;
+            const char *c = plot_run_color(r, plot_family_rank(set, m, n, i));
             sbuf_printf(s, ", $h%d_a using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 title '%s'",
                         i, c, post ? 7 : 5, post ? "x^5_l / d" : "x_{l+1} / d");
             sbuf_printf(s, ", $h%d_b using 1:2:3 with yerrorlines dt 3 lc rgb '%s' pt 6 title '%s'",
@@ -430,7 +437,7 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         plot_train_label(set, m, n, i, names[i], sizeof names[i]);
-        colors[i] = plot_run_color(r, plot_placement_rank(set, m, n, i));
+        colors[i] = plot_run_color(r, plot_family_rank(set, m, n, i));
         for (size_t t = 0; r->lr && t < r->nsteps; t++)
             if (isfinite(r->lr[t]) && r->lr[t] > lr_max) lr_max = r->lr[t];
     }

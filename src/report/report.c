@@ -75,22 +75,34 @@ static void report_hidden(FILE *out, const config_t *cfg, const probe_t *p)
     double *scaled = malloc(LQ * p->S * sizeof(double));
     if (!scaled) return;
     for (size_t i = 0; i < LQ * p->S; i++) scaled[i] = p->hidden_sqnorm[i] / d;
-    const int post = cfg->model.placement == PLACEMENT_POST;
-    // Post-LN: x² = resid1 and x⁵ = the last residual sum; Pre-LN: input and output
+    // Lemma 2 is stated for Post-LN (x² = resid1, x⁵ = the last residual sum) and Pre-LN
+    // (input and output, between bounds); other schemes get their input and output, no lemma
+    const scheme_theory_t theory = scheme_of(cfg)->theory;
+    const int post = theory == SCHEME_THEORY_POST;
     const int last = site(ax, ax->encdec ? "resid3" : "resid2") >= 0 && ax->encdec
                          ? site(ax, "resid3") : site(ax, "resid2");
     const int a = post ? site(ax, "resid1") : site(ax, "input");
     const int b = post ? last : site(ax, "output");
-    fprintf(out, "\nHidden-state norms E||x||^2 / d (Lemma 2), mean ± 95%% CI\n");
-    if (post) fprintf(out, "layer %21s %21s %10s\n", "x^2 / d", "x^5 / d", "lemma x^5");
-    else fprintf(out, "layer %21s %21s %21s\n", "x_l / d", "x_{l+1} / d", "lemma bounds x_{l+1}");
+    if (theory == SCHEME_THEORY_NONE) {
+        char label[64];
+        scheme_label(cfg, label, sizeof label);
+        fprintf(out, "\nHidden-state norms E||x||^2 / d, mean ± 95%% CI (Lemma 2 is stated for "
+                     "Post-LN and Pre-LN, not for %s)\n", label);
+        fprintf(out, "layer %21s %21s\n", "x_l / d", "x_{l+1} / d");
+    } else {
+        fprintf(out, "\nHidden-state norms E||x||^2 / d (Lemma 2), mean ± 95%% CI\n");
+        if (post) fprintf(out, "layer %21s %21s %10s\n", "x^2 / d", "x^5 / d", "lemma x^5");
+        else fprintf(out, "layer %21s %21s %21s\n", "x_l / d", "x_{l+1} / d", "lemma bounds x_{l+1}");
+    }
     for (int l = 0; l < ax->L && a >= 0 && b >= 0; l++) {
         print_row(out, ax, l);
         print_ci(out, scaled + (size_t)l * ax->Q + a, LQ, p->S);
         // the encoder's rows have no resid3: their x⁵ is resid2
         const int bl = post && isnan(scaled[(size_t)l * ax->Q + b]) ? site(ax, "resid2") : b;
         print_ci(out, scaled + (size_t)l * ax->Q + bl, LQ, p->S);
-        if (post) {
+        if (theory == SCHEME_THEORY_NONE) {
+            fprintf(out, "\n");
+        } else if (post) {
             fprintf(out, " %10.4f\n", fit_lemma2_post(d, dff));
         } else {
             double lo, hi;
@@ -156,9 +168,10 @@ static void report_subout(FILE *out, const probe_t *p)
 
 void report_config(FILE *out, const config_t *cfg)
 {
-    const char *p = cfg->model.placement == PLACEMENT_PRE ? "Pre" : "Post";
+    char p[64];   // "Post-LN", "Pre-LN", "deepnorm", "pre+dyt": the scheme's label
+    scheme_label(cfg, p, sizeof p);
     if (cfg->model.arch == ARCH_ENCDEC)
-        fprintf(out, "%s: %s-LN encoder-decoder %d-%d, %s, %s, d=%d heads=%d d_ff=%d S=%d T=%d "
+        fprintf(out, "%s: %s encoder-decoder %d-%d, %s, %s, d=%d heads=%d d_ff=%d S=%d T=%d "
                 "B=%d V=%d, task %s, seed %lu\n", cfg->name, p, cfg->model.layers,
                 config_dec_layers(cfg), config_norm_name(cfg->model.norm),
                 config_activation_name(cfg->model.activation), cfg->model.d_model,
@@ -166,7 +179,7 @@ void report_config(FILE *out, const config_t *cfg)
                 cfg->data.batch, cfg->model.vocab, config_task_name(cfg->data.task),
                 cfg->init.seed);
     else
-        fprintf(out, "%s: %s-LN, %s, %s, L=%d d=%d heads=%d d_ff=%d n=%d B=%d V=%d, task %s, "
+        fprintf(out, "%s: %s, %s, %s, L=%d d=%d heads=%d d_ff=%d n=%d B=%d V=%d, task %s, "
                 "seed %lu\n", cfg->name, p, config_norm_name(cfg->model.norm),
                 config_activation_name(cfg->model.activation), cfg->model.layers,
                 cfg->model.d_model, cfg->model.heads, cfg->model.d_ff, cfg->model.seq_len,
@@ -184,4 +197,32 @@ void report_probe(FILE *out, const config_t *cfg, const probe_t *p, int all)
     report_hidden(out, cfg, p);
     report_jacobians(out, cfg, p);
     if (all) report_subout(out, p);
+}
+
+/* ---------------------------------------------------------------- the scheme table */
+
+static const char *const FAMILY_NAMES[] = {"post-like", "pre-like", "norm-free", "mixed",
+                                           "of its placement"};
+static const char *const NORMS_NAMES[] = {"any", "placed", "none"};
+static const char *const THEORY_NAMES[] = {"none", "post", "pre"};
+
+void report_scheme_table(FILE *out)
+{
+    fprintf(out, "name\tlabel\tfamily\tfinal_norm\tnorms\ttheory\tatlas_rank\tcolor\n");
+    for (int i = 0; i < SCHEME_COUNT; i++) {
+        const scheme_t *s = &SCHEMES[i];
+        fprintf(out, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s->name, s->label,
+                FAMILY_NAMES[s->family], s->final_norm ? "on" : "off", NORMS_NAMES[s->norms],
+                THEORY_NAMES[s->theory], s->atlas_rank, s->color);
+    }
+}
+
+void report_scheme_of(FILE *out, const char *run, const config_t *cfg)
+{
+    char name[64], label[64];
+    scheme_name(cfg, name, sizeof name);
+    scheme_label(cfg, label, sizeof label);
+    const scheme_t *row = scheme_by_name(name);
+    fprintf(out, "%s\t%s\t%d\t%s\t%s\n", run, name, row ? row->atlas_rank : SCHEME_COUNT,
+            FAMILY_NAMES[scheme_family(cfg)], label);
 }
