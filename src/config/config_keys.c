@@ -154,17 +154,6 @@ const char *cfg_enum_name(const cfg_key_t *k, int v)
 }
 
 
-void cfg_sb_printf(sbuf_t *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *dst = b->need < b->len ? b->buf + b->need : NULL;
-    size_t room = b->need < b->len ? b->len - b->need : 0;
-    int n = vsnprintf(dst, room, fmt, ap);
-    va_end(ap);
-    if (n > 0) b->need += (size_t)n;
-}
-
 void cfg_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || errlen == 0) return;
@@ -257,11 +246,11 @@ int cfg_parse_value(config_t *cfg, const cfg_key_t *k, const char *v, char *msg,
         int n = 0;
         for (; cfg_enum_name(k, n); n++)
             if (strcmp(v, cfg_enum_name(k, n)) == 0) { *(int *)cfg_field(cfg, k) = n; return 0; }
-        sbuf_t b = {msg, mlen, 0};
-        cfg_sb_printf(&b, "must be ");
+        sbuf_t b = sbuf_fixed(msg, mlen);
+        sbuf_printf(&b, "must be ");
         for (int i = 0; i < n; i++)
-            cfg_sb_printf(&b, "%s%s", cfg_enum_name(k, i), i == n - 1 ? "" : i == n - 2 ? " or " : ", ");
-        cfg_sb_printf(&b, " (got '%s')", v);
+            sbuf_printf(&b, "%s%s", cfg_enum_name(k, i), i == n - 1 ? "" : i == n - 2 ? " or " : ", ");
+        sbuf_printf(&b, " (got '%s')", v);
         return -1;
     }
     case K_SEED: {
@@ -475,45 +464,44 @@ static void format_double(double x, char *buf, size_t n)
 
 size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
 {
-    sbuf_t b = {buf, len, 0};
-    if (buf && len) buf[0] = '\0';
-    cfg_sb_printf(&b, "; resolved configuration: every key explicit, final_norm, dec_layers and src_len resolved\n");
+    sbuf_t b = sbuf_fixed(buf, len);
+    sbuf_printf(&b, "; resolved configuration: every key explicit, final_norm, dec_layers and src_len resolved\n");
     const char *section = "";
     for (int i = 0; i < cfg_nkeys; i++) {
         const cfg_key_t *k = &cfg_keys[i];
         if (strcmp(k->section, section) != 0) {
             section = k->section;
-            cfg_sb_printf(&b, "\n[%s]\n", section);
+            sbuf_printf(&b, "\n[%s]\n", section);
         }
-        cfg_sb_printf(&b, "%s = ", k->name);
+        sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);
         char num[40];
         switch (k->type) {
         case K_INT:
             if (k->off == offsetof(config_t, model.dec_layers))
-                cfg_sb_printf(&b, "%d\n", config_dec_layers(cfg));
+                sbuf_printf(&b, "%d\n", config_dec_layers(cfg));
             else if (k->off == offsetof(config_t, model.src_len))
-                cfg_sb_printf(&b, "%d\n", config_src_len(cfg));
+                sbuf_printf(&b, "%d\n", config_src_len(cfg));
             else
-                cfg_sb_printf(&b, "%d\n", *(const int *)f);
+                sbuf_printf(&b, "%d\n", *(const int *)f);
             break;
         case K_DBL:
             format_double(*(const double *)f, num, sizeof num);
-            cfg_sb_printf(&b, "%s\n", num);
+            sbuf_printf(&b, "%s\n", num);
             break;
-        case K_BOOL: cfg_sb_printf(&b, "%s\n", *(const int *)f ? "true" : "false"); break;
-        case K_ONOFF: cfg_sb_printf(&b, "%s\n", *(const int *)f ? "on" : "off"); break;
-        case K_SEED: cfg_sb_printf(&b, "%lu\n", *(const unsigned long *)f); break;
-        case K_STR: cfg_sb_printf(&b, "%.*s\n", CONFIG_PATH_MAX - 1, (const char *)f); break;
+        case K_BOOL: sbuf_printf(&b, "%s\n", *(const int *)f ? "true" : "false"); break;
+        case K_ONOFF: sbuf_printf(&b, "%s\n", *(const int *)f ? "on" : "off"); break;
+        case K_SEED: sbuf_printf(&b, "%lu\n", *(const unsigned long *)f); break;
+        case K_STR: sbuf_printf(&b, "%.*s\n", CONFIG_PATH_MAX - 1, (const char *)f); break;
         case K_ENUM:
             if (k->off == offsetof(config_t, model.final_norm))
-                cfg_sb_printf(&b, "%s\n", config_has_final_norm(cfg) ? "on" : "off");
+                sbuf_printf(&b, "%s\n", config_has_final_norm(cfg) ? "on" : "off");
             else if (cfg_enum_name(k, *(const int *)f))
-                cfg_sb_printf(&b, "%s\n", cfg_enum_name(k, *(const int *)f));
+                sbuf_printf(&b, "%s\n", cfg_enum_name(k, *(const int *)f));
             else
-                cfg_sb_printf(&b, "?\n");
+                sbuf_printf(&b, "?\n");
             break;
         }
     }
-    return b.need;
+    return b.len;
 }

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include "config/config.h"
+#include "util/sbuf.h"
 
 enum ktype { K_INT, K_DBL, K_BOOL, K_ONOFF, K_ENUM, K_SEED, K_STR };
 
@@ -51,10 +52,6 @@ int cfg_name_count(const char *const *names);
 /* Name of value v of enum key k, or NULL when v is not one of its values. */
 const char *cfg_enum_name(const cfg_key_t *k, int v);
 
-/* A bounded buffer that remembers the length it would need (snprintf-like). */
-typedef struct { char *buf; size_t len, need; } sbuf_t;
-/* Append to b. */
-void cfg_sb_printf(sbuf_t *b, const char *fmt, ...);
 /* Format into err (nothing when err is NULL or errlen 0). */
 void cfg_set_err(char *err, size_t errlen, const char *fmt, ...);
 

@@ -10,17 +10,12 @@
 #include "nn/gemm.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
+#include "util/arena.h"
 
 /* ---------------------------------------------------------------------------------------
  * Activations: the stacks' arenas, the output layer, the shared backward scratch.
  * ------------------------------------------------------------------------------------- */
 
-static double *take(double *base, size_t *off, size_t n)
-{
-    double *p = base ? base + *off : NULL;
-    *off += n;
-    return p;
-}
 
 /* The largest batch of cfg when the caller gives none: B × seq_len (× src_len). */
 static batch_caps_t default_caps(const config_t *cfg)
@@ -65,10 +60,10 @@ static void layout(model_t *m, const batch_caps_t *c, double *base, double *gbas
         if (sc.att > widest.att) widest.att = sc.att;
     }
     const size_t N = c->tokens, V = (size_t)m->V;
-    m->logits = take(base, &n, N * V);
-    m->probs = take(base, &n, N * V);
-    m->losses = take(base, &n, N);
-    m->dlogits = take(gbase, &gn, N * V);
+    m->logits = arena_take(base, &n, N * V);
+    m->probs = arena_take(base, &n, N * V);
+    m->losses = arena_take(base, &n, N);
+    m->dlogits = arena_take(gbase, &gn, N * V);
     gn += sublayer_scratch_layout(&m->scratch, &m->shape, &widest, gbase ? gbase + gn : NULL);
     m->num_acts = n;
     m->num_dacts = gn;

@@ -5,15 +5,10 @@
 #include "nn/dyt.h"
 #include "nn/linear.h"
 #include "util/threads.h"
+#include "util/arena.h"
 
 enum { Q, K, V, O };   // attention's w[] / b[]; the FFN uses w[0] = W¹, w[1] = W²
 
-static double *take(double *base, size_t *off, size_t n)
-{
-    double *p = base ? base + *off : NULL;
-    *off += n;
-    return p;
-}
 
 static int is_attention(const sublayer_t *s) { return s->rule.kind != SUB_FFN; }
 
@@ -50,9 +45,9 @@ static void norm_site_backward_set(const norm_site_t *n, const sublayer_shape_t 
 /* A norm site's output and statistics over rows × its width. */
 static void layout_norm(norm_site_t *n, size_t rows, double *base, size_t *off)
 {
-    n->out = take(base, off, rows * n->width);
-    n->mean = take(base, off, rows);
-    n->rstd = take(base, off, rows);
+    n->out = arena_take(base, off, rows * n->width);
+    n->mean = arena_take(base, off, rows);
+    n->rstd = arena_take(base, off, rows);
 }
 
 /* ----------------------------------------------------------------------------- arena */
@@ -65,22 +60,22 @@ size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
     size_t off = 0;
     if (s->rule.norm_in) layout_norm(&s->norm, N, base, &off);
     if (is_attention(s)) {
-        s->q = take(base, &off, N * C);
-        s->k = take(base, &off, Nk * C);
-        s->v = take(base, &off, Nk * C);
-        s->att = take(base, &off, cap->att);
-        s->ctx = take(base, &off, N * C);
+        s->q = arena_take(base, &off, N * C);
+        s->k = arena_take(base, &off, Nk * C);
+        s->v = arena_take(base, &off, Nk * C);
+        s->att = arena_take(base, &off, cap->att);
+        s->ctx = arena_take(base, &off, N * C);
     } else {
-        s->pre = take(base, &off, N * F);
-        s->act = take(base, &off, N * F);
+        s->pre = arena_take(base, &off, N * F);
+        s->act = arena_take(base, &off, N * F);
     }
     if (s->inner.on) layout_norm(&s->inner, N, base, &off);
     s->h = s->inner.on ? s->inner.out : is_attention(s) ? s->ctx : s->act;
-    s->f = take(base, &off, N * C);
+    s->f = arena_take(base, &off, N * C);
     if (s->norm_out.on) layout_norm(&s->norm_out, N, base, &off);
     s->fo = s->norm_out.on ? s->norm_out.out : s->f;
-    s->mask = dropout ? take(base, &off, N * C) : NULL;
-    s->r = take(base, &off, N * C);
+    s->mask = dropout ? arena_take(base, &off, N * C) : NULL;
+    s->r = arena_take(base, &off, N * C);
     if (s->rule.norm_after) layout_norm(&s->norm, N, base, &off);
     s->out = s->rule.norm_after ? s->norm.out : s->r;
     return off;
@@ -92,19 +87,19 @@ size_t sublayer_scratch_layout(sublayer_scratch_t *sc, const sublayer_shape_t *s
     const size_t N = cap->rows, C = (size_t)sh->C, F = (size_t)sh->F;
     const size_t Nk = cap->key_rows > N ? cap->key_rows : N;
     size_t off = 0;
-    sc->dq = take(base, &off, N * C);
-    sc->dk = take(base, &off, Nk * C);
-    sc->dv = take(base, &off, Nk * C);
-    sc->datt = take(base, &off, cap->att);
-    sc->dctx = take(base, &off, N * C);
-    sc->df = take(base, &off, N * C);
-    sc->du = take(base, &off, N * C);
-    sc->dr = take(base, &off, N * C);
-    sc->dbranch = take(base, &off, N * C);
-    sc->dfo = take(base, &off, N * C);
-    sc->dpre = take(base, &off, N * F);
-    sc->dact = take(base, &off, N * F);
-    sc->dh = take(base, &off, N * (F > C ? F : C));
+    sc->dq = arena_take(base, &off, N * C);
+    sc->dk = arena_take(base, &off, Nk * C);
+    sc->dv = arena_take(base, &off, Nk * C);
+    sc->datt = arena_take(base, &off, cap->att);
+    sc->dctx = arena_take(base, &off, N * C);
+    sc->df = arena_take(base, &off, N * C);
+    sc->du = arena_take(base, &off, N * C);
+    sc->dr = arena_take(base, &off, N * C);
+    sc->dbranch = arena_take(base, &off, N * C);
+    sc->dfo = arena_take(base, &off, N * C);
+    sc->dpre = arena_take(base, &off, N * F);
+    sc->dact = arena_take(base, &off, N * F);
+    sc->dh = arena_take(base, &off, N * (F > C ? F : C));
     return off;
 }
 

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,32 +14,6 @@
 #include "io/h5io.h"
 #include "util/fsutil.h"
 #include "util/proc.h"
-
-/* ------------------------------------------------------------------ script buffer */
-
-void sbuf_printf(sbuf_t *b, const char *fmt, ...)
-{
-    if (b->failed) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        const size_t room = b->cap - b->len;
-        const int n = b->data ? vsnprintf(b->data + b->len, room, fmt, ap) : -1;
-        va_end(ap);
-        if (n >= 0 && (size_t)n < room) { b->len += (size_t)n; return; }
-        const size_t cap = b->cap ? 2 * b->cap + (n > 0 ? (size_t)n : 0) : 4096;
-        char *grown = realloc(b->data, cap);
-        if (!grown) { b->failed = 1; return; }
-        b->data = grown;
-        b->cap = cap;
-    }
-}
-
-void sbuf_free(sbuf_t *b)
-{
-    free(b->data);
-    memset(b, 0, sizeof *b);
-}
 
 /* ------------------------------------------------------------------ loading */
 

@@ -4,20 +4,9 @@
 
 #include <stddef.h>
 #include "report/plot.h"
+#include "util/sbuf.h"
 
-/* A growing string: the gnuplot script with its inline data blocks. */
-typedef struct {
-    char *data;
-    size_t len, cap;
-    int failed;
-} sbuf_t;
-
-/* Append printf-formatted text (sets failed on OOM). */
-void sbuf_printf(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Free the buffer. */
-void sbuf_free(sbuf_t *b);
-
+/* The gnuplot script with its inline data blocks: a growing sbuf_t (util/sbuf.h). */
 /* ---- plot_style.c: shared by the figures ---- */
 
 #define PLOT_MAX_SERIES 16
