@@ -53,9 +53,9 @@ static double site_mean(const probe_t *p, const config_t *cfg, int l, const char
 {
     double mean, half;
     size_t n;
-    const int q = probe_axis_find(p->ax.site, p->ax.Q, site);
+    const int q = probe_axis_find(p->ax.site, p->ax.nsite, site);
     ck_assert_int_ge(q, 0);
-    fit_mean_ci(p->hidden_sqnorm + (size_t)l * p->ax.Q + q, (size_t)p->ax.L * p->ax.Q,
+    fit_mean_ci(p->hidden_sqnorm + (size_t)l * p->ax.nsite + q, (size_t)p->ax.L * p->ax.nsite,
                 (size_t)cfg->probe.seeds, &mean, &half, &n);
     return mean / cfg->model.d_model;
 }
@@ -128,7 +128,7 @@ START_TEST(test_lemma3_at_init)
     config_t cfg;
     lemma_config(&cfg, PLACEMENT_POST, 2, 2);
     probe_t *p = probe_of(&cfg);
-    for (int i = 0; i < cfg.probe.seeds * p->ax.L * p->ax.R; i++) {
+    for (int i = 0; i < cfg.probe.seeds * p->ax.L * p->ax.nnorm; i++) {
         ck_assert_double_eq_tol(p->jacobian_lemma3[i], 1.0, 1e-4);
         ck_assert_double_le(p->jacobian_spec[i], p->jacobian_spec_max[i]);
     }
@@ -144,7 +144,7 @@ START_TEST(test_expected_gradient_bookkeeping)
     lemma_config(&cfg, PLACEMENT_PRE, 2, 2);
     cfg.probe.batches = 4;
     probe_t *p = probe_of(&cfg);
-    const size_t n = (size_t)cfg.probe.seeds * p->ax.L * p->ax.P;
+    const size_t n = (size_t)cfg.probe.seeds * p->ax.L * p->ax.nparam;
     for (size_t i = 0; i < n; i++) {
         if (isnan(p->grad_fro[i])) continue;
         ck_assert_double_le(p->grad_fro[i], p->grad_fro_batchmean[i] * (1 + 1e-12));

@@ -36,7 +36,7 @@ static int push(char **names, int *n, const char *name)
 void probe_axes_free(probe_axes_t *a)
 {
     char **lists[6] = {a->param, a->site, a->norm, a->extra, a->sub, a->stack};
-    const int lens[6] = {a->P, a->Q, a->R, a->E, a->X, a->L};
+    const int lens[6] = {a->nparam, a->nsite, a->nnorm, a->nextra, a->nsub, a->L};
     for (int k = 0; k < 6; k++) {
         for (int i = 0; lists[k] && i < lens[k]; i++) free(lists[k][i]);
         free(lists[k]);
@@ -100,7 +100,7 @@ static int norm_axis(probe_axes_t *a, const model_t *m)
                 }
             char name[32];
             snprintf(name, sizeof name, PROBE_SITE_PATTERN[t], k);
-            if (on) rc |= push(a->norm, &a->R, name);
+            if (on) rc |= push(a->norm, &a->nnorm, name);
         }
     return rc;
 }
@@ -122,17 +122,17 @@ int probe_axes_from_model(probe_axes_t *a, const model_t *m)
     int rc = !a->param || !a->site || !a->norm || !a->extra || !a->sub || !a->stack || !used;
     if (!rc) declared_columns(m, used);
     for (int c = 0; !rc && c < ncol; c++)
-        if (used[c]) rc |= push(a->param, &a->P, tensors_column_name(c));
+        if (used[c]) rc |= push(a->param, &a->nparam, tensors_column_name(c));
     // sites: input, resid1 … resid<nsub>, output; the norm sites that exist
-    rc = rc || push(a->site, &a->Q, "input");
+    rc = rc || push(a->site, &a->nsite, "input");
     for (int k = 1; !rc && k <= nsub; k++) {
         char name[32];
         snprintf(name, sizeof name, "resid%d", k);
-        rc |= push(a->site, &a->Q, name);
+        rc |= push(a->site, &a->nsite, name);
     }
-    rc = rc || push(a->site, &a->Q, "output") || norm_axis(a, m);
+    rc = rc || push(a->site, &a->nsite, "output") || norm_axis(a, m);
     // the tensors outside the layers (a single stack's four as files have always had them)
-    rc = rc || push(a->extra, &a->E, "tok_embed") || push(a->extra, &a->E, "lm_head");
+    rc = rc || push(a->extra, &a->nextra, "tok_embed") || push(a->extra, &a->nextra, "lm_head");
     static const char *const FINALS[2][2] = {{"final_norm", NULL},
                                              {"enc_final_norm", "dec_final_norm"}};
     static const char *const FP[3] = {"gamma", "beta", "alpha"};
@@ -140,10 +140,10 @@ int probe_axes_from_model(probe_axes_t *a, const model_t *m)
         for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++) {
             char name[48];
             snprintf(name, sizeof name, "%s.%s", FINALS[a->encdec][f], FP[q]);
-            rc |= push(a->extra, &a->E, name);
+            rc |= push(a->extra, &a->nextra, name);
         }
     for (int k = 0; !rc && k < 3; k++)
-        if (k != SUB_CROSS_ATTN || a->encdec) rc |= push(a->sub, &a->X, PROBE_SUB_NAMES[k]);
+        if (k != SUB_CROSS_ATTN || a->encdec) rc |= push(a->sub, &a->nsub, PROBE_SUB_NAMES[k]);
     for (int r = 0; !rc && r < a->L; r++) {
         int l;
         rc |= !(a->stack[r] = strdup(STACK_NAMES[model_row_stack(m, r, &l)->kind]));
@@ -167,11 +167,11 @@ int probe_axes_copy(probe_axes_t *d, const probe_axes_t *s)
 {
     int rc = 0;
     *d = *s;
-    d->param = copy_names(s->param, s->P, &rc);
-    d->site = copy_names(s->site, s->Q, &rc);
-    d->norm = copy_names(s->norm, s->R, &rc);
-    d->extra = copy_names(s->extra, s->E, &rc);
-    d->sub = copy_names(s->sub, s->X, &rc);
+    d->param = copy_names(s->param, s->nparam, &rc);
+    d->site = copy_names(s->site, s->nsite, &rc);
+    d->norm = copy_names(s->norm, s->nnorm, &rc);
+    d->extra = copy_names(s->extra, s->nextra, &rc);
+    d->sub = copy_names(s->sub, s->nsub, &rc);
     d->stack = copy_names(s->stack, s->L, &rc);
     if (rc) probe_axes_free(d);
     return rc;
@@ -180,11 +180,11 @@ int probe_axes_copy(probe_axes_t *d, const probe_axes_t *s)
 int probe_axis_len(const probe_axes_t *a, probe_axis_id_t id)
 {
     switch (id) {
-    case PA_PARAM: return a->P;
-    case PA_SITE: return a->Q;
-    case PA_NORM: return a->R;
-    case PA_EXTRA: return a->E;
-    case PA_SUB: return a->X;
+    case PA_PARAM: return a->nparam;
+    case PA_SITE: return a->nsite;
+    case PA_NORM: return a->nnorm;
+    case PA_EXTRA: return a->nextra;
+    case PA_SUB: return a->nsub;
     case PA_FIELDS: return PROBE_JACOBIAN_FIELDS;
     case PA_NONE: break;
     }

@@ -308,9 +308,9 @@ static int pick_scheme_probes(const plot_set_t *set, int *m, char names[][32])
  * branches at initialisation: α = 0 stops the gradient of everything inside them). */
 static int grad_all_zero(const plot_run_t *r, int k)
 {
-    const size_t n = (size_t)r->probe->S * (size_t)r->probe->ax.L * (size_t)r->probe->ax.P;
+    const size_t n = (size_t)r->probe->S * (size_t)r->probe->ax.L * (size_t)r->probe->ax.nparam;
     for (size_t i = 0; k >= 0 && i < n; i++)
-        if ((int)(i % (size_t)r->probe->ax.P) == k && r->probe->grad_fro[i] != 0.0) return 0;
+        if ((int)(i % (size_t)r->probe->ax.nparam) == k && r->probe->grad_fro[i] != 0.0) return 0;
     return k >= 0;
 }
 
@@ -327,7 +327,7 @@ int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len
             char block[32];
             snprintf(block, sizeof block, "g%d_%d", i, p);
             plot_block_per_layer(s, block, r->probe->grad_fro, r->probe->S, r->probe->ax.L,
-                                 r->probe->ax.P, plot_param_col(r, p ? "w2" : "w1"), 1.0);
+                                 r->probe->ax.nparam, plot_param_col(r, p ? "w2" : "w1"), 1.0);
         }
     }
     const plot_run_t *r0 = &set->runs[m[0]];

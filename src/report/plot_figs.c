@@ -26,7 +26,7 @@ int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t 
             char block[32];
             snprintf(block, sizeof block, "g%d_%d", i, p);
             plot_block_per_layer(s, block, r->probe->grad_fro, r->probe->S, r->probe->ax.L,
-                            r->probe->ax.P, plot_param_col(r, params[p]), 1.0);
+                            r->probe->ax.nparam, plot_param_col(r, params[p]), 1.0);
         }
     }
     sbuf_printf(s, "set multiplot layout 1,2 title \"Expected gradient norm of the FFN weights "
@@ -117,7 +117,7 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
     sbuf_printf(s, "$%s << EOD\n", block);
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
-        const int L = r->probe->ax.L, P = r->probe->ax.P, d = r->cfg.model.d_model;
+        const int L = r->probe->ax.L, P = r->probe->ax.nparam, d = r->cfg.model.d_model;
         const int kc = plot_param_col(r, k);
         if (kc < 0) continue;
         const size_t stride = (size_t)L * P;
@@ -278,12 +278,12 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_subtitle(&set->runs[m[0]], sub, sizeof sub);
     for (int i = 0; i < n; i++) {
         const probe_t *p = set->runs[m[i]].probe;
-        for (int q = 0; q < p->ax.R && q < 2; q++) {
+        for (int q = 0; q < p->ax.nnorm && q < 2; q++) {
             char block[32];
             snprintf(block, sizeof block, "j%d_%d", i, q);
-            plot_block_per_layer(s, block, p->jacobian_spec, p->S, p->ax.L, p->ax.R, q, 1.0);
+            plot_block_per_layer(s, block, p->jacobian_spec, p->S, p->ax.L, p->ax.nnorm, q, 1.0);
             snprintf(block, sizeof block, "b%d_%d", i, q);
-            plot_block_per_layer(s, block, p->jacobian_bound, p->S, p->ax.L, p->ax.R, q, 1.0);
+            plot_block_per_layer(s, block, p->jacobian_bound, p->S, p->ax.L, p->ax.nnorm, q, 1.0);
         }
     }
     sbuf_printf(s, "set multiplot layout 1,2 title \"Norm-layer Jacobian ‖J_{LN}(x)‖_2 per layer "
@@ -335,11 +335,11 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
         const probe_t *p = set->runs[m[i]].probe;
         char block[32];
         snprintf(block, sizeof block, "h%d_a", i);
-        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q,
+        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.nsite,
                         plot_site_col(p, plot_theory(&set->runs[m[i]]) == SCHEME_THEORY_POST
                                              ? "resid2" : "output"), 1.0 / d);
         snprintf(block, sizeof block, "h%d_b", i);
-        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q, plot_site_col(p, "resid1"),
+        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.nsite, plot_site_col(p, "resid1"),
                         1.0 / d);
     }
     sbuf_printf(s, "$bounds << EOD\n");

@@ -32,13 +32,13 @@ int plot_theory(const plot_run_t *r) { return (int)scheme_of(&r->cfg)->theory; }
 /* Column of a layer tensor (e.g. "w2") in a run's probe, or −1. */
 int plot_param_col(const plot_run_t *r, const char *name)
 {
-    return probe_axis_find(r->probe->ax.param, r->probe->ax.P, name);
+    return probe_axis_find(r->probe->ax.param, r->probe->ax.nparam, name);
 }
 
 /* Column of a hidden-state site (e.g. "resid1") in a probe, or −1. */
 int plot_site_col(const probe_t *p, const char *name)
 {
-    return probe_axis_find(p->ax.site, p->ax.Q, name);
+    return probe_axis_find(p->ax.site, p->ax.nsite, name);
 }
 
 /* Post-LN red, Pre-LN blue; further runs of the same family take its next shades. */

@@ -33,15 +33,15 @@ static void report_gradients(FILE *out, const probe_t *p, int all)
     const probe_axes_t *ax = &p->ax;
     int cols[64], ncols = 0;
     if (all) {
-        for (int c = 0; c < ax->P && ncols < 64; c++) cols[ncols++] = c;
+        for (int c = 0; c < ax->nparam && ncols < 64; c++) cols[ncols++] = c;
     } else {
         static const char *const MAIN[2] = {"w1", "w2"};
         for (int k = 0; k < 2; k++) {
-            const int c = probe_axis_find(ax->param, ax->P, MAIN[k]);
+            const int c = probe_axis_find(ax->param, ax->nparam, MAIN[k]);
             if (c >= 0) cols[ncols++] = c;
         }
     }
-    const size_t LP = (size_t)ax->L * ax->P;
+    const size_t LP = (size_t)ax->L * ax->nparam;
     fprintf(out, "\nExpected gradient ||E_batch dL/dW||_F, mean ± 95%% CI over %d seeds\n", p->S);
     fprintf(out, "layer");
     for (int c = 0; c < ncols; c++) fprintf(out, " %21s", ax->param[cols[c]]);
@@ -49,13 +49,13 @@ static void report_gradients(FILE *out, const probe_t *p, int all)
     for (int l = 0; l < ax->L; l++) {
         print_row(out, ax, l);
         for (int c = 0; c < ncols; c++)
-            print_ci(out, p->grad_fro + (size_t)l * ax->P + cols[c], LP, p->S);
+            print_ci(out, p->grad_fro + (size_t)l * ax->nparam + cols[c], LP, p->S);
         fprintf(out, "\n");
     }
     if (all) {
-        for (int e = 0; e < ax->E; e++) {
+        for (int e = 0; e < ax->nextra; e++) {
             fprintf(out, ax->encdec ? "%-21s" : "%-16s", ax->extra[e]);
-            print_ci(out, p->extra_grad_fro + e, (size_t)ax->E, p->S);
+            print_ci(out, p->extra_grad_fro + e, (size_t)ax->nextra, p->S);
             fprintf(out, "\n");
         }
     }
@@ -64,14 +64,14 @@ static void report_gradients(FILE *out, const probe_t *p, int all)
 /* Column q of the site axis named name (−1 if absent). */
 static int site(const probe_axes_t *ax, const char *name)
 {
-    return probe_axis_find(ax->site, ax->Q, name);
+    return probe_axis_find(ax->site, ax->nsite, name);
 }
 
 static void report_hidden(FILE *out, const config_t *cfg, const probe_t *p)
 {
     const probe_axes_t *ax = &p->ax;
     const int d = cfg->model.d_model, dff = cfg->model.d_ff;
-    const size_t LQ = (size_t)ax->L * ax->Q;
+    const size_t LQ = (size_t)ax->L * ax->nsite;
     double *scaled = malloc(LQ * p->S * sizeof(double));
     if (!scaled) return;
     for (size_t i = 0; i < LQ * p->S; i++) scaled[i] = p->hidden_sqnorm[i] / d;
@@ -96,10 +96,10 @@ static void report_hidden(FILE *out, const config_t *cfg, const probe_t *p)
     }
     for (int l = 0; l < ax->L && a >= 0 && b >= 0; l++) {
         print_row(out, ax, l);
-        print_ci(out, scaled + (size_t)l * ax->Q + a, LQ, p->S);
+        print_ci(out, scaled + (size_t)l * ax->nsite + a, LQ, p->S);
         // the encoder's rows have no resid3: their x⁵ is resid2
-        const int bl = post && isnan(scaled[(size_t)l * ax->Q + b]) ? site(ax, "resid2") : b;
-        print_ci(out, scaled + (size_t)l * ax->Q + bl, LQ, p->S);
+        const int bl = post && isnan(scaled[(size_t)l * ax->nsite + b]) ? site(ax, "resid2") : b;
+        print_ci(out, scaled + (size_t)l * ax->nsite + bl, LQ, p->S);
         if (theory == SCHEME_THEORY_NONE) {
             fprintf(out, "\n");
         } else if (post) {
@@ -116,12 +116,12 @@ static void report_hidden(FILE *out, const config_t *cfg, const probe_t *p)
 static void report_jacobians(FILE *out, const config_t *cfg, const probe_t *p)
 {
     const probe_axes_t *ax = &p->ax;
-    if (cfg->model.norm == NORM_NONE || !cfg->probe.jacobian || ax->R == 0) return;
-    const size_t LR = (size_t)ax->L * ax->R;
+    if (cfg->model.norm == NORM_NONE || !cfg->probe.jacobian || ax->nnorm == 0) return;
+    const size_t LR = (size_t)ax->L * ax->nnorm;
     fprintf(out, "\n%s Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3), mean over seeds\n",
             cfg->model.norm == NORM_RMSNORM ? "RMSNorm" : "LayerNorm");
     fprintf(out, "layer");
-    for (int k = 0; k < ax->R; k++) {
+    for (int k = 0; k < ax->nnorm; k++) {
         char head[32];
         snprintf(head, sizeof head, "%s ||J||_2", ax->norm[k]);
         fprintf(out, " %21s %12s", head, "sqrt(d)/|x|");
@@ -129,11 +129,11 @@ static void report_jacobians(FILE *out, const config_t *cfg, const probe_t *p)
     fprintf(out, "\n");
     for (int l = 0; l < ax->L; l++) {
         print_row(out, ax, l);
-        for (int k = 0; k < ax->R; k++) {
+        for (int k = 0; k < ax->nnorm; k++) {
             double mean, half;
             size_t n;
-            print_ci(out, p->jacobian_spec + (size_t)l * ax->R + k, LR, p->S);
-            fit_mean_ci(p->jacobian_bound + (size_t)l * ax->R + k, LR, (size_t)p->S, &mean,
+            print_ci(out, p->jacobian_spec + (size_t)l * ax->nnorm + k, LR, p->S);
+            fit_mean_ci(p->jacobian_bound + (size_t)l * ax->nnorm + k, LR, (size_t)p->S, &mean,
                         &half, &n);
             if (n) fprintf(out, " %12.4e", mean);
             else fprintf(out, " %12s", "-");
@@ -153,15 +153,15 @@ static void report_jacobians(FILE *out, const config_t *cfg, const probe_t *p)
 static void report_subout(FILE *out, const probe_t *p)
 {
     const probe_axes_t *ax = &p->ax;
-    if (ax->X == 0 || !p->subout_grad || isnan(p->subout_grad[0])) return;
-    const size_t LX = (size_t)ax->L * ax->X;
+    if (ax->nsub == 0 || !p->subout_grad || isnan(p->subout_grad[0])) return;
+    const size_t LX = (size_t)ax->L * ax->nsub;
     fprintf(out, "\nGradient at each sub-layer's output E_token ||dL/d out||, mean ± 95%% CI\n");
     fprintf(out, "layer");
-    for (int x = 0; x < ax->X; x++) fprintf(out, " %21s", ax->sub[x]);
+    for (int x = 0; x < ax->nsub; x++) fprintf(out, " %21s", ax->sub[x]);
     fprintf(out, "\n");
     for (int l = 0; l < ax->L; l++) {
         print_row(out, ax, l);
-        for (int x = 0; x < ax->X; x++) print_ci(out, p->subout_grad + (size_t)l * ax->X + x, LX, p->S);
+        for (int x = 0; x < ax->nsub; x++) print_ci(out, p->subout_grad + (size_t)l * ax->nsub + x, LX, p->S);
         fprintf(out, "\n");
     }
 }
