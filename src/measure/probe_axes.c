@@ -44,9 +44,6 @@ void probe_axes_free(probe_axes_t *a)
     memset(a, 0, sizeof *a);
 }
 
-/* A sub-layer's three norm sites and the name patterns of them (K = its index). */
-const char *const PROBE_SITE_PATTERN[3] = {"norm%d", "norm%d_out", "norm%d_inner"};
-
 const norm_site_t *probe_sublayer_site(const sublayer_t *sl, int t)
 {
     return t == 0 ? &sl->norm : t == 1 ? &sl->norm_out : &sl->inner;
@@ -56,32 +53,20 @@ const norm_site_t *probe_sublayer_site(const sublayer_t *sl, int t)
  * counts γ and β (and DyT's α) even where the norm kind has no β. */
 static void declared_columns(const model_t *m, int *used)
 {
-    static const char *const KINDS[3][8] = {
-        {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo"},
-        {"cwq", "cbq", "cwk", "cbk", "cwv", "cbv", "cwo", "cbo"},
-        {"w1", "b1", "w2", "b2", NULL, NULL, NULL, NULL},
-    };
-    static const char *const PARAMS[3] = {"gamma", "beta", "alpha"};
     for (int s = 0; s < m->nstacks; s++) {
         const layer_stack_t *st = &m->stack[s];
         for (int k = 0; k < st->L * st->nsub; k++) {
             const sublayer_t *sl = &st->subs[k];
-            char name[48], site[32];
-            for (int j = 0; j < 8 && KINDS[sl->rule.kind][j]; j++)
-                used[tensors_column_index(KINDS[sl->rule.kind][j])] = 1;
+            int n;
+            const char *const *branch = tensors_branch_names(sl->rule.kind, &n);
+            for (int j = 0; j < n; j++) used[tensors_column_index(branch[j])] = 1;
             for (int t = 0; t < 3; t++) {
                 if (!probe_sublayer_site(sl, t)->on) continue;
-                snprintf(site, sizeof site, PROBE_SITE_PATTERN[t], sl->index);
-                for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++) {
-                    snprintf(name, sizeof name, "%s.%s", site, PARAMS[q]);
-                    used[tensors_column_index(name)] = 1;
-                }
+                for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++)
+                    used[tensors_column_index(tensors_site_param(t, sl->index, q))] = 1;
             }
-            if (sl->omega) {
-                snprintf(name, sizeof name, "omega%d", sl->index);
-                used[tensors_column_index(name)] = 1;
-            }
-            if (sl->gate) used[tensors_column_index("rezero_alpha")] = 1;
+            if (sl->omega) used[tensors_column_index(tensors_omega_name(sl->index))] = 1;
+            if (sl->gate) used[tensors_column_index(tensors_gate_name())] = 1;
         }
     }
 }
@@ -99,7 +84,7 @@ static int norm_axis(probe_axes_t *a, const model_t *m)
                     on |= sl->index == k && probe_sublayer_site(sl, t)->on;
                 }
             char name[32];
-            snprintf(name, sizeof name, PROBE_SITE_PATTERN[t], k);
+            tensors_site_name(t, k, name, sizeof name);
             if (on) rc |= push(a->norm, &a->nnorm, name);
         }
     return rc;
@@ -132,14 +117,13 @@ int probe_axes_from_model(probe_axes_t *a, const model_t *m)
     }
     rc = rc || push(a->site, &a->nsite, "output") || norm_axis(a, m);
     // the tensors outside the layers (a single stack's four as files have always had them)
-    rc = rc || push(a->extra, &a->nextra, "tok_embed") || push(a->extra, &a->nextra, "lm_head");
-    static const char *const FINALS[2][2] = {{"final_norm", NULL},
-                                             {"enc_final_norm", "dec_final_norm"}};
-    static const char *const FP[3] = {"gamma", "beta", "alpha"};
-    for (int f = 0; !rc && f < 2 && FINALS[a->encdec][f]; f++)
+    rc = rc || push(a->extra, &a->nextra, tensors_embed_name()) ||
+         push(a->extra, &a->nextra, tensors_head_name());
+    for (int s = 0; !rc && s < m->nstacks; s++)   // lm; or encoder, decoder
         for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++) {
             char name[48];
-            snprintf(name, sizeof name, "%s.%s", FINALS[a->encdec][f], FP[q]);
+            snprintf(name, sizeof name, "%s.%s", tensors_final_norm_name(m->stack[s].kind),
+                     tensors_param_suffix(q));
             rc |= push(a->extra, &a->nextra, name);
         }
     for (int k = 0; !rc && k < 3; k++)

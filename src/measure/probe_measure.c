@@ -198,7 +198,7 @@ void probe_jacobians(const probe_axes_t *ax, const model_t *m, probe_jacobian_t 
             for (int t = 0; t < 3; t++) {
                 const norm_site_t *site = probe_sublayer_site(sl, t);
                 char name[32];
-                snprintf(name, sizeof name, PROBE_SITE_PATTERN[t], sl->index);
+                tensors_site_name(t, sl->index, name, sizeof name);
                 const int q = probe_axis_find(ax->norm, ax->nnorm, name);
                 if (!site->on || q < 0) continue;
                 // the site's input: x (Norm_in), r (Norm_after), f (Norm_out), ctx / act (inner)
