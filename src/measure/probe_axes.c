@@ -65,8 +65,9 @@ static void declared_columns(const model_t *m, int *used)
                 for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++)
                     used[tensors_column_index(tensors_site_param(t, sl->index, q))] = 1;
             }
-            if (sl->omega) used[tensors_column_index(tensors_omega_name(sl->index))] = 1;
-            if (sl->gate) used[tensors_column_index(tensors_gate_name())] = 1;
+            for (int p = 0; p < SUBLAYER_NPARAMS; p++)   // the schemes' own (ω, ReZero's α, …)
+                if (sublayer_param_values(&SUBLAYER_PARAMS[p], sl))
+                    used[tensors_column_index(SUBLAYER_PARAMS[p].name(sl->index))] = 1;
         }
     }
 }

@@ -61,8 +61,8 @@ static int add_branch(model_t *m, const char *prefix, int row, const sublayer_ru
 }
 
 /* The tensors of layer l of stack st, in the canonical order of model/tensors.c: every
- * sub-layer's branch, the main norm sites' γ, β, their DyT α, the output and inner sites,
- * Admin's ω, ReZero's α. */
+ * sub-layer's branch, the main norm sites' γ, β, their DyT α, the output and inner sites, the
+ * schemes' own parameters (SUBLAYER_PARAMS: Admin's ω, ReZero's α, …). */
 static int add_layer(model_t *m, const layer_stack_t *st, int l)
 {
     const int row = st->first_row + l, n = st->nsub;
@@ -86,12 +86,15 @@ static int add_layer(model_t *m, const layer_stack_t *st, int l)
         rc |= add_site_params(m, prefix, row, 2, i + 1, sl->inner.width);
         rc |= add_site_alpha(m, prefix, row, 2, i + 1);
     }
-    for (int i = 0; i < n; i++)   // Admin's ω: 1 until the profiling pass sets it
-        if (stack_sublayer(st, l, i)->rule.skip_param)
-            rc |= add_layer_tensor(m, prefix, row, tensors_omega_name(i + 1), 1, (size_t)m->C,
-                                   TENSOR_CONST, 1.0);
-    if (stack_sublayer(st, l, 0)->rule.gate_param)   // ReZero: α_l = 0 at init
-        rc |= add_layer_tensor(m, prefix, row, tensors_gate_name(), 1, 1, TENSOR_CONST, 0.0);
+    for (int p = 0; p < SUBLAYER_NPARAMS; p++) {   // the schemes' own: ω, ReZero's α, …
+        const sublayer_param_t *sp = &SUBLAYER_PARAMS[p];
+        const size_t w = sp->width == SP_WIDTH_C ? (size_t)m->C
+                         : sp->width == SP_WIDTH_HEADS ? (size_t)m->H : 1;
+        for (int i = 0; i < (sp->per_layer ? 1 : n); i++)
+            if (sublayer_param_on(sp, &stack_sublayer(st, l, i)->rule))
+                rc |= add_layer_tensor(m, prefix, row, sp->name(i + 1), 1, w, TENSOR_CONST,
+                                       sp->init);
+    }
     return rc;
 }
 
@@ -149,8 +152,8 @@ static void bind_site(const model_t *m, norm_site_t *n, const char *prefix, cons
     }
 }
 
-/* Sub-layer sl (the K-th of its layer, names prefix + column): its weights, biases, norm sites,
- * ω and ReZero's α. */
+/* Sub-layer sl (the K-th of its layer, names prefix + column): its weights, biases, norm sites
+ * and the schemes' own parameters. */
 static void bind_sublayer(model_t *m, sublayer_t *sl, const char *prefix, int K)
 {
     int n;
@@ -167,10 +170,11 @@ static void bind_sublayer(model_t *m, sublayer_t *sl, const char *prefix, int K)
                                 tensors_site_param(t, K, 2)};
         bind_site(m, sites[t], prefix, names);
     }
-    sl->omega = view(m, m->params, prefix, tensors_omega_name(K));
-    sl->domega = view(m, m->grads, prefix, tensors_omega_name(K));
-    sl->gate = view(m, m->params, prefix, tensors_gate_name());
-    sl->dgate = view(m, m->grads, prefix, tensors_gate_name());
+    for (int p = 0; p < SUBLAYER_NPARAMS; p++) {   // NULL where the rule has none
+        const sublayer_param_t *sp = &SUBLAYER_PARAMS[p];
+        *sublayer_param_view(sp, sl, 0) = view(m, m->params, prefix, sp->name(K));
+        *sublayer_param_view(sp, sl, 1) = view(m, m->grads, prefix, sp->name(K));
+    }
 }
 
 /* Point every sub-layer's and final norm's views at the params and grads buffers. */

@@ -1,6 +1,8 @@
 /* sublayer.c — one residual sub-layer, forward and backward (docs/design.md §1, §6b, §6c). */
+#include <stddef.h>
 #include <string.h>
 #include "model/sublayer.h"
+#include "model/tensors.h"
 #include "nn/attention.h"
 #include "nn/dyt.h"
 #include "nn/linear.h"
@@ -8,6 +10,34 @@
 #include "util/arena.h"
 
 enum { Q, K, V, O };   // attention's w[] / b[]; the FFN uses w[0] = W¹, w[1] = W²
+
+/* ReZero's α has one name per layer: the registry's, whatever the sub-layer. */
+static const char *gate_name(int K) { (void)K; return tensors_gate_name(); }
+
+#define RULE(f) offsetof(sublayer_rule_t, f)
+#define VIEW(f) offsetof(sublayer_t, f)
+const sublayer_param_t SUBLAYER_PARAMS[] = {
+    // Admin's ω (C): 1 until the profiling pass sets it (model_admin_profile)
+    {RULE(skip_param), 0, SP_WIDTH_C, 1.0, VIEW(omega), VIEW(domega), tensors_omega_name},
+    // ReZero's α_l, shared by a layer's sub-layers: 0 at initialisation
+    {RULE(gate_param), 1, SP_WIDTH_ONE, 0.0, VIEW(gate), VIEW(dgate), gate_name},
+};
+const int SUBLAYER_NPARAMS = (int)(sizeof SUBLAYER_PARAMS / sizeof SUBLAYER_PARAMS[0]);
+
+int sublayer_param_on(const sublayer_param_t *sp, const sublayer_rule_t *r)
+{
+    return *(const int *)((const char *)r + sp->flag);
+}
+
+double **sublayer_param_view(const sublayer_param_t *sp, sublayer_t *s, int grad)
+{
+    return (double **)((char *)s + (grad ? sp->grad : sp->param));
+}
+
+const double *sublayer_param_values(const sublayer_param_t *sp, const sublayer_t *s)
+{
+    return *(double *const *)((const char *)s + sp->param);
+}
 
 
 static int is_attention(const sublayer_t *s) { return s->rule.kind != SUB_FFN; }

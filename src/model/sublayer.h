@@ -82,6 +82,32 @@ typedef struct {
     double *out;                 /* (N,C) norm.out (Norm_after) or r */
 } sublayer_t;
 
+/* The learnable scalars and vectors a scheme adds to a sub-layer beyond its branch and norms
+ * (docs/design.md §6c), one row each in SUBLAYER_PARAMS (sublayer.c): params.c registers them
+ * (after the norms, in the rows' order), binds the views and the probes declare their columns
+ * from this table alone. */
+typedef enum { SP_WIDTH_C, SP_WIDTH_ONE, SP_WIDTH_HEADS } sublayer_param_width_t;
+typedef struct {
+    size_t flag;                 /* offsetof(sublayer_rule_t, the int that turns it on) */
+    int per_layer;               /* one per layer (its first sub-layer's flag), else one each */
+    sublayer_param_width_t width;
+    double init;                 /* every entry at initialisation */
+    size_t param, grad;          /* offsetof(sublayer_t, the views) */
+    const char *(*name)(int K);  /* the registry's name (model/tensors.h) of the K-th's */
+} sublayer_param_t;
+
+extern const sublayer_param_t SUBLAYER_PARAMS[];
+extern const int SUBLAYER_NPARAMS;
+
+/* Whether rule r has the parameter sp. */
+int sublayer_param_on(const sublayer_param_t *sp, const sublayer_rule_t *r);
+
+/* The view of parameter sp in s (params, or grads when grad): a pointer to s's pointer. */
+double **sublayer_param_view(const sublayer_param_t *sp, sublayer_t *s, int grad);
+
+/* s's values of parameter sp, or NULL when s has none. */
+const double *sublayer_param_values(const sublayer_param_t *sp, const sublayer_t *s);
+
 /* Scratch of the backward, shared by all sub-layers (each overwrites what it uses). */
 typedef struct {
     double *dq, *dk, *dv;        /* (N,C), (Nk,C), (Nk,C) */
