@@ -94,12 +94,12 @@ START_TEST(test_fd_every_scheme)
         }
         for (int i = PLACEMENT_COUNT; i < SCHEME_COUNT; i++) {   // the init variants
             const scheme_t *s = &SCHEMES[i];
-            if (s->init < 0) continue;
+            if (s->by != SCHEME_BY_INIT) continue;
             int p = 0;
             while (s->placements && !((s->placements >> p) & 1u)) p++;
             config_t cfg;
             scheme_config(&cfg, (placement_t)p, NORM_NONE, arch, seed++);
-            cfg.init.scheme = (init_scheme_t)s->init;
+            cfg.init.scheme = (init_scheme_t)s->value;
             fd_case(&cfg, s->name, &worst, &n);
         }
     }
@@ -121,9 +121,9 @@ START_TEST(test_scheme_table)
         for (int p = 0; p < PLACEMENT_COUNT && !found; p++) {
             config_defaults(&c);
             c.model.placement = (placement_t)p;
-            if (s->norm >= 0) c.model.norm = (norm_kind_t)s->norm;
+            if (s->by == SCHEME_BY_NORM) c.model.norm = (norm_kind_t)s->value;
             if (s->norms == SCHEME_NORMS_NONE) c.model.norm = NORM_NONE;
-            if (s->init >= 0) c.init.scheme = (init_scheme_t)s->init;
+            if (s->by == SCHEME_BY_INIT) c.init.scheme = (init_scheme_t)s->value;
             scheme_name(&c, name, sizeof name);
             found = config_validate(&c, err, sizeof err) == 0 && scheme_of(&c) == s &&
                     !strcmp(name, s->name);

@@ -40,25 +40,17 @@ static int blame(const config_t *cfg, int a, int b)
     return a;
 }
 
-/* Whether row s of the scheme table is cfg's placement or a variant cfg selects. */
-static int selects(const config_t *cfg, const scheme_t *s)
-{
-    if (s < SCHEMES + PLACEMENT_COUNT) return s == scheme_of_placement((int)cfg->model.placement);
-    return (s->norm < 0 || (int)cfg->model.norm == s->norm) &&
-           (s->init < 0 || (int)cfg->init.scheme == s->init);
-}
-
 /* The key that selects row s, its text ("model.norm = dyt") and cfg's value of that key. */
 static int selecting_key(const config_t *cfg, const scheme_t *s, char *cond, size_t len,
                          const char **got)
 {
-    if (s->init >= 0) {
-        snprintf(cond, len, "init.scheme = %s", config_init_name((init_scheme_t)s->init));
+    if (s->by == SCHEME_BY_INIT) {
+        snprintf(cond, len, "init.scheme = %s", config_init_name((init_scheme_t)s->value));
         *got = config_init_name(cfg->init.scheme);
         return cfg_kidx("init", "scheme");
     }
-    if (s->norm >= 0) {
-        snprintf(cond, len, "model.norm = %s", config_norm_name((norm_kind_t)s->norm));
+    if (s->by == SCHEME_BY_NORM) {
+        snprintf(cond, len, "model.norm = %s", config_norm_name((norm_kind_t)s->value));
         *got = config_norm_name(cfg->model.norm);
         return cfg_kidx("model", "norm");
     }
@@ -104,7 +96,7 @@ static int validate_scheme(const config_t *cfg, char *err, size_t errlen)
     const char *got;
     for (int i = 0; i < SCHEME_COUNT; i++) {   // the placement's row, then the variants'
         const scheme_t *s = &SCHEMES[i];
-        if (!selects(cfg, s)) continue;
+        if (!scheme_selects(s, cfg)) continue;
         const int key = selecting_key(cfg, s, cond, sizeof cond, &got);
         if (s->norms == SCHEME_NORMS_NONE && !none)
             return vfail(cfg, blame(cfg, norm, key), err, errlen,
@@ -125,7 +117,7 @@ static int validate_scheme(const config_t *cfg, char *err, size_t errlen)
     }
     for (int i = 0; i < SCHEME_COUNT; i++) {
         const scheme_t *s = &SCHEMES[i];
-        if (!s->own_key || selects(cfg, s)) continue;
+        if (!s->own_key || scheme_selects(s, cfg)) continue;
         char section[16];
         const char *dot = strchr(s->own_key, '.');
         snprintf(section, sizeof section, "%.*s", (int)(dot - s->own_key), s->own_key);

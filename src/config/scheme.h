@@ -37,6 +37,10 @@ typedef enum { SCHEME_NORMS_ANY, SCHEME_NORMS_PLACED, SCHEME_NORMS_NONE } scheme
  * Theorem 1's gradient bound, the site symbols x², x⁵ / x³): Post-LN's, Pre-LN's, or none. */
 typedef enum { SCHEME_THEORY_NONE, SCHEME_THEORY_POST, SCHEME_THEORY_PRE } scheme_theory_t;
 
+/* What selects a row: model.placement (the placements' rows), or for a variant model.norm or
+ * init.scheme having the row's value. */
+typedef enum { SCHEME_BY_PLACEMENT = 0, SCHEME_BY_NORM, SCHEME_BY_INIT } scheme_key_t;
+
 /* One scheme. */
 typedef struct {
     const char *name;            /* model.placement's value; a variant's name in the atlas */
@@ -45,18 +49,18 @@ typedef struct {
     int final_norm;              /* model.final_norm = auto puts a norm after the last layer */
     scheme_norms_t norms;
     const char *why_none;        /* SCHEME_NORMS_NONE: why, for the error message */
-    int norm;                    /* a variant: the model.norm that selects it; else −1 */
-    int init;                    /* a variant: the init.scheme that selects it; else −1 */
+    scheme_key_t by;             /* a variant: the key that selects it, */
+    int value;                   /* and its value (norm_kind_t, init_scheme_t) */
     unsigned placements;         /* a variant: the placements it goes with (bits), 0 = any */
     const char *own_key;         /* "model.mix_ratio": a key only this scheme reads, or NULL */
     scheme_theory_t theory;
     const char *const *site_symbols;   /* the paper's names of the sites input, resid1,
                                           resid2, output of a single stack, or NULL */
-    int atlas_rank;              /* the atlas's order of rows (docs/design.md §6d) */
     const char *color;           /* the scheme's colour in every atlas figure */
 } scheme_t;
 
-/* The table: SCHEME_COUNT rows, placements first (scheme.c). */
+/* The table: SCHEME_COUNT rows, placements first (scheme.c); the rows' order is the atlas's
+ * (docs/design.md §6d). */
 extern const scheme_t SCHEMES[];
 extern const int SCHEME_COUNT;
 
@@ -64,6 +68,9 @@ struct config;
 
 /* The row of placement p, or NULL when p is not a placement. */
 const scheme_t *scheme_of_placement(int p);
+
+/* Whether cfg selects row s (its placement's row, or a variant by its key's value). */
+int scheme_selects(const scheme_t *s, const struct config *cfg);
 
 /* cfg's scheme: the variant row it selects, else its placement's row. */
 const scheme_t *scheme_of(const struct config *cfg);
@@ -81,5 +88,8 @@ void scheme_label(const struct config *cfg, char *buf, size_t len);
 
 /* The row named name (scheme_name's result), or NULL when no row has that name. */
 const scheme_t *scheme_by_name(const char *name);
+
+/* A scheme's place in the atlas (its row's index), SCHEME_COUNT for a name of no row. */
+int scheme_rank(const char *name);
 
 #endif

@@ -201,11 +201,9 @@ void probe_jacobians(const probe_axes_t *ax, const model_t *m, probe_jacobian_t 
                 tensors_site_name(t, sl->index, name, sizeof name);
                 const int q = probe_axis_find(ax->norm, ax->nnorm, name);
                 if (!site->on || q < 0) continue;
-                // the site's input: x (Norm_in), r (Norm_after), f (Norm_out), ctx / act (inner)
-                const double *x = t == 1 ? sl->f
-                                  : t == 2 ? (sl->rule.kind == SUB_FFN ? sl->act : sl->ctx)
-                                  : sl->rule.norm_in ? sl->x : sl->r;
-                inst[n++] = (jac_instance_t){x, site->gamma, site->alpha, site->width,
+                // the site's input in the last forward: x (Norm_in), r (Norm_after), the
+                // branch output (Norm_out), ctx / act (inner)
+                inst[n++] = (jac_instance_t){site->in, site->gamma, site->alpha, site->width,
                                              stack_ids(m, st), stack_rows(m, st),
                                              &layers[r * ax->nnorm + q]};
             }

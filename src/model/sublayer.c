@@ -46,6 +46,7 @@ static int is_attention(const sublayer_t *s) { return s->rule.kind != SUB_FFN; }
 
 void norm_site_forward(norm_site_t *n, const sublayer_shape_t *sh, const double *x, size_t rows)
 {
+    n->in = x;
     if (sh->norm == NORM_DYT) dyt_forward(n->out, x, *n->alpha, n->gamma, n->beta, rows, n->width);
     else norm_forward(sh->norm, n->out, n->mean, n->rstd, x, n->gamma, n->beta, rows, n->width,
                       sh->eps);

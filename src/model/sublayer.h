@@ -35,9 +35,11 @@ typedef struct {
     double *dgamma, *dbeta, *dalpha;
     double *out;                 /* (rows, width) */
     double *mean, *rstd;         /* (rows) */
+    const double *in;            /* (rows, width) the input of the last forward */
 } norm_site_t;
 
-/* out (rows, width) = Norm(x) by the model's norm kind (LayerNorm, RMSNorm, DyT, identity). */
+/* out (rows, width) = Norm(x) by the model's norm kind (LayerNorm, RMSNorm, DyT, identity);
+ * remembers x as the site's input. */
 void norm_site_forward(norm_site_t *n, const sublayer_shape_t *sh, const double *x, size_t rows);
 
 /* ACCUMULATES dx (rows, width) and the site's parameter gradients from dout, for the x of the

@@ -49,16 +49,9 @@ typedef struct {
     int runs;
 } atlas_t;
 
-/* A scheme's place in the atlas's rows: its row's rank in the scheme table (config/scheme.c);
- * names of no row (post+rmsnorm) after them, in their order. */
-static int scheme_rank(const char *name)
-{
-    const scheme_t *s = scheme_by_name(name);
-    return s ? s->atlas_rank : SCHEME_COUNT;
-}
-
-/* Sort names[0..n) (and m with them, unless NULL) into the atlas's order: a stable insertion
- * sort, n is at most a dozen. */
+/* Sort names[0..n) (and m with them, unless NULL) into the atlas's order (scheme_rank: the
+ * scheme table's rows, names of no row after them): a stable insertion sort, n is at most a
+ * dozen. */
 static void sort_schemes(char names[][32], int *m, int n)
 {
     for (int a = 1; a < n; a++)

@@ -208,12 +208,12 @@ static const char *const THEORY_NAMES[] = {"none", "post", "pre"};
 
 void report_scheme_table(FILE *out)
 {
-    fprintf(out, "name\tlabel\tfamily\tfinal_norm\tnorms\ttheory\tatlas_rank\tcolor\n");
+    fprintf(out, "name\tlabel\tfamily\tfinal_norm\tnorms\ttheory\tatlas_rank\tcolor\n");   // rank = row
     for (int i = 0; i < SCHEME_COUNT; i++) {
         const scheme_t *s = &SCHEMES[i];
         fprintf(out, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s->name, s->label,
                 FAMILY_NAMES[s->family], s->final_norm ? "on" : "off", NORMS_NAMES[s->norms],
-                THEORY_NAMES[s->theory], s->atlas_rank, s->color);
+                THEORY_NAMES[s->theory], i, s->color);
     }
 }
 
@@ -222,7 +222,6 @@ void report_scheme_of(FILE *out, const char *run, const config_t *cfg)
     char name[64], label[64];
     scheme_name(cfg, name, sizeof name);
     scheme_label(cfg, label, sizeof label);
-    const scheme_t *row = scheme_by_name(name);
-    fprintf(out, "%s\t%s\t%d\t%s\t%s\n", run, name, row ? row->atlas_rank : SCHEME_COUNT,
+    fprintf(out, "%s\t%s\t%d\t%s\t%s\n", run, name, scheme_rank(name),
             FAMILY_NAMES[scheme_family(cfg)], label);
 }

@@ -17,8 +17,8 @@ void report_probe(FILE *out, const config_t *cfg, const probe_t *p, int all);
  * family, final norm (auto), norms, theory line, atlas rank, colour. */
 void report_scheme_table(FILE *out);
 
-/* One tab-separated line for a run: its name, scheme (scheme_name), atlas rank (the table's,
- * or the table's row count for a name of no row), family and label. */
+/* One tab-separated line for a run: its name, scheme (scheme_name), atlas rank (scheme_rank),
+ * family and label. */
 void report_scheme_of(FILE *out, const char *run, const config_t *cfg);
 
 #endif
