@@ -467,7 +467,7 @@ START_TEST(test_set_errors)
     expect_set_fail("model.heads=two", "--set model.heads: not an integer: 'two'");
     expect_set_fail("model.heads=0", "--set model.heads: must be an integer >= 1 (got 0)");
     expect_set_fail("train.lr=nan", "--set train.lr: must be finite");
-    expect_set_fail("model.placement=middle", "--set model.placement: must be post, pre, peri, deepnorm, admin, rezero, subln, mixln or b2t (got 'middle')");
+    expect_set_fail("model.placement=middle", "--set model.placement: must be post, pre, peri, deepnorm, admin, rezero, subln, mixln, b2t or normformer (got 'middle')");
     /* contradictions introduced by --set name the --set */
     expect_set_fail("model.heads=3", "--set model.heads: must divide model.d_model (8)");
     expect_set_fail("model.d_model=9", "--set model.d_model: must be a multiple of model.heads (2)");
@@ -593,7 +593,7 @@ static const struct { const char *file, *prefix; } bad[] = {
     {"configs/bad_nonfinite.ini", "configs/bad_nonfinite.ini:4: train.lr: must be finite (got inf)"},
     {"configs/bad_nan.ini", "configs/bad_nan.ini:4: model.dropout: must be finite (got nan)"},
     {"configs/bad_bool.ini", "configs/bad_bool.ini:4: model.causal: must be true/false"},
-    {"configs/bad_enum.ini", "configs/bad_enum.ini:4: model.placement: must be post, pre, peri, deepnorm, admin, rezero, subln, mixln or b2t (got 'Pre')"},
+    {"configs/bad_enum.ini", "configs/bad_enum.ini:4: model.placement: must be post, pre, peri, deepnorm, admin, rezero, subln, mixln, b2t or normformer (got 'Pre')"},
     {"configs/bad_onoff.ini", "configs/bad_onoff.ini:4: probe.jacobian: must be on or off (got 'sometimes')"},
     {"configs/bad_resume.ini", "configs/bad_resume.ini:4: train.resume: must be off or auto (got 'on')"},
     {"configs/bad_seed.ini", "configs/bad_seed.ini:4: init.seed: must be a non-negative integer (got '-1')"},

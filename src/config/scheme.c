@@ -33,6 +33,8 @@ const scheme_t SCHEMES[] = {
      .norms = SCHEME_NORMS_PLACED, .own_key = "model.mix_ratio", .color = "#d35400"},
     {.name = "b2t", .label = "b2t", .family = SCHEME_POST_LIKE, .final_norm = 0,
      .norms = SCHEME_NORMS_PLACED, .color = "#2c3e50"},
+    {.name = "normformer", .label = "normformer", .family = SCHEME_PRE_LIKE, .final_norm = 1,
+     .norms = SCHEME_NORMS_PLACED, .color = "#6ab04c"},
     // variants: DyT (model.norm = dyt on any placement; the atlas's row is pre+dyt), T-Fixup
     {.name = "pre+dyt", .label = "pre+dyt", .family = SCHEME_FAMILY_OF_PLACEMENT,
      .norms = SCHEME_NORMS_ANY, .by = SCHEME_BY_NORM, .value = NORM_DYT,

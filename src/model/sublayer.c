@@ -21,6 +21,8 @@ const sublayer_param_t SUBLAYER_PARAMS[] = {
     {RULE(skip_param), 0, SP_WIDTH_C, 1.0, VIEW(omega), VIEW(domega), tensors_omega_name},
     // ReZero's α_l, shared by a layer's sub-layers: 0 at initialisation
     {RULE(gate_param), 1, SP_WIDTH_ONE, 0.0, VIEW(gate), VIEW(dgate), gate_name},
+    // NormFormer's scale per head (fairseq's c_attn): 1 at initialisation
+    {RULE(head_scale), 0, SP_WIDTH_HEADS, 1.0, VIEW(hscale), VIEW(dhscale), tensors_head_scale_name},
 };
 const int SUBLAYER_NPARAMS = (int)(sizeof SUBLAYER_PARAMS / sizeof SUBLAYER_PARAMS[0]);
 
@@ -103,8 +105,9 @@ size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
     if (s->inner.on) layout_norm(&s->inner, N, base, &off);
     s->h = s->inner.on ? s->inner.out : is_attention(s) ? s->ctx : s->act;
     s->f = arena_take(base, &off, N * C);
+    s->fh = s->rule.head_scale ? arena_take(base, &off, N * C) : NULL;
     if (s->norm_out.on) layout_norm(&s->norm_out, N, base, &off);
-    s->fo = s->norm_out.on ? s->norm_out.out : s->f;
+    s->fo = s->norm_out.on ? s->norm_out.out : s->fh ? s->fh : s->f;
     s->mask = dropout ? arena_take(base, &off, N * C) : NULL;
     s->r = arena_take(base, &off, N * C);
     if (s->rule.norm_after) layout_norm(&s->norm, N, base, &off);
@@ -170,6 +173,28 @@ static void ffn_branch_forward(sublayer_t *s, const sublayer_shape_t *sh, size_t
     linear_forward(s->f, s->h, s->w[1], s->b[1], N, F, C);     // (N,C)
 }
 
+/* NormFormer's head scale (fairseq's c_attn, applied to the attention's output after W_O):
+ * fh[n][h·Dh + j] = c[h]·f[n][h·Dh + j], f and fh (N,C), c (H). */
+static void head_scale_forward(double *fh, const double *f, const double *c, size_t N, int C, int H)
+{
+    const int Dh = C / H;
+    for (size_t n = 0; n < N; n++)
+        for (int j = 0; j < C; j++) fh[n * C + j] = c[j / Dh] * f[n * C + j];
+}
+
+/* Its backward: dc (H) += Σ_n,j∈h dfh ⊙ f; df (N,C) = c ⊙ dfh (df may be dfh). */
+static void head_scale_backward(double *df, double *dc, const double *dfh, const double *f,
+                                const double *c, size_t N, int C, int H)
+{
+    const int Dh = C / H;
+    for (size_t n = 0; n < N; n++)
+        for (int j = 0; j < C; j++) {
+            const double g = dfh[n * C + j];
+            dc[j / Dh] += g * f[n * C + j];
+            df[n * C + j] = c[j / Dh] * g;
+        }
+}
+
 /* The plain residual x + drop(f) and its backward, element-wise, for the parts of a region
  * (util/threads.h): any split gives the same bits. */
 typedef struct {
@@ -231,7 +256,8 @@ void sublayer_forward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_
     }
     if (is_attention(s)) attention_branch_forward(s, sh, p);
     else ffn_branch_forward(s, sh, N);
-    if (s->norm_out.on) norm_site_forward(&s->norm_out, sh, s->f, N);   // Peri-LN
+    if (s->fh) head_scale_forward(s->fh, s->f, s->hscale, N, sh->C, sh->H);   // NormFormer
+    if (s->norm_out.on) norm_site_forward(&s->norm_out, sh, s->fh ? s->fh : s->f, N);   // Peri-LN
     residual_forward(s, N, C);
     if (s->rule.norm_after) norm_site_forward(&s->norm, sh, s->r, N);   // Post-LN: Norm(r)
 }
@@ -331,8 +357,12 @@ void sublayer_backward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
         dr = sc->dr;
     }
     const double *df = residual_backward(s, N, C, dr, dx, dxb, sc);
-    if (s->norm_out.on) {   // f' = Norm_out(f)
-        norm_site_backward_set(&s->norm_out, sh, sc->dfo, df, s->f, N);
+    if (s->norm_out.on) {   // f' = Norm_out(f_h)
+        norm_site_backward_set(&s->norm_out, sh, sc->dfo, df, s->norm_out.in, N);
+        df = sc->dfo;
+    }
+    if (s->fh) {            // f_h = c ⊙ f
+        head_scale_backward(sc->dfo, s->dhscale, df, s->f, s->hscale, N, sh->C, sh->H);
         df = sc->dfo;
     }
     // the branch adds ∂L/∂u into dx directly unless a norm sits in front of it; then it writes

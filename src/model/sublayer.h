@@ -1,8 +1,8 @@
 /* sublayer.h — the unit of the model: one residual sub-layer (self-attention,
  * cross-attention or FFN) with its norms, wired by a placement rule (model/placement.h):
  *
- *     u = Norm_in(x) or x;   f = F(u);   f' = Norm_out(f) or f;
- *     r = skip·x + gate·drop(f') (+ x_block);   out = Norm_after(r) or r
+ *     u = Norm_in(x) or x;   f = F(u);   f_h = c ⊙ f (NormFormer) or f;
+ *     f' = Norm_out(f_h) or f_h;   r = skip·x + gate·drop(f') (+ x_block);   out = Norm_after(r) or r
  *
  * It owns its parameter views, its forward activations (in the model's arena) and its
  * forward/backward pair; the backward declares what it accumulates into (see
@@ -68,6 +68,7 @@ typedef struct {
     norm_site_t inner;           /* normK_inner: before W_O or W² (Sub-LN) */
     double *omega, *domega;      /* (C) Admin's skip scale, or NULL */
     double *gate, *dgate;        /* (1) ReZero's α (shared by the layer's sub-layers), or NULL */
+    double *hscale, *dhscale;    /* (H) NormFormer's scale c of each head's output, or NULL */
     /* forward activations (views into the model's arena) */
     const double *x;             /* (N,C) the input: the stream before this sub-layer */
     const double *xb;            /* (N,C) the block's input (B2T), or NULL */
@@ -78,7 +79,8 @@ typedef struct {
     double *pre, *act;           /* (N,F) */
     const double *h;             /* the input of W_O or W²: inner.out, or ctx / act */
     double *f;                   /* (N,C) the branch output F(u) */
-    const double *fo;            /* (N,C) norm_out.out or f */
+    double *fh;                  /* (N,C) f scaled per head (head_scale), or NULL */
+    const double *fo;            /* (N,C) norm_out.out, or fh or f */
     double *mask;                /* (N,C) inverted-dropout mask (0 or 1/(1−p)), or NULL */
     double *r;                   /* (N,C) the residual sum */
     double *out;                 /* (N,C) norm.out (Norm_after) or r */

@@ -81,4 +81,7 @@ const char *tensors_param_suffix(int q);
 const char *tensors_omega_name(int K);
 const char *tensors_gate_name(void);
 
+/* NormFormer's scale per head of the K-th sub-layer's attention ("head_scale1"). */
+const char *tensors_head_scale_name(int K);
+
 #endif
