@@ -272,6 +272,7 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
     // (the atlas) would be mixed under two labels: its own figures (plot_atlas.c) draw it.
     static const struct { plot_figure_fn fn; int post_pre; } figures[] = {
         {plot_fig_grad_vs_layer, 1}, {plot_fig_grad_vs_depth, 1}, {plot_fig_grad_vs_width, 1},
+        {plot_fig_grad_ratio, 1},
         {plot_fig_jacobian, 1}, {plot_fig_hidden_norms, 1}, {plot_fig_loss, 0},
         {plot_fig_grad_vs_layer_encdec, 0}, {plot_fig_subout, 1}, {plot_fig_val_loss, 0},
         {plot_fig_atlas_lr, 0}, {plot_fig_atlas_sensitivity, 0}, {plot_fig_atlas_grad, 0},

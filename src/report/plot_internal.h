@@ -75,6 +75,7 @@ typedef int (*plot_figure_fn)(const plot_set_t *set, sbuf_t *script, char *name,
 int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_grad_vs_depth(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_grad_vs_width(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_grad_ratio(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
