@@ -11,7 +11,7 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check)
 CHECK_LIBS   = $(shell pkg-config --libs check)
 
 # src/<layer>/<concept>.c; a lower folder never includes a higher one (docs/design.md §2):
-# util < nn < config < model < data < measure < train < io < report < run < sweep < cli
+# util < nn < config < data < model < measure < train < io < report < run < sweep < cli
 SRC      := $(wildcard src/*/*.c)
 LIB_SRC  := $(filter-out src/cli/%,$(SRC))
 HEADERS  := $(wildcard src/*/*.h)

@@ -25,7 +25,7 @@
 #include <gsl/gsl_cblas.h>
 #include <gsl/gsl_rng.h>
 #include "config/config.h"
-#include "data/session.h"
+#include "model/session.h"
 #include "model/model.h"
 #include "measure/probe.h"
 #include "train/optim.h"

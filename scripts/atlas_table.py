@@ -7,25 +7,35 @@ grid of min(final loss, initial loss) - the best final loss; a diverged run coun
 loss), the best final validation loss and its learning rate, the number of diverged runs, and
 whether the scheme needs warm-up there: the largest learning rate at which it trains (final loss
 below --trains, default 3.2 nats) is larger with warm-up than without.
+
+Each run's scheme and the atlas's order of schemes come from the program's own table of schemes
+(src/config/scheme.c), through `stability info FILE --schemes`: this script keeps no list.
 """
 import argparse
 import configparser
+import os
+import subprocess
 import sys
 
 import h5py
 import numpy as np
 
-
-def scheme_of(cfg):
-    m, init = cfg["model"], cfg["init"]
-    if init["scheme"] == "tfixup":
-        return "tfixup"
-    if m["norm"] == "layernorm" or m["placement"] == "rezero":
-        return m["placement"]
-    return f"{m['placement']}+{m['norm']}"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def read_runs(path):
+def schemes_of(stability, path):
+    """{run name: (scheme, atlas rank)} as the program names them (stability info --schemes)."""
+    r = subprocess.run([stability, "info", path, "--schemes"], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{stability} info {path} --schemes: {r.stderr.strip() or 'failed'}")
+    out = {}
+    for line in r.stdout.splitlines():
+        run, scheme, rank = line.split("\t")[:3]
+        out[run] = (scheme, int(rank))
+    return out
+
+
+def read_runs(path, schemes):
     runs = []
     with h5py.File(path, "r") as f:
         for name, g in f["runs"].items():
@@ -44,7 +54,8 @@ def read_runs(path):
             final = (float(val[-1]) if len(val) and np.isfinite(val[-1])
                      else float(np.mean(loss[-max(len(loss) // 10, 1):])))
             runs.append({
-                "scheme": scheme_of(cfg), "L": int(cfg["model"]["layers"]),
+                "scheme": schemes[name][0], "rank": schemes[name][1],
+                "L": int(cfg["model"]["layers"]),
                 "lr": float(cfg["train"]["lr"]), "warm": int(cfg["train"]["warmup"]) > 1,
                 "final": np.nan if status == "diverged" else final,
                 "loss0": float(loss[0]), "diverged": status == "diverged",
@@ -60,22 +71,23 @@ def sensitivity(final, loss0):
     return float(np.mean([min(f, z) if np.isfinite(f) else z for f, z in zip(final, loss0)]) - best)
 
 
-ORDER = ["post", "pre", "peri", "deepnorm", "admin", "rezero", "subln", "mixln", "b2t",
-         "pre+dyt", "tfixup"]   # the atlas's rows (experiments/atlas.ini)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("file")
     ap.add_argument("--trains", type=float, default=3.2,
                     help="a run trains when its final loss is below this (nats; default 3.2: the "
                          "atlas's byte-level LM sits on its unigram plateau at about 3.5)")
+    ap.add_argument("--stability", default=os.path.join(ROOT, "stability"),
+                    help="the program whose table of schemes names and orders the rows "
+                         "(default: the repository's ./stability; `make` builds it)")
     a = ap.parse_args()
-    runs = read_runs(a.file)
+    if not os.access(a.stability, os.X_OK):
+        sys.exit(f"{a.stability}: not found (build it with make, or pass --stability)")
+    runs = read_runs(a.file, schemes_of(a.stability, a.file))
     if not runs:
         sys.exit(f"{a.file}: no training runs under /runs")
-    schemes = sorted(dict.fromkeys(r["scheme"] for r in runs),
-                     key=lambda x: ORDER.index(x) if x in ORDER else len(ORDER))
+    rank = {r["scheme"]: r["rank"] for r in runs}   # the table's order; others after, as met
+    schemes = sorted(dict.fromkeys(r["scheme"] for r in runs), key=lambda x: rank[x])
     depths = sorted({r["L"] for r in runs})
     print("| scheme | L | LR sensitivity, warm-up | none | best loss, warm-up (lr) | none (lr) "
           "| largest lr that trains, warm-up / none | diverged, warm-up / none | needs warm-up |")

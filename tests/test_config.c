@@ -467,7 +467,7 @@ START_TEST(test_set_errors)
     expect_set_fail("model.heads=two", "--set model.heads: not an integer: 'two'");
     expect_set_fail("model.heads=0", "--set model.heads: must be an integer >= 1 (got 0)");
     expect_set_fail("train.lr=nan", "--set train.lr: must be finite");
-    expect_set_fail("model.placement=middle", "--set model.placement: must be post, pre, peri, deepnorm, admin, rezero, subln, mixln or b2t (got 'middle')");
+    expect_set_fail("model.placement=middle", "--set model.placement: must be post, pre, peri, deepnorm, admin, rezero, subln, mixln, b2t or normformer (got 'middle')");
     /* contradictions introduced by --set name the --set */
     expect_set_fail("model.heads=3", "--set model.heads: must divide model.d_model (8)");
     expect_set_fail("model.d_model=9", "--set model.d_model: must be a multiple of model.heads (2)");
@@ -486,6 +486,39 @@ START_TEST(test_set_errors)
 }
 END_TEST
 
+/* The scheme table's rules (config/scheme.c, docs/design.md §6c), each naming the key to change:
+ * a scheme that needs norm = none, a variant's placements, a placement that places norms, and
+ * the keys only one scheme reads. */
+START_TEST(test_scheme_rules)
+{
+    static const struct { const char *sets[3]; int n; const char *want; } t[] = {
+        {{"model.placement=rezero"}, 1, "--set model.placement: rezero replaces the norms by a "
+         "learnable residual scale: needs model.norm = none"},
+        {{"init.scheme=tfixup"}, 1, "--set init.scheme: tfixup is an initialisation for a model "
+         "without norms: needs model.norm = none"},
+        {{"model.norm=none", "model.placement=peri", "init.scheme=tfixup"}, 3,
+         "--set model.placement: tfixup goes with placement post or pre, not peri"},
+        {{"model.norm=none", "model.placement=deepnorm"}, 2, "--set model.norm: deepnorm places "
+         "norms; model.norm = none removes them (use post, pre or rezero)"},
+        {{"model.mix_ratio=0.5"}, 1, "--set model.mix_ratio: only applies to model.placement = "
+         "mixln (got post)"},
+        {{"model.dyt_alpha=1"}, 1, "--set model.dyt_alpha: only applies to model.norm = dyt "
+         "(got layernorm)"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        expect_fail("configs/good_minimal.ini", t[i].sets, t[i].n, t[i].want);
+        ck_assert_str_eq(err, t[i].want);
+    }
+    static const char *const ok[][2] = {{"model.placement=mixln", "model.mix_ratio=0.5"},
+                                        {"model.norm=dyt", "model.dyt_alpha=1"},
+                                        {"model.placement=rezero", "model.norm=none"}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        config_t c;
+        load_ok(&c, "configs/good_minimal.ini", ok[i], 2);
+    }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- validation */
 
 START_TEST(test_validate_where)
@@ -497,9 +530,11 @@ START_TEST(test_validate_where)
     ck_assert_int_eq(config_validate(&c, err, sizeof err), 2);
     ck_assert_str_eq(err, "defaults: model.heads: must divide model.d_model (512)");
     config_defaults(&c);
-    c.model.placement = (placement_t)9;
+    c.model.placement = PLACEMENT_COUNT;   // one past the scheme table's placements
     ck_assert_int_eq(config_validate(&c, err, sizeof err), 2);
-    assert_prefix(err, "defaults: model.placement: invalid value 9");
+    char want[64];
+    snprintf(want, sizeof want, "defaults: model.placement: invalid value %d", PLACEMENT_COUNT);
+    assert_prefix(err, want);
     config_defaults(&c);
     c.train.lr = NAN;
     ck_assert_int_eq(config_validate(&c, err, sizeof err), 2);
@@ -558,7 +593,7 @@ static const struct { const char *file, *prefix; } bad[] = {
     {"configs/bad_nonfinite.ini", "configs/bad_nonfinite.ini:4: train.lr: must be finite (got inf)"},
     {"configs/bad_nan.ini", "configs/bad_nan.ini:4: model.dropout: must be finite (got nan)"},
     {"configs/bad_bool.ini", "configs/bad_bool.ini:4: model.causal: must be true/false"},
-    {"configs/bad_enum.ini", "configs/bad_enum.ini:4: model.placement: must be post, pre, peri, deepnorm, admin, rezero, subln, mixln or b2t (got 'Pre')"},
+    {"configs/bad_enum.ini", "configs/bad_enum.ini:4: model.placement: must be post, pre, peri, deepnorm, admin, rezero, subln, mixln, b2t or normformer (got 'Pre')"},
     {"configs/bad_onoff.ini", "configs/bad_onoff.ini:4: probe.jacobian: must be on or off (got 'sometimes')"},
     {"configs/bad_resume.ini", "configs/bad_resume.ini:4: train.resume: must be off or auto (got 'on')"},
     {"configs/bad_seed.ini", "configs/bad_seed.ini:4: init.seed: must be a non-negative integer (got '-1')"},
@@ -723,6 +758,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, test_missing_file);
     tcase_add_test(tc, test_set_overrides);
     tcase_add_test(tc, test_set_errors);
+    tcase_add_test(tc, test_scheme_rules);
     tcase_add_test(tc, test_validate_where);
     tcase_add_loop_test(tc, test_bad_file, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, test_bad_fixtures_expectations);

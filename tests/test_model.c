@@ -7,7 +7,7 @@
 #include <gsl/gsl_rng.h>
 #include "tests.h"
 #include "config/config.h"
-#include "data/session.h"
+#include "model/session.h"
 #include "measure/gradcheck.h"
 #include "model/model.h"
 #include "util/threads.h"

@@ -8,10 +8,11 @@
 #include <gsl/gsl_rng.h>
 #include "tests.h"
 #include "config/config.h"
-#include "data/session.h"
+#include "model/session.h"
 #include "measure/gradcheck.h"
 #include "model/model.h"
 #include "model/placement.h"
+#include "report/report.h"
 
 /* A tiny model: d = 8, 2 heads, d_ff = 12, 3 layers (lm) or 2-2 (encdec, padded sources). */
 static void scheme_config(config_t *cfg, placement_t p, norm_kind_t n, int encdec, int seed)
@@ -58,43 +59,91 @@ static double fd_worst(const config_t *cfg, const char **worst_name)
     return worst;
 }
 
-/* Every scheme × {lm, encdec} × {layernorm, rmsnorm, dyt} where defined (rezero and tfixup
- * with norm = none): relative error < 1e-6 on every entry of every tensor. */
+/* Finite differences of one tiny model (fd_worst): relative error < 1e-6 on every entry. */
+static void fd_case(const config_t *cfg, const char *what, double *worst, int *n)
+{
+    const char *name;
+    const double e = fd_worst(cfg, &name);
+    ck_assert_msg(e < 1e-6, "%s %s/%s%s: %s rel.err %.3e", cfg->model.arch ? "encdec" : "lm", what,
+                  config_norm_name(cfg->model.norm), cfg->init.scheme == INIT_TFIXUP ? "/tfixup" : "",
+                  name, e);
+    if (e > *worst) *worst = e;
+    (*n)++;
+}
+
+/* Every scheme of the table (config/scheme.c) × {lm, encdec} × the norms it allows:
+ * {layernorm, rmsnorm, dyt} for a scheme that places norms, none for one that needs none, dyt
+ * for post and pre (their other norms: tests/test_model.c), and the init variants (T-Fixup)
+ * with norm = none on their first placement. A new row is covered without an edit here. */
 START_TEST(test_fd_every_scheme)
 {
-    static const placement_t P[] = {PLACEMENT_PERI, PLACEMENT_DEEPNORM, PLACEMENT_ADMIN,
-                                    PLACEMENT_SUBLN, PLACEMENT_MIXLN, PLACEMENT_B2T,
-                                    PLACEMENT_POST, PLACEMENT_PRE};
     static const norm_kind_t N[] = {NORM_LAYERNORM, NORM_RMSNORM, NORM_DYT};
     double worst = 0.0;
     int n = 0, seed = 400;
     for (int arch = 0; arch < 2; arch++) {
-        for (size_t p = 0; p < sizeof P / sizeof P[0]; p++)
+        for (int p = 0; p < PLACEMENT_COUNT; p++) {
+            const scheme_t *s = scheme_of_placement(p);
             for (size_t k = 0; k < 3; k++) {
-                if ((P[p] == PLACEMENT_POST || P[p] == PLACEMENT_PRE) && N[k] != NORM_DYT)
-                    continue;   // covered by test_model.c
+                if (s->norms == SCHEME_NORMS_NONE && k > 0) break;
+                if (s->norms == SCHEME_NORMS_ANY && N[k] != NORM_DYT) continue;
                 config_t cfg;
-                scheme_config(&cfg, P[p], N[k], arch, seed++);
-                const char *name;
-                const double e = fd_worst(&cfg, &name);
-                ck_assert_msg(e < 1e-6, "%s %s/%s: %s rel.err %.3e", arch ? "encdec" : "lm",
-                              config_placement_name(P[p]), config_norm_name(N[k]), name, e);
-                if (e > worst) worst = e;
-                n++;
+                scheme_config(&cfg, (placement_t)p, s->norms == SCHEME_NORMS_NONE ? NORM_NONE : N[k],
+                              arch, seed++);
+                fd_case(&cfg, s->name, &worst, &n);
             }
-        for (int v = 0; v < 2; v++) {   // rezero; tfixup (no norms)
+        }
+        for (int i = PLACEMENT_COUNT; i < SCHEME_COUNT; i++) {   // the init variants
+            const scheme_t *s = &SCHEMES[i];
+            if (s->by != SCHEME_BY_INIT) continue;
+            int p = 0;
+            while (s->placements && !((s->placements >> p) & 1u)) p++;
             config_t cfg;
-            scheme_config(&cfg, v ? PLACEMENT_POST : PLACEMENT_REZERO, NORM_NONE, arch, seed++);
-            if (v) cfg.init.scheme = INIT_TFIXUP;
-            const char *name;
-            const double e = fd_worst(&cfg, &name);
-            ck_assert_msg(e < 1e-6, "%s %s: %s rel.err %.3e", arch ? "encdec" : "lm",
-                          v ? "tfixup" : "rezero", name, e);
-            if (e > worst) worst = e;
-            n++;
+            scheme_config(&cfg, (placement_t)p, NORM_NONE, arch, seed++);
+            cfg.init.scheme = (init_scheme_t)s->value;
+            fd_case(&cfg, s->name, &worst, &n);
         }
     }
     printf("gradcheck schemes: %d models, worst relative error %.3e\n", n, worst);
+}
+END_TEST
+
+/* Every row of the scheme table is reachable under its name: some placement with the row's
+ * norm and init validates and selects it; config_to_ini writes it back; the report's first
+ * line names it by its label, and says Post-LN only for Post-LN (it said so for every scheme
+ * but pre). */
+START_TEST(test_scheme_table)
+{
+    for (int i = 0; i < SCHEME_COUNT; i++) {
+        const scheme_t *s = &SCHEMES[i];
+        config_t c;
+        char err[512], name[64], line[512], ini[4096];
+        int found = 0;
+        for (int p = 0; p < PLACEMENT_COUNT && !found; p++) {
+            config_defaults(&c);
+            c.model.placement = (placement_t)p;
+            if (s->by == SCHEME_BY_NORM) c.model.norm = (norm_kind_t)s->value;
+            if (s->norms == SCHEME_NORMS_NONE) c.model.norm = NORM_NONE;
+            if (s->by == SCHEME_BY_INIT) c.init.scheme = (init_scheme_t)s->value;
+            scheme_name(&c, name, sizeof name);
+            found = config_validate(&c, err, sizeof err) == 0 && scheme_of(&c) == s &&
+                    !strcmp(name, s->name);
+        }
+        ck_assert_msg(found, "no configuration selects row %s", s->name);
+        if (i < PLACEMENT_COUNT)   // a placement's own final norm (auto)
+            ck_assert_int_eq(config_has_final_norm(&c), s->final_norm && c.model.norm != NORM_NONE);
+        config_to_ini(&c, ini, sizeof ini);
+        config_t back;
+        ck_assert_int_eq(config_parse_string(&back, ini, "ini", err, sizeof err), 0);
+        ck_assert_ptr_eq(scheme_of(&back), s);
+        FILE *f = fmemopen(line, sizeof line, "w");
+        report_config(f, &c);
+        fclose(f);
+        char want[96];
+        snprintf(want, sizeof want, "default: %s, ", s->label);
+        ck_assert_msg(!strncmp(line, want, strlen(want)), "%s: report says '%s'", s->name, line);
+        ck_assert_msg((strstr(line, "Post-LN") != NULL) == (s == scheme_of_placement(PLACEMENT_POST)),
+                      "%s: report says '%s'", s->name, line);
+    }
 }
 END_TEST
 
@@ -280,6 +329,7 @@ Suite *schemes_suite(void)
     tcase_add_test(tc, test_fd_every_scheme);
     suite_add_tcase(s, tc);
     TCase *tc2 = tcase_create("constants");
+    tcase_add_test(tc2, test_scheme_table);
     tcase_add_test(tc2, test_scheme_constants);
     tcase_add_test(tc2, test_scheme_init_gains);
     tcase_add_test(tc2, test_admin_profile);

@@ -270,7 +270,8 @@ def test_plots(tmp):
     check("a short training run", r.returncode == 0, r.stderr.strip())
     outdir = os.path.join(tmp, "plots")
     r = run("plot", *files, train, "--out", outdir, "--format", "png,pdf")
-    figures = ["grad_vs_layer", "grad_vs_depth", "grad_vs_width", "jacobian", "hidden_norms", "loss"]
+    figures = ["grad_vs_layer", "grad_vs_depth", "grad_vs_width", "grad_ratio", "jacobian",
+               "hidden_norms", "loss"]
     for fig in figures:
         for fmt in ("png", "pdf"):
             path = os.path.join(outdir, f"post_L1-{fig}.{fmt}")

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_torch_schemes.py — the normalisation schemes (model.placement = peri | deepnorm | admin |
-rezero | subln | mixln | b2t, model.norm = dyt, init.scheme = tfixup; docs/design.md §6c) against
+rezero | subln | mixln | b2t | normformer, model.norm = dyt, init.scheme = tfixup; docs/design.md §6c) against
 PyTorch autograd in float64, for arch = lm and arch = encdec, the way tests/test_torch.py and
 tests/test_torch_encdec.py check Post-LN and Pre-LN (whose helpers, dump readers and compare()
 rules this file uses: loss ≤ 1e-12 relative, every gradient ≤ 1e-9 relative, tensors that are
@@ -25,10 +25,14 @@ of `layer()` names the file and lines, and says where our decisions deviate from
 - mixln  the first k = ⌊mix_ratio·L⌋ layers of each stack post, the rest pre
 - b2t  lm/encoder: h = N_1(x + SA(x)); y = N_2(x + h + FFN(h)); decoder: h1 = N_1(x + SA(x)),
   h2 = N_2(h1 + CA(h1, mem)), y = N_3(x + h2 + FFN(h2))
+- normformer  pre; in the lm's and the decoder's layers the self-attention's output (after W_O)
+  scaled per head by a learnable H-vector (`head_scale1`), then normed (`norm1_out`), and a norm
+  after the FFN's activation (`normK_inner`, width d_ff); cross-attention and the encoder's
+  layers plain pre (fairseq's TransformerDecoderLayerBase; its encoder layer has none of them)
 - norm = dyt: every norm site is γ ⊙ tanh(α·x) + β, α one learnable scalar per site
 - init.scheme = tfixup: norm = none, post or pre (the same forward: x + F(x))
 - Final norms (`final_norm`; encdec `enc_final_norm` → mem, `dec_final_norm`) when the resolved
-  final_norm is on and norm ≠ none; auto means on for pre, peri, subln, mixln.
+  final_norm is on and norm ≠ none; auto means on for pre, peri, subln, mixln, normformer.
 
     /usr/bin/python3 tests/test_torch_schemes.py                # against `stability dump`
     /usr/bin/python3 tests/test_torch_schemes.py --self-test    # no C program needed
@@ -57,10 +61,11 @@ import test_torch_encdec as ttd  # noqa: E402  (embedding with padding, batches,
 
 REPO = tt.REPO
 
-PLACEMENTS = ("post", "pre", "peri", "deepnorm", "admin", "rezero", "subln", "mixln", "b2t")
+PLACEMENTS = ("post", "pre", "peri", "deepnorm", "admin", "rezero", "subln", "mixln", "b2t",
+              "normformer")
 NORMS = ("layernorm", "rmsnorm", "dyt", "none")
-AUTO_FINAL_NORM_ON = ("pre", "peri", "subln", "mixln")     # final_norm = auto resolves to on
-NEEDS_NORM = ("peri", "deepnorm", "admin", "subln", "mixln", "b2t")
+AUTO_FINAL_NORM_ON = ("pre", "peri", "subln", "mixln", "normformer")   # auto resolves to on
+NEEDS_NORM = ("peri", "deepnorm", "admin", "subln", "mixln", "b2t", "normformer")
 ATTN = ttd.ATTN
 
 # Reductions of a scheme to another reference must agree to rounding (in practice bit for bit).
@@ -181,6 +186,11 @@ def expected_shapes(m):
                     site(f"{p}norm{K}_inner", C if kind == "self" else F_)
                 if pl == "admin":
                     s[f"{p}omega{K}"] = (C,)
+                if pl == "normformer" and stack != "enc" and kind == "self":
+                    site(f"{p}norm{K}_out", C)
+                    s[f"{p}head_scale{K}"] = (m["heads"],)
+                if pl == "normformer" and stack != "enc" and kind == "ffn":
+                    site(f"{p}norm{K}_inner", F_)
             if pl == "rezero":
                 s[p + "rezero_alpha"] = (1,)
     if m["has_final_norm"]:
@@ -208,6 +218,12 @@ def expected_shapes(m):
 #                                       or from h1 instead of the layer input x
 #   b2t_no_bottom                       no bottom path (reduction: Post-LN)
 #   dyt_alpha_outside                   γ ⊙ tanh(x)·α + β
+#   normformer_no_head_scale            c_attn left out (bug)
+#   normformer_heads_before_wo          the paper's HeadScale on each head before W_O instead of
+#                                       fairseq's after it
+#   normformer_in_encoder               NormFormer's operations in the encoder's layers too
+#   normformer_cross                    attn_ln (unit parameters) on cross-attention too
+#   normformer_plain                    c = 1, no attn_ln, no ffn_layernorm (reduction: Pre-LN)
 #   no_final_norm                       the final norm(s) skipped
 
 def norm(x, P, site, m, variant=frozenset(), unit=False):
@@ -235,6 +251,14 @@ def norm(x, P, site, m, variant=frozenset(), unit=False):
     return tt.apply_norm(x, P, site, m)
 
 
+def head_scale(y, c, m):
+    """y (B,T,C) with each head's block of Dh = C/H columns times its c[h] (fairseq's c_attn:
+    view(tgt_len, bsz, nh, head_dim), einsum("tbhd,h->tbhd"), reshape)."""
+    B, T, C = y.shape
+    H = m["heads"]
+    return (y.reshape(B, T, H, C // H) * c[:, None]).reshape(B, T, C)
+
+
 def make_branch(P, m, ctx, variant):
     """branch(p, K, kind) -> F(u): the sub-layer's function, with Sub-LN's inner norms."""
     def branch(p, K, kind):
@@ -251,6 +275,18 @@ def make_branch(P, m, ctx, variant):
             elif "subln_cross_inner" in variant:
                 inner = lambda z: norm(z, P, f"{p}norm{K}_inner", m, variant,  # noqa: E731
                                        unit=True)
+        if (m["placement"] == "normformer" and kind == "ffn" and "normformer_plain" not in variant
+                and (not p.startswith("enc/") or "normformer_in_encoder" in variant)):
+            # NormFormer's ffn_layernorm (facebookresearch/fairseq@3d262bb
+            # fairseq/modules/transformer_layer.py 310-314: LayerNorm(decoder.ffn_embed_dim)
+            # under scale_fc; 505-510: after activation_fn(fc1(x)) and the activation dropout,
+            # before fc2), in the decoder layer only (the encoder layer, 19-228, has none)
+            inner = lambda z: norm(z, P, f"{p}norm{K}_inner", m, variant,  # noqa: E731
+                                   unit=p.startswith("enc/"))
+        if (m["placement"] == "normformer" and kind == "self" and "normformer_heads_before_wo"
+                in variant and not p.startswith("enc/")):
+            # planted: the paper's HeadScale, γ_i on head i before W_O
+            inner = lambda z: head_scale(z, P[f"{p}head_scale{K}"], m)  # noqa: E731
         if kind == "self":
             return lambda u: tt.mha(u, P, p, m, key_pad=ctx["self_pad"], causal=ctx["causal"],
                                     ctx_hook=inner)
@@ -375,6 +411,30 @@ def layer(P, m, stack, l, x, branch, variant=frozenset()):
                 x = N(x + w * F(x), K)
             else:
                 x = N(x * w + F(x), K)
+        elif pl == "normformer":
+            # NormFormer (Shleifer et al. 2021; facebookresearch/fairseq@3d262bb
+            # fairseq/modules/transformer_layer.py, TransformerDecoderLayerBase): Pre-LN
+            # (normalize_before, 414-415, 503-504) with, under scale_attn and scale_heads, 277-289
+            # attn_ln = LayerNorm(embed_dim) and c_attn = ones(num_heads); 460-467 the
+            # self-attention's output (after its out_proj, multihead_attention.py 773) viewed as
+            # (T, B, heads, head_dim) times c_attn, then attn_ln, then dropout and the residual;
+            # the encoder attention (472-501) has neither; ffn_layernorm in make_branch. The lm
+            # is the decoder layer without encoder attention (transformer_lm); the encoder layer
+            # (19-228) has none of NormFormer's operations: plain Pre-LN. Not followed:
+            # scale_resids (w_resid, 315-323, 512-513; the paper leaves it out of NormFormer
+            # proper); the configured norm kind at every site (fairseq: LayerNorm).
+            y = F(N(x, K))
+            extras = ((stack != "enc" or "normformer_in_encoder" in variant)
+                      and "normformer_plain" not in variant)
+            if kind == "self" and extras:
+                planted = stack == "enc"     # normformer_in_encoder: unit parameters, no tensors
+                if not planted and ("normformer_no_head_scale" not in variant
+                                    and "normformer_heads_before_wo" not in variant):
+                    y = head_scale(y, P[f"{p}head_scale{K}"], m)
+                y = norm(y, P, f"{p}norm{K}_out", m, variant, unit=planted)
+            elif kind == "cross" and "normformer_cross" in variant:
+                y = norm(y, P, f"{p}norm{K}_out", m, variant, unit=True)
+            x = x + y
         elif pl == "rezero":
             # ReZero (majumderb/rezero@e2c94a8 rezero/transformer/rztx.py): one resweight per
             # layer, nn.Parameter(torch.Tensor([0])) (47, 115), shared by its sub-layers:
@@ -483,7 +543,7 @@ def make_cases():
         cases.append((name, arch, d, opts or {}))
 
     for arch in ("lm", "encdec"):
-        for placement in ("peri", "deepnorm", "admin", "subln", "mixln", "b2t"):
+        for placement in ("peri", "deepnorm", "admin", "subln", "mixln", "b2t", "normformer"):
             for norm in ("layernorm", "rmsnorm", "dyt"):
                 kw, opts = {}, {}
                 if placement == "mixln":          # k = 2 of 4 (lm); 2 of 4 and 1 of 3 (encdec)
@@ -518,6 +578,10 @@ def make_cases():
         data__batch=4)
     add("encdec-peri-dyt-src5-tgt9", "encdec", "peri", "dyt", model__src_len=5,
         model__seq_len=9)
+    add("lm-normformer-layernorm-untied-2heads", "lm", "normformer", "layernorm",
+        model__tie_embeddings="false", model__heads=2)
+    add("encdec-normformer-rmsnorm-8heads-smoothing", "encdec", "normformer", "rmsnorm",
+        model__heads=8, data__label_smoothing=0.1)
     for i, (_, _, d, _) in enumerate(cases):
         d["init.seed"] = 3001 + 17 * i          # a different initialisation and batch per case
     return cases
@@ -639,8 +703,8 @@ def make_model(arch="lm", **kw):
              "activation": "relu", "tie_embeddings": True}
     m.update(mix_ratio=0.25, dyt_alpha=0.5, init_scheme="xavier_normal")
     m.update(kw)
-    if "final_norm" not in kw:
-        m["final_norm"] = m["placement"] in AUTO_FINAL_NORM_ON
+    if "final_norm" not in kw:   # as the C writer resolves auto: never with norm = none
+        m["final_norm"] = m["placement"] in AUTO_FINAL_NORM_ON and m["norm"] != "none"
     return validate(m)
 
 
@@ -654,7 +718,7 @@ def resolved_ini(m, seed):
 
 def random_params(shapes, m, rng):
     """test_torch.random_params, with the schemes' tensors near their --perturb 0.3 values: DyT
-    α ≈ 0.5 ± 0.3, ω ≈ 1 ± 0.3, ReZero α ≈ 0 ± 0.3."""
+    α ≈ 0.5 ± 0.3, ω ≈ 1 ± 0.3, ReZero α ≈ 0 ± 0.3, NormFormer's head scale ≈ 1 ± 0.3."""
     params = tt.random_params(shapes, m, rng)
     for name, shape in shapes.items():
         last = name.rsplit("/", 1)[-1]
@@ -664,6 +728,8 @@ def random_params(shapes, m, rng):
             params[name] = 1.0 + 0.3 * rng.standard_normal(shape)
         elif last == "rezero_alpha":
             params[name] = 0.3 * rng.standard_normal(shape)
+        elif re.fullmatch(r"head_scale\d", last):
+            params[name] = 1.0 + 0.3 * rng.standard_normal(shape)
     return params
 
 
@@ -777,7 +843,7 @@ def self_test(args, workdir):
     models = {}
     i = 0
     for arch in ("lm", "encdec"):
-        for placement in ("peri", "deepnorm", "admin", "subln", "mixln", "b2t"):
+        for placement in ("peri", "deepnorm", "admin", "subln", "mixln", "b2t", "normformer"):
             for nrm in ("layernorm", "rmsnorm", "dyt"):
                 kw = dict(placement=placement, norm=nrm, activation=("relu", "gelu")[i % 2],
                           tie_embeddings=i % 5 != 3)
@@ -886,6 +952,16 @@ def self_test(args, workdir):
         ("encdec peri without final norms", M["encdec", "peri", "layernorm"], {"no_final_norm"}),
         ("lm post dyt tanh(x)·α", M["lm", "post", "dyt"], {"dyt_alpha_outside"}),
         ("encdec pre dyt without final norms", M["encdec", "pre", "dyt"], {"no_final_norm"}),
+        ("lm normformer without the head scale", M["lm", "normformer", "layernorm"],
+         {"normformer_no_head_scale"}),
+        ("encdec normformer without the head scale", M["encdec", "normformer", "rmsnorm"],
+         {"normformer_no_head_scale"}),
+        ("lm normformer heads scaled before W_O (the paper's)", M["lm", "normformer", "dyt"],
+         {"normformer_heads_before_wo"}),
+        ("encdec normformer in the encoder too", M["encdec", "normformer", "layernorm"],
+         {"normformer_in_encoder"}),
+        ("encdec normformer attn_ln on cross-attention too", M["encdec", "normformer", "dyt"],
+         {"normformer_cross"}),
     ]
     for j, (name, m, variant) in enumerate(bad):
         expect(name, False, dump(f"bad{j}", m, 300 + j, bytes_attr=bool(j % 2), variant=variant))
@@ -918,6 +994,13 @@ def self_test(args, workdir):
         ("rezero_alpha stored per sub-layer, shape (2,)", M["lm", "rezero", "none"],
          per_sublayer_alpha),
         ("dyt alpha missing", M["lm", "b2t", "dyt"], drop("layers/02/norm2.alpha")),
+        ("grad dec/01/head_scale1 off by 1e-8", M["encdec", "normformer", "layernorm"],
+         bump("dec/01/head_scale1", 1e-8)),
+        ("params layers/00/head_scale1 reversed", M["lm", "normformer", "rmsnorm"],
+         lambda params, grads, loss: (params.__setitem__(
+             "layers/00/head_scale1", params["layers/00/head_scale1"][::-1].copy()), loss)[1]),
+        ("extra tensor enc/00/head_scale1 (the encoder has none)",
+         M["encdec", "normformer", "rmsnorm"], add_tensor("enc/00/head_scale1", (3,))),
     ]
     for j, (name, m, mut) in enumerate(mutations):
         expect(name, False, dump(f"mut{j}", m, 500 + j, mutate=mut))
@@ -1080,6 +1163,23 @@ def self_test(args, workdir):
             good = good and d_c > 1e-6
         verdict(good, f"{A} subln: inner norms on heads and act(·) only", detail)
 
+        # normformer with c = 1 and without its two extra norms is Pre-LN; its attn_ln makes the
+        # residual update invariant to the scale of W_O, b_O and of each head's c (not W², b²:
+        # ffn_layernorm sits before W²), and its ffn_layernorm to that of W¹, b¹ under relu
+        m = make_model(arch, placement="normformer", norm="layernorm")
+        same(f"{A} normformer without its extras = Pre-LN (existing ref.)", m,
+             {"normformer_plain"}, {**m, "placement": "pre"}, seed=25)
+        m0 = make_model(arch, placement="normformer", norm="layernorm", norm_eps=0.0,
+                        activation="relu")
+        d_o = scaled_loss(m0, ["wo", "bo", r"head_scale\d"])
+        d_1 = scaled_loss(m0, ["w1", "b1"])
+        d_2 = scaled_loss(m0, ["w2", "b2"])
+        detail = f"8·(W_O, b_O, c) {d_o:.1e}, 8·(W¹, b¹) {d_1:.1e}, 8·(W², b²) {d_2:.1e}"
+        good = d_2 > 1e-6 and ((d_o <= 1e-13 and d_1 <= 1e-13) if arch == "lm" else
+                               (d_o > 1e-6 and d_1 > 1e-6))   # the encoder's are plain Pre-LN
+        verdict(good, f"{A} normformer: attn_ln after the heads' scale, ffn_layernorm after act",
+                detail + ("" if arch == "lm" else " (encdec: the encoder's layers are Pre-LN)"))
+
         # mixln: k = 0 is Pre-LN, k = L is Post-LN plus a final norm
         kw = dict(layers=3) if arch == "lm" else dict(layers=3, dec_layers=2)
         m = make_model(arch, placement="mixln", norm="layernorm", mix_ratio=0.0, **kw)
@@ -1159,7 +1259,7 @@ def self_test(args, workdir):
 
     # bk (and cbk) stay zero in exact arithmetic under every scheme (the floor rule applies)
     worst = 0.0
-    for key in [k for k in M if k[1] in ("peri", "subln", "b2t", "admin")]:
+    for key in [k for k in M if k[1] in ("peri", "subln", "b2t", "admin", "normformer")]:
         m = M[key]
         r = np.random.default_rng(24)
         params = random_params(expected_shapes(m), m, r)
@@ -1167,7 +1267,7 @@ def self_test(args, workdir):
         gmax = max(np.max(np.abs(v)) for v in g.values())
         worst = max(worst, max(np.max(np.abs(g[n])) for n in g
                                if re.search(r"/c?bk$", n)) / gmax)
-    verdict(worst <= 1e-12, "bk, cbk gradients ~ 0 under peri, subln, b2t, admin",
+    verdict(worst <= 1e-12, "bk, cbk gradients ~ 0 under peri, subln, b2t, admin, normformer",
             f"max|g_bk| / max|g| = {worst:.1e}")
 
     # 4. The whole run mode (case INIs -> `stability dump` -> check) with a stand-in for the C

@@ -119,12 +119,14 @@ static const char *HELP_PLOT =
     "  --format LIST   comma-separated: png, pdf, svg (default png,pdf)\n";
 
 static const char *HELP_INFO =
-    "usage: stability info FILE.h5... [--all]\n"
+    "usage: stability info FILE.h5... [--all] | info [FILE.h5...] --schemes\n"
     "\n"
     "For a run file, or every run of a merged sweep file (/runs/NAME):\n"
     "Prints, per layer, mean ± 95% CI over seeds of ||E_batch dL/dW||_F for W^1 and W^2\n"
     "(--all: every tensor), hidden-state norms / d beside Lemma 2's value or bounds, and the\n"
-    "norm Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3).\n";
+    "norm Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3).\n"
+    "--schemes: the table of normalisation schemes (tab-separated), or with files each run's\n"
+    "scheme, atlas rank, family and label (scripts/atlas_table.py reads it).\n";
 
 static const char *HELP_DUMP =
     "usage: stability dump --config FILE --out FILE.h5 [--set section.key=value]... [--force]\n"
@@ -274,7 +276,7 @@ static int cmd_run(const options_t *o)
 }
 
 /* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). */
-static int info_run(h5io_file_t *f, const char *file, const char *prefix, int all)
+static int info_run(h5io_file_t *f, const char *file, const char *prefix, int all, int schemes)
 {
     char err[1024], label[1400];
     const char *obj = prefix[0] ? prefix : "/";
@@ -288,6 +290,8 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
         fprintf(stderr, "stability: %s: no valid 'config' attribute%s%s\n", label,
                 ini ? ": " : "", ini ? err : "");
         rc = 1;
+    } else if (schemes) {
+        report_scheme_of(stdout, prefix[0] ? prefix + strlen("/runs/") : file, &cfg);
     } else {
         printf("%s: status %s\n", label, status ? status : "?");
         report_config(stdout, &cfg);
@@ -303,13 +307,15 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
 
 static int cmd_info(int argc, char **argv)
 {
-    int all = 0, rc = 0, nfiles = 0;
+    int all = 0, rc = 0, nfiles = 0, schemes = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(HELP_INFO, stdout); return 0; }
         if (!strcmp(argv[i], "--all")) all = 1;
+        else if (!strcmp(argv[i], "--schemes")) schemes = 1;
         else if (argv[i][0] == '-') return usage_error("unknown option", argv[i]);
         else nfiles++;
     }
+    if (!nfiles && schemes) { report_scheme_table(stdout); return 0; }
     if (!nfiles) return usage_error("info: missing FILE.h5", NULL);
     for (int i = 2; i < argc; i++) {
         if (argv[i][0] == '-') continue;
@@ -322,11 +328,11 @@ static int cmd_info(int argc, char **argv)
         }
         int n = 0;
         char **runs = h5io_list_group(f, "/runs", &n);
-        if (!runs) rc |= info_run(f, argv[i], "", all);
+        if (!runs) rc |= info_run(f, argv[i], "", all, schemes);
         for (int k = 0; k < n; k++) {
             char prefix[300];
             snprintf(prefix, sizeof prefix, "/runs/%s", runs[k]);
-            rc |= info_run(f, argv[i], prefix, all);
+            rc |= info_run(f, argv[i], prefix, all, schemes);
         }
         h5io_free_names(runs, n);
         h5io_close(f);

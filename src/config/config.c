@@ -67,12 +67,12 @@ static void unknown_key_msg(const char *section, const char *name, char *msg, si
         snprintf(msg, mlen, "unknown key (did you mean %s.%s?)", section, cfg_keys[best].name);
         return;
     }
-    sbuf_t b = {msg, mlen, 0};
-    cfg_sb_printf(&b, "unknown key (cfg_keys of [%s]:", section);
+    sbuf_t b = sbuf_fixed(msg, mlen);
+    sbuf_printf(&b, "unknown key (cfg_keys of [%s]:", section);
     const char *sep = " ";
     for (int i = 0; i < cfg_nkeys; i++)
-        if (strcmp(cfg_keys[i].section, section) == 0) { cfg_sb_printf(&b, "%s%s", sep, cfg_keys[i].name); sep = ", "; }
-    cfg_sb_printf(&b, ")");
+        if (strcmp(cfg_keys[i].section, section) == 0) { sbuf_printf(&b, "%s%s", sep, cfg_keys[i].name); sep = ", "; }
+    sbuf_printf(&b, ")");
 }
 
 static void unknown_section_msg(const char *section, char *msg, size_t mlen)

@@ -8,19 +8,13 @@
 #define STABILITY_CONFIG_H
 
 #include <stddef.h>
-#include "nn/ffn.h"    /* activation_t */
-#include "nn/norm.h"   /* norm_kind_t */
+#include "config/scheme.h"   /* placement_t and the table of schemes */
+#include "util/kinds.h"      /* norm_kind_t, activation_t */
 
 #define CONFIG_PATH_MAX 1024
 #define CONFIG_ERR_MAX 1536
 
 typedef enum { ARCH_LM = 0, ARCH_ENCDEC = 1 } arch_t;
-/* Where the norms sit (model/placement.c has one row per value; docs/design.md §1, §6c). */
-typedef enum {
-    PLACEMENT_POST = 0, PLACEMENT_PRE = 1, PLACEMENT_PERI = 2, PLACEMENT_DEEPNORM = 3,
-    PLACEMENT_ADMIN = 4, PLACEMENT_REZERO = 5, PLACEMENT_SUBLN = 6, PLACEMENT_MIXLN = 7,
-    PLACEMENT_B2T = 8,
-} placement_t;
 typedef enum { FINAL_NORM_AUTO = 0, FINAL_NORM_ON = 1, FINAL_NORM_OFF = 2 } final_norm_t;
 typedef enum { INIT_XAVIER_NORMAL = 0, INIT_XAVIER_UNIFORM = 1, INIT_NORMAL = 2, INIT_TFIXUP = 3 } init_scheme_t;
 typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3,
@@ -28,7 +22,7 @@ typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3,
 typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3 } optimizer_t;
 typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2 } schedule_t;
 
-typedef struct {
+typedef struct config {
     struct {
         arch_t arch;         /* lm (one stack) | encdec          default lm  */
         int layers;          /* L (encdec: encoder layers), >= 1 default 6   */
@@ -39,8 +33,7 @@ typedef struct {
         int vocab;           /* >= 2                             default 1000 */
         int seq_len;         /* n (encdec: max target length), >= 1  default 64 */
         int src_len;         /* encdec: max source length, 0 = seq_len   default 0 */
-        placement_t placement;   /* post | pre | peri | deepnorm | admin | rezero | subln |
-                                    mixln | b2t                  default post */
+        placement_t placement;   /* a row of config/scheme.c     default post */
         double mix_ratio;        /* mixln: the first ⌊mix_ratio·L⌋ layers Post-LN, default 0.25 */
         norm_kind_t norm;        /* layernorm | rmsnorm | none | dyt  default layernorm */
         double norm_eps;         /* > 0                          default 1e-5 */
@@ -48,7 +41,7 @@ typedef struct {
         activation_t activation; /* relu | gelu                  default relu */
         int causal;              /* bool                         default false */
         int tie_embeddings;      /* bool                         default true */
-        final_norm_t final_norm; /* auto (= on for pre, off for post) | on | off */
+        final_norm_t final_norm; /* auto (the scheme's default) | on | off */
         double dropout;          /* [0, 1)                       default 0 */
     } model;
     struct {
@@ -137,8 +130,8 @@ int config_validate(const config_t *cfg, char *err, size_t errlen);
  * final_norm resolved) into buf. Returns the length it needs (like snprintf). */
 size_t config_to_ini(const config_t *cfg, char *buf, size_t len);
 
-/* True when the stack ends with a final norm (final_norm = on, or auto and placement = pre,
- * and norm != none). */
+/* True when the stack ends with a final norm (final_norm = on, or auto and a scheme whose row
+ * says so; never with norm = none). */
 int config_has_final_norm(const config_t *cfg);
 
 /* Decoder layers of an encdec model (dec_layers, or layers when 0); 0 for lm. */

@@ -17,8 +17,6 @@
 
 
 static const char *const arch_names[] = {"lm", "encdec", NULL};
-static const char *const placement_names[] = {"post", "pre", "peri", "deepnorm", "admin",
-                                               "rezero", "subln", "mixln", "b2t", NULL};
 static const char *const norm_names[] = {"layernorm", "rmsnorm", "none", "dyt", NULL};
 static const char *const activation_names[] = {"relu", "gelu", NULL};
 static const char *const final_norm_names[] = {"auto", "on", "off", NULL};
@@ -30,13 +28,21 @@ static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
 
 #define OFF(s, n) offsetof(config_t, s.n)
-#define KI(s, n, lo) {#s, #n, K_INT, OFF(s, n), (lo), INT_MAX, 0, 0, NULL}
-#define KD(s, n, lo, lo_open, hi, hi_open) {#s, #n, K_DBL, OFF(s, n), (lo), (hi), (lo_open), (hi_open), NULL}
-#define KB(s, n) {#s, #n, K_BOOL, OFF(s, n), 0, 0, 0, 0, NULL}
-#define KO(s, n) {#s, #n, K_ONOFF, OFF(s, n), 0, 0, 0, 0, NULL}
-#define KE(s, n, names) {#s, #n, K_ENUM, OFF(s, n), 0, 0, 0, 0, (names)}
-#define KS(s, n) {#s, #n, K_STR, OFF(s, n), 0, 0, 0, 0, NULL}
-#define KSEED(s, n) {#s, #n, K_SEED, OFF(s, n), 0, 0, 0, 0, NULL}
+#define KI(s, n, lo) {#s, #n, K_INT, OFF(s, n), (lo), INT_MAX, 0, 0, NULL, NULL}
+#define KD(s, n, lo, lo_open, hi, hi_open) {#s, #n, K_DBL, OFF(s, n), (lo), (hi), (lo_open), (hi_open), NULL, NULL}
+#define KB(s, n) {#s, #n, K_BOOL, OFF(s, n), 0, 0, 0, 0, NULL, NULL}
+#define KO(s, n) {#s, #n, K_ONOFF, OFF(s, n), 0, 0, 0, 0, NULL, NULL}
+#define KE(s, n, names) {#s, #n, K_ENUM, OFF(s, n), 0, 0, 0, 0, (names), NULL}
+#define KEF(s, n, name_of) {#s, #n, K_ENUM, OFF(s, n), 0, 0, 0, 0, NULL, (name_of)}
+#define KS(s, n) {#s, #n, K_STR, OFF(s, n), 0, 0, 0, 0, NULL, NULL}
+#define KSEED(s, n) {#s, #n, K_SEED, OFF(s, n), 0, 0, 0, 0, NULL, NULL}
+
+/* model.placement's values: the placement rows of the scheme table (config/scheme.c). */
+static const char *placement_name_of(int v)
+{
+    const scheme_t *s = scheme_of_placement(v);
+    return s ? s->name : NULL;
+}
 
 /* Order = order of config_to_ini = index of config_t.src_line. */
 const cfg_key_t cfg_keys[] = {
@@ -49,7 +55,7 @@ const cfg_key_t cfg_keys[] = {
     KI(model, vocab, 2),
     KI(model, seq_len, 1),
     KI(model, src_len, 0),
-    KE(model, placement, placement_names),
+    KEF(model, placement, placement_name_of),
     KD(model, mix_ratio, 0, 0, 1, 0),
     KE(model, norm, norm_names),
     KD(model, norm_eps, 0, 1, INFINITY, 0),
@@ -140,17 +146,13 @@ int cfg_name_count(const char *const *names)
     return n;
 }
 
-
-void cfg_sb_printf(sbuf_t *b, const char *fmt, ...)
+const char *cfg_enum_name(const cfg_key_t *k, int v)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    char *dst = b->need < b->len ? b->buf + b->need : NULL;
-    size_t room = b->need < b->len ? b->len - b->need : 0;
-    int n = vsnprintf(dst, room, fmt, ap);
-    va_end(ap);
-    if (n > 0) b->need += (size_t)n;
+    if (v < 0) return NULL;
+    if (k->name_of) return k->name_of(v);
+    return v < cfg_name_count(k->names) ? k->names[v] : NULL;
 }
+
 
 void cfg_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -241,14 +243,14 @@ int cfg_parse_value(config_t *cfg, const cfg_key_t *k, const char *v, char *msg,
         return -1;
     }
     case K_ENUM: {
-        for (int i = 0; k->names[i]; i++)
-            if (strcmp(v, k->names[i]) == 0) { *(int *)cfg_field(cfg, k) = i; return 0; }
-        sbuf_t b = {msg, mlen, 0};
-        cfg_sb_printf(&b, "must be ");
-        int n = cfg_name_count(k->names);
+        int n = 0;
+        for (; cfg_enum_name(k, n); n++)
+            if (strcmp(v, cfg_enum_name(k, n)) == 0) { *(int *)cfg_field(cfg, k) = n; return 0; }
+        sbuf_t b = sbuf_fixed(msg, mlen);
+        sbuf_printf(&b, "must be ");
         for (int i = 0; i < n; i++)
-            cfg_sb_printf(&b, "%s%s", k->names[i], i == n - 1 ? "" : i == n - 2 ? " or " : ", ");
-        cfg_sb_printf(&b, " (got '%s')", v);
+            sbuf_printf(&b, "%s%s", cfg_enum_name(k, i), i == n - 1 ? "" : i == n - 2 ? " or " : ", ");
+        sbuf_printf(&b, " (got '%s')", v);
         return -1;
     }
     case K_SEED: {
@@ -318,7 +320,7 @@ int cfg_check_value(const config_t *cfg, const cfg_key_t *k, char *msg, size_t m
     }
     case K_ENUM: {
         int x = *(const int *)cfg_cfield(cfg, k);
-        if (x >= 0 && x < cfg_name_count(k->names)) return 0;
+        if (cfg_enum_name(k, x)) return 0;
         snprintf(msg, mlen, "invalid value %d", x);
         return -1;
     }
@@ -414,7 +416,11 @@ static const char *enum_name(const char *const *names, int v)
 }
 
 const char *config_arch_name(arch_t a) { return enum_name(arch_names, (int)a); }
-const char *config_placement_name(placement_t p) { return enum_name(placement_names, (int)p); }
+const char *config_placement_name(placement_t p)
+{
+    const char *name = placement_name_of((int)p);
+    return name ? name : "?";
+}
 const char *config_norm_name(norm_kind_t n) { return enum_name(norm_names, (int)n); }
 const char *config_activation_name(activation_t a) { return enum_name(activation_names, (int)a); }
 const char *config_task_name(task_t t) { return enum_name(task_names, (int)t); }
@@ -439,13 +445,9 @@ int config_has_final_norm(const config_t *cfg)
     if (cfg->model.norm == NORM_NONE) return 0;
     if (cfg->model.final_norm == FINAL_NORM_ON) return 1;
     if (cfg->model.final_norm == FINAL_NORM_OFF) return 0;
-    // auto: the placements that leave the residual stream unnormalised end with a norm
-    switch (cfg->model.placement) {
-    case PLACEMENT_PRE: case PLACEMENT_PERI: case PLACEMENT_SUBLN: case PLACEMENT_MIXLN:
-        return 1;
-    default:
-        return 0;
-    }
+    // auto: the schemes that leave the residual stream unnormalised end with a norm
+    const scheme_t *s = scheme_of_placement((int)cfg->model.placement);
+    return s && s->final_norm;
 }
 
 /* ---------------------------------------------------------------- INI writer */
@@ -462,43 +464,44 @@ static void format_double(double x, char *buf, size_t n)
 
 size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
 {
-    sbuf_t b = {buf, len, 0};
-    if (buf && len) buf[0] = '\0';
-    cfg_sb_printf(&b, "; resolved configuration: every key explicit, final_norm, dec_layers and src_len resolved\n");
+    sbuf_t b = sbuf_fixed(buf, len);
+    sbuf_printf(&b, "; resolved configuration: every key explicit, final_norm, dec_layers and src_len resolved\n");
     const char *section = "";
     for (int i = 0; i < cfg_nkeys; i++) {
         const cfg_key_t *k = &cfg_keys[i];
         if (strcmp(k->section, section) != 0) {
             section = k->section;
-            cfg_sb_printf(&b, "\n[%s]\n", section);
+            sbuf_printf(&b, "\n[%s]\n", section);
         }
-        cfg_sb_printf(&b, "%s = ", k->name);
+        sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);
         char num[40];
         switch (k->type) {
         case K_INT:
             if (k->off == offsetof(config_t, model.dec_layers))
-                cfg_sb_printf(&b, "%d\n", config_dec_layers(cfg));
+                sbuf_printf(&b, "%d\n", config_dec_layers(cfg));
             else if (k->off == offsetof(config_t, model.src_len))
-                cfg_sb_printf(&b, "%d\n", config_src_len(cfg));
+                sbuf_printf(&b, "%d\n", config_src_len(cfg));
             else
-                cfg_sb_printf(&b, "%d\n", *(const int *)f);
+                sbuf_printf(&b, "%d\n", *(const int *)f);
             break;
         case K_DBL:
             format_double(*(const double *)f, num, sizeof num);
-            cfg_sb_printf(&b, "%s\n", num);
+            sbuf_printf(&b, "%s\n", num);
             break;
-        case K_BOOL: cfg_sb_printf(&b, "%s\n", *(const int *)f ? "true" : "false"); break;
-        case K_ONOFF: cfg_sb_printf(&b, "%s\n", *(const int *)f ? "on" : "off"); break;
-        case K_SEED: cfg_sb_printf(&b, "%lu\n", *(const unsigned long *)f); break;
-        case K_STR: cfg_sb_printf(&b, "%.*s\n", CONFIG_PATH_MAX - 1, (const char *)f); break;
+        case K_BOOL: sbuf_printf(&b, "%s\n", *(const int *)f ? "true" : "false"); break;
+        case K_ONOFF: sbuf_printf(&b, "%s\n", *(const int *)f ? "on" : "off"); break;
+        case K_SEED: sbuf_printf(&b, "%lu\n", *(const unsigned long *)f); break;
+        case K_STR: sbuf_printf(&b, "%.*s\n", CONFIG_PATH_MAX - 1, (const char *)f); break;
         case K_ENUM:
             if (k->off == offsetof(config_t, model.final_norm))
-                cfg_sb_printf(&b, "%s\n", config_has_final_norm(cfg) ? "on" : "off");
+                sbuf_printf(&b, "%s\n", config_has_final_norm(cfg) ? "on" : "off");
+            else if (cfg_enum_name(k, *(const int *)f))
+                sbuf_printf(&b, "%s\n", cfg_enum_name(k, *(const int *)f));
             else
-                cfg_sb_printf(&b, "%s\n", enum_name(k->names, *(const int *)f));
+                sbuf_printf(&b, "?\n");
             break;
         }
     }
-    return b.need;
+    return b.len;
 }

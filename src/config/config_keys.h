@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include "config/config.h"
+#include "util/sbuf.h"
 
 enum ktype { K_INT, K_DBL, K_BOOL, K_ONOFF, K_ENUM, K_SEED, K_STR };
 
@@ -15,7 +16,8 @@ typedef struct {
     size_t off;                 /* offsetof(config_t, section.name) */
     double lo, hi;              /* K_INT, K_DBL: allowed range */
     int lo_open, hi_open;       /* K_DBL: exclusive bounds */
-    const char *const *names;   /* K_ENUM: names indexed by value, NULL-terminated */
+    const char *const *names;   /* K_ENUM: names indexed by value, NULL-terminated, */
+    const char *(*name_of)(int);   /* or a function of the value (NULL past the last) */
 } cfg_key_t;
 
 /* Every key, in the order of config_to_ini (= the index of config_t.src_line). */
@@ -47,11 +49,9 @@ int cfg_kidx(const char *section, const char *name);
 int cfg_known_section(const char *s);
 /* Entries of a NULL-terminated name list. */
 int cfg_name_count(const char *const *names);
+/* Name of value v of enum key k, or NULL when v is not one of its values. */
+const char *cfg_enum_name(const cfg_key_t *k, int v);
 
-/* A bounded buffer that remembers the length it would need (snprintf-like). */
-typedef struct { char *buf; size_t len, need; } sbuf_t;
-/* Append to b. */
-void cfg_sb_printf(sbuf_t *b, const char *fmt, ...);
 /* Format into err (nothing when err is NULL or errlen 0). */
 void cfg_set_err(char *err, size_t errlen, const char *fmt, ...);
 

@@ -40,38 +40,92 @@ static int blame(const config_t *cfg, int a, int b)
     return a;
 }
 
-/* The schemes' rules (docs/design.md §6c): which need norms, which remove them; cfg_keys that only
- * mean something for one scheme must not be set for another. */
-static int validate_scheme(const config_t *cfg, char *err, size_t errlen)
+/* The key that selects row s, its text ("model.norm = dyt") and cfg's value of that key. */
+static int selecting_key(const config_t *cfg, const scheme_t *s, char *cond, size_t len,
+                         const char **got)
 {
-    const int placement = cfg_kidx("model", "placement"), norm = cfg_kidx("model", "norm");
-    const int scheme = cfg_kidx("init", "scheme"), mix = cfg_kidx("model", "mix_ratio");
-    const int dyt = cfg_kidx("model", "dyt_alpha");
-    const char *pname = config_placement_name(cfg->model.placement);
-    const placement_t pl = cfg->model.placement;
-    const int none = cfg->model.norm == NORM_NONE;
-    if (pl == PLACEMENT_REZERO && !none)
-        return vfail(cfg, blame(cfg, norm, placement), err, errlen,
-                     "rezero replaces the norms by a learnable residual scale: needs model.norm = none");
-    if (cfg->init.scheme == INIT_TFIXUP && !none)
-        return vfail(cfg, blame(cfg, norm, scheme), err, errlen,
-                     "tfixup is an initialisation for a model without norms: needs model.norm = none");
-    if (cfg->init.scheme == INIT_TFIXUP && pl != PLACEMENT_POST && pl != PLACEMENT_PRE)
-        return vfail(cfg, blame(cfg, placement, scheme), err, errlen,
-                     "tfixup goes with placement post or pre (the same without norms), not %s", pname);
-    if (none && pl != PLACEMENT_POST && pl != PLACEMENT_PRE && pl != PLACEMENT_REZERO)
-        return vfail(cfg, blame(cfg, norm, placement), err, errlen,
-                     "%s places norms; model.norm = none removes them (use post, pre or rezero)",
-                     pname);
-    // a resolved configuration writes every key: only a value other than the default is a
-    // contradiction
+    if (s->by == SCHEME_BY_INIT) {
+        snprintf(cond, len, "init.scheme = %s", config_init_name((init_scheme_t)s->value));
+        *got = config_init_name(cfg->init.scheme);
+        return cfg_kidx("init", "scheme");
+    }
+    if (s->by == SCHEME_BY_NORM) {
+        snprintf(cond, len, "model.norm = %s", config_norm_name((norm_kind_t)s->value));
+        *got = config_norm_name(cfg->model.norm);
+        return cfg_kidx("model", "norm");
+    }
+    snprintf(cond, len, "model.placement = %s", s->name);
+    *got = config_placement_name(cfg->model.placement);
+    return cfg_kidx("model", "placement");
+}
+
+/* Key k of cfg differs from its default (a resolved configuration writes every key: only a
+ * value other than the default can contradict a scheme). */
+static int off_default(const config_t *cfg, int k)
+{
     config_t d;
     config_defaults(&d);
-    if (pl != PLACEMENT_MIXLN && cfg->model.mix_ratio != d.model.mix_ratio)
-        return vfail(cfg, mix, err, errlen, "only applies to model.placement = mixln (got %s)", pname);
-    if (cfg->model.norm != NORM_DYT && cfg->model.dyt_alpha != d.model.dyt_alpha)
-        return vfail(cfg, dyt, err, errlen, "only applies to model.norm = dyt (got %s)",
-                     config_norm_name(cfg->model.norm));
+    const cfg_key_t *key = &cfg_keys[k];
+    if (key->type == K_DBL) return *(const double *)cfg_cfield(cfg, key) != *(const double *)cfg_cfield(&d, key);
+    return *(const int *)cfg_cfield(cfg, key) != *(const int *)cfg_cfield(&d, key);
+}
+
+/* "post, pre or rezero": the names of the placements in mask (bit p = placement p). */
+static void placement_list(unsigned mask, char *buf, size_t len)
+{
+    int n = 0, k = 0;
+    for (int p = 0; p < PLACEMENT_COUNT; p++) n += (mask >> p) & 1u;
+    buf[0] = '\0';
+    for (int p = 0; p < PLACEMENT_COUNT; p++) {
+        if (!((mask >> p) & 1u)) continue;
+        const size_t used = strlen(buf);
+        k++;
+        snprintf(buf + used, len - used, "%s%s", SCHEMES[p].name,
+                 k == n ? "" : k == n - 1 ? " or " : ", ");
+    }
+}
+
+/* The rules of the scheme table (config/scheme.c; docs/design.md §6c): which schemes need norms,
+ * which remove them, which placements a variant goes with, and the keys that only mean
+ * something for one scheme. */
+static int validate_scheme(const config_t *cfg, char *err, size_t errlen)
+{
+    const int norm = cfg_kidx("model", "norm"), none = cfg->model.norm == NORM_NONE;
+    const scheme_t *pl = scheme_of_placement((int)cfg->model.placement);   // in range: checked
+    char cond[64], list[128];
+    const char *got;
+    for (int i = 0; i < SCHEME_COUNT; i++) {   // the placement's row, then the variants'
+        const scheme_t *s = &SCHEMES[i];
+        if (!scheme_selects(s, cfg)) continue;
+        const int key = selecting_key(cfg, s, cond, sizeof cond, &got);
+        if (s->norms == SCHEME_NORMS_NONE && !none)
+            return vfail(cfg, blame(cfg, norm, key), err, errlen,
+                         "%s %s: needs model.norm = none", s->name, s->why_none);
+        if (s->placements && !((s->placements >> cfg->model.placement) & 1u)) {
+            placement_list(s->placements, list, sizeof list);
+            return vfail(cfg, blame(cfg, cfg_kidx("model", "placement"), key), err, errlen,
+                         "%s goes with placement %s, not %s", s->name, list, pl->name);
+        }
+    }
+    if (none && pl->norms == SCHEME_NORMS_PLACED) {
+        unsigned allow = 0;   // the placements whose rows allow model.norm = none
+        for (int p = 0; p < PLACEMENT_COUNT; p++)
+            if (SCHEMES[p].norms != SCHEME_NORMS_PLACED) allow |= 1u << p;
+        placement_list(allow, list, sizeof list);
+        return vfail(cfg, blame(cfg, norm, cfg_kidx("model", "placement")), err, errlen,
+                     "%s places norms; model.norm = none removes them (use %s)", pl->name, list);
+    }
+    for (int i = 0; i < SCHEME_COUNT; i++) {
+        const scheme_t *s = &SCHEMES[i];
+        if (!s->own_key || scheme_selects(s, cfg)) continue;
+        char section[16];
+        const char *dot = strchr(s->own_key, '.');
+        snprintf(section, sizeof section, "%.*s", (int)(dot - s->own_key), s->own_key);
+        const int own = cfg_kidx(section, dot + 1);
+        selecting_key(cfg, s, cond, sizeof cond, &got);
+        if (off_default(cfg, own))
+            return vfail(cfg, own, err, errlen, "only applies to %s (got %s)", cond, got);
+    }
     return 0;
 }
 

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <gsl/gsl_rng.h>
-#include "model/batch.h"
+#include "data/batch.h"
 
 enum { CORPUS_PAD = 0, CORPUS_UNK = 1, CORPUS_BOS = 2, CORPUS_EOS = 3, CORPUS_FIRST_PIECE = 4 };
 enum { CORPUS_TRAIN = 0, CORPUS_VALID = 1, CORPUS_SPLITS = 2 };

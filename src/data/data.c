@@ -143,7 +143,7 @@ static void text_row(const data_t *d, size_t o, int32_t *tok, int32_t *tgt)
     }
 }
 
-void data_caps(const data_t *d, model_caps_t *c)
+void data_caps(const data_t *d, batch_caps_t *c)
 {
     c->B = d->B;
     c->T = d->T;

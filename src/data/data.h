@@ -5,7 +5,7 @@
  * (source and target independent): source rows of length uniform in [min_len, src_len]
  * (data.min_len; 0 = always src_len), decoder input = BOS (0) + the target shifted right.
  *
- * A batch is a batch_t (model/batch.h): int32 ids, −1 = padding / not scored.
+ * A batch is a batch_t (data/batch.h): int32 ids, −1 = padding / not scored.
  * All randomness comes from the caller's gsl_rng, so a run is reproducible.
  *
  * text: the file data.path is read whole; bytes are tokens (vocab ≥ 256). The last
@@ -21,8 +21,7 @@
 #include <gsl/gsl_randist.h>
 #include "config/config.h"
 #include "data/corpus.h"
-#include "model/batch.h"
-#include "model/model.h"
+#include "data/batch.h"
 
 /* The decoder's first input token in the synthetic encdec tasks. */
 #define DATA_BOS 0
@@ -77,7 +76,7 @@ void data_batch(data_t *d, gsl_rng *rng, batch_t *b);
 void data_val_batch(const data_t *d, int i, batch_t *b);
 
 /* The largest batch the task makes (for model_create). */
-void data_caps(const data_t *d, model_caps_t *caps);
+void data_caps(const data_t *d, batch_caps_t *caps);
 
 /* Training batches per epoch (translation with max_tokens; 0 where the task has no epochs). */
 long data_epoch_batches(const data_t *d);

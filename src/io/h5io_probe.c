@@ -44,7 +44,7 @@ int h5io_write_probe(h5io_file_t *f, const probe_t *p, const char *const *site_s
             rc |= h5io_write_attr_strings(f, path, "stack", (const char *const *)ax->stack,
                                           (size_t)ax->L);
         if (a->axis == PA_SITE && site_symbols)
-            rc |= h5io_write_attr_strings(f, path, "site_symbols", site_symbols, (size_t)ax->Q);
+            rc |= h5io_write_attr_strings(f, path, "site_symbols", site_symbols, (size_t)ax->nsite);
     }
     rc |= h5io_write_attr_int(f, "/probe", "seeds", p->S);
     rc |= h5io_write_attr_int(f, "/probe", "layers", ax->L);
@@ -69,11 +69,11 @@ static int read_axes(h5io_file_t *f, const char *prefix, int L, probe_axes_t *ax
 {
     memset(ax, 0, sizeof *ax);
     ax->L = L;
-    ax->param = read_axis(f, prefix, "grad_fro", "param", &ax->P);
-    ax->site = read_axis(f, prefix, "hidden_sqnorm", "site", &ax->Q);
-    ax->norm = read_axis(f, prefix, "jacobian_spec", "norm", &ax->R);
-    ax->extra = read_axis(f, prefix, "extra_grad_fro", "tensor", &ax->E);
-    ax->sub = read_axis(f, prefix, "subout_grad", "sub", &ax->X);
+    ax->param = read_axis(f, prefix, "grad_fro", "param", &ax->nparam);
+    ax->site = read_axis(f, prefix, "hidden_sqnorm", "site", &ax->nsite);
+    ax->norm = read_axis(f, prefix, "jacobian_spec", "norm", &ax->nnorm);
+    ax->extra = read_axis(f, prefix, "extra_grad_fro", "tensor", &ax->nextra);
+    ax->sub = read_axis(f, prefix, "subout_grad", "sub", &ax->nsub);
     int ns = 0;
     ax->stack = read_axis(f, prefix, "grad_fro", "stack", &ns);
     char path[512];
@@ -107,7 +107,7 @@ int h5io_read_probe(h5io_file_t *f, const char *prefix, probe_t **out, char *err
     }
     free(grad);
     probe_axes_t ax;
-    if (read_axes(f, prefix, (int)dims[1], &ax) || (size_t)ax.P != dims[2]) {
+    if (read_axes(f, prefix, (int)dims[1], &ax) || (size_t)ax.nparam != dims[2]) {
         if (ax.param) probe_axes_free(&ax);
         snprintf(err, errlen, "%s: no 'param' attribute naming its %zu columns", path, dims[2]);
         return 1;

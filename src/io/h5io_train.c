@@ -195,10 +195,10 @@ static int create_layout(h5io_train_t *w, const train_t *t)
                                  "together.");
     rc |= h5io_write_attr_int(&w->f, "/train", "steps", t->s.cfg.train.steps);
     if (t->admin_omega) {   // Admin's profiled ω (the parameters then train)
-        const size_t dims[2] = {(size_t)t->ax.L, (size_t)t->ax.X};
+        const size_t dims[2] = {(size_t)t->ax.L, (size_t)t->ax.nsub};
         rc |= h5io_write_doubles(&w->f, "/train/admin_omega", t->admin_omega, 2, dims);
         rc |= h5io_write_attr_strings(&w->f, "/train/admin_omega", "sub",
-                                      (const char *const *)t->ax.sub, (size_t)t->ax.X);
+                                      (const char *const *)t->ax.sub, (size_t)t->ax.nsub);
         rc |= h5io_write_attr_string(&w->f, "/train/admin_omega", "description",
                                      "Admin's omega of every sub-layer as profiled at initialisation");
     }

@@ -80,10 +80,10 @@ double change_from_reference(model_t *m, const batch_t *b, const double *ref)
 void change_relative_update(const probe_axes_t *ax, const model_t *m, const double *prev,
                             double *layer)
 {
-    for (size_t i = 0; i < (size_t)ax->L * ax->P; i++) layer[i] = NAN;
+    for (size_t i = 0; i < (size_t)ax->L * ax->nparam; i++) layer[i] = NAN;
     for (int k = 0; k < m->num_tensors; k++) {
         const tensor_info_t *t = &m->tensors[k];
-        const int col = t->layer >= 0 ? probe_axis_find(ax->param, ax->P, t->kind) : -1;
+        const int col = t->layer >= 0 ? probe_axis_find(ax->param, ax->nparam, t->kind) : -1;
         if (col < 0) continue;
         double d = 0.0, w = 0.0;
         for (size_t j = 0; j < model_tensor_size(t); j++) {
@@ -91,6 +91,6 @@ void change_relative_update(const probe_axes_t *ax, const model_t *m, const doub
             d += (c - a) * (c - a);
             w += a * a;
         }
-        layer[(size_t)t->layer * ax->P + col] = w > 0.0 ? sqrt(d / w) : NAN;
+        layer[(size_t)t->layer * ax->nparam + col] = w > 0.0 ? sqrt(d / w) : NAN;
     }
 }

@@ -36,7 +36,7 @@ void change_reference(model_t *m, const batch_t *b, double *ref);
 /* Forward on b without dropout: mean over its tokens of ‖F_row − ref_row‖. */
 double change_from_reference(model_t *m, const batch_t *b, const double *ref);
 
-/* ‖W − W_prev‖_F / ‖W_prev‖_F of every layer tensor into layer (L,P) (NaN where absent). */
+/* ‖W − W_prev‖_F / ‖W_prev‖_F of every layer tensor into layer (L,nparam) (NaN where absent). */
 void change_relative_update(const probe_axes_t *ax, const model_t *m, const double *prev,
                             double *layer);
 

@@ -67,16 +67,14 @@ size_t fit_power_law(const double *x, const double *y, size_t n, double *b, doub
     return m;
 }
 
-double fit_scale(const double *y, const double *f, size_t n)
+double fit_bound_scale(const double *y, const double *f, size_t n)
 {
-    double s = 0.0;
-    size_t m = 0;
+    double C = NAN;
     for (size_t i = 0; i < n; i++) {
         if (!(y[i] > 0.0) || !(f[i] > 0.0)) continue;
-        s += log(y[i]) - log(f[i]);
-        m++;
+        if (isnan(C) || y[i] / f[i] > C) C = y[i] / f[i];
     }
-    return m ? exp(s / m) : NAN;
+    return C;
 }
 
 double fit_theorem1(int post, int d, int L)

@@ -31,10 +31,12 @@ double fit_input_sqnorm(void);
 size_t fit_power_law(const double *x, const double *y, size_t n, double *b, double *b_ci,
                      double *A);
 
-/* The constant C of y ≈ C·f fitted on log axes: ln C = mean(ln y − ln f) (skips NaN/≤0). */
-double fit_scale(const double *y, const double *f, size_t n);
+/* The smallest C with y_i ≤ C·f_i for every i: max y_i/f_i (skips NaN and ≤ 0), the constant
+ * that turns an O(f) bound into a line no measured point lies above; NaN without a point. */
+double fit_bound_scale(const double *y, const double *f, size_t n);
 
-/* Theorem 1's width dependence of ‖∂L/∂W^{2,L}‖_F: d·√(ln d) (Post-LN), d·√(ln d / L) (Pre-LN). */
+/* Theorem 1's bound on ‖∂L/∂W^{2,L}‖_F up to its constant: d·√(ln d) for Post-LN, independent
+ * of L; d·√(ln d / L) for Pre-LN. Their ratio, √L, has no constant left. */
 double fit_theorem1(int post, int d, int L);
 
 #endif

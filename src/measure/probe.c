@@ -95,7 +95,7 @@ probe_t *probe_alloc(int S, const probe_axes_t *axes)
 int probe_overflow(const probe_t *p, char *what, size_t len)
 {
     const probe_axes_t *ax = &p->ax;
-    const int w1 = probe_axis_find(ax->param, ax->P, "w1"), w2 = probe_axis_find(ax->param, ax->P, "w2");
+    const int w1 = probe_axis_find(ax->param, ax->nparam, "w1"), w2 = probe_axis_find(ax->param, ax->nparam, "w2");
     for (int k = 0; k < PROBE_NUM_ARRAYS; k++) {
         const probe_array_t *a = &PROBE_ARRAYS[k];
         const double *x = *(double *const *)((const char *)p + a->field);
@@ -104,7 +104,7 @@ int probe_overflow(const probe_t *p, char *what, size_t len)
         const int nan_is_overflow = !strcmp(a->name, "loss") || !strcmp(a->name, "final_sqnorm");
         for (size_t i = 0; i < n; i++) {
             const int ffn = (!strcmp(a->name, "grad_fro") || !strcmp(a->name, "grad_fro_batchmean")) &&
-                            ((int)(i % ax->P) == w1 || (int)(i % ax->P) == w2);
+                            ((int)(i % ax->nparam) == w1 || (int)(i % ax->nparam) == w2);
             if (isinf(x[i]) || (isnan(x[i]) && (nan_is_overflow || ffn))) {
                 snprintf(what, len, "probe/%s[seed %zu] = %g", a->name, i / per, x[i]);
                 return 1;
@@ -127,12 +127,12 @@ void probe_free(probe_t *p)
 /* Running sums over the batches of one seed. */
 typedef struct {
     double *gsum;        // (num_params) Σ_b ∇θ
-    double *layer_tmp;   // (L,P)
+    double *layer_tmp;   // (L,nparam)
     double *extra_tmp;   // (E)
-    double *hidden_tmp;  // (L,Q)
-    double *sub_tmp;     // (L,X)
+    double *hidden_tmp;  // (L,nsite)
+    double *sub_tmp;     // (L,nsub)
     double *save;        // (num_params) the output change's copy of the parameters
-    probe_jacobian_t *jac_tmp, *jac_sum;   // (L,R)
+    probe_jacobian_t *jac_tmp, *jac_sum;   // (L,nnorm)
     probe_jacobian_t fin_tmp[2], fin_sum[2];   // the output stack's final norm, the encoder's
 } probe_work_t;
 
@@ -165,17 +165,17 @@ static void work_free(probe_work_t *w)
 static void measure_batch(const probe_axes_t *ax, const model_t *m, probe_t *p, int s, int nb,
                           int jacobian, probe_work_t *w, double *fin, double *enc_fin)
 {
-    const size_t LP = (size_t)ax->L * ax->P, LQ = (size_t)ax->L * ax->Q;
-    const size_t LR = (size_t)ax->L * ax->R, LX = (size_t)ax->L * ax->X;
+    const size_t LP = (size_t)ax->L * ax->nparam, LQ = (size_t)ax->L * ax->nsite;
+    const size_t LR = (size_t)ax->L * ax->nnorm, LX = (size_t)ax->L * ax->nsub;
     double *bm = p->grad_fro_batchmean + (size_t)s * LP;
-    double *bme = p->extra_grad_fro_batchmean + (size_t)s * ax->E;
+    double *bme = p->extra_grad_fro_batchmean + (size_t)s * ax->nextra;
     double *hid = p->hidden_sqnorm + (size_t)s * LQ, *sub = p->subout_grad + (size_t)s * LX;
     double f, ef;
     for (size_t i = 0; i < m->num_params; i++) w->gsum[i] += m->grads[i];
     // E_batch ‖∇W‖_F
     probe_grad_norms(ax, m, m->grads, w->layer_tmp, w->extra_tmp);
     for (size_t i = 0; i < LP; i++) bm[i] += w->layer_tmp[i] / nb;
-    for (int e = 0; e < ax->E; e++) bme[e] += w->extra_tmp[e] / nb;
+    for (int e = 0; e < ax->nextra; e++) bme[e] += w->extra_tmp[e] / nb;
     probe_hidden_norms(ax, m, w->hidden_tmp, &f, &ef);
     for (size_t i = 0; i < LQ; i++) hid[i] += w->hidden_tmp[i] / nb;
     *fin += f / nb;
@@ -193,11 +193,11 @@ static void measure_batch(const probe_axes_t *ax, const model_t *m, probe_t *p, 
 static void seed_start(const probe_axes_t *ax, const model_t *m, probe_t *p, int s,
                        probe_work_t *w)
 {
-    const size_t LP = (size_t)ax->L * ax->P, LQ = (size_t)ax->L * ax->Q;
-    const size_t LR = (size_t)ax->L * ax->R, LX = (size_t)ax->L * ax->X;
+    const size_t LP = (size_t)ax->L * ax->nparam, LQ = (size_t)ax->L * ax->nsite;
+    const size_t LR = (size_t)ax->L * ax->nnorm, LX = (size_t)ax->L * ax->nsub;
     memset(w->gsum, 0, m->num_params * sizeof(double));
     for (size_t i = 0; i < LP; i++) p->grad_fro_batchmean[(size_t)s * LP + i] = 0.0;
-    for (int e = 0; e < ax->E; e++) p->extra_grad_fro_batchmean[(size_t)s * ax->E + e] = 0.0;
+    for (int e = 0; e < ax->nextra; e++) p->extra_grad_fro_batchmean[(size_t)s * ax->nextra + e] = 0.0;
     for (size_t i = 0; i < LQ; i++) p->hidden_sqnorm[(size_t)s * LQ + i] = 0.0;
     for (size_t i = 0; i < LX; i++) p->subout_grad[(size_t)s * LX + i] = 0.0;
     memset(w->jac_sum, 0, LR * sizeof(probe_jacobian_t));
@@ -208,11 +208,11 @@ static void seed_start(const probe_axes_t *ax, const model_t *m, probe_t *p, int
 static void seed_finish(const probe_axes_t *ax, const model_t *m, probe_t *p, int s, int nb,
                         int jacobian, probe_work_t *w)
 {
-    const size_t LP = (size_t)ax->L * ax->P, LR = (size_t)ax->L * ax->R;
+    const size_t LP = (size_t)ax->L * ax->nparam, LR = (size_t)ax->L * ax->nnorm;
     // ‖E_batch ∇W‖_F (§3.4 "expected gradient")
     for (size_t i = 0; i < m->num_params; i++) w->gsum[i] /= nb;
     probe_grad_norms(ax, m, w->gsum, p->grad_fro + (size_t)s * LP,
-                     p->extra_grad_fro + (size_t)s * ax->E);
+                     p->extra_grad_fro + (size_t)s * ax->nextra);
     if (!jacobian) return;
     for (size_t i = 0; i < LR; i++) {
         double f[PROBE_JACOBIAN_FIELDS];
@@ -235,13 +235,13 @@ int probe_run(session_t *ses, probe_t *p, probe_progress_fn progress, void *ctx)
     const config_t *cfg = &ses->cfg;
     model_t *m = ses->model;
     const probe_axes_t *ax = &p->ax;
-    const size_t LR = (size_t)ax->L * ax->R;
+    const size_t LR = (size_t)ax->L * ax->nnorm;
     probe_work_t w = {
         .gsum = malloc(m->num_params * sizeof(double)),
-        .layer_tmp = malloc((size_t)ax->L * ax->P * sizeof(double)),
-        .extra_tmp = malloc((size_t)ax->E * sizeof(double)),
-        .hidden_tmp = malloc((size_t)ax->L * ax->Q * sizeof(double)),
-        .sub_tmp = malloc((size_t)ax->L * ax->X * sizeof(double)),
+        .layer_tmp = malloc((size_t)ax->L * ax->nparam * sizeof(double)),
+        .extra_tmp = malloc((size_t)ax->nextra * sizeof(double)),
+        .hidden_tmp = malloc((size_t)ax->L * ax->nsite * sizeof(double)),
+        .sub_tmp = malloc((size_t)ax->L * ax->nsub * sizeof(double)),
         .jac_tmp = malloc((LR ? LR : 1) * sizeof(probe_jacobian_t)),
         .jac_sum = malloc((LR ? LR : 1) * sizeof(probe_jacobian_t)),
         .save = malloc(m->num_params * sizeof(double)),
@@ -259,7 +259,7 @@ int probe_run(session_t *ses, probe_t *p, probe_progress_fn progress, void *ctx)
         session_init(ses, cfg->init.seed + (unsigned long)s);
         seed_start(ax, m, p, s, &w);
         double loss = 0.0, fin = 0.0, enc_fin = 0.0;
-        if (p->admin_omega) probe_admin_omega(ax, m, p->admin_omega + (size_t)s * ax->L * ax->X);
+        if (p->admin_omega) probe_admin_omega(ax, m, p->admin_omega + (size_t)s * ax->L * ax->nsub);
         for (int b = 0; b < nb; b++) {
             if (session_next_batch(ses)) {
                 work_free(&w);

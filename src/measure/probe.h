@@ -16,14 +16,18 @@
 
 #include <stddef.h>
 #include "config/config.h"
-#include "data/session.h"
+#include "model/session.h"
 #include "model/model.h"
 
 /* Names along a probe's axes (owned strings), as built from a model or read from a file. */
 typedef struct {
     int L;                   /* layer rows */
-    int P, Q, R, E, X;       /* params, sites, norms, extras, sub-layers */
-    char **param, **site, **norm, **extra, **sub;   /* [P], [Q], [R], [E], [X] */
+    int nparam, nsite, nnorm, nextra, nsub;   /* names on each axis */
+    char **param;            /* [nparam] the layer tensors ("w1", "norm2.gamma") */
+    char **site;             /* [nsite] the hidden states ("input", "resid1", …, "output") */
+    char **norm;             /* [nnorm] the norm sites ("norm1", "norm2_out", …) */
+    char **extra;            /* [nextra] the tensors outside the layers ("tok_embed", …) */
+    char **sub;              /* [nsub] the sub-layers ("self", "cross", "ffn") */
     char **stack;            /* [L] "lm", "enc" or "dec" */
     int encdec;              /* the model has an encoder (enc_* arrays) */
     int admin;               /* the model has Admin's ω (admin_omega) */
@@ -56,25 +60,25 @@ typedef struct {
 typedef struct {
     int S;                        /* seeds */
     probe_axes_t ax;
-    double *grad_fro;             /* (S,L,P) ‖E_batch ∇W‖_F (the paper's "expected gradient") */
-    double *grad_fro_batchmean;   /* (S,L,P) E_batch ‖∇W‖_F */
-    double *extra_grad_fro;       /* (S,E) */
-    double *extra_grad_fro_batchmean; /* (S,E) */
-    double *hidden_sqnorm;        /* (S,L,Q) E_token ‖x‖² */
+    double *grad_fro;             /* (S,L,nparam) ‖E_batch ∇W‖_F (the paper's "expected gradient") */
+    double *grad_fro_batchmean;   /* (S,L,nparam) E_batch ‖∇W‖_F */
+    double *extra_grad_fro;       /* (S,nextra) */
+    double *extra_grad_fro_batchmean; /* (S,nextra) */
+    double *hidden_sqnorm;        /* (S,L,nsite) E_token ‖x‖² */
     double *final_sqnorm;         /* (S) E_token ‖x_final‖² (the logits' input) */
-    double *jacobian_spec;        /* (S,L,R) */
-    double *jacobian_spec_max;    /* (S,L,R) */
-    double *jacobian_fro;         /* (S,L,R) */
-    double *jacobian_lemma3;      /* (S,L,R) */
-    double *jacobian_bound;       /* (S,L,R) */
+    double *jacobian_spec;        /* (S,L,nnorm) */
+    double *jacobian_spec_max;    /* (S,L,nnorm) */
+    double *jacobian_fro;         /* (S,L,nnorm) */
+    double *jacobian_lemma3;      /* (S,L,nnorm) */
+    double *jacobian_bound;       /* (S,L,nnorm) */
     double *final_jacobian;       /* (S,5): spec, spec_max, fro, lemma3, bound; NaN w/o final norm */
-    double *subout_grad;          /* (S,L,X) E_token ‖∂L/∂(sub-layer output)‖ (Liu et al.) */
+    double *subout_grad;          /* (S,L,nsub) E_token ‖∂L/∂(sub-layer output)‖ (Liu et al.) */
     double *loss;                 /* (S) mean loss over the batches */
     double *enc_final_sqnorm;     /* (S) encdec: of the encoder's output (mem); else NULL */
     double *enc_final_jacobian;   /* (S,5) encdec: of the encoder's final norm; else NULL */
     double *output_change;        /* (S) Admin's output change of the last hidden state */
     double *enc_output_change;    /* (S) encdec: of the encoder's output; else NULL */
-    double *admin_omega;          /* (S,L,X) admin: the profiled ω of every sub-layer; else NULL */
+    double *admin_omega;          /* (S,L,nsub) admin: the profiled ω of every sub-layer; else NULL */
 } probe_t;
 
 /* One array of probe_t: its name, where it is, its shape after the seed axis. */
@@ -135,25 +139,25 @@ typedef void (*probe_progress_fn)(void *ctx, long done, long total);
 int probe_run(session_t *s, probe_t *p, probe_progress_fn progress, void *ctx);
 
 /* The per-forward measurements, shared with training (train/train.c), on m's last forward
- * and backward:  ‖∇W‖_F of grads (layout of m) into layer (L,P) and extra (E). */
+ * and backward:  ‖∇W‖_F of grads (layout of m) into layer (L,nparam) and extra (nextra). */
 void probe_grad_norms(const probe_axes_t *ax, const model_t *m, const double *grads,
                       double *layer, double *extra);
 
-/* Hidden-state squared norms (L,Q) averaged over non-padding tokens; *final that of the
+/* Hidden-state squared norms (L,nsite) averaged over non-padding tokens; *final that of the
  * logits' input, *enc_final that of the encoder's output (encdec; may be NULL). */
 void probe_hidden_norms(const probe_axes_t *ax, const model_t *m, double *hidden,
                         double *final, double *enc_final);
 
-/* Jacobian statistics of every norm site (L,R) and of the final norms (NaN where absent), from
+/* Jacobian statistics of every norm site (L,nnorm) and of the final norms (NaN where absent), from
  * m's last forward (exact per-token norms, norm_jacobian_norms). No-op for norm = none. */
 void probe_jacobians(const probe_axes_t *ax, const model_t *m, probe_jacobian_t *layers,
                      probe_jacobian_t *final, probe_jacobian_t *enc_final);
 
-/* Admin's ω of every sub-layer (L,X) (its first entry: profiling fills the vector with one
+/* Admin's ω of every sub-layer (L,nsub) (its first entry: profiling fills the vector with one
  * value); NaN where a sub-layer has none. */
 void probe_admin_omega(const probe_axes_t *ax, const model_t *m, double *out);
 
-/* E_token ‖∂L/∂(sub-layer output)‖ (L,X) from m's last backward (Liu et al. 2020, Fig. 3). */
+/* E_token ‖∂L/∂(sub-layer output)‖ (L,nsub) from m's last backward (Liu et al. 2020, Fig. 3). */
 void probe_subout_grads(const probe_axes_t *ax, const model_t *m, double *sub);
 
 #endif

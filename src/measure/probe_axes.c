@@ -10,13 +10,11 @@
 
 const char *const *probe_site_symbols(const config_t *cfg)
 {
-    // docs/design.md §1: the sites input, resid1, resid2, output of a layer
-    static const char *const POST[4] = {"x_l", "x^2_l", "x^5_l", "x_{l+1}"};
-    static const char *const PRE[4] = {"x_l", "x^3_l", "x_{l+1}", "x_{l+1}"};
+    // docs/design.md §1: the sites input, resid1, resid2, output of a layer, by the placement's
+    // row of the scheme table (its wiring: T-Fixup's post keeps Post-LN's names)
     if (cfg->model.arch != ARCH_LM) return NULL;
-    if (cfg->model.placement == PLACEMENT_POST) return POST;
-    if (cfg->model.placement == PLACEMENT_PRE) return PRE;
-    return NULL;
+    const scheme_t *s = scheme_of_placement((int)cfg->model.placement);
+    return s ? s->site_symbols : NULL;
 }
 
 const char *const PROBE_SUB_NAMES[3] = {"self", "cross", "ffn"};   // by sublayer_kind_t
@@ -38,16 +36,13 @@ static int push(char **names, int *n, const char *name)
 void probe_axes_free(probe_axes_t *a)
 {
     char **lists[6] = {a->param, a->site, a->norm, a->extra, a->sub, a->stack};
-    const int lens[6] = {a->P, a->Q, a->R, a->E, a->X, a->L};
+    const int lens[6] = {a->nparam, a->nsite, a->nnorm, a->nextra, a->nsub, a->L};
     for (int k = 0; k < 6; k++) {
         for (int i = 0; lists[k] && i < lens[k]; i++) free(lists[k][i]);
         free(lists[k]);
     }
     memset(a, 0, sizeof *a);
 }
-
-/* A sub-layer's three norm sites and the name patterns of them (K = its index). */
-const char *const PROBE_SITE_PATTERN[3] = {"norm%d", "norm%d_out", "norm%d_inner"};
 
 const norm_site_t *probe_sublayer_site(const sublayer_t *sl, int t)
 {
@@ -58,32 +53,21 @@ const norm_site_t *probe_sublayer_site(const sublayer_t *sl, int t)
  * counts γ and β (and DyT's α) even where the norm kind has no β. */
 static void declared_columns(const model_t *m, int *used)
 {
-    static const char *const KINDS[3][8] = {
-        {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo"},
-        {"cwq", "cbq", "cwk", "cbk", "cwv", "cbv", "cwo", "cbo"},
-        {"w1", "b1", "w2", "b2", NULL, NULL, NULL, NULL},
-    };
-    static const char *const PARAMS[3] = {"gamma", "beta", "alpha"};
     for (int s = 0; s < m->nstacks; s++) {
         const layer_stack_t *st = &m->stack[s];
         for (int k = 0; k < st->L * st->nsub; k++) {
             const sublayer_t *sl = &st->subs[k];
-            char name[48], site[32];
-            for (int j = 0; j < 8 && KINDS[sl->rule.kind][j]; j++)
-                used[tensors_column_index(KINDS[sl->rule.kind][j])] = 1;
+            int n;
+            const char *const *branch = tensors_branch_names(sl->rule.kind, &n);
+            for (int j = 0; j < n; j++) used[tensors_column_index(branch[j])] = 1;
             for (int t = 0; t < 3; t++) {
                 if (!probe_sublayer_site(sl, t)->on) continue;
-                snprintf(site, sizeof site, PROBE_SITE_PATTERN[t], sl->index);
-                for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++) {
-                    snprintf(name, sizeof name, "%s.%s", site, PARAMS[q]);
-                    used[tensors_column_index(name)] = 1;
-                }
+                for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++)
+                    used[tensors_column_index(tensors_site_param(t, sl->index, q))] = 1;
             }
-            if (sl->omega) {
-                snprintf(name, sizeof name, "omega%d", sl->index);
-                used[tensors_column_index(name)] = 1;
-            }
-            if (sl->gate) used[tensors_column_index("rezero_alpha")] = 1;
+            for (int p = 0; p < SUBLAYER_NPARAMS; p++)   // the schemes' own (ω, ReZero's α, …)
+                if (sublayer_param_values(&SUBLAYER_PARAMS[p], sl))
+                    used[tensors_column_index(SUBLAYER_PARAMS[p].name(sl->index))] = 1;
         }
     }
 }
@@ -101,8 +85,8 @@ static int norm_axis(probe_axes_t *a, const model_t *m)
                     on |= sl->index == k && probe_sublayer_site(sl, t)->on;
                 }
             char name[32];
-            snprintf(name, sizeof name, PROBE_SITE_PATTERN[t], k);
-            if (on) rc |= push(a->norm, &a->R, name);
+            tensors_site_name(t, k, name, sizeof name);
+            if (on) rc |= push(a->norm, &a->nnorm, name);
         }
     return rc;
 }
@@ -124,28 +108,27 @@ int probe_axes_from_model(probe_axes_t *a, const model_t *m)
     int rc = !a->param || !a->site || !a->norm || !a->extra || !a->sub || !a->stack || !used;
     if (!rc) declared_columns(m, used);
     for (int c = 0; !rc && c < ncol; c++)
-        if (used[c]) rc |= push(a->param, &a->P, tensors_column_name(c));
+        if (used[c]) rc |= push(a->param, &a->nparam, tensors_column_name(c));
     // sites: input, resid1 … resid<nsub>, output; the norm sites that exist
-    rc = rc || push(a->site, &a->Q, "input");
+    rc = rc || push(a->site, &a->nsite, "input");
     for (int k = 1; !rc && k <= nsub; k++) {
         char name[32];
         snprintf(name, sizeof name, "resid%d", k);
-        rc |= push(a->site, &a->Q, name);
+        rc |= push(a->site, &a->nsite, name);
     }
-    rc = rc || push(a->site, &a->Q, "output") || norm_axis(a, m);
+    rc = rc || push(a->site, &a->nsite, "output") || norm_axis(a, m);
     // the tensors outside the layers (a single stack's four as files have always had them)
-    rc = rc || push(a->extra, &a->E, "tok_embed") || push(a->extra, &a->E, "lm_head");
-    static const char *const FINALS[2][2] = {{"final_norm", NULL},
-                                             {"enc_final_norm", "dec_final_norm"}};
-    static const char *const FP[3] = {"gamma", "beta", "alpha"};
-    for (int f = 0; !rc && f < 2 && FINALS[a->encdec][f]; f++)
+    rc = rc || push(a->extra, &a->nextra, tensors_embed_name()) ||
+         push(a->extra, &a->nextra, tensors_head_name());
+    for (int s = 0; !rc && s < m->nstacks; s++)   // lm; or encoder, decoder
         for (int q = 0; q < (m->norm == NORM_DYT ? 3 : 2); q++) {
             char name[48];
-            snprintf(name, sizeof name, "%s.%s", FINALS[a->encdec][f], FP[q]);
-            rc |= push(a->extra, &a->E, name);
+            snprintf(name, sizeof name, "%s.%s", tensors_final_norm_name(m->stack[s].kind),
+                     tensors_param_suffix(q));
+            rc |= push(a->extra, &a->nextra, name);
         }
     for (int k = 0; !rc && k < 3; k++)
-        if (k != SUB_CROSS_ATTN || a->encdec) rc |= push(a->sub, &a->X, PROBE_SUB_NAMES[k]);
+        if (k != SUB_CROSS_ATTN || a->encdec) rc |= push(a->sub, &a->nsub, PROBE_SUB_NAMES[k]);
     for (int r = 0; !rc && r < a->L; r++) {
         int l;
         rc |= !(a->stack[r] = strdup(STACK_NAMES[model_row_stack(m, r, &l)->kind]));
@@ -169,11 +152,11 @@ int probe_axes_copy(probe_axes_t *d, const probe_axes_t *s)
 {
     int rc = 0;
     *d = *s;
-    d->param = copy_names(s->param, s->P, &rc);
-    d->site = copy_names(s->site, s->Q, &rc);
-    d->norm = copy_names(s->norm, s->R, &rc);
-    d->extra = copy_names(s->extra, s->E, &rc);
-    d->sub = copy_names(s->sub, s->X, &rc);
+    d->param = copy_names(s->param, s->nparam, &rc);
+    d->site = copy_names(s->site, s->nsite, &rc);
+    d->norm = copy_names(s->norm, s->nnorm, &rc);
+    d->extra = copy_names(s->extra, s->nextra, &rc);
+    d->sub = copy_names(s->sub, s->nsub, &rc);
     d->stack = copy_names(s->stack, s->L, &rc);
     if (rc) probe_axes_free(d);
     return rc;
@@ -182,11 +165,11 @@ int probe_axes_copy(probe_axes_t *d, const probe_axes_t *s)
 int probe_axis_len(const probe_axes_t *a, probe_axis_id_t id)
 {
     switch (id) {
-    case PA_PARAM: return a->P;
-    case PA_SITE: return a->Q;
-    case PA_NORM: return a->R;
-    case PA_EXTRA: return a->E;
-    case PA_SUB: return a->X;
+    case PA_PARAM: return a->nparam;
+    case PA_SITE: return a->nsite;
+    case PA_NORM: return a->nnorm;
+    case PA_EXTRA: return a->nextra;
+    case PA_SUB: return a->nsub;
     case PA_FIELDS: return PROBE_JACOBIAN_FIELDS;
     case PA_NONE: break;
     }

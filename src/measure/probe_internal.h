@@ -7,10 +7,7 @@
 /* Names of the sub-layer axis, by sublayer_kind_t: "self", "cross", "ffn". */
 extern const char *const PROBE_SUB_NAMES[3];
 
-/* A sub-layer's norm sites t = 0 (normK), 1 (normK_out), 2 (normK_inner): name patterns. */
-extern const char *const PROBE_SITE_PATTERN[3];
-
-/* Its site t. */
+/* A sub-layer's norm site t = 0 (normK), 1 (normK_out), 2 (normK_inner) (model/tensors.h). */
 const norm_site_t *probe_sublayer_site(const sublayer_t *sl, int t);
 
 #endif

@@ -21,15 +21,15 @@ static double frobenius(const double *x, size_t n)
 void probe_grad_norms(const probe_axes_t *ax, const model_t *m, const double *grads,
                       double *layer, double *extra)
 {
-    for (size_t i = 0; i < (size_t)ax->L * ax->P; i++) layer[i] = NAN;
-    for (int e = 0; e < ax->E; e++) extra[e] = NAN;
+    for (size_t i = 0; i < (size_t)ax->L * ax->nparam; i++) layer[i] = NAN;
+    for (int e = 0; e < ax->nextra; e++) extra[e] = NAN;
     for (int k = 0; k < m->num_tensors; k++) {
         const tensor_info_t *t = &m->tensors[k];
         const double v = frobenius(grads + t->offset, model_tensor_size(t));
-        const int col = t->layer >= 0 ? probe_axis_find(ax->param, ax->P, t->kind)
-                                      : probe_axis_find(ax->extra, ax->E, t->name);
+        const int col = t->layer >= 0 ? probe_axis_find(ax->param, ax->nparam, t->kind)
+                                      : probe_axis_find(ax->extra, ax->nextra, t->name);
         if (col < 0) continue;
-        if (t->layer >= 0) layer[(size_t)t->layer * ax->P + col] = v;
+        if (t->layer >= 0) layer[(size_t)t->layer * ax->nparam + col] = v;
         else extra[col] = v;
     }
 }
@@ -74,9 +74,9 @@ void probe_hidden_norms(const probe_axes_t *ax, const model_t *m, double *hidden
     for (int r = 0; r < ax->L; r++) {
         int l;
         const layer_stack_t *st = model_row_stack(m, r, &l);
-        for (int q = 0; q < ax->Q; q++) {
+        for (int q = 0; q < ax->nsite; q++) {
             const double *x = site_values(st, l, ax->site[q]);
-            hidden[(size_t)r * ax->Q + q] =
+            hidden[(size_t)r * ax->nsite + q] =
                 x ? mean_row_sqnorm(x, stack_ids(m, st), stack_rows(m, st), C) : NAN;
         }
     }
@@ -178,11 +178,11 @@ void probe_jacobians(const probe_axes_t *ax, const model_t *m, probe_jacobian_t 
                      probe_jacobian_t *final, probe_jacobian_t *enc_final)
 {
     const probe_jacobian_t nan5 = {NAN, NAN, NAN, NAN, NAN};
-    for (int i = 0; i < ax->L * ax->R; i++) layers[i] = nan5;
+    for (int i = 0; i < ax->L * ax->nnorm; i++) layers[i] = nan5;
     *final = nan5;
     if (enc_final) *enc_final = nan5;
     if (m->norm == NORM_NONE) return;
-    const int n_max = ax->L * ax->R + 2;
+    const int n_max = ax->L * ax->nnorm + 2;
     size_t Nmax = 0;
     for (int s = 0; s < m->nstacks; s++)
         if (stack_rows(m, &m->stack[s]) > Nmax) Nmax = stack_rows(m, &m->stack[s]);
@@ -198,16 +198,14 @@ void probe_jacobians(const probe_axes_t *ax, const model_t *m, probe_jacobian_t 
             for (int t = 0; t < 3; t++) {
                 const norm_site_t *site = probe_sublayer_site(sl, t);
                 char name[32];
-                snprintf(name, sizeof name, PROBE_SITE_PATTERN[t], sl->index);
-                const int q = probe_axis_find(ax->norm, ax->R, name);
+                tensors_site_name(t, sl->index, name, sizeof name);
+                const int q = probe_axis_find(ax->norm, ax->nnorm, name);
                 if (!site->on || q < 0) continue;
-                // the site's input: x (Norm_in), r (Norm_after), f (Norm_out), ctx / act (inner)
-                const double *x = t == 1 ? sl->f
-                                  : t == 2 ? (sl->rule.kind == SUB_FFN ? sl->act : sl->ctx)
-                                  : sl->rule.norm_in ? sl->x : sl->r;
-                inst[n++] = (jac_instance_t){x, site->gamma, site->alpha, site->width,
+                // the site's input in the last forward: x (Norm_in), r (Norm_after), the
+                // branch output (Norm_out), ctx / act (inner)
+                inst[n++] = (jac_instance_t){site->in, site->gamma, site->alpha, site->width,
                                              stack_ids(m, st), stack_rows(m, st),
-                                             &layers[r * ax->R + q]};
+                                             &layers[r * ax->nnorm + q]};
             }
         }
     }
@@ -228,10 +226,10 @@ void probe_subout_grads(const probe_axes_t *ax, const model_t *m, double *sub)
     for (int r = 0; r < ax->L; r++) {
         int l;
         const layer_stack_t *st = model_row_stack(m, r, &l);
-        for (int x = 0; x < ax->X; x++) sub[(size_t)r * ax->X + x] = NAN;
+        for (int x = 0; x < ax->nsub; x++) sub[(size_t)r * ax->nsub + x] = NAN;
         for (int i = 0; i < st->nsub; i++) {
-            const int x = probe_axis_find(ax->sub, ax->X, PROBE_SUB_NAMES[stack_sublayer(st, l, i)->rule.kind]);
-            if (x >= 0) sub[(size_t)r * ax->X + x] = st->dout_norm[(size_t)l * st->nsub + i];
+            const int x = probe_axis_find(ax->sub, ax->nsub, PROBE_SUB_NAMES[stack_sublayer(st, l, i)->rule.kind]);
+            if (x >= 0) sub[(size_t)r * ax->nsub + x] = st->dout_norm[(size_t)l * st->nsub + i];
         }
     }
 }
@@ -241,11 +239,11 @@ void probe_admin_omega(const probe_axes_t *ax, const model_t *m, double *out)
     for (int r = 0; r < ax->L; r++) {
         int l;
         const layer_stack_t *st = model_row_stack(m, r, &l);
-        for (int x = 0; x < ax->X; x++) out[(size_t)r * ax->X + x] = NAN;
+        for (int x = 0; x < ax->nsub; x++) out[(size_t)r * ax->nsub + x] = NAN;
         for (int i = 0; i < st->nsub; i++) {
             const sublayer_t *sl = stack_sublayer(st, l, i);
-            const int x = probe_axis_find(ax->sub, ax->X, PROBE_SUB_NAMES[sl->rule.kind]);
-            if (x >= 0 && sl->omega) out[(size_t)r * ax->X + x] = sl->omega[0];
+            const int x = probe_axis_find(ax->sub, ax->nsub, PROBE_SUB_NAMES[sl->rule.kind]);
+            if (x >= 0 && sl->omega) out[(size_t)r * ax->nsub + x] = sl->omega[0];
         }
     }
 }

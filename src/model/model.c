@@ -10,22 +10,17 @@
 #include "nn/gemm.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
+#include "util/arena.h"
 
 /* ---------------------------------------------------------------------------------------
  * Activations: the stacks' arenas, the output layer, the shared backward scratch.
  * ------------------------------------------------------------------------------------- */
 
-static double *take(double *base, size_t *off, size_t n)
-{
-    double *p = base ? base + *off : NULL;
-    *off += n;
-    return p;
-}
 
 /* The largest batch of cfg when the caller gives none: B × seq_len (× src_len). */
-static model_caps_t default_caps(const config_t *cfg)
+static batch_caps_t default_caps(const config_t *cfg)
 {
-    model_caps_t c = {cfg->data.batch, cfg->model.seq_len, config_src_len(cfg), 0, 0};
+    batch_caps_t c = {cfg->data.batch, cfg->model.seq_len, config_src_len(cfg), 0, 0};
     c.tokens = (size_t)c.B * c.T;
     c.src_tokens = (size_t)c.B * c.S;
     return c;
@@ -33,7 +28,7 @@ static model_caps_t default_caps(const config_t *cfg)
 
 /* Capacities of one stack's sub-layers: its rows, the rows of the memory it attends to, and
  * the largest attention matrix of either kind. */
-static sublayer_caps_t stack_caps(const model_t *m, const model_caps_t *c, stack_kind_t kind)
+static sublayer_caps_t stack_caps(const model_t *m, const batch_caps_t *c, stack_kind_t kind)
 {
     const size_t H = (size_t)m->H;
     sublayer_caps_t s;
@@ -52,7 +47,7 @@ static sublayer_caps_t stack_caps(const model_t *m, const model_caps_t *c, stack
 }
 
 /* Lay out everything (or count when the bases are NULL). */
-static void layout(model_t *m, const model_caps_t *c, double *base, double *gbase)
+static void layout(model_t *m, const batch_caps_t *c, double *base, double *gbase)
 {
     size_t n = 0, gn = 0;
     const int drop = m->dropout > 0.0;
@@ -65,10 +60,10 @@ static void layout(model_t *m, const model_caps_t *c, double *base, double *gbas
         if (sc.att > widest.att) widest.att = sc.att;
     }
     const size_t N = c->tokens, V = (size_t)m->V;
-    m->logits = take(base, &n, N * V);
-    m->probs = take(base, &n, N * V);
-    m->losses = take(base, &n, N);
-    m->dlogits = take(gbase, &gn, N * V);
+    m->logits = arena_take(base, &n, N * V);
+    m->probs = arena_take(base, &n, N * V);
+    m->losses = arena_take(base, &n, N);
+    m->dlogits = arena_take(gbase, &gn, N * V);
     gn += sublayer_scratch_layout(&m->scratch, &m->shape, &widest, gbase ? gbase + gn : NULL);
     m->num_acts = n;
     m->num_dacts = gn;
@@ -111,7 +106,7 @@ static int make_stacks(model_t *m, const config_t *cfg)
     return 0;
 }
 
-static void copy_dims(model_t *m, const config_t *cfg, const model_caps_t *c)
+static void copy_dims(model_t *m, const config_t *cfg, const batch_caps_t *c)
 {
     m->arch = cfg->model.arch;
     m->L = cfg->model.layers;
@@ -150,9 +145,9 @@ static void fill_positions(double *pe, int T, int C)
     }
 }
 
-model_t *model_create(const config_t *cfg, const model_caps_t *caps)
+model_t *model_create(const config_t *cfg, const batch_caps_t *caps)
 {
-    const model_caps_t c = caps ? *caps : default_caps(cfg);
+    const batch_caps_t c = caps ? *caps : default_caps(cfg);
     model_t *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     copy_dims(m, cfg, &c);
@@ -193,9 +188,9 @@ void model_free(model_t *m)
     free(m);
 }
 
-double model_memory_doubles(const config_t *cfg, const model_caps_t *caps)
+double model_memory_doubles(const config_t *cfg, const batch_caps_t *caps)
 {
-    const model_caps_t c = caps ? *caps : default_caps(cfg);
+    const batch_caps_t c = caps ? *caps : default_caps(cfg);
     model_t m;
     memset(&m, 0, sizeof m);
     copy_dims(&m, cfg, &c);
@@ -229,7 +224,7 @@ static long first_bad_id(const int32_t *ids, size_t n, int V)
 int model_check_batch(const model_t *m, const batch_t *b, char *err, size_t errlen)
 {
     const int encdec = m->arch == ARCH_ENCDEC;
-    const model_caps_t *c = &m->caps;
+    const batch_caps_t *c = &m->caps;
     if (b->B < 1 || b->T < 1 || b->B > c->B || b->T > c->T ||
         (size_t)b->B * b->T > c->tokens || !b->tokens ||
         (encdec && (b->S < 1 || b->S > c->S || (size_t)b->B * b->S > c->src_tokens || !b->src))) {

@@ -22,16 +22,9 @@
 #include <stdint.h>
 #include <gsl/gsl_rng.h>
 #include "config/config.h"
-#include "model/batch.h"
+#include "data/batch.h"
 #include "model/stack.h"
 #include "model/tensors.h"
-
-/* The largest batch a model is built for. */
-typedef struct {
-    int B, T, S;             /* rows, target length, source length (0 for lm) */
-    size_t tokens;           /* most target tokens B·T of one batch (≤ B·T_max) */
-    size_t src_tokens;       /* most source tokens B·S of one batch */
-} model_caps_t;
 
 typedef struct {
     /* Dimensions and switches, copied from the config. */
@@ -39,7 +32,7 @@ typedef struct {
     int L, M;                /* layers of the (encoder) stack; decoder layers (0 for lm) */
     int C, H, Dh, F, V;
     int T, S, B;             /* capacity: target length, source length, rows */
-    model_caps_t caps;
+    batch_caps_t caps;
     norm_kind_t norm;
     double norm_eps, dropout, label_smoothing;
     double dyt_alpha;        /* DyT's α at initialisation */
@@ -81,14 +74,14 @@ typedef struct {
 
 /* Allocate a model for cfg (params, grads, activations for the largest batch caps; NULL:
  * the config's B = data.batch, T = seq_len, S = src_len). Returns NULL when out of memory. */
-model_t *model_create(const config_t *cfg, const model_caps_t *caps);
+model_t *model_create(const config_t *cfg, const batch_caps_t *caps);
 
 /* Free everything model_create allocated. */
 void model_free(model_t *m);
 
 /* Doubles model_create would allocate for cfg and caps (parameters, gradients, activations,
  * scratch): the memory estimate checked before a run starts. */
-double model_memory_doubles(const config_t *cfg, const model_caps_t *caps);
+double model_memory_doubles(const config_t *cfg, const batch_caps_t *caps);
 
 /* Initialise parameters (docs/design.md §5, init.scheme) from rng, in buffer order: γ = 1,
  * β = 0, biases 0, tok_embed and lm_head ~ N(0, 1/C), matrices Xavier/normal times their

@@ -6,140 +6,111 @@
 #include <gsl/gsl_randist.h>
 #include "model/params.h"
 
-static const char *const STACK_PREFIX[3] = {"layers", "enc", "dec"};
-static const char *const FINAL_NAME[3] = {"final_norm", "enc_final_norm", "dec_final_norm"};
-static const char *const ATTN_KINDS[2][8] = {
-    {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo"},
-    {"cwq", "cbq", "cwk", "cbk", "cwv", "cbv", "cwo", "cbo"},
-};
-static const char *const FFN_KINDS[4] = {"w1", "b1", "w2", "b2"};
-
 /* ---------------------------------------------------------------------------------------
  * Parameter layout: one buffer, tensors in a fixed order (docs/design.md §5, §6b):
  * tok_embed, [lm_head], then per stack its layers (canonical order inside a layer,
  * model/tensors.h) and [its final norm].
  * ------------------------------------------------------------------------------------- */
 
-/* A tensor of a layer named prefix + kind, kind one of the canonical columns (model/tensors.c). */
+/* A tensor of a layer named prefix + kind, kind a column name of the registry (model/tensors.h). */
 static int add_layer_tensor(model_t *m, const char *prefix, int row, const char *kind,
                             size_t rows, size_t cols, tensor_init_t init, double value)
 {
     char name[96];
     snprintf(name, sizeof name, "%s%s", prefix, kind);
-    const char *column = tensors_column_name(tensors_column_index(kind));
-    return tensors_add(&m->list, name, column, rows, cols, rows > 1 ? 2 : 1, row, init, value) < 0;
+    return tensors_add(&m->list, name, kind, rows, cols, rows > 1 ? 2 : 1, row, init, value) < 0;
 }
 
-/* γ (and β: LayerNorm, DyT) of the norm site "site" (e.g. "norm2", "norm1_out") of width w. */
-static int add_site_params(model_t *m, const char *prefix, int row, const char *site, size_t w)
+/* γ (and β: LayerNorm, DyT) of norm site `site` (model/tensors.h) of sub-layer K, width w. */
+static int add_site_params(model_t *m, const char *prefix, int row, int site, int K, size_t w)
 {
-    char kind[48];
     int rc = 0;
     if (m->norm == NORM_NONE) return 0;
-    snprintf(kind, sizeof kind, "%s.gamma", site);
-    rc |= add_layer_tensor(m, prefix, row, kind, 1, w, TENSOR_CONST, 1.0);
-    if (m->norm == NORM_LAYERNORM || m->norm == NORM_DYT) {
-        snprintf(kind, sizeof kind, "%s.beta", site);
-        rc |= add_layer_tensor(m, prefix, row, kind, 1, w, TENSOR_CONST, 0.0);
-    }
+    rc |= add_layer_tensor(m, prefix, row, tensors_site_param(site, K, 0), 1, w, TENSOR_CONST, 1.0);
+    if (m->norm == NORM_LAYERNORM || m->norm == NORM_DYT)
+        rc |= add_layer_tensor(m, prefix, row, tensors_site_param(site, K, 1), 1, w, TENSOR_CONST,
+                               0.0);
     return rc;
 }
 
 /* DyT's α of a norm site: one learnable scalar, initialised to model.dyt_alpha. */
-static int add_site_alpha(model_t *m, const char *prefix, int row, const char *site)
+static int add_site_alpha(model_t *m, const char *prefix, int row, int site, int K)
 {
-    char kind[48];
     if (m->norm != NORM_DYT) return 0;
-    snprintf(kind, sizeof kind, "%s.alpha", site);
-    return add_layer_tensor(m, prefix, row, kind, 1, 1, TENSOR_CONST, m->dyt_alpha);
+    return add_layer_tensor(m, prefix, row, tensors_site_param(site, K, 2), 1, 1, TENSOR_CONST,
+                            m->dyt_alpha);
 }
 
-/* A weight (rows, cols) or a bias (cols) of a sub-layer. */
-static int add_branch_tensor(model_t *m, const char *prefix, int row, const char *kind,
-                             size_t rows, size_t cols, double gain)
-{
-    char name[48];
-    snprintf(name, sizeof name, "%s%s", prefix, kind);
-    if (rows > 1) return tensors_add(&m->list, name, kind, rows, cols, 2, row, TENSOR_MATRIX, gain) < 0;
-    return tensors_add(&m->list, name, kind, 1, cols, 1, row, TENSOR_CONST, 0.0) < 0;
-}
-
-/* The branch tensors of a sub-layer: attention's q, k, v, o or the FFN's W¹, W². */
+/* The branch tensors of a sub-layer, weight (gain) then bias (0): attention's q, k, v, o or the
+ * FFN's W¹ (C,F), W² (F,C). */
 static int add_branch(model_t *m, const char *prefix, int row, const sublayer_rule_t *r)
 {
     const size_t C = (size_t)m->C, F = (size_t)m->F;
-    int rc = 0;
-    if (r->kind == SUB_FFN) {
-        rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[0], C, F, r->gain[GAIN_W1]);
-        rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[1], 1, F, 0.0);
-        rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[2], F, C, r->gain[GAIN_W2]);
-        rc |= add_branch_tensor(m, prefix, row, FFN_KINDS[3], 1, C, 0.0);
-        return rc;
-    }
-    const char *const *k = ATTN_KINDS[r->kind == SUB_CROSS_ATTN];
-    const double gains[4] = {r->gain[GAIN_Q], r->gain[GAIN_K], r->gain[GAIN_V], r->gain[GAIN_O]};
-    for (int j = 0; j < 4; j++) {
-        rc |= add_branch_tensor(m, prefix, row, k[2 * j], C, C, gains[j]);
-        rc |= add_branch_tensor(m, prefix, row, k[2 * j + 1], 1, C, 0.0);
+    int n, rc = 0;
+    const char *const *k = tensors_branch_names(r->kind, &n);
+    const int ffn = r->kind == SUB_FFN;
+    const double attn_gains[4] = {r->gain[GAIN_Q], r->gain[GAIN_K], r->gain[GAIN_V], r->gain[GAIN_O]};
+    const double ffn_gains[2] = {r->gain[GAIN_W1], r->gain[GAIN_W2]};
+    for (int j = 0; j < n / 2; j++) {
+        const size_t in = ffn && j == 1 ? F : C, out = ffn && j == 0 ? F : C;
+        rc |= add_layer_tensor(m, prefix, row, k[2 * j], in, out, TENSOR_MATRIX,
+                               ffn ? ffn_gains[j] : attn_gains[j]);
+        rc |= add_layer_tensor(m, prefix, row, k[2 * j + 1], 1, out, TENSOR_CONST, 0.0);
     }
     return rc;
 }
 
 /* The tensors of layer l of stack st, in the canonical order of model/tensors.c: every
- * sub-layer's branch, the main norm sites' γ, β, their DyT α, the output and inner sites,
- * Admin's ω, ReZero's α. */
+ * sub-layer's branch, the main norm sites' γ, β, their DyT α, the output and inner sites, the
+ * schemes' own parameters (SUBLAYER_PARAMS: Admin's ω, ReZero's α, …). */
 static int add_layer(model_t *m, const layer_stack_t *st, int l)
 {
     const int row = st->first_row + l, n = st->nsub;
-    char prefix[32], site[32];
-    snprintf(prefix, sizeof prefix, "%s/%02d/", STACK_PREFIX[st->kind], l);
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%s/%02d/", tensors_stack_prefix(st->kind), l);
     int rc = 0;
     for (int i = 0; i < n; i++) rc |= add_branch(m, prefix, row, &stack_sublayer(st, l, i)->rule);
+    for (int i = 0; i < n; i++)
+        if (stack_sublayer(st, l, i)->norm.on)
+            rc |= add_site_params(m, prefix, row, 0, i + 1, (size_t)m->C);
+    for (int i = 0; i < n; i++)
+        if (stack_sublayer(st, l, i)->norm.on) rc |= add_site_alpha(m, prefix, row, 0, i + 1);
     for (int i = 0; i < n; i++) {
-        const sublayer_t *sl = stack_sublayer(st, l, i);
-        snprintf(site, sizeof site, "norm%d", i + 1);
-        if (sl->norm.on) rc |= add_site_params(m, prefix, row, site, (size_t)m->C);
-    }
-    for (int i = 0; i < n; i++) {
-        snprintf(site, sizeof site, "norm%d", i + 1);
-        if (stack_sublayer(st, l, i)->norm.on) rc |= add_site_alpha(m, prefix, row, site);
-    }
-    for (int i = 0; i < n; i++) {
-        snprintf(site, sizeof site, "norm%d_out", i + 1);
         if (!stack_sublayer(st, l, i)->norm_out.on) continue;
-        rc |= add_site_params(m, prefix, row, site, (size_t)m->C);
-        rc |= add_site_alpha(m, prefix, row, site);
+        rc |= add_site_params(m, prefix, row, 1, i + 1, (size_t)m->C);
+        rc |= add_site_alpha(m, prefix, row, 1, i + 1);
     }
     for (int i = 0; i < n; i++) {
         const sublayer_t *sl = stack_sublayer(st, l, i);
-        snprintf(site, sizeof site, "norm%d_inner", i + 1);
         if (!sl->inner.on) continue;
-        rc |= add_site_params(m, prefix, row, site, sl->inner.width);
-        rc |= add_site_alpha(m, prefix, row, site);
+        rc |= add_site_params(m, prefix, row, 2, i + 1, sl->inner.width);
+        rc |= add_site_alpha(m, prefix, row, 2, i + 1);
     }
-    for (int i = 0; i < n; i++) {   // Admin's ω: 1 until the profiling pass sets it
-        snprintf(site, sizeof site, "omega%d", i + 1);
-        if (stack_sublayer(st, l, i)->rule.skip_param)
-            rc |= add_layer_tensor(m, prefix, row, site, 1, (size_t)m->C, TENSOR_CONST, 1.0);
+    for (int p = 0; p < SUBLAYER_NPARAMS; p++) {   // the schemes' own: ω, ReZero's α, …
+        const sublayer_param_t *sp = &SUBLAYER_PARAMS[p];
+        const size_t w = sp->width == SP_WIDTH_C ? (size_t)m->C
+                         : sp->width == SP_WIDTH_HEADS ? (size_t)m->H : 1;
+        for (int i = 0; i < (sp->per_layer ? 1 : n); i++)
+            if (sublayer_param_on(sp, &stack_sublayer(st, l, i)->rule))
+                rc |= add_layer_tensor(m, prefix, row, sp->name(i + 1), 1, w, TENSOR_CONST,
+                                       sp->init);
     }
-    if (stack_sublayer(st, l, 0)->rule.gate_param)   // ReZero: α_l = 0 at init
-        rc |= add_layer_tensor(m, prefix, row, "rezero_alpha", 1, 1, TENSOR_CONST, 0.0);
     return rc;
 }
 
+/* A stack's final norm: FINAL.gamma (and .beta: LayerNorm, DyT; DyT's .alpha), no layer row. */
 static int add_final_norm(model_t *m, const layer_stack_t *st)
 {
     if (!st->final.on || m->norm == NORM_NONE) return 0;
-    char name[48];
-    snprintf(name, sizeof name, "%s.gamma", FINAL_NAME[st->kind]);
-    int rc = tensors_add(&m->list, name, "", 1, (size_t)m->C, 1, -1, TENSOR_CONST, 1.0) < 0;
-    if (m->norm == NORM_LAYERNORM || m->norm == NORM_DYT) {
-        snprintf(name, sizeof name, "%s.beta", FINAL_NAME[st->kind]);
-        rc |= tensors_add(&m->list, name, "", 1, (size_t)m->C, 1, -1, TENSOR_CONST, 0.0) < 0;
-    }
-    if (m->norm == NORM_DYT) {
-        snprintf(name, sizeof name, "%s.alpha", FINAL_NAME[st->kind]);
-        rc |= tensors_add(&m->list, name, "", 1, 1, 1, -1, TENSOR_CONST, m->dyt_alpha) < 0;
+    const int nq = m->norm == NORM_DYT ? 3 : m->norm == NORM_LAYERNORM ? 2 : 1;
+    const size_t width[3] = {(size_t)m->C, (size_t)m->C, 1};
+    const double value[3] = {1.0, 0.0, m->dyt_alpha};
+    int rc = 0;
+    for (int q = 0; q < nq; q++) {
+        char name[48];
+        snprintf(name, sizeof name, "%s.%s", tensors_final_norm_name(st->kind),
+                 tensors_param_suffix(q));
+        rc |= tensors_add(&m->list, name, "", 1, width[q], 1, -1, TENSOR_CONST, value[q]) < 0;
     }
     return rc;
 }
@@ -147,8 +118,10 @@ static int add_final_norm(model_t *m, const layer_stack_t *st)
 int params_build(model_t *m)
 {
     const size_t C = (size_t)m->C, V = (size_t)m->V;
-    int rc = tensors_add(&m->list, "tok_embed", "", V, C, 2, -1, TENSOR_EMBED, m->embed_scale) < 0;
-    if (!m->tied) rc |= tensors_add(&m->list, "lm_head", "", C, V, 2, -1, TENSOR_EMBED, 1.0) < 0;
+    int rc = tensors_add(&m->list, tensors_embed_name(), "", V, C, 2, -1, TENSOR_EMBED,
+                         m->embed_scale) < 0;
+    if (!m->tied)
+        rc |= tensors_add(&m->list, tensors_head_name(), "", C, V, 2, -1, TENSOR_EMBED, 1.0) < 0;
     for (int s = 0; s < m->nstacks && !rc; s++) {
         for (int l = 0; l < m->stack[s].L; l++) rc |= add_layer(m, &m->stack[s], l);
         rc |= add_final_norm(m, &m->stack[s]);
@@ -168,60 +141,64 @@ static double *view(const model_t *m, double *base, const char *prefix, const ch
     return t ? base + t->offset : NULL;
 }
 
-/* Point a norm site's γ, β, α (and gradients) at prefix + site + "gamma" etc. */
-static void bind_site(const model_t *m, norm_site_t *n, const char *prefix, const char *site)
+/* Point a norm site's γ, β, α (and gradients) at the tensors prefix + name[q]; NULL where absent. */
+static void bind_site(const model_t *m, norm_site_t *n, const char *prefix, const char *const name[3])
 {
-    static const char *const P[3] = {"gamma", "beta", "alpha"};
     double **params[3] = {&n->gamma, &n->beta, &n->alpha};
     double **grads[3] = {&n->dgamma, &n->dbeta, &n->dalpha};
-    for (int k = 0; k < 3; k++) {
-        char name[48];
-        snprintf(name, sizeof name, "%s%s%s", prefix, site, P[k]);
-        *params[k] = view(m, m->params, "", name);
-        *grads[k] = view(m, m->grads, "", name);
+    for (int q = 0; q < 3; q++) {
+        *params[q] = view(m, m->params, prefix, name[q]);
+        *grads[q] = view(m, m->grads, prefix, name[q]);
+    }
+}
+
+/* Sub-layer sl (the K-th of its layer, names prefix + column): its weights, biases, norm sites
+ * and the schemes' own parameters. */
+static void bind_sublayer(model_t *m, sublayer_t *sl, const char *prefix, int K)
+{
+    int n;
+    const char *const *k = tensors_branch_names(sl->rule.kind, &n);
+    for (int j = 0; j < n / 2; j++) {
+        sl->w[j] = view(m, m->params, prefix, k[2 * j]);
+        sl->gw[j] = view(m, m->grads, prefix, k[2 * j]);
+        sl->b[j] = view(m, m->params, prefix, k[2 * j + 1]);
+        sl->gb[j] = view(m, m->grads, prefix, k[2 * j + 1]);
+    }
+    norm_site_t *sites[3] = {&sl->norm, &sl->norm_out, &sl->inner};
+    for (int t = 0; t < 3; t++) {
+        const char *names[3] = {tensors_site_param(t, K, 0), tensors_site_param(t, K, 1),
+                                tensors_site_param(t, K, 2)};
+        bind_site(m, sites[t], prefix, names);
+    }
+    for (int p = 0; p < SUBLAYER_NPARAMS; p++) {   // NULL where the rule has none
+        const sublayer_param_t *sp = &SUBLAYER_PARAMS[p];
+        *sublayer_param_view(sp, sl, 0) = view(m, m->params, prefix, sp->name(K));
+        *sublayer_param_view(sp, sl, 1) = view(m, m->grads, prefix, sp->name(K));
     }
 }
 
 /* Point every sub-layer's and final norm's views at the params and grads buffers. */
 void params_bind(model_t *m)
 {
-    m->tok_embed = view(m, m->params, "", "tok_embed");
-    m->gtok_embed = view(m, m->grads, "", "tok_embed");
-    m->lm_head = view(m, m->params, "", "lm_head");
-    m->glm_head = view(m, m->grads, "", "lm_head");
+    m->tok_embed = view(m, m->params, "", tensors_embed_name());
+    m->gtok_embed = view(m, m->grads, "", tensors_embed_name());
+    m->lm_head = view(m, m->params, "", tensors_head_name());
+    m->glm_head = view(m, m->grads, "", tensors_head_name());
     for (int s = 0; s < m->nstacks; s++) {
         layer_stack_t *st = &m->stack[s];
         for (int l = 0; l < st->L; l++) {
-            char prefix[32], name[32];
-            snprintf(prefix, sizeof prefix, "%s/%02d/", STACK_PREFIX[st->kind], l);
-            for (int i = 0; i < st->nsub; i++) {
-                sublayer_t *sl = stack_sublayer(st, l, i);
-                const char *const *k = sl->rule.kind == SUB_FFN ? FFN_KINDS
-                                       : ATTN_KINDS[sl->rule.kind == SUB_CROSS_ATTN];
-                const int nw = sl->rule.kind == SUB_FFN ? 2 : 4;
-                for (int j = 0; j < nw; j++) {
-                    sl->w[j] = view(m, m->params, prefix, k[2 * j]);
-                    sl->gw[j] = view(m, m->grads, prefix, k[2 * j]);
-                    sl->b[j] = view(m, m->params, prefix, k[2 * j + 1]);
-                    sl->gb[j] = view(m, m->grads, prefix, k[2 * j + 1]);
-                }
-                static const char *const SITES[3] = {"norm%d.", "norm%d_out.", "norm%d_inner."};
-                norm_site_t *sites[3] = {&sl->norm, &sl->norm_out, &sl->inner};
-                for (int t = 0; t < 3; t++) {
-                    char site[32];
-                    snprintf(site, sizeof site, SITES[t], i + 1);
-                    bind_site(m, sites[t], prefix, site);
-                }
-                snprintf(name, sizeof name, "omega%d", i + 1);
-                sl->omega = view(m, m->params, prefix, name);
-                sl->domega = view(m, m->grads, prefix, name);
-                sl->gate = view(m, m->params, prefix, "rezero_alpha");
-                sl->dgate = view(m, m->grads, prefix, "rezero_alpha");
-            }
+            char prefix[32];
+            snprintf(prefix, sizeof prefix, "%s/%02d/", tensors_stack_prefix(st->kind), l);
+            for (int i = 0; i < st->nsub; i++) bind_sublayer(m, stack_sublayer(st, l, i), prefix, i + 1);
         }
-        char site[32];
-        snprintf(site, sizeof site, "%s.", FINAL_NAME[st->kind]);
-        bind_site(m, &st->final, "", site);
+        char finals[3][48];
+        const char *names[3];
+        for (int q = 0; q < 3; q++) {
+            snprintf(finals[q], sizeof finals[q], "%s.%s", tensors_final_norm_name(st->kind),
+                     tensors_param_suffix(q));
+            names[q] = finals[q];
+        }
+        bind_site(m, &st->final, "", names);
     }
 }
 
@@ -259,6 +236,8 @@ static void init_matrix(double *p, const tensor_info_t *t, const config_t *cfg, 
 void model_init(model_t *m, const config_t *cfg, gsl_rng *rng)
 {
     const double sd_embed = 1.0 / sqrt((double)m->C);
+    int nb;
+    const char *const *q_k = tensors_branch_names(SUB_SELF_ATTN, &nb);
     for (int i = 0; i < m->num_tensors; i++) {
         const tensor_info_t *t = &m->tensors[i];
         double *p = m->params + t->offset;
@@ -272,7 +251,8 @@ void model_init(model_t *m, const config_t *cfg, gsl_rng *rng)
         case TENSOR_MATRIX:
             init_matrix(p, t, cfg, rng);
             // the theory's W_Q = W_K = 0 (drawn first, so the other tensors do not change)
-            if (cfg->init.zero_qk && (!strcmp(t->kind, "wq") || !strcmp(t->kind, "wk")))
+            // the self-attention's W_Q, W_K: the first and third of its branch tensors
+            if (cfg->init.zero_qk && (!strcmp(t->kind, q_k[0]) || !strcmp(t->kind, q_k[2])))
                 memset(p, 0, n * sizeof(double));
             break;
         case TENSOR_CONST:    // biases and β = 0, γ = 1

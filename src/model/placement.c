@@ -117,6 +117,15 @@ static void rule_of(const config_t *cfg, stack_kind_t stack, int l, sublayer_rul
         for (int k = 0; k < GAIN_COUNT; k++) r->gain[k] = g;
         break;
     }
+    case PLACEMENT_NORMFORMER: // Pre-LN; in a decoder's (and an lm's) layers the self-attention's
+        r->norm_in = 1;        // output scaled per head then normed, and a norm after the FFN's
+        if (stack != STACK_ENC) {   // activation (fairseq transformer_layer.py: c_attn,
+            r->head_scale = r->norm_out = r->kind == SUB_SELF_ATTN;   // attn_ln, ffn_layernorm)
+            r->norm_inner = r->kind == SUB_FFN;
+        }
+        break;
+    case PLACEMENT_COUNT:      // not a placement (config_validate refuses it)
+        break;
     }
     if (cfg->init.scheme == INIT_TFIXUP) scale_vo_ffn(r, placement_tfixup_scale(cfg, stack), 0);
 }

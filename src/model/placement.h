@@ -4,7 +4,8 @@
  *
  * A sub-layer with branch F (self-attention, cross-attention or FFN) computes
  *     u = Norm_in(x) or x;   f = F(u) (Norm_inner inside F, before W_O / W²);
- *     f' = Norm_out(f) or f;   r = skip·x + gate·drop(f') (+ the block's input with b2t);
+ *     f' = Norm_out(c ⊙ f) or c ⊙ f (c: 1, or NormFormer's scale per head);
+ *     r = skip·x + gate·drop(f') (+ the block's input with b2t);
  *     out = Norm_after(r) or r
  * Post-LN: norm_after.  Pre-LN: norm_in (and a final norm on the stack).
  */
@@ -32,6 +33,8 @@ typedef struct {
     int skip_param;     /* the skip scale is a learnable d-vector ω (omegaK; Admin) */
     int gate_param;     /* the branch is scaled by the layer's learnable α (rezero_alpha) */
     int b2t;            /* the block's input is added to this residual too (B2T) */
+    int head_scale;     /* the attention's output scaled per head by a learnable H-vector
+                           before Norm_out (head_scaleK; NormFormer) */
     double gain[GAIN_COUNT];
 } sublayer_rule_t;
 

@@ -4,13 +4,8 @@
 #include "model/stack.h"
 #include "nn/dyt.h"
 #include "util/threads.h"
+#include "util/arena.h"
 
-static double *take(double *base, size_t *off, size_t n)
-{
-    double *p = base ? base + *off : NULL;
-    *off += n;
-    return p;
-}
 
 sublayer_t *stack_sublayer(const layer_stack_t *st, int l, int i)
 {
@@ -22,8 +17,8 @@ void stack_layout(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_
 {
     const size_t NC = cap->rows * (size_t)sh->C;
     const int K = st->L * st->nsub;
-    st->embed = take(base, n, NC);
-    st->mask_embed = dropout ? take(base, n, NC) : NULL;
+    st->embed = arena_take(base, n, NC);
+    st->mask_embed = dropout ? arena_take(base, n, NC) : NULL;
     for (int s = 0; s < K; s++) {
         double *b = base ? base + *n : NULL;
         *n += sublayer_layout(&st->subs[s], sh, cap, dropout, b);
@@ -32,15 +27,15 @@ void stack_layout(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_
     st->output = st->top;
     if (st->final.on) {
         st->final.width = (size_t)sh->C;
-        st->final.out = take(base, n, NC);
-        st->final.mean = take(base, n, cap->rows);
-        st->final.rstd = take(base, n, cap->rows);
+        st->final.out = arena_take(base, n, NC);
+        st->final.mean = arena_take(base, n, cap->rows);
+        st->final.rstd = arena_take(base, n, cap->rows);
         st->output = st->final.out;
     }
-    st->dstream[0] = take(gbase, gn, NC);
-    st->dstream[1] = take(gbase, gn, NC);
-    st->dfinal = st->final.on ? take(gbase, gn, NC) : st->dstream[K % 2];
-    st->dblock = st->subs[st->nsub - 1].rule.b2t ? take(gbase, gn, NC) : NULL;
+    st->dstream[0] = arena_take(gbase, gn, NC);
+    st->dstream[1] = arena_take(gbase, gn, NC);
+    st->dfinal = st->final.on ? arena_take(gbase, gn, NC) : st->dstream[K % 2];
+    st->dblock = st->subs[st->nsub - 1].rule.b2t ? arena_take(gbase, gn, NC) : NULL;
 }
 
 /* Fill n mask entries: 0 with probability p, else 1/(1−p). */

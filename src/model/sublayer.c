@@ -1,19 +1,46 @@
 /* sublayer.c — one residual sub-layer, forward and backward (docs/design.md §1, §6b, §6c). */
+#include <stddef.h>
 #include <string.h>
 #include "model/sublayer.h"
+#include "model/tensors.h"
 #include "nn/attention.h"
 #include "nn/dyt.h"
 #include "nn/linear.h"
 #include "util/threads.h"
+#include "util/arena.h"
 
 enum { Q, K, V, O };   // attention's w[] / b[]; the FFN uses w[0] = W¹, w[1] = W²
 
-static double *take(double *base, size_t *off, size_t n)
+/* ReZero's α has one name per layer: the registry's, whatever the sub-layer. */
+static const char *gate_name(int K) { (void)K; return tensors_gate_name(); }
+
+#define RULE(f) offsetof(sublayer_rule_t, f)
+#define VIEW(f) offsetof(sublayer_t, f)
+const sublayer_param_t SUBLAYER_PARAMS[] = {
+    // Admin's ω (C): 1 until the profiling pass sets it (model_admin_profile)
+    {RULE(skip_param), 0, SP_WIDTH_C, 1.0, VIEW(omega), VIEW(domega), tensors_omega_name},
+    // ReZero's α_l, shared by a layer's sub-layers: 0 at initialisation
+    {RULE(gate_param), 1, SP_WIDTH_ONE, 0.0, VIEW(gate), VIEW(dgate), gate_name},
+    // NormFormer's scale per head (fairseq's c_attn): 1 at initialisation
+    {RULE(head_scale), 0, SP_WIDTH_HEADS, 1.0, VIEW(hscale), VIEW(dhscale), tensors_head_scale_name},
+};
+const int SUBLAYER_NPARAMS = (int)(sizeof SUBLAYER_PARAMS / sizeof SUBLAYER_PARAMS[0]);
+
+int sublayer_param_on(const sublayer_param_t *sp, const sublayer_rule_t *r)
 {
-    double *p = base ? base + *off : NULL;
-    *off += n;
-    return p;
+    return *(const int *)((const char *)r + sp->flag);
 }
+
+double **sublayer_param_view(const sublayer_param_t *sp, sublayer_t *s, int grad)
+{
+    return (double **)((char *)s + (grad ? sp->grad : sp->param));
+}
+
+const double *sublayer_param_values(const sublayer_param_t *sp, const sublayer_t *s)
+{
+    return *(double *const *)((const char *)s + sp->param);
+}
+
 
 static int is_attention(const sublayer_t *s) { return s->rule.kind != SUB_FFN; }
 
@@ -21,6 +48,7 @@ static int is_attention(const sublayer_t *s) { return s->rule.kind != SUB_FFN; }
 
 void norm_site_forward(norm_site_t *n, const sublayer_shape_t *sh, const double *x, size_t rows)
 {
+    n->in = x;
     if (sh->norm == NORM_DYT) dyt_forward(n->out, x, *n->alpha, n->gamma, n->beta, rows, n->width);
     else norm_forward(sh->norm, n->out, n->mean, n->rstd, x, n->gamma, n->beta, rows, n->width,
                       sh->eps);
@@ -50,9 +78,9 @@ static void norm_site_backward_set(const norm_site_t *n, const sublayer_shape_t 
 /* A norm site's output and statistics over rows × its width. */
 static void layout_norm(norm_site_t *n, size_t rows, double *base, size_t *off)
 {
-    n->out = take(base, off, rows * n->width);
-    n->mean = take(base, off, rows);
-    n->rstd = take(base, off, rows);
+    n->out = arena_take(base, off, rows * n->width);
+    n->mean = arena_take(base, off, rows);
+    n->rstd = arena_take(base, off, rows);
 }
 
 /* ----------------------------------------------------------------------------- arena */
@@ -65,22 +93,23 @@ size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
     size_t off = 0;
     if (s->rule.norm_in) layout_norm(&s->norm, N, base, &off);
     if (is_attention(s)) {
-        s->q = take(base, &off, N * C);
-        s->k = take(base, &off, Nk * C);
-        s->v = take(base, &off, Nk * C);
-        s->att = take(base, &off, cap->att);
-        s->ctx = take(base, &off, N * C);
+        s->q = arena_take(base, &off, N * C);
+        s->k = arena_take(base, &off, Nk * C);
+        s->v = arena_take(base, &off, Nk * C);
+        s->att = arena_take(base, &off, cap->att);
+        s->ctx = arena_take(base, &off, N * C);
     } else {
-        s->pre = take(base, &off, N * F);
-        s->act = take(base, &off, N * F);
+        s->pre = arena_take(base, &off, N * F);
+        s->act = arena_take(base, &off, N * F);
     }
     if (s->inner.on) layout_norm(&s->inner, N, base, &off);
     s->h = s->inner.on ? s->inner.out : is_attention(s) ? s->ctx : s->act;
-    s->f = take(base, &off, N * C);
+    s->f = arena_take(base, &off, N * C);
+    s->fh = s->rule.head_scale ? arena_take(base, &off, N * C) : NULL;
     if (s->norm_out.on) layout_norm(&s->norm_out, N, base, &off);
-    s->fo = s->norm_out.on ? s->norm_out.out : s->f;
-    s->mask = dropout ? take(base, &off, N * C) : NULL;
-    s->r = take(base, &off, N * C);
+    s->fo = s->norm_out.on ? s->norm_out.out : s->fh ? s->fh : s->f;
+    s->mask = dropout ? arena_take(base, &off, N * C) : NULL;
+    s->r = arena_take(base, &off, N * C);
     if (s->rule.norm_after) layout_norm(&s->norm, N, base, &off);
     s->out = s->rule.norm_after ? s->norm.out : s->r;
     return off;
@@ -92,19 +121,19 @@ size_t sublayer_scratch_layout(sublayer_scratch_t *sc, const sublayer_shape_t *s
     const size_t N = cap->rows, C = (size_t)sh->C, F = (size_t)sh->F;
     const size_t Nk = cap->key_rows > N ? cap->key_rows : N;
     size_t off = 0;
-    sc->dq = take(base, &off, N * C);
-    sc->dk = take(base, &off, Nk * C);
-    sc->dv = take(base, &off, Nk * C);
-    sc->datt = take(base, &off, cap->att);
-    sc->dctx = take(base, &off, N * C);
-    sc->df = take(base, &off, N * C);
-    sc->du = take(base, &off, N * C);
-    sc->dr = take(base, &off, N * C);
-    sc->dbranch = take(base, &off, N * C);
-    sc->dfo = take(base, &off, N * C);
-    sc->dpre = take(base, &off, N * F);
-    sc->dact = take(base, &off, N * F);
-    sc->dh = take(base, &off, N * (F > C ? F : C));
+    sc->dq = arena_take(base, &off, N * C);
+    sc->dk = arena_take(base, &off, Nk * C);
+    sc->dv = arena_take(base, &off, Nk * C);
+    sc->datt = arena_take(base, &off, cap->att);
+    sc->dctx = arena_take(base, &off, N * C);
+    sc->df = arena_take(base, &off, N * C);
+    sc->du = arena_take(base, &off, N * C);
+    sc->dr = arena_take(base, &off, N * C);
+    sc->dbranch = arena_take(base, &off, N * C);
+    sc->dfo = arena_take(base, &off, N * C);
+    sc->dpre = arena_take(base, &off, N * F);
+    sc->dact = arena_take(base, &off, N * F);
+    sc->dh = arena_take(base, &off, N * (F > C ? F : C));
     return off;
 }
 
@@ -142,6 +171,28 @@ static void ffn_branch_forward(sublayer_t *s, const sublayer_shape_t *sh, size_t
     ffn_activation_forward(s->act, s->pre, N * F, sh->act);    // (N,F)
     norm_site_forward(&s->inner, sh, s->act, N);               // (N,F) Sub-LN
     linear_forward(s->f, s->h, s->w[1], s->b[1], N, F, C);     // (N,C)
+}
+
+/* NormFormer's head scale (fairseq's c_attn, applied to the attention's output after W_O):
+ * fh[n][h·Dh + j] = c[h]·f[n][h·Dh + j], f and fh (N,C), c (H). */
+static void head_scale_forward(double *fh, const double *f, const double *c, size_t N, int C, int H)
+{
+    const int Dh = C / H;
+    for (size_t n = 0; n < N; n++)
+        for (int j = 0; j < C; j++) fh[n * C + j] = c[j / Dh] * f[n * C + j];
+}
+
+/* Its backward: dc (H) += Σ_n,j∈h dfh ⊙ f; df (N,C) = c ⊙ dfh (df may be dfh). */
+static void head_scale_backward(double *df, double *dc, const double *dfh, const double *f,
+                                const double *c, size_t N, int C, int H)
+{
+    const int Dh = C / H;
+    for (size_t n = 0; n < N; n++)
+        for (int j = 0; j < C; j++) {
+            const double g = dfh[n * C + j];
+            dc[j / Dh] += g * f[n * C + j];
+            df[n * C + j] = c[j / Dh] * g;
+        }
 }
 
 /* The plain residual x + drop(f) and its backward, element-wise, for the parts of a region
@@ -205,7 +256,8 @@ void sublayer_forward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_
     }
     if (is_attention(s)) attention_branch_forward(s, sh, p);
     else ffn_branch_forward(s, sh, N);
-    if (s->norm_out.on) norm_site_forward(&s->norm_out, sh, s->f, N);   // Peri-LN
+    if (s->fh) head_scale_forward(s->fh, s->f, s->hscale, N, sh->C, sh->H);   // NormFormer
+    if (s->norm_out.on) norm_site_forward(&s->norm_out, sh, s->fh ? s->fh : s->f, N);   // Peri-LN
     residual_forward(s, N, C);
     if (s->rule.norm_after) norm_site_forward(&s->norm, sh, s->r, N);   // Post-LN: Norm(r)
 }
@@ -305,8 +357,12 @@ void sublayer_backward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
         dr = sc->dr;
     }
     const double *df = residual_backward(s, N, C, dr, dx, dxb, sc);
-    if (s->norm_out.on) {   // f' = Norm_out(f)
-        norm_site_backward_set(&s->norm_out, sh, sc->dfo, df, s->f, N);
+    if (s->norm_out.on) {   // f' = Norm_out(f_h)
+        norm_site_backward_set(&s->norm_out, sh, sc->dfo, df, s->norm_out.in, N);
+        df = sc->dfo;
+    }
+    if (s->fh) {            // f_h = c ⊙ f
+        head_scale_backward(sc->dfo, s->dhscale, df, s->f, s->hscale, N, sh->C, sh->H);
         df = sc->dfo;
     }
     // the branch adds ∂L/∂u into dx directly unless a norm sits in front of it; then it writes

@@ -1,8 +1,8 @@
 /* sublayer.h — the unit of the model: one residual sub-layer (self-attention,
  * cross-attention or FFN) with its norms, wired by a placement rule (model/placement.h):
  *
- *     u = Norm_in(x) or x;   f = F(u);   f' = Norm_out(f) or f;
- *     r = skip·x + gate·drop(f') (+ x_block);   out = Norm_after(r) or r
+ *     u = Norm_in(x) or x;   f = F(u);   f_h = c ⊙ f (NormFormer) or f;
+ *     f' = Norm_out(f_h) or f_h;   r = skip·x + gate·drop(f') (+ x_block);   out = Norm_after(r) or r
  *
  * It owns its parameter views, its forward activations (in the model's arena) and its
  * forward/backward pair; the backward declares what it accumulates into (see
@@ -35,9 +35,11 @@ typedef struct {
     double *dgamma, *dbeta, *dalpha;
     double *out;                 /* (rows, width) */
     double *mean, *rstd;         /* (rows) */
+    const double *in;            /* (rows, width) the input of the last forward */
 } norm_site_t;
 
-/* out (rows, width) = Norm(x) by the model's norm kind (LayerNorm, RMSNorm, DyT, identity). */
+/* out (rows, width) = Norm(x) by the model's norm kind (LayerNorm, RMSNorm, DyT, identity);
+ * remembers x as the site's input. */
 void norm_site_forward(norm_site_t *n, const sublayer_shape_t *sh, const double *x, size_t rows);
 
 /* ACCUMULATES dx (rows, width) and the site's parameter gradients from dout, for the x of the
@@ -66,6 +68,7 @@ typedef struct {
     norm_site_t inner;           /* normK_inner: before W_O or W² (Sub-LN) */
     double *omega, *domega;      /* (C) Admin's skip scale, or NULL */
     double *gate, *dgate;        /* (1) ReZero's α (shared by the layer's sub-layers), or NULL */
+    double *hscale, *dhscale;    /* (H) NormFormer's scale c of each head's output, or NULL */
     /* forward activations (views into the model's arena) */
     const double *x;             /* (N,C) the input: the stream before this sub-layer */
     const double *xb;            /* (N,C) the block's input (B2T), or NULL */
@@ -76,11 +79,38 @@ typedef struct {
     double *pre, *act;           /* (N,F) */
     const double *h;             /* the input of W_O or W²: inner.out, or ctx / act */
     double *f;                   /* (N,C) the branch output F(u) */
-    const double *fo;            /* (N,C) norm_out.out or f */
+    double *fh;                  /* (N,C) f scaled per head (head_scale), or NULL */
+    const double *fo;            /* (N,C) norm_out.out, or fh or f */
     double *mask;                /* (N,C) inverted-dropout mask (0 or 1/(1−p)), or NULL */
     double *r;                   /* (N,C) the residual sum */
     double *out;                 /* (N,C) norm.out (Norm_after) or r */
 } sublayer_t;
+
+/* The learnable scalars and vectors a scheme adds to a sub-layer beyond its branch and norms
+ * (docs/design.md §6c), one row each in SUBLAYER_PARAMS (sublayer.c): params.c registers them
+ * (after the norms, in the rows' order), binds the views and the probes declare their columns
+ * from this table alone. */
+typedef enum { SP_WIDTH_C, SP_WIDTH_ONE, SP_WIDTH_HEADS } sublayer_param_width_t;
+typedef struct {
+    size_t flag;                 /* offsetof(sublayer_rule_t, the int that turns it on) */
+    int per_layer;               /* one per layer (its first sub-layer's flag), else one each */
+    sublayer_param_width_t width;
+    double init;                 /* every entry at initialisation */
+    size_t param, grad;          /* offsetof(sublayer_t, the views) */
+    const char *(*name)(int K);  /* the registry's name (model/tensors.h) of the K-th's */
+} sublayer_param_t;
+
+extern const sublayer_param_t SUBLAYER_PARAMS[];
+extern const int SUBLAYER_NPARAMS;
+
+/* Whether rule r has the parameter sp. */
+int sublayer_param_on(const sublayer_param_t *sp, const sublayer_rule_t *r);
+
+/* The view of parameter sp in s (params, or grads when grad): a pointer to s's pointer. */
+double **sublayer_param_view(const sublayer_param_t *sp, sublayer_t *s, int grad);
+
+/* s's values of parameter sp, or NULL when s has none. */
+const double *sublayer_param_values(const sublayer_param_t *sp, const sublayer_t *s);
 
 /* Scratch of the backward, shared by all sub-layers (each overwrites what it uses). */
 typedef struct {

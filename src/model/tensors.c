@@ -5,7 +5,8 @@
 #include "model/tensors.h"
 
 /* The canonical order of the tensors inside a layer; also the probes' "param" axis. The first
- * sixteen are the single stack's, in the order files of arch = lm have always had. */
+ * sixteen are the single stack's, in the order files of arch = lm have always had. Every name a
+ * layer's tensor can have is spelled here, once; the accessors below hand out these strings. */
 static const char *const COLUMNS[] = {
     "wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo",                  // self-attention
     "cwq", "cbq", "cwk", "cbk", "cwv", "cbv", "cwo", "cbo",          // cross-attention
@@ -21,8 +22,18 @@ static const char *const COLUMNS[] = {
     "norm3_inner.gamma", "norm3_inner.beta", "norm3_inner.alpha",
     "omega1", "omega2", "omega3",                                    // Admin's ω
     "rezero_alpha",                                                  // ReZero's α
+    "head_scale1", "head_scale2", "head_scale3",                     // NormFormer's per head
 };
 #define NCOLUMNS ((int)(sizeof COLUMNS / sizeof COLUMNS[0]))
+/* Where each group of COLUMNS starts. */
+enum { COL_SELF = 0, COL_CROSS = 8, COL_FFN = 16, COL_NORM = 20, COL_ALPHA = 26, COL_OUT = 29,
+       COL_INNER = 38, COL_OMEGA = 47, COL_GATE = 50, COL_HEAD = 51, COL_END = 54 };
+_Static_assert(NCOLUMNS == COL_END, "COLUMNS and its groups disagree");
+
+/* The names outside the layers, and a layer's prefix per stack kind (lm, encoder, decoder). */
+static const char *const EMBED = "tok_embed", *const HEAD = "lm_head";
+static const char *const STACK_PREFIX[3] = {"layers", "enc", "dec"};
+static const char *const FINAL_NORM[3] = {"final_norm", "enc_final_norm", "dec_final_norm"};
 
 int tensors_column_count(void) { return NCOLUMNS; }
 
@@ -34,6 +45,39 @@ int tensors_column_index(const char *kind)
         if (!strcmp(COLUMNS[c], kind)) return c;
     return -1;
 }
+
+const char *tensors_embed_name(void) { return EMBED; }
+const char *tensors_head_name(void) { return HEAD; }
+const char *tensors_stack_prefix(int stack) { return STACK_PREFIX[stack]; }
+const char *tensors_final_norm_name(int stack) { return FINAL_NORM[stack]; }
+
+const char *const *tensors_branch_names(int sub_kind, int *n)
+{
+    static const int START[3] = {COL_SELF, COL_CROSS, COL_FFN};
+    *n = sub_kind == 2 ? COL_NORM - COL_FFN : COL_CROSS - COL_SELF;
+    return COLUMNS + START[sub_kind];
+}
+
+const char *tensors_site_param(int site, int K, int q)
+{
+    if (site == 0) return COLUMNS[q < 2 ? COL_NORM + 2 * (K - 1) + q : COL_ALPHA + K - 1];
+    return COLUMNS[(site == 1 ? COL_OUT : COL_INNER) + 3 * (K - 1) + q];
+}
+
+void tensors_site_name(int site, int K, char *buf, size_t len)
+{
+    const char *p = tensors_site_param(site, K, 0);   // "norm2_out.gamma" -> "norm2_out"
+    snprintf(buf, len, "%.*s", (int)strcspn(p, "."), p);
+}
+
+const char *tensors_param_suffix(int q)
+{
+    return strchr(tensors_site_param(0, 1, q), '.') + 1;   // "gamma", "beta", "alpha"
+}
+
+const char *tensors_omega_name(int K) { return COLUMNS[COL_OMEGA + K - 1]; }
+const char *tensors_gate_name(void) { return COLUMNS[COL_GATE]; }
+const char *tensors_head_scale_name(int K) { return COLUMNS[COL_HEAD + K - 1]; }
 
 int tensors_add(tensor_list_t *l, const char *name, const char *kind, size_t rows, size_t cols,
                 int rank, int layer, tensor_init_t init, double value)

@@ -53,4 +53,35 @@ const char *tensors_column_name(int c);
 /* Index of a layer column name, or −1. */
 int tensors_column_index(const char *kind);
 
+/* The registry of names (docs/design.md §5): every tensor name is spelled once, in tensors.c;
+ * params, probe axes and the HDF5 files take them from here. Outside the layers: */
+const char *tensors_embed_name(void);            /* "tok_embed" */
+const char *tensors_head_name(void);             /* "lm_head" (untied output) */
+const char *tensors_stack_prefix(int stack);     /* a layer's tensors are PREFIX/NN/column:
+                                                    "layers", "enc", "dec" by stack_kind_t */
+const char *tensors_final_norm_name(int stack);  /* "final_norm", "enc_final_norm", … */
+
+/* Inside a layer (columns): the branch tensors of a sub-layer of sublayer_kind_t sub_kind in
+ * buffer order, weight then bias (attention q, k, v, o; FFN W¹, W²), *n of them. */
+const char *const *tensors_branch_names(int sub_kind, int *n);
+
+/* Parameter q (0 γ, 1 β, 2 DyT's α) of norm site `site` (0 normK: before or after the branch,
+ * 1 normK_out: on its output, 2 normK_inner: inside it) of the K-th sub-layer (1-based):
+ * "norm2_out.gamma". */
+const char *tensors_site_param(int site, int K, int q);
+
+/* The site's own name, "norm2_out", into buf. */
+void tensors_site_name(int site, int K, char *buf, size_t len);
+
+/* The name of parameter q of any norm: "gamma", "beta", "alpha" (a final norm's are
+ * FINAL.gamma, …). */
+const char *tensors_param_suffix(int q);
+
+/* Admin's ω of the K-th sub-layer ("omega2"); ReZero's α of a layer ("rezero_alpha"). */
+const char *tensors_omega_name(int K);
+const char *tensors_gate_name(void);
+
+/* NormFormer's scale per head of the K-th sub-layer's attention ("head_scale1"). */
+const char *tensors_head_scale_name(int K);
+
 #endif

@@ -3,9 +3,7 @@
 #define STABILITY_FFN_H
 
 #include <stddef.h>
-
-/* The FFN's activation (model.activation). */
-typedef enum { ACT_RELU = 0, ACT_GELU = 1 } activation_t;
+#include "util/kinds.h"   /* activation_t */
 
 /* Forward: pre (N,F) = x·W1 + b1, act (N,F) = act(pre), out (N,C) = act·W2 + b2. */
 void ffn_forward(double *out, double *pre, double *act, const double *x,

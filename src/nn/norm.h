@@ -9,9 +9,7 @@
 #define STABILITY_NORM_H
 
 #include <stddef.h>
-
-/* Which normalisation (model.norm). */
-typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM = 1, NORM_NONE = 2, NORM_DYT = 3 } norm_kind_t;
+#include "util/kinds.h"   /* norm_kind_t */
 
 /* Forward. out (N,C); mean (N) (may be NULL for RMSNorm and NORM_NONE), rstd (N) = r.
  * beta is ignored (may be NULL) for RMSNorm and NORM_NONE; gamma ignored for NORM_NONE. */

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,32 +14,6 @@
 #include "io/h5io.h"
 #include "util/fsutil.h"
 #include "util/proc.h"
-
-/* ------------------------------------------------------------------ script buffer */
-
-void sbuf_printf(sbuf_t *b, const char *fmt, ...)
-{
-    if (b->failed) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        const size_t room = b->cap - b->len;
-        const int n = b->data ? vsnprintf(b->data + b->len, room, fmt, ap) : -1;
-        va_end(ap);
-        if (n >= 0 && (size_t)n < room) { b->len += (size_t)n; return; }
-        const size_t cap = b->cap ? 2 * b->cap + (n > 0 ? (size_t)n : 0) : 4096;
-        char *grown = realloc(b->data, cap);
-        if (!grown) { b->failed = 1; return; }
-        b->data = grown;
-        b->cap = cap;
-    }
-}
-
-void sbuf_free(sbuf_t *b)
-{
-    free(b->data);
-    memset(b, 0, sizeof *b);
-}
 
 /* ------------------------------------------------------------------ loading */
 
@@ -274,8 +247,8 @@ static int many_schemes(const plot_set_t *set)
     for (int i = 0; i < set->n && n < 3; i++) {
         const plot_run_t *r = &set->runs[i];
         char key[32];
-        if (plot_is_later_scheme(&r->cfg)) plot_scheme_name(&r->cfg, key, sizeof key);
-        else snprintf(key, sizeof key, "%s", plot_is_post(r) ? "post" : "pre");
+        if (plot_theory(r) == SCHEME_THEORY_NONE) scheme_name(&r->cfg, key, sizeof key);
+        else snprintf(key, sizeof key, "%s", scheme_of(&r->cfg)->name);   // any norm
         int found = 0;
         for (int k = 0; k < n && !found; k++) found = !strcmp(seen[k], key);
         if (!found) snprintf(seen[n++], sizeof seen[0], "%s", key);
@@ -299,6 +272,7 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
     // (the atlas) would be mixed under two labels: its own figures (plot_atlas.c) draw it.
     static const struct { plot_figure_fn fn; int post_pre; } figures[] = {
         {plot_fig_grad_vs_layer, 1}, {plot_fig_grad_vs_depth, 1}, {plot_fig_grad_vs_width, 1},
+        {plot_fig_grad_ratio, 1},
         {plot_fig_jacobian, 1}, {plot_fig_hidden_norms, 1}, {plot_fig_loss, 0},
         {plot_fig_grad_vs_layer_encdec, 0}, {plot_fig_subout, 1}, {plot_fig_val_loss, 0},
         {plot_fig_atlas_lr, 0}, {plot_fig_atlas_sensitivity, 0}, {plot_fig_atlas_grad, 0},

@@ -10,18 +10,6 @@
 
 #define ATLAS_MAX 32   /* schemes, depths, learning rates */
 
-/* "post", "pre+dyt", "tfixup", … : the scheme of a run (placement, a norm other than
- * LayerNorm, T-Fixup's init). */
-void plot_scheme_name(const config_t *c, char *buf, size_t len)
-{
-    if (c->init.scheme == INIT_TFIXUP) { snprintf(buf, len, "tfixup"); return; }
-    if (c->model.norm == NORM_LAYERNORM || c->model.placement == PLACEMENT_REZERO)
-        snprintf(buf, len, "%s", config_placement_name(c->model.placement));
-    else
-        snprintf(buf, len, "%s+%s", config_placement_name(c->model.placement),
-                 config_norm_name(c->model.norm));
-}
-
 /* Index of name in names[*n], appended when absent (up to ATLAS_MAX). */
 static int intern(char names[][32], int *n, const char *name)
 {
@@ -61,19 +49,9 @@ typedef struct {
     int runs;
 } atlas_t;
 
-/* A scheme's place in the atlas's rows (docs/design.md §6d); others after, in their order. */
-static int scheme_rank(const char *name)
-{
-    static const char *const ORDER[] = {"post", "pre", "peri", "deepnorm", "admin", "rezero",
-                                        "subln", "mixln", "b2t", "pre+dyt", "tfixup"};
-    const int n = (int)(sizeof ORDER / sizeof ORDER[0]);
-    for (int i = 0; i < n; i++)
-        if (!strcmp(name, ORDER[i])) return i;
-    return n;
-}
-
-/* Sort names[0..n) (and m with them, unless NULL) into the atlas's order: a stable insertion
- * sort, n is at most a dozen. */
+/* Sort names[0..n) (and m with them, unless NULL) into the atlas's order (scheme_rank: the
+ * scheme table's rows, names of no row after them): a stable insertion sort, n is at most a
+ * dozen. */
 static void sort_schemes(char names[][32], int *m, int n)
 {
     for (int a = 1; a < n; a++)
@@ -111,7 +89,7 @@ static int atlas_collect(const plot_set_t *set, atlas_t *a)
         const plot_run_t *r = &set->runs[i];
         if (r->nsteps == 0) continue;
         char name[32];
-        plot_scheme_name(&r->cfg, name, sizeof name);
+        scheme_name(&r->cfg, name, sizeof name);
         intern(a->scheme, &a->ns, name);
         intern_value(a->depth, &a->nd, r->cfg.model.layers);
         intern_value(a->lr, &a->nl, r->cfg.train.lr);
@@ -128,7 +106,7 @@ static int atlas_collect(const plot_set_t *set, atlas_t *a)
         const plot_run_t *r = &set->runs[i];
         if (r->nsteps == 0) continue;
         char name[32];
-        plot_scheme_name(&r->cfg, name, sizeof name);
+        scheme_name(&r->cfg, name, sizeof name);
         const int s = intern(a->scheme, &a->ns, name);
         const int d = intern_value(a->depth, &a->nd, r->cfg.model.layers);
         const int l = intern_value(a->lr, &a->nl, r->cfg.train.lr);
@@ -160,18 +138,12 @@ double plot_lr_sensitivity(const double *final, const double *loss0, int n)
     return count ? sum / count : NAN;
 }
 
-/* Twelve distinguishable colours for the schemes. */
-static const char *const SCHEME_COLORS[12] = {
-    "#c0392b", "#1f5fa8", "#27ae60", "#8e44ad", "#e67e22", "#16a085",
-    "#7f8c8d", "#d35400", "#2c3e50", "#f1c40f", "#e84393", "#6ab04c",
-};
-
-/* A scheme's colour, the same in every atlas figure: by its place in the atlas's order
- * (others by their index i in the figure). */
+/* A scheme's colour, the same in every atlas figure: its row's (config/scheme.c); a name of no
+ * row takes the rows' colours in turn by its index i in the figure. */
 static const char *scheme_color(const char *name, int i)
 {
-    const int r = scheme_rank(name);
-    return SCHEME_COLORS[(r < 11 ? r : i) % 12];
+    const scheme_t *s = scheme_by_name(name);
+    return s ? s->color : SCHEMES[i % SCHEME_COUNT].color;
 }
 
 int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
@@ -317,7 +289,7 @@ static int pick_scheme_probes(const plot_set_t *set, int *m, char names[][32])
         if (!r->probe || r->cfg.model.arch != ARCH_LM || r->cfg.model.layers != depth[best])
             continue;
         char name[32];
-        plot_scheme_name(&r->cfg, name, sizeof name);
+        scheme_name(&r->cfg, name, sizeof name);
         const int before = ns;
         if (intern(names, &ns, name) == before) m[n++] = i;   // the first run of each scheme
     }
@@ -329,9 +301,9 @@ static int pick_scheme_probes(const plot_set_t *set, int *m, char names[][32])
  * branches at initialisation: α = 0 stops the gradient of everything inside them). */
 static int grad_all_zero(const plot_run_t *r, int k)
 {
-    const size_t n = (size_t)r->probe->S * (size_t)r->probe->ax.L * (size_t)r->probe->ax.P;
+    const size_t n = (size_t)r->probe->S * (size_t)r->probe->ax.L * (size_t)r->probe->ax.nparam;
     for (size_t i = 0; k >= 0 && i < n; i++)
-        if ((int)(i % (size_t)r->probe->ax.P) == k && r->probe->grad_fro[i] != 0.0) return 0;
+        if ((int)(i % (size_t)r->probe->ax.nparam) == k && r->probe->grad_fro[i] != 0.0) return 0;
     return k >= 0;
 }
 
@@ -348,7 +320,7 @@ int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len
             char block[32];
             snprintf(block, sizeof block, "g%d_%d", i, p);
             plot_block_per_layer(s, block, r->probe->grad_fro, r->probe->S, r->probe->ax.L,
-                                 r->probe->ax.P, plot_param_col(r, p ? "w2" : "w1"), 1.0);
+                                 r->probe->ax.nparam, plot_param_col(r, p ? "w2" : "w1"), 1.0);
         }
     }
     const plot_run_t *r0 = &set->runs[m[0]];
@@ -386,7 +358,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
         const plot_run_t *r = &set->runs[i];
         if (!r->probe || !r->probe->output_change || isnan(r->probe->output_change[0])) continue;
         char nm[32];
-        plot_scheme_name(&r->cfg, nm, sizeof nm);
+        scheme_name(&r->cfg, nm, sizeof nm);
         intern(names, &ns, nm);
         any++;
     }
@@ -402,7 +374,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
             const plot_run_t *r = &set->runs[i];
             char nm[32];
             if (!r->probe || !r->probe->output_change) continue;
-            plot_scheme_name(&r->cfg, nm, sizeof nm);
+            scheme_name(&r->cfg, nm, sizeof nm);
             if (strcmp(nm, names[sc])) continue;
             double mean, half;
             size_t cnt;
@@ -474,8 +446,8 @@ int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t l
         for (int b = a; b > 0; b--) {
             const config_t *x = &set->runs[m[b]].cfg, *y = &set->runs[m[b - 1]].cfg;
             char nx[32], ny[32];
-            plot_scheme_name(x, nx, sizeof nx);
-            plot_scheme_name(y, ny, sizeof ny);
+            scheme_name(x, nx, sizeof nx);
+            scheme_name(y, ny, sizeof ny);
             const int rx = scheme_rank(nx), ry = scheme_rank(ny);
             if (rx > ry || (rx == ry && x->model.layers <= y->model.layers)) break;
             const int k = m[b];
@@ -523,7 +495,7 @@ int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         char scheme[32], label[160], esc[256];
-        plot_scheme_name(&r->cfg, scheme, sizeof scheme);
+        scheme_name(&r->cfg, scheme, sizeof scheme);
         if (same_lr) snprintf(label, sizeof label, "%s, L = %d", scheme, r->cfg.model.layers);
         else snprintf(label, sizeof label, "%s, L = %d, lr %g, warm-up %d", scheme,
                       r->cfg.model.layers, r->cfg.train.lr, r->cfg.train.warmup);

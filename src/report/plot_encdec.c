@@ -61,8 +61,8 @@ static void series_style(const plot_set_t *set, const int *m, int n, int i, char
     } else {
         plot_run_label(r, plot_labels_need_names(set, m, n), label, len);
     }
-    *color = plot_run_color(r, plot_placement_rank(set, m, n, i));
-    *pt = plot_is_post(r) ? 7 : 5;
+    *color = plot_run_color(r, plot_family_rank(set, m, n, i));
+    *pt = plot_point_type(r);
 }
 
 /* The plot command's series of one panel: run i's block $<b><i>_<panel>, styled by
@@ -102,7 +102,7 @@ int plot_fig_grad_vs_layer_encdec(const plot_set_t *set, sbuf_t *s, char *name, 
             char block[32];
             snprintf(block, sizeof block, "g%d_%d", i, p);
             plot_block_split(s, block, r->probe->grad_fro, r->probe->S, r->probe->ax.L,
-                             r->probe->ax.P, plot_param_col(r, params[p]), 1.0,
+                             r->probe->ax.nparam, plot_param_col(r, params[p]), 1.0,
                              r->cfg.model.layers);
         }
     }
@@ -133,15 +133,15 @@ int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     if (n == 0) return 0;
     const plot_run_t *r0 = &set->runs[m[0]];
     const probe_axes_t *ax0 = &r0->probe->ax;
-    if (ax0->X == 0 || !r0->probe->subout_grad || isnan(r0->probe->subout_grad[0])) return 0;
+    if (ax0->nsub == 0 || !r0->probe->subout_grad || isnan(r0->probe->subout_grad[0])) return 0;
     snprintf(name, len, "subout_grad");
     for (int i = 0; i < n; i++) {
         const probe_t *p = set->runs[m[i]].probe;
-        for (int x = 0; x < ax0->X; x++) {
+        for (int x = 0; x < ax0->nsub; x++) {
             char block[32];
             snprintf(block, sizeof block, "u%d_%d", i, x);
-            plot_block_split(s, block, p->subout_grad, p->S, p->ax.L, p->ax.X,
-                             probe_axis_find(p->ax.sub, p->ax.X, ax0->sub[x]), 1.0,
+            plot_block_split(s, block, p->subout_grad, p->S, p->ax.L, p->ax.nsub,
+                             probe_axis_find(p->ax.sub, p->ax.nsub, ax0->sub[x]), 1.0,
                              encdec ? set->runs[m[i]].cfg.model.layers : 0);
         }
     }
@@ -159,18 +159,18 @@ int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     }
     sbuf_printf(s, "set multiplot layout 1,%d title \"Gradient reaching each sub-layer's output at "
                    "initialisation, E_{token} ‖∂L/∂ out‖ (Liu et al. 2020, Fig. 3)\\n{/*0.8 %s}\"\n",
-                ax0->X, sub);
+                ax0->nsub, sub);
     sbuf_printf(s, "set grid\nset logscale y\nset format y '10^{%%L}'\n");
     shared_key(s);
     if (encdec) {
         layer_axis(s, &r0->cfg);
-        if (ax0->X > 2) sbuf_printf(s, "set xtics font ',9'\n");
+        if (ax0->nsub > 2) sbuf_printf(s, "set xtics font ',9'\n");
     }
     else sbuf_printf(s, "set xlabel 'layer l'\nset xtics 1\nset offsets 0.3, 0.3, 0, 0\n");
     static const struct { const char *name, *title; } KINDS[] = {
         {"self", "self-attention"}, {"cross", "cross-attention (decoder)"}, {"ffn", "FFN"},
     };
-    for (int x = 0; x < ax0->X; x++) {
+    for (int x = 0; x < ax0->nsub; x++) {
         const char *title = ax0->sub[x];
         for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++)
             if (!strcmp(KINDS[k].name, ax0->sub[x])) title = KINDS[k].title;
@@ -224,8 +224,8 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         char label[200];
         plot_train_label(set, m, n, i, label, sizeof label);
         sbuf_printf(s, "%s$v%d using 1:2 with linespoints pt %d lw 2 lc rgb '%s' title '%s%s'",
-                    i ? ", " : "", i, plot_is_post(r) ? 7 : 5,
-                    plot_run_color(r, plot_placement_rank(set, m, n, i)), label,
+                    i ? ", " : "", i, plot_point_type(r),
+                    plot_run_color(r, plot_family_rank(set, m, n, i)), label,
                     isnan(r->diverged_at) ? "" : " (diverged)");
     }
     sbuf_printf(s, "\n");

@@ -26,7 +26,7 @@ int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t 
             char block[32];
             snprintf(block, sizeof block, "g%d_%d", i, p);
             plot_block_per_layer(s, block, r->probe->grad_fro, r->probe->S, r->probe->ax.L,
-                            r->probe->ax.P, plot_param_col(r, params[p]), 1.0);
+                            r->probe->ax.nparam, plot_param_col(r, params[p]), 1.0);
         }
     }
     sbuf_printf(s, "set multiplot layout 1,2 title \"Expected gradient norm of the FFN weights "
@@ -41,224 +41,12 @@ int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t 
             plot_run_label(r, names, label, sizeof label);
             sbuf_printf(s, "%s$g%d_%d using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 "
                            "title '%s'", i ? ", " : "", i, p,
-                        plot_run_color(r, plot_placement_rank(set, m, n, i)), plot_is_post(r) ? 7 : 5, label);
+                        plot_run_color(r, plot_family_rank(set, m, n, i)), plot_point_type(r), label);
         }
         sbuf_printf(s, "\n");
     }
     sbuf_printf(s, "unset multiplot\n");
     return 1;
-}
-
-/* ------------------------------------------------------------------ scaling (depth, width) */
-
-/* Probe runs of one placement at the most common value of the fixed dimension (width for a
- * depth scan: fixed = d, varied = L; and the other way round). Returns the count. */
-static int pick_scan(const plot_set_t *set, arch_t arch, int post, int scan_depth, int *members)
-{
-    int fixed_best = -1, best_count = 0;
-    for (int i = 0; i < set->n; i++) {
-        const plot_run_t *r = &set->runs[i];
-        if (!r->probe || plot_is_post(r) != post || r->cfg.model.arch != arch) continue;
-        const int fixed = scan_depth ? r->cfg.model.d_model : r->cfg.model.layers;
-        int count = 0;
-        for (int j = 0; j < set->n; j++) {
-            const plot_run_t *q = &set->runs[j];
-            if (q->probe && plot_is_post(q) == post && q->cfg.model.arch == arch &&
-                (scan_depth ? q->cfg.model.d_model : q->cfg.model.layers) == fixed)
-                count++;
-        }
-        if (count > best_count) { best_count = count; fixed_best = fixed; }
-    }
-    int n = 0;
-    for (int j = 0; j < set->n && n < 64; j++) {
-        const plot_run_t *q = &set->runs[j];
-        if (q->probe && plot_is_post(q) == post && q->cfg.model.arch == arch &&
-            (scan_depth ? q->cfg.model.d_model : q->cfg.model.layers) == fixed_best)
-            members[n++] = j;
-    }
-    // sort by the varied dimension
-    for (int a = 1; a < n; a++)
-        for (int b = a; b > 0; b--) {
-            const config_t *x = &set->runs[members[b - 1]].cfg, *y = &set->runs[members[b]].cfg;
-            const int vx = scan_depth ? x->model.layers : x->model.d_model;
-            const int vy = scan_depth ? y->model.layers : y->model.d_model;
-            if (vx <= vy) break;
-            const int t = members[b]; members[b] = members[b - 1]; members[b - 1] = t;
-        }
-    // distinct values of the varied dimension
-    int distinct = 0;
-    for (int a = 0; a < n; a++) {
-        const config_t *x = &set->runs[members[a]].cfg;
-        const config_t *p = a ? &set->runs[members[a - 1]].cfg : NULL;
-        const int v = scan_depth ? x->model.layers : x->model.d_model;
-        if (!p || v != (scan_depth ? p->model.layers : p->model.d_model)) distinct++;
-    }
-    return distinct >= 3 ? n : 0;
-}
-
-/* One placement's scan of the last layer's gradient of parameter k: data block, fit, theory. */
-typedef struct {
-    int n;
-    double xmin, xmax;        /* range of the varied dimension */
-    double x0, y0;            /* first point (for the theory line) */
-    double slope, slope_ci;   /* fitted exponent */
-    double C;                 /* fitted constant of the width theory */
-    int has_jac;              /* Pre-LN: block <name>j holds ‖J_LN(x_{L+1})‖₂ scaled to y0 */
-    double jac_slope, jac_ci; /* its fitted exponent */
-} scan_t;
-
-static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, int depth,
-                         const char *k, const char *block)
-{
-    scan_t sc = {.n = n, .x0 = NAN, .y0 = NAN, .xmin = INFINITY, .xmax = -INFINITY};
-    double xs[4096], ys[4096], fs[4096];
-    size_t np = 0;
-    sbuf_printf(s, "$%s << EOD\n", block);
-    for (int i = 0; i < n; i++) {
-        const plot_run_t *r = &set->runs[m[i]];
-        const int L = r->probe->ax.L, P = r->probe->ax.P, d = r->cfg.model.d_model;
-        const int kc = plot_param_col(r, k);
-        if (kc < 0) continue;
-        const size_t stride = (size_t)L * P;
-        const double *last = r->probe->grad_fro + (size_t)(L - 1) * P + kc;   // the last FFN's
-        double mean, half;
-        size_t cnt;
-        fit_mean_ci(last, stride, (size_t)r->probe->S, &mean, &half, &cnt);
-        const double x = depth ? r->cfg.model.layers : d;
-        if (!cnt) continue;
-        sbuf_printf(s, "%g %.10g %.10g\n", x, mean, isnan(half) ? 0.0 : half);
-        if (isnan(sc.x0)) { sc.x0 = x; sc.y0 = mean; }
-        sc.xmin = fmin(sc.xmin, x);
-        sc.xmax = fmax(sc.xmax, x);
-        for (int seed = 0; seed < r->probe->S && np < 4096; seed++) {
-            xs[np] = x;
-            ys[np] = last[seed * stride];
-            fs[np++] = fit_theorem1(plot_is_post(r), d, L);
-        }
-    }
-    sbuf_printf(s, "EOD\n");
-    double A;
-    fit_power_law(xs, ys, np, &sc.slope, &sc.slope_ci, &A);
-    sc.C = fit_scale(ys, fs, np);
-    // Theorem 1's mechanism for Pre-LN: ‖J_LN(x_{L+1})‖₂ = O(√d/‖x_{L+1}‖) of the final norm,
-    // drawn through the first gradient point so its slope can be compared with the gradient's
-    double jx[4096], jy[4096], j0 = NAN;
-    size_t nj = 0;
-    for (int i = 0; i < n && depth; i++) {
-        const plot_run_t *r = &set->runs[m[i]];
-        if (plot_is_post(r) || isnan(r->probe->final_jacobian[0])) continue;
-        double mean, half;
-        size_t cnt;
-        fit_mean_ci(r->probe->final_jacobian, 5, (size_t)r->probe->S, &mean, &half, &cnt);
-        if (!sc.has_jac) { sbuf_printf(s, "$%sj << EOD\n", block); j0 = mean; sc.has_jac = 1; }
-        sbuf_printf(s, "%d %.10g\n", r->cfg.model.layers, mean * sc.y0 / j0);
-        for (int seed = 0; seed < r->probe->S && nj < 4096; seed++) {
-            jx[nj] = r->cfg.model.layers;
-            jy[nj++] = r->probe->final_jacobian[seed * 5];
-        }
-    }
-    if (sc.has_jac) {
-        sbuf_printf(s, "EOD\n");
-        fit_power_law(jx, jy, nj, &sc.jac_slope, &sc.jac_ci, &A);
-    }
-    return sc;
-}
-
-static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
-{
-    int mp[64], mq[64];
-    arch_t arch = ARCH_LM;   // a single stack's scan, else an encoder–decoder's
-    int np = pick_scan(set, arch, 1, depth, mp), nq = pick_scan(set, arch, 0, depth, mq);
-    if (!np && !nq) {
-        arch = ARCH_ENCDEC;
-        np = pick_scan(set, arch, 1, depth, mp);
-        nq = pick_scan(set, arch, 0, depth, mq);
-    }
-    if (!np && !nq) return 0;
-    const plot_run_t *ref = &set->runs[np ? mp[0] : mq[0]];
-    char data[64];
-    plot_data_text(&ref->cfg, data, sizeof data);
-    static const char *const params[2] = {"w1", "w2"};
-    if (depth && arch == ARCH_ENCDEC)
-        sbuf_printf(s, "set multiplot layout 1,2 title \"Gradient of the last decoder FFN sub-layer vs "
-                       "depth of an N-N encoder–decoder (Fig. 3c,d)\\n{/*0.8 d = %d, %s, %d seeds, "
-                       "bars: 95%% CI; dashed: theory through the first point}\"\n",
-                    ref->cfg.model.d_model, data, ref->probe->S);
-    else if (depth)
-        sbuf_printf(s, "set multiplot layout 1,2 title \"Gradient of the last FFN sub-layer vs depth "
-                       "(Fig. 3c,d)\\n{/*0.8 d = %d, %s, %d seeds, bars: 95%% CI; dashed: theory "
-                       "through the first point}\"\n", ref->cfg.model.d_model, data, ref->probe->S);
-    else
-        sbuf_printf(s, "set multiplot layout 1,2 title \"Gradient of the last FFN sub-layer vs width "
-                       "(Theorem 1)\\n{/*0.8 L = %d, %s, %d seeds; dashed: C·d·√(ln d) (Post-LN), "
-                       "C·d·√(ln d/L) (Pre-LN), C fitted}\"\n", ref->cfg.model.layers, data,
-                    ref->probe->S);
-    sbuf_printf(s, "set grid\nset logscale xy\nset key top left Left reverse samplen 2 "
-                   "font ',12' box opaque\nset xlabel '%s'\n"
-                   "set offsets graph 0.05, graph 0.05, graph 0.45, graph 0.02\n",
-                !depth ? "width d" : arch == ARCH_ENCDEC ? "encoder layers = decoder layers N"
-                                                         : "number of layers L");
-    // the depth's letter: N for an encoder-decoder's N-N sweep, L for a single stack
-    const char *dv = !depth ? "d" : arch == ARCH_ENCDEC ? "N" : "L";
-    for (int p = 0; p < 2; p++) {
-        scan_t post = {0}, pre = {0};
-        if (np) post = scan_block(s, set, mp, np, depth, params[p], p ? "post2" : "post1");
-        if (nq) pre = scan_block(s, set, mq, nq, depth, params[p], p ? "pre2" : "pre1");
-        const double xmin = fmin(np ? post.xmin : INFINITY, nq ? pre.xmin : INFINITY);
-        const double xmax = fmax(np ? post.xmax : -INFINITY, nq ? pre.xmax : -INFINITY);
-        sbuf_printf(s, "set xrange [%g:%g]\nset xtics (", xmin / 1.12, xmax * 1.12);
-        for (int i = 0; i < (np ? np : nq); i++) {   // a tic at every value scanned
-            const config_t *c = &set->runs[np ? mp[i] : mq[i]].cfg;
-            sbuf_printf(s, "%s%d", i ? ", " : "", depth ? c->model.layers : c->model.d_model);
-        }
-        const char *top = depth ? dv : "L";
-        sbuf_printf(s, ")\nset title 'W^{%d,%s}'\nset ylabel '‖E_{batch} ∂L/∂W^{%d,%s}‖_F'\nplot ",
-                    p + 1, top, p + 1, top);
-        const char *sep = "";
-        if (np) {
-            sbuf_printf(s, "$post%d using 1:2:3 with yerrorlines lc rgb '%s' pt 7 ps 1.3 "
-                           "title 'Post-LN: fit ∝ %s^{%.2f ± %.2f}'", p + 1, PLOT_COLORS[0],
-                        dv, post.slope, post.slope_ci);
-            if (depth)
-                sbuf_printf(s, ", %.10g title 'theory ∝ %s^0' with lines dt 2 lc rgb '%s'", post.y0,
-                            dv, PLOT_COLORS[0]);
-            else
-                sbuf_printf(s, ", %.10g*x*sqrt(log(x)) title 'theory C·d√(ln d)' with lines dt 2 lc rgb '%s'",
-                            post.C, PLOT_COLORS[0]);
-            sep = ", ";
-        }
-        if (nq) {
-            const int L = set->runs[mq[0]].cfg.model.layers;
-            sbuf_printf(s, "%s$pre%d using 1:2:3 with yerrorlines lc rgb '%s' pt 5 ps 1.3 "
-                           "title 'Pre-LN: fit ∝ %s^{%.2f ± %.2f}'", sep, p + 1, PLOT_COLORS[1],
-                        dv, pre.slope, pre.slope_ci);
-            if (depth)
-                sbuf_printf(s, ", %.10g*(x/%g)**(-0.5) title 'theory ∝ %s^{-1/2}' with lines dt 2 lc rgb '%s'",
-                            pre.y0, pre.x0, dv, PLOT_COLORS[1]);
-            if (depth && pre.has_jac)
-                sbuf_printf(s, ", $pre%dj using 1:2 with linespoints dt 3 pt 6 lc rgb '%s' "
-                               "title '‖J_{LN}(x_{%s+1})‖_2 (scaled) ∝ %s^{%.2f ± %.2f}'",
-                            p + 1, PLOT_COLORS[3], dv, dv, pre.jac_slope, pre.jac_ci);
-            else
-                sbuf_printf(s, ", %.10g*x*sqrt(log(x)/%d) title 'theory C·d√(ln d / L)' with lines dt 2 lc rgb '%s'",
-                            pre.C, L, PLOT_COLORS[1]);
-        }
-        sbuf_printf(s, "\n");
-    }
-    sbuf_printf(s, "unset multiplot\n");
-    return 1;
-}
-
-int plot_fig_grad_vs_depth(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
-{
-    snprintf(name, len, "grad_vs_depth");
-    return scan_figure(set, s, 1);
-}
-
-int plot_fig_grad_vs_width(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
-{
-    snprintf(name, len, "grad_vs_width");
-    return scan_figure(set, s, 0);
 }
 
 /* ------------------------------------------------------------------ Lemma 3 */
@@ -276,12 +64,12 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_subtitle(&set->runs[m[0]], sub, sizeof sub);
     for (int i = 0; i < n; i++) {
         const probe_t *p = set->runs[m[i]].probe;
-        for (int q = 0; q < p->ax.R && q < 2; q++) {
+        for (int q = 0; q < p->ax.nnorm && q < 2; q++) {
             char block[32];
             snprintf(block, sizeof block, "j%d_%d", i, q);
-            plot_block_per_layer(s, block, p->jacobian_spec, p->S, p->ax.L, p->ax.R, q, 1.0);
+            plot_block_per_layer(s, block, p->jacobian_spec, p->S, p->ax.L, p->ax.nnorm, q, 1.0);
             snprintf(block, sizeof block, "b%d_%d", i, q);
-            plot_block_per_layer(s, block, p->jacobian_bound, p->S, p->ax.L, p->ax.R, q, 1.0);
+            plot_block_per_layer(s, block, p->jacobian_bound, p->S, p->ax.L, p->ax.nnorm, q, 1.0);
         }
     }
     sbuf_printf(s, "set multiplot layout 1,2 title \"Norm-layer Jacobian ‖J_{LN}(x)‖_2 per layer "
@@ -296,11 +84,11 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         for (int i = 0; i < n; i++) {
             const plot_run_t *r = &set->runs[m[i]];
             char label[200];
-            const char *c = plot_run_color(r, plot_placement_rank(set, m, n, i));
+            const char *c = plot_run_color(r, plot_family_rank(set, m, n, i));
             plot_run_label(r, names, label, sizeof label);
             sbuf_printf(s, "%s$j%d_%d using 1:2:3 with yerrorbars lc rgb '%s' pt %d ps 1.3 title '%s ‖J‖_2', "
                            "$b%d_%d using 1:2 with lines dt 2 lc rgb '%s' title '%s √d/‖x−μ‖'",
-                        i ? ", " : "", i, q, c, plot_is_post(r) ? 7 : 5, label, i, q, c, label);
+                        i ? ", " : "", i, q, c, plot_point_type(r), label, i, q, c, label);
         }
         sbuf_printf(s, "\n");
     }
@@ -312,27 +100,32 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 
 int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int m[PLOT_MAX_SERIES];
-    const int n = plot_pick_layer_group(set, ARCH_LM, m);
-    if (n == 0) return 0;
+    int m[PLOT_MAX_SERIES], n = plot_pick_layer_group(set, ARCH_LM, m), k = 0;
+    char skipped[160];   // Lemma 2 is stated for Post-LN and Pre-LN: the other schemes' runs
+    plot_skipped_note(set, m, n, "Lemma 2", skipped, sizeof skipped);   // are left out
+    for (int i = 0; i < n; i++)
+        if (plot_theory(&set->runs[m[i]]) != SCHEME_THEORY_NONE) m[k++] = m[i];
+    if (!(n = k)) return 0;
     snprintf(name, len, "hidden_norms");
     int has_post = 0, has_pre = 0;
     for (int i = 0; i < n; i++) {
-        if (plot_is_post(&set->runs[m[i]])) has_post = 1;
+        if (plot_theory(&set->runs[m[i]]) == SCHEME_THEORY_POST) has_post = 1;
         else has_pre = 1;
     }
-    char sub[256];
+    char sub[256], full[420];
     plot_subtitle(&set->runs[m[0]], sub, sizeof sub);
+    snprintf(full, sizeof full, "%s%s", sub, skipped);
     const config_t *c0 = &set->runs[m[0]].cfg;
     const int d = c0->model.d_model, dff = c0->model.d_ff, L = c0->model.layers;
     for (int i = 0; i < n; i++) {
         const probe_t *p = set->runs[m[i]].probe;
         char block[32];
         snprintf(block, sizeof block, "h%d_a", i);
-        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q,
-                        plot_site_col(p, plot_is_post(&set->runs[m[i]]) ? "resid2" : "output"), 1.0 / d);
+        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.nsite,
+                        plot_site_col(p, plot_theory(&set->runs[m[i]]) == SCHEME_THEORY_POST
+                                             ? "resid2" : "output"), 1.0 / d);
         snprintf(block, sizeof block, "h%d_b", i);
-        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.Q, plot_site_col(p, "resid1"),
+        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.nsite, plot_site_col(p, "resid1"),
                         1.0 / d);
     }
     sbuf_printf(s, "$bounds << EOD\n");
@@ -343,7 +136,7 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     }
     sbuf_printf(s, "EOD\n");
     sbuf_printf(s, "set multiplot layout 1,%d title \"Hidden-state norms E‖x‖^2/d per layer beside "
-                   "Lemma 2\\n{/*0.8 %s}\"\n", has_post + has_pre, sub);
+                   "Lemma 2\\n{/*0.8 %s}\"\n", has_post + has_pre, full);
     sbuf_printf(s, "set grid\nset key top left box opaque\nset xlabel 'layer l'\nset xtics 1\n"
                    "set offsets 0.3, 0.3, 0, 0\nset ylabel 'E‖x‖^2 / d'\nset yrange [0:*]\n");
     for (int post = 1; post >= 0; post--) {
@@ -358,8 +151,8 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
                            "title 'Lemma 2 bounds (from E‖x_1‖^2 = 1.5d)'", L + 0.5);
         for (int i = 0; i < n; i++) {
             const plot_run_t *r = &set->runs[m[i]];
-            if (plot_is_post(r) != post) continue;
-            const char *c = plot_run_color(r, plot_placement_rank(set, m, n, i));
+            if ((plot_theory(r) == SCHEME_THEORY_POST) != post) continue;
+            const char *c = plot_run_color(r, plot_family_rank(set, m, n, i));
             sbuf_printf(s, ", $h%d_a using 1:2:3 with yerrorlines lc rgb '%s' pt %d ps 1.3 title '%s'",
                         i, c, post ? 7 : 5, post ? "x^5_l / d" : "x_{l+1} / d");
             sbuf_printf(s, ", $h%d_b using 1:2:3 with yerrorlines dt 3 lc rgb '%s' pt 6 title '%s'",
@@ -430,7 +223,7 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         plot_train_label(set, m, n, i, names[i], sizeof names[i]);
-        colors[i] = plot_run_color(r, plot_placement_rank(set, m, n, i));
+        colors[i] = plot_run_color(r, plot_family_rank(set, m, n, i));
         for (size_t t = 0; r->lr && t < r->nsteps; t++)
             if (isfinite(r->lr[t]) && r->lr[t] > lr_max) lr_max = r->lr[t];
     }

@@ -4,45 +4,35 @@
 
 #include <stddef.h>
 #include "report/plot.h"
+#include "util/sbuf.h"
 
-/* A growing string: the gnuplot script with its inline data blocks. */
-typedef struct {
-    char *data;
-    size_t len, cap;
-    int failed;
-} sbuf_t;
-
-/* Append printf-formatted text (sets failed on OOM). */
-void sbuf_printf(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Free the buffer. */
-void sbuf_free(sbuf_t *b);
-
+/* The gnuplot script with its inline data blocks: a growing sbuf_t (util/sbuf.h). */
 /* ---- plot_style.c: shared by the figures ---- */
 
 #define PLOT_MAX_SERIES 16
 #define PLOT_NCOLORS 8
 extern const char *const PLOT_COLORS[PLOT_NCOLORS];
 
-/* The run is Post-LN (red in every figure; Pre-LN blue). */
-int plot_is_post(const plot_run_t *r);
+/* The line of Xiong et al. 2020 stated for the run's scheme (scheme_theory_t: Post-LN's,
+ * Pre-LN's or none): the lemmas' and Theorem 1's figures draw only runs with one. */
+int plot_theory(const plot_run_t *r);
 
-/* The run is a later scheme (a placement other than Post/Pre, DyT, or T-Fixup), not Post-LN
- * or Pre-LN with LayerNorm, RMSNorm or no norm: figures name it by plot_scheme_name. */
-int plot_is_later_scheme(const config_t *c);
+/* The point type of the run's family (config/scheme.h): Post-LN-like circles, Pre-LN-like
+ * squares, norm-free triangles, mixed diamonds. */
+int plot_point_type(const plot_run_t *r);
 
 /* Column of a layer tensor ("w2") / a hidden-state site ("resid1") in a probe, or −1. */
 int plot_param_col(const plot_run_t *r, const char *name);
 int plot_site_col(const probe_t *p, const char *name);
 
-/* Post-LN red, Pre-LN blue; further runs of the same placement take the next shade of the
- * placement's family (warm for Post-LN, cold for Pre-LN). */
-const char *plot_run_color(const plot_run_t *r, int rank_in_placement);
+/* The run's colour: its family's shade number rank_in_family (Post-LN-like warm from Post-LN's
+ * red, Pre-LN-like cold from Pre-LN's blue, norm-free and mixed their own). */
+const char *plot_run_color(const plot_run_t *r, int rank_in_family);
 
 /* in as literal text inside a single-quoted gnuplot string in enhanced mode. */
 void plot_escape_name(const char *in, char *out, size_t len);
 
-/* "Post-LN (RMSNorm)" or "Post-LN: name" (with_name) for a legend. */
+/* "Post-LN (RMSNorm)", "deepnorm", or "Post-LN: name" (with_name) for a legend. */
 void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len);
 
 /* A training run's legend from what tells it apart from the others (m[0..n)): "Post-LN, no
@@ -50,15 +40,20 @@ void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len);
  * when two runs agree in all of these. */
 void plot_train_label(const plot_set_t *set, const int *m, int n, int i, char *buf, size_t len);
 
+/* "; not drawn: deepnorm, admin (WHAT is stated for Post-LN and Pre-LN)" for the members
+ * m[0..n) whose scheme has no line of the paper; "" when every member has one. */
+void plot_skipped_note(const plot_set_t *set, const int *m, int n, const char *what, char *buf,
+                       size_t len);
+
 /* "Zipf(1.1) tokens", "translation task", … (+ ", untied output"). */
 void plot_data_text(const config_t *c, char *buf, size_t len);
 
 /* Probe runs of arch with the most common (d, L) into members; returns the count. */
 int plot_pick_layer_group(const plot_set_t *set, arch_t arch, int *members);
 
-/* Rank of member k among those with its placement (for colours); whether two members share
- * a placement and norm (then legends need run names). */
-int plot_placement_rank(const plot_set_t *set, const int *members, int n, int k);
+/* Rank of member k among those of its family (for colours); whether two members' legends
+ * would read the same (then they need run names). */
+int plot_family_rank(const plot_set_t *set, const int *members, int n, int k);
 int plot_labels_need_names(const plot_set_t *set, const int *members, int n);
 
 /* Data block $name: rows "l+1 mean ci" over L layer rows of column k of width K (over S seeds). */
@@ -80,6 +75,7 @@ typedef int (*plot_figure_fn)(const plot_set_t *set, sbuf_t *script, char *name,
 int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_grad_vs_depth(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_grad_vs_width(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_grad_ratio(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
@@ -93,10 +89,6 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
 int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 /* ---- plot_atlas.c: the stability atlas ---- */
-
-/* "post", "pre+dyt", "tfixup", …: a run's scheme (placement, a norm other than LayerNorm,
- * T-Fixup's init). */
-void plot_scheme_name(const config_t *c, char *buf, size_t len);
 
 /* Wortsman et al.'s LR sensitivity of n runs over a learning-rate grid: mean of
  * min(final, loss0) − min final (a diverged run, final NaN, counts as loss0). */

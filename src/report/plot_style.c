@@ -10,27 +10,41 @@
 const char *const PLOT_COLORS[PLOT_NCOLORS] = {"#c0392b", "#1f5fa8", "#e67e22", "#27ae60", "#8e44ad",
                                      "#7f8c8d", "#d35400", "#16a085"};
 
-int plot_is_post(const plot_run_t *r) { return r->cfg.model.placement == PLACEMENT_POST; }
+/* Each family's shades (the first is its colour) and point type: Post-LN-like warm circles,
+ * Pre-LN-like cold squares, norm-free triangles, mixed diamonds (config/scheme.h). */
+static const struct { const char *shade[4]; int pt; } FAMILY_STYLE[4] = {
+    [SCHEME_POST_LIKE] = {{"#c0392b", "#e67e22", "#8e44ad", "#d35400"}, 7},
+    [SCHEME_PRE_LIKE] = {{"#1f5fa8", "#16a085", "#27ae60", "#7f8c8d"}, 5},
+    [SCHEME_NORM_FREE] = {{"#2c3e50", "#6ab04c", "#f1c40f", "#95a5a6"}, 9},
+    [SCHEME_MIXED] = {{"#8e44ad", "#e84393", "#9b59b6", "#d35400"}, 13},
+};
+
+static int family_of(const plot_run_t *r)
+{
+    const scheme_family_t f = scheme_family(&r->cfg);
+    return f < 4 ? (int)f : 0;
+}
+
+int plot_point_type(const plot_run_t *r) { return FAMILY_STYLE[family_of(r)].pt; }
+
+int plot_theory(const plot_run_t *r) { return (int)scheme_of(&r->cfg)->theory; }
 
 /* Column of a layer tensor (e.g. "w2") in a run's probe, or −1. */
 int plot_param_col(const plot_run_t *r, const char *name)
 {
-    return probe_axis_find(r->probe->ax.param, r->probe->ax.P, name);
+    return probe_axis_find(r->probe->ax.param, r->probe->ax.nparam, name);
 }
 
 /* Column of a hidden-state site (e.g. "resid1") in a probe, or −1. */
 int plot_site_col(const probe_t *p, const char *name)
 {
-    return probe_axis_find(p->ax.site, p->ax.Q, name);
+    return probe_axis_find(p->ax.site, p->ax.nsite, name);
 }
 
-/* Post-LN red, Pre-LN blue; further runs of the same placement take the next colours. */
-const char *plot_run_color(const plot_run_t *r, int rank_in_placement)
+/* Post-LN red, Pre-LN blue; further runs of the same family take its next shades. */
+const char *plot_run_color(const plot_run_t *r, int rank_in_family)
 {
-    // warm shades for Post-LN, cold ones for Pre-LN, so a figure reads by colour family
-    static const char *const post[4] = {"#c0392b", "#e67e22", "#8e44ad", "#d35400"};
-    static const char *const pre[4] = {"#1f5fa8", "#16a085", "#27ae60", "#7f8c8d"};
-    return (plot_is_post(r) ? post : pre)[rank_in_placement % 4];
+    return FAMILY_STYLE[family_of(r)].shade[rank_in_family % 4];
 }
 
 /* A run name as literal text inside a single-quoted gnuplot string in enhanced mode: the
@@ -50,28 +64,37 @@ void plot_escape_name(const char *in, char *out, size_t len)
     out[o] = '\0';
 }
 
-int plot_is_later_scheme(const config_t *c)
-{
-    return (c->model.placement != PLACEMENT_POST && c->model.placement != PLACEMENT_PRE) ||
-           c->model.norm == NORM_DYT || c->init.scheme == INIT_TFIXUP;
-}
-
 void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len)
 {
     const char *norm = r->cfg.model.norm == NORM_RMSNORM ? " (RMSNorm)"
                        : r->cfg.model.norm == NORM_NONE  ? " (no norm)" : "";
-    char name[160];   // fits the label buffers (200) with the placement prefix
+    char name[160], label[64], esc[64];   // fits the label buffers (200) with the scheme
     plot_escape_name(r->name, name, sizeof name);
-    if (plot_is_later_scheme(&r->cfg)) {   // its name
-        char scheme[32], esc[64];
-        plot_scheme_name(&r->cfg, scheme, sizeof scheme);
-        plot_escape_name(scheme, esc, sizeof esc);
-        if (with_name) snprintf(buf, len, "%s: %s", esc, name);
-        else snprintf(buf, len, "%s", esc);
-        return;
+    scheme_label(&r->cfg, label, sizeof label);
+    if (plot_theory(r) == SCHEME_THEORY_NONE) {   // a later scheme: its name, as the atlas's
+        plot_escape_name(label, esc, sizeof esc);
+        norm = "";
+    } else {
+        snprintf(esc, sizeof esc, "%s", label);
     }
-    if (with_name) snprintf(buf, len, "%s-LN%s: %s", plot_is_post(r) ? "Post" : "Pre", norm, name);
-    else snprintf(buf, len, "%s-LN%s", plot_is_post(r) ? "Post" : "Pre", norm);
+    if (with_name) snprintf(buf, len, "%s%s: %s", esc, norm, name);
+    else snprintf(buf, len, "%s%s", esc, norm);
+}
+
+void plot_skipped_note(const plot_set_t *set, const int *m, int n, const char *what, char *buf,
+                       size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < len; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        if (plot_theory(r) != SCHEME_THEORY_NONE) continue;
+        char label[200];
+        plot_run_label(r, 0, label, sizeof label);
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "; not drawn: ", label);
+    }
+    if (used && used < len)
+        snprintf(buf + used, len - used, " (%s is stated for Post-LN and Pre-LN)", what);
 }
 
 /* "Zipf(1.1) tokens" etc.: which data a figure used (docs/design.md §1 asks to say so), and
@@ -121,23 +144,25 @@ int plot_pick_layer_group(const plot_set_t *set, arch_t arch, int *members)
     return n;
 }
 
-/* Rank of run k among the members with its placement (for colours), and whether labels need
- * run names (two runs share a placement and norm). */
-int plot_placement_rank(const plot_set_t *set, const int *members, int n, int k)
+/* Rank of run k among the members of its family (for colours), and whether labels need run
+ * names (two runs' legends would read the same). */
+int plot_family_rank(const plot_set_t *set, const int *members, int n, int k)
 {
     int rank = 0;
     for (int i = 0; i < k && i < n; i++)
-        if (plot_is_post(&set->runs[members[i]]) == plot_is_post(&set->runs[members[k]])) rank++;
+        if (family_of(&set->runs[members[i]]) == family_of(&set->runs[members[k]])) rank++;
     return rank;
 }
 
 int plot_labels_need_names(const plot_set_t *set, const int *members, int n)
 {
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < i; j++)
-            if (plot_is_post(&set->runs[members[i]]) == plot_is_post(&set->runs[members[j]]) &&
-                set->runs[members[i]].cfg.model.norm == set->runs[members[j]].cfg.model.norm)
-                return 1;
+        for (int j = 0; j < i; j++) {
+            char a[200], b[200];
+            plot_run_label(&set->runs[members[i]], 0, a, sizeof a);
+            plot_run_label(&set->runs[members[j]], 0, b, sizeof b);
+            if (!strcmp(a, b)) return 1;
+        }
     return 0;
 }
 
@@ -191,15 +216,12 @@ void plot_train_label(const plot_set_t *set, const int *m, int n, int i, char *b
             o->train.lr == c->train.lr && o->model.layers == c->model.layers)
             same = 1;
     }
-    char scheme[32];
-    if (c->model.placement == PLACEMENT_POST || c->model.placement == PLACEMENT_PRE) {
-        char norm[24] = "";
-        if (c->model.norm != NORM_LAYERNORM)
-            snprintf(norm, sizeof norm, " (%s)", config_norm_name(c->model.norm));
-        snprintf(scheme, sizeof scheme, "%s-LN%s", plot_is_post(r) ? "Post" : "Pre", norm);
-    } else {
-        plot_scheme_name(c, scheme, sizeof scheme);
-    }
+    char scheme[64], label[40];
+    scheme_label(c, label, sizeof label);
+    if (plot_theory(r) != SCHEME_THEORY_NONE && c->model.norm != NORM_LAYERNORM)   // "Pre-LN (rmsnorm)"
+        snprintf(scheme, sizeof scheme, "%s (%s)", label, config_norm_name(c->model.norm));
+    else
+        snprintf(scheme, sizeof scheme, "%s", label);
     char warm[32], lr[24] = "", name[160] = "";
     if (c->train.warmup > 1) snprintf(warm, sizeof warm, "warm-up %d", c->train.warmup);
     else snprintf(warm, sizeof warm, "no warm-up");

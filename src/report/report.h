@@ -13,4 +13,12 @@ void report_config(FILE *out, const config_t *cfg);
  * hidden-state norms / d beside Lemma 2, ‖J‖₂ beside √d/‖x−μ‖ (Lemma 3). */
 void report_probe(FILE *out, const config_t *cfg, const probe_t *p, int all);
 
+/* The scheme table (config/scheme.c) as tab-separated text with a header line: name, label,
+ * family, final norm (auto), norms, theory line, atlas rank, colour. */
+void report_scheme_table(FILE *out);
+
+/* One tab-separated line for a run: its name, scheme (scheme_name), atlas rank (scheme_rank),
+ * family and label. */
+void report_scheme_of(FILE *out, const char *run, const config_t *cfg);
+
 #endif

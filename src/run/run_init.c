@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "data/session.h"
+#include "model/session.h"
 #include "io/h5io.h"
 #include "measure/gradcheck.h"
 #include "measure/probe.h"

@@ -16,7 +16,7 @@ static int update_setup(train_t *t)
     t->fixed.src = src ? malloc(src * sizeof(int32_t)) : NULL;
     t->ref = malloc(tokens * (size_t)m->C * sizeof(double));
     t->prev = malloc(m->num_params * sizeof(double));
-    t->update_rel = malloc((size_t)t->ax.L * t->ax.P * sizeof(double));
+    t->update_rel = malloc((size_t)t->ax.L * t->ax.nparam * sizeof(double));
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     if (!t->fixed.tokens || !t->fixed.targets || (src && !t->fixed.src) || !t->ref || !t->prev ||
         !t->update_rel || !r) {
@@ -68,12 +68,12 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         free(t);
         return 1;
     }
-    const size_t L = (size_t)t->ax.L, LR = (size_t)t->ax.L * t->ax.R + 1;
-    t->probe.grad_fro = malloc(L * t->ax.P * sizeof(double));
-    t->probe.extra_grad_fro = malloc((size_t)t->ax.E * sizeof(double));
-    t->probe.hidden_sqnorm = malloc(L * t->ax.Q * sizeof(double));
+    const size_t L = (size_t)t->ax.L, LR = (size_t)t->ax.L * t->ax.nnorm + 1;
+    t->probe.grad_fro = malloc(L * t->ax.nparam * sizeof(double));
+    t->probe.extra_grad_fro = malloc((size_t)t->ax.nextra * sizeof(double));
+    t->probe.hidden_sqnorm = malloc(L * t->ax.nsite * sizeof(double));
     t->probe.jacobian_spec = malloc(LR * sizeof(double));
-    t->probe.subout_grad = malloc(L * t->ax.X * sizeof(double));
+    t->probe.subout_grad = malloc(L * t->ax.nsub * sizeof(double));
     t->jac = malloc(LR * sizeof(probe_jacobian_t));
     if (!t->probe.grad_fro || !t->probe.extra_grad_fro || !t->probe.hidden_sqnorm ||
         !t->probe.jacobian_spec || !t->probe.subout_grad || !t->jac ||
@@ -83,7 +83,7 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         return 1;
     }
     session_init(&t->s, cfg->init.seed);
-    if (t->ax.admin && (t->admin_omega = malloc((size_t)t->ax.L * t->ax.X * sizeof(double))))
+    if (t->ax.admin && (t->admin_omega = malloc((size_t)t->ax.L * t->ax.nsub * sizeof(double))))
         probe_admin_omega(&t->ax, t->s.model, t->admin_omega);
     if ((t->ax.admin && !t->admin_omega) || update_setup(t)) {
         snprintf(err, errlen, "out of memory");
@@ -124,7 +124,7 @@ static void measure(train_t *t)
     probe_grad_norms(&t->ax, m, m->grads, p->grad_fro, p->extra_grad_fro);
     probe_hidden_norms(&t->ax, m, p->hidden_sqnorm, &p->final_sqnorm, NULL);
     probe_subout_grads(&t->ax, m, p->subout_grad);
-    const size_t LR = (size_t)t->ax.L * t->ax.R;
+    const size_t LR = (size_t)t->ax.L * t->ax.nnorm;
     for (size_t i = 0; i < LR; i++) p->jacobian_spec[i] = NAN;
     p->final_jacobian_spec = NAN;
     if (!t->s.cfg.probe.jacobian) return;

@@ -12,7 +12,7 @@
  * before clipping and the update). At updates 1…100 and every probe.every, DeepNet's model
  * update on a fixed batch and each tensor's relative update (measure/change.h), after it.
  * Text task: validation loss after the update at every train.eval_every-th and the last step.
- * Streams (data/session.h): update 1 sees the batch of `stability dump`.
+ * Streams (model/session.h): update 1 sees the batch of `stability dump`.
  */
 #ifndef STABILITY_TRAIN_H
 #define STABILITY_TRAIN_H
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "config/config.h"
-#include "data/session.h"
+#include "model/session.h"
 #include "measure/probe.h"
 #include "train/optim.h"
 

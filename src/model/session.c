@@ -1,9 +1,9 @@
-/* session.c — data + model + random streams + one batch (data/session.h). */
+/* session.c — data + model + random streams + one batch (model/session.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "data/session.h"
+#include "model/session.h"
 
 double session_memory_bytes(const config_t *cfg)
 {
@@ -17,7 +17,7 @@ double session_physical_bytes(void)
 }
 
 /* Refuse a model larger than this machine's memory, with the estimate (before allocating). */
-static int check_memory(const config_t *cfg, const model_caps_t *caps, char *err, size_t errlen)
+static int check_memory(const config_t *cfg, const batch_caps_t *caps, char *err, size_t errlen)
 {
     const double need = model_memory_doubles(cfg, caps) * sizeof(double);
     const double have = session_physical_bytes();
@@ -36,7 +36,7 @@ int session_open(session_t *s, const config_t *cfg, char *err, size_t errlen)
     s->cfg = *cfg;
     int rc = data_open(&s->data, &s->cfg, err, errlen);
     if (rc) return rc;
-    model_caps_t caps;
+    batch_caps_t caps;
     data_caps(&s->data, &caps);
     if ((rc = check_memory(cfg, &caps, err, errlen))) {
         data_close(&s->data);

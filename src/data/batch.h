@@ -4,6 +4,7 @@
 #ifndef STABILITY_BATCH_H
 #define STABILITY_BATCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -12,5 +13,12 @@ typedef struct {
     int32_t *tokens;    /* (B,T) the input (lm) or the decoder input (encdec), −1 = padding */
     int32_t *targets;   /* (B,T) −1 = not scored (may be NULL: no loss) */
 } batch_t;
+
+/* The largest batch a task makes (data_caps), which a model is built for (model_create). */
+typedef struct {
+    int B, T, S;             /* rows, target length, source length (0 for lm) */
+    size_t tokens;           /* most target tokens B·T of one batch (≤ B·T_max) */
+    size_t src_tokens;       /* most source tokens B·S of one batch */
+} batch_caps_t;
 
 #endif
