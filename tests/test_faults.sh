@@ -151,13 +151,18 @@ tmpfs() {
 }
 # leftovers DIR: temporaries (.tmp.PID, .resume.PID) left in DIR
 leftovers() { ls -A "$1" | grep -E '\.(tmp|resume)\.[0-9]+$'; }
-# train_rows FILE: "rows checkpoint consecutive" of a training file, read with h5py (swmr=True)
+# train_rows FILE: "rows checkpoint consecutive finite" of a training file, read with h5py
+# (swmr=True); the checkpoint is the newer of the file's own and its journal's (FILE.checkpoint)
 train_rows() {
     $PY - "$1" <<'EOF2' 2>&1
-import sys, h5py, numpy as np
+import os, sys, h5py, numpy as np
 with h5py.File(sys.argv[1], "r", swmr=True) as f:
     s = f["train/step"][:]
-    print(len(s), int(f["checkpoint/step"][()]), bool((s == np.arange(1, len(s) + 1)).all()),
+    ck = int(f["checkpoint/step"][()])
+    if os.path.exists(sys.argv[1] + ".checkpoint"):
+        with h5py.File(sys.argv[1] + ".checkpoint", "r") as j:
+            ck = max(ck, int(j["checkpoint/step"][()]))
+    print(len(s), ck, bool((s == np.arange(1, len(s) + 1)).all()),
           bool(np.isfinite(f["train/loss"][:]).all()))
 EOF2
 }
@@ -192,7 +197,7 @@ else
     read -r rows ckpt consecutive finite <<< "$(train_rows "$D/run.h5" | tail -1)"
     if [ "$consecutive" = True ] && [ "$finite" = True ] && [ "${rows:-0}" -gt 0 ] 2>/dev/null \
         && [ "$ckpt" -gt 0 ] && [ "$ckpt" -le "$rows" ]; then
-        ok "the file reads with h5py: updates 1-$rows, all finite, checkpoint of update $ckpt"
+        ok "the file reads with h5py: updates 1-$rows, all finite, checkpoint of update $ckpt (file or journal)"
     else
         notok "the file after a full disk: $(train_rows "$D/run.h5")"
     fi
@@ -415,7 +420,7 @@ wait_for_glob() {
 }
 T="$tmp/signals"
 mkdir -p "$T"
-for sig in INT TERM HUP USR1; do
+for sig in INT TERM HUP USR1 USR2 ALRM XCPU VTALRM; do
     num=$(kill -l "$sig")
     # a probe long enough to be caught with its temporary open (Post-LN L=6, d = 512); a
     # background job of a script starts with SIGINT ignored: give it back its default
@@ -431,6 +436,23 @@ for sig in INT TERM HUP USR1; do
     check "probe + SIG$sig: the .tmp.PID is removed, no file, the process ends by the signal (exit $rc)" \
         test -z "$(compgen -G "$T/p_$sig.h5*")" -a "$rc" -eq $((128 + num))
 done
+# `ulimit -f`: the write fails (EFBIG), the probe says so (exit 1) and leaves nothing
+(ulimit -f 4; exec "$BIN" --config "$TINY" --set probe.seeds=1 --set probe.batches=1 \
+    --out "$T/p_xfsz.h5" --quiet >"$tmp/out" 2>"$tmp/err" </dev/null)
+rc=$?
+check "probe past ulimit -f 4: exit 1 (not SIGXFSZ), 'File too large', no file, no .tmp.PID" \
+    test "$rc" -eq 1 -a -n "$(grep 'File too large' "$tmp/err")" -a -z "$(compgen -G "$T/p_xfsz.h5*")"
+# kill -9 leaves the .tmp.PID; the next writer of that path removes it (its process is gone)
+"$BIN" --config "$ROOT/configs/postln_L6.ini" --set probe.seeds=2 --out "$T/p_kill.h5" --quiet \
+    >/dev/null 2>&1 </dev/null &
+pid=$!
+wait_for_glob "$T/p_kill.h5.tmp.*" 20 && sleep 0.2
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+left=$(compgen -G "$T/p_kill.h5.tmp.*")
+run "$BIN" --config "$TINY" --set probe.seeds=1 --set probe.batches=1 --out "$T/p_kill.h5" --quiet
+check "kill -9 of a probe leaves $(basename "${left:-nothing}"); the next probe of that path removes it and says so" \
+    test -n "$left" -a "$rc" -eq 0 -a ! -e "$left" -a -n "$(grep "removed $left (left by process $pid" "$tmp/err")"
 # a merge and a resume: the test hook raises the signal once their temporary exists
 printf '[sweep]\nbase = %s\nmodel.layers = 1\nprobe.seeds = 1\nprobe.batches = 1\n' "$TINY" > "$T/msig.ini"
 (cd "$T" && timeout 60 "$BIN" sweep msig.ini --quiet >/dev/null 2>&1)

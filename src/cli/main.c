@@ -1,6 +1,7 @@
 /* main.c — the command line (docs/design.md §3). Parses arguments, loads the config, calls the
  * modules and prints their results. Exit codes: 0 success, 1 runtime failure, 2 bad usage. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,10 +274,11 @@ static int cmd_run(const options_t *o)
     return run_train(&cfg, path, &ro);
 }
 
-/* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). */
+/* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). A malformed
+ * object is an error "FILE: /object: what is wrong" (exit 1, h5io_error). */
 static int info_run(h5io_file_t *f, const char *file, const char *prefix, int all)
 {
-    char err[1024], label[1400];
+    char err[1024], label[1400], path[1400];
     const char *obj = prefix[0] ? prefix : "/";
     snprintf(label, sizeof label, "%s%s", file, prefix);
     char *ini = h5io_read_attr_string(f, obj, "config");
@@ -284,15 +286,25 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
     config_t cfg;
     probe_t *p = NULL;
     int rc = 0;
-    if (!ini || config_parse_string(&cfg, ini, label, err, sizeof err)) {
+    if (h5io_error(f)) {
+        fprintf(stderr, "stability: %s\n", h5io_error(f));
+        rc = 1;
+    } else if (!ini || config_parse_string(&cfg, ini, label, err, sizeof err)) {
         fprintf(stderr, "stability: %s: no valid 'config' attribute%s%s\n", label,
                 ini ? ": " : "", ini ? err : "");
         rc = 1;
     } else {
         printf("%s: status %s\n", label, status ? status : "?");
         report_config(stdout, &cfg);
-        if (h5io_read_probe(f, prefix, &p, err, sizeof err) == 0) report_probe(stdout, &cfg, p, all);
-        else printf("(%s)\n", err);
+        snprintf(path, sizeof path, "%s/probe", prefix);
+        if (h5io_read_probe(f, prefix, &p, err, sizeof err) == 0) {
+            report_probe(stdout, &cfg, p, all);
+        } else if (h5io_error(f) || h5io_exists(f, path)) {
+            fprintf(stderr, "stability: %s\n", err);
+            rc = 1;
+        } else {
+            printf("(%s)\n", err);
+        }
         printf("\n");
     }
     probe_free(p);
@@ -322,8 +334,15 @@ static int cmd_info(int argc, char **argv)
         }
         int n = 0;
         char **runs = h5io_list_group(f, "/runs", &n);
-        if (!runs) rc |= info_run(f, argv[i], "", all);
-        for (int k = 0; k < n; k++) {
+        if (h5io_error(f)) {
+            fprintf(stderr, "stability: %s\n", h5io_error(f));
+            rc = 1;
+        } else if (!runs) {
+            rc |= info_run(f, argv[i], "", all);
+        } else if (n == 0) {
+            printf("%s: a merged sweep file without runs\n", argv[i]);
+        }
+        for (int k = 0; k < n && !h5io_error(f); k++) {
             char prefix[300];
             snprintf(prefix, sizeof prefix, "/runs/%s", runs[k]);
             rc |= info_run(f, argv[i], prefix, all);
@@ -488,6 +507,7 @@ static int cmd_sweep(int argc, char **argv)
 int main(int argc, char **argv)
 {
     h5io_init();                   // before any HDF5 call: no exit-time clean-up that can crash
+    signal(SIGXFSZ, SIG_IGN);      // `ulimit -f`: a write fails (EFBIG) and is reported, never a silent death
     gsl_set_error_handler_off();   // GSL errors are return codes, handled where they occur
     threads_set(0);                // one count for OpenBLAS and OpenMP, from the environment
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {

@@ -95,6 +95,9 @@ struct h5io_train {
     int err_no;                 /* errno of the failed reservation */
     long last_step, flushed_step, ckpt_step;   /* last update buffered / on disk; checkpoint */
     int ckpt_allocated;         /* the checkpoint's data have their space in the file */
+    int journal;                /* checkpoints go through <file>.checkpoint first (h5io_journal.c) */
+    char *config;               /* the file's config attribute (the journal carries it) */
+    char created[48];           /* ... and its created attribute */
     int text;
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
@@ -220,6 +223,7 @@ static void train_free_writer(h5io_train_t *w)
     if (w->f.id >= 0 && w->failed != WRITER_BROKEN) H5Fclose(w->f.id);
     if (w->lock_fd >= 0) close(w->lock_fd);   // releases the flock
     probe_axes_free(&w->ax);
+    free(w->config);
     free(w);
 }
 
@@ -238,7 +242,7 @@ static void failure_message(const h5io_train_t *w, char *err, size_t errlen)
 {
     char ck[64], rows[48];
     if (w->ckpt_step >= 0) snprintf(ck, sizeof ck, "the checkpoint of update %ld", w->ckpt_step);
-    else snprintf(ck, sizeof ck, "no checkpoint (--resume starts over)");
+    else snprintf(ck, sizeof ck, "no checkpoint (--resume --force starts over)");
     if (w->flushed_step > 0) snprintf(rows, sizeof rows, "updates 1-%ld", w->flushed_step);
     else snprintf(rows, sizeof rows, "no updates");
     if (w->failed == WRITER_DISK_FULL)
@@ -389,9 +393,21 @@ int h5io_train_checkpoint(h5io_train_t *w, const train_t *t)
 {
     // rows first; when they cannot be written, the last complete checkpoint stays untouched
     if (h5io_train_flush(w)) return 1;
+    // the journal next, whole and on disk: from now on a kill at any moment leaves one
+    // complete checkpoint, the file's or the journal's (h5io_journal.c)
+    if (w->journal) {
+        char why[1400];
+        if (h5io_journal_write(w->f.path, w->config, w->created, t, why, sizeof why))
+            return writer_failed(w, WRITER_DISK_FULL);
+        w->ckpt_step = t->step;
+    }
     const size_t need = METADATA_SLACK + (w->ckpt_allocated ? 0 : h5io_checkpoint_bytes(t));
     if (h5io_space_reserve(w->f.id, need) != 0) return writer_failed(w, WRITER_DISK_FULL);
     if (h5io_checkpoint_write(&w->f, t)) return writer_failed(w, WRITER_BROKEN);
+    if (w->journal) {
+        if (h5io_sync(w->f.id) != 0) return writer_failed(w, WRITER_BROKEN);
+        h5io_journal_remove(w->f.path);   // the file's own checkpoint is complete, on disk
+    }
     w->ckpt_allocated = 1;
     w->ckpt_step = t->step;
     return 0;
@@ -407,6 +423,11 @@ static int create_file(h5io_train_t *w, const char *path, int trunc, const train
     if (w->f.id < 0) return 1;
     int rc = create_layout(w, t);
     rc |= h5io_write_root_attrs(&w->f, config_ini, t->s.cfg.init.seed, "running");
+    char *created = h5io_read_attr_string(&w->f, "/", "created");
+    snprintf(w->created, sizeof w->created, "%s", created ? created : "");
+    free(created);
+    free(w->config);
+    if (!(w->config = strdup(config_ini))) rc = 1;
     return rc;
 }
 
@@ -432,17 +453,30 @@ int h5io_train_create(h5io_train_t **out, const char *path, int overwrite, const
     }
     h5io_train_t *w = writer_alloc(t, path);
     if (!w) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
-    const int existed = lstat(path, &st) == 0;
-    if (create_file(w, path, overwrite, t, config_ini) || open_columns(w) ||
-        H5Fstart_swmr_write(w->f.id) < 0) {
-        snprintf(err, errlen, "%s: cannot create the HDF5 file (directory writable? disk full? "
-                 "file in use?)", path);
-        const int created = w->f.id >= 0;
+    // made whole under a temporary name, then put in place by rename (never truncated in place:
+    // a hard link to the old file, a snapshot, keeps what it held; docs/design.md §6)
+    char tmp[sizeof w->f.path + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    tmpfiles_add(tmp);
+    err[0] = '\0';
+    rc = h5io_create_empty(tmp, err, errlen) || create_file(w, tmp, 1, t, config_ini) ||
+         open_columns(w) || H5Fstart_swmr_write(w->f.id) < 0;
+    if (!rc && fsutil_check_replaceable(path, err, errlen)) rc = 1;
+    else if (!rc && overwrite && rename(tmp, path) != 0) rc = 1;
+    else if (!rc && !overwrite && (link(tmp, path) != 0 || unlink(tmp) != 0)) rc = 1;
+    if (rc) {
+        if (!err[0] && errno == EEXIST)
+            snprintf(err, errlen, "%s: exists (use --force to replace it, --resume to continue it)", path);
+        else if (!err[0])
+            snprintf(err, errlen, "%s: cannot create the HDF5 file: %s", path, strerror(errno));
         train_free_writer(w);
-        // ours (h5io_check_target saw no other kind): created, or left empty by a full disk
-        if (created || !existed) fsutil_unlink_regular(path);
+        fsutil_unlink_regular(tmp);
+        tmpfiles_forget(tmp);
         return 1;
     }
+    tmpfiles_forget(tmp);
+    h5io_journal_remove(path);   // a journal a killed run of this path left is not this run's
+    w->journal = 1;
     w->lock_fd = h5io_lock_hold(path);
     *out = w;
     return 0;
@@ -497,6 +531,39 @@ int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, cons
 
 /* ---------------------------------------------------------------- inspect and resume */
 
+/* The rows of the 1-D dataset path of f (validated), or −1 when it is missing or malformed. */
+static long dataset_rows(h5io_file_t *f, const char *path)
+{
+    if (!h5io_exists(f, path)) return -1;
+    hid_t ds = H5Dopen2(f->id, path, H5P_DEFAULT);
+    if (ds < 0) return -1;
+    hid_t space = H5Dget_space(ds);
+    hsize_t d[1] = {0};
+    const int ok = H5Sget_simple_extent_ndims(space) == 1 && H5Sget_simple_extent_dims(space, d, NULL) == 1;
+    H5Sclose(space);
+    H5Dclose(ds);
+    if (!ok) h5io_bad(f, path, "not a list of updates (rank 1)");
+    return ok ? (long)d[0] : -1;
+}
+
+/* The newest usable checkpoint of the (verified, open) file f at path: its own (when its data
+ * read through, checksums and all) or its journal's; *from_journal says which. −1 with why. */
+static long usable_checkpoint(h5io_file_t *f, const char *path, const char *config,
+                              const char *created, int *from_journal, char *why, size_t len)
+{
+    char own[800] = "", jwhy[800];
+    long step = -1;
+    if (h5io_verify(path, H5IO_VERIFY_CHECKPOINT, own, sizeof own) == 0) {
+        step = h5io_checkpoint_step(f);
+        if (step < 0) snprintf(own, sizeof own, "%s", h5io_error(f) ? h5io_error(f) : "none complete");
+    }
+    const long jstep = h5io_journal_step(path, config, created, jwhy, sizeof jwhy);
+    *from_journal = jstep > step;
+    if (jstep > step) step = jstep;
+    if (step < 0) snprintf(why, len, "its checkpoint: %s; its journal: %s", own, jwhy);
+    return step;
+}
+
 int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, size_t errlen)
 {
     memset(info, 0, sizeof *info);
@@ -505,9 +572,22 @@ int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, siz
     if (h5io_open_read(&f, path, err, errlen)) return 1;
     info->config = h5io_read_attr_string(f, "/", "config");
     info->status = h5io_read_attr_string(f, "/", "status");
-    info->checkpoint_step = h5io_checkpoint_step(f);
+    char *created = h5io_read_attr_string(f, "/", "created");
+    static const char *const KINDS[][2] = {{"/runs", "merged"}, {"/train", "train"},
+                                           {"/batch", "dump"}, {"/probe", "probe"}};
+    for (int k = 0; k < 4 && !info->kind[0]; k++)
+        if (h5io_exists(f, KINDS[k][0])) snprintf(info->kind, sizeof info->kind, "%s", KINDS[k][1]);
+    info->rows = dataset_rows(f, "/train/step");
+    int journal;
+    if (!strcmp(info->kind, "train") && !h5io_error(f))
+        info->checkpoint_step = usable_checkpoint(f, path, info->config, created, &journal,
+                                                  info->why, sizeof info->why);
+    free(created);
+    const int bad = h5io_error(f) != NULL;
+    if (bad) snprintf(err, errlen, "%s", h5io_error(f));
     h5io_close(f);
-    return 0;
+    if (bad) h5io_train_info_free(info);
+    return bad;
 }
 
 void h5io_train_info_free(h5io_train_info_t *info)
@@ -568,6 +648,24 @@ static int load_rows(h5io_file_t *f, const h5io_train_t *w, long step, double **
     return 0;
 }
 
+/* Load the newest usable checkpoint of the open file old (path) into t: its own, or its
+ * journal's. 0, or 1 with why. */
+static int load_checkpoint(h5io_file_t *old, const char *path, train_t *t, char *why, size_t len)
+{
+    char *config = h5io_read_attr_string(old, "/", "config");
+    char *created = h5io_read_attr_string(old, "/", "created");
+    int journal = 0, rc = 1;
+    if (usable_checkpoint(old, path, config, created, &journal, why, len) < 0)
+        rc = 1;
+    else if (journal)
+        rc = h5io_journal_load(path, t, why, len);
+    else
+        rc = h5io_checkpoint_load(old, t, why, len);
+    free(config);
+    free(created);
+    return rc;
+}
+
 int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const char *config_ini,
                       double *elapsed, char *err, size_t errlen)
 {
@@ -585,22 +683,25 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
     hsize_t keep[G_COUNT];
     char why[1400] = "out of memory", tmp[sizeof w->f.path + 32];
     char *created = h5io_read_attr_string(old, "/", "created");
-    int rc = !w || h5io_checkpoint_load(old, t, why, sizeof why) ||
+    int rc = !w || load_checkpoint(old, path, t, why, sizeof why) ||
              load_rows(old, w, t->step, data, keep, elapsed, why, sizeof why);
     h5io_close(old);
     if (!rc) {
         // rewrite: the rows up to the checkpoint and the checkpoint into a new file, then
         // rename it over the old one (atomic: a kill leaves either file complete)
         snprintf(tmp, sizeof tmp, "%s.resume.%ld", path, (long)getpid());
-        rc = fsutil_check_replaceable(tmp, why, sizeof why) != 0;   // TRUNC would follow a link
-        if (!rc) tmpfiles_add(tmp);   // removed if a signal ends the process meanwhile
-        rc = rc || create_file(w, tmp, 1, t, config_ini) || open_columns(w);
+        tmpfiles_add(tmp);   // removed if a signal ends the process meanwhile
+        rc = h5io_create_empty(tmp, why, sizeof why) || create_file(w, tmp, 1, t, config_ini) ||
+             open_columns(w);
         if (!rc) tmpfiles_test_hook();
-        if (!rc && created) rc = h5io_write_attr_string(&w->f, "/", "created", created);
+        if (!rc && created) {
+            rc = h5io_write_attr_string(&w->f, "/", "created", created);
+            snprintf(w->created, sizeof w->created, "%s", created);
+        }
         for (int k = 0; k < NCOL && !rc; k++)
             if (w->ds[k] >= 0) rc = append_rows(w->ds[k], data[k], keep[COLUMNS[k].group]);
         w->last_step = w->flushed_step = t->step;
-        rc = rc || h5io_train_checkpoint(w, t);
+        rc = rc || h5io_train_checkpoint(w, t);   // no journal: the old file holds this state
         for (int k = 0; k < NCOL; k++) {
             if (w->ds[k] >= 0) H5Dclose(w->ds[k]);
             w->ds[k] = -1;
@@ -608,7 +709,8 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
         if (w->f.id >= 0 && H5Fclose(w->f.id) < 0) rc = 1;
         w->f.id = -1;
         if (rc) {
-            snprintf(why, sizeof why, "cannot write %s (disk full?); the file is unchanged", tmp);
+            if (!strncmp(why, "out of memory", 13))
+                snprintf(why, sizeof why, "cannot write %s (disk full?); the file is unchanged", tmp);
             fsutil_unlink_regular(tmp);
         } else if (fsutil_check_replaceable(path, why, sizeof why)) {
             fsutil_unlink_regular(tmp);
@@ -619,6 +721,7 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
             rc = 1;
         }
         tmpfiles_forget(tmp);
+        if (!rc) h5io_journal_remove(path);   // the new file holds the journal's state
     }
     if (!rc) {
         hid_t fapl = fapl_latest();
@@ -627,6 +730,7 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
         rc = w->f.id < 0 || open_columns(w) || H5Fstart_swmr_write(w->f.id) < 0;
         if (rc) snprintf(why, sizeof why, "cannot reopen for writing");
         else w->lock_fd = h5io_lock_hold(path);
+        w->journal = 1;
     }
     for (int k = 0; k < NCOL; k++) free(data[k]);
     free(created);

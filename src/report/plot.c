@@ -44,8 +44,8 @@ void sbuf_free(sbuf_t *b)
 
 /* ------------------------------------------------------------------ loading */
 
-/* /train/<xname> and /train/<yname> into *x, *y (n rows), when both are there, 1-D and of one
- * length; else nothing. */
+/* /train/<xname> and /train/<yname> into *x, *y (n rows), when both are there and 1-D; of a
+ * live run (written meanwhile) the rows both have: a consistent prefix. Else nothing. */
 static void load_series(h5io_file_t *f, const char *prefix, const char *xname, const char *yname,
                         size_t *n, double **x, double **y)
 {
@@ -56,12 +56,12 @@ static void load_series(h5io_file_t *f, const char *prefix, const char *xname, c
     snprintf(p1, sizeof p1, "%s/train/%s", prefix, xname);
     snprintf(p2, sizeof p2, "%s/train/%s", prefix, yname);
     if (!h5io_exists(f, p1) || !h5io_exists(f, p2) || h5io_read_doubles(f, p1, &a, d1, &r1) ||
-        h5io_read_doubles(f, p2, &b, d2, &r2) || r1 != 1 || r2 != 1 || d1[0] != d2[0]) {
+        h5io_read_doubles(f, p2, &b, d2, &r2) || r1 != 1 || r2 != 1) {
         free(a);
         free(b);
         return;
     }
-    *n = d1[0];
+    *n = d1[0] < d2[0] ? d1[0] : d2[0];
     *x = a;
     *y = b;
 }
@@ -80,6 +80,10 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
     snprintf(r->status, sizeof r->status, "%s", status ? status : "?");
     free(ini);
     free(status);
+    if (h5io_error(f)) {
+        snprintf(err, errlen, "%s", h5io_error(f));
+        return 1;
+    }
     if (bad) {
         snprintf(err, errlen, "%s: no valid config attribute", name);
         return 1;
@@ -97,13 +101,22 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
         double *step = NULL, *lr = NULL;
         char p2[512];
         if (h5io_read_doubles(f, path, &r->loss, dims, &rank) == 0 && rank == 1) {
+            // a live run's datasets grow one after another: the rows all of them have
             r->nsteps = dims[0];
             snprintf(p2, sizeof p2, "%s/train/step", prefix);
-            if (h5io_read_doubles(f, p2, &step, dims, &rank) == 0 && dims[0] == r->nsteps) r->step = step;
-            else free(step);
+            if (h5io_read_doubles(f, p2, &step, dims, &rank) == 0 && rank == 1) {
+                r->step = step;
+                if (dims[0] < r->nsteps) r->nsteps = dims[0];
+            } else {
+                free(step);
+            }
             snprintf(p2, sizeof p2, "%s/train/lr", prefix);
-            if (h5io_read_doubles(f, p2, &lr, dims, &rank) == 0 && dims[0] == r->nsteps) r->lr = lr;
-            else free(lr);
+            if (h5io_read_doubles(f, p2, &lr, dims, &rank) == 0 && rank == 1) {
+                r->lr = lr;
+                if (dims[0] < r->nsteps) r->nsteps = dims[0];
+            } else {
+                free(lr);
+            }
             snprintf(p2, sizeof p2, "%s/train", prefix);
             double div;
             if (h5io_read_attr_double(f, p2, "diverged_at", &div) == 0 && div >= 0)
@@ -115,6 +128,10 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
     load_series(f, prefix, "eval_step", "val_loss", &r->nevals, &r->eval_step, &r->val_loss);
     load_series(f, prefix, "update_step", "model_update", &r->nupdates, &r->update_step,
                 &r->model_update);
+    if (h5io_error(f)) {   // a malformed dataset or attribute (h5io_read.c)
+        snprintf(err, errlen, "%s", h5io_error(f));
+        return 1;
+    }
     return 0;
 }
 
@@ -132,6 +149,12 @@ int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, 
         if (h5io_open_read(&f, files[i], err, errlen)) { plot_set_free(set); return 1; }
         int nnames = 0;
         char **names = h5io_list_group(f, "/runs", &nnames);
+        if (h5io_error(f)) {
+            snprintf(err, errlen, "%s", h5io_error(f));
+            h5io_close(f);
+            plot_set_free(set);
+            return 1;
+        }
         const int count = names ? nnames : 1;
         plot_run_t *grown = realloc(set->runs, (size_t)(set->n + count) * sizeof *grown);
         if (!grown) { h5io_close(f); h5io_free_names(names, nnames); plot_set_free(set); return 1; }
@@ -155,9 +178,11 @@ int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, 
         h5io_free_names(names, nnames);
         h5io_close(f);
         if (rc) {
-            char tmp[512];
-            snprintf(tmp, sizeof tmp, "%s: %s", files[i], err);
-            snprintf(err, errlen, "%s", tmp);
+            char tmp[1200];
+            if (strncmp(err, files[i], strlen(files[i]))) {   // h5io_error names the file itself
+                snprintf(tmp, sizeof tmp, "%s: %s", files[i], err);
+                snprintf(err, errlen, "%s", tmp);
+            }
             plot_set_free(set);
             return 1;
         }

@@ -77,12 +77,14 @@ void sweep_run_sets(const sweep_t *s, int i, sweep_sets_t *out);
 void sweep_run_path(const sweep_t *s, int i, char *buf, size_t len);
 
 /* What run i's file (results/<sweep>/<run>.h5) holds. */
-typedef enum { SWEEP_MISSING, SWEEP_INCOMPLETE, SWEEP_STALE, SWEEP_COMPLETE } sweep_state_t;
+typedef enum { SWEEP_MISSING, SWEEP_INCOMPLETE, SWEEP_STALE, SWEEP_DAMAGED, SWEEP_COMPLETE } sweep_state_t;
 
-/* The state of run i: complete when its file has status done or diverged and was written with
- * the configuration the sweep now asks for (h5io_config_same); stale when it is done or
- * diverged with another one (the sweep file or its base changed since: redone). why (may be
- * NULL) gets the status, or for a stale run the first difference ("it has 'seeds = 3'"). */
+/* The state of run i, its file read in a child process (io/h5io.h's h5io_summarize): complete
+ * when it is the run's kind of file (a probe's or a training run's, not a dump), has status
+ * done or diverged, reads through, and was written with the configuration the sweep now asks
+ * for (h5io_config_same); stale when it is done or diverged with another one (the sweep file
+ * or its base changed since) or of another kind; damaged when it cannot be read (stale and
+ * damaged runs are redone). why (may be NULL) gets the status, or what is wrong. */
 sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len);
 
 /* True when run i is complete (sweep_run_state; a result, never redone). */

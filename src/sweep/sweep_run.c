@@ -172,11 +172,17 @@ static void report_failure(const sweep_t *s, int i, int status)
     for (int k = n > 5 ? n - 5 : 0; k < n; k++) fprintf(stderr, "  | %s", lines[k % 5]);
 }
 
-/* Say that run i is redone: its file holds a result of another configuration. */
-static void report_stale(const sweep_t *s, int i, const char *why)
+/* Say that run i is redone: its file holds a result of another configuration, or is damaged. */
+static void report_redo(const sweep_t *s, int i, sweep_state_t st, const char *why)
 {
-    fprintf(stderr, "run %d (%s): stale: its file was written with another configuration (%s); "
-            "redoing it\n", i, s->runs[i].name, why);
+    if (st == SWEEP_STALE && !strncmp(why, "it is a ", 8))   // a dump of the run's config
+        fprintf(stderr, "run %d (%s): stale: its file is not this run's result (%s); redoing it\n",
+                i, s->runs[i].name, why);
+    else if (st == SWEEP_STALE)
+        fprintf(stderr, "run %d (%s): stale: its file was written with another configuration (%s); "
+                "redoing it\n", i, s->runs[i].name, why);
+    else if (st == SWEEP_DAMAGED)
+        fprintf(stderr, "run %d (%s): its file is %s; redoing it\n", i, s->runs[i].name, why);
 }
 
 /* The threads a sweep divides among its runs: STABILITY_THREADS, else SLURM_CPUS_PER_TASK,
@@ -273,7 +279,7 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
         const sweep_state_t st = sweep_run_state(s, i, why, sizeof why);
         if (st == SWEEP_COMPLETE) skipped++;
         else todo[ntodo++] = i;
-        if (st == SWEEP_STALE) report_stale(s, i, why);
+        report_redo(s, i, st, why);
     }
     if (!quiet)
         printf("sweep %s: %d runs, %d complete, %d to run, %d at a time x %d threads\n", s->name,
@@ -343,7 +349,7 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
         if (!quiet) printf("run %d (%s) is complete; nothing to do\n", i, s->runs[i].name);
         return 0;
     }
-    if (state == SWEEP_STALE) report_stale(s, i, why);
+    report_redo(s, i, state, why);
     // Slurm's pre-emption signals (USR1, TERM) are forwarded as USR1: the run checkpoints and
     // the task requeues itself; INT and HUP as TERM: it checkpoints, and the task ends
     static const int SIGS[4] = {SIGUSR1, SIGTERM, SIGINT, SIGHUP};
@@ -436,7 +442,7 @@ static int merge_write(const sweep_t *s, const sweep_state_t *state, char (*stat
 {
     char err[1024];
     h5io_file_t *f;
-    int rc = h5io_create(&f, s->merged_path, 1, err, sizeof err);
+    int rc = h5io_create(&f, s->merged_path, 1, "a sweep merge", err, sizeof err);
     if (rc) {
         fprintf(stderr, "stability: %s\n", err);
         return rc;

@@ -20,4 +20,14 @@ typedef struct {
  * process could be started. */
 int proc_run(const char *const argv[], const proc_io_t *io);
 
+/* Run fn(arg, fd) in a child process (a fork, no exec) that writes its answer to fd and
+ * returns its exit code; wait at most timeout seconds (> 0). The child's signal handlers are
+ * reset to their defaults and it dies with this process. What a reader of an untrusted file
+ * uses, so that a crash or a hang inside a library cannot take the caller with it (docs/design.md
+ * §6). Returns the child's exit code (>= 0) with its answer in out (NUL-terminated, at most
+ * outlen − 1 bytes kept), or −1 with why: "crashed (Segmentation fault)", "did not finish
+ * within N s" (then it was killed), "interrupted (Interrupt)" or "cannot start a process". */
+int proc_isolate(int (*fn)(void *arg, int fd), void *arg, double timeout, char *out,
+                 size_t outlen, char *why, size_t whylen);
+
 #endif
