@@ -11,6 +11,11 @@
 6. Stale runs (a file of another configuration) are redone and said so; a merge never
    replaces a merged file with a poorer one without --force; --jobs N divides the threads.
 7. A miniature atlas: its figures, and the LR-sensitivity table against the definition.
+8. Names that collide: results/NAME.h5 that is a training run's file (a config's default
+   output) is not replaced by the sweep NAME's merge (exit 2 before any run; --merge --force
+   does); two sweep files of one name in different folders do not share results/NAME/ (the
+   second refuses, the first's runs untouched); a sweep file named "...ini" writes nothing
+   outside results/ (exit 2).
 """
 import glob
 import os
@@ -345,6 +350,52 @@ def test_atlas(tmp):
         os.remove(f"results/{d}.h5")
 
 
+def run_in(cwd, *args):
+    return subprocess.run([STABILITY, *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_collisions(tmp):
+    tiny = os.path.abspath("configs/tiny.ini")
+    d = os.path.join(tmp, "collide")
+    os.makedirs(os.path.join(d, "exp", "a"))
+    os.makedirs(os.path.join(d, "exp", "b"))
+    sweep = f"[sweep]\nbase = {tiny}\nmodel.layers = 1, 2\nprobe.seeds = 1\nprobe.batches = 1\n"
+    # a training run's file where the sweep 'x' merges
+    r = run_in(d, "--config", tiny, "--set", "train.steps=5", "--out", "results/x.h5", "--quiet")
+    before = os.stat(os.path.join(d, "results/x.h5")).st_mtime_ns
+    write(os.path.join(d, "exp", "a", "x.ini"), sweep)
+    r = run_in(d, "sweep", "exp/a/x.ini", "--quiet")
+    check("results/x.h5 is a training run's file: `sweep x.ini` exits 2 before running, names it, "
+          "leaves it", r.returncode == 2 and "results/x.h5 is a train file" in r.stderr and
+          os.stat(os.path.join(d, "results/x.h5")).st_mtime_ns == before and
+          not glob.glob(os.path.join(d, "results/x/*.h5")), r.stderr.strip())
+    r = run_in(d, "sweep", "exp/a/x.ini", "--merge", "--force", "--quiet")
+    with h5py.File(os.path.join(d, "results/x.h5"), "r") as f:
+        merged = "sweep" in f and "train" not in f
+    check("... --merge --force replaces it", r.returncode == 3 and merged, r.stderr.strip())
+    r = run_in(d, "sweep", "exp/a/x.ini", "--quiet")
+    runs = {p: os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(d, "results/x/*.h5"))}
+    write(os.path.join(d, "exp", "b", "x.ini"), sweep.replace("probe.seeds = 1", "probe.seeds = 2"))
+    r2 = run_in(d, "sweep", "exp/b/x.ini", "--quiet")
+    after = {p: os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(d, "results/x/*.h5"))}
+    check("a second sweep file named x.ini in another folder: exit 2, names the owner, the first "
+          "sweep's 2 runs untouched (not 'stale', not redone)", r.returncode == 0 and
+          r2.returncode == 2 and "exp/a/x.ini" in r2.stderr and len(runs) == 2 and after == runs
+          and "stale" not in r2.stderr, f"{r.returncode} {r.stderr.strip()} | {r2.returncode} "
+          f"{r2.stderr.strip()}")
+    r2 = run_in(d, "sweep", "exp/b/x.ini", "--slurm", "--quiet")
+    check("... and its --slurm script is refused too", r2.returncode == 2 and
+          not os.path.exists(os.path.join(d, "results/x/job.sbatch")), r2.stderr.strip())
+    # '...ini': the sweep's name would be '..', its runs results/../NAME.h5
+    write(os.path.join(d, "victim1.h5"), "precious\n")
+    write(os.path.join(d, "...ini"), sweep.replace("model.layers = 1, 2", "name = victim{layers}\n"
+                                                  "model.layers = 1, 2"))
+    r = run_in(d, "sweep", "...ini", "--force", "--quiet")
+    check("a sweep file named '...ini': exit 2, ./victim1.h5 untouched, no results/...h5",
+          r.returncode == 2 and open(os.path.join(d, "victim1.h5")).read() == "precious\n" and
+          not os.path.exists(os.path.join(d, "victim2.h5")) and "'..'" in r.stderr, r.stderr.strip())
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_expansion(tmp)
@@ -354,6 +405,7 @@ def main():
         test_threads(tmp)
         test_plots(tmp)
         test_atlas(tmp)
+        test_collisions(tmp)
     failed = results.count(False)
     print(f"sweep: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

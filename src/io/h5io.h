@@ -64,6 +64,7 @@ char *h5io_file_status(const char *path);
 typedef struct {
     char *status, *config;   /* root attributes (malloc'd), NULL when absent */
     char kind[16];           /* "train" (/train), "probe", "dump" (/batch), "merged" (/runs) or "" */
+    char *sweep_file;        /* a merged file's /sweep attribute file (malloc'd), or NULL */
     char damaged[700];       /* why the file cannot be used ("" when it can) */
 } h5io_summary_t;
 
@@ -124,6 +125,10 @@ int h5io_open_read(h5io_file_t **f, const char *path, char *err, size_t errlen);
 /* The first malformed object a read of f found ("FILE: /object: what is wrong"), or NULL.
  * Every read below checks rank, shape, type and size first and fails on what it records. */
 const char *h5io_error(const h5io_file_t *f);
+
+/* What f is, by the groups it has: "merged" (/runs or /sweep), "train" (/train), "dump"
+ * (/batch), "probe" (/probe), or "" (none of ours). */
+const char *h5io_kind(h5io_file_t *f);
 
 /* Close a file opened with h5io_open_read. */
 void h5io_close(h5io_file_t *f);

@@ -314,3 +314,12 @@ void h5io_free_names(char **names, int n)
     for (int i = 0; i < n; i++) free(names[i]);
     free(names);
 }
+
+const char *h5io_kind(h5io_file_t *f)
+{
+    static const char *const KINDS[][2] = {{"/runs", "merged"}, {"/sweep", "merged"},
+                                           {"/train", "train"}, {"/batch", "dump"}, {"/probe", "probe"}};
+    for (int k = 0; k < 5; k++)
+        if (h5io_exists(f, KINDS[k][0])) return KINDS[k][1];
+    return "";
+}

@@ -54,10 +54,7 @@ int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, siz
     info->config = h5io_read_attr_string(f, "/", "config");
     info->status = h5io_read_attr_string(f, "/", "status");
     char *created = h5io_read_attr_string(f, "/", "created");
-    static const char *const KINDS[][2] = {{"/runs", "merged"}, {"/train", "train"},
-                                           {"/batch", "dump"}, {"/probe", "probe"}};
-    for (int k = 0; k < 4 && !info->kind[0]; k++)
-        if (h5io_exists(f, KINDS[k][0])) snprintf(info->kind, sizeof info->kind, "%s", KINDS[k][1]);
+    snprintf(info->kind, sizeof info->kind, "%s", h5io_kind(f));
     info->rows = dataset_rows(f, "/train/step");
     int journal;
     if (!strcmp(info->kind, "train") && !h5io_error(f))

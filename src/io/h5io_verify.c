@@ -188,21 +188,18 @@ int h5io_verify(const char *path, int flags, char *err, size_t errlen)
     return 1;
 }
 
-/* The child's side of h5io_summarize: "kind\0S status\0bad\0C config" to fd (S/C: '+' when the
- * attribute is there, '-' when not). */
+/* The child's side of h5io_summarize: "kind\0S status\0bad\0W sweep file\0C config" to fd
+ * (S/W/C: '+' when the attribute is there, '-' when not). */
 static int summary_child(void *arg, int fd)
 {
     const struct { const char *path; int full; } *a = arg;
     h5io_file_t f = {.id = h5io_open_id(a->path)};
     snprintf(f.path, sizeof f.path, "%s", a->path);
     if (f.id < 0) return 2;
-    static const char *const KINDS[][2] = {{"/runs", "merged"}, {"/train", "train"},
-                                           {"/batch", "dump"}, {"/probe", "probe"}};
-    const char *kind = "";
-    for (int k = 0; k < 4 && !kind[0]; k++)
-        if (h5io_exists(&f, KINDS[k][0])) kind = KINDS[k][1];
+    const char *kind = h5io_kind(&f);
     char *status = h5io_read_attr_string(&f, "/", "status");
     char *config = h5io_read_attr_string(&f, "/", "config");
+    char *sweep = h5io_exists(&f, "/sweep") ? h5io_read_attr_string(&f, "/sweep", "file") : NULL;
     walk_t w = {0};
     const int finished = status && (!strcmp(status, "done") || !strcmp(status, "diverged"));
     if (f.bad[0]) snprintf(w.why, sizeof w.why, "%s", f.bad + strlen(f.path) + 2);
@@ -212,8 +209,9 @@ static int summary_child(void *arg, int fd)
         snprintf(w.why, sizeof w.why, "its objects cannot be listed (damaged)");
     FILE *out = fdopen(fd, "w");
     if (!out) return 1;
-    fprintf(out, "%s%c%c%s%c%s%c%c%s", kind, 0, status ? '+' : '-', status ? status : "", 0,
-            w.why, 0, config ? '+' : '-', config ? config : "");
+    fprintf(out, "%s%c%c%s%c%s%c%c%s%c%c%s", kind, 0, status ? '+' : '-', status ? status : "", 0,
+            w.why, 0, sweep ? '+' : '-', sweep ? sweep : "", 0, config ? '+' : '-',
+            config ? config : "");
     return fclose(out) == 0 ? 0 : 1;
 }
 
@@ -238,10 +236,11 @@ int h5io_summarize(const char *path, int full, h5io_summary_t *s)
     }
     // four fields, NUL-separated (the last one ends at the answer's NUL)
     const char *kind = answer, *st = kind + strlen(kind) + 1, *bad = st + strlen(st) + 1;
-    const char *cf = bad + strlen(bad) + 1;
+    const char *sw = bad + strlen(bad) + 1, *cf = sw + strlen(sw) + 1;
     snprintf(s->kind, sizeof s->kind, "%.15s", kind);
     if (st[0] == '+') s->status = strdup(st + 1);
     if (bad[0]) snprintf(s->damaged, sizeof s->damaged, "%.690s", bad);
+    if (sw[0] == '+') s->sweep_file = strdup(sw + 1);
     if (cf[0] == '+') s->config = strdup(cf + 1);
     free(answer);
     return 0;
@@ -251,7 +250,8 @@ void h5io_summary_free(h5io_summary_t *s)
 {
     free(s->status);
     free(s->config);
-    s->status = s->config = NULL;
+    free(s->sweep_file);
+    s->status = s->config = s->sweep_file = NULL;
 }
 
 char *h5io_file_status(const char *path)

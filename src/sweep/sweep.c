@@ -302,6 +302,15 @@ int sweep_load(sweep_t *s, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%.100s: %s", path, s->name[0] ? "path too long" : "no sweep name");
         return 2;
     }
+    // the name becomes results/<name>/ and results/<name>.h5: "..ini" would make it results/..
+    int control = 0;
+    for (const char *c = s->name; *c; c++) control |= (unsigned char)*c < 0x20 || *c == 0x7f;
+    if (s->name[0] == '.' || control) {
+        snprintf(err, errlen, "%.200s: the sweep's name '%.100s' (its file name without .ini) is "
+                 "not usable as results/<name>/ (it starts with '.' or holds a control "
+                 "character); rename the file", path, s->name);
+        return 2;
+    }
     size_t len;
     char *text = lines_read_file(path, &len);
     if (!text) {

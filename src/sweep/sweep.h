@@ -90,9 +90,21 @@ sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len);
 /* True when run i is complete (sweep_run_state; a result, never redone). */
 int sweep_run_complete(const sweep_t *s, int i);
 
-/* Lock results/<sweep>/.lock (made if needed) for as long as the returned fd is open: a local
- * sweep exclusively, a Slurm task or a merge shared, so that two sweeps of one file never run
- * at once (docs/design.md §3). Returns the fd, or −1 after printing why (another holds it). */
+/* mkdir -p results/<sweep>. 0, or −1 with errno. */
+int sweep_make_dir(const sweep_t *s);
+
+/* Make results/<sweep>/ this sweep file's (its .sweep names the file): 0; 2 with err when
+ * another sweep file of the same name, which still exists, owns it; 1 on I/O failure. */
+int sweep_own_dir(const sweep_t *s, char *err, size_t errlen);
+
+/* 0 when results/<sweep>.h5 is missing or this sweep's merged file; else 1 with err (a
+ * training run's file of the same name, another sweep's merged file, a damaged file). */
+int sweep_merged_ours(const sweep_t *s, char *err, size_t errlen);
+
+/* Own (sweep_own_dir) and lock results/<sweep>/.lock for as long as the returned fd is open:
+ * a local sweep exclusively (its PID written in), a Slurm task or a merge shared, so that two
+ * sweeps of one file never run at once (docs/design.md §3). Returns the fd, or after printing
+ * why −1 (another holds it, I/O) or −2 (another sweep file owns the folder). */
 int sweep_lock(const sweep_t *s, int exclusive);
 
 /* Run every incomplete run locally, jobs at a time, as child processes of exe (threads per

@@ -55,45 +55,6 @@ static void nap(void)
     nanosleep(&ts, NULL);
 }
 
-/* mkdir -p results/<sweep>. */
-static int make_results_dir(const sweep_t *s)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", s->results_dir);
-    for (char *p = buf + 1;; p++) {
-        const char c = *p;
-        if (c == '/' || c == '\0') {
-            *p = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-            if (c == '\0') return 0;
-            *p = '/';
-        }
-    }
-}
-
-int sweep_lock(const sweep_t *s, int exclusive)
-{
-    char path[1100];
-    snprintf(path, sizeof path, "%s/.lock", s->results_dir);
-    if (make_results_dir(s) != 0) {
-        fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
-        return -1;
-    }
-    const int fd = fsutil_open_regular(path, O_RDWR | O_CREAT, 0666);   // O_CLOEXEC: not the runs'
-    if (fd < 0) {
-        fprintf(stderr, "stability: %s: %s\n", path, errno == ELOOP || errno == EINVAL
-                ? "not a regular file" : strerror(errno));
-        return -1;
-    }
-    if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
-        fprintf(stderr, "stability: %s: another `stability sweep %s` is running here (%s is "
-                "locked); wait for it, or stop it\n", s->results_dir, s->path, path);
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /* Start run i as `exe --config BASE --set ... --out results/<sweep>/<run>.h5 --force --resume
  * --quiet`, with stdout and stderr in <run>.log and threads BLAS/OpenMP threads: a share of a
  * local sweep (> 0: it wins over the environment), or −threads for a Slurm task (the run's own
@@ -262,7 +223,7 @@ static int pool_run(const sweep_t *s, const char *exe, pool_t *p, const int *tod
 
 int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
 {
-    if (make_results_dir(s) != 0) {
+    if (sweep_make_dir(s) != 0) {
         fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
         return -1;
     }
@@ -308,7 +269,15 @@ int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int me
                   int quiet)
 {
     const int lock = sweep_lock(s, task < 0 && !merge_only);
-    if (lock < 0) return 1;
+    if (lock < 0) return lock == -2 ? 2 : 1;
+    char err[2600];
+    // results/<sweep>.h5 that is not this sweep's merged file (a config's default output of the
+    // same name, another sweep's): refused before any run starts, unless --force
+    if (task < 0 && !force && sweep_merged_ours(s, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        close(lock);
+        return 2;
+    }
     int rc;
     if (task >= 0) {
         rc = sweep_run_task(s, exe, (int)task, quiet);
@@ -339,7 +308,7 @@ static int killing_signal(int status)
 
 int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
 {
-    if (make_results_dir(s) != 0) {
+    if (sweep_make_dir(s) != 0) {
         fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
         return 1;
     }

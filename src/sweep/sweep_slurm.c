@@ -164,8 +164,8 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
         script_safe("the sweep file", sweep_file, 0, err, errlen) ||
         script_safe("the results directory", results, 1, err, errlen))
         return 2;
-    if (mkdir("results", 0777) != 0 && errno != EEXIST) goto io;
-    if (mkdir(s->results_dir, 0777) != 0 && errno != EEXIST) goto io;
+    const int own = sweep_own_dir(s, err, errlen);   // results/<sweep>/ is this sweep's
+    if (own) return own;
     snprintf(script, len, "%s/job.sbatch", s->results_dir);
     const int rc = fsutil_check_replaceable(script, err, errlen);   // never a link, FIFO, device
     if (rc) return rc;
