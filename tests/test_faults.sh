@@ -11,7 +11,12 @@
 #              the Slurm script and sbatch): no command runs;
 #   sweeps     signals to a local sweep reach its runs, which checkpoint; kill -9 of a sweep or
 #              SIGINT of --task leaves no process behind; a second sweep of a file refuses;
-#   temporaries  removed on SIGINT, SIGTERM, SIGHUP and SIGUSR1;
+#   temporaries  removed on SIGINT, SIGTERM, SIGHUP, SIGUSR1 and the other stop signals, and a
+#              killed probe's by the next writer of its path;
+#   links      --force, figures and job.sbatch replace by rename: a hard-linked snapshot keeps
+#              what it held;
+#   figures    a full disk, a failing gnuplot: exit 1, the old figure kept; a live run plots;
+#              a write error on standard output is exit 1;
 #   apt        scripts/install-deps.sh waits for apt's locks.
 # Needs root for mknod and mount (CI is root); those checks are skipped otherwise.
 # Prints "ok - ..." / "not ok - ..." per check, then "faults: N passed, M failed"; exit 1 if M > 0.
@@ -469,6 +474,76 @@ check "--resume + SIGHUP while rewriting: no .resume.PID left, the file still re
     test -z "$(compgen -G "$T/r.h5.*")" -a "$rc" -eq 129
 run "$BIN" "${RS[@]}" --out "$T/r.h5" --resume
 check "... and --resume then finishes it" test "$rc" -eq 0
+
+# ================================================================== links: replaced, never truncated
+L="$tmp/links"
+mkdir -p "$L/snap"
+# snapshot NAME...: hard links in $L/snap (as `cp -al` makes) and their checksums
+snapshot() { local f; for f in "$@"; do ln -f "$L/$f" "$L/snap/$f"; done; (cd "$L/snap" && sha256sum "$@" > "$L/sums"); }
+intact_snap() { (cd "$L/snap" && sha256sum --quiet -c "$L/sums" >/dev/null 2>&1); }
+"$BIN" --config "$TINY" --set train.steps=20 --out "$L/t.h5" --quiet
+"$BIN" --config "$TINY" --set probe.seeds=1 --set probe.batches=1 --out "$L/p.h5" --quiet
+snapshot t.h5 p.h5
+"$BIN" --config "$TINY" --set train.steps=30 --out "$L/t.h5" --quiet --force
+"$BIN" --config "$TINY" --set probe.seeds=2 --set probe.batches=1 --out "$L/p.h5" --quiet --force
+check "--force of a training run and of a probe: a hard-linked snapshot keeps the old files" \
+    intact_snap
+"$BIN" plot "$L/p.h5" --out "$L" --format png --quiet
+snapshot p-grad_vs_layer.png
+"$BIN" --config "$TINY" --set probe.seeds=3 --set probe.batches=1 --out "$L/p.h5" --quiet --force
+"$BIN" plot "$L/p.h5" --out "$L" --format png --quiet
+check "plot over a hard-linked figure: the snapshot keeps the old figure, the new one differs" \
+    eval 'intact_snap && ! cmp -s "$L/p-grad_vs_layer.png" "$L/snap/p-grad_vs_layer.png"'
+printf '[sweep]\nbase = %s\nmodel.layers = 1, 2\n[slurm]\ntime = 1:00:00\n' "$TINY" > "$L/ln.ini"
+(cd "$L" && "$BIN" sweep ln.ini --slurm --quiet && ln -f results/ln/job.sbatch snap/job.sbatch \
+    && sha256sum snap/job.sbatch > sums2 && "$BIN" sweep ln.ini --slurm --set slurm.time=2:00:00 --quiet)
+check "job.sbatch rewritten: a hard link to the old script keeps it" \
+    eval '(cd "$L" && sha256sum --quiet -c sums2) && grep -q "time=2:00:00" "$L/results/ln/job.sbatch"'
+
+# ================================================================== figures: failures are said
+F="$tmp/figs"
+mkdir -p "$F/bin" "$F/plots"
+"$BIN" --config "$TINY" --set probe.seeds=2 --set probe.batches=1 --out "$F/p.h5" --quiet
+"$BIN" plot "$F/p.h5" --out "$F/plots" --format png --quiet
+sha256sum "$F/plots/"*.png > "$F/sums"
+# a gnuplot that fails after writing half a figure
+printf '#!/bin/sh\ncat >/dev/null\nprintf "\\211PNG half"\nexit 1\n' > "$F/bin/gnuplot"
+chmod +x "$F/bin/gnuplot"
+PATH="$F/bin:$PATH" run "$BIN" plot "$F/p.h5" --out "$F/plots" --format png
+check "gnuplot failing: exit 1, 'kept as it was', every old figure intact, no temporary" \
+    eval '[ "$rc" -eq 1 ] && grep -q "kept as it was" "$tmp/err" && sha256sum --quiet -c "$F/sums" \
+          && [ -z "$(ls "$F/plots" | grep "\.tmp\.")" ]'
+if [ $IS_ROOT = 1 ]; then
+    FD="$F/full"
+    tmpfs "$FD" 256k
+    cp "$F/plots/"*.png "$FD/" 2>/dev/null
+    (cd "$FD" && sha256sum ./*.png > "$F/sums_full")
+    dd if=/dev/zero of="$FD/filler" bs=1k count=1000 2>/dev/null   # fills it
+    run "$BIN" plot "$F/p.h5" --out "$FD" --format png,pdf
+    check "plot on a full disk: exit 1, 'No space left on device', no 'wrote' for a failed figure, the old figures intact" \
+        eval '[ "$rc" -eq 1 ] && grep -q "No space left on device" "$tmp/err" && ! grep -q wrote "$tmp/out" \
+              && (cd "$FD" && sha256sum --quiet -c "$F/sums_full") && [ -z "$(ls "$FD" | grep "\.tmp\.")" ]'
+else
+    skipped "plot on a full disk (mounting a tmpfs needs root)"
+fi
+run "$BIN" info "$F/p.h5"
+run sh -c "\"$BIN\" info \"$F/p.h5\" > /dev/full"
+check "info > /dev/full: exit 1, 'standard output: No space left on device'" \
+    eval '[ "$rc" -eq 1 ] && grep -q "standard output: No space left on device" "$tmp/err"'
+# a live training run: every plot reads a consistent prefix of its rows
+LV=(--config "$TINY" --quiet --set train.steps=20000000 --set data.task=copy --set probe.every=10)
+"$BIN" "${LV[@]}" --out "$F/live.h5" >/dev/null 2>&1 </dev/null &
+live=$!
+PIDS+=("$live")
+running_for "$F/live.h5"
+fails=""
+for i in $(seq 30); do   # a build reading whole datasets failed 5 of 30 (lr a row short)
+    run "$BIN" plot "$F/live.h5" --out "$F/liveplots" --format png --quiet
+    [ "$rc" -eq 0 ] && [ -s "$F/liveplots/live-loss.png" ] || fails="$fails $i:$rc"
+done
+kill -TERM "$live"
+wait "$live" 2>/dev/null
+check "plot of a live training run, 30 times: each exit 0 with its loss figure" test -z "$fails"
 
 # ================================================================== apt: install-deps.sh and apt's locks
 # Stand-ins on PATH: dpkg-query says every package is missing until "apt-get install" ran;

@@ -1,5 +1,6 @@
 /* main.c — the command line (docs/design.md §3). Parses arguments, loads the config, calls the
  * modules and prints their results. Exit codes: 0 success, 1 runtime failure, 2 bad usage. */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -504,7 +505,23 @@ static int cmd_sweep(int argc, char **argv)
     return rc;
 }
 
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    int rc = dispatch(argc, argv);
+    // what was printed must have been written: a full disk or /dev/full is an error (exit 1),
+    // never a silent loss of the table the user asked for
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "stability: standard output: %s\n", errno ? strerror(errno) : "write error");
+        if (!rc) rc = 1;
+    }
+    return rc;
+}
+
+/* The verbs (docs/design.md §3). Returns the exit code. */
+static int dispatch(int argc, char **argv)
 {
     h5io_init();                   // before any HDF5 call: no exit-time clean-up that can crash
     signal(SIGXFSZ, SIG_IGN);      // `ulimit -f`: a write fails (EFBIG) and is reported, never a silent death

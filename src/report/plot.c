@@ -15,6 +15,7 @@
 #include "io/h5io.h"
 #include "util/fsutil.h"
 #include "util/proc.h"
+#include "util/tmpfiles.h"
 
 /* ------------------------------------------------------------------ script buffer */
 
@@ -220,33 +221,54 @@ static const char *terminal_for(const char *fmt)
     return NULL;
 }
 
-/* Run gnuplot on "set terminal TERM" + script with its standard output into the file out:
- * the path never appears in the script, so no file or directory name can end gnuplot's
- * quoting (docs/design.md §3). Returns 0, −1 (gnuplot failed), −2 (out refused). */
+/* Run gnuplot on "set terminal TERM" + script, its standard output copied by us into
+ * OUT.tmp.PID with every write checked, then renamed to out: the path never appears in the
+ * script, so no file or directory name can end gnuplot's quoting (docs/design.md §3); a figure
+ * is replaced by rename (a hard link to the old one keeps it), and when gnuplot or a write
+ * fails (a full disk) the old figure stays as it was. Returns 0, −1 (failed), −2 (out refused). */
 static int render_one(const char *term, const char *script, const char *out, char *err,
                       size_t errlen)
 {
     if (fsutil_check_replaceable(out, err, errlen)) return -2;   // never a link, FIFO, device
-    const int fd = fsutil_open_regular(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    char tmp[1500];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)getpid());
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", out, strerror(errno));
+        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
         return -1;
     }
+    tmpfiles_add(tmp);   // removed if a signal ends the process meanwhile
     sbuf_t text = {0};
     sbuf_printf(&text, "set terminal %s\n%s\n", term, script);
     const char *const argv[] = {"gnuplot", NULL};
-    const proc_io_t io = {.input = text.data, .out_fd = fd};
+    int werr = 0;
+    const proc_io_t io = {.input = text.data, .out_fd = -1, .copy_fd = fd, .copy_errno = &werr};
     const int status = text.failed ? -1 : proc_run(argv, &io);
-    close(fd);
     sbuf_free(&text);
-    if (status == 0) return 0;
-    fsutil_unlink_regular(out);
-    if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
-        snprintf(err, errlen, "gnuplot not found (install gnuplot-nox: scripts/install-deps.sh)");
-    else
-        snprintf(err, errlen, "gnuplot failed on %s (status %d); the results are untouched", out,
-                 status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    return -1;
+    struct stat st;
+    if (!werr && status == 0 && (fstat(fd, &st) != 0 || st.st_size == 0)) werr = EIO;   // nothing drawn
+    if (!werr && status == 0 && fsync(fd) != 0) werr = errno;
+    if (close(fd) != 0 && !werr && status == 0) werr = errno;
+    int rc = 0;
+    if (status != 0) {
+        if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            snprintf(err, errlen, "gnuplot not found (install gnuplot-nox: scripts/install-deps.sh)");
+        else
+            snprintf(err, errlen, "gnuplot failed on %s (status %d); %s kept as it was", out,
+                     status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+        rc = -1;
+    } else if (werr) {
+        snprintf(err, errlen, "%s: cannot write: %s; %s kept as it was", tmp, strerror(werr), out);
+        rc = -1;
+    } else if (fsutil_check_replaceable(out, err, errlen)) {   // checked again, as files are
+        rc = -2;
+    } else if (rename(tmp, out) != 0) {
+        snprintf(err, errlen, "%s: cannot rename from %s: %s", out, tmp, strerror(errno));
+        rc = -1;
+    }
+    if (rc) fsutil_unlink_regular(tmp);
+    tmpfiles_forget(tmp);
+    return rc;
 }
 
 int plot_render(const char *script, const char *dir, const char *name, const char *formats,

@@ -169,10 +169,17 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
     snprintf(script, len, "%s/job.sbatch", s->results_dir);
     const int rc = fsutil_check_replaceable(script, err, errlen);   // never a link, FIFO, device
     if (rc) return rc;
-    const int fd = fsutil_open_regular(script, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    // written whole under a temporary name, then renamed: never truncated in place (a hard
+    // link to the old script keeps it), never half-written
+    char tmp[1300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", script, (long)getpid());
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
     if (!f) {
-        if (fd >= 0) close(fd);
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
         goto io;
     }
     const char *par = slurm_get(s, "array_parallelism", NULL);
@@ -218,7 +225,12 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
     fprintf(f, " sweep ");
     put_sh(f, sweep_file);
     fprintf(f, " --task $(( SLURM_ARRAY_TASK_ID + ${STABILITY_TASK_OFFSET:-0} ))\n");
-    if (fclose(f) != 0) goto io;
+    if (fclose(f) != 0 || fsutil_check_replaceable(script, err, errlen) || rename(tmp, script) != 0) {
+        const int e = errno;
+        unlink(tmp);
+        errno = e;
+        goto io;
+    }
     return 0;
 io:
     snprintf(err, errlen, "%s: cannot write the job script: %s", s->results_dir, strerror(errno));
