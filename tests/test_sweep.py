@@ -16,6 +16,9 @@
    does); two sweep files of one name in different folders do not share results/NAME/ (the
    second refuses, the first's runs untouched); a sweep file named "...ini" writes nothing
    outside results/ (exit 2).
+9. --slurm --submit --only-missing of a 64x64 sweep (4096 runs, none complete): a stand-in
+   sbatch receives every task index once (the list was cut at 8192 characters: tasks
+   1858-4095 dropped, exit 0).
 """
 import glob
 import os
@@ -396,6 +399,32 @@ def test_collisions(tmp):
           not os.path.exists(os.path.join(d, "victim2.h5")) and "'..'" in r.stderr, r.stderr.strip())
 
 
+def test_big_array(tmp):
+    d = os.path.join(tmp, "big")
+    os.makedirs(os.path.join(d, "bin"))
+    write(os.path.join(d, "bin", "sbatch"), "#!/bin/sh\nfor a in \"$@\"; do case $a in --array=*) "
+          "echo \"$a\" >> \"$SBATCH_LOG\";; esac; done\necho 4242\n")
+    write(os.path.join(d, "bin", "scontrol"), "#!/bin/sh\necho 'MaxArraySize = 5001'\n")
+    for f in ("sbatch", "scontrol"):
+        os.chmod(os.path.join(d, "bin", f), 0o755)
+    seeds = ",".join(str(i) for i in range(1, 65))   # one line of at most 198 characters
+    write(os.path.join(d, "big.ini"), f"[sweep]\nbase = {os.path.abspath('configs/tiny.ini')}\n"
+          f"name = s{{seed}}_p{{probe.seeds}}\ninit.seed = {seeds}\nprobe.seeds = {seeds}\n")
+    env = dict(os.environ, PATH=os.path.join(d, "bin") + ":" + os.environ["PATH"],
+               SBATCH_LOG=os.path.join(d, "arrays"))
+    t0 = time.time()
+    r = subprocess.run([STABILITY, "sweep", "big.ini", "--slurm", "--submit", "--only-missing",
+                        "--quiet"], capture_output=True, text=True, cwd=d, env=env)
+    seen = []
+    for line in open(os.path.join(d, "arrays")).read().split() if os.path.exists(os.path.join(d, "arrays")) else []:
+        for item in line[len("--array="):].split(","):
+            a, _, b = item.partition("-")
+            seen += list(range(int(a), int(b or a) + 1))
+    check(f"--only-missing of 4096 runs: every task index submitted once ({len(seen)} indices, "
+          f"{time.time() - t0:.1f} s)", r.returncode == 0 and sorted(seen) == list(range(4096)),
+          f"exit {r.returncode} {r.stderr.strip()[:200]}, {len(seen)} indices")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_expansion(tmp)
@@ -406,6 +435,7 @@ def main():
         test_plots(tmp)
         test_atlas(tmp)
         test_collisions(tmp)
+        test_big_array(tmp)
     failed = results.count(False)
     print(f"sweep: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

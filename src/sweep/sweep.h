@@ -151,9 +151,18 @@ int sweep_set_slurm(sweep_t *s, const char *assignment, char *err, size_t errlen
 int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t len, char *err,
                       size_t errlen);
 
+/* Longest --array specification one sbatch is given (more go to further arrays). */
+#define SWEEP_SPEC_MAX 4096
+
+/* The next --array specification of the ascending task indices ids[0..n) from ids[*pos] on:
+ * runs of consecutive indices as ranges ("0-5,7,9-12"), as many as fit in len − 1 characters;
+ * *pos advances past them. Returns how many indices it holds (0 only when *pos == n). */
+int sweep_array_spec_next(const int *ids, int n, int *pos, char *spec, size_t len);
+
 /* Submit script with sbatch --parsable: all runs, or only the incomplete ones; arrays larger
- * than the cluster's MaxArraySize are split (an index offset is exported to the tasks).
- * Prints each job id. Returns 0, or 1 if sbatch failed. */
+ * than the cluster's MaxArraySize are split (an index offset is exported to the tasks), and
+ * index lists longer than SWEEP_SPEC_MAX go out as several arrays. Prints each job id. Returns
+ * 0, or 1 if sbatch failed (or not every run went out). */
 int sweep_slurm_submit(const sweep_t *s, const char *script, int only_missing, int quiet);
 
 #endif

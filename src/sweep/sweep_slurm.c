@@ -256,7 +256,7 @@ static int max_array_size(void)
  * (the script's path holds the sweep's name, which may hold any character). */
 static int submit_one(const char *script, const char *spec, int offset, int quiet)
 {
-    char array[8300], export[64], out[256] = "";
+    char array[SWEEP_SPEC_MAX + 16], export[64], out[256] = "";
     snprintf(array, sizeof array, "--array=%s", spec);
     snprintf(export, sizeof export, "--export=ALL,STABILITY_TASK_OFFSET=%d", offset);
     const char *const argv[] = {"sbatch", "--parsable", array, export, script, NULL};
@@ -274,31 +274,55 @@ static int submit_one(const char *script, const char *spec, int offset, int quie
     return 0;
 }
 
+int sweep_array_spec_next(const int *ids, int n, int *pos, char *spec, size_t len)
+{
+    size_t used = 0;
+    int count = 0;
+    spec[0] = '\0';
+    while (*pos < n) {
+        int end = *pos;   // ids[*pos..end] consecutive
+        while (end + 1 < n && ids[end + 1] == ids[end] + 1) end++;
+        char range[40];
+        const int m = end > *pos ? snprintf(range, sizeof range, "%s%d-%d", used ? "," : "", ids[*pos], ids[end])
+                                 : snprintf(range, sizeof range, "%s%d", used ? "," : "", ids[*pos]);
+        if (used + (size_t)m + 1 > len) break;   // the next spec takes it
+        memcpy(spec + used, range, (size_t)m + 1);
+        used += (size_t)m;
+        count += end - *pos + 1;
+        *pos = end + 1;
+    }
+    return count;
+}
+
 int sweep_slurm_submit(const sweep_t *s, const char *script, int only_missing, int quiet)
 {
     const int max = max_array_size();   // indices must be < max
     const char *par = slurm_get(s, "array_parallelism", NULL);
-    int rc = 0, submitted = 0;
-    // chunk c holds runs [c·max, (c+1)·max); inside a chunk, array index = run − offset
+    int *ids = malloc((size_t)s->nruns * sizeof *ids);
+    if (!ids) { fprintf(stderr, "stability: out of memory\n"); return 1; }
+    int rc = 0, submitted = 0, wanted = 0;
+    // chunk c holds runs [c·max, (c+1)·max); inside a chunk, array index = run − offset; the
+    // indices of a chunk go out as ranges, in as many arrays as their specification needs:
+    // never one dropped (docs/design.md §3)
     for (int offset = 0; offset < s->nruns && !rc; offset += max) {
         const int end = offset + max < s->nruns ? offset + max : s->nruns;
-        char spec[8192];
-        size_t n = 0;
-        int count = 0;
-        if (!only_missing) {
-            n = (size_t)snprintf(spec, sizeof spec, "0-%d", end - offset - 1);
-            count = end - offset;
-        } else {
-            for (int i = offset; i < end && n < sizeof spec - 16; i++) {
-                if (sweep_run_complete(s, i)) continue;
-                n += (size_t)snprintf(spec + n, sizeof spec - n, "%s%d", count ? "," : "", i - offset);
-                count++;
-            }
+        int n = 0;
+        for (int i = offset; i < end; i++)
+            if (!only_missing || !sweep_run_complete(s, i)) ids[n++] = i - offset;
+        wanted += n;
+        for (int pos = 0; pos < n && !rc;) {
+            char spec[SWEEP_SPEC_MAX];
+            const int count = sweep_array_spec_next(ids, n, &pos, spec, sizeof spec - 16);
+            if (count == 0) { rc = 1; break; }   // cannot happen: one range always fits
+            if (par) snprintf(spec + strlen(spec), 16, "%%%s", par);
+            rc = submit_one(script, spec, offset, quiet);
+            if (!rc) submitted += count;
         }
-        if (!count) continue;
-        if (par) snprintf(spec + n, sizeof spec - n, "%%%s", par);
-        rc = submit_one(script, spec, offset, quiet);
-        submitted += count;
+    }
+    free(ids);
+    if (!rc && submitted != wanted) {
+        fprintf(stderr, "stability: submitted %d of %d runs\n", submitted, wanted);
+        rc = 1;
     }
     if (!rc && !submitted && !quiet) printf("nothing to submit: every run is complete\n");
     return rc;
