@@ -13,6 +13,9 @@
 #              SIGINT of --task leaves no process behind; a second sweep of a file refuses;
 #   temporaries  removed on SIGINT, SIGTERM, SIGHUP, SIGUSR1 and the other stop signals, and a
 #              killed probe's by the next writer of its path;
+#   reads      a FIFO as --config, sweep file, base, data.path or ids file, a device as
+#              data.path: refused at once (exit 1 or 2), never waited for or read to the end;
+#              a sweep whose run is stopped (SIGSTOP) still ends on SIGTERM;
 #   links      --force, figures and job.sbatch replace by rename: a hard-linked snapshot keeps
 #              what it held;
 #   figures    a full disk, a failing gnuplot: exit 1, the old figure kept; a live run plots;
@@ -474,6 +477,51 @@ check "--resume + SIGHUP while rewriting: no .resume.PID left, the file still re
     test -z "$(compgen -G "$T/r.h5.*")" -a "$rc" -eq 129
 run "$BIN" "${RS[@]}" --out "$T/r.h5" --resume
 check "... and --resume then finishes it" test "$rc" -eq 0
+
+# ================================================================== reads: no hangs, bounded
+RD="$tmp/reads"
+mkdir -p "$RD/corpus"
+mkfifo "$RD/fifo.ini" "$RD/corpus/train.en.ids"
+: > "$RD/corpus/train.de.ids"
+printf '[sweep]\nbase = %s\nmodel.layers = 1, 2\n' "$RD/fifo.ini" > "$RD/fbase.ini"
+# refused_read DESC CMD...: exit 1 or 2 within 10 s (no hang), 'not a regular file'
+refused_read() {
+    local desc=$1
+    shift
+    (ulimit -v 4000000; timeout 10 "$@" >"$tmp/out" 2>"$tmp/err" </dev/null)
+    rc=$?
+    check "$desc: exit 1 or 2 at once, 'not a regular file' (exit $rc)" \
+        eval '[ "$rc" -eq 1 -o "$rc" -eq 2 ] && grep -q "not a regular file" "$tmp/err"'
+}
+refused_read "a FIFO as --config" "$BIN" --config "$RD/fifo.ini" --out "$RD/x.h5"
+refused_read "a FIFO as the sweep file" "$BIN" sweep "$RD/fifo.ini" --dry-run
+refused_read "a FIFO as a sweep's base" "$BIN" sweep "$RD/fbase.ini" --dry-run
+refused_read "a FIFO as data.path" "$BIN" --config "$TINY" --set data.task=text --set model.vocab=256 \
+    --set train.steps=5 --set data.path="$RD/fifo.ini" --out "$RD/x.h5" --quiet
+refused_read "a character device (/dev/zero) as data.path, memory limited to 4 GB" "$BIN" --config "$TINY" \
+    --set data.task=text --set model.vocab=256 --set train.steps=5 --set data.path=/dev/zero --out "$RD/x.h5" --quiet
+refused_read "a FIFO as the corpus' train.en.ids" "$BIN" --config "$TINY" --set model.arch=encdec \
+    --set data.task=translation --set data.path="$RD/corpus" --set model.vocab=100 --set train.steps=5 \
+    --out "$RD/x.h5" --quiet
+# a stopped run (SIGSTOP, ^Z) still hears the sweep's SIGTERM: it is sent SIGCONT after it
+(cd "$S" && rm -rf results && exec "$BIN" sweep sig.ini --jobs 2 --quiet >/dev/null 2>&1 </dev/null) &
+sweep=$!
+PIDS+=("$sweep")
+running_for "$R1" "$R2"
+children "$sweep"
+first=${kids%% *}
+kill -STOP "$first"
+sleep 0.5
+kill -TERM "$sweep"
+wait_rc "$sweep"
+rc=$?
+# shellcheck disable=SC2086
+if [ "$rc" -eq 143 ] && gone $kids && interrupted "$R1" "$R2"; then
+    ok "SIGTERM to a sweep with a stopped run: both runs checkpointed ($(states "$R1" "$R2")), exit 143"
+else
+    kill -CONT "$first" 2>/dev/null
+    notok "SIGTERM to a sweep with a stopped run: exit $rc, runs $(states "$R1" "$R2"), left: $kids"
+fi
 
 # ================================================================== links: replaced, never truncated
 L="$tmp/links"

@@ -314,7 +314,8 @@ int sweep_load(sweep_t *s, const char *path, char *err, size_t errlen)
     size_t len;
     char *text = lines_read_file(path, &len);
     if (!text) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot open: %s", path,
+                 errno == EINVAL ? "not a regular file" : strerror(errno));
         return 2;
     }
     parse_t *p = calloc(1, sizeof *p);

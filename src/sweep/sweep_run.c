@@ -205,9 +205,13 @@ static int pool_run(const sweep_t *s, const char *exe, pool_t *p, const int *tod
             p->slot_run[slot] = todo[next++];
             p->running++;
         }
+        // and SIGCONT after it, as Slurm does: a stopped run (SIGSTOP, ^Z) would never see it
         for (; forwarded < stop_count; forwarded++)
             for (int k = 0; k < p->jobs; k++)
-                if (p->pids[k]) kill(p->pids[k], SIGTERM);
+                if (p->pids[k]) {
+                    kill(p->pids[k], SIGTERM);
+                    kill(p->pids[k], SIGCONT);
+                }
         snprintf(extra, sizeof extra, "%d running, %d failed", p->running, p->failed);
         progress_update(bar, p->done, ntodo, extra);
         int status;
@@ -331,8 +335,10 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
     }
     int status, forwarded = 0;
     for (;;) {
-        for (; forwarded < stop_count; forwarded++)
+        for (; forwarded < stop_count; forwarded++) {
             kill(pid, stop_signal == SIGUSR1 || stop_signal == SIGTERM ? SIGUSR1 : SIGTERM);
+            kill(pid, SIGCONT);   // a stopped run would never see it
+        }
         const pid_t w = waitpid(pid, &status, WNOHANG);   // polled: no signal is missed
         if (w == pid) break;
         if (w == 0) nap();

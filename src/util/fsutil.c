@@ -68,6 +68,20 @@ int fsutil_open_regular(const char *path, int flags, mode_t mode)
     return fd;
 }
 
+int fsutil_open_read(const char *path)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   // a FIFO: no waiting
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
 int fsutil_unlink_regular(const char *path)
 {
     struct stat st;

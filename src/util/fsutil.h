@@ -25,6 +25,11 @@ int fsutil_is_regular(const char *path);
  * waited for). flags as for open(2); mode for O_CREAT. */
 int fsutil_open_regular(const char *path, int flags, mode_t mode);
 
+/* Open path for reading only if it is a regular file, following symbolic links (a reader may
+ * read through a link): a FIFO is never waited for and a device never consumed (docs/design.md
+ * §6). The fd (O_CLOEXEC), or −1 with errno (EINVAL: not a regular file; say fsutil_kind). */
+int fsutil_open_read(const char *path);
+
 /* Unlink path if it is a regular file (never a link, FIFO, device or directory). 0 or −1. */
 int fsutil_unlink_regular(const char *path);
 

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "util/fsutil.h"
 #include "util/lines.h"
 
 void lines_init(lines_t *r, const char *buf, size_t len)
@@ -48,8 +50,15 @@ char *lines_reader(char *str, int num, void *stream)
 
 char *lines_read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    // only a regular file: a FIFO would block, a device never end (docs/design.md §6)
+    const int fd = fsutil_open_read(path);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
+    if (!f) {
+        const int e = errno;
+        if (fd >= 0) close(fd);
+        errno = e;
+        return NULL;
+    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     int e = ENOMEM;

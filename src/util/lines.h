@@ -28,7 +28,7 @@ void lines_init(lines_t *r, const char *buf, size_t len);
 char *lines_reader(char *str, int num, void *stream);
 
 /* The whole file at path, NUL-terminated (*len without the NUL), malloc'd; NULL with errno
- * (EFBIG above 16 MiB). */
+ * (EFBIG above 16 MiB, EINVAL when it is not a regular file: a FIFO is never waited for). */
 char *lines_read_file(const char *path, size_t *len);
 
 #endif
