@@ -98,6 +98,12 @@ def test_bad_sweeps(tmp):
          ":4: sweep.name: {nope} is not a swept key"),
         ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\nname = same\n",
          ":4: sweep.name: runs 0 and 1 are both named 'same'"),
+        # every byte used or an error: text after ']' and CR-only line endings (libinih drops both)
+        ("[sweep] junk\nbase = configs/tiny.ini\nmodel.layers = 1, 2\n",
+         ":1: syntax: text after the section's ']': 'junk'"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\n[slurm]partition=gpu\n",
+         ":4: syntax: text after the section's ']': 'partition=gpu'"),
+        ("[sweep]\rbase = configs/tiny.ini\rmodel.layers = 1, 2\r", ":1: syntax: carriage return"),
     ]
     for i, (text, want) in enumerate(cases):
         f = os.path.join(tmp, f"bad{i}.ini")

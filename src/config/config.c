@@ -151,9 +151,12 @@ static char *mem_reader(char *str, int num, void *stream)
     str[text] = '\n';
     str[text + 1] = '\0';
 
+    /* What inih would drop silently (text after a ']', a CR inside a line) is an error. */
+    const char *r = raw_start(p, s, p->line);
+    char why[96];
+    if (lines_check(r, text - (size_t)(r - s), why, sizeof why)) perr(p, p->line, "syntax", why);
     /* An unknown [section] is an error even when no key follows it (inih calls the handler
      * only for cfg_keys). Same rule as inih: the name runs from '[' to the first ']'. */
-    const char *r = raw_start(p, s, p->line);
     while (r < s + text && isspace((unsigned char)*r)) r++;
     if (r < s + text && *r == '[') {
         const char *close = memchr(r, ']', (size_t)(s + text - r));

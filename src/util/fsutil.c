@@ -74,8 +74,9 @@ int fsutil_open_read(const char *path)
     if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const int dir = S_ISDIR(st.st_mode);
         close(fd);
-        errno = EINVAL;
+        errno = dir ? EISDIR : EINVAL;
         return -1;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);

@@ -27,7 +27,8 @@ int fsutil_open_regular(const char *path, int flags, mode_t mode);
 
 /* Open path for reading only if it is a regular file, following symbolic links (a reader may
  * read through a link): a FIFO is never waited for and a device never consumed (docs/design.md
- * §6). The fd (O_CLOEXEC), or −1 with errno (EINVAL: not a regular file; say fsutil_kind). */
+ * §6). The fd (O_CLOEXEC), or −1 with errno (EISDIR: a directory, EINVAL: a FIFO, a device,
+ * a socket: "not a regular file"). */
 int fsutil_open_read(const char *path);
 
 /* Unlink path if it is a regular file (never a link, FIFO, device or directory). 0 or −1. */
