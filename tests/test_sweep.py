@@ -259,6 +259,26 @@ def test_threads(tmp):
     check("sweep --jobs 2 of an 8-thread allocation: each run has 4 threads (threads per process "
           f"{counts}, at most 2*4)", len(counts) == 2 and max(counts) <= 8, str(counts))
     shutil.rmtree("results/threads_sweep_test", ignore_errors=True)
+    # a thread count is a count or an error; the job count is bounded by the CPUs
+    f = os.path.join(tmp, "jobs_sweep_test.ini")
+    write(f, "[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2, 3, 4, 5, 6\nprobe.seeds = 1\n"
+             "probe.batches = 1\n")
+    for value in ("3junk", "99999999999", "0", "-2"):
+        for var in ("STABILITY_THREADS", "SLURM_CPUS_PER_TASK"):
+            r = run("sweep", f, "--dry-run", env=dict(os.environ, **{var: value}))
+            check(f"{var}={value}: exit 2, 'not an integer in 1..4096'", r.returncode == 2 and
+                  f"{var}='{value}': not an integer in 1..4096" in r.stderr, r.stderr.strip())
+    r = run("--config", "configs/tiny.ini", "--set", "probe.seeds=1", "--out", os.path.join(tmp, "j.h5"),
+            env=dict(os.environ, STABILITY_THREADS="3junk"))
+    check("a run with STABILITY_THREADS=3junk: exit 2, nothing written", r.returncode == 2 and
+          not os.path.exists(os.path.join(tmp, "j.h5")), r.stderr.strip())
+    cpus = len(os.sched_getaffinity(0))
+    r = run("sweep", f, env=dict(os.environ, STABILITY_THREADS="1000"))
+    check(f"STABILITY_THREADS=1000 on {cpus} CPUs: {min(cpus, 6)} runs at a time, not 1000",
+          r.returncode == 0 and f"{min(cpus, 6)} at a time" in r.stdout, r.stdout.strip() + r.stderr.strip())
+    shutil.rmtree("results/jobs_sweep_test", ignore_errors=True)
+    if os.path.exists("results/jobs_sweep_test.h5"):
+        os.remove("results/jobs_sweep_test.h5")
 
 
 def test_plots(tmp):

@@ -535,6 +535,18 @@ static int dispatch(int argc, char **argv)
         printf("stability %s\n", STABILITY_VERSION);
         return 0;
     }
+    // a thread count is a whole count or an error, never a fallback: "3junk" is not 3, and
+    // 99999999999 is not 1215752191 processes (docs/performance.md)
+    static const char *const COUNTS[3] = {"STABILITY_THREADS", "STABILITY_SWEEP_THREADS",
+                                          "SLURM_CPUS_PER_TASK"};
+    for (int k = 0; k < 3; k++) {
+        long n;
+        char err[160];
+        if (args_env_count(COUNTS[k], 4096, &n, err, sizeof err) < 0) {
+            fprintf(stderr, "stability: %s\n", err);
+            return 2;
+        }
+    }
     if (argc < 2) {
         fputs(USAGE, stderr);
         return 2;

@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include "sweep/sweep.h"
 #include "io/h5io.h"
+#include <omp.h>
+#include "util/args.h"
 #include "util/fsutil.h"
 #include "util/proc.h"
 #include "util/progress.h"
@@ -146,17 +148,26 @@ static void report_redo(const sweep_t *s, int i, sweep_state_t st, const char *w
         fprintf(stderr, "run %d (%s): its file is %s; redoing it\n", i, s->runs[i].name, why);
 }
 
+static int cpus_available(void);
+
 /* The threads a sweep divides among its runs: STABILITY_THREADS, else SLURM_CPUS_PER_TASK,
- * else the CPUs online. */
+ * else the CPUs it may run on (main.c has refused values that are not counts). */
 static int cores_available(void)
 {
     static const char *const VARS[2] = {"STABILITY_THREADS", "SLURM_CPUS_PER_TASK"};
     for (int k = 0; k < 2; k++) {
-        const char *v = getenv(VARS[k]);
-        if (v && atoi(v) > 0) return atoi(v);
+        long n;
+        char err[128];
+        if (args_env_count(VARS[k], SWEEP_MAX_RUNS, &n, err, sizeof err) == 1) return (int)n;
     }
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    return cpus_available();
+}
+
+/* The CPUs this process may run on (its affinity mask: taskset, cgroup cpusets), >= 1. */
+static int cpus_available(void)
+{
+    const int n = omp_get_num_procs();
+    return n > 0 ? n : 1;
 }
 
 /* The runs a local sweep has going: slot k holds run slot_run[k] as process pids[k] (0: free). */
@@ -232,7 +243,9 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
         return -1;
     }
     const int cores = cores_available();
-    if (jobs <= 0) jobs = cores;
+    // one run per CPU at most unless asked (--jobs): STABILITY_THREADS=1000 on 2 CPUs is not
+    // 1000 processes at once
+    if (jobs <= 0) jobs = cores < cpus_available() ? cores : cpus_available();
     const int threads = cores / jobs > 0 ? cores / jobs : 1;
     int *todo = malloc((size_t)s->nruns * sizeof(int));
     pool_t p = {.pids = calloc((size_t)jobs, sizeof(pid_t)), .slot_run = calloc((size_t)jobs, sizeof(int)),
