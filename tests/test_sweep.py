@@ -451,6 +451,26 @@ def test_big_array(tmp):
           f"exit {r.returncode} {r.stderr.strip()[:200]}, {len(seen)} indices")
 
 
+def test_long_cwd(tmp):
+    """The Slurm script of a sweep run from a working directory of 1100 characters."""
+    d = os.path.join(tmp, *(["d" * 200] * 6))
+    os.makedirs(d)
+    write(os.path.join(d, "long.ini"), f"[sweep]\nbase = {os.path.abspath('configs/tiny.ini')}\n"
+          "probe.seeds = 1\nprobe.batches = 1\n")
+    r = subprocess.run([STABILITY, "sweep", "long.ini", "--slurm", "--quiet"], capture_output=True,
+                       text=True, cwd=d)
+    script = os.path.join(d, "results", "long", "job.sbatch")
+    text = open(script).read() if os.path.exists(script) else ""
+    # the task runs from anywhere: it cd's to the sweep's directory itself
+    t = subprocess.run(["bash", script], capture_output=True, text=True, cwd=tmp,
+                       env=dict(os.environ, SLURM_ARRAY_TASK_ID="0")) if text else None
+    check(f"--slurm from a working directory of {len(d)} characters: the script cd's there, its "
+          "task runs from elsewhere", r.returncode == 0 and f"cd '{d}'" in text and t is not None
+          and t.returncode == 0 and os.path.exists(os.path.join(d, "results", "long", "run.h5")),
+          f"{r.returncode} {r.stderr.strip()} {[l for l in text.splitlines() if l.startswith('cd ')]} "
+          f"{t.stderr.strip()[-200:] if t else ''}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_expansion(tmp)
@@ -462,6 +482,7 @@ def main():
         test_atlas(tmp)
         test_collisions(tmp)
         test_big_array(tmp)
+        test_long_cwd(tmp)
     failed = results.count(False)
     print(f"sweep: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

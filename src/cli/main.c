@@ -415,12 +415,16 @@ static int cmd_plot(int argc, char **argv)
     return 0;
 }
 
-/* Path of this executable (children of a sweep run the same binary). */
-static void self_path(const char *argv0, char *buf, size_t len)
+/* Path of this executable (children of a sweep run the same binary): 0, or −1 when it does
+ * not fit buf (never a truncated path). */
+static int self_path(const char *argv0, char *buf, size_t len)
 {
-    const ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-    if (n > 0) buf[n] = '\0';
-    else snprintf(buf, len, "%s", argv0);
+    const ssize_t n = readlink("/proc/self/exe", buf, len);
+    if (n > 0 && (size_t)n < len) {
+        buf[n] = '\0';
+        return 0;
+    }
+    return n > 0 || (size_t)snprintf(buf, len, "%s", argv0) >= len ? -1 : 0;
 }
 
 static int cmd_sweep(int argc, char **argv)
@@ -458,13 +462,16 @@ static int cmd_sweep(int argc, char **argv)
     }
     if (!file) return usage_error("sweep: missing FILE", NULL);
     sweep_t s;
-    char err[2048], exe[1024];
+    char err[2048], exe[4096];
     if (sweep_load(&s, file, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         sweep_free(&s);
         return 2;
     }
-    self_path(argv[0], exe, sizeof exe);
+    if (self_path(argv[0], exe, sizeof exe)) {
+        sweep_free(&s);
+        return usage_error("sweep: the path of this program is too long", NULL);
+    }
     for (int k = 0; k < nsets; k++) {
         if (sweep_set_slurm(&s, sets[k], err, sizeof err)) {
             fprintf(stderr, "%s\n", err);

@@ -37,7 +37,7 @@ typedef struct {
 } sweep_run_t;
 
 typedef struct {
-    char path[1024];                     /* the sweep file */
+    char path[4096];                     /* the sweep file (PATH_MAX: a task gets it absolute) */
     char name[128];                      /* basename without .ini */
     char base[1024];                     /* base config */
     char pattern[256];                   /* run-name pattern ("" = automatic) */

@@ -122,15 +122,17 @@ static int script_safe(const char *what, const char *text, int pattern, char *er
     return 0;
 }
 
-/* path made absolute into out; −1 when it does not fit (never a truncated path in a script). */
-static int absolute(const char *path, char *out, size_t len)
+/* path made absolute against cwd (malloc'd), or NULL (out of memory). */
+static char *absolute(const char *path, const char *cwd)
 {
-    char cwd[1024];
-    int n;
-    if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) n = snprintf(out, len, "%s", path);
-    else n = snprintf(out, len, "%s/%s", cwd, path);
-    return n < 0 || (size_t)n >= len ? -1 : 0;
+    char *out = malloc(strlen(cwd) + strlen(path) + 2);
+    if (out && path[0] == '/') strcpy(out, path);
+    else if (out) sprintf(out, "%s/%s", cwd, path);
+    return out;
 }
+
+static int write_script(const sweep_t *s, const char *exe, const char *cwd, const char *sweep_file,
+                        const char *results, char *script, size_t len, char *err, size_t errlen);
 
 int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t len, char *err,
                       size_t errlen)
@@ -138,7 +140,7 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
     for (int k = 0; k < s->nslurm; k++) {
         char msg[256];
         const int line = s->slurm_line[k];
-        char where[1100];
+        char where[4200];
         if (line > 0) snprintf(where, sizeof where, "%s:%d", s->path, line);
         else snprintf(where, sizeof where, "--set");
         if (!known_slurm_key(s->slurm_key[k])) {
@@ -151,19 +153,33 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
             return 2;
         }
     }
-    // every string the script carries: checked, then quoted for sh or for sbatch
-    char cwd[1024], sweep_file[1100], results[1100];
-    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
-    if (absolute(s->path, sweep_file, sizeof sweep_file) ||
-        absolute(s->results_dir, results, sizeof results)) {
-        snprintf(err, errlen, "stability: %.100s...: path too long for the Slurm script", s->path);
-        return 2;
+    // every string the script carries: checked, then quoted for sh or for sbatch; the working
+    // directory at any length (a 1 KB buffer made it '.' past 1023 characters)
+    char *cwd = getcwd(NULL, 0);
+    if (!cwd) {
+        snprintf(err, errlen, "stability: cannot tell the working directory for the Slurm "
+                 "script: %s", strerror(errno));
+        return 1;
     }
-    if (script_safe("the directory", cwd, 0, err, errlen) ||
-        script_safe("the program", exe, 0, err, errlen) ||
-        script_safe("the sweep file", sweep_file, 0, err, errlen) ||
-        script_safe("the results directory", results, 1, err, errlen))
-        return 2;
+    char *sweep_file = absolute(s->path, cwd), *results = absolute(s->results_dir, cwd);
+    int rc = !sweep_file || !results;
+    if (rc) snprintf(err, errlen, "stability: out of memory");
+    else if (script_safe("the directory", cwd, 0, err, errlen) ||
+             script_safe("the program", exe, 0, err, errlen) ||
+             script_safe("the sweep file", sweep_file, 0, err, errlen) ||
+             script_safe("the results directory", results, 1, err, errlen))
+        rc = 2;
+    if (!rc) rc = write_script(s, exe, cwd, sweep_file, results, script, len, err, errlen);
+    free(cwd);
+    free(sweep_file);
+    free(results);
+    return rc;
+}
+
+/* sweep_slurm_write once its strings are checked. 0, or 1 / 2 with err. */
+static int write_script(const sweep_t *s, const char *exe, const char *cwd, const char *sweep_file,
+                        const char *results, char *script, size_t len, char *err, size_t errlen)
+{
     const int own = sweep_own_dir(s, err, errlen);   // results/<sweep>/ is this sweep's
     if (own) return own;
     snprintf(script, len, "%s/job.sbatch", s->results_dir);
