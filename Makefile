@@ -129,6 +129,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_train.py
+	/usr/bin/python3 tests/test_hostile.py
 	tests/test_corpus.sh
 	tests/test_faults.sh
 	tests/test_slurm.sh

@@ -14,5 +14,6 @@ Suite *train_suite(void);    /* tests/test_train.c: text task split, loop determ
 Suite *corpus_suite(void);   /* tests/test_corpus.c: the translation corpus reader and its batches */
 Suite *schemes_suite(void);  /* tests/test_schemes.c: every scheme vs finite differences, constants, identities */
 Suite *util_suite(void);     /* tests/test_util.c: file-system guards, thread counts, line reader, GSL errors */
+Suite *sweep_suite(void);    /* tests/test_sweep.c: the Slurm array specification */
 
 #endif
