@@ -116,8 +116,9 @@ atlas: deps
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
-# training runs (resume, signals, kill -9, divergence), faults (devices, full disk, hostile names,
-# signals, locks; tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise),
+# training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
+# (tests/test_threads.py), faults (devices, full disk, hostile names, signals, locks;
+# tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise),
 # then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps
 	$(MAKE) stability $(BUILD)/test_runner
@@ -130,6 +131,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_train.py
 	/usr/bin/python3 tests/test_hostile.py
+	/usr/bin/python3 tests/test_threads.py
 	tests/test_corpus.sh
 	tests/test_faults.sh
 	tests/test_slurm.sh

@@ -5,6 +5,7 @@
 #include <check.h>
 
 Suite *config_suite(void);   /* tests/test_config.c: INI parsing, --set, every bad-input case */
+Suite *gemm_suite(void);     /* tests/test_gemm.c: GEMMs shared among threads give one call's bytes */
 Suite *norm_suite(void);     /* tests/test_norm.c: norm backward vs FD and the path form, Jacobian norms vs GSL SVD */
 Suite *model_suite(void);    /* tests/test_model.c: whole-model gradients vs finite differences */
 Suite *data_suite(void);     /* tests/test_data.c: task batches */
