@@ -147,12 +147,15 @@ asan-unit:
 
 # Speed (issue 7, docs/performance.md): ms per forward+backward, GFLOP/s against DGEMM at 1024^3,
 # PyTorch float64/float32 on the same model and threads, peak RSS; table + results/bench.csv.
-# Never part of `make test`. BENCH_ARGS e.g. "--threads 1 --steps 20 --only a_".
+# Never part of `make test`. BENCH_ARGS e.g. "--threads 1 --steps 20 --only a_". Then the
+# sweep's split, and the update time before/after GEMM bits were made independent of the thread
+# count (bench/split_cost.sh; builds that commit's benchmark once, in build/before-*).
 BENCH_ARGS ?=
 bench: $(BUILD)/bench/bench stability
 	mkdir -p results
 	$(BUILD)/bench/bench --csv results/bench.csv $(BENCH_ARGS)
 	bench/sweep_split.sh
+	bench/split_cost.sh
 
 clean:
 	rm -rf build build-asan stability
