@@ -4,11 +4,40 @@
 CC       ?= cc
 CFLAGS   ?= -O2
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -fopenmp -g
-# GSL's headers and BLAS API, OpenBLAS as the CBLAS behind it (never -lgslcblas: 25-45x slower).
-PKG_CFLAGS = $(shell pkg-config --cflags gsl hdf5 inih)
-PKG_LIBS   = $(shell pkg-config --libs-only-L hdf5) -lhdf5 -linih -lgsl -lopenblas -lm
-CHECK_CFLAGS = $(shell pkg-config --cflags check)
-CHECK_LIBS   = $(shell pkg-config --libs check)
+# Dependencies (docs/cluster.md): GSL's headers and BLAS API with OpenBLAS as the CBLAS behind
+# it (never -lgslcblas: 25-45x slower), HDF5, inih; Check for the unit tests. Each is found by
+# pkg-config, else plain -lNAME (a module's CPATH / LIBRARY_PATH), and every variable below can
+# be set on the command line instead, e.g. make HDF5_CFLAGS=-I$$HDF5_DIR/include
+# HDF5_LIBS="-L$$HDF5_DIR/lib -lhdf5". PREFIX=DIR: a user prefix (DIR/include, DIR/lib and its
+# pkgconfig, as ./configure --prefix, Spack views and conda environments lay them out), searched
+# before the system. Libraries outside /usr and /lib are found at run time through an rpath.
+PKG_CONFIG ?= pkg-config
+ifdef PREFIX
+PKG_CONFIG_ENV := PKG_CONFIG_PATH='$(PREFIX)/lib/pkgconfig:$(PREFIX)/lib64/pkgconfig:$(PREFIX)/share/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))'
+PREFIX_CFLAGS := -I$(PREFIX)/include
+PREFIX_LIBS   := -L$(PREFIX)/lib
+endif
+pkg = $(shell $(PKG_CONFIG_ENV) $(PKG_CONFIG) $(2) $(1) 2>/dev/null)
+, := ,
+GSL_CFLAGS   ?= $(call pkg,gsl,--cflags)
+GSL_LIBS     ?= $(call pkg,gsl,--libs-only-L) -lgsl
+HDF5_CFLAGS  ?= $(call pkg,hdf5,--cflags)
+HDF5_LIBS    ?= $(or $(call pkg,hdf5,--libs),-lhdf5)
+INIH_CFLAGS  ?= $(call pkg,inih,--cflags)
+INIH_LIBS    ?= $(or $(call pkg,inih,--libs),-linih)
+BLAS_LIBS    ?= $(call pkg,openblas,--libs-only-L) -lopenblas
+CHECK_CFLAGS ?= $(call pkg,check,--cflags)
+CHECK_LIBS   ?= $(or $(call pkg,check,--libs),-lcheck -lsubunit -lrt -lm -pthread)
+# evaluated once (pkg-config runs once per make, not once per file)
+PKG_CFLAGS   := $(PREFIX_CFLAGS) $(HDF5_CFLAGS) $(GSL_CFLAGS) $(INIH_CFLAGS)
+LIB_DIRS     := $(PREFIX_LIBS) $(filter -L%,$(HDF5_LIBS) $(INIH_LIBS) $(GSL_LIBS) $(BLAS_LIBS) $(CHECK_LIBS))
+# DT_RPATH, not RUNPATH: it also finds the libraries' own dependencies in the prefix (libgsl's
+# libgslcblas, libhdf5's libsz), where RUNPATH serves the program's direct ones only
+RPATH_DIRS   := $(sort $(filter-out /usr/% /lib/% /lib64/%,$(patsubst -L%,%,$(LIB_DIRS))))
+RPATH        := $(if $(RPATH_DIRS),-Wl$(,)--disable-new-dtags $(foreach d,$(RPATH_DIRS),-Wl$(,)-rpath$(,)$(d)))
+PKG_LIBS     := $(PREFIX_LIBS) $(HDF5_LIBS) $(INIH_LIBS) $(GSL_LIBS) $(BLAS_LIBS) -lm $(RPATH)
+CHECK_CFLAGS := $(CHECK_CFLAGS)
+CHECK_LIBS   := $(CHECK_LIBS)
 
 # src/<layer>/<concept>.c; a lower folder never includes a higher one (docs/design.md §2):
 # util < nn < config < data < model < measure < train < io < report < run < sweep < cli
@@ -118,8 +147,9 @@ atlas: deps
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
 # training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
 # (tests/test_threads.py), faults (devices, full disk, hostile names, signals, locks;
-# tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise),
-# then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise), the build
+# without root against unpacked .deb files (tests/test_cluster_build.sh, docs/cluster.md; root
+# only), then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps
 	$(MAKE) stability $(BUILD)/test_runner
 	$(MAKE) unit
@@ -135,6 +165,7 @@ test: test-deps
 	tests/test_corpus.sh
 	tests/test_faults.sh
 	tests/test_slurm.sh
+	tests/test_cluster_build.sh
 	$(MAKE) asan-unit
 
 unit: $(BUILD)/test_runner

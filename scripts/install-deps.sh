@@ -31,6 +31,19 @@ for arg in "$@"; do
     esac
 done
 
+# How long to wait for another apt's locks (see below), checked before anything else.
+LOCK_WAIT=${STABILITY_APT_LOCK_WAIT:-600}
+RETRY=${STABILITY_APT_RETRY:-5}
+# whole seconds, or exit 2 ('abc' made the time check an error, which read as "keep waiting")
+for var in STABILITY_APT_LOCK_WAIT:"$LOCK_WAIT" STABILITY_APT_RETRY:"$RETRY"; do
+    if ! [[ "${var#*:}" =~ ^[0-9]{1,6}$ ]]; then
+        echo "install-deps.sh: ${var%%:*}: not a whole number of seconds (0-999999): '${var#*:}'" >&2
+        exit 2
+    fi
+done
+LOCK_WAIT=$((10#$LOCK_WAIT))
+RETRY=$((10#$RETRY))
+
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "install-deps.sh: dpkg-query not found: this script supports Debian/Ubuntu only." >&2
     echo "install-deps.sh: install by hand: ${want[*]}" >&2
@@ -68,14 +81,15 @@ fi
 # for the dpkg locks itself with DPkg::Lock::Timeout; 'apt-get update' takes the lists lock,
 # which it does not wait for, so it is tried again every STABILITY_APT_RETRY seconds (5) while
 # its error is a lock.
-LOCK_WAIT=${STABILITY_APT_LOCK_WAIT:-600}
-RETRY=${STABILITY_APT_RETRY:-5}
 APT=("${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o "DPkg::Lock::Timeout=$LOCK_WAIT")
 export DEBIAN_FRONTEND=noninteractive
 apt_log=$(mktemp)
 trap 'rm -f "$apt_log"' EXIT
-waited=0
+# The wait is measured by the clock (bash's SECONDS), not by adding up RETRY: with a retry of
+# 0 s the sum never grew and the loop never ended.
+start=$SECONDS
 until "${APT[@]}" update 2>&1 | tee "$apt_log"; [ "${PIPESTATUS[0]}" -eq 0 ]; do
+    waited=$((SECONDS - start))
     if ! grep -qE 'Could not get lock|Unable to lock' "$apt_log" || [ "$waited" -ge "$LOCK_WAIT" ]; then
         echo "install-deps.sh: 'apt-get update' failed (network, apt sources, or apt's lock held" \
              "for more than $LOCK_WAIT s?)" >&2
@@ -84,7 +98,6 @@ until "${APT[@]}" update 2>&1 | tee "$apt_log"; [ "${PIPESTATUS[0]}" -eq 0 ]; do
     echo "install-deps.sh: another apt holds its lock; trying again in $RETRY s" \
          "($waited of $LOCK_WAIT s waited)" >&2
     sleep "$RETRY"
-    waited=$((waited + RETRY))
 done
 if ! "${APT[@]}" install -y --no-install-recommends "${missing[@]}"; then
     echo "install-deps.sh: 'apt-get install' failed for: ${missing[*]}" >&2

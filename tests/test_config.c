@@ -291,6 +291,8 @@ START_TEST(test_value_syntax)
         {"model.layers=-1", 0}, {"model.layers=6 6", 0},
         {"train.lr=.5", 1}, {"train.lr=5.", 1}, {"train.lr=1E-3", 1}, {"train.lr=1,5", 0}, {"train.lr=-inf", 0},
         {"train.lr=1e999", 0}, {"train.lr=NaN", 0}, {"train.lr=", 0}, {"train.lr=1e-400", 0},
+        /* subnormal doubles are doubles (strtod's ERANGE with a nonzero value) */
+        {"model.norm_eps=1e-320", 1}, {"train.lr=4.9e-324", 1}, {"model.norm_eps=2e-324", 0},
         {"train.beta1=0", 1}, {"train.beta1=1", 0}, {"train.beta2=0.999999", 1}, {"train.clip=0", 1},
         {"train.weight_decay=-0.1", 0}, {"data.zipf=0", 1}, {"data.zipf=-1", 0},
         {"model.causal=true", 1}, {"model.causal=FALSE", 1}, {"model.causal=On", 1}, {"model.causal=off", 1},
@@ -324,6 +326,8 @@ START_TEST(test_value_syntax)
     ck_assert_int_eq(c.model.layers, 7);
     ck_assert_int_eq(config_set(&c, "data.path=a;b", err, sizeof err), 0);
     ck_assert_str_eq(c.data.path, "a;b");
+    ck_assert_int_eq(config_set(&c, "model.norm_eps=1e-320", err, sizeof err), 0);
+    ck_assert(c.model.norm_eps == 1e-320 && c.model.norm_eps > 0);
 }
 END_TEST
 

@@ -140,6 +140,19 @@ START_TEST(test_errors)
     ck_assert_int_eq(corpus_open(&c, dir, 8000, 64, 64, err, sizeof err), 0);
     corpus_close(&c);
     remove_dir(dir);
+    /* a NUL byte inside a line: "4\0 5" is an error, never the sentence "4" */
+    const char *nul[4] = {"5\n", "5\n", "5\n", "5\n"};
+    write_dir(dir, nul);
+    char path[256], want[600];
+    snprintf(path, sizeof path, "%s/train.de.ids", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fwrite("4\0 5\n", 1, 5, f);
+    fclose(f);
+    ck_assert_int_eq(corpus_open(&c, dir, 100, 64, 64, err, sizeof err), 2);
+    snprintf(want, sizeof want, "%s:1: line contains a NUL byte", path);
+    ck_assert_str_eq(err, want);
+    remove_dir(dir);
 }
 END_TEST
 

@@ -5,11 +5,13 @@
 #              link and a directory at an output path are refused with exit 2, left as they were;
 #   disk       a full disk (a small tmpfs): training ends with exit 1 and a message, the file
 #              reads up to its last flush, --resume finishes it bit-identically once there is
-#              space; a probe, a dump leave nothing behind;
+#              space; a probe, a dump leave nothing behind; a read-only file system is said
+#              as such by every writer (not "disk full?");
 #   names      hostile names reach neither gnuplot nor a shell (file names, --out, run names,
 #              the Slurm script and sbatch): no command runs;
-#   sweeps     signals to a local sweep reach its runs, which checkpoint; kill -9 of a sweep or
-#              SIGINT of --task leaves no process behind; a second sweep of a file refuses;
+#   sweeps     signals to a local sweep reach its runs, which checkpoint, and are counted as
+#              stopped; kill -9 of a sweep or SIGINT of --task leaves no process behind;
+#              SIGTERM to --task outside Slurm is exit 143; a second sweep of a file refuses;
 #   temporaries  removed on SIGINT, SIGTERM, SIGHUP, SIGUSR1 and the other stop signals, and a
 #              killed probe's by the next writer of its path;
 #   reads      a FIFO as --config, sweep file, base, data.path or ids file, a device as
@@ -19,7 +21,8 @@
 #              what it held;
 #   figures    a full disk, a failing gnuplot: exit 1, the old figure kept; a live run plots;
 #              a write error on standard output is exit 1;
-#   apt        scripts/install-deps.sh waits for apt's locks.
+#   apt        scripts/install-deps.sh waits for apt's locks, by the clock and for at most
+#              STABILITY_APT_LOCK_WAIT seconds; a wait or retry that is not a number is exit 2.
 # Needs root for mknod and mount (CI is root); those checks are skipped otherwise.
 # Prints "ok - ..." / "not ok - ..." per check, then "faults: N passed, M failed"; exit 1 if M > 0.
 set -u
@@ -231,6 +234,26 @@ else
     run "$BIN" "${DF_SETS[@]}" --out "$D2/train.h5"
     check "training that cannot even create its file: exit 1 (no crash), nothing left" \
         test "$rc" -eq 1 -a ! -e "$D2/train.h5" -a -z "$(leftovers "$D2")"
+    # a read-only file system is said as such, never as "disk full?" (every writer)
+    D3="$tmp/ro"
+    tmpfs "$D3" 8m
+    "$BIN" --config "$TINY" --set probe.seeds=2 --set probe.batches=1 --out "$D3/p.h5" --quiet
+    timeout -s TERM 1.5 "$BIN" "${DF_SETS[@]}" --set train.steps=200000 --out "$D3/t.h5" 2>/dev/null
+    mount -o remount,ro "$D3"
+    ro_ok() { [ "$rc" -eq 1 ] && grep -q "Read-only file system" "$tmp/err" && ! grep -q "disk full" "$tmp/err"; }
+    while IFS='|' read -r what args; do
+        # shellcheck disable=SC2086
+        (cd "$D3" && timeout 60 "$BIN" $args >"$tmp/out" 2>"$tmp/err" </dev/null)
+        rc=$?
+        check "read-only file system, $what: exit 1, 'Read-only file system', no 'disk full?'" ro_ok
+    done <<EOF2
+a training run|--config $TINY --set train.steps=5 --out new.h5 --quiet
+a probe|--config $TINY --out probe.h5 --quiet
+a dump|dump --config $TINY --out dump.h5
+--force over a file|--config $TINY --set probe.seeds=2 --set probe.batches=1 --out p.h5 --force --quiet
+--resume|${DF_SETS[*]} --set train.steps=200000 --out t.h5 --resume
+a figure|plot p.h5 --out figs
+EOF2
 fi
 
 # ================================================================== names: hostile names
@@ -380,6 +403,8 @@ if [ "$rc" -eq 143 ] && gone $kids && interrupted "$R1" "$R2"; then
 else
     notok "SIGTERM to a sweep: exit $rc, runs $(states "$R1" "$R2"), children left: $kids"
 fi
+check "SIGTERM to a sweep: it says '2 runs stopped' (it said 0: a checkpointed run exits 0)" \
+    grep -q ': 2 runs stopped (training runs checkpointed), 0 not started' "$tmp/sweep.err"
 # kill -9 of the sweep: its runs get SIGTERM (PR_SET_PDEATHSIG), checkpoint and end
 (cd "$S" && exec "$BIN" sweep sig.ini --jobs 2 --quiet >/dev/null 2>&1 </dev/null) &
 sweep=$!
@@ -394,6 +419,17 @@ if [ -n "$kids" ] && gone $kids && interrupted "$R1" "$R2"; then
 else
     notok "kill -9 of a sweep: runs left: $kids, $(states "$R1" "$R2")"
 fi
+# --task: SIGTERM outside Slurm (no requeue) passes USR1 on; the run checkpoints, and the task
+# did not finish it: exit 143, never 0
+(cd "$S" && exec "$BIN" sweep sig.ini --task 1 --quiet >/dev/null 2>"$tmp/task.err" </dev/null) &
+task=$!
+PIDS+=("$task")
+sleep 1.5
+kill -TERM "$task"
+wait_rc "$task"
+rc=$?
+check "SIGTERM to --task outside Slurm: its run checkpointed ($(states "$R2")), exit 143 (not 0)" \
+    eval '[ "$rc" -eq 143 ] && interrupted "$R2" && grep -q "run the task again" "$tmp/task.err"'
 # --task: SIGINT ends the task and its run (checkpointed); a duplicate task that fails at
 # once appends to the run's log and never erases it
 (cd "$S" && exec env --default-signal=INT "$BIN" sweep sig.ini --task 0 --quiet >/dev/null 2>&1 </dev/null) &
@@ -608,7 +644,7 @@ echo "$*" >> "$APT_STATE/calls"
 case " $* " in
 *" update "*)
     n=$(cat "$APT_STATE/locked" 2>/dev/null || echo 0)
-    if [ "$n" -lt 2 ]; then
+    if [ -n "${APT_LOCKED:-}" ] || [ "$n" -lt 2 ]; then
         echo $((n + 1)) > "$APT_STATE/locked"
         echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)" >&2
         exit 100
@@ -628,5 +664,23 @@ if [ "$rc" -eq 0 ] && [ "$updates" = 3 ] && grep -q -- '-o DPkg::Lock::Timeout=6
 else
     notok "install-deps.sh under apt's lock: exit $rc, $updates updates, calls: $(tr '\n' '|' < "$A/calls" 2>/dev/null)"
 fi
+# a lock held for good: the wait ends after STABILITY_APT_LOCK_WAIT seconds by the clock, even
+# with a retry of 0 s (it summed the retries: 0 + 0 + ... never reached the limit); a wait that
+# is not a number is exit 2 before apt runs (it made the check an error: wait forever)
+rm -f "$A/installed" "$A/calls" "$A/locked"
+t0=$SECONDS
+PATH="$A/bin:$PATH" APT_STATE="$A" APT_LOCKED=1 STABILITY_APT_RETRY=0 STABILITY_APT_LOCK_WAIT=2 \
+    timeout 20 "$ROOT/scripts/install-deps.sh" >"$tmp/out" 2>"$tmp/err" </dev/null
+rc=$?
+check "install-deps.sh, apt locked for good, STABILITY_APT_RETRY=0: gives up after 2 s, exit 1 ($((SECONDS - t0)) s)" \
+    eval '[ "$rc" -eq 1 ] && grep -q "held for more than 2 s" "$tmp/err"'
+for v in STABILITY_APT_LOCK_WAIT=abc STABILITY_APT_RETRY=-1 STABILITY_APT_RETRY=1e3; do
+    rm -f "$A/calls"
+    env PATH="$A/bin:$PATH" APT_STATE="$A" APT_LOCKED=1 "$v" \
+        timeout 20 "$ROOT/scripts/install-deps.sh" >"$tmp/out" 2>"$tmp/err" </dev/null
+    rc=$?
+    check "install-deps.sh, $v: exit 2 naming it, apt never run" \
+        eval '[ "$rc" -eq 2 ] && grep -q "${v%%=*}: not a whole number" "$tmp/err" && [ ! -e "$A/calls" ]'
+done
 
 finish

@@ -19,6 +19,10 @@
 9. --slurm --submit --only-missing of a 64x64 sweep (4096 runs, none complete): a stand-in
    sbatch receives every task index once (the list was cut at 8192 characters: tasks
    1858-4095 dropped, exit 0).
+10. Item 13 of the hardening round: a [slurm] partition or account that is more than one name
+   (an sbatch option smuggled in) is refused, exit 2, no script; a dump of a run's very config
+   at its path is not its result (the sweep redoes it); run names with '&' make SVG figures
+   that are XML.
 """
 import glob
 import os
@@ -28,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 
 import h5py
 import numpy as np
@@ -472,6 +477,55 @@ def test_long_cwd(tmp):
           f"{t.stderr.strip()[-200:] if t else ''}")
 
 
+def test_item13(tmp):
+    tiny = os.path.abspath("configs/tiny.ini")
+    d = os.path.join(tmp, "item13")
+    os.makedirs(d)
+    sweep = (f"[sweep]\nbase = {tiny}\nname = p&q{{seed}}\ninit.seed = 1, 2\nprobe.seeds = 2\n"
+             "probe.batches = 1\n")
+    # [slurm] values that are one word of an #SBATCH line, or exit 2
+    for key, value in (("partition", "gpu --output=/x"), ("account", "acct --wrap=x"),
+                       ("partition", "gpu\t--mem=1")):
+        write(os.path.join(d, "s.ini"), sweep + f"[slurm]\n{key} = {value}\n")
+        r = run_in(d, "sweep", "s.ini", "--slurm", "--quiet")
+        check(f"[slurm] {key} = {value!r}: exit 2 naming the line, no job.sbatch",
+              r.returncode == 2 and f"s.ini:8: slurm.{key}: not a Slurm {key} name" in r.stderr and
+              not os.path.exists(os.path.join(d, "results", "s", "job.sbatch")), r.stderr.strip())
+    write(os.path.join(d, "s.ini"), sweep + "[slurm]\npartition = gpu,short\naccount = my-lab.2\n")
+    r = run_in(d, "sweep", "s.ini", "--slurm", "--quiet")
+    script = os.path.join(d, "results", "s", "job.sbatch")
+    text = open(script).read() if os.path.exists(script) else ""
+    check("[slurm] partition = gpu,short and account = my-lab.2 are written as they are",
+          r.returncode == 0 and "#SBATCH --partition=gpu,short\n" in text and
+          "#SBATCH --account=my-lab.2\n" in text, r.stderr.strip())
+    # a dump of run 0's config at its path: not a finished run
+    r = run_in(d, "sweep", "s.ini", "--dry-run")
+    sets = [l.split()[2:] for l in r.stdout.splitlines() if l.split()[:1] == ["0"]]
+    run0 = os.path.join(d, "results", "s", "p&q1.h5")
+    os.makedirs(os.path.dirname(run0), exist_ok=True)
+    args = [a for kv in (sets[0] if sets else []) for a in ("--set", kv)]
+    dump = run_in(d, "dump", "--config", tiny, *args, "--out", run0)
+    r = run_in(d, "sweep", "s.ini")
+    with h5py.File(run0, "r") as f:
+        probe = "probe" in f
+    check("a dump of run 0's config at its path is redone as a probe, not taken as finished",
+          dump.returncode == 0 and r.returncode == 0 and "0 complete" in r.stdout and probe,
+          f"{sets} {dump.stderr.strip()} {r.stdout.strip()} {r.stderr.strip()}")
+    # '&' in run names: SVG figures that parse as XML, the name shown as it is
+    out = os.path.join(d, "svg")
+    r = run_in(d, "plot", "results/s.h5", "--out", out, "--format", "svg")
+    bad, names = [], 0
+    for path in sorted(glob.glob(os.path.join(out, "*.svg"))):
+        try:
+            root = ET.parse(path).getroot()
+            names += sum(1 for e in root.iter() if e.text and "p&q" in e.text)
+        except ET.ParseError as e:
+            bad.append(f"{os.path.basename(path)}: {e}")
+    check(f"run names 'p&q1', 'p&q2' (one label each): every SVG figure is XML, the names shown ({names} texts)",
+          r.returncode == 0 and glob.glob(os.path.join(out, "*.svg")) and not bad and names > 0,
+          f"{r.stderr.strip()} {bad[:3]}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_expansion(tmp)
@@ -484,6 +538,7 @@ def main():
         test_collisions(tmp)
         test_big_array(tmp)
         test_long_cwd(tmp)
+        test_item13(tmp)
     failed = results.count(False)
     print(f"sweep: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

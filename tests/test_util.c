@@ -1,6 +1,7 @@
 /* test_util.c — src/util (file-system guards, thread counts, the line reader) and the test
  * runner's own set-up. */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_sf_log.h>
 #include "tests.h"
+#include "util/args.h"
 #include "util/fsutil.h"
 #include "util/lines.h"
 #include "util/threads.h"
@@ -89,6 +91,18 @@ START_TEST(test_lines_reader)
 }
 END_TEST
 
+/* Numbers of options: a subnormal (strtod sets ERANGE) is a number; an underflow to 0 is not. */
+START_TEST(test_args_parse_double_subnormal)
+{
+    double d = 0;
+    ck_assert_int_eq(args_parse_double("1e-320", 0, 1, HUGE_VAL, &d), 0);
+    ck_assert(d == 1e-320);
+    ck_assert_int_eq(args_parse_double("1e-400", 0, 0, HUGE_VAL, &d), -1);
+    ck_assert_int_eq(args_parse_double("1e400", 0, 0, HUGE_VAL, &d), -1);
+    ck_assert_int_eq(args_parse_double("0", 0, 1, HUGE_VAL, &d), -1);
+}
+END_TEST
+
 /* A sweep's share (STABILITY_SWEEP_THREADS) wins over STABILITY_THREADS and SLURM_CPUS_PER_TASK. */
 START_TEST(test_threads_sweep_share_wins)
 {
@@ -117,6 +131,7 @@ Suite *util_suite(void)
     tcase_add_test(tc, test_fsutil_replaceable);
     tcase_add_test(tc, test_lines_reader);
     tcase_add_test(tc, test_threads_sweep_share_wins);
+    tcase_add_test(tc, test_args_parse_double_subnormal);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -222,7 +222,7 @@ int cfg_parse_value(config_t *cfg, const cfg_key_t *k, const char *v, char *msg,
             return -1;
         }
         if (!isfinite(x)) { snprintf(msg, mlen, "must be finite (got %s)", v); return -1; }
-        if (errno == ERANGE) {
+        if (errno == ERANGE && x == 0) {   // a subnormal (1e-320) is a double; 1e-400 is not
             snprintf(msg, mlen, "out of the range of a double (got %s)", v);
             return -1;
         }

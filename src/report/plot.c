@@ -194,6 +194,28 @@ static const char *terminal_for(const char *fmt)
     return NULL;
 }
 
+/* Append script to text. For SVG, every escaped '&' of a name (plot_escape_name's \&) becomes
+ * \&amp;: gnuplot's svg terminal writes an enhanced-text '&' as it is, which is not XML (a
+ * run named "a&b" made an SVG no browser shows); other formats get the script unchanged. */
+static void append_script(sbuf_t *text, const char *script, int svg)
+{
+    if (!svg || !strstr(script, "\\&")) {
+        sbuf_printf(text, "%s", script);
+        return;
+    }
+    for (const char *c = script; *c; c++) {
+        if (c[0] == '\\' && c[1] == '&') {
+            sbuf_printf(text, "\\&amp;");
+            c++;
+        } else if (c[0] == '\\' && c[1]) {   // another escape pair (\\ of a name's backslash) as it is
+            sbuf_printf(text, "%c%c", c[0], c[1]);
+            c++;
+        } else {
+            sbuf_printf(text, "%c", c[0]);
+        }
+    }
+}
+
 /* Run gnuplot on "set terminal TERM" + script, its standard output copied by us into
  * OUT.tmp.PID with every write checked, then renamed to out: the path never appears in the
  * script, so no file or directory name can end gnuplot's quoting (docs/design.md §3); a figure
@@ -212,7 +234,9 @@ static int render_one(const char *term, const char *script, const char *out, cha
     }
     tmpfiles_add(tmp);   // removed if a signal ends the process meanwhile
     sbuf_t text = {0};
-    sbuf_printf(&text, "set terminal %s\n%s\n", term, script);
+    sbuf_printf(&text, "set terminal %s\n", term);
+    append_script(&text, script, strncmp(term, "svg", 3) == 0);
+    sbuf_printf(&text, "\n");
     const char *const argv[] = {"gnuplot", NULL};
     int werr = 0;
     const proc_io_t io = {.input = text.data, .out_fd = -1, .copy_fd = fd, .copy_errno = &werr};

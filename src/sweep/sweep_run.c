@@ -187,11 +187,14 @@ static void pool_reap(const sweep_t *s, pool_t *p, pid_t pid, int status, const 
         p->done++;
         const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-        if (!sig && !code) return;
-        if (stop_signal && (sig == SIGTERM || sig == SIGINT || code == 130 || code == 143)) {
-            p->stopped++;   // our stop: a training run has checkpointed, a probe ended
+        // after our stop, a run that ended without its result was stopped: a training run
+        // checkpoints and exits 0 (status interrupted), a probe dies by the signal
+        if (stop_signal && (sig == SIGTERM || sig == SIGINT || code == 130 || code == 143 ||
+                            (!sig && !code && !sweep_run_complete(s, p->slot_run[k])))) {
+            p->stopped++;
             return;
         }
+        if (!sig && !code) return;
         p->failed++;
         if (bar->enabled) fputc('\n', stderr);
         report_failure(s, p->slot_run[k], status);
@@ -376,10 +379,10 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
     free(st);
     if (interrupted) {
         const char *job = getenv("SLURM_ARRAY_JOB_ID"), *task = getenv("SLURM_ARRAY_TASK_ID");
-        if (!job || !task) {
+        if (!job || !task) {   // no requeue outside Slurm: the task did not finish its run
             fprintf(stderr, "run %d (%s) interrupted and checkpointed; run the task again to resume\n",
                     i, s->runs[i].name);
-            return 0;
+            return stop_signal ? 128 + stop_signal : 1;
         }
         char id[128];
         snprintf(id, sizeof id, "%s_%s", job, task);

@@ -75,6 +75,18 @@ static int check_slurm_value(const char *key, const char *v, char *msg, size_t l
             snprintf(msg, len, "not a Slurm memory size (e.g. 4G, 500M): '%s'", v);
             return 2;
         }
+    } else if (!strcmp(key, "partition") || !strcmp(key, "account")) {
+        // one word of an #SBATCH line: sbatch splits the line at blanks, so "gpu --output=/x"
+        // added an option (options of one's own go in slurm.extra); partitions: a list by ','
+        const int list = !strcmp(key, "partition");
+        const char *c = v;
+        while (*c && (isalnum((unsigned char)*c) || strchr("._-", *c) || (list && *c == ',')))
+            c++;
+        if (!*v || *c) {
+            snprintf(msg, len, "not a Slurm %s name (letters, digits, '.', '_', '-'%s): '%s'; "
+                     "further sbatch options go in slurm.extra", key, list ? ", ','" : "", v);
+            return 2;
+        }
     }
     for (const char *c = v; *c; c++)
         if (*c == '\n' || *c == '`' || *c == '$') {

@@ -23,7 +23,9 @@ int args_parse_double(const char *text, double lo, int lo_open, double hi, doubl
     char *end;
     errno = 0;
     const double v = strtod(text, &end);
-    if (*end || errno == ERANGE || !isfinite(v) || (lo_open ? !(v > lo) : !(v >= lo)) || !(v <= hi))
+    // ERANGE with a nonzero result is a subnormal number, which is a double like any other
+    if (*end || (errno == ERANGE && v == 0) || !isfinite(v) || (lo_open ? !(v > lo) : !(v >= lo)) ||
+        !(v <= hi))
         return -1;
     *out = v;
     return 0;
