@@ -153,6 +153,7 @@ atlas: deps
 test: test-deps
 	$(MAKE) stability $(BUILD)/test_runner
 	$(MAKE) unit
+	/usr/bin/python3 scripts/check_docs.py
 	tests/test_cli.sh
 	/usr/bin/python3 tests/test_torch.py
 	/usr/bin/python3 tests/test_torch_encdec.py
