@@ -239,6 +239,11 @@ def check_train_bleu(tmp, corpus, vocab):
     got = float(line.split("BLEU ")[1].split()[0]) if "BLEU " in line else float("nan")
     check(f"the last /train/bleu ({bleu[-1] if bleu else None}) is translate's on the final "
           f"checkpoint ({got})", bool(bleu) and abs(bleu[-1] - got) < 0.006 and got > 5, line)
+    pd = f"{tmp}/plots"
+    p = run("plot", out, "--out", pd, "--format", "svg")
+    svg = open(f"{pd}/bleu-bleu.svg").read() if os.path.exists(f"{pd}/bleu-bleu.svg") else ""
+    check("stability plot draws BLEU against epochs (bleu-bleu.svg)",
+          p.returncode == 0 and "BLEU" in svg and "epoch" in svg, p.stderr)
     # per epoch: 380 pairs / 8 a batch = 48 batches (random pairs: no epochs) -> -1 refused
     write_ini(ini, corpus, vocab, train__bleu_every=5, data__task="reverse", model__vocab=20,
               data__max_tokens=0, data__batch=4)
