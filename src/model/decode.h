@@ -1,4 +1,4 @@
-/* decode.h — greedy and beam-search decoding of the encoder–decoder (docs/design.md §6e),
+/* decode.h — greedy and beam-search decoding of the encoder–decoder (docs/paper_training.md),
  * fairseq's SequenceGenerator rules (Ott et al. 2019, `fairseq-generate --beam K --lenpen A`):
  *
  *   lprobs  = log_softmax(logits of the last position) of every live beam; pad never, EOS not
