@@ -12,7 +12,8 @@
 
 #define PYTHON "/usr/bin/python3"
 
-/* DIR_OF_EXECUTABLE/scripts/bleu.py into path. 0, or 1 with err. */
+/* DIR_OF_EXECUTABLE/scripts/bleu.py, else ./scripts/bleu.py (a program copied elsewhere run
+ * from the repository, as scripts/same_results.py does) into path. 0, or 1 with err. */
 static int script_path(char *path, size_t len, char *err, size_t errlen)
 {
     char exe[PATH_MAX];
@@ -25,11 +26,11 @@ static int script_path(char *path, size_t len, char *err, size_t errlen)
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
     struct stat st;
-    if ((size_t)snprintf(path, len, "%s/scripts/bleu.py", exe) >= len || stat(path, &st) != 0) {
-        snprintf(err, errlen, "%.200s/scripts/bleu.py: not found (it belongs beside the program)", exe);
-        return 1;
-    }
-    return 0;
+    if ((size_t)snprintf(path, len, "%s/scripts/bleu.py", exe) < len && stat(path, &st) == 0)
+        return 0;
+    if ((size_t)snprintf(path, len, "scripts/bleu.py") < len && stat(path, &st) == 0) return 0;
+    snprintf(err, errlen, "%.200s/scripts/bleu.py: not found (it belongs beside the program)", exe);
+    return 1;
 }
 
 /* Run bleu.py MODE --dir dir [extra] with stdin input and the streams of io. 0 or 1 (err). */
@@ -80,8 +81,7 @@ int bleu_encode(const char *dir, const char *input, char **ids, char *err, size_
     struct stat st;
     *ids = NULL;
     if (stat(input, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: %s", input, errno && !S_ISREG(st.st_mode) ? strerror(errno)
-                 : "not a regular file");
+        snprintf(err, errlen, "%s: cannot read it (missing, or not a regular file)", input);
         return 1;
     }
     // a piece is at least one byte and its id at most 6 characters with its space
@@ -108,6 +108,8 @@ int bleu_vocab(const char *dir, long *n, char *err, size_t errlen)
                  "scripts/translation-corpus.sh has one)", dir);
         return 1;
     }
+    char script[PATH_MAX + 32];
+    if (script_path(script, sizeof script, err, errlen)) return 1;
     if (run_helper("vocab", dir, NULL, NULL, &io, err, errlen)) {
         snprintf(err, errlen, "%.200s: not a sentencepiece model (or python3-sentencepiece "
                  "is missing)", path);

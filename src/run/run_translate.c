@@ -45,13 +45,13 @@ static model_t *decode_model(const config_t *cfg)
     return m;
 }
 
-/* Pairs of the split in the order they are decoded: by source length, then by line. */
-static const corpus_split_t *sort_split;
+/* A sentence in decoding order: by source length, then by index. */
+typedef struct { int len; long i; } by_length_t;
 static int by_length(const void *a, const void *b)
 {
-    const long i = *(const long *)a, j = *(const long *)b;
-    const int d = sort_split->src_len[i] - sort_split->src_len[j];
-    return d ? d : (i > j) - (i < j);
+    const by_length_t *x = a, *y = b;
+    if (x->len != y->len) return x->len - y->len;
+    return (x->i > y->i) - (x->i < y->i);
 }
 
 /* Translate the sources src[i] (len[i] ids each, EOS added here) of n sentences: hyp (n, m->T)
@@ -60,14 +60,12 @@ static int translate_all(model_t *m, const decode_opts_t *o, long n, const int32
                          const int *len, int32_t *hyp, int *hlen)
 {
     const int K = o->beam, T = m->T, G_max = DECODE_ROWS / K > 0 ? DECODE_ROWS / K : 1;
-    long *order = malloc((size_t)n * sizeof(long));
+    by_length_t *order = malloc((size_t)n * sizeof *order);
     int32_t *s = malloc((size_t)G_max * m->S * sizeof(int32_t));
     decode_t d;
     if (!order || !s || decode_create(&d, m, G_max, K)) { free(order); free(s); return 1; }
-    corpus_split_t fake = {.n = n, .src_len = (int *)len};
-    sort_split = &fake;
-    for (long i = 0; i < n; i++) order[i] = i;
-    qsort(order, (size_t)n, sizeof(long), by_length);
+    for (long i = 0; i < n; i++) order[i] = (by_length_t){len[i], i};
+    qsort(order, (size_t)n, sizeof *order, by_length);
     int32_t *out = malloc((size_t)G_max * T * sizeof(int32_t));
     int *olen = malloc((size_t)G_max * sizeof(int));
     for (long a = 0; a < n && out && olen;) {
@@ -75,7 +73,7 @@ static int translate_all(model_t *m, const decode_opts_t *o, long n, const int32
         long b = a;
         int width = 0;
         while (b < n && b - a < G_max) {
-            const int w = len[order[b]] + 1 > width ? len[order[b]] + 1 : width;
+            const int w = len[order[b].i] + 1 > width ? len[order[b].i] + 1 : width;
             if (decode_rows(m, K, w, G_max) < b - a + 1) break;
             width = w;
             b++;
@@ -83,13 +81,13 @@ static int translate_all(model_t *m, const decode_opts_t *o, long n, const int32
         const int G = (int)(b - a);
         for (int g = 0; g < G; g++)
             for (int j = 0; j < width; j++) {
-                const int l = len[order[a + g]];
-                s[(size_t)g * width + j] = j < l ? src[order[a + g]][j] : j == l ? CORPUS_EOS : -1;
+                const int l = len[order[a + g].i];
+                s[(size_t)g * width + j] = j < l ? src[order[a + g].i][j] : j == l ? CORPUS_EOS : -1;
             }
         decode_batch(&d, m, s, G, width, o, out, olen, NULL);
         for (int g = 0; g < G; g++) {
-            memcpy(hyp + (size_t)order[a + g] * T, out + (size_t)g * T, (size_t)T * sizeof(int32_t));
-            hlen[order[a + g]] = olen[g];
+            memcpy(hyp + (size_t)order[a + g].i * T, out + (size_t)g * T, (size_t)T * sizeof(int32_t));
+            hlen[order[a + g].i] = olen[g];
         }
         a = b;
     }
