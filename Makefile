@@ -144,6 +144,23 @@ atlas: deps
 	@mkdir -p docs/figures; for f in $(ATLAS_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 
+# Fig. 2 and Fig. 4 of the paper on translation, with BLEU (docs/paper_training.md): the
+# reduced sets that fit 2 cores (experiments/fig2_bleu_short.ini, fig4_bleu_short.ini; the full
+# sets for a cluster are fig2_bleu.ini and fig4_bleu.ini), their validation loss and BLEU
+# against epochs. make figures-train runs them beside the BERT figure.
+BLEU_EXPERIMENTS := fig2_bleu_short fig4_bleu_short
+BLEU_FIGURES := fig2_bleu_short-val_loss fig2_bleu_short-bleu fig4_bleu_short-val_loss \
+                fig4_bleu_short-bleu
+.PHONY: figures-bleu figures-train
+figures-bleu: deps
+	$(MAKE) stability
+	@[ -s results/translation/manifest.txt ] || scripts/translation-corpus.sh
+	@set -e; for f in $(BLEU_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
+	@set -e; for f in $(BLEU_EXPERIMENTS); do ./stability plot results/$$f.h5; done
+	@mkdir -p docs/figures; for f in $(BLEU_FIGURES); do \
+	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
+figures-train: figures-bleu
+
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
 # training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
 # (tests/test_threads.py), faults (devices, full disk, hostile names, signals, locks;
@@ -158,6 +175,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch.py
 	/usr/bin/python3 tests/test_torch_encdec.py
 	/usr/bin/python3 tests/test_torch_schemes.py
+	/usr/bin/python3 tests/test_translate.py
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_train.py

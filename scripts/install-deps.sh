@@ -11,6 +11,9 @@ set -euo pipefail
 RUNTIME_PKGS=(build-essential pkg-config libgsl-dev libopenblas-dev libhdf5-dev libinih-dev gnuplot-nox)
 # scripts/atlas_table.py, warmup_table.py read results with h5py
 RUNTIME_PKGS+=(python3-h5py python3-numpy)
+# BLEU (scripts/bleu.py: stability translate, train.bleu_every): sentencepiece detokenises,
+# NLTK's corpus_bleu scores
+RUNTIME_PKGS+=(python3-sentencepiece python3-nltk)
 TEST_PKGS=(check python3-torch python3-h5py python3-numpy)
 # the translation corpus' tools, for tests/test_corpus.sh (msgfmt/msgunfmt, spm_train)
 TEST_PKGS+=(gettext sentencepiece)

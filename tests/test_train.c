@@ -189,7 +189,7 @@ START_TEST(test_divergence_and_stop)
     cfg.train.steps = 1000;
     train_t *t = create(&cfg);
     long last = 0;
-    const train_callbacks_t cb = {&last, count_steps, NULL};
+    const train_callbacks_t cb = {&last, count_steps, NULL, NULL};
     ck_assert_int_eq(train_run(t, &cb, NULL), TRAIN_DIVERGED);
     ck_assert_int_gt(last, 0);
     ck_assert_int_eq(t->step, last - 1);   // the diverged step made no update

@@ -44,6 +44,7 @@ static const char *USAGE =
     "       stability info FILE.h5... [--all]\n"
     "       stability dump --config FILE --out FILE.h5 [--set ...] [--force]\n"
     "       stability gradcheck --config FILE [--set ...] [--entries N] [--tol X]\n"
+    "       stability translate RUN.h5 [--beam K] [--lenpen A] [--input FILE] [--ids]\n"
     "       stability --help | VERB --help | --version\n"
     "\n"
     "Measures why Post-LN transformers need learning-rate warm-up and Pre-LN ones do not\n"
@@ -578,6 +579,7 @@ static int dispatch(int argc, char **argv)
     if (!strcmp(verb, "info")) return cmd_info(argc, argv);
     if (!strcmp(verb, "sweep")) return cmd_sweep(argc, argv);
     if (!strcmp(verb, "plot")) return cmd_plot(argc, argv);
+    if (!strcmp(verb, "translate")) return run_translate(argc - 1, argv + 1);
     if (!strcmp(verb, "gradcheck")) {
         if ((rc = parse_options(argc, argv, 2, &o, HELP_GRADCHECK, OPT_ENTRIES | OPT_TOL | OPT_PERTURB)))
             return rc < 0 ? 0 : rc;

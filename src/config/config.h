@@ -71,6 +71,7 @@ typedef struct config {
         double momentum;         /* sgd momentum in [0,1)        default 0.9 */
         int checkpoint_every;    /* steps, 0 = only on signals   default 0 */
         int eval_every;          /* validation every N steps (text task), default 100 */
+        int bleu_every;          /* BLEU every N updates, −1 every epoch, 0 off; default 0 */
         int resume;              /* resume = auto (1) | off (0)  default off */
     } train;
     struct {

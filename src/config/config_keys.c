@@ -92,6 +92,7 @@ const cfg_key_t cfg_keys[] = {
     KD(train, momentum, 0, 0, 1, 1),
     KI(train, checkpoint_every, 0),
     KI(train, eval_every, 0),
+    KI(train, bleu_every, -1),
     KE(train, resume, resume_names),
 
     KI(probe, seeds, 1),
@@ -473,6 +474,9 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
             section = k->section;
             sbuf_printf(&b, "\n[%s]\n", section);
         }
+        // a key added after results were written appears only when set, so that the config
+        // attribute of every run that does not use it stays what it was
+        if (k->off == offsetof(config_t, train.bleu_every) && cfg->train.bleu_every == 0) continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);
         char num[40];

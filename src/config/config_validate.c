@@ -184,6 +184,12 @@ static int validate_arch(const config_t *cfg, char *err, size_t errlen)
         return vfail(cfg, cfg_kidx("train", "eval_every"), err, errlen,
                      "0 (once per epoch) needs epochs: data.task = translation with "
                      "data.max_tokens > 0");
+    if (cfg->train.bleu_every != 0 && cfg->data.task != TASK_TRANSLATION)
+        return vfail(cfg, cfg_kidx("train", "bleu_every"), err, errlen,
+                     "BLEU needs sentences: data.task = translation (got %d)", cfg->train.bleu_every);
+    if (cfg->train.bleu_every == -1 && cfg->data.max_tokens <= 0)
+        return vfail(cfg, cfg_kidx("train", "bleu_every"), err, errlen,
+                     "-1 (once per epoch) needs epochs: data.max_tokens > 0");
     return 0;
 }
 

@@ -85,19 +85,21 @@ static int parse_ids(const char *line, const char *path, long lineno, int vocab,
 /* A split while it is read: the arrays of corpus_split_t and their capacities. */
 typedef struct {
     corpus_split_t *sp;
-    size_t pool_n, pool_cap, at_cap, slen_cap, tlen_cap;
+    size_t pool_n, pool_cap, at_cap, slen_cap, tlen_cap, line_cap;
 } builder_t;
 
-/* Append the pair (s, t) to the split. 0, or 1 if out of memory. */
-static int push_pair(builder_t *b, const ids_t *s, const ids_t *t)
+/* Append the pair (s, t) of line lineno to the split. 0, or 1 if out of memory. */
+static int push_pair(builder_t *b, const ids_t *s, const ids_t *t, long lineno)
 {
     corpus_split_t *sp = b->sp;
     const size_t need = (size_t)sp->n + 1;
     if (reserve((void **)&sp->pool, &b->pool_cap, b->pool_n + s->n + t->n, sizeof *sp->pool) ||
         reserve((void **)&sp->at, &b->at_cap, need, sizeof *sp->at) ||
         reserve((void **)&sp->src_len, &b->slen_cap, need, sizeof *sp->src_len) ||
-        reserve((void **)&sp->tgt_len, &b->tlen_cap, need, sizeof *sp->tgt_len))
+        reserve((void **)&sp->tgt_len, &b->tlen_cap, need, sizeof *sp->tgt_len) ||
+        reserve((void **)&sp->line, &b->line_cap, need, sizeof *sp->line))
         return 1;
+    sp->line[sp->n] = lineno;
     sp->at[sp->n] = b->pool_n;
     sp->src_len[sp->n] = (int)s->n;
     sp->tgt_len[sp->n] = (int)t->n;
@@ -173,7 +175,7 @@ static int read_split(corpus_t *c, const char *dir, int split, char *err, size_t
         if (rc) break;
         if ((long)side[0].n + 1 > c->max_src || (long)side[1].n + 1 > c->max_tgt)
             c->skipped[split]++;
-        else if (push_pair(&b, &side[0], &side[1]))
+        else if (push_pair(&b, &side[0], &side[1], lineno))
             rc = fail(err, errlen, 1, "%s:%ld: out of memory", path[0], lineno);
     }
     if (rc == 0 && c->split[split].n == 0)
@@ -217,6 +219,7 @@ void corpus_close(corpus_t *c)
         free(c->split[s].at);
         free(c->split[s].src_len);
         free(c->split[s].tgt_len);
+        free(c->split[s].line);
     }
     memset(c, 0, sizeof *c);
 }

@@ -34,6 +34,7 @@ typedef struct {
     size_t *at;          /* (n) offset of pair i's source in pool; its target follows */
     int *src_len;        /* (n) |s|, without EOS */
     int *tgt_len;        /* (n) |t|, without BOS/EOS */
+    long *line;          /* (n) 1-based line of pair i in the split's files (references) */
 } corpus_split_t;
 
 typedef struct {

@@ -172,6 +172,11 @@ void h5io_free_names(char **names, int n);
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
                     unsigned long seed, int overwrite, char *err, size_t errlen);
 
+/* The parameters of the checkpoint of the open training file f into m (built from the
+ * file's config: every tensor by name, its shape checked); *step = its update. 0, or 1 with
+ * why ("no complete checkpoint", a malformed tensor). */
+int h5io_checkpoint_params(h5io_file_t *f, model_t *m, long *step, char *why, size_t len);
+
 /* ---- training files (h5io_train.c): /train and /checkpoint, in place, SWMR -------------- */
 
 typedef struct h5io_train h5io_train_t;

@@ -267,3 +267,17 @@ int h5io_checkpoint_load(h5io_file_t *f, train_t *t, char *why, size_t len)
     data_seek(&t->s.data, t->batches);   // epoch-ordered data continue where they were
     return 0;
 }
+
+int h5io_checkpoint_params(h5io_file_t *f, model_t *m, long *step, char *why, size_t len)
+{
+    *step = h5io_checkpoint_step(f);
+    if (*step < 0) {
+        snprintf(why, len, "%s", h5io_error(f) ? h5io_error(f) : "no complete checkpoint");
+        return 1;
+    }
+    if (tensors_read(f, PREFIX[0], m, m->params)) {
+        snprintf(why, len, "%s", h5io_error(f) ? h5io_error(f) : "unreadable checkpoint");
+        return 1;
+    }
+    return 0;
+}

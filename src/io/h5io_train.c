@@ -10,6 +10,7 @@
  *   /train/final_sqnorm, final_jacobian_spec (P)
  *   /train/jacobian_spec                     (P,L,2)   norm1 norm2
  *   /train/eval_step, val_loss               (E)       text task only
+ *   /train/bleu_step, bleu                   (B)       with train.bleu_every only
  * Every dataset has string attributes axes and description (and the names of its last axis);
  * /train has attribute steps, and diverged_at + diverged_reason once diverged.
  *
@@ -40,9 +41,10 @@
  * HDF5's metadata (chunk index blocks, object headers), which it allocates in small blocks. */
 #define METADATA_SLACK ((size_t)256 << 10)
 
-const int GROUP_CAP[G_COUNT] = {1024, 16, 64, 128};
-const char *const GROUP_KEY[G_COUNT] = {"step", "probe_step", "eval_step", "update_step"};
-const char *const GROUP_AXIS[G_COUNT] = {"step", "probe", "eval", "update"};
+const int GROUP_CAP[G_COUNT] = {1024, 16, 64, 128, 16};
+const char *const GROUP_KEY[G_COUNT] = {"step", "probe_step", "eval_step", "update_step",
+                                        "bleu_step"};
+const char *const GROUP_AXIS[G_COUNT] = {"step", "probe", "eval", "update", "bleu"};
 
 /* The HDF5 name of a probe axis (as in /probe). */
 static const char *axis_label(probe_axis_id_t id)
@@ -70,6 +72,8 @@ const column_t COLUMNS[NCOL] = {
     {"update_step", G_UPDATE, 1, 0, PA_NONE, "update index of each model-update row (1..100, then every probe.every)"},
     {"model_update", G_UPDATE, 0, 0, PA_NONE, "E_token ||F(x,theta_t) - F(x,theta_0)|| on a fixed batch, F = the last hidden state (DeepNet)"},
     {"update_rel", G_UPDATE, 0, 1, PA_PARAM, "||W_t - W_(t-1)||_F / ||W_(t-1)||_F of the update"},
+    {"bleu_step", G_BLEU, 1, 0, PA_NONE, "update index of each BLEU row (train.bleu_every and the last update)"},
+    {"bleu", G_BLEU, 0, 0, PA_NONE, "BLEU (0-100) of greedy translations of the validation split after the update: NLTK corpus_bleu on detokenised text (docs/paper_training.md)"},
 };
 
 static double now_seconds(void)
@@ -101,6 +105,7 @@ static size_t row_size(const h5io_train_t *w, const column_t *c)
 int h5io_tw_column_present(const h5io_train_t *w, int k)
 {
     if (COLUMNS[k].group == G_EVAL && !w->text) return 0;
+    if (COLUMNS[k].group == G_BLEU && !w->bleu) return 0;
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 
@@ -241,6 +246,7 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     w->ckpt_step = -1;
     snprintf(w->f.path, sizeof w->f.path, "%s", path);
     w->text = t->s.data.val_batches > 0;
+    w->bleu = t->s.cfg.train.bleu_every != 0;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
@@ -349,6 +355,11 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
         push(w, h5io_tw_col("eval_step"), &step);
         push(w, h5io_tw_col("val_loss"), &r->val_loss);
         w->pending[G_EVAL]++;
+    }
+    if (w->bleu && !isnan(r->bleu)) {
+        push(w, h5io_tw_col("bleu_step"), &step);
+        push(w, h5io_tw_col("bleu"), &r->bleu);
+        w->pending[G_BLEU]++;
     }
     int full = 0;
     for (int g = 0; g < G_COUNT; g++) full |= w->pending[g] == GROUP_CAP[g];

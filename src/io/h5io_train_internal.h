@@ -6,7 +6,7 @@
 #include "io/h5io_internal.h"
 
 /* Row groups: datasets of one group grow together. */
-enum { G_STEP, G_PROBE, G_EVAL, G_UPDATE, G_COUNT };
+enum { G_STEP, G_PROBE, G_EVAL, G_UPDATE, G_BLEU, G_COUNT };
 extern const int GROUP_CAP[G_COUNT];   /* buffered rows = chunk rows */
 extern const char *const GROUP_KEY[G_COUNT];
 extern const char *const GROUP_AXIS[G_COUNT];
@@ -21,7 +21,7 @@ typedef struct {
 
 /* The /train datasets, in file order (h5io_train.c). */
 extern const column_t COLUMNS[];
-#define NCOL 18
+#define NCOL 20
 
 /* Why a writer stopped writing (h5io_train_close then ends without touching the file). */
 enum { WRITER_OK, WRITER_DISK_FULL, WRITER_BROKEN };
@@ -39,6 +39,7 @@ struct h5io_train {
     char *config;               /* the file's config attribute (the journal carries it) */
     char created[48];           /* ... and its created attribute */
     int text;
+    int bleu;                   /* the run measures BLEU (train.bleu_every != 0) */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];

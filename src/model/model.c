@@ -322,6 +322,35 @@ double model_forward(model_t *m, const batch_t *b)
     return m->loss;
 }
 
+void model_encode(model_t *m, const batch_t *b)
+{
+    sublayer_pass_t pass[2];
+    m->batch = *b;
+    source_lengths(m, b);
+    make_passes(m, b, pass);
+    stack_forward(&m->stack[0], &m->shape, &pass[0], b->src, m->tok_embed, m->pe);
+}
+
+void model_decode_last(model_t *m, const batch_t *b, double *last, double *logits)
+{
+    const size_t C = (size_t)m->C, V = (size_t)m->V;
+    sublayer_pass_t pass[2];
+    m->batch = *b;
+    make_passes(m, b, pass);
+    layer_stack_t *dec = &m->stack[1];
+    stack_forward(dec, &m->shape, &pass[1], b->tokens, m->tok_embed, m->pe);
+    // last (B,C) = the decoder's output at position T−1 of every row
+    for (int r = 0; r < b->B; r++)
+        memcpy(last + (size_t)r * C, dec->output + ((size_t)r * b->T + (size_t)b->T - 1) * C,
+               C * sizeof(double));
+    // logits (B,V) = last · W_embᵀ (tied) or last · lm_head, as model_forward's
+    if (m->tied)
+        gemm(0, 1, b->B, (int)V, (int)C, 1.0, last, (int)C, m->tok_embed, (int)C, 0.0, logits,
+             (int)V);
+    else
+        linear_forward(logits, last, m->lm_head, NULL, (size_t)b->B, C, V);
+}
+
 int model_has_admin(const model_t *m)
 {
     return m->stack[0].subs[0].omega != NULL;

@@ -117,6 +117,15 @@ void model_dropout_off(model_t *m);
  * loss). Returns the mean loss over scored targets (NaN if there are none). */
 double model_forward(model_t *m, const batch_t *b);
 
+/* Decoding (model/decode.h), encdec only. Run the encoder on b->src (b->B rows, b->S) and keep
+ * its output as the memory model_decode_last attends to; b->tokens is not read. */
+void model_encode(model_t *m, const batch_t *b);
+
+/* The decoder on b->tokens (B,T) (no padding inside a row) against the memory of the last
+ * model_encode of as many rows; last (B,C) gets the decoder's output at position T−1 of each
+ * row, logits (B,V) its logits (model_forward's, of that position only). */
+void model_decode_last(model_t *m, const batch_t *b, double *last, double *logits);
+
 /* Zero the gradient buffer. */
 void model_zero_grad(model_t *m);
 

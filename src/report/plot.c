@@ -102,6 +102,7 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
     load_series(f, prefix, "eval_step", "val_loss", &r->nevals, &r->eval_step, &r->val_loss);
     load_series(f, prefix, "update_step", "model_update", &r->nupdates, &r->update_step,
                 &r->model_update);
+    load_series(f, prefix, "bleu_step", "bleu", &r->nbleu, &r->bleu_step, &r->bleu);
     if (h5io_error(f)) {   // a malformed dataset or attribute (h5io_read.c)
         snprintf(err, errlen, "%s", h5io_error(f));
         return 1;
@@ -177,6 +178,8 @@ void plot_set_free(plot_set_t *set)
         free(set->runs[i].lr);
         free(set->runs[i].eval_step);
         free(set->runs[i].val_loss);
+        free(set->runs[i].bleu_step);
+        free(set->runs[i].bleu);
         free(set->runs[i].update_step);
         free(set->runs[i].model_update);
     }
@@ -345,7 +348,7 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         {plot_fig_grad_vs_layer, 1}, {plot_fig_grad_vs_depth, 1}, {plot_fig_grad_vs_width, 1},
         {plot_fig_grad_ratio, 1},
         {plot_fig_jacobian, 1}, {plot_fig_hidden_norms, 1}, {plot_fig_loss, 0},
-        {plot_fig_grad_vs_layer_encdec, 0}, {plot_fig_subout, 1}, {plot_fig_val_loss, 0},
+        {plot_fig_grad_vs_layer_encdec, 0}, {plot_fig_subout, 1}, {plot_fig_val_loss, 0}, {plot_fig_bleu, 0},
         {plot_fig_atlas_lr, 0}, {plot_fig_atlas_sensitivity, 0}, {plot_fig_atlas_grad, 0},
         {plot_fig_output_change, 0}, {plot_fig_model_update, 0},
     };

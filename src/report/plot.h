@@ -30,6 +30,8 @@ typedef struct {
     double *eval_step, *val_loss;   /* (nevals) */
     size_t nupdates;         /* model-update rows (0 without /train/model_update) */
     double *update_step, *model_update;  /* (nupdates) DeepNet's ‖F(x,θ_t) − F(x,θ_0)‖ */
+    size_t nbleu;            /* BLEU rows (0 without /train/bleu) */
+    double *bleu_step, *bleu;/* (nbleu) train.bleu_every's BLEU */
     double epoch_batches;    /* updates per epoch (translation by length), or NaN */
     double diverged_at;      /* step, or NaN */
 } plot_run_t;

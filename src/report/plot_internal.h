@@ -82,6 +82,9 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_grad_vs_layer_encdec(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
+/* BLEU against epochs of the runs that logged /train/bleu (plot_bleu.c). */
+int plot_fig_bleu(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);

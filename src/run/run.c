@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "io/h5io.h"
 #include "util/progress.h"
+#include "report/bleu.h"
 #include "report/plot.h"
 #include "run/run.h"
 #include "train/train.h"
@@ -50,6 +51,7 @@ typedef struct {
     long steps, signal_at;
     train_record_t last;   /* the last update's record */
     double last_val;       /* the last validation loss (NaN before the first) */
+    double last_bleu;      /* the last BLEU (NaN before the first) */
 } run_ctx_t;
 
 static int on_step(void *ctx, const train_t *t, const train_record_t *r)
@@ -58,12 +60,24 @@ static int on_step(void *ctx, const train_t *t, const train_record_t *r)
     const double elapsed = c->elapsed0 + progress_now() - c->t0;
     c->last = *r;
     if (!isnan(r->val_loss)) c->last_val = r->val_loss;
+    if (!isnan(r->bleu)) c->last_bleu = r->bleu;
     if (h5io_train_append(c->w, t, r, elapsed)) return 1;
     char extra[96];
     snprintf(extra, sizeof extra, "loss %.4f  lr %.3g", r->loss, r->lr);
     progress_update(&c->bar, r->step, c->steps, extra);
     if (c->signal_at > 0 && r->step == c->signal_at) raise(SIGTERM);   // test hook (run.h)
     return 0;
+}
+
+/* BLEU of greedy translations of the validation split (train.bleu_every; run_translate.c). */
+static int on_bleu(void *ctx, const train_t *t, double *bleu)
+{
+    (void)ctx;
+    char err[1400];
+    const decode_opts_t o = decode_defaults();
+    if (run_bleu(&t->s.cfg, t->s.model->params, &o, bleu, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "\nstability: BLEU after update %ld: %s\n", t->step, err);
+    return 1;
 }
 
 static int on_checkpoint(void *ctx, const train_t *t)
@@ -131,6 +145,7 @@ static void print_summary(const config_t *cfg, const run_ctx_t *c, const char *p
     printf("%s: %ld steps in %.1f s, last loss %.4f", cfg->name, c->last.step,
            c->elapsed0 + progress_now() - c->t0, c->last.loss);
     if (!isnan(c->last_val)) printf(", validation loss %.4f", c->last_val);
+    if (!isnan(c->last_bleu)) printf(", BLEU %.2f", c->last_bleu);
     printf("\nwrote %s\n", path);
 }
 
@@ -172,8 +187,21 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
         fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
         return rc;
     }
+    if (cfg->train.bleu_every) {   // BLEU needs the corpus' vocabulary and the scorer first
+        long V = 0;
+        int bad = bleu_vocab(cfg->data.path, &V, err, sizeof err);
+        if (!bad && V != cfg->model.vocab)
+            bad = snprintf(err, sizeof err, "%s/spm.model has %ld pieces, model.vocab = %d",
+                           cfg->data.path, V, cfg->model.vocab) > 0;
+        if (bad) {
+            fprintf(stderr, "%s: train.bleu_every: %s\n", cfg->path[0] ? cfg->path : "config", err);
+            train_free(t);
+            return 2;
+        }
+    }
+
     char *ini = ini_text(cfg);
-    run_ctx_t c = {.steps = cfg->train.steps, .last_val = NAN};
+    run_ctx_t c = {.steps = cfg->train.steps, .last_val = NAN, .last_bleu = NAN};
     const char *hook = getenv("STABILITY_SIGNAL_AT_STEP");
     c.signal_at = hook ? atol(hook) : 0;
     if (!ini) rc = 1;
@@ -194,13 +222,16 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
     c.last.step = t->step;
     struct sigaction old[NSTOP];
     signals_install(old);
-    const train_callbacks_t cb = {&c, on_step, on_checkpoint};
+    const train_callbacks_t cb = {&c, on_step, on_checkpoint, cfg->train.bleu_every ? on_bleu : NULL};
     const train_status_t st = train_run(t, &cb, &stop_signal);
     const int sig = stop_signal;
     progress_end(&c.bar);
 
     const char *status = st == TRAIN_DONE ? "done" : st == TRAIN_DIVERGED ? "diverged" : "interrupted";
-    if (st == TRAIN_INTERRUPTED) rc = h5io_train_checkpoint(c.w, t);
+    // with BLEU logged, the final parameters are checkpointed too: `stability translate` then
+    // decodes the model whose BLEU the log ends with
+    if (st == TRAIN_INTERRUPTED || (st == TRAIN_DONE && cfg->train.bleu_every))
+        rc = h5io_train_checkpoint(c.w, t);
     // a write that failed (a full disk) leaves the file as at its last flush; close says what
     // it holds and how to continue (docs/design.md §6)
     const int failed = st == TRAIN_FAILED || st == TRAIN_BAD_BATCH;

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include "config/config.h"
 #include "measure/probe.h"
+#include "model/decode.h"
 
 typedef struct {
     int force;     /* replace an existing file (--force or [output] overwrite = true) */
@@ -45,6 +46,15 @@ int run_gradcheck(const config_t *cfg, const run_options_t *o);
  * configuration or an unreadable one is replaced (what a sweep runner wants for pre-empted
  * runs). Returns the exit code (0, 1, 2 or 130). */
 int run_train(const config_t *cfg, const char *path, const run_options_t *o);
+
+/* `stability translate RUN.h5 [--beam K] [--lenpen A] [--input FILE] [--ids] ...` (argv[0] =
+ * "translate"; run/run_translate.c): decode with the run's checkpoint. Returns the exit code. */
+int run_translate(int argc, char **argv);
+
+/* BLEU (0–100, report/bleu.h) of the model of cfg with parameters params on the validation
+ * split of cfg's corpus, decoded with o. 0, or 1/2 with err set. */
+int run_bleu(const config_t *cfg, const double *params, const decode_opts_t *o, double *bleu,
+             char *err, size_t errlen);
 
 
 #endif

@@ -142,6 +142,7 @@ void train_step(train_t *t, train_record_t *r)
     memset(r, 0, sizeof *r);
     r->step = s;
     r->val_loss = NAN;
+    r->bleu = NAN;
     r->lr = optim_lr(c->train.schedule, c->train.lr, c->train.warmup, c->train.steps, s);
 
     if (session_next_batch(&t->s)) {   // batch, then its dropout masks, from rng_data
@@ -204,6 +205,13 @@ double train_eval(train_t *t)
     return by_token ? sum / (double)tokens : sum / t->s.data.val_batches;
 }
 
+int train_bleu_due(const train_t *t, long s)
+{
+    const int every = t->s.cfg.train.bleu_every;
+    const long n = every > 0 ? every : every < 0 ? data_epoch_batches(&t->s.data) : 0;
+    return every != 0 && ((n > 0 && s % n == 0) || s == t->s.cfg.train.steps);
+}
+
 train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile sig_atomic_t *stop)
 {
     const int every = t->s.cfg.train.checkpoint_every;
@@ -212,6 +220,8 @@ train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile
         train_record_t r;
         train_step(t, &r);
         if (r.failed) return TRAIN_BAD_BATCH;
+        if (!r.diverged && cb && cb->bleu && train_bleu_due(t, r.step) && cb->bleu(cb->ctx, t, &r.bleu))
+            return TRAIN_FAILED;
         if (cb && cb->step && cb->step(cb->ctx, t, &r)) return TRAIN_FAILED;
         if (r.diverged) return TRAIN_DIVERGED;
         if (every > 0 && t->step % every == 0 && t->step < t->s.cfg.train.steps && cb &&

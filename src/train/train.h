@@ -44,6 +44,7 @@ typedef struct {
     double loss;          /* training-batch loss before the update */
     double grad_norm;     /* ‖∇θ‖₂ over all parameters, before clipping */
     double val_loss;      /* validation loss after the update; NaN when not evaluated */
+    double bleu;          /* BLEU after the update (train.bleu_every, callbacks.bleu); else NaN */
     int probed;           /* train_t.probe holds this step's measurements */
     int updated;          /* train_t.model_update, update_rel hold this step's (DeepNet) */
     int failed;           /* the batch had ids outside the vocabulary (t->s.error); no update */
@@ -89,6 +90,9 @@ typedef struct {
     int (*step)(void *ctx, const train_t *t, const train_record_t *r);
     /* Every train.checkpoint_every updates, after step. Non-zero: TRAIN_FAILED. May be NULL. */
     int (*checkpoint)(void *ctx, const train_t *t);
+    /* The BLEU of the parameters after an update that train_bleu_due names, before step (it
+     * logs r->bleu). Non-zero: TRAIN_FAILED. May be NULL (no BLEU). */
+    int (*bleu)(void *ctx, const train_t *t, double *bleu);
 } train_callbacks_t;
 
 /* Build the run of cfg: session (model initialised from rng_init), optimizer, step 0.
@@ -106,6 +110,10 @@ const char *train_diverged_reason(int diverged);
 
 /* Mean loss over the fixed validation batches of the text task (no dropout); NaN otherwise. */
 double train_eval(train_t *t);
+
+/* Whether BLEU is measured after update s: every train.bleu_every updates (−1: at the end of
+ * every epoch) and after the last one; never with bleu_every = 0. */
+int train_bleu_due(const train_t *t, long s);
 
 /* Update until train.steps, divergence, a callback failure (TRAIN_FAILED), a batch with ids
  * outside the vocabulary (TRAIN_BAD_BATCH, t->s.error), or *stop becoming non-zero (checked

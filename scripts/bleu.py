@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""bleu.py — sentencepiece and BLEU for `stability translate` and BLEU while training
+(docs/paper_training.md). No BLEU is computed here by hand: NLTK's corpus_bleu does it.
+
+    bleu.py score  --dir DIR [--split valid]   stdin: "LINE<TAB>ids" per hypothesis; prints BLEU
+    bleu.py decode --dir DIR                   stdin: ids per line; prints the detokenised text
+    bleu.py encode --dir DIR --input FILE      prints FILE's lines as sentencepiece ids
+    bleu.py vocab  --dir DIR                   prints the vocabulary size of DIR/spm.model
+
+DIR is a corpus of scripts/translation-corpus.sh (spm.model, valid.de, ...). LINE is the
+1-based line of the hypothesis' pair in DIR/SPLIT.de, the reference.
+
+The BLEU: hypotheses decoded to text with DIR/spm.model (sentencepiece's DecodeIds, the
+detokeniser); hypothesis and reference split into words by NLTK's NLTKWordTokenizer (the
+Treebank-style tokeniser of nltk.word_tokenize, without its sentence splitter); then
+nltk.translate.bleu_score.corpus_bleu with its defaults: one reference, n-grams 1-4 with equal
+weights, corpus-level clipped counts, brevity penalty against the reference length, no
+smoothing (0 when some n-gram order has no match); times 100. That is Papineni et al.'s corpus
+BLEU, the formula sacreBLEU computes; sacreBLEU would tokenise with its 13a tokeniser instead,
+and smooth only orders without a match (then it is > 0 where this is 0).
+Exit: 0, 1 when a file cannot be read, 2 bad usage or input.
+"""
+import argparse
+import sys
+import warnings
+
+
+def fail(code, msg):
+    print(f"bleu.py: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def load_spm(d):
+    try:
+        import sentencepiece as spm
+    except ImportError:
+        fail(1, "python3-sentencepiece is not installed (scripts/install-deps.sh)")
+    sp = spm.SentencePieceProcessor()
+    try:
+        sp.Load(f"{d}/spm.model")
+    except (OSError, RuntimeError) as e:
+        fail(1, f"{d}/spm.model: cannot load the vocabulary: {e}")
+    return sp
+
+
+def parse_ids(text, where):
+    try:
+        return [int(t) for t in text.split()]
+    except ValueError:
+        fail(2, f"{where}: not a list of ids")
+
+
+def score(args):
+    try:
+        from nltk.tokenize import NLTKWordTokenizer
+        from nltk.translate.bleu_score import corpus_bleu
+    except ImportError:
+        fail(1, "python3-nltk is not installed (scripts/install-deps.sh)")
+    sp = load_spm(args.dir)
+    path = f"{args.dir}/{args.split}.de"
+    try:
+        with open(path, encoding="utf-8") as f:
+            refs = f.read().split("\n")
+    except OSError as e:
+        fail(1, f"{path}: {e.strerror}")
+    tok = NLTKWordTokenizer()
+    hyps, rlist = [], []
+    for n, line in enumerate(sys.stdin, 1):
+        head, _, ids = line.rstrip("\n").partition("\t")
+        if not head.isdigit() or not 1 <= int(head) <= len(refs):
+            fail(2, f"stdin:{n}: '{head}' is not a line of {path}")
+        hyps.append(tok.tokenize(sp.DecodeIds(parse_ids(ids, f"stdin:{n}"))))
+        rlist.append([tok.tokenize(refs[int(head) - 1])])
+    if not hyps:
+        fail(2, "no hypotheses on stdin")
+    with warnings.catch_warnings():   # NLTK warns when an n-gram order has no match: BLEU 0
+        warnings.simplefilter("ignore")
+        print(f"{100.0 * corpus_bleu(rlist, hyps):.17g}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", choices=["score", "decode", "encode", "vocab"])
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--split", default="valid", choices=["valid", "train"])
+    ap.add_argument("--input")
+    args = ap.parse_args()
+    if args.mode == "score":
+        score(args)
+        return
+    sp = load_spm(args.dir)
+    if args.mode == "vocab":
+        print(sp.GetPieceSize())
+    elif args.mode == "decode":
+        for n, line in enumerate(sys.stdin, 1):
+            print(sp.DecodeIds(parse_ids(line, f"stdin:{n}")))
+    else:
+        if not args.input:
+            fail(2, "encode needs --input FILE")
+        try:
+            with open(args.input, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            fail(1, f"{args.input}: {e}")
+        for line in lines:
+            print(" ".join(str(i) for i in sp.EncodeAsIds(line)))
+
+
+if __name__ == "__main__":
+    main()

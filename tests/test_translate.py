@@ -1,0 +1,325 @@
+#!/usr/bin/python3
+"""test_translate.py — decoding and BLEU (docs/paper_training.md): `stability translate` against
+an independent PyTorch float64 decoder on the same checkpoint, the BLEU helper against NLTK, BLEU
+while training, and the bad inputs.
+
+A tiny En->De corpus is made here (a word-for-word language with one reordering rule, a 96-piece
+sentencepiece BPE in the corpus layout of scripts/translation-corpus.sh); a 2+2-layer d = 16
+model trains on it for 400 updates and checkpoints. Then:
+  - greedy: the ids of `stability translate --ids` equal, sentence for sentence, those of a
+    PyTorch float64 greedy search on the checkpoint's parameters (test_torch_encdec's model);
+  - beam 3 (lenpen 0.6, and 1.5): equal to a PyTorch transcription of fairseq's beam search;
+  - translate's BLEU line equals NLTK's corpus_bleu computed here from the same hypotheses;
+  - bleu.py: the references scored against themselves give 100;
+  - /train/bleu of a run with train.bleu_every: rows at the right updates, the last equal to
+    translate's BLEU on its final checkpoint;
+  - bad input (exit 2, nothing on stdout): no checkpoint, an lm run, a diverged run, --beam 0 and
+    -1, a missing and a mismatched vocabulary; train.bleu_every on a task without sentences.
+Prints "ok - ..." / "FAIL - ..." per check, then "translate: N passed, M failed".
+"""
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_torch as tt  # noqa: E402
+import test_torch_encdec as te  # noqa: E402
+
+REPO = tt.REPO
+BIN = os.path.join(REPO, "stability")
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+passed = failed = 0
+
+
+def check(desc, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok - {desc}")
+    else:
+        failed += 1
+        print(f"FAIL - {desc}" + (f": {detail}" if detail else ""))
+
+
+def run(*args, **kw):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=REPO, **kw)
+
+
+def make_corpus(d, seed=1):
+    """A word-for-word En->De language: adjective after the noun in German."""
+    import sentencepiece as spm
+    rng = random.Random(seed)
+    nouns = {"file": "Datei", "user": "Benutzer", "server": "Server", "key": "Schluessel",
+             "line": "Zeile", "table": "Tabelle", "name": "Name", "disk": "Platte"}
+    adjs = {"new": "neu", "old": "alt", "empty": "leer", "large": "gross", "small": "klein"}
+    verbs = {"open": "oeffne", "save": "speichere", "delete": "loesche", "read": "lies",
+             "write": "schreibe", "copy": "kopiere"}
+    pairs = set()
+    while len(pairs) < 420:
+        v, n, a = rng.choice(list(verbs)), rng.choice(list(nouns)), rng.choice(list(adjs))
+        en = f"{v} the {a} {n}" if rng.random() < 0.7 else f"{v} the {n}"
+        de = (f"{verbs[v]} die {nouns[n]} {adjs[a]}" if " the " + a in en
+              else f"{verbs[v]} die {nouns[n]}")
+        if rng.random() < 0.3:
+            en, de = en + " now", de + " jetzt"
+        pairs.add((en, de))
+    pairs = sorted(pairs)
+    rng.shuffle(pairs)
+    os.makedirs(d, exist_ok=True)
+    split = {"train": pairs[:380], "valid": pairs[380:]}
+    for s, ps in split.items():
+        for k, side in ((0, "en"), (1, "de")):
+            with open(f"{d}/{s}.{side}", "w") as f:
+                f.write("".join(p[k] + "\n" for p in ps))
+    spm.SentencePieceTrainer.train(
+        input=f"{d}/train.en,{d}/train.de", model_prefix=f"{d}/spm", model_type="bpe",
+        vocab_size=96, character_coverage=1.0, pad_id=0, unk_id=1, bos_id=2, eos_id=3,
+        normalization_rule_name="identity", num_threads=1, minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_file=f"{d}/spm.model")
+    for s in split:
+        for side in ("en", "de"):
+            with open(f"{d}/{s}.{side}") as f, open(f"{d}/{s}.{side}.ids", "w") as g:
+                for line in f:
+                    g.write(" ".join(map(str, sp.encode(line.rstrip("\n")))) + "\n")
+    return sp.get_piece_size()
+
+
+def write_ini(path, corpus, vocab, **extra):
+    sets = {"model": {"arch": "encdec", "layers": 2, "dec_layers": 2, "d_model": 16, "heads": 2,
+                      "d_ff": 32, "vocab": vocab, "seq_len": 40, "src_len": 40,
+                      "placement": "post"},
+            "init": {"seed": 3},
+            "data": {"task": "translation", "path": corpus, "max_tokens": 128},
+            "train": {"steps": 400, "lr": 1e-2, "warmup": 20, "schedule": "constant",
+                      "checkpoint_every": 300},
+            "probe": {"every": 1000, "model_update": "off"}}
+    for k, v in extra.items():
+        sec, key = k.split("__")
+        sets.setdefault(sec, {})[key] = v
+    with open(path, "w") as f:
+        for sec, kv in sets.items():
+            f.write(f"[{sec}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()) + "\n")
+
+
+# ---- the PyTorch reference decoder -----------------------------------------------------------
+
+def load(path):
+    with h5py.File(path, "r") as f:
+        m = tt.parse_config(tt.attr_text(f.attrs["config"]))
+        P = {}
+        f["checkpoint/params"].visititems(
+            lambda n, o: P.__setitem__(n, torch.from_numpy(np.asarray(o[()], dtype=np.float64)))
+            if isinstance(o, h5py.Dataset) else None)
+    return m, P
+
+
+def last_lprobs(P, m, src, prefixes):
+    """log_softmax of the logits at the last position of each prefix (all of one length)."""
+    s = torch.tensor([src] * len(prefixes), dtype=torch.int64)
+    x_enc = te.encode(P, m, s)
+    mem = tt.apply_norm(x_enc, P, "enc_final_norm", m) if m["has_final_norm"] else x_enc
+    y = te.decode(P, m, torch.tensor(prefixes, dtype=torch.int64), mem, s < 0)
+    if m["has_final_norm"]:
+        y = tt.apply_norm(y, P, "dec_final_norm", m)
+    W = P["tok_embed"].t() if m["tie_embeddings"] else P["lm_head"]
+    return torch.log_softmax(y[:, -1, :] @ W, dim=-1)
+
+
+def beam_search(P, m, src, K, lenpen, max_len):
+    """fairseq's SequenceGenerator for one sentence (src with its EOS), written out plainly."""
+    beams, scores, done = [[BOS]], [0.0], []
+    for step in range(max_len + 1):
+        lp = last_lprobs(P, m, src, beams).clone()
+        lp[:, PAD] = -math.inf
+        if step == 0:
+            lp[:, EOS] = -math.inf
+        if step >= max_len:
+            keep = lp[:, EOS].clone()
+            lp[:] = -math.inf
+            lp[:, EOS] = keep
+        cand = sorted(((scores[b] + lp[b, v].item(), b, v) for b in range(len(beams))
+                       for v in range(lp.shape[1]) if lp[b, v].item() > -math.inf),
+                      key=lambda c: (-c[0], c[1], c[2]))[:2 * K]
+        nb, ns = [], []
+        for j, (sc, b, v) in enumerate(cand):
+            if v == EOS:
+                if j < K and len(done) < K:
+                    done.append((sc / (step + 1) ** lenpen, beams[b][1:]))
+            elif len(nb) < K:
+                nb.append(beams[b] + [v])
+                ns.append(sc)
+        if len(done) >= K or not nb:
+            break
+        beams, scores = nb, ns
+    best = max(range(len(done)), key=lambda i: (done[i][0], -i))
+    return done[best][1]
+
+
+def read_ids(path):
+    with open(path) as f:
+        return [[int(t) for t in line.split()] for line in f]
+
+
+# ---- the checks ------------------------------------------------------------------------------
+
+def check_decoding(tmp, corpus, run_file):
+    m, P = load(run_file)
+    srcs = [s + [EOS] for s in read_ids(f"{corpus}/valid.en.ids")]
+    for K, lenpen in ((1, 1.0), (3, 0.6), (3, 1.5)):
+        p = run("translate", run_file, "--ids", "--beam", str(K), "--lenpen", str(lenpen),
+                "--max-len-a", "0", "--max-len-b", "12")
+        got = [[int(t) for t in line.split()] for line in p.stdout.splitlines()]
+        want = [beam_search(P, m, s, K, lenpen, 12) for s in srcs]
+        same = sum(g == w for g, w in zip(got, want))
+        check(f"translate --beam {K} --lenpen {lenpen}: ids of all {len(want)} sentences equal "
+              "PyTorch float64's", p.returncode == 0 and len(got) == len(want) and same == len(want),
+              f"exit {p.returncode}, {same} of {len(want)} equal; {p.stderr[-300:]}")
+        if K == 1:
+            nonempty = sum(len(g) > 0 for g in got)
+            check("greedy: the hypotheses are not all empty (the check compares real output)",
+                  nonempty > len(got) // 2, f"{nonempty} non-empty")
+
+
+def check_bleu(tmp, corpus, run_file):
+    from nltk.tokenize import NLTKWordTokenizer
+    from nltk.translate.bleu_score import corpus_bleu
+    import sentencepiece as spm
+    p = run("translate", run_file)
+    line = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
+    sp = spm.SentencePieceProcessor(model_file=f"{corpus}/spm.model")
+    q = run("translate", run_file, "--ids")
+    hyps = [sp.decode([int(t) for t in s.split()]) for s in q.stdout.splitlines()]
+    check("translate prints the detokenised translations", p.stdout.splitlines() == hyps,
+          f"{p.stdout[:200]!r} vs {hyps[:3]}")
+    tok = NLTKWordTokenizer()
+    refs = open(f"{corpus}/valid.de").read().splitlines()
+    want = 100 * corpus_bleu([[tok.tokenize(r)] for r in refs], [tok.tokenize(h) for h in hyps])
+    got = float(line.split("BLEU ")[1].split()[0]) if "BLEU " in line else float("nan")
+    check(f"translate's BLEU {got} = NLTK's corpus_bleu of its output {want:.2f}",
+          abs(got - want) < 0.006 and want > 5, line)
+    def score(keep):
+        lines = "".join(f"{i + 1}\t{' '.join(map(str, sp.encode(r)))}\n"
+                        for i, r in enumerate(refs) if keep(r))
+        s = subprocess.run(["/usr/bin/python3", f"{REPO}/scripts/bleu.py", "score", "--dir",
+                            corpus], input=lines, capture_output=True, text=True)
+        return float(s.stdout) if s.returncode == 0 else float("nan")
+    long4 = score(lambda r: len(tok.tokenize(r)) >= 4)
+    check(f"bleu.py: the references of >= 4 words against themselves score 100 ({long4})",
+          abs(long4 - 100) < 1e-9)
+    every = score(lambda r: True)
+    nltk_self = 100 * corpus_bleu([[tok.tokenize(r)] for r in refs], [tok.tokenize(r) for r in refs])
+    check(f"bleu.py: all references against themselves score NLTK's {nltk_self:.4f} (< 100: "
+          f"NLTK counts a missing n-gram order of a short sentence as 0 of 1)",
+          abs(every - nltk_self) < 1e-9 and every < 99.9, f"{every}")
+    return want
+
+
+def check_train_bleu(tmp, corpus, vocab):
+    ini = f"{tmp}/bleu.ini"
+    write_ini(ini, corpus, vocab, train__bleu_every=150, train__checkpoint_every=0)
+    out = f"{tmp}/bleu.h5"
+    p = run("--config", ini, "--out", out, "--quiet")
+    with h5py.File(out, "r") as f:
+        steps = list(f["train/bleu_step"][()]) if "train/bleu_step" in f else []
+        bleu = list(f["train/bleu"][()]) if "train/bleu" in f else []
+        ck = int(f["checkpoint/step"][()])
+    check("train.bleu_every = 150 of 400 updates: /train/bleu at updates 150, 300 and 400",
+          p.returncode == 0 and steps == [150, 300, 400] and len(bleu) == 3, f"{steps} {p.stderr}")
+    check("a run with train.bleu_every checkpoints its final parameters", ck == 400, str(ck))
+    q = run("translate", out)
+    line = q.stderr.strip().splitlines()[-1] if q.stderr.strip() else ""
+    got = float(line.split("BLEU ")[1].split()[0]) if "BLEU " in line else float("nan")
+    check(f"the last /train/bleu ({bleu[-1] if bleu else None}) is translate's on the final "
+          f"checkpoint ({got})", bool(bleu) and abs(bleu[-1] - got) < 0.006 and got > 5, line)
+    pd = f"{tmp}/plots"
+    p = run("plot", out, "--out", pd, "--format", "svg")
+    svg = open(f"{pd}/bleu-bleu.svg").read() if os.path.exists(f"{pd}/bleu-bleu.svg") else ""
+    check("stability plot draws BLEU against epochs (bleu-bleu.svg)",
+          p.returncode == 0 and "BLEU" in svg and "epoch" in svg, p.stderr)
+    # per epoch: 380 pairs / 8 a batch = 48 batches (random pairs: no epochs) -> -1 refused
+    write_ini(ini, corpus, vocab, train__bleu_every=5, data__task="reverse", model__vocab=20,
+              data__max_tokens=0, data__batch=4)
+    p = run("--config", ini, "--out", f"{tmp}/bad.h5")
+    check("train.bleu_every on a task without sentences: exit 2, nothing written",
+          p.returncode == 2 and "bleu_every" in p.stderr and not os.path.exists(f"{tmp}/bad.h5"),
+          p.stderr)
+
+
+def bad(desc, args, want_in_err):
+    p = run("translate", *args)
+    check(f"{desc}: exit 2, nothing on stdout",
+          p.returncode == 2 and p.stdout == "" and want_in_err in p.stderr,
+          f"exit {p.returncode}: {p.stderr.strip()[-300:]}")
+
+
+def check_bad(tmp, corpus, vocab, run_file):
+    ini = f"{tmp}/b.ini"
+    write_ini(ini, corpus, vocab, train__steps=5, train__checkpoint_every=0)
+    run("--config", ini, "--out", f"{tmp}/nock.h5", "--quiet")
+    bad("a run with no checkpoint", [f"{tmp}/nock.h5"], "no checkpoint")
+    lm = f"{tmp}/lm.ini"
+    with open(lm, "w") as f:
+        f.write("[model]\nlayers = 1\nd_model = 8\nheads = 2\nd_ff = 8\nvocab = 11\nseq_len = 6\n"
+                "[data]\nbatch = 2\n[train]\nsteps = 4\ncheckpoint_every = 2\n[probe]\nevery = 100\n")
+    run("--config", lm, "--out", f"{tmp}/lm.h5", "--quiet")
+    bad("an lm run", [f"{tmp}/lm.h5"], "encoder-decoder")
+    write_ini(ini, corpus, vocab, train__lr=1e12, train__optimizer="sgd", train__steps=20,
+              train__checkpoint_every=1, train__warmup=0)
+    run("--config", ini, "--out", f"{tmp}/div.h5", "--quiet")
+    with h5py.File(f"{tmp}/div.h5", "r") as f:
+        status = tt.attr_text(f.attrs["status"])
+    check("the diverging run diverged (the next check needs it)", status == "diverged", status)
+    bad("a diverged run", [f"{tmp}/div.h5"], "diverged")
+    bad("--beam 0", [run_file, "--beam", "0"], "--beam")
+    bad("--beam -1", [run_file, "--beam", "-1"], "--beam")
+    bad("a missing file", [f"{tmp}/nock.h5.none"], "cannot read")
+    # the vocabulary: a run on a copy of the corpus, whose spm.model then goes or changes
+    c2 = f"{tmp}/corpus2"
+    shutil.copytree(corpus, c2)
+    write_ini(ini, c2, vocab, train__steps=4, train__checkpoint_every=2)
+    run("--config", ini, "--out", f"{tmp}/c2.h5", "--quiet")
+    os.unlink(f"{c2}/spm.model")
+    bad("a missing vocabulary", [f"{tmp}/c2.h5"], "spm.model")
+    import sentencepiece as spm
+    spm.SentencePieceTrainer.train(input=f"{c2}/train.en", model_prefix=f"{c2}/spm",
+                                   model_type="bpe", vocab_size=60, minloglevel=2,
+                                   pad_id=0, unk_id=1, bos_id=2, eos_id=3)
+    bad("a mismatched vocabulary", [f"{tmp}/c2.h5"], "another vocabulary")
+
+
+def main():
+    if not os.path.exists(BIN):
+        print(f"{BIN} missing: run make", file=sys.stderr)
+        return 1
+    tmp = tempfile.mkdtemp(prefix="stability_translate.")
+    try:
+        corpus = f"{tmp}/corpus"
+        vocab = make_corpus(corpus)
+        ini = f"{tmp}/t.ini"
+        write_ini(ini, corpus, vocab)
+        run_file = f"{tmp}/t.h5"
+        p = run("--config", ini, "--out", run_file, "--quiet")
+        check("the tiny translation run trains", p.returncode == 0, p.stderr)
+        check_decoding(tmp, corpus, run_file)
+        check_bleu(tmp, corpus, run_file)
+        check_train_bleu(tmp, corpus, vocab)
+        check_bad(tmp, corpus, vocab, run_file)
+    finally:
+        if os.environ.get("KEEP"):
+            print("kept", tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"translate: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
