@@ -253,6 +253,24 @@ def check_train_bleu(tmp, corpus, vocab):
           p.stderr)
 
 
+def check_rows_by_batch(tmp, corpus, vocab):
+    """Training by data.batch rows (data.max_tokens = 0): validation is still planned by tokens,
+    batch·max(S, T) per batch, so short sentences make batches of more than data.batch rows; the
+    model must be built for them (data_caps), and the run evaluates instead of refusing."""
+    ini = f"{tmp}/rows.ini"
+    write_ini(ini, corpus, vocab, data__max_tokens=0, data__batch=2, train__steps=4,
+              train__eval_every=2, train__checkpoint_every=0)
+    out = f"{tmp}/rows.h5"
+    p = run("--config", ini, "--out", out, "--quiet")
+    val = []
+    if os.path.exists(out):
+        with h5py.File(out, "r") as f:
+            val = list(f["train/val_loss"][:]) if "train/val_loss" in f else []
+    check("translation with data.max_tokens = 0 trains and evaluates (validation batches of more "
+          "than data.batch rows)", p.returncode == 0 and len(val) == 2 and
+          all(math.isfinite(v) for v in val), f"exit {p.returncode}: {p.stderr.strip()[-300:]}")
+
+
 def bad(desc, args, want_in_err):
     p = run("translate", *args)
     check(f"{desc}: exit 2, nothing on stdout",
@@ -311,6 +329,7 @@ def main():
         check_decoding(tmp, corpus, run_file)
         check_bleu(tmp, corpus, run_file)
         check_train_bleu(tmp, corpus, vocab)
+        check_rows_by_batch(tmp, corpus, vocab)
         check_bad(tmp, corpus, vocab, run_file)
     finally:
         if os.environ.get("KEEP"):

@@ -163,18 +163,21 @@ void data_caps(const data_t *d, batch_caps_t *c)
     c->B = d->B;
     c->T = d->T;
     c->S = d->arch == ARCH_ENCDEC ? d->S : 0;
-    if (d->task == TASK_TRANSLATION && d->max_tokens > 0) {
-        const corpus_plan_t *p[2] = {&d->plan, &d->vplan};
-        for (int k = 0; k < 2; k++) if (p[k]->max_rows > c->B) c->B = p[k]->max_rows;
-    }
     c->tokens = (size_t)c->B * c->T;
     c->src_tokens = (size_t)c->B * c->S;
-    if (d->task == TASK_TRANSLATION && d->max_tokens > 0) {
-        // a plan's batch has rows × max(S, T) ≤ max_tokens
-        const size_t mt = (size_t)d->max_tokens;
-        if (c->tokens > mt) c->tokens = mt;
-        if (c->src_tokens > mt) c->src_tokens = mt;
-    }
+    if (d->task != TASK_TRANSLATION) return;
+    // Validation is always planned by tokens (translation.c), training only when
+    // data.max_tokens > 0: a plan's batch has rows × max(S, T) ≤ its budget, so short
+    // sentences give more rows than data.batch, but never more tokens than the budget.
+    const corpus_plan_t *p[2] = {&d->vplan, &d->plan};
+    for (int k = 0; k < (d->max_tokens > 0 ? 2 : 1); k++)
+        if (p[k]->max_rows > c->B) c->B = p[k]->max_rows;
+    const size_t mt = d->max_tokens > 0 ? (size_t)d->max_tokens
+                                        : (size_t)d->B * (size_t)(d->S > d->T ? d->S : d->T);
+    c->tokens = (size_t)c->B * c->T;
+    c->src_tokens = (size_t)c->B * c->S;
+    if (c->tokens > mt) c->tokens = mt;
+    if (c->src_tokens > mt) c->src_tokens = mt;
 }
 
 long data_epoch_batches(const data_t *d)
