@@ -79,7 +79,7 @@ run: deps
 	./stability sweep $(RUN_SWEEP)
 	./stability plot results/$(basename $(notdir $(RUN_SWEEP))).h5
 
-# The figure experiments, then their figures; the README's figures are copied to docs/figures/.
+# The figure experiments, then their figures; those the docs show are copied to docs/figures/.
 DOC_FIGURES := fig3ab_encdec-grad_vs_layer fig3ab_encdec-subout_grad fig3cd_encdec-grad_vs_depth \
                fig2_encdec-val_loss fig2_encdec-loss fig3cd_grad_vs_depth-grad_vs_depth \
                fig3cd_untied-grad_vs_depth \
@@ -116,8 +116,9 @@ atlas: deps
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
-# training runs (resume, signals, kill -9, divergence), faults (devices, full disk, hostile names,
-# signals, locks; tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise),
+# training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
+# (tests/test_threads.py), faults (devices, full disk, hostile names, signals, locks;
+# tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise),
 # then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps
 	$(MAKE) stability $(BUILD)/test_runner
@@ -129,6 +130,8 @@ test: test-deps
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_train.py
+	/usr/bin/python3 tests/test_hostile.py
+	/usr/bin/python3 tests/test_threads.py
 	tests/test_corpus.sh
 	tests/test_faults.sh
 	tests/test_slurm.sh

@@ -7,8 +7,9 @@
 Runs the comparison cases below (dumps, probes and short training runs over every scheme, norm,
 arch, optimizer and task) with both binaries at each thread count (STABILITY_THREADS), and
 compares every dataset of the two result files byte for byte and every attribute but the
-root's `created` and `version` (and /train/time, a wall clock). Prints one line per case that
-differs and a summary; exit 1 when any case differs, 0 when all are the same.
+root's `created` and `version` (a merged sweep's runs' too; and /train/time, a wall clock).
+Prints one line per case that differs and a summary; exit 1 when any case differs, 0 when all
+are the same.
 
 A change that must not move a result (docs/design.md, "Keep every existing result") runs this
 against the binary before it. With NEW_BINARY = OLD_BINARY at two thread counts it checks that
@@ -137,7 +138,9 @@ def diff_files(pa, pb):
                         detail = f", max |diff| {d:.3g}"
                     out.append(f"{name}: data{detail}")
             aa, ab = attrs_of(oa), attrs_of(ob)
-            skip = {"created", "version"} if name == "/" else set()
+            # a file's (or a merged sweep's run's) creation time and build are not results
+            run_root = name == "/" or (name.startswith("runs/") and name.count("/") == 1)
+            skip = {"created", "version"} if run_root else set()
             for k in sorted((set(aa) | set(ab)) - skip):
                 if k not in aa or k not in ab or not same_value(aa[k], ab[k]):
                     out.append(f"{name}@{k}: attribute")

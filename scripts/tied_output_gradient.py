@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """tied_output_gradient.py — why Pre-LN's last-FFN gradient falls more slowly than L^{-1/2}
-with tied embeddings (README, Fig. 3(c,d)).
+with tied embeddings (docs/single_stack.md, Fig. 3(c,d)).
 
 For Pre-LN at d = 256 and L = 6, 10, 14, tied and untied, it dumps one batch with
 `stability dump`, rebuilds the forward pass in PyTorch (tests/test_torch.py's reading of the

@@ -9,6 +9,7 @@ int main(void)
     // an abort() of the whole runner (CK_FORK=no runs every suite in this one process)
     gsl_set_error_handler_off();
     SRunner *sr = srunner_create(config_suite());
+    srunner_add_suite(sr, gemm_suite());
     srunner_add_suite(sr, norm_suite());
     srunner_add_suite(sr, model_suite());
     srunner_add_suite(sr, data_suite());
@@ -18,6 +19,7 @@ int main(void)
     srunner_add_suite(sr, corpus_suite());
     srunner_add_suite(sr, schemes_suite());
     srunner_add_suite(sr, util_suite());
+    srunner_add_suite(sr, sweep_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -146,7 +146,7 @@ expect_rc "--config without a value" 2 "$BIN" --config
 expect_rc "--set without a value" 2 "$BIN" --config "$GOOD" --set
 expect_rc "dump without --out" 2 "$BIN" dump --config "$GOOD"
 
-# ------------------------------------------------------------------ nothing silent (README: faults)
+# ------------------------------------------------------------------ nothing silent (docs/faults.md)
 # Each of these used to run, or do something else than asked, with exit 0: now exit 2, a message
 # naming the option, and nothing written.
 printf '[sweep]\nbase = %s\nmodel.layers = 1, 2\nprobe.seeds = 1\nprobe.batches = 1\n' "$GOOD" > "$tmp/s.ini"

@@ -607,6 +607,9 @@ static const struct { const char *file, *prefix; } bad[] = {
     {"configs/bad_copy_vocab.ini", "configs/bad_copy_vocab.ini:4: model.vocab: must be >= 3 for data.task = copy"},
     {"configs/bad_reverse_seqlen.ini", "configs/bad_reverse_seqlen.ini:6: model.seq_len: must be >= 3 for data.task = reverse"},
     {"configs/bad_path_too_long.ini", "configs/bad_path_too_long.ini:4: data.path: longer than 190 characters"},
+    {"configs/bad_section_junk.ini", "configs/bad_section_junk.ini:3: syntax: text after the section's ']': 'junk'"},
+    {"configs/bad_section_key.ini", "configs/bad_section_key.ini:3: syntax: text after the section's ']': 'layers=2'"},
+    {"configs/bad_cr_endings.ini", "configs/bad_cr_endings.ini:1: syntax: carriage return inside a line"},
 };
 
 START_TEST(test_bad_file)

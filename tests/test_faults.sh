@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# test_faults.sh — what the program promises under faults (README, "What the program promises
-# under faults"), run from the repo root as tests/test_faults.sh against ./stability (or
-# $STABILITY). Its sections:
+# test_faults.sh — what the program promises under faults (docs/faults.md), run from the repo
+# root as tests/test_faults.sh against ./stability (or $STABILITY). Its sections:
 #   devices    only regular files are ever replaced: a FIFO, a character device, a symbolic
 #              link and a directory at an output path are refused with exit 2, left as they were;
 #   disk       a full disk (a small tmpfs): training ends with exit 1 and a message, the file
@@ -11,7 +10,15 @@
 #              the Slurm script and sbatch): no command runs;
 #   sweeps     signals to a local sweep reach its runs, which checkpoint; kill -9 of a sweep or
 #              SIGINT of --task leaves no process behind; a second sweep of a file refuses;
-#   temporaries  removed on SIGINT, SIGTERM, SIGHUP and SIGUSR1;
+#   temporaries  removed on SIGINT, SIGTERM, SIGHUP, SIGUSR1 and the other stop signals, and a
+#              killed probe's by the next writer of its path;
+#   reads      a FIFO as --config, sweep file, base, data.path or ids file, a device as
+#              data.path: refused at once (exit 1 or 2), never waited for or read to the end;
+#              a sweep whose run is stopped (SIGSTOP) still ends on SIGTERM;
+#   links      --force, figures and job.sbatch replace by rename: a hard-linked snapshot keeps
+#              what it held;
+#   figures    a full disk, a failing gnuplot: exit 1, the old figure kept; a live run plots;
+#              a write error on standard output is exit 1;
 #   apt        scripts/install-deps.sh waits for apt's locks.
 # Needs root for mknod and mount (CI is root); those checks are skipped otherwise.
 # Prints "ok - ..." / "not ok - ..." per check, then "faults: N passed, M failed"; exit 1 if M > 0.
@@ -151,13 +158,18 @@ tmpfs() {
 }
 # leftovers DIR: temporaries (.tmp.PID, .resume.PID) left in DIR
 leftovers() { ls -A "$1" | grep -E '\.(tmp|resume)\.[0-9]+$'; }
-# train_rows FILE: "rows checkpoint consecutive" of a training file, read with h5py (swmr=True)
+# train_rows FILE: "rows checkpoint consecutive finite" of a training file, read with h5py
+# (swmr=True); the checkpoint is the newer of the file's own and its journal's (FILE.checkpoint)
 train_rows() {
     $PY - "$1" <<'EOF2' 2>&1
-import sys, h5py, numpy as np
+import os, sys, h5py, numpy as np
 with h5py.File(sys.argv[1], "r", swmr=True) as f:
     s = f["train/step"][:]
-    print(len(s), int(f["checkpoint/step"][()]), bool((s == np.arange(1, len(s) + 1)).all()),
+    ck = int(f["checkpoint/step"][()])
+    if os.path.exists(sys.argv[1] + ".checkpoint"):
+        with h5py.File(sys.argv[1] + ".checkpoint", "r") as j:
+            ck = max(ck, int(j["checkpoint/step"][()]))
+    print(len(s), ck, bool((s == np.arange(1, len(s) + 1)).all()),
           bool(np.isfinite(f["train/loss"][:]).all()))
 EOF2
 }
@@ -192,7 +204,7 @@ else
     read -r rows ckpt consecutive finite <<< "$(train_rows "$D/run.h5" | tail -1)"
     if [ "$consecutive" = True ] && [ "$finite" = True ] && [ "${rows:-0}" -gt 0 ] 2>/dev/null \
         && [ "$ckpt" -gt 0 ] && [ "$ckpt" -le "$rows" ]; then
-        ok "the file reads with h5py: updates 1-$rows, all finite, checkpoint of update $ckpt"
+        ok "the file reads with h5py: updates 1-$rows, all finite, checkpoint of update $ckpt (file or journal)"
     else
         notok "the file after a full disk: $(train_rows "$D/run.h5")"
     fi
@@ -415,7 +427,7 @@ wait_for_glob() {
 }
 T="$tmp/signals"
 mkdir -p "$T"
-for sig in INT TERM HUP USR1; do
+for sig in INT TERM HUP USR1 USR2 ALRM XCPU VTALRM; do
     num=$(kill -l "$sig")
     # a probe long enough to be caught with its temporary open (Post-LN L=6, d = 512); a
     # background job of a script starts with SIGINT ignored: give it back its default
@@ -431,6 +443,23 @@ for sig in INT TERM HUP USR1; do
     check "probe + SIG$sig: the .tmp.PID is removed, no file, the process ends by the signal (exit $rc)" \
         test -z "$(compgen -G "$T/p_$sig.h5*")" -a "$rc" -eq $((128 + num))
 done
+# `ulimit -f`: the write fails (EFBIG), the probe says so (exit 1) and leaves nothing
+(ulimit -f 4; exec "$BIN" --config "$TINY" --set probe.seeds=1 --set probe.batches=1 \
+    --out "$T/p_xfsz.h5" --quiet >"$tmp/out" 2>"$tmp/err" </dev/null)
+rc=$?
+check "probe past ulimit -f 4: exit 1 (not SIGXFSZ), 'File too large', no file, no .tmp.PID" \
+    test "$rc" -eq 1 -a -n "$(grep 'File too large' "$tmp/err")" -a -z "$(compgen -G "$T/p_xfsz.h5*")"
+# kill -9 leaves the .tmp.PID; the next writer of that path removes it (its process is gone)
+"$BIN" --config "$ROOT/configs/postln_L6.ini" --set probe.seeds=2 --out "$T/p_kill.h5" --quiet \
+    >/dev/null 2>&1 </dev/null &
+pid=$!
+wait_for_glob "$T/p_kill.h5.tmp.*" 20 && sleep 0.2
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+left=$(compgen -G "$T/p_kill.h5.tmp.*")
+run "$BIN" --config "$TINY" --set probe.seeds=1 --set probe.batches=1 --out "$T/p_kill.h5" --quiet
+check "kill -9 of a probe leaves $(basename "${left:-nothing}"); the next probe of that path removes it and says so" \
+    test -n "$left" -a "$rc" -eq 0 -a ! -e "$left" -a -n "$(grep "removed $left (left by process $pid" "$tmp/err")"
 # a merge and a resume: the test hook raises the signal once their temporary exists
 printf '[sweep]\nbase = %s\nmodel.layers = 1\nprobe.seeds = 1\nprobe.batches = 1\n' "$TINY" > "$T/msig.ini"
 (cd "$T" && timeout 60 "$BIN" sweep msig.ini --quiet >/dev/null 2>&1)
@@ -447,6 +476,121 @@ check "--resume + SIGHUP while rewriting: no .resume.PID left, the file still re
     test -z "$(compgen -G "$T/r.h5.*")" -a "$rc" -eq 129
 run "$BIN" "${RS[@]}" --out "$T/r.h5" --resume
 check "... and --resume then finishes it" test "$rc" -eq 0
+
+# ================================================================== reads: no hangs, bounded
+RD="$tmp/reads"
+mkdir -p "$RD/corpus"
+mkfifo "$RD/fifo.ini" "$RD/corpus/train.en.ids"
+: > "$RD/corpus/train.de.ids"
+printf '[sweep]\nbase = %s\nmodel.layers = 1, 2\n' "$RD/fifo.ini" > "$RD/fbase.ini"
+# refused_read DESC CMD...: exit 1 or 2 within 10 s (no hang), 'not a regular file'
+refused_read() {
+    local desc=$1
+    shift
+    (ulimit -v 4000000; timeout 10 "$@" >"$tmp/out" 2>"$tmp/err" </dev/null)
+    rc=$?
+    check "$desc: exit 1 or 2 at once, 'not a regular file' (exit $rc)" \
+        eval '[ "$rc" -eq 1 -o "$rc" -eq 2 ] && grep -q "not a regular file" "$tmp/err"'
+}
+refused_read "a FIFO as --config" "$BIN" --config "$RD/fifo.ini" --out "$RD/x.h5"
+refused_read "a FIFO as the sweep file" "$BIN" sweep "$RD/fifo.ini" --dry-run
+refused_read "a FIFO as a sweep's base" "$BIN" sweep "$RD/fbase.ini" --dry-run
+refused_read "a FIFO as data.path" "$BIN" --config "$TINY" --set data.task=text --set model.vocab=256 \
+    --set train.steps=5 --set data.path="$RD/fifo.ini" --out "$RD/x.h5" --quiet
+refused_read "a character device (/dev/zero) as data.path, memory limited to 4 GB" "$BIN" --config "$TINY" \
+    --set data.task=text --set model.vocab=256 --set train.steps=5 --set data.path=/dev/zero --out "$RD/x.h5" --quiet
+refused_read "a FIFO as the corpus' train.en.ids" "$BIN" --config "$TINY" --set model.arch=encdec \
+    --set data.task=translation --set data.path="$RD/corpus" --set model.vocab=100 --set train.steps=5 \
+    --out "$RD/x.h5" --quiet
+# a stopped run (SIGSTOP, ^Z) still hears the sweep's SIGTERM: it is sent SIGCONT after it
+(cd "$S" && rm -rf results && exec "$BIN" sweep sig.ini --jobs 2 --quiet >/dev/null 2>&1 </dev/null) &
+sweep=$!
+PIDS+=("$sweep")
+running_for "$R1" "$R2"
+children "$sweep"
+first=${kids%% *}
+kill -STOP "$first"
+sleep 0.5
+kill -TERM "$sweep"
+wait_rc "$sweep"
+rc=$?
+# shellcheck disable=SC2086
+if [ "$rc" -eq 143 ] && gone $kids && interrupted "$R1" "$R2"; then
+    ok "SIGTERM to a sweep with a stopped run: both runs checkpointed ($(states "$R1" "$R2")), exit 143"
+else
+    kill -CONT "$first" 2>/dev/null
+    notok "SIGTERM to a sweep with a stopped run: exit $rc, runs $(states "$R1" "$R2"), left: $kids"
+fi
+
+# ================================================================== links: replaced, never truncated
+L="$tmp/links"
+mkdir -p "$L/snap"
+# snapshot NAME...: hard links in $L/snap (as `cp -al` makes) and their checksums
+snapshot() { local f; for f in "$@"; do ln -f "$L/$f" "$L/snap/$f"; done; (cd "$L/snap" && sha256sum "$@" > "$L/sums"); }
+intact_snap() { (cd "$L/snap" && sha256sum --quiet -c "$L/sums" >/dev/null 2>&1); }
+"$BIN" --config "$TINY" --set train.steps=20 --out "$L/t.h5" --quiet
+"$BIN" --config "$TINY" --set probe.seeds=1 --set probe.batches=1 --out "$L/p.h5" --quiet
+snapshot t.h5 p.h5
+"$BIN" --config "$TINY" --set train.steps=30 --out "$L/t.h5" --quiet --force
+"$BIN" --config "$TINY" --set probe.seeds=2 --set probe.batches=1 --out "$L/p.h5" --quiet --force
+check "--force of a training run and of a probe: a hard-linked snapshot keeps the old files" \
+    intact_snap
+"$BIN" plot "$L/p.h5" --out "$L" --format png --quiet
+snapshot p-grad_vs_layer.png
+"$BIN" --config "$TINY" --set probe.seeds=3 --set probe.batches=1 --out "$L/p.h5" --quiet --force
+"$BIN" plot "$L/p.h5" --out "$L" --format png --quiet
+check "plot over a hard-linked figure: the snapshot keeps the old figure, the new one differs" \
+    eval 'intact_snap && ! cmp -s "$L/p-grad_vs_layer.png" "$L/snap/p-grad_vs_layer.png"'
+printf '[sweep]\nbase = %s\nmodel.layers = 1, 2\n[slurm]\ntime = 1:00:00\n' "$TINY" > "$L/ln.ini"
+(cd "$L" && "$BIN" sweep ln.ini --slurm --quiet && ln -f results/ln/job.sbatch snap/job.sbatch \
+    && sha256sum snap/job.sbatch > sums2 && "$BIN" sweep ln.ini --slurm --set slurm.time=2:00:00 --quiet)
+check "job.sbatch rewritten: a hard link to the old script keeps it" \
+    eval '(cd "$L" && sha256sum --quiet -c sums2) && grep -q "time=2:00:00" "$L/results/ln/job.sbatch"'
+
+# ================================================================== figures: failures are said
+F="$tmp/figs"
+mkdir -p "$F/bin" "$F/plots"
+"$BIN" --config "$TINY" --set probe.seeds=2 --set probe.batches=1 --out "$F/p.h5" --quiet
+"$BIN" plot "$F/p.h5" --out "$F/plots" --format png --quiet
+sha256sum "$F/plots/"*.png > "$F/sums"
+# a gnuplot that fails after writing half a figure
+printf '#!/bin/sh\ncat >/dev/null\nprintf "\\211PNG half"\nexit 1\n' > "$F/bin/gnuplot"
+chmod +x "$F/bin/gnuplot"
+PATH="$F/bin:$PATH" run "$BIN" plot "$F/p.h5" --out "$F/plots" --format png
+check "gnuplot failing: exit 1, 'kept as it was', every old figure intact, no temporary" \
+    eval '[ "$rc" -eq 1 ] && grep -q "kept as it was" "$tmp/err" && sha256sum --quiet -c "$F/sums" \
+          && [ -z "$(ls "$F/plots" | grep "\.tmp\.")" ]'
+if [ $IS_ROOT = 1 ]; then
+    FD="$F/full"
+    tmpfs "$FD" 256k
+    cp "$F/plots/"*.png "$FD/" 2>/dev/null
+    (cd "$FD" && sha256sum ./*.png > "$F/sums_full")
+    dd if=/dev/zero of="$FD/filler" bs=1k count=1000 2>/dev/null   # fills it
+    run "$BIN" plot "$F/p.h5" --out "$FD" --format png,pdf
+    check "plot on a full disk: exit 1, 'No space left on device', no 'wrote' for a failed figure, the old figures intact" \
+        eval '[ "$rc" -eq 1 ] && grep -q "No space left on device" "$tmp/err" && ! grep -q wrote "$tmp/out" \
+              && (cd "$FD" && sha256sum --quiet -c "$F/sums_full") && [ -z "$(ls "$FD" | grep "\.tmp\.")" ]'
+else
+    skipped "plot on a full disk (mounting a tmpfs needs root)"
+fi
+run "$BIN" info "$F/p.h5"
+run sh -c "\"$BIN\" info \"$F/p.h5\" > /dev/full"
+check "info > /dev/full: exit 1, 'standard output: No space left on device'" \
+    eval '[ "$rc" -eq 1 ] && grep -q "standard output: No space left on device" "$tmp/err"'
+# a live training run: every plot reads a consistent prefix of its rows
+LV=(--config "$TINY" --quiet --set train.steps=20000000 --set data.task=copy --set probe.every=10)
+"$BIN" "${LV[@]}" --out "$F/live.h5" >/dev/null 2>&1 </dev/null &
+live=$!
+PIDS+=("$live")
+running_for "$F/live.h5"
+fails=""
+for i in $(seq 30); do   # a build reading whole datasets failed 5 of 30 (lr a row short)
+    run "$BIN" plot "$F/live.h5" --out "$F/liveplots" --format png --quiet
+    [ "$rc" -eq 0 ] && [ -s "$F/liveplots/live-loss.png" ] || fails="$fails $i:$rc"
+done
+kill -TERM "$live"
+wait "$live" 2>/dev/null
+check "plot of a live training run, 30 times: each exit 0 with its loss figure" test -z "$fails"
 
 # ================================================================== apt: install-deps.sh and apt's locks
 # Stand-ins on PATH: dpkg-query says every package is missing until "apt-get install" ran;

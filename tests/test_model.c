@@ -10,6 +10,7 @@
 #include "model/session.h"
 #include "measure/gradcheck.h"
 #include "model/model.h"
+#include "nn/gemm.h"
 #include "util/threads.h"
 
 /* The tiny model of the issue: d=8, 2 heads, d_ff=12, L=3, n=5, vocab=11, batch 2. */
@@ -331,6 +332,56 @@ START_TEST(test_deterministic_threaded)
 }
 END_TEST
 
+/* The same bits at 1, 2, 3 and 16 threads (docs/performance.md): loss and every gradient of an
+ * enc-dec Post-LN and an lm Pre-LN model with dropout, big enough that the projections are
+ * shared among the pool (B·T = 256 rows at d = 64, nn/gemm.h) and attention's pairs too. */
+START_TEST(test_same_bits_any_threads)
+{
+    config_t cfg;
+    tiny_config(&cfg);
+    cfg.model.layers = 2;
+    cfg.model.d_model = 64;
+    cfg.model.heads = 4;
+    cfg.model.d_ff = 96;
+    cfg.model.seq_len = 32;
+    cfg.model.vocab = 61;
+    cfg.model.dropout = 0.1;
+    cfg.data.batch = 8;
+    const int saved = threads_get(), counts[] = {1, 2, 3, 16};
+    threads_set(2);
+    ck_assert_int_ge(gemm_blocks(0, 0, 256, 64, 64), 2);   // the projections are shared
+    for (int v = 0; v < 2; v++) {
+        cfg.model.arch = v ? ARCH_ENCDEC : ARCH_LM;
+        cfg.model.placement = v ? PLACEMENT_POST : PLACEMENT_PRE;
+        cfg.data.task = v ? TASK_REVERSE : TASK_RANDOM;
+        cfg.data.min_len = v ? 20 : 0;   // padded sources: masked keys
+        double *first = NULL, loss0 = 0.0;
+        for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+            threads_set(counts[k]);
+            tiny_t t;
+            tiny_open(&t, &cfg);
+            const size_t P = t.m->num_params;
+            const double loss = model_forward(t.m, t.b);
+            model_zero_grad(t.m);
+            model_backward(t.m);
+            if (!first) {
+                first = malloc(P * sizeof(double));
+                memcpy(first, t.m->grads, P * sizeof(double));
+                loss0 = loss;
+            } else {
+                ck_assert_msg(memcmp(&loss, &loss0, sizeof loss) == 0 &&
+                              memcmp(first, t.m->grads, P * sizeof(double)) == 0,
+                              "%s at %d threads: not the bits of one thread",
+                              v ? "encdec" : "lm", counts[k]);
+            }
+            tiny_close(&t);
+        }
+        free(first);
+    }
+    threads_set(saved);
+}
+END_TEST
+
 /* causal = true: changing the last token leaves every earlier position's logits unchanged;
  * bidirectional: it changes them. */
 START_TEST(test_causal_mask)
@@ -475,6 +526,7 @@ Suite *model_suite(void)
     TCase *tc2 = tcase_create("structure");
     tcase_add_test(tc2, test_deterministic);
     tcase_add_test(tc2, test_deterministic_threaded);
+    tcase_add_test(tc2, test_same_bits_any_threads);
     tcase_add_test(tc2, test_causal_mask);
     tcase_add_test(tc2, test_placement_equations);
     tcase_add_test(tc2, test_tensor_names);

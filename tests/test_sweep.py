@@ -11,6 +11,14 @@
 6. Stale runs (a file of another configuration) are redone and said so; a merge never
    replaces a merged file with a poorer one without --force; --jobs N divides the threads.
 7. A miniature atlas: its figures, and the LR-sensitivity table against the definition.
+8. Names that collide: results/NAME.h5 that is a training run's file (a config's default
+   output) is not replaced by the sweep NAME's merge (exit 2 before any run; --merge --force
+   does); two sweep files of one name in different folders do not share results/NAME/ (the
+   second refuses, the first's runs untouched); a sweep file named "...ini" writes nothing
+   outside results/ (exit 2).
+9. --slurm --submit --only-missing of a 64x64 sweep (4096 runs, none complete): a stand-in
+   sbatch receives every task index once (the list was cut at 8192 characters: tasks
+   1858-4095 dropped, exit 0).
 """
 import glob
 import os
@@ -90,6 +98,12 @@ def test_bad_sweeps(tmp):
          ":4: sweep.name: {nope} is not a swept key"),
         ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\nname = same\n",
          ":4: sweep.name: runs 0 and 1 are both named 'same'"),
+        # every byte used or an error: text after ']' and CR-only line endings (libinih drops both)
+        ("[sweep] junk\nbase = configs/tiny.ini\nmodel.layers = 1, 2\n",
+         ":1: syntax: text after the section's ']': 'junk'"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2\n[slurm]partition=gpu\n",
+         ":4: syntax: text after the section's ']': 'partition=gpu'"),
+        ("[sweep]\rbase = configs/tiny.ini\rmodel.layers = 1, 2\r", ":1: syntax: carriage return"),
     ]
     for i, (text, want) in enumerate(cases):
         f = os.path.join(tmp, f"bad{i}.ini")
@@ -245,6 +259,26 @@ def test_threads(tmp):
     check("sweep --jobs 2 of an 8-thread allocation: each run has 4 threads (threads per process "
           f"{counts}, at most 2*4)", len(counts) == 2 and max(counts) <= 8, str(counts))
     shutil.rmtree("results/threads_sweep_test", ignore_errors=True)
+    # a thread count is a count or an error; the job count is bounded by the CPUs
+    f = os.path.join(tmp, "jobs_sweep_test.ini")
+    write(f, "[sweep]\nbase = configs/tiny.ini\nmodel.layers = 1, 2, 3, 4, 5, 6\nprobe.seeds = 1\n"
+             "probe.batches = 1\n")
+    for value in ("3junk", "99999999999", "0", "-2"):
+        for var in ("STABILITY_THREADS", "SLURM_CPUS_PER_TASK"):
+            r = run("sweep", f, "--dry-run", env=dict(os.environ, **{var: value}))
+            check(f"{var}={value}: exit 2, 'not an integer in 1..4096'", r.returncode == 2 and
+                  f"{var}='{value}': not an integer in 1..4096" in r.stderr, r.stderr.strip())
+    r = run("--config", "configs/tiny.ini", "--set", "probe.seeds=1", "--out", os.path.join(tmp, "j.h5"),
+            env=dict(os.environ, STABILITY_THREADS="3junk"))
+    check("a run with STABILITY_THREADS=3junk: exit 2, nothing written", r.returncode == 2 and
+          not os.path.exists(os.path.join(tmp, "j.h5")), r.stderr.strip())
+    cpus = len(os.sched_getaffinity(0))
+    r = run("sweep", f, env=dict(os.environ, STABILITY_THREADS="1000"))
+    check(f"STABILITY_THREADS=1000 on {cpus} CPUs: {min(cpus, 6)} runs at a time, not 1000",
+          r.returncode == 0 and f"{min(cpus, 6)} at a time" in r.stdout, r.stdout.strip() + r.stderr.strip())
+    shutil.rmtree("results/jobs_sweep_test", ignore_errors=True)
+    if os.path.exists("results/jobs_sweep_test.h5"):
+        os.remove("results/jobs_sweep_test.h5")
 
 
 def test_plots(tmp):
@@ -346,6 +380,98 @@ def test_atlas(tmp):
         os.remove(f"results/{d}.h5")
 
 
+def run_in(cwd, *args):
+    return subprocess.run([STABILITY, *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_collisions(tmp):
+    tiny = os.path.abspath("configs/tiny.ini")
+    d = os.path.join(tmp, "collide")
+    os.makedirs(os.path.join(d, "exp", "a"))
+    os.makedirs(os.path.join(d, "exp", "b"))
+    sweep = f"[sweep]\nbase = {tiny}\nmodel.layers = 1, 2\nprobe.seeds = 1\nprobe.batches = 1\n"
+    # a training run's file where the sweep 'x' merges
+    r = run_in(d, "--config", tiny, "--set", "train.steps=5", "--out", "results/x.h5", "--quiet")
+    before = os.stat(os.path.join(d, "results/x.h5")).st_mtime_ns
+    write(os.path.join(d, "exp", "a", "x.ini"), sweep)
+    r = run_in(d, "sweep", "exp/a/x.ini", "--quiet")
+    check("results/x.h5 is a training run's file: `sweep x.ini` exits 2 before running, names it, "
+          "leaves it", r.returncode == 2 and "results/x.h5 is a train file" in r.stderr and
+          os.stat(os.path.join(d, "results/x.h5")).st_mtime_ns == before and
+          not glob.glob(os.path.join(d, "results/x/*.h5")), r.stderr.strip())
+    r = run_in(d, "sweep", "exp/a/x.ini", "--merge", "--force", "--quiet")
+    with h5py.File(os.path.join(d, "results/x.h5"), "r") as f:
+        merged = "sweep" in f and "train" not in f
+    check("... --merge --force replaces it", r.returncode == 3 and merged, r.stderr.strip())
+    r = run_in(d, "sweep", "exp/a/x.ini", "--quiet")
+    runs = {p: os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(d, "results/x/*.h5"))}
+    write(os.path.join(d, "exp", "b", "x.ini"), sweep.replace("probe.seeds = 1", "probe.seeds = 2"))
+    r2 = run_in(d, "sweep", "exp/b/x.ini", "--quiet")
+    after = {p: os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(d, "results/x/*.h5"))}
+    check("a second sweep file named x.ini in another folder: exit 2, names the owner, the first "
+          "sweep's 2 runs untouched (not 'stale', not redone)", r.returncode == 0 and
+          r2.returncode == 2 and "exp/a/x.ini" in r2.stderr and len(runs) == 2 and after == runs
+          and "stale" not in r2.stderr, f"{r.returncode} {r.stderr.strip()} | {r2.returncode} "
+          f"{r2.stderr.strip()}")
+    r2 = run_in(d, "sweep", "exp/b/x.ini", "--slurm", "--quiet")
+    check("... and its --slurm script is refused too", r2.returncode == 2 and
+          not os.path.exists(os.path.join(d, "results/x/job.sbatch")), r2.stderr.strip())
+    # '...ini': the sweep's name would be '..', its runs results/../NAME.h5
+    write(os.path.join(d, "victim1.h5"), "precious\n")
+    write(os.path.join(d, "...ini"), sweep.replace("model.layers = 1, 2", "name = victim{layers}\n"
+                                                  "model.layers = 1, 2"))
+    r = run_in(d, "sweep", "...ini", "--force", "--quiet")
+    check("a sweep file named '...ini': exit 2, ./victim1.h5 untouched, no results/...h5",
+          r.returncode == 2 and open(os.path.join(d, "victim1.h5")).read() == "precious\n" and
+          not os.path.exists(os.path.join(d, "victim2.h5")) and "'..'" in r.stderr, r.stderr.strip())
+
+
+def test_big_array(tmp):
+    d = os.path.join(tmp, "big")
+    os.makedirs(os.path.join(d, "bin"))
+    write(os.path.join(d, "bin", "sbatch"), "#!/bin/sh\nfor a in \"$@\"; do case $a in --array=*) "
+          "echo \"$a\" >> \"$SBATCH_LOG\";; esac; done\necho 4242\n")
+    write(os.path.join(d, "bin", "scontrol"), "#!/bin/sh\necho 'MaxArraySize = 5001'\n")
+    for f in ("sbatch", "scontrol"):
+        os.chmod(os.path.join(d, "bin", f), 0o755)
+    seeds = ",".join(str(i) for i in range(1, 65))   # one line of at most 198 characters
+    write(os.path.join(d, "big.ini"), f"[sweep]\nbase = {os.path.abspath('configs/tiny.ini')}\n"
+          f"name = s{{seed}}_p{{probe.seeds}}\ninit.seed = {seeds}\nprobe.seeds = {seeds}\n")
+    env = dict(os.environ, PATH=os.path.join(d, "bin") + ":" + os.environ["PATH"],
+               SBATCH_LOG=os.path.join(d, "arrays"))
+    t0 = time.time()
+    r = subprocess.run([STABILITY, "sweep", "big.ini", "--slurm", "--submit", "--only-missing",
+                        "--quiet"], capture_output=True, text=True, cwd=d, env=env)
+    seen = []
+    for line in open(os.path.join(d, "arrays")).read().split() if os.path.exists(os.path.join(d, "arrays")) else []:
+        for item in line[len("--array="):].split(","):
+            a, _, b = item.partition("-")
+            seen += list(range(int(a), int(b or a) + 1))
+    check(f"--only-missing of 4096 runs: every task index submitted once ({len(seen)} indices, "
+          f"{time.time() - t0:.1f} s)", r.returncode == 0 and sorted(seen) == list(range(4096)),
+          f"exit {r.returncode} {r.stderr.strip()[:200]}, {len(seen)} indices")
+
+
+def test_long_cwd(tmp):
+    """The Slurm script of a sweep run from a working directory of 1100 characters."""
+    d = os.path.join(tmp, *(["d" * 200] * 6))
+    os.makedirs(d)
+    write(os.path.join(d, "long.ini"), f"[sweep]\nbase = {os.path.abspath('configs/tiny.ini')}\n"
+          "probe.seeds = 1\nprobe.batches = 1\n")
+    r = subprocess.run([STABILITY, "sweep", "long.ini", "--slurm", "--quiet"], capture_output=True,
+                       text=True, cwd=d)
+    script = os.path.join(d, "results", "long", "job.sbatch")
+    text = open(script).read() if os.path.exists(script) else ""
+    # the task runs from anywhere: it cd's to the sweep's directory itself
+    t = subprocess.run(["bash", script], capture_output=True, text=True, cwd=tmp,
+                       env=dict(os.environ, SLURM_ARRAY_TASK_ID="0")) if text else None
+    check(f"--slurm from a working directory of {len(d)} characters: the script cd's there, its "
+          "task runs from elsewhere", r.returncode == 0 and f"cd '{d}'" in text and t is not None
+          and t.returncode == 0 and os.path.exists(os.path.join(d, "results", "long", "run.h5")),
+          f"{r.returncode} {r.stderr.strip()} {[l for l in text.splitlines() if l.startswith('cd ')]} "
+          f"{t.stderr.strip()[-200:] if t else ''}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_expansion(tmp)
@@ -355,6 +481,9 @@ def main():
         test_threads(tmp)
         test_plots(tmp)
         test_atlas(tmp)
+        test_collisions(tmp)
+        test_big_array(tmp)
+        test_long_cwd(tmp)
     failed = results.count(False)
     print(f"sweep: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

@@ -13,10 +13,21 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_train
 4. lr = 1e3: status = diverged, diverged_at, exit 0, a valid file. kill -9 mid-run: the file
    opens (SWMR read), status = running, consecutive steps, finite losses.
 5. Usage errors: missing/empty text file, existing output, --resume with another config.
+6. The last good checkpoint survives any interruption (docs/design.md §6): SIGKILL in the middle
+   of writing the file's checkpoint (its journal complete) or the journal (the file's previous
+   checkpoint intact), and a real SIGTERM followed at once by SIGKILL: --resume continues from
+   the newest complete one, byte-identical.
+7. Signals: SIGHUP, SIGXCPU, SIGALRM checkpoint (exit 128 + the signal); `ulimit -f` is a write
+   error (exit 1, "File too large"), not a silent death; --resume of a file without a usable
+   checkpoint refuses (exit 2) and leaves the log alone, --force starts over.
+8. Two writers of one --out: the claim comes first, and the second is refused naming the
+   first's process (training and probes, with and without --force; started at once).
 Prints "ok"/"not ok" per check, then "train: N passed, M failed"; exit 1 if M > 0.
 """
 import math
 import os
+import re
+import resource
 import signal
 import subprocess
 import sys
@@ -369,6 +380,150 @@ def test_errors(tmp):
     check("--force replaces it", r.returncode == 0, r.stderr)
 
 
+# 600 updates of the resume model, a checkpoint every 200
+ATOMIC = [*RESUME, *sets(train__steps=600, train__checkpoint_every=200)]
+
+
+def journal_step(path):
+    """The step of path's checkpoint journal (path.checkpoint), or None."""
+    try:
+        with h5py.File(path + ".checkpoint", "r") as j:
+            return int(j["checkpoint/step"][()])
+    except (OSError, KeyError):
+        return None
+
+
+def test_checkpoint_atomic(tmp):
+    straight = os.path.join(tmp, "atomic_straight.h5")
+    r = run(*ATOMIC, "--out", straight)
+    check("600 updates straight: exit 0", r.returncode == 0, r.stderr)
+    # SIGTERM after update 500; the 6th checkpoint write (file's, after the journal's) or the
+    # 5th (the journal's) killed half-way: checkpoints at 200 and 400 came before
+    for kill_at, want, where in [(6, 500, "the file's checkpoint"), (5, 400, "the journal")]:
+        out = os.path.join(tmp, f"atomic{kill_at}.h5")
+        env = dict(ENV, STABILITY_SIGNAL_AT_STEP="500", STABILITY_KILL_IN=f"CHECKPOINT:{kill_at}")
+        r = run(*ATOMIC, "--out", out, env=env)
+        with open_swmr(out) as f:
+            own = int(f["checkpoint/step"][()])
+        j = journal_step(out)
+        r2 = subprocess.run([STABILITY, *[a for a in ATOMIC if a != "--quiet"], "--out", out,
+                             "--resume"], capture_output=True, text=True, env=ENV)
+        diff = same_train(straight, out)
+        resumed = re.search(r"resuming at step (\d+)", r2.stdout)
+        left = [x for x in os.listdir(tmp) if x.startswith(f"atomic{kill_at}.h5.")]
+        check(f"SIGTERM after update 500, SIGKILL while writing {where}: the file's checkpoint "
+              f"{own}, the journal's {j}; --resume continues from {want}, byte-identical, "
+              "nothing left beside the file", r.returncode == -9 and r2.returncode == 0 and
+              resumed and int(resumed.group(1)) == want and not diff and not left,
+              f"kill exit {r.returncode}, resume exit {r2.returncode} {r2.stdout.strip()[-80:]} "
+              f"{r2.stderr.strip()[-200:]} differ {diff} left {left}")
+    # a real TERM then KILL (Slurm's KillWait, the OOM killer) at an arbitrary moment
+    out = os.path.join(tmp, "termkill.h5")
+    p = start(*ATOMIC, "--out", out)
+    seen = wait_for(out, lambda f: f["train/loss"].shape[0] > 250)
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.003)
+    p.kill()
+    p.wait()
+    r = run(*ATOMIC, "--out", out, "--resume")
+    diff = same_train(straight, out)
+    check("SIGTERM then at once SIGKILL after update 250: --resume continues (from 200 or later), "
+          "byte-identical", seen and r.returncode == 0 and not diff, f"{r.stderr} differ {diff}")
+
+
+def test_more_signals(tmp):
+    straight = os.path.join(tmp, "atomic_straight.h5")
+    for sig in (signal.SIGHUP, signal.SIGXCPU, signal.SIGALRM):
+        out = os.path.join(tmp, f"sig{int(sig)}.h5")
+        p = start(*ATOMIC, "--out", out)
+        seen = wait_for(out, lambda f: f["train/loss"].shape[0] > 0)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=60)
+        try:
+            with h5py.File(out, "r") as f:
+                st, ck = attr(f, "status"), int(f["checkpoint/step"][()])
+        except OSError as e:
+            st, ck = str(e), -1
+        r = run(*ATOMIC, "--out", out, "--resume")
+        diff = same_train(straight, out)
+        check(f"{sig.name} mid-run: exit {128 + int(sig)}, status interrupted, checkpoint at {ck}; "
+              "--resume byte-identical", seen and p.returncode == 128 + int(sig) and
+              st == "interrupted" and ck > 0 and r.returncode == 0 and not diff,
+              f"exit {p.returncode} {st} {err.strip()[-150:]} resume {r.returncode} {diff}")
+    # `ulimit -f`: writes past it fail (EFBIG) instead of a silent SIGXFSZ death
+    out = os.path.join(tmp, "fsize.h5")
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300 << 10, 300 << 10))
+    p = subprocess.run([STABILITY, *RESUME, *sets(probe__every=1), "--out", out],
+                       capture_output=True, text=True, env=ENV, preexec_fn=limit, timeout=120)
+    check("ulimit -f 300 KB: exit 1, 'File too large', --resume named", p.returncode == 1 and
+          "File too large" in p.stderr and "--resume" in p.stderr,
+          f"exit {p.returncode} {p.stderr.strip()[-300:]}")
+    # --resume never erases a log silently: no usable checkpoint is exit 2 without --force
+    out = os.path.join(tmp, "nockpt.h5")
+    p = start(*RESUME, "--out", out)
+    seen = wait_for(out, lambda f: f["train/loss"].shape[0] > 100)
+    p.kill()
+    p.wait()
+    with open_swmr(out) as f:
+        rows = f["train/loss"].shape[0]
+    before = os.stat(out).st_mtime_ns
+    r = run(*RESUME, "--out", out, "--resume")
+    check(f"--resume of a killed run without a checkpoint ({rows} updates logged): exit 2, "
+          "'no usable checkpoint', --force named, the file untouched", seen and r.returncode == 2
+          and "no usable checkpoint" in r.stderr and "--force" in r.stderr and
+          os.stat(out).st_mtime_ns == before, f"exit {r.returncode} {r.stderr.strip()}")
+    r = run(*RESUME, "--out", out, "--resume", "--force")
+    with h5py.File(out, "r") as f:
+        n = f["train/loss"].shape[0]
+    check("... with --force it starts over, and says so", r.returncode == 0 and n == 2000 and
+          "starting over" in r.stderr, f"exit {r.returncode} {n} {r.stderr.strip()}")
+
+
+def test_two_writers(tmp):
+    """The claim comes before the file: the second writer is refused and told who holds it."""
+    live = os.path.join(tmp, "claim.h5")
+    a = start(*RESUME, "--out", live)
+    seen = wait_for(live, lambda f: f["train/loss"].shape[0] > 0)
+    b = run(*RESUME, "--out", live, "--force")
+    probe = ["--config", "configs/tiny.ini", *sets(probe__seeds=1, probe__batches=1)]
+    c = run(*probe, "--out", live, "--force", "--quiet")
+    a.send_signal(signal.SIGTERM)
+    a.communicate(timeout=60)
+    named = f"in use by process {a.pid} on "
+    check("a second training run --force and a probe --force on a live run's file: exit 1, "
+          "'in use by process PID on HOST (a training run ...)'", seen and b.returncode == 1 and
+          c.returncode == 1 and named in b.stderr and named in c.stderr and
+          "a training run" in b.stderr, f"{b.returncode} {b.stderr.strip()} | {c.returncode} "
+          f"{c.stderr.strip()}")
+    # started at the same moment, both with --force: one runs, the other is refused naming it
+    bad = []
+    for trial in range(3):
+        out = os.path.join(tmp, f"race{trial}.h5")
+        procs = [start(*RESUME, *sets(train__steps=300), "--out", out, "--force") for _ in range(2)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        codes = sorted(p.returncode for p in procs)
+        loser = [i for i, p in enumerate(procs) if p.returncode != 0]
+        with h5py.File(out, "r") as f:
+            st, n = attr(f, "status"), f["train/loss"].shape[0]
+        ok = codes == [0, 1] and st == "done" and n == 300 and \
+            f"in use by process {procs[1 - loser[0]].pid} " in outs[loser[0]][1]
+        if not ok:
+            bad.append(f"trial {trial}: exits {codes}, {st} {n} rows, {[o[1].strip() for o in outs]}")
+    check("two training runs --force on one --out started at once (3 trials): one finishes, the "
+          "other exits 1 naming its process; the file is the finished run's", not bad, "; ".join(bad))
+    out = os.path.join(tmp, "probes.h5")
+    probe2 = ["--config", "configs/postln_L6.ini", *sets(probe__seeds=1, probe__batches=2)]
+    procs = [start(*probe2, "--out", out, "--force", "--quiet") for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    loser = [i for i, p in enumerate(procs) if p.returncode != 0]
+    check("two probes --force on one --out at once: one writes it, the other exits 1 naming it",
+          codes == [0, 1] and f"in use by process {procs[1 - loser[0]].pid} " in outs[loser[0]][1],
+          f"{codes} {[o[1].strip() for o in outs]}")
+
+
 def main():
     if not os.access(STABILITY, os.X_OK):
         check(f"{STABILITY} exists (run make first)", False)
@@ -383,6 +538,9 @@ def main():
             test_sigint(tmp)
             test_diverged(tmp)
             test_errors(tmp)
+            test_checkpoint_atomic(tmp)
+            test_more_signals(tmp)
+            test_two_writers(tmp)
             print(f"({time.time() - t0:.1f} s)")
     passed = sum(results)
     print(f"train: {passed} passed, {len(results) - passed} failed")

@@ -5,6 +5,7 @@
 #include <check.h>
 
 Suite *config_suite(void);   /* tests/test_config.c: INI parsing, --set, every bad-input case */
+Suite *gemm_suite(void);     /* tests/test_gemm.c: GEMMs shared among threads give one call's bytes */
 Suite *norm_suite(void);     /* tests/test_norm.c: norm backward vs FD and the path form, Jacobian norms vs GSL SVD */
 Suite *model_suite(void);    /* tests/test_model.c: whole-model gradients vs finite differences */
 Suite *data_suite(void);     /* tests/test_data.c: task batches */
@@ -14,5 +15,6 @@ Suite *train_suite(void);    /* tests/test_train.c: text task split, loop determ
 Suite *corpus_suite(void);   /* tests/test_corpus.c: the translation corpus reader and its batches */
 Suite *schemes_suite(void);  /* tests/test_schemes.c: every scheme vs finite differences, constants, identities */
 Suite *util_suite(void);     /* tests/test_util.c: file-system guards, thread counts, line reader, GSL errors */
+Suite *sweep_suite(void);    /* tests/test_sweep.c: the Slurm array specification */
 
 #endif

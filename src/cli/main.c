@@ -1,6 +1,8 @@
 /* main.c — the command line (docs/design.md §3). Parses arguments, loads the config, calls the
  * modules and prints their results. Exit codes: 0 success, 1 runtime failure, 2 bad usage. */
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,10 +277,11 @@ static int cmd_run(const options_t *o)
     return run_train(&cfg, path, &ro);
 }
 
-/* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). */
+/* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). A malformed
+ * object is an error "FILE: /object: what is wrong" (exit 1, h5io_error). */
 static int info_run(h5io_file_t *f, const char *file, const char *prefix, int all, int schemes)
 {
-    char err[1024], label[1400];
+    char err[1024], label[1400], path[1400];
     const char *obj = prefix[0] ? prefix : "/";
     snprintf(label, sizeof label, "%s%s", file, prefix);
     char *ini = h5io_read_attr_string(f, obj, "config");
@@ -286,7 +289,10 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
     config_t cfg;
     probe_t *p = NULL;
     int rc = 0;
-    if (!ini || config_parse_string(&cfg, ini, label, err, sizeof err)) {
+    if (h5io_error(f)) {
+        fprintf(stderr, "stability: %s\n", h5io_error(f));
+        rc = 1;
+    } else if (!ini || config_parse_string(&cfg, ini, label, err, sizeof err)) {
         fprintf(stderr, "stability: %s: no valid 'config' attribute%s%s\n", label,
                 ini ? ": " : "", ini ? err : "");
         rc = 1;
@@ -295,8 +301,15 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
     } else {
         printf("%s: status %s\n", label, status ? status : "?");
         report_config(stdout, &cfg);
-        if (h5io_read_probe(f, prefix, &p, err, sizeof err) == 0) report_probe(stdout, &cfg, p, all);
-        else printf("(%s)\n", err);
+        snprintf(path, sizeof path, "%s/probe", prefix);
+        if (h5io_read_probe(f, prefix, &p, err, sizeof err) == 0) {
+            report_probe(stdout, &cfg, p, all);
+        } else if (h5io_error(f) || h5io_exists(f, path)) {
+            fprintf(stderr, "stability: %s\n", err);
+            rc = 1;
+        } else {
+            printf("(%s)\n", err);
+        }
         printf("\n");
     }
     probe_free(p);
@@ -328,8 +341,15 @@ static int cmd_info(int argc, char **argv)
         }
         int n = 0;
         char **runs = h5io_list_group(f, "/runs", &n);
-        if (!runs) rc |= info_run(f, argv[i], "", all, schemes);
-        for (int k = 0; k < n; k++) {
+        if (h5io_error(f)) {
+            fprintf(stderr, "stability: %s\n", h5io_error(f));
+            rc = 1;
+        } else if (!runs) {
+            rc |= info_run(f, argv[i], "", all, schemes);
+        } else if (n == 0) {
+            printf("%s: a merged sweep file without runs\n", argv[i]);
+        }
+        for (int k = 0; k < n && !h5io_error(f); k++) {
             char prefix[300];
             snprintf(prefix, sizeof prefix, "/runs/%s", runs[k]);
             rc |= info_run(f, argv[i], prefix, all, schemes);
@@ -401,12 +421,16 @@ static int cmd_plot(int argc, char **argv)
     return 0;
 }
 
-/* Path of this executable (children of a sweep run the same binary). */
-static void self_path(const char *argv0, char *buf, size_t len)
+/* Path of this executable (children of a sweep run the same binary): 0, or −1 when it does
+ * not fit buf (never a truncated path). */
+static int self_path(const char *argv0, char *buf, size_t len)
 {
-    const ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-    if (n > 0) buf[n] = '\0';
-    else snprintf(buf, len, "%s", argv0);
+    const ssize_t n = readlink("/proc/self/exe", buf, len);
+    if (n > 0 && (size_t)n < len) {
+        buf[n] = '\0';
+        return 0;
+    }
+    return n > 0 || (size_t)snprintf(buf, len, "%s", argv0) >= len ? -1 : 0;
 }
 
 static int cmd_sweep(int argc, char **argv)
@@ -444,13 +468,16 @@ static int cmd_sweep(int argc, char **argv)
     }
     if (!file) return usage_error("sweep: missing FILE", NULL);
     sweep_t s;
-    char err[2048], exe[1024];
+    char err[2048], exe[4096];
     if (sweep_load(&s, file, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         sweep_free(&s);
         return 2;
     }
-    self_path(argv[0], exe, sizeof exe);
+    if (self_path(argv[0], exe, sizeof exe)) {
+        sweep_free(&s);
+        return usage_error("sweep: the path of this program is too long", NULL);
+    }
     for (int k = 0; k < nsets; k++) {
         if (sweep_set_slurm(&s, sets[k], err, sizeof err)) {
             fprintf(stderr, "%s\n", err);
@@ -491,9 +518,26 @@ static int cmd_sweep(int argc, char **argv)
     return rc;
 }
 
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
+    int rc = dispatch(argc, argv);
+    // what was printed must have been written: a full disk or /dev/full is an error (exit 1),
+    // never a silent loss of the table the user asked for
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "stability: standard output: %s\n", errno ? strerror(errno) : "write error");
+        if (!rc) rc = 1;
+    }
+    return rc;
+}
+
+/* The verbs (docs/design.md §3). Returns the exit code. */
+static int dispatch(int argc, char **argv)
+{
     h5io_init();                   // before any HDF5 call: no exit-time clean-up that can crash
+    signal(SIGXFSZ, SIG_IGN);      // `ulimit -f`: a write fails (EFBIG) and is reported, never a silent death
     gsl_set_error_handler_off();   // GSL errors are return codes, handled where they occur
     threads_set(0);                // one count for OpenBLAS and OpenMP, from the environment
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -503,6 +547,18 @@ int main(int argc, char **argv)
     if (argc >= 2 && !strcmp(argv[1], "--version")) {
         printf("stability %s\n", STABILITY_VERSION);
         return 0;
+    }
+    // a thread count is a whole count or an error, never a fallback: "3junk" is not 3, and
+    // 99999999999 is not 1215752191 processes (docs/performance.md)
+    static const char *const COUNTS[3] = {"STABILITY_THREADS", "STABILITY_SWEEP_THREADS",
+                                          "SLURM_CPUS_PER_TASK"};
+    for (int k = 0; k < 3; k++) {
+        long n;
+        char err[160];
+        if (args_env_count(COUNTS[k], 4096, &n, err, sizeof err) < 0) {
+            fprintf(stderr, "stability: %s\n", err);
+            return 2;
+        }
     }
     if (argc < 2) {
         fputs(USAGE, stderr);

@@ -16,6 +16,7 @@
  *                                     for a key left at its default.
  */
 #include "config/config_keys.h"
+#include "util/lines.h"
 
 #include <ini.h>
 
@@ -150,9 +151,12 @@ static char *mem_reader(char *str, int num, void *stream)
     str[text] = '\n';
     str[text + 1] = '\0';
 
+    /* What inih would drop silently (text after a ']', a CR inside a line) is an error. */
+    const char *r = raw_start(p, s, p->line);
+    char why[96];
+    if (lines_check(r, text - (size_t)(r - s), why, sizeof why)) perr(p, p->line, "syntax", why);
     /* An unknown [section] is an error even when no key follows it (inih calls the handler
      * only for cfg_keys). Same rule as inih: the name runs from '[' to the first ']'. */
-    const char *r = raw_start(p, s, p->line);
     while (r < s + text && isspace((unsigned char)*r)) r++;
     if (r < s + text && *r == '[') {
         const char *close = memchr(r, ']', (size_t)(s + text - r));
@@ -279,37 +283,17 @@ static int parse_text(config_t *cfg, const char *file, const char *buf, size_t l
 
 /* ---------------------------------------------------------------- files */
 
-/* Read a whole file. Returns a malloc'd NUL-terminated buffer, or NULL with errno set. */
+/* Read a whole regular file (util/lines.h: a FIFO or a device is refused, never waited for).
+ * Returns a malloc'd NUL-terminated buffer, or NULL with errno set. */
 static char *read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) { fclose(f); errno = ENOMEM; return NULL; }
-    for (;;) {
-        if (n + 1 >= cap) {
-            if (cap >= (size_t)16 << 20) { free(buf); fclose(f); errno = EFBIG; return NULL; }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) { free(buf); fclose(f); errno = ENOMEM; return NULL; }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (ferror(f)) {
-        int e = errno ? errno : EIO;
-        free(buf);
-        fclose(f);
-        errno = e;
-        return NULL;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    return lines_read_file(path, len);
+}
+
+/* Why a file cannot be read, for "cannot open: ..." (EINVAL: a FIFO, a device, a directory). */
+static const char *open_error(int e)
+{
+    return e == EINVAL ? "not a regular file" : strerror(e);
 }
 
 /* Open path, or configs/path, configs/path.ini for a name without '/' that does not exist.
@@ -331,7 +315,7 @@ static char *load_file(const char *path, char *resolved, size_t rlen, size_t *le
         buf = read_file(resolved, len);
         if (buf) return buf;
         if (errno != ENOENT) {
-            cfg_set_err(err, errlen, "%s: cannot open: %s", resolved, strerror(errno));
+            cfg_set_err(err, errlen, "%s: cannot open: %s", resolved, open_error(errno));
             return NULL;
         }
         if (!has_ini) {
@@ -339,17 +323,17 @@ static char *load_file(const char *path, char *resolved, size_t rlen, size_t *le
             buf = read_file(resolved, len);
             if (buf) return buf;
             if (errno != ENOENT) {
-                cfg_set_err(err, errlen, "%s: cannot open: %s", resolved, strerror(errno));
+                cfg_set_err(err, errlen, "%s: cannot open: %s", resolved, open_error(errno));
                 return NULL;
             }
             cfg_set_err(err, errlen, "%s: cannot open: %s (also tried configs/%s, configs/%s.ini)", path,
-                    strerror(e), path, path);
+                    open_error(e), path, path);
         } else {
-            cfg_set_err(err, errlen, "%s: cannot open: %s (also tried configs/%s)", path, strerror(e), path);
+            cfg_set_err(err, errlen, "%s: cannot open: %s (also tried configs/%s)", path, open_error(e), path);
         }
         return NULL;
     }
-    cfg_set_err(err, errlen, "%s: cannot open: %s", path, strerror(e));
+    cfg_set_err(err, errlen, "%s: cannot open: %s", path, open_error(e));
     return NULL;
 }
 

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 #include <gsl/gsl_randist.h>
+#include "util/fsutil.h"
 
 #define CORPUS_PATH_MAX 4096
 
@@ -106,6 +108,19 @@ static int push_pair(builder_t *b, const ids_t *s, const ids_t *t)
     return 0;
 }
 
+/* path opened for reading if it is a regular file (util/fsutil.h), else NULL with errno. */
+static FILE *open_regular(const char *path)
+{
+    const int fd = fsutil_open_read(path);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
+    if (!f && fd >= 0) {
+        const int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
 /* The next line of both files into line[], or 0 at the end of both. 1 (I/O error), 2 when
  * one file ends before the other; *eof set at the common end. */
 static int next_lines(FILE *f[2], char *line[2], size_t cap[2], char path[2][CORPUS_PATH_MAX],
@@ -118,6 +133,9 @@ static int next_lines(FILE *f[2], char *line[2], size_t cap[2], char path[2][COR
             return fail(err, errlen, 1, "%s:%ld: cannot read: %s", path[k], lineno,
                         strerror(errno));
     }
+    for (int k = 0; k < 2; k++)   // "4\0 5" is not the line "4"
+        if (got[k] > 0 && memchr(line[k], '\0', (size_t)got[k]))
+            return fail(err, errlen, 2, "%s:%ld: line contains a NUL byte", path[k], lineno);
     *eof = got[0] < 0 && got[1] < 0;
     if ((got[0] < 0) != (got[1] < 0)) {
         const int longer = got[0] < 0;
@@ -142,8 +160,9 @@ static int read_split(corpus_t *c, const char *dir, int split, char *err, size_t
                                  SPLIT_NAME[split], SIDE_NAME[k]);
         if (len < 0 || (size_t)len >= sizeof path[k])
             rc = fail(err, errlen, 2, "corpus_open: directory name too long: %.80s...", dir);
-        else if (!(f[k] = fopen(path[k], "r")))
-            rc = fail(err, errlen, 1, "%s: cannot open: %s", path[k], strerror(errno));
+        else if (!(f[k] = open_regular(path[k])))   // a FIFO would block, a device never end
+            rc = fail(err, errlen, 1, "%s: cannot open: %s", path[k],
+                      errno == EINVAL ? "not a regular file" : strerror(errno));
     }
     for (long lineno = 1; rc == 0; lineno++) {
         int eof = 0;

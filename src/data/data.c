@@ -4,34 +4,49 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "data/data.h"
+#include "util/fsutil.h"
 
-/* Read all of path into d->text (d->n_text bytes). Returns 0, 2 (cannot read) or 1 (OOM). */
+/* Read all of path into d->text (d->n_text bytes): a regular file only (a FIFO would block, a
+ * device never end), its size checked before reading. Returns 0, 2 (cannot read) or 1 (OOM). */
 static int read_text(data_t *d, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "data.path: %s: cannot open: %s", path, strerror(errno));
+    const int fd = fsutil_open_read(path);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        const int e = errno;
+        snprintf(err, errlen, "data.path: %s: cannot open: %s", path,
+                 e == EINVAL ? "not a regular file" : strerror(e));
+        if (fd >= 0) close(fd);
         return 2;
     }
-    size_t cap = 1 << 16, n = 0;
+    if ((unsigned long long)st.st_size > 0xFFFFFFFFULL) {   // offsets: 32-bit draws (open_text)
+        snprintf(err, errlen, "data.path: %s: larger than 4 GiB", path);
+        close(fd);
+        return 2;
+    }
+    // the size as stat saw it, plus one byte to see a file that grew meanwhile
+    const size_t cap = (size_t)st.st_size + 1;
     unsigned char *buf = malloc(cap);
+    size_t n = 0;
     int rc = buf ? 0 : 1;
-    while (!rc) {
-        if (n == cap) {
-            unsigned char *nb = realloc(buf, cap *= 2);
-            if (!nb) { rc = 1; break; }
-            buf = nb;
-        }
-        n += fread(buf + n, 1, cap - n, f);
-        if (ferror(f)) {
+    while (!rc && n < cap) {
+        const ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
             snprintf(err, errlen, "data.path: %s: cannot read: %s", path, strerror(errno));
             rc = 2;
-        } else if (feof(f)) {
-            break;
         }
+        if (got <= 0) break;
+        n += (size_t)got;
     }
-    fclose(f);
+    close(fd);
+    if (!rc && n == cap) {
+        snprintf(err, errlen, "data.path: %s: grew while it was read", path);
+        rc = 2;
+    }
     if (rc == 1) snprintf(err, errlen, "data.path: %s: out of memory", path);
     if (rc) { free(buf); return rc; }
     d->text = buf;

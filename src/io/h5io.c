@@ -55,34 +55,33 @@ int h5io_check_target(const char *path, int overwrite, char *err, size_t errlen)
     return 0;
 }
 
-int h5io_create(h5io_file_t **out, const char *path, int overwrite, char *err, size_t errlen)
+int h5io_create(h5io_file_t **out, const char *path, int overwrite, const char *what,
+                char *err, size_t errlen)
 {
     *out = NULL;
+    if (errlen) err[0] = '\0';
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);   // errors are reported through err, not printed
     int rc = h5io_check_target(path, overwrite, err, errlen);
     if (rc) return rc;
-    if (fsutil_is_busy(path)) {   // a live training run's file (h5io_train.c holds the lock)
-        snprintf(err, errlen, "%s: in use by a running training run", path);
-        return 1;
-    }
     if (h5io_make_parent_dirs(path) != 0) {
         snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
         return 1;
     }
+    // the claim first: a second writer of path refuses now, naming us (docs/design.md §6)
+    const int claim = h5io_claim(path, what, err, errlen);
+    if (claim < 0) return 1;
     h5io_file_t *f = calloc(1, sizeof *f);
-    if (!f) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
+    if (!f) { snprintf(err, errlen, "%s: out of memory", path); h5io_unclaim(path, claim); return 1; }
+    f->claim = claim;
     snprintf(f->path, sizeof f->path, "%s", path);
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld", path, (long)getpid());
-    if ((rc = fsutil_check_replaceable(f->tmp, err, errlen))) {   // H5F_ACC_TRUNC follows links
-        free(f);
-        return 1;
-    }
-    tmpfiles_add(f->tmp);   // removed if SIGINT/TERM/HUP/USR1 ends the process meanwhile
-    f->id = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (f->id < 0) {
-        snprintf(err, errlen, "%s: cannot create HDF5 file (directory writable? disk full?)", f->tmp);
-        fsutil_unlink_regular(f->tmp);   // HDF5 may have left it empty (a full disk)
+    tmpfiles_add(f->tmp);   // removed if a signal ends the process meanwhile
+    if (h5io_create_empty(f->tmp, err, errlen) ||
+        (f->id = H5Fcreate(f->tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)) < 0) {
+        if (!err[0]) snprintf(err, errlen, "%s: cannot create the HDF5 file", f->tmp);
+        fsutil_unlink_regular(f->tmp);   // ours: made by h5io_create_empty
         tmpfiles_forget(f->tmp);
+        h5io_unclaim(path, claim);
         free(f);
         return 1;
     }
@@ -126,7 +125,7 @@ int h5io_write_ints(h5io_file_t *f, const char *dset, const int32_t *data, int r
     return write_dataset(f, dset, H5T_NATIVE_INT32, data, rank, dims);
 }
 
-static hid_t string_type(void)
+hid_t h5io_string_type(void)
 {
     hid_t t = H5Tcopy(H5T_C_S1);
     H5Tset_size(t, H5T_VARIABLE);
@@ -149,7 +148,7 @@ static int write_attr(h5io_file_t *f, const char *obj, const char *name, hid_t t
 int h5io_write_strings(h5io_file_t *f, const char *dset, const char *const *values, int rank,
                        const size_t *dims)
 {
-    hid_t t = string_type();
+    hid_t t = h5io_string_type();
     const int rc = write_dataset(f, dset, t, values, rank, dims);
     H5Tclose(t);
     return rc;
@@ -197,7 +196,13 @@ int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, c
                         size_t errlen)
 {
     copy_ctx_t c = {.rc = 0};
-    c.src = fsutil_is_regular(src_path) ? H5Fopen(src_path, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;
+    if (!fsutil_is_regular(src_path)) {
+        snprintf(err, errlen, "%s: cannot open: not a regular file", src_path);
+        return 1;
+    }
+    // read through in a child first: a damaged file must not crash the sweep (h5io_verify.c)
+    if (h5io_verify(src_path, 0, err, errlen)) return 1;
+    c.src = h5io_open_id(src_path);
     if (c.src < 0) {
         snprintf(err, errlen, "%s: cannot open", src_path);
         return 1;
@@ -216,29 +221,6 @@ int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, c
     H5Fclose(c.src);
     if (c.rc) snprintf(err, errlen, "%s: cannot copy into %s", src_path, dst);
     return c.rc;
-}
-
-char *h5io_file_status(const char *path)
-{
-    char *status = NULL;
-    h5io_file_attrs(path, &status, NULL);
-    return status;
-}
-
-int h5io_file_attrs(const char *path, char **status, char **config)
-{
-    if (status) *status = NULL;
-    if (config) *config = NULL;
-    if (access(path, R_OK) != 0 || !fsutil_is_regular(path)) return 1;
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    h5io_file_t f;
-    f.id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f.id < 0) f.id = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);  // killed writer
-    if (f.id < 0) return 1;
-    if (status) *status = h5io_read_attr_string(&f, "/", "status");
-    if (config) *config = h5io_read_attr_string(&f, "/", "config");
-    H5Fclose(f.id);
-    return 0;
 }
 
 /* Resolved INI text of cfg without the keys that may change between a run and its resume
@@ -279,7 +261,7 @@ int h5io_config_same(const config_t *cfg, const char *stored, char *diff, size_t
 
 int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value)
 {
-    hid_t t = string_type(), s = H5Screate(H5S_SCALAR);
+    hid_t t = h5io_string_type(), s = H5Screate(H5S_SCALAR);
     int rc = write_attr(f, obj, name, t, s, &value);
     H5Sclose(s);
     H5Tclose(t);
@@ -290,7 +272,7 @@ int h5io_write_attr_strings(h5io_file_t *f, const char *obj, const char *name,
                             const char *const *values, size_t n)
 {
     hsize_t dim = n;
-    hid_t t = string_type(), s = H5Screate_simple(1, &dim, NULL);
+    hid_t t = h5io_string_type(), s = H5Screate_simple(1, &dim, NULL);
     int rc = write_attr(f, obj, name, t, s, values);
     H5Sclose(s);
     H5Tclose(t);
@@ -324,8 +306,10 @@ int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long 
 int h5io_commit(h5io_file_t *f, char *err, size_t errlen)
 {
     int rc = 0, lock = -1;
-    if (H5Fclose(f->id) < 0) {
-        snprintf(err, errlen, "%s: cannot close HDF5 file", f->tmp);
+    errno = 0;
+    if (H5Fclose(f->id) < 0) {   // its last writes happen here: errno says why they failed
+        snprintf(err, errlen, "%s: cannot write the HDF5 file%s%s", f->tmp, errno ? ": " : "",
+                 errno ? strerror(errno) : "");
         rc = 1;
     } else if ((rc = fsutil_check_replaceable(f->path, err, errlen))) {
         // checked again: the path may have changed while the file was written
@@ -340,6 +324,7 @@ int h5io_commit(h5io_file_t *f, char *err, size_t errlen)
     if (lock >= 0) close(lock);
     if (rc) fsutil_unlink_regular(f->tmp);
     tmpfiles_forget(f->tmp);
+    h5io_unclaim(f->path, f->claim);
     free(f);
     return rc;
 }
@@ -350,210 +335,15 @@ void h5io_abort(h5io_file_t *f)
     H5Fclose(f->id);
     fsutil_unlink_regular(f->tmp);
     tmpfiles_forget(f->tmp);
+    h5io_unclaim(f->path, f->claim);
     free(f);
-}
-
-int h5io_open_read(h5io_file_t **out, const char *path, char *err, size_t errlen)
-{
-    *out = NULL;
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    h5io_file_t *f = calloc(1, sizeof *f);
-    if (!f) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
-    snprintf(f->path, sizeof f->path, "%s", path);
-    if (access(path, R_OK) != 0) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        free(f);
-        return 1;
-    }
-    if (!fsutil_is_regular(path)) {   // a FIFO would block the open, a device be consumed
-        snprintf(err, errlen, "%s: cannot open: not a regular file (a %s)", path, fsutil_kind(path));
-        free(f);
-        return 1;
-    }
-    f->id = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    // a training file whose writer was killed still carries its SWMR-writer flag: SWMR read
-    if (f->id < 0) f->id = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-    if (f->id < 0) {
-        snprintf(err, errlen, "%s: not an HDF5 file (or damaged)", path);
-        free(f);
-        return 1;
-    }
-    *out = f;
-    return 0;
-}
-
-void h5io_close(h5io_file_t *f)
-{
-    if (!f) return;
-    H5Fclose(f->id);
-    free(f);
-}
-
-int h5io_exists(h5io_file_t *f, const char *path)
-{
-    // check every prefix: H5Lexists fails on a missing intermediate group
-    if (!strcmp(path, "/")) return 1;
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1;; p++) {
-        const char c = *p;
-        if (c == '/' || c == '\0') {
-            *p = '\0';
-            if (H5Lexists(f->id, buf, H5P_DEFAULT) <= 0) return 0;
-            if (c == '\0') return 1;
-            *p = '/';
-        }
-    }
-}
-
-int h5io_read_doubles(h5io_file_t *f, const char *dset, double **data, size_t *dims, int *rank)
-{
-    *data = NULL;
-    if (!h5io_exists(f, dset)) return 1;
-    hid_t ds = H5Dopen2(f->id, dset, H5P_DEFAULT);
-    if (ds < 0) return 1;
-    hid_t space = H5Dget_space(ds);
-    hsize_t hd[8];
-    const int r = H5Sget_simple_extent_ndims(space);
-    int rc = 1;
-    if (r >= 0 && r <= 8) {
-        H5Sget_simple_extent_dims(space, hd, NULL);
-        size_t n = 1;
-        for (int i = 0; i < r; i++) { dims[i] = hd[i]; n *= hd[i]; }
-        *rank = r;
-        *data = malloc((n ? n : 1) * sizeof(double));
-        if (*data && H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, *data) >= 0)
-            rc = 0;
-        else { free(*data); *data = NULL; }
-    }
-    H5Sclose(space);
-    H5Dclose(ds);
-    return rc;
-}
-
-int h5io_read_attr_double(h5io_file_t *f, const char *obj, const char *name, double *value)
-{
-    if (!h5io_exists(f, obj) || H5Aexists_by_name(f->id, obj, name, H5P_DEFAULT) <= 0) return 1;
-    hid_t a = H5Aopen_by_name(f->id, obj, name, H5P_DEFAULT, H5P_DEFAULT);
-    if (a < 0) return 1;
-    hid_t t = H5Aget_type(a);
-    const H5T_class_t cls = H5Tget_class(t);
-    const int ok = (cls == H5T_INTEGER || cls == H5T_FLOAT) &&
-                   H5Aread(a, H5T_NATIVE_DOUBLE, value) >= 0;
-    H5Tclose(t);
-    H5Aclose(a);
-    return ok ? 0 : 1;
-}
-
-char *h5io_read_attr_string(h5io_file_t *f, const char *obj, const char *name)
-{
-    if (H5Aexists_by_name(f->id, obj, name, H5P_DEFAULT) <= 0) return NULL;
-    hid_t a = H5Aopen_by_name(f->id, obj, name, H5P_DEFAULT, H5P_DEFAULT);
-    if (a < 0) return NULL;
-    hid_t ft = H5Aget_type(a);
-    char *out = NULL;
-    if (H5Tget_class(ft) == H5T_STRING) {
-        if (H5Tis_variable_str(ft) > 0) {
-            hid_t mt = string_type();
-            char *v = NULL;
-            if (H5Aread(a, mt, &v) >= 0 && v) {
-                out = strdup(v);
-                H5free_memory(v);
-            }
-            H5Tclose(mt);
-        } else {
-            const size_t n = H5Tget_size(ft);
-            out = calloc(n + 1, 1);
-            if (out && H5Aread(a, ft, out) < 0) { free(out); out = NULL; }
-        }
-    }
-    H5Tclose(ft);
-    H5Aclose(a);
-    return out;
-}
-
-char **h5io_read_attr_strings(h5io_file_t *f, const char *obj, const char *name, size_t *n)
-{
-    *n = 0;
-    if (H5Aexists_by_name(f->id, obj, name, H5P_DEFAULT) <= 0) return NULL;
-    hid_t a = H5Aopen_by_name(f->id, obj, name, H5P_DEFAULT, H5P_DEFAULT);
-    if (a < 0) return NULL;
-    hid_t ft = H5Aget_type(a), space = H5Aget_space(a);
-    const hssize_t count = H5Sget_simple_extent_npoints(space);
-    char **out = NULL;
-    if (H5Tget_class(ft) == H5T_STRING && count >= 0) {
-        out = calloc((size_t)count + 1, sizeof(char *));
-        int ok = out != NULL;
-        if (ok && H5Tis_variable_str(ft) > 0) {
-            hid_t mt = string_type();
-            char **raw = calloc((size_t)count + 1, sizeof(char *));
-            ok = raw && H5Aread(a, mt, raw) >= 0;
-            for (hssize_t i = 0; ok && i < count; i++) ok = (out[i] = strdup(raw[i] ? raw[i] : "")) != NULL;
-            if (raw) H5Dvlen_reclaim(mt, space, H5P_DEFAULT, raw);
-            free(raw);
-            H5Tclose(mt);
-        } else if (ok) {
-            const size_t len = H5Tget_size(ft);
-            char *buf = calloc((size_t)count * len + 1, 1);
-            ok = buf && H5Aread(a, ft, buf) >= 0;
-            for (hssize_t i = 0; ok && i < count; i++)
-                ok = (out[i] = strndup(buf + (size_t)i * len, len)) != NULL;
-            free(buf);
-        }
-        if (!ok) {
-            for (hssize_t i = 0; out && i < count; i++) free(out[i]);
-            free(out);
-            out = NULL;
-        } else {
-            *n = (size_t)count;
-        }
-    }
-    H5Sclose(space);
-    H5Tclose(ft);
-    H5Aclose(a);
-    return out;
-}
-
-static herr_t collect_name(hid_t group, const char *name, const H5L_info_t *info, void *data)
-{
-    (void)group;
-    (void)info;
-    struct { char **names; int n, cap; } *c = data;
-    if (c->n == c->cap) {
-        const int cap = c->cap ? 2 * c->cap : 16;
-        char **grown = realloc(c->names, (size_t)cap * sizeof *grown);
-        if (!grown) return -1;
-        c->names = grown;
-        c->cap = cap;
-    }
-    c->names[c->n] = strdup(name);
-    return c->names[c->n++] ? 0 : -1;
-}
-
-char **h5io_list_group(h5io_file_t *f, const char *path, int *n)
-{
-    struct { char **names; int n, cap; } c = {NULL, 0, 0};
-    *n = 0;
-    if (!h5io_exists(f, path)) return NULL;
-    hid_t g = H5Gopen2(f->id, path, H5P_DEFAULT);
-    if (g < 0) return NULL;
-    H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, collect_name, &c);
-    H5Gclose(g);
-    *n = c.n;
-    return c.names;
-}
-
-void h5io_free_names(char **names, int n)
-{
-    for (int i = 0; i < n; i++) free(names[i]);
-    free(names);
 }
 
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
                     unsigned long seed, int overwrite, char *err, size_t errlen)
 {
     h5io_file_t *f;
-    int rc = h5io_create(&f, path, overwrite, err, errlen);
+    int rc = h5io_create(&f, path, overwrite, "a dump", err, errlen);
     if (rc) return rc;
     const batch_t *b = &m->batch;
     const size_t bt[2] = {(size_t)b->B, (size_t)b->T}, bs[2] = {(size_t)b->B, (size_t)b->S};

@@ -23,9 +23,20 @@ void h5io_init(void);
  * unless overwrite. Returns 0, or 2 with err set (1 when path cannot be examined). */
 int h5io_check_target(const char *path, int overwrite, char *err, size_t errlen);
 
-/* Create "<path>.tmp.<pid>" (making the directory of path). Refuses what h5io_check_target
- * refuses. Returns 0, or 1 (I/O) / 2 (exists without overwrite, not a regular file) with err. */
-int h5io_create(h5io_file_t **f, const char *path, int overwrite, char *err, size_t errlen);
+/* Claim path for writing (util/fsutil.h's fsutil_claim, what names the writer: "a probe"), then
+ * remove what killed processes left beside it (fsutil_remove_stale). Returns the claim's fd,
+ * or −1 with err "PATH: in use by process PID on HOST (a training run, since ...)". */
+int h5io_claim(const char *path, const char *what, char *err, size_t errlen);
+
+/* Give up a claim (fd from h5io_claim; fd <= 0: nothing). */
+void h5io_unclaim(const char *path, int fd);
+
+/* Claim path (h5io_claim; what names the writer), then create "<path>.tmp.<pid>" (making the
+ * directory of path); the claim is held until h5io_commit or h5io_abort. Refuses what
+ * h5io_check_target refuses. Returns 0, or 1 (I/O, in use) / 2 (exists without overwrite,
+ * not a regular file) with err. */
+int h5io_create(h5io_file_t **f, const char *path, int overwrite, const char *what, char *err,
+                size_t errlen);
 
 /* Write a float64 dataset at dset (intermediate groups created), shape dims[rank]. 0 or 1. */
 int h5io_write_doubles(h5io_file_t *f, const char *dset, const double *data, int rank,
@@ -45,13 +56,39 @@ int h5io_write_strings(h5io_file_t *f, const char *dset, const char *const *valu
 int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, char *err,
                         size_t errlen);
 
-/* Status attribute of a finished or unfinished run file, malloc'd ("done", "running", …), or
- * NULL when the file is missing, unreadable or has no status. */
+/* Status attribute of a run file, malloc'd ("done", "running", …), or NULL when the file is
+ * missing, unreadable or has no status (read in a child process: h5io_summarize). */
 char *h5io_file_status(const char *path);
 
-/* The root attributes status and config of the run file path (each malloc'd, NULL if absent;
- * pass NULL for one not wanted). Returns 0, or 1 when the file is missing or unreadable. */
-int h5io_file_attrs(const char *path, char **status, char **config);
+/* What a result file is, as a sweep needs to know before it trusts it. */
+typedef struct {
+    char *status, *config;   /* root attributes (malloc'd), NULL when absent */
+    char kind[16];           /* "train" (/train), "probe", "dump" (/batch), "merged" (/runs) or "" */
+    char *sweep_file;        /* a merged file's /sweep attribute file (malloc'd), or NULL */
+    char damaged[700];       /* why the file cannot be used ("" when it can) */
+} h5io_summary_t;
+
+/* Summarize path, read in a child process with a time limit (h5io_verify.c), so that a damaged
+ * file can neither crash nor hang the caller; full: a finished file (done, diverged) is also
+ * read through (h5io_verify). Returns 0 (damaged may still be set: a malformed attribute, a
+ * damaged object), or 1 when the file is missing or cannot be read at all (damaged says why
+ * when it exists). Free with h5io_summary_free. */
+int h5io_summarize(const char *path, int full, h5io_summary_t *s);
+
+/* Free the strings of s. */
+void h5io_summary_free(h5io_summary_t *s);
+
+/* h5io_verify flags: also read the data of /checkpoint (what --resume loads; a live run
+ * rewrites it in place, so other readers skip its data). */
+#define H5IO_VERIFY_CHECKPOINT 1
+
+/* Read path through in a child process: every link, attribute and dataset, within
+ * h5io_read_timeout. Returns 0, or 1 with err "FILE: /object: what is wrong" or "FILE:
+ * damaged: HDF5 crashed (Segmentation fault) reading it" (docs/design.md §6). */
+int h5io_verify(const char *path, int flags, char *err, size_t errlen);
+
+/* Seconds a reader of path may take: STABILITY_READ_TIMEOUT, else 60 + 1 per 20 MB. */
+double h5io_read_timeout(const char *path);
 
 /* 1 when stored, a file's resolved config text (its root attribute config), describes the same
  * run as cfg, ignoring what may differ between a run and its resume (train.resume, output.*);
@@ -81,9 +118,17 @@ int h5io_commit(h5io_file_t *f, char *err, size_t errlen);
 /* Close and delete the temporary file (after an error). */
 void h5io_abort(h5io_file_t *f);
 
-/* Open an existing file read-only (with SWMR read when a killed writer left its flag set).
- * Returns 0, or 1 with err set. */
+/* Open an existing file read-only (with SWMR read when a killed writer left its flag set),
+ * after h5io_verify has read it through. Returns 0, or 1 with err set. */
 int h5io_open_read(h5io_file_t **f, const char *path, char *err, size_t errlen);
+
+/* The first malformed object a read of f found ("FILE: /object: what is wrong"), or NULL.
+ * Every read below checks rank, shape, type and size first and fails on what it records. */
+const char *h5io_error(const h5io_file_t *f);
+
+/* What f is, by the groups it has: "merged" (/runs or /sweep), "train" (/train), "dump"
+ * (/batch), "probe" (/probe), or "" (none of ours). */
+const char *h5io_kind(h5io_file_t *f);
 
 /* Close a file opened with h5io_open_read. */
 void h5io_close(h5io_file_t *f);
@@ -95,7 +140,8 @@ int h5io_exists(h5io_file_t *f, const char *path);
  * Returns 0, or 1 if absent/unreadable. */
 int h5io_read_doubles(h5io_file_t *f, const char *dset, double **data, size_t *dims, int *rank);
 
-/* Read a string attribute of obj into a malloc'd string (caller frees); NULL if absent. */
+/* Read a string attribute of obj (one string) into a malloc'd string (caller frees); NULL if
+ * absent or malformed (h5io_error). */
 char *h5io_read_attr_string(h5io_file_t *f, const char *obj, const char *name);
 
 /* Read a string-array attribute (fixed or variable length) of obj: a malloc'd array of *n
@@ -113,8 +159,9 @@ int h5io_write_probe(h5io_file_t *f, const probe_t *p, const char *const *site_s
  * into a new probe_t (caller frees with probe_free). 0 or 1. */
 int h5io_read_probe(h5io_file_t *f, const char *prefix, probe_t **p, char *err, size_t errlen);
 
-/* Names of the links in group path (malloc'd array of malloc'd strings, sorted by name);
- * *n = 0 and NULL when the group does not exist. Free with h5io_free_names. */
+/* Names of the links in group path (malloc'd array of malloc'd strings, sorted by name; an
+ * empty group gives an empty array); *n = 0 and NULL when the group does not exist or is not
+ * a group (h5io_error). Free with h5io_free_names. */
 char **h5io_list_group(h5io_file_t *f, const char *path, int *n);
 
 /* Free what h5io_list_group returned. */
@@ -133,7 +180,11 @@ typedef struct h5io_train h5io_train_t;
 typedef struct {
     char *config;          /* root attribute config (malloc'd), NULL if absent */
     char *status;          /* root attribute status (malloc'd), NULL if absent */
-    long checkpoint_step;  /* /checkpoint/step: −1 = no complete checkpoint */
+    char kind[16];         /* "train", "probe", "dump", "merged" or "" (h5io_summary_t) */
+    long rows;             /* updates logged in /train/step, −1 without */
+    long checkpoint_step;  /* the newest usable checkpoint (the file's own, its checksums
+                              verified, or its journal's, h5io_journal.c): −1 = none */
+    char why[1700];        /* why there is none */
 } h5io_train_info_t;
 
 /* Create path in place (refusing an existing file unless overwrite) with every /train and
@@ -142,16 +193,16 @@ typedef struct {
 int h5io_train_create(h5io_train_t **w, const char *path, int overwrite, const train_t *t,
                       const char *config_ini, char *err, size_t errlen);
 
-/* Read config, status and checkpoint step of path (caller frees with h5io_train_info_free).
- * Returns 0, or 1 with err set. */
+/* What the training file path holds (read through in a child first; caller frees with
+ * h5io_train_info_free). Returns 0, or 1 with err set (unreadable, malformed). */
 int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, size_t errlen);
 
 /* Free the strings of info. */
 void h5io_train_info_free(h5io_train_info_t *info);
 
-/* Load path's checkpoint into t, rewrite the file with its /train rows up to that step (new
- * file renamed over the old one) and continue writing it; *elapsed = its time at that step.
- * Returns 0, or 1 with err set. */
+/* Load path's newest usable checkpoint (its own or its journal's) into t, rewrite the file with
+ * its /train rows up to that step (new file renamed over the old one) and continue writing
+ * it; *elapsed = its time at that step. Returns 0, or 1 with err set. */
 int h5io_train_resume(h5io_train_t **w, const char *path, train_t *t, const char *config_ini,
                       double *elapsed, char *err, size_t errlen);
 
@@ -163,8 +214,10 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
 /* Write the buffered rows and flush the file. Returns 0 or 1. */
 int h5io_train_flush(h5io_train_t *w);
 
-/* Flush, then write /checkpoint from t (step −1 while writing, t->step when complete).
- * Returns 0 or 1. */
+/* Flush, then write t's checkpoint: whole into the journal <path>.checkpoint first, then into
+ * /checkpoint in place (step −1 while writing, t->step when complete), fsync, and the journal
+ * removed; so an interruption at any moment leaves the last good checkpoint (docs/design.md
+ * §6). Returns 0 or 1. */
 int h5io_train_checkpoint(h5io_train_t *w, const train_t *t);
 
 /* Flush and close, then set the root status (done | diverged | interrupted) and, when

@@ -11,21 +11,41 @@
  *   /checkpoint/batches        int64 ()     training batches drawn (the data position)
  * Every dataset exists from the start (SWMR writing cannot create any) and is overwritten in
  * place; step is −1 while a checkpoint is being written, so a kill in between leaves no valid
- * checkpoint rather than a mixed one.
+ * checkpoint rather than a mixed one. The checkpoint before it survives in the journal
+ * (h5io_journal.c), written first. Every byte is checksummed by HDF5 itself: the arrays are
+ * chunked with the Fletcher-32 filter (checked on every read), the scalars are compact, so
+ * they live in their object header, which the file format (libver latest) checksums. A flipped
+ * bit fails the read, and --resume refuses the checkpoint instead of continuing from it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "io/h5io_internal.h"
 
-/* A fixed-size contiguous dataset (space allocated at its first write). */
+/* Bytes of one chunk at most (HDF5 allows 4 GiB): a tensor is split along its first axis. */
+#define CHUNK_BYTES ((size_t)64 << 20)
+
+/* A fixed-size dataset (space allocated at its first write): an array chunked with
+ * Fletcher-32 checksums, a scalar compact (in its checksummed object header). */
 static int create_fixed(hid_t file, const char *path, hid_t type, int rank, const hsize_t *dims)
 {
-    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
+    if (rank) {
+        size_t inner = H5Tget_size(type);
+        for (int i = 1; i < rank; i++) inner *= (size_t)dims[i];
+        hsize_t chunk[2] = {dims[0], rank > 1 ? dims[1] : 1};
+        if (chunk[0] * inner > CHUNK_BYTES) chunk[0] = CHUNK_BYTES / inner ? CHUNK_BYTES / inner : 1;
+        if (chunk[0] == 0) chunk[0] = 1;   // an empty tensor still has a chunk shape
+        H5Pset_chunk(dcpl, rank, chunk);
+        H5Pset_fletcher32(dcpl);
+    } else {
+        H5Pset_layout(dcpl, H5D_COMPACT);
+    }
     hid_t space = rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
-    hid_t ds = H5Dcreate2(file, path, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t ds = H5Dcreate2(file, path, type, space, lcpl, dcpl, H5P_DEFAULT);
     H5Sclose(space);
+    H5Pclose(dcpl);
     H5Pclose(lcpl);
     if (ds < 0) return 1;
     H5Dclose(ds);
@@ -40,14 +60,45 @@ static int write_scalar(hid_t file, const char *path, long long v)
     return st < 0;
 }
 
-/* The int64 scalar at path, or dflt when absent or unreadable. */
+/* Open dataset path of f holding count values of class cls (rank and dims too when rank >= 0);
+ * the id, or −1 (absent, or recorded as malformed: h5io_error). */
+static hid_t open_checked(h5io_file_t *f, const char *path, H5T_class_t cls, hssize_t count,
+                          int rank, const hsize_t *dims)
+{
+    if (!h5io_exists(f, path)) return -1;
+    hid_t ds = H5Dopen2(f->id, path, H5P_DEFAULT);
+    if (ds < 0) { h5io_bad(f, path, "not a dataset"); return -1; }
+    hid_t space = H5Dget_space(ds), type = H5Dget_type(ds);
+    hsize_t d[8];
+    const int r = H5Sget_simple_extent_ndims(space);
+    const hssize_t n = H5Sget_simple_extent_npoints(space);
+    int ok = H5Tget_class(type) == cls && n == count && r >= 0 && r <= 8;
+    if (ok && rank >= 0) {
+        ok = r == rank;
+        H5Sget_simple_extent_dims(space, d, NULL);
+        for (int i = 0; ok && i < r; i++) ok = d[i] == dims[i];
+    }
+    if (!ok)
+        h5io_bad(f, path, "%lld values of rank %d and HDF5 type class %d, expected %lld of "
+                 "class %d", (long long)n, r, (int)H5Tget_class(type), (long long)count, (int)cls);
+    H5Tclose(type);
+    H5Sclose(space);
+    if (ok) return ds;
+    H5Dclose(ds);
+    return -1;
+}
+
+/* The int64 scalar at path, or dflt when absent or unreadable (malformed: recorded). */
 static long long read_scalar(h5io_file_t *f, const char *path, long long dflt)
 {
     long long v = dflt;
-    if (!h5io_exists(f, path)) return dflt;
-    hid_t ds = H5Dopen2(f->id, path, H5P_DEFAULT);
-    if (ds < 0 || H5Dread(ds, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) v = dflt;
-    if (ds >= 0) H5Dclose(ds);
+    hid_t ds = open_checked(f, path, H5T_INTEGER, 1, -1, NULL);
+    if (ds < 0) return dflt;
+    if (H5Dread(ds, H5T_NATIVE_LLONG, H5S_ALL, H5S_ALL, H5P_DEFAULT, &v) < 0) {
+        h5io_bad(f, path, "unreadable (damaged, or failing its checksum)");
+        v = dflt;
+    }
+    H5Dclose(ds);
     return v;
 }
 
@@ -92,8 +143,8 @@ int h5io_checkpoint_create(h5io_file_t *f, const train_t *t)
     return rc;
 }
 
-/* Write (or read, when load) every tensor of buf (layout of m) under prefix. */
-static int tensors_io(hid_t file, const char *prefix, const model_t *m, double *buf, int load)
+/* Write every tensor of buf (layout of m) under prefix. */
+static int tensors_write(hid_t file, const char *prefix, const model_t *m, const double *buf)
 {
     int rc = 0;
     for (int i = 0; i < m->num_tensors && !rc; i++) {
@@ -101,31 +152,57 @@ static int tensors_io(hid_t file, const char *prefix, const model_t *m, double *
         snprintf(path, sizeof path, "%s/%s", prefix, m->tensors[i].name);
         hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
         if (ds < 0) return 1;
-        hid_t space = H5Dget_space(ds);
-        const hssize_t n = H5Sget_simple_extent_npoints(space);
-        H5Sclose(space);
-        double *x = buf + m->tensors[i].offset;
-        if (n != (hssize_t)model_tensor_size(&m->tensors[i])) rc = 1;
-        else if (load) rc = H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0;
-        else rc = H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0;
+        const double *x = buf + m->tensors[i].offset;
+        rc = H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0;
         H5Dclose(ds);
     }
     return rc;
 }
 
-/* Write (or read) the state bytes of r at path; the sizes must agree. */
-static int rng_io(hid_t file, const char *path, gsl_rng *r, int load)
+/* Read every tensor of buf (layout of m) from under prefix: each of the tensor's own shape
+ * and of floating-point type, else recorded (h5io_error). 0 or 1. */
+static int tensors_read(h5io_file_t *f, const char *prefix, const model_t *m, double *buf)
+{
+    for (int i = 0; i < m->num_tensors; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        char path[128];
+        hsize_t d[2];
+        snprintf(path, sizeof path, "%s/%s", prefix, t->name);
+        const int rank = tensor_dims(t, d);
+        hid_t ds = open_checked(f, path, H5T_FLOAT, (hssize_t)model_tensor_size(t), rank, d);
+        if (ds < 0) {
+            if (!h5io_error(f)) h5io_bad(f, path, "missing");
+            return 1;
+        }
+        const int bad = H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf + t->offset) < 0;
+        H5Dclose(ds);
+        if (bad) { h5io_bad(f, path, "unreadable (damaged, or failing its checksum)"); return 1; }
+    }
+    return 0;
+}
+
+/* Write the state bytes of r at path. */
+static int rng_write(hid_t file, const char *path, const gsl_rng *r)
 {
     hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
     if (ds < 0) return 1;
-    hid_t space = H5Dget_space(ds);
-    const hssize_t n = H5Sget_simple_extent_npoints(space);
-    H5Sclose(space);
-    int rc = n != (hssize_t)gsl_rng_size(r);
-    if (!rc && load) rc = H5Dread(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, gsl_rng_state(r)) < 0;
-    else if (!rc) rc = H5Dwrite(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, gsl_rng_state(r)) < 0;
+    const int rc = H5Dwrite(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, gsl_rng_state(r)) < 0;
     H5Dclose(ds);
     return rc;
+}
+
+/* Read the state bytes of r from path: bytes, as many as r has. 0 or 1 (recorded). */
+static int rng_read(h5io_file_t *f, const char *path, gsl_rng *r)
+{
+    hid_t ds = open_checked(f, path, H5T_INTEGER, (hssize_t)gsl_rng_size(r), -1, NULL);
+    if (ds < 0) {
+        if (!h5io_error(f)) h5io_bad(f, path, "missing");
+        return 1;
+    }
+    const int bad = H5Dread(ds, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, gsl_rng_state(r)) < 0;
+    H5Dclose(ds);
+    if (bad) h5io_bad(f, path, "unreadable (damaged, or failing its checksum)");
+    return bad;
 }
 
 int h5io_checkpoint_write(h5io_file_t *f, const train_t *t)
@@ -134,13 +211,14 @@ int h5io_checkpoint_write(h5io_file_t *f, const train_t *t)
     // step = −1 while the state is being written: a kill in between leaves no valid checkpoint
     int rc = write_scalar(file, "/checkpoint/step", -1);
     rc |= H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
-    rc |= tensors_io(file, PREFIX[0], t->s.model, t->s.model->params, 0);
-    rc |= tensors_io(file, PREFIX[1], t->s.model, t->opt.m, 0);
-    if (t->opt.v) rc |= tensors_io(file, PREFIX[2], t->s.model, t->opt.v, 0);
+    rc |= tensors_write(file, PREFIX[0], t->s.model, t->s.model->params);
+    h5io_test_hook("CHECKPOINT");   // a test may kill the process here, the state half-written
+    rc |= tensors_write(file, PREFIX[1], t->s.model, t->opt.m);
+    if (t->opt.v) rc |= tensors_write(file, PREFIX[2], t->s.model, t->opt.v);
     rc |= write_scalar(file, "/checkpoint/optim/t", t->opt.t);
     rc |= write_scalar(file, "/checkpoint/batches", t->batches);
-    rc |= rng_io(file, "/checkpoint/rng_init", t->s.rng_init, 0);
-    rc |= rng_io(file, "/checkpoint/rng_data", t->s.rng_data, 0);
+    rc |= rng_write(file, "/checkpoint/rng_init", t->s.rng_init);
+    rc |= rng_write(file, "/checkpoint/rng_data", t->s.rng_data);
     rc |= H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
     if (rc) return 1;
     rc |= write_scalar(file, "/checkpoint/step", t->step);
@@ -163,20 +241,29 @@ long h5io_checkpoint_step(h5io_file_t *f)
 int h5io_checkpoint_load(h5io_file_t *f, train_t *t, char *why, size_t len)
 {
     const long step = h5io_checkpoint_step(f);
-    if (step < 0) { snprintf(why, len, "no complete checkpoint"); return 1; }
+    if (step < 0) {
+        snprintf(why, len, "%s", h5io_error(f) ? h5io_error(f) : "no complete checkpoint");
+        return 1;
+    }
     char *rng = h5io_read_attr_string(f, "/checkpoint", "rng_type");
     const int same_rng = rng && !strcmp(rng, gsl_rng_name(t->s.rng_data));
     free(rng);
-    if (!same_rng) { snprintf(why, len, "checkpoint rng_type is not %s", gsl_rng_name(t->s.rng_data)); return 1; }
-    int rc = tensors_io(f->id, PREFIX[0], t->s.model, t->s.model->params, 1);
-    rc |= tensors_io(f->id, PREFIX[1], t->s.model, t->opt.m, 1);
-    if (t->opt.v) rc |= tensors_io(f->id, PREFIX[2], t->s.model, t->opt.v, 1);
-    rc |= rng_io(f->id, "/checkpoint/rng_init", t->s.rng_init, 1);
-    rc |= rng_io(f->id, "/checkpoint/rng_data", t->s.rng_data, 1);
+    if (!same_rng && !h5io_error(f))
+        h5io_bad(f, "/checkpoint", "attribute 'rng_type' is not %s", gsl_rng_name(t->s.rng_data));
+    int rc = !same_rng || tensors_read(f, PREFIX[0], t->s.model, t->s.model->params) ||
+             tensors_read(f, PREFIX[1], t->s.model, t->opt.m) ||
+             (t->opt.v && tensors_read(f, PREFIX[2], t->s.model, t->opt.v)) ||
+             rng_read(f, "/checkpoint/rng_init", t->s.rng_init) ||
+             rng_read(f, "/checkpoint/rng_data", t->s.rng_data);
     t->opt.t = (long)read_scalar(f, "/checkpoint/optim/t", -1);
     t->batches = (long)read_scalar(f, "/checkpoint/batches", -1);
     t->step = step;
-    if (rc || t->opt.t < 0 || t->batches < 0) { snprintf(why, len, "unreadable checkpoint"); return 1; }
+    if (!rc && (t->opt.t < 0 || t->batches < 0) && !h5io_error(f))
+        h5io_bad(f, "/checkpoint", "optim/t or batches missing or negative");
+    if (rc || h5io_error(f)) {
+        snprintf(why, len, "%s", h5io_error(f) ? h5io_error(f) : "unreadable checkpoint");
+        return 1;
+    }
     data_seek(&t->s.data, t->batches);   // epoch-ordered data continue where they were
     return 0;
 }

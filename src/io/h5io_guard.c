@@ -13,7 +13,10 @@
  * cleanly. Where the file system cannot reserve (no fallocate), writes go ahead unreserved. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "io/h5io_internal.h"
@@ -59,6 +62,12 @@ int h5io_space_reserve(hid_t file, size_t bytes)
     // from the end of what is on disk to past the end of what HDF5 has allocated (its EOA)
     const off_t from = st.st_size;
     const off_t to = ((off_t)size > from ? (off_t)size : from) + (off_t)bytes;
+    // `ulimit -f`: fallocate does not check it; the write past it would fail half-way (EFBIG)
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY && (rlim_t)to > lim.rlim_cur) {
+        errno = EFBIG;
+        return -1;
+    }
     return fsutil_reserve(*handle, from, to - from);
 }
 
@@ -68,4 +77,49 @@ void h5io_space_release(const char *path)
     if (fd < 0) return;
     fsutil_release(fd);
     close(fd);
+}
+
+int h5io_sync(hid_t file)
+{
+    int *handle = NULL;
+    if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 ||
+        H5Fget_vfd_handle(file, H5P_DEFAULT, (void **)&handle) < 0 || !handle)
+        return -1;
+    return fsync(*handle);
+}
+
+int h5io_create_empty(const char *path, char *err, size_t errlen)
+{
+    const int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0 && close(fd) == 0) return 0;
+    snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+    if (fd >= 0) unlink(path);
+    return 1;
+}
+
+int h5io_claim(const char *path, const char *what, char *err, size_t errlen)
+{
+    char holder[600];
+    if (h5io_make_parent_dirs(path) != 0) {
+        snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
+        return -1;
+    }
+    const int fd = fsutil_claim(path, what, holder, sizeof holder);
+    if (fd < 0) {
+        if (holder[0]) snprintf(err, errlen, "%s: in use by %s", path, holder);
+        else snprintf(err, errlen, "%s: cannot create %s.lock: %s", path, path, strerror(errno));
+        return -1;
+    }
+    if (fsutil_is_busy(path)) {   // a live training run of a build before claims
+        snprintf(err, errlen, "%s: in use by a running training run", path);
+        fsutil_unclaim(path, fd);
+        return -1;
+    }
+    fsutil_remove_stale(path, 0);   // what killed processes left beside it
+    return fd;
+}
+
+void h5io_unclaim(const char *path, int fd)
+{
+    if (fd > 0) fsutil_unclaim(path, fd);
 }

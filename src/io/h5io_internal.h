@@ -12,10 +12,62 @@ struct h5io_file {
     hid_t id;
     char path[H5IO_PATH_MAX];
     char tmp[1100];      /* temporary name while writing; "" for files written in place */
+    char bad[700];       /* the first malformed object a read found, "FILE: /obj: what" ("": none) */
+    int claim;           /* the writer's claim of path (h5io_claim) while writing, or 0/−1 */
 };
+
+/* Create path as a new, empty regular file (O_EXCL, never following a link), so that why it
+ * cannot be made is the system's own word (read-only file system, permission, disk full).
+ * Returns 0, or 1 with err "PATH: cannot create: REASON". */
+int h5io_create_empty(const char *path, char *err, size_t errlen);
+
+/* The variable-length UTF-8 string type every string of our files has (caller closes it). */
+hid_t h5io_string_type(void);
+
+/* Record "FILE: obj: what" as f's first malformed object (h5io_error), if none is yet. */
+void h5io_bad(h5io_file_t *f, const char *obj, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Replace every control character of text by '?' (a name from a file, printed). */
+void h5io_printable(char *text);
+
+/* Open path read-only as readers do: plainly, else with SWMR read (a killed writer's flag).
+ * Returns the file id or −1. No checks: callers have verified the file (h5io_verify.c). */
+hid_t h5io_open_id(const char *path);
 
 /* mkdir -p of the directory part of path. Returns 0 or -1 (errno set). */
 int h5io_make_parent_dirs(const char *path);
+
+/* h5io_open_read with h5io_verify flags (H5IO_VERIFY_CHECKPOINT: the checkpoint's data too). */
+int h5io_open_verified(h5io_file_t **f, const char *path, int flags, char *err, size_t errlen);
+
+/* Test hook: STABILITY_KILL_IN=WHERE:N raises SIGKILL the N-th time the program passes WHERE
+ * ("CHECKPOINT": in the middle of writing a checkpoint, its parameters written, the moments not). */
+void h5io_test_hook(const char *where);
+
+/* ---- h5io_journal.c: the checkpoint journal <file>.checkpoint (docs/design.md §6) ------- */
+
+/* "<path>.checkpoint" into buf. */
+void h5io_journal_path(const char *path, char *buf, size_t len);
+
+/* Write t's checkpoint whole into <path>.checkpoint (via a temporary, fsync'd, renamed), tied
+ * to its file by the file's config and created attributes. 0, or 1 with why (errno kept). */
+int h5io_journal_write(const char *path, const char *config, const char *created,
+                       const train_t *t, char *why, size_t len);
+
+/* Remove <path>.checkpoint (after the file's own checkpoint is complete and on disk). */
+void h5io_journal_remove(const char *path);
+
+/* The step of path's journal when it is complete, verified and of this file (config and
+ * created the file's), else −1 with why. */
+long h5io_journal_step(const char *path, const char *config, const char *created, char *why,
+                       size_t len);
+
+/* Load path's journal into t (as h5io_checkpoint_load). 0, or 1 with why. */
+int h5io_journal_load(const char *path, train_t *t, char *why, size_t len);
+
+/* Flush file and fsync it (its writes on disk before a journal is removed). 0 or −1. */
+int h5io_sync(hid_t file);
 
 /* ---- h5io_guard.c: a training writer's lock, and disk space reserved before its writes -- */
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "io/h5io.h"
+#include "io/h5io_internal.h"
 
 /* The HDF5 name of an axis: "param", "site", "norm", "tensor", "sub", "field". */
 static const char *axis_label(probe_axis_id_t id)
@@ -102,14 +103,21 @@ int h5io_read_probe(h5io_file_t *f, const char *prefix, probe_t **out, char *err
     snprintf(path, sizeof path, "%s/probe/grad_fro", prefix);
     if (h5io_read_doubles(f, path, &grad, dims, &rank) || rank != 3) {
         free(grad);
-        snprintf(err, errlen, "no %s [seed][layer][param] in this file", path);
+        if (h5io_error(f)) snprintf(err, errlen, "%s", h5io_error(f));
+        else snprintf(err, errlen, "no %s [seed][layer][param] in this file", path);
         return 1;
     }
     free(grad);
+    if (dims[0] == 0 || dims[1] == 0 || dims[0] > 1000000 || dims[1] > 100000) {
+        h5io_bad(f, path, "%zu seeds of %zu layers (at least one of each)", dims[0], dims[1]);
+        snprintf(err, errlen, "%s", h5io_error(f));
+        return 1;
+    }
     probe_axes_t ax;
     if (read_axes(f, prefix, (int)dims[1], &ax) || (size_t)ax.nparam != dims[2]) {
         if (ax.param) probe_axes_free(&ax);
-        snprintf(err, errlen, "%s: no 'param' attribute naming its %zu columns", path, dims[2]);
+        if (h5io_error(f)) snprintf(err, errlen, "%s", h5io_error(f));
+        else snprintf(err, errlen, "%s: no 'param' attribute naming its %zu columns", path, dims[2]);
         return 1;
     }
     probe_t *p = probe_alloc((int)dims[0], &ax);
@@ -123,20 +131,27 @@ int h5io_read_probe(h5io_file_t *f, const char *prefix, probe_t **out, char *err
         double *data;
         const size_t n = (size_t)p->S * probe_array_size(&p->ax, a);
         if (h5io_read_doubles(f, path, &data, dims, &rank)) {
-            snprintf(err, errlen, "%s: unreadable", path);
+            if (h5io_error(f)) snprintf(err, errlen, "%s", h5io_error(f));
+            else snprintf(err, errlen, "%s: unreadable", path);
             probe_free(p);
             return 1;
         }
         size_t got = 1;
         for (int i = 0; i < rank; i++) got *= dims[i];
         if (got != n) {
-            snprintf(err, errlen, "%s: %zu values, expected %zu", path, got, n);
+            h5io_bad(f, path, "%zu values, expected %zu", got, n);
+            snprintf(err, errlen, "%s", h5io_error(f));
             free(data);
             probe_free(p);
             return 1;
         }
         free(*dst);
         *dst = data;
+    }
+    if (h5io_error(f)) {   // an axis' names were malformed
+        snprintf(err, errlen, "%s", h5io_error(f));
+        probe_free(p);
+        return 1;
     }
     *out = p;
     return 0;

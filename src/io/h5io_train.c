@@ -29,9 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "io/h5io.h"
-#include "io/h5io_internal.h"
 #include "util/fsutil.h"
 #include "util/tmpfiles.h"
+#include "io/h5io_train_internal.h"
 
 /* Rows are written at least this often (seconds), and when a buffer is full. */
 #define FLUSH_SECONDS 2.0
@@ -40,19 +40,9 @@
  * HDF5's metadata (chunk index blocks, object headers), which it allocates in small blocks. */
 #define METADATA_SLACK ((size_t)256 << 10)
 
-/* Row groups: datasets of one group grow together. */
-enum { G_STEP, G_PROBE, G_EVAL, G_UPDATE, G_COUNT };
-static const int GROUP_CAP[G_COUNT] = {1024, 16, 64, 128};   /* buffered rows = chunk rows */
-static const char *const GROUP_KEY[G_COUNT] = {"step", "probe_step", "eval_step", "update_step"};
-static const char *const GROUP_AXIS[G_COUNT] = {"step", "probe", "eval", "update"};
-
-/* A row after the first (growing) axis: [layer] [one named probe axis] (measure/probe.h). */
-typedef struct {
-    const char *name;
-    int group, is_int, layered;
-    probe_axis_id_t axis;
-    const char *description;
-} column_t;
+const int GROUP_CAP[G_COUNT] = {1024, 16, 64, 128};
+const char *const GROUP_KEY[G_COUNT] = {"step", "probe_step", "eval_step", "update_step"};
+const char *const GROUP_AXIS[G_COUNT] = {"step", "probe", "eval", "update"};
 
 /* The HDF5 name of a probe axis (as in /probe). */
 static const char *axis_label(probe_axis_id_t id)
@@ -61,7 +51,7 @@ static const char *axis_label(probe_axis_id_t id)
     return LABELS[id];
 }
 
-static const column_t COLUMNS[] = {
+const column_t COLUMNS[NCOL] = {
     {"step", G_STEP, 1, 0, PA_NONE, "update index t (1-based); row i of every step dataset is update i+1"},
     {"lr", G_STEP, 0, 0, PA_NONE, "learning rate of the update"},
     {"loss", G_STEP, 0, 0, PA_NONE, "training-batch loss before the update"},
@@ -81,26 +71,6 @@ static const column_t COLUMNS[] = {
     {"model_update", G_UPDATE, 0, 0, PA_NONE, "E_token ||F(x,theta_t) - F(x,theta_0)|| on a fixed batch, F = the last hidden state (DeepNet)"},
     {"update_rel", G_UPDATE, 0, 1, PA_PARAM, "||W_t - W_(t-1)||_F / ||W_(t-1)||_F of the update"},
 };
-#define NCOL ((int)(sizeof COLUMNS / sizeof COLUMNS[0]))
-
-/* Why a writer stopped writing (h5io_train_close then ends without touching the file). */
-enum { WRITER_OK, WRITER_DISK_FULL, WRITER_BROKEN };
-
-struct h5io_train {
-    h5io_file_t f;              /* f.id: the open file */
-    int lock_fd;                /* holds a shared flock on the file while writing, or −1 */
-    probe_axes_t ax;            /* names of the probe rows' axes (a copy of the trainer's) */
-    int failed;                 /* WRITER_DISK_FULL: a reservation failed, nothing written since the
-                                   last flush; WRITER_BROKEN: an HDF5 write failed */
-    int err_no;                 /* errno of the failed reservation */
-    long last_step, flushed_step, ckpt_step;   /* last update buffered / on disk; checkpoint */
-    int ckpt_allocated;         /* the checkpoint's data have their space in the file */
-    int text;
-    hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
-    double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
-    int pending[G_COUNT];
-    double last_flush;
-};
 
 static double now_seconds(void)
 {
@@ -110,7 +80,7 @@ static double now_seconds(void)
 }
 
 /* Inner dims of a column's row; returns their count (0..2). */
-static int row_dims(const h5io_train_t *w, const column_t *c, hsize_t *d)
+int h5io_tw_row_dims(const h5io_train_t *w, const column_t *c, hsize_t *d)
 {
     int n = 0;
     if (c->layered) d[n++] = (hsize_t)w->ax.L;
@@ -122,19 +92,19 @@ static size_t row_size(const h5io_train_t *w, const column_t *c)
 {
     hsize_t d[2];
     size_t n = 1;
-    for (int i = 0, r = row_dims(w, c, d); i < r; i++) n *= (size_t)d[i];
+    for (int i = 0, r = h5io_tw_row_dims(w, c, d); i < r; i++) n *= (size_t)d[i];
     return n;
 }
 
 /* Column k exists: validation columns with validation data, and no empty axis (e.g. the norm
  * axis of a model without norms: HDF5 cannot chunk a zero-length dimension). */
-static int column_present(const h5io_train_t *w, int k)
+int h5io_tw_column_present(const h5io_train_t *w, int k)
 {
     if (COLUMNS[k].group == G_EVAL && !w->text) return 0;
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 
-static hid_t fapl_latest(void)
+hid_t h5io_tw_fapl_latest(void)
 {
     hid_t p = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_libver_bounds(p, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);   // required by SWMR
@@ -170,10 +140,10 @@ static int create_layout(h5io_train_t *w, const train_t *t)
     if (g < 0) return 1;
     H5Gclose(g);
     for (int k = 0; k < NCOL && !rc; k++) {
-        if (!column_present(w, k)) continue;
+        if (!h5io_tw_column_present(w, k)) continue;
         const column_t *c = &COLUMNS[k];
         hsize_t dims[3] = {0}, maxd[3] = {H5S_UNLIMITED}, chunk[3] = {(hsize_t)GROUP_CAP[c->group]};
-        const int r = 1 + row_dims(w, c, dims + 1);
+        const int r = 1 + h5io_tw_row_dims(w, c, dims + 1);
         for (int i = 1; i < r; i++) maxd[i] = chunk[i] = dims[i];
         hid_t space = H5Screate_simple(r, dims, maxd), dcpl = H5Pcreate(H5P_DATASET_CREATE);
         H5Pset_chunk(dcpl, r, chunk);
@@ -208,7 +178,7 @@ static int create_layout(h5io_train_t *w, const train_t *t)
     return rc;
 }
 
-static void train_free_writer(h5io_train_t *w)
+void h5io_tw_free(h5io_train_t *w)
 {
     for (int k = 0; k < NCOL; k++) {
         // after a failed HDF5 write the handles are left open: closing would flush the half-
@@ -220,6 +190,7 @@ static void train_free_writer(h5io_train_t *w)
     if (w->f.id >= 0 && w->failed != WRITER_BROKEN) H5Fclose(w->f.id);
     if (w->lock_fd >= 0) close(w->lock_fd);   // releases the flock
     probe_axes_free(&w->ax);
+    free(w->config);
     free(w);
 }
 
@@ -238,7 +209,7 @@ static void failure_message(const h5io_train_t *w, char *err, size_t errlen)
 {
     char ck[64], rows[48];
     if (w->ckpt_step >= 0) snprintf(ck, sizeof ck, "the checkpoint of update %ld", w->ckpt_step);
-    else snprintf(ck, sizeof ck, "no checkpoint (--resume starts over)");
+    else snprintf(ck, sizeof ck, "no checkpoint (--resume --force starts over)");
     if (w->flushed_step > 0) snprintf(rows, sizeof rows, "updates 1-%ld", w->flushed_step);
     else snprintf(rows, sizeof rows, "no updates");
     if (w->failed == WRITER_DISK_FULL)
@@ -261,7 +232,7 @@ static size_t flush_bytes(const h5io_train_t *w)
     return n;
 }
 
-static h5io_train_t *writer_alloc(const train_t *t, const char *path)
+h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
 {
     h5io_train_t *w = calloc(1, sizeof *w);
     if (!w) return NULL;
@@ -275,17 +246,17 @@ static h5io_train_t *writer_alloc(const train_t *t, const char *path)
     for (int k = 0; k < NCOL; k++) {
         w->buf[k] = malloc(((size_t)GROUP_CAP[COLUMNS[k].group] * row_size(w, &COLUMNS[k]) + 1) *
                            sizeof(double));
-        if (!w->buf[k]) { train_free_writer(w); return NULL; }
+        if (!w->buf[k]) { h5io_tw_free(w); return NULL; }
     }
     w->last_flush = now_seconds();
     return w;
 }
 
 /* Open the /train datasets for appending. */
-static int open_columns(h5io_train_t *w)
+int h5io_tw_open_columns(h5io_train_t *w)
 {
     for (int k = 0; k < NCOL; k++) {
-        if (!column_present(w, k)) continue;
+        if (!h5io_tw_column_present(w, k)) continue;
         char path[64];
         snprintf(path, sizeof path, "/train/%s", COLUMNS[k].name);
         if ((w->ds[k] = H5Dopen2(w->f.id, path, H5P_DEFAULT)) < 0) return 1;
@@ -294,7 +265,7 @@ static int open_columns(h5io_train_t *w)
 }
 
 /* Append n rows (row-major doubles) to dataset ds. */
-static int append_rows(hid_t ds, const double *rows, hsize_t n)
+int h5io_tw_append_rows(hid_t ds, const double *rows, hsize_t n)
 {
     if (n == 0) return 0;
     hid_t space = H5Dget_space(ds);
@@ -321,7 +292,7 @@ int h5io_train_flush(h5io_train_t *w)
     if (h5io_space_reserve(w->f.id, flush_bytes(w)) != 0) return writer_failed(w, WRITER_DISK_FULL);
     int rc = 0;
     for (int k = 0; k < NCOL; k++)
-        if (w->ds[k] >= 0) rc |= append_rows(w->ds[k], w->buf[k], (hsize_t)w->pending[COLUMNS[k].group]);
+        if (w->ds[k] >= 0) rc |= h5io_tw_append_rows(w->ds[k], w->buf[k], (hsize_t)w->pending[COLUMNS[k].group]);
     for (int g = 0; g < G_COUNT; g++) w->pending[g] = 0;
     if (H5Fflush(w->f.id, H5F_SCOPE_GLOBAL) < 0) rc = 1;
     w->last_flush = now_seconds();
@@ -338,7 +309,7 @@ static void push(h5io_train_t *w, int k, const double *row)
 }
 
 /* Column index by name (the table above is fixed: a miss is a programming error). */
-static int col(const char *name)
+int h5io_tw_col(const char *name)
 {
     for (int k = 0; k < NCOL; k++)
         if (!strcmp(COLUMNS[k].name, name)) return k;
@@ -350,33 +321,33 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
     if (w->failed) return 1;
     const double step = (double)r->step;
     w->last_step = r->step;
-    push(w, col("step"), &step);
-    push(w, col("lr"), &r->lr);
-    push(w, col("loss"), &r->loss);
-    push(w, col("grad_norm"), &r->grad_norm);
-    push(w, col("time"), &elapsed);
+    push(w, h5io_tw_col("step"), &step);
+    push(w, h5io_tw_col("lr"), &r->lr);
+    push(w, h5io_tw_col("loss"), &r->loss);
+    push(w, h5io_tw_col("grad_norm"), &r->grad_norm);
+    push(w, h5io_tw_col("time"), &elapsed);
     w->pending[G_STEP]++;
     if (r->probed) {
         const train_probe_t *p = &t->probe;
-        push(w, col("probe_step"), &step);
-        push(w, col("grad_fro"), p->grad_fro);
-        push(w, col("extra_grad_fro"), p->extra_grad_fro);
-        push(w, col("hidden_sqnorm"), p->hidden_sqnorm);
-        push(w, col("final_sqnorm"), &p->final_sqnorm);
-        push(w, col("jacobian_spec"), p->jacobian_spec);
-        push(w, col("final_jacobian_spec"), &p->final_jacobian_spec);
-        push(w, col("subout_grad"), p->subout_grad);
+        push(w, h5io_tw_col("probe_step"), &step);
+        push(w, h5io_tw_col("grad_fro"), p->grad_fro);
+        push(w, h5io_tw_col("extra_grad_fro"), p->extra_grad_fro);
+        push(w, h5io_tw_col("hidden_sqnorm"), p->hidden_sqnorm);
+        push(w, h5io_tw_col("final_sqnorm"), &p->final_sqnorm);
+        push(w, h5io_tw_col("jacobian_spec"), p->jacobian_spec);
+        push(w, h5io_tw_col("final_jacobian_spec"), &p->final_jacobian_spec);
+        push(w, h5io_tw_col("subout_grad"), p->subout_grad);
         w->pending[G_PROBE]++;
     }
     if (r->updated) {
-        push(w, col("update_step"), &step);
-        push(w, col("model_update"), &t->model_update);
-        push(w, col("update_rel"), t->update_rel);
+        push(w, h5io_tw_col("update_step"), &step);
+        push(w, h5io_tw_col("model_update"), &t->model_update);
+        push(w, h5io_tw_col("update_rel"), t->update_rel);
         w->pending[G_UPDATE]++;
     }
     if (w->text && !isnan(r->val_loss)) {
-        push(w, col("eval_step"), &step);
-        push(w, col("val_loss"), &r->val_loss);
+        push(w, h5io_tw_col("eval_step"), &step);
+        push(w, h5io_tw_col("val_loss"), &r->val_loss);
         w->pending[G_EVAL]++;
     }
     int full = 0;
@@ -389,24 +360,41 @@ int h5io_train_checkpoint(h5io_train_t *w, const train_t *t)
 {
     // rows first; when they cannot be written, the last complete checkpoint stays untouched
     if (h5io_train_flush(w)) return 1;
+    // the journal next, whole and on disk: from now on a kill at any moment leaves one
+    // complete checkpoint, the file's or the journal's (h5io_journal.c)
+    if (w->journal) {
+        char why[1400];
+        if (h5io_journal_write(w->f.path, w->config, w->created, t, why, sizeof why))
+            return writer_failed(w, WRITER_DISK_FULL);
+        w->ckpt_step = t->step;
+    }
     const size_t need = METADATA_SLACK + (w->ckpt_allocated ? 0 : h5io_checkpoint_bytes(t));
     if (h5io_space_reserve(w->f.id, need) != 0) return writer_failed(w, WRITER_DISK_FULL);
     if (h5io_checkpoint_write(&w->f, t)) return writer_failed(w, WRITER_BROKEN);
+    if (w->journal) {
+        if (h5io_sync(w->f.id) != 0) return writer_failed(w, WRITER_BROKEN);
+        h5io_journal_remove(w->f.path);   // the file's own checkpoint is complete, on disk
+    }
     w->ckpt_allocated = 1;
     w->ckpt_step = t->step;
     return 0;
 }
 
 /* Create the file at path (EXCL, or TRUNC when overwrite) with its layout and root attributes. */
-static int create_file(h5io_train_t *w, const char *path, int trunc, const train_t *t,
+int h5io_tw_create_file(h5io_train_t *w, const char *path, int trunc, const train_t *t,
                        const char *config_ini)
 {
-    hid_t fapl = fapl_latest();
+    hid_t fapl = h5io_tw_fapl_latest();
     w->f.id = H5Fcreate(path, trunc ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
     if (w->f.id < 0) return 1;
     int rc = create_layout(w, t);
     rc |= h5io_write_root_attrs(&w->f, config_ini, t->s.cfg.init.seed, "running");
+    char *created = h5io_read_attr_string(&w->f, "/", "created");
+    snprintf(w->created, sizeof w->created, "%s", created ? created : "");
+    free(created);
+    free(w->config);
+    if (!(w->config = strdup(config_ini))) rc = 1;
     return rc;
 }
 
@@ -430,19 +418,32 @@ int h5io_train_create(h5io_train_t **out, const char *path, int overwrite, const
         snprintf(err, errlen, "%s: cannot create directory: %s", path, strerror(errno));
         return 1;
     }
-    h5io_train_t *w = writer_alloc(t, path);
+    h5io_train_t *w = h5io_tw_alloc(t, path);
     if (!w) { snprintf(err, errlen, "%s: out of memory", path); return 1; }
-    const int existed = lstat(path, &st) == 0;
-    if (create_file(w, path, overwrite, t, config_ini) || open_columns(w) ||
-        H5Fstart_swmr_write(w->f.id) < 0) {
-        snprintf(err, errlen, "%s: cannot create the HDF5 file (directory writable? disk full? "
-                 "file in use?)", path);
-        const int created = w->f.id >= 0;
-        train_free_writer(w);
-        // ours (h5io_check_target saw no other kind): created, or left empty by a full disk
-        if (created || !existed) fsutil_unlink_regular(path);
+    // made whole under a temporary name, then put in place by rename (never truncated in place:
+    // a hard link to the old file, a snapshot, keeps what it held; docs/design.md §6)
+    char tmp[sizeof w->f.path + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    tmpfiles_add(tmp);
+    err[0] = '\0';
+    rc = h5io_create_empty(tmp, err, errlen) || h5io_tw_create_file(w, tmp, 1, t, config_ini) ||
+         h5io_tw_open_columns(w) || H5Fstart_swmr_write(w->f.id) < 0;
+    if (!rc && fsutil_check_replaceable(path, err, errlen)) rc = 1;
+    else if (!rc && overwrite && rename(tmp, path) != 0) rc = 1;
+    else if (!rc && !overwrite && (link(tmp, path) != 0 || unlink(tmp) != 0)) rc = 1;
+    if (rc) {
+        if (!err[0] && errno == EEXIST)
+            snprintf(err, errlen, "%s: exists (use --force to replace it, --resume to continue it)", path);
+        else if (!err[0])
+            snprintf(err, errlen, "%s: cannot create the HDF5 file: %s", path, strerror(errno));
+        h5io_tw_free(w);
+        fsutil_unlink_regular(tmp);
+        tmpfiles_forget(tmp);
         return 1;
     }
+    tmpfiles_forget(tmp);
+    h5io_journal_remove(path);   // a journal a killed run of this path left is not this run's
+    w->journal = 1;
     w->lock_fd = h5io_lock_hold(path);
     *out = w;
     return 0;
@@ -456,7 +457,7 @@ int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, cons
     int rc = h5io_train_flush(w);
     const int ours = h5io_same_file(w->lock_fd, w->f.path), failed = w->failed;
     if (failed) failure_message(w, err, errlen);
-    train_free_writer(w);
+    h5io_tw_free(w);
     if (failed) {   // status stays running, as after kill -9: --resume continues the file
         if (failed == WRITER_DISK_FULL) h5io_space_release(path);
         return 1;
@@ -495,146 +496,3 @@ int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, cons
     return rc;
 }
 
-/* ---------------------------------------------------------------- inspect and resume */
-
-int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, size_t errlen)
-{
-    memset(info, 0, sizeof *info);
-    info->checkpoint_step = -1;
-    h5io_file_t *f;
-    if (h5io_open_read(&f, path, err, errlen)) return 1;
-    info->config = h5io_read_attr_string(f, "/", "config");
-    info->status = h5io_read_attr_string(f, "/", "status");
-    info->checkpoint_step = h5io_checkpoint_step(f);
-    h5io_close(f);
-    return 0;
-}
-
-void h5io_train_info_free(h5io_train_info_t *info)
-{
-    free(info->config);
-    free(info->status);
-    info->config = info->status = NULL;
-}
-
-/* Read the whole column k of f (rows × row_size doubles, malloc'd) if its row shape is right. */
-static double *read_column(h5io_file_t *f, const h5io_train_t *w, int k, hsize_t *rows)
-{
-    char path[64];
-    double *x;
-    size_t dims[8];
-    hsize_t want[2];
-    int r;
-    snprintf(path, sizeof path, "/train/%s", COLUMNS[k].name);
-    if (h5io_read_doubles(f, path, &x, dims, &r)) return NULL;
-    const int wr = row_dims(w, &COLUMNS[k], want);
-    int ok = r == 1 + wr;
-    for (int i = 0; ok && i < wr; i++) ok = dims[i + 1] == want[i];
-    if (!ok) { free(x); return NULL; }
-    *rows = dims[0];
-    return x;
-}
-
-/* The /train rows of the open file up to update t->step: data[k] and rows kept per group. */
-static int load_rows(h5io_file_t *f, const h5io_train_t *w, long step, double **data, hsize_t *keep,
-                     double *elapsed, char *why, size_t len)
-{
-    hsize_t n[NCOL] = {0}, shortest[G_COUNT];
-    for (int g = 0; g < G_COUNT; g++) shortest[g] = (hsize_t)-1;
-    for (int k = 0; k < NCOL; k++) {
-        if (!column_present(w, k)) continue;
-        if (!(data[k] = read_column(f, w, k, &n[k]))) {
-            snprintf(why, len, "/train/%s missing or of another shape", COLUMNS[k].name);
-            return 1;
-        }
-        const int g = COLUMNS[k].group;
-        if (n[k] < shortest[g]) shortest[g] = n[k];   // a kill may leave one group ragged
-    }
-    for (int g = 0; g < G_COUNT; g++) {
-        keep[g] = 0;
-        if (shortest[g] == (hsize_t)-1) continue;
-        const double *key = data[col(GROUP_KEY[g])];
-        while (keep[g] < shortest[g] && key[keep[g]] <= (double)step) keep[g]++;
-    }
-    const double *s = data[col("step")];
-    for (hsize_t i = 0; i < keep[G_STEP]; i++)
-        if (s[i] != (double)(i + 1)) { snprintf(why, len, "/train/step is not 1, 2, ..."); return 1; }
-    if (keep[G_STEP] != (hsize_t)step) {
-        snprintf(why, len, "/train has %llu steps, the checkpoint is at %ld",
-                 (unsigned long long)keep[G_STEP], step);
-        return 1;
-    }
-    *elapsed = step > 0 ? data[col("time")][step - 1] : 0.0;
-    return 0;
-}
-
-int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const char *config_ini,
-                      double *elapsed, char *err, size_t errlen)
-{
-    *out = NULL;
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (h5io_in_use(path)) {
-        snprintf(err, errlen, "%s: cannot resume: in use by another process (a running training "
-                 "run, an open reader?)", path);
-        return 1;
-    }
-    h5io_file_t *old;
-    if (h5io_open_read(&old, path, err, errlen)) return 1;
-    h5io_train_t *w = writer_alloc(t, path);
-    double *data[NCOL] = {NULL};
-    hsize_t keep[G_COUNT];
-    char why[1400] = "out of memory", tmp[sizeof w->f.path + 32];
-    char *created = h5io_read_attr_string(old, "/", "created");
-    int rc = !w || h5io_checkpoint_load(old, t, why, sizeof why) ||
-             load_rows(old, w, t->step, data, keep, elapsed, why, sizeof why);
-    h5io_close(old);
-    if (!rc) {
-        // rewrite: the rows up to the checkpoint and the checkpoint into a new file, then
-        // rename it over the old one (atomic: a kill leaves either file complete)
-        snprintf(tmp, sizeof tmp, "%s.resume.%ld", path, (long)getpid());
-        rc = fsutil_check_replaceable(tmp, why, sizeof why) != 0;   // TRUNC would follow a link
-        if (!rc) tmpfiles_add(tmp);   // removed if a signal ends the process meanwhile
-        rc = rc || create_file(w, tmp, 1, t, config_ini) || open_columns(w);
-        if (!rc) tmpfiles_test_hook();
-        if (!rc && created) rc = h5io_write_attr_string(&w->f, "/", "created", created);
-        for (int k = 0; k < NCOL && !rc; k++)
-            if (w->ds[k] >= 0) rc = append_rows(w->ds[k], data[k], keep[COLUMNS[k].group]);
-        w->last_step = w->flushed_step = t->step;
-        rc = rc || h5io_train_checkpoint(w, t);
-        for (int k = 0; k < NCOL; k++) {
-            if (w->ds[k] >= 0) H5Dclose(w->ds[k]);
-            w->ds[k] = -1;
-        }
-        if (w->f.id >= 0 && H5Fclose(w->f.id) < 0) rc = 1;
-        w->f.id = -1;
-        if (rc) {
-            snprintf(why, sizeof why, "cannot write %s (disk full?); the file is unchanged", tmp);
-            fsutil_unlink_regular(tmp);
-        } else if (fsutil_check_replaceable(path, why, sizeof why)) {
-            fsutil_unlink_regular(tmp);
-            rc = 1;
-        } else if (rename(tmp, path) != 0) {
-            snprintf(why, sizeof why, "cannot rename %s: %s", tmp, strerror(errno));
-            fsutil_unlink_regular(tmp);
-            rc = 1;
-        }
-        tmpfiles_forget(tmp);
-    }
-    if (!rc) {
-        hid_t fapl = fapl_latest();
-        w->f.id = H5Fopen(path, H5F_ACC_RDWR, fapl);
-        H5Pclose(fapl);
-        rc = w->f.id < 0 || open_columns(w) || H5Fstart_swmr_write(w->f.id) < 0;
-        if (rc) snprintf(why, sizeof why, "cannot reopen for writing");
-        else w->lock_fd = h5io_lock_hold(path);
-    }
-    for (int k = 0; k < NCOL; k++) free(data[k]);
-    free(created);
-    if (rc) {
-        snprintf(err, errlen, "%s: cannot resume: %s", path, why);
-        if (w) train_free_writer(w);
-        return 1;
-    }
-    *out = w;
-    return 0;
-}

@@ -3,9 +3,9 @@
  *
  * Threads: the (batch, head) pairs are independent (each writes its own att block and its own
  * columns of ctx / dq, dk, dv), so they are split among the pool's threads (util/threads.h),
- * each pair computed exactly as in a serial loop, its GEMMs single-threaded calls — when a
- * single-threaded call of each of their shapes gives OpenBLAS's bits (nn/gemm.h; always so for
- * heads this small). Otherwise the pairs run in order and each GEMM goes through gemm(). */
+ * each pair computed exactly as in a serial loop, its GEMMs single-threaded calls
+ * (gemm_serial: the bits gemm() gives at every thread count, nn/gemm.h). So a pair's bits do not
+ * depend on the thread count or on which thread computes it. */
 #include <math.h>
 #include "nn/attention.h"
 #include "nn/gemm.h"
@@ -16,31 +16,19 @@ typedef struct {
     const double *q, *k, *v, *dctx, *catt;
     int B, Tq, Tk, C, H, causal;
     const int *key_len;
-    int serial;        /* 1: single-threaded GEMM calls (pairs side by side); 0: gemm() */
 } att_job_t;
 
-/* One of a pair's GEMMs. */
-static void head_gemm(const att_job_t *j, int ta, int tb, int M, int N, int K, double alpha,
-                      const double *A, int lda, const double *B, int ldb, double *C, int ldc)
+/* One of a pair's GEMMs (β = 0): one single-threaded call. */
+static void head_gemm(int ta, int tb, int M, int N, int K, double alpha, const double *A,
+                      int lda, const double *B, int ldb, double *C, int ldc)
 {
-    if (j->serial) gemm_serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0, C, ldc);
-    else gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0, C, ldc);
+    gemm_serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0, C, ldc);
 }
 
-/* Parts for the B·H pairs: the pool when single-threaded calls of the pairs' GEMM shapes give
- * OpenBLAS's bits and the pairs are worth the start of a region; else 1 (pairs in order). */
-static int pair_threads(att_job_t *j, int backward)
+/* Parts for the B·H pairs: the pool when the pairs are worth the start of a region. */
+static int pair_threads(const att_job_t *j)
 {
-    const int Tq = j->Tq, Tk = j->Tk, Dh = j->C / j->H;
-    j->serial = 0;
-    if (threads_get() <= 1) return 1;
-    const int ok = backward
-        ? gemm_serial_ok(0, 1, Tq, Tk, Dh) && gemm_serial_ok(1, 0, Tk, Dh, Tq) &&
-          gemm_serial_ok(0, 0, Tq, Dh, Tk)
-        : gemm_serial_ok(0, 1, Tq, Tk, Dh) && gemm_serial_ok(0, 0, Tq, Dh, Tk);
-    if (!ok) return 1;
-    j->serial = 1;
-    return threads_for((double)j->B * j->H * Tq * Tk * Dh / 8.0);
+    return threads_for((double)j->B * j->H * j->Tq * j->Tk * (j->C / j->H) / 8.0);
 }
 
 static void forward_pairs(void *ctx, int t, int nt)
@@ -59,7 +47,7 @@ static void forward_pairs(void *ctx, int t, int nt)
         double *ah = j->att + ((size_t)b * H + h) * Tq * Tk;            // (Tq,Tk)
         double *ch = j->ctx + (size_t)b * Tq * C + (size_t)h * Dh;      // (Tq,Dh) stride C
         // scores (Tq,Tk) = q_h · k_hᵀ / √Dh
-        head_gemm(j, 0, 1, Tq, Tk, Dh, scale, qh, C, kh, C, ah, Tk);
+        head_gemm(0, 1, Tq, Tk, Dh, scale, qh, C, kh, C, ah, Tk);
         // softmax over the visible keys, max-subtracted; the others get probability 0
         for (int i = 0; i < Tq; i++) {
             double *row = ah + (size_t)i * Tk;
@@ -74,7 +62,7 @@ static void forward_pairs(void *ctx, int t, int nt)
             for (int c = nk; c < Tk; c++) row[c] = 0.0;
         }
         // ctx_h (Tq,Dh) = att_h (Tq,Tk) · v_h (Tk,Dh)
-        head_gemm(j, 0, 0, Tq, Dh, Tk, 1.0, ah, Tk, vh, C, ch, C);
+        head_gemm(0, 0, Tq, Dh, Tk, 1.0, ah, Tk, vh, C, ch, C);
     }
 }
 
@@ -84,7 +72,7 @@ void attention_forward(double *ctx, double *att, const double *q, const double *
 {
     att_job_t j = {.ctx = ctx, .att = att, .q = q, .k = k, .v = v, .B = B, .Tq = Tq, .Tk = Tk,
                    .C = C, .H = H, .causal = causal, .key_len = key_len};
-    threads_run(pair_threads(&j, 0), forward_pairs, &j);
+    threads_run(pair_threads(&j), forward_pairs, &j);
 }
 
 static void backward_pairs(void *ctx, int t, int nt)
@@ -101,9 +89,9 @@ static void backward_pairs(void *ctx, int t, int nt)
         const double *ah = j->catt + ((size_t)b * H + h) * Tq * Tk;  // (Tq,Tk)
         double *dah = j->datt + ((size_t)b * H + h) * Tq * Tk;       // (Tq,Tk)
         // datt (Tq,Tk) = dctx_h (Tq,Dh) · v_hᵀ (Dh,Tk)
-        head_gemm(j, 0, 1, Tq, Tk, Dh, 1.0, j->dctx + oq, C, j->v + ok, C, dah, Tk);
+        head_gemm(0, 1, Tq, Tk, Dh, 1.0, j->dctx + oq, C, j->v + ok, C, dah, Tk);
         // dv_h (Tk,Dh) = att_hᵀ (Tk,Tq) · dctx_h (Tq,Dh)   (β = 0: linear.c)
-        head_gemm(j, 1, 0, Tk, Dh, Tq, 1.0, ah, Tk, j->dctx + oq, C, j->dv + ok, C);
+        head_gemm(1, 0, Tk, Dh, Tq, 1.0, ah, Tk, j->dctx + oq, C, j->dv + ok, C);
         // softmax backward, in place: dscore_ij = a_ij·(datt_ij − Σ_j' a_ij'·datt_ij')
         // (masked entries have a_ij = 0, so they get no gradient)
         for (int i = 0; i < Tq; i++) {
@@ -114,9 +102,9 @@ static void backward_pairs(void *ctx, int t, int nt)
             for (int c = 0; c < Tk; c++) drow[c] = arow[c] * (drow[c] - dot);
         }
         // dq_h (Tq,Dh) = dscore (Tq,Tk) · k_h (Tk,Dh) / √Dh
-        head_gemm(j, 0, 0, Tq, Dh, Tk, scale, dah, Tk, j->k + ok, C, j->dq + oq, C);
+        head_gemm(0, 0, Tq, Dh, Tk, scale, dah, Tk, j->k + ok, C, j->dq + oq, C);
         // dk_h (Tk,Dh) = dscoreᵀ (Tk,Tq) · q_h (Tq,Dh) / √Dh
-        head_gemm(j, 1, 0, Tk, Dh, Tq, scale, dah, Tk, j->q + oq, C, j->dk + ok, C);
+        head_gemm(1, 0, Tk, Dh, Tq, scale, dah, Tk, j->q + oq, C, j->dk + ok, C);
     }
 }
 
@@ -127,5 +115,5 @@ void attention_backward(double *dq, double *dk, double *dv, double *datt,
 {
     att_job_t j = {.dq = dq, .dk = dk, .dv = dv, .datt = datt, .dctx = dctx, .q = q, .k = k,
                    .v = v, .catt = att, .B = B, .Tq = Tq, .Tk = Tk, .C = C, .H = H};
-    threads_run(pair_threads(&j, 1), backward_pairs, &j);
+    threads_run(pair_threads(&j), backward_pairs, &j);
 }

@@ -1,4 +1,11 @@
-/* gemm.c — the model's DGEMMs on the step's pool, with OpenBLAS's bits (nn/gemm.h). */
+/* gemm.c — the model's GEMMs on the step's pool, each with the bits of one single-threaded call
+ * (nn/gemm.h).
+ *
+ * The plan of a shape (which side of C is cut, in blocks of how many, and whether the blocks
+ * give the whole call's bytes) is written for any element type: a type is its size, its BLAS
+ * call and its pseudo-random fill (gemm_type_t). DOUBLE is the only one today; a float32 twin
+ * (cblas_sgemm) adds a second table and two wrappers, and shares the layout, the check, the
+ * cache and the split below. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,197 +13,279 @@
 #include "nn/gemm.h"
 #include "util/threads.h"
 
-/* OpenBLAS's own API (not in GSL's CBLAS header); we link -lopenblas. */
-void openblas_set_num_threads(int num_threads);
+typedef struct gemm_type gemm_type_t;
 
-/* How a shape is computed. */
-enum { PLAN_BLAS,     /* one call on OpenBLAS's n threads (as before this module) */
-       PLAN_SERIAL,   /* one single-threaded call on the caller */
-       PLAN_ROWS,     /* rows of C split among the pool, each part a single-threaded call */
-       PLAN_COLS };   /* columns of C split likewise */
-
-/* Split boundaries are multiples of this (OpenBLAS's kernels work in tiles of 4 or 8 rows/columns;
- * the calibration checks every split anyway). */
-#define ALIGN 8
-
-/* Below this M·N·K one call on the caller beats starting a region (≈ 2·10⁵ flops ≈ 4 µs). */
-#define SPLIT_MIN_MNK 131072.0
-
-/* Calibration operands at most (doubles): larger shapes keep OpenBLAS's threads uncalibrated. */
-#define CALIB_MAX (8u << 20)
-
+/* One product C (M,N) = α·op(A)·op(B) + β·C, row-major, in the element type of `type`. */
 typedef struct {
-    int ta, tb, M, N, K;   /* the shape */
-    int n, parts;          /* threads_get() and the pool's parts when it was calibrated */
-    int plan;              /* PLAN_* */
-    int serial_ok;         /* one single-threaded call gives the bits */
-} shape_t;
-
-#define CACHE_MAX 512
-static shape_t cache[CACHE_MAX];
-static int ncache = 0;
-
-typedef struct {
+    const gemm_type_t *type;
     int ta, tb, M, N, K;
     double alpha, beta;
-    const double *A, *B;
-    double *C;
-    int lda, ldb, ldc, plan;
+    const void *A, *B;
+    void *C;
+    int lda, ldb, ldc;
 } call_t;
 
-static void call_serial(const call_t *c)
+struct gemm_type {
+    int id;                                 /* the cache's key */
+    size_t size;                            /* bytes per element */
+    void (*call)(const call_t *c);          /* one single-threaded BLAS call */
+    void (*fill)(void *x, size_t n, size_t first, uint64_t seed);   /* values first.. of a stream */
+};
+
+/* ------------------------------------------------------------------------------------------
+ * float64 */
+
+static void call_double(const call_t *c)
 {
     cblas_dgemm(CblasRowMajor, c->ta ? CblasTrans : CblasNoTrans, c->tb ? CblasTrans : CblasNoTrans,
                 c->M, c->N, c->K, c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C, c->ldc);
 }
 
-/* One call on OpenBLAS's n threads: what cblas_dgemm did when threads_set(n) set OpenBLAS to n. */
-static void call_blas(const call_t *c, int n)
+/* Value i of the pseudo-random stream `seed`, in [−1, 1) (splitmix64 of the counter: any value
+ * of the stream can be made again without the ones before it). */
+static double stream_value(uint64_t seed, uint64_t i)
 {
-    if (n > 1) openblas_set_num_threads(n);
-    call_serial(c);
-    if (n > 1) openblas_set_num_threads(1);
+    uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-52 - 1.0;
 }
 
-/* Part t of nt of a row or column split: the same product on a block of C's rows (A's rows) or
- * columns (B's columns). */
-static void split_part(void *ctx, int t, int nt)
+static void fill_double(void *x, size_t n, size_t first, uint64_t seed)
 {
-    const call_t *c = ctx;
+    double *d = x;
+    for (size_t i = 0; i < n; i++) d[i] = stream_value(seed, first + i);
+}
+
+static const gemm_type_t DOUBLE = {0, sizeof(double), call_double, fill_double};
+
+/* ------------------------------------------------------------------------------------------
+ * The layout: blocks from the shape alone */
+
+enum { SIDE_NONE, SIDE_ROWS, SIDE_COLS };
+
+/* Block sizes are multiples of this (OpenBLAS's DGEMM kernels work in tiles of 4 or 8 rows or
+ * columns, SkylakeX's in 16; a block that breaks a tile sums some entries in another order). */
+#define ALIGN 16
+
+/* At most this many blocks (so that 16 threads have one each), ... */
+#define BLOCKS_MAX 16
+
+/* ... each at least this many multiply-adds (a call costs about a microsecond beyond its work,
+ * ≈ 30 µs here), ... */
+#define BLOCK_MIN_WORK 262144.0
+
+typedef struct {
+    int side;   /* SIDE_*: rows or columns of C, or one call (SIDE_NONE) */
+    int bs;     /* rows (columns) per block; the last may be shorter */
+    int nb;     /* blocks */
+} layout_t;
+
+/* The blocks of a shape: the longer side of C cut into the fewest blocks of at least
+ * BLOCK_MIN_WORK with at most BLOCKS_MAX of them; fewer than two blocks is one call. */
+static layout_t layout_of(int M, int N, int K)
+{
+    const layout_t one = {SIDE_NONE, 0, 1};
+    const int side = M >= N ? SIDE_ROWS : SIDE_COLS;
+    const long len = side == SIDE_ROWS ? M : N, other = side == SIDE_ROWS ? N : M;
+    if (len < 2 * ALIGN || other < 1 || K < 1) return one;
+    const long by_count = (len + BLOCKS_MAX - 1) / BLOCKS_MAX;
+    const long by_work = (long)(BLOCK_MIN_WORK / ((double)other * K)) + 1;
+    long bs = by_count > by_work ? by_count : by_work;
+    bs = (bs + ALIGN - 1) / ALIGN * ALIGN;
+    const long nb = (len + bs - 1) / bs;
+    if (nb < 2) return one;
+    return (layout_t){side, (int)bs, (int)nb};
+}
+
+/* Block b of c under layout l: the same product on C's rows [lo, hi) (op(A)'s rows) or columns
+ * (op(B)'s columns). */
+static call_t block_of(const call_t *c, layout_t l, int b)
+{
     call_t p = *c;
-    size_t lo, hi;
-    if (c->plan == PLAN_ROWS) {
-        threads_part((size_t)c->M, t, nt, ALIGN, &lo, &hi);
+    const size_t sz = c->type->size, lo = (size_t)b * l.bs;
+    if (l.side == SIDE_ROWS) {
+        const size_t hi = lo + l.bs < (size_t)c->M ? lo + l.bs : (size_t)c->M;
         p.M = (int)(hi - lo);
-        p.A = c->ta ? c->A + lo : c->A + lo * (size_t)c->lda;
-        p.C = c->C + lo * (size_t)c->ldc;
+        p.A = (const char *)c->A + (c->ta ? lo : lo * (size_t)c->lda) * sz;
+        p.C = (char *)c->C + lo * (size_t)c->ldc * sz;
     } else {
-        threads_part((size_t)c->N, t, nt, ALIGN, &lo, &hi);
+        const size_t hi = lo + l.bs < (size_t)c->N ? lo + l.bs : (size_t)c->N;
         p.N = (int)(hi - lo);
-        p.B = c->tb ? c->B + lo * (size_t)c->ldb : c->B + lo;
-        p.C = c->C + lo;
+        p.B = (const char *)c->B + (c->tb ? lo * (size_t)c->ldb : lo) * sz;
+        p.C = (char *)c->C + lo * sz;
     }
-    if (hi > lo) call_serial(&p);
+    return p;
 }
 
-static void run(const call_t *c, int n, int parts)
-{
-    if (c->plan == PLAN_BLAS) call_blas(c, n);
-    else if (c->plan == PLAN_SERIAL) call_serial(c);
-    else threads_run(parts, split_part, (void *)c);
-}
+/* ------------------------------------------------------------------------------------------
+ * The check: do the blocks give the whole call's bytes? */
 
-/* Pseudo-random operands in [−1, 1) (xorshift64*; any values with varied magnitudes do). */
-static void fill(double *x, size_t n, uint64_t *s)
+/* Operands and whole result of a check at most (bytes; the blocks add one block per thread):
+ * a paper-size logit product, 4096 tokens × 10⁴ words × d = 512, needs 367 MiB. */
+#define CHECK_MAX ((size_t)512 << 20)
+
+enum { SEED_A = 1, SEED_B = 2, SEED_C = 3 };
+
+typedef struct {
+    const call_t *whole;     /* the product on random operands, whole call's result in C */
+    layout_t l;
+    char *scratch;           /* one block per part */
+    size_t blk;              /* elements per block at most */
+    int differ[THREADS_MAX]; /* per part: a block differed */
+} check_job_t;
+
+/* Part t of nt: each of its blocks computed alone, from the same C₀, into the part's scratch,
+ * and compared with the whole call's rows (columns). */
+static void check_part(void *ctx, int t, int nt)
 {
-    for (size_t i = 0; i < n; i++) {
-        *s ^= *s >> 12;
-        *s ^= *s << 25;
-        *s ^= *s >> 27;
-        const uint64_t r = *s * 0x2545F4914F6CDD1DULL;
-        x[i] = (double)(r >> 11) * 0x1.0p-52 - 1.0;
+    check_job_t *j = ctx;
+    const call_t *w = j->whole;
+    const size_t sz = w->type->size, N = (size_t)w->N;
+    char *s = j->scratch + (size_t)t * j->blk * sz;
+    size_t b0, b1;
+    threads_part((size_t)j->l.nb, t, nt, 1, &b0, &b1);
+    for (size_t b = b0; b < b1 && !j->differ[t]; b++) {
+        call_t p = block_of(w, j->l, (int)b);
+        const size_t lo = b * (size_t)j->l.bs, rows = (size_t)p.M, cols = (size_t)p.N;
+        const size_t ld = j->l.side == SIDE_ROWS ? N : cols;   // the block alone
+        const size_t r0 = j->l.side == SIDE_ROWS ? lo : 0, c0 = j->l.side == SIDE_ROWS ? 0 : lo;
+        for (size_t i = 0; i < rows; i++)   // C₀'s values of these entries
+            w->type->fill(s + i * ld * sz, cols, (r0 + i) * N + c0, SEED_C);
+        p.C = s;
+        p.ldc = (int)ld;
+        w->type->call(&p);
+        for (size_t i = 0; i < rows && !j->differ[t]; i++)
+            j->differ[t] = memcmp(s + i * ld * sz, (const char *)w->C + ((r0 + i) * N + c0) * sz,
+                                  cols * sz) != 0;
     }
 }
 
-/* Does plan give, on random operands of e's shape, the bytes of OpenBLAS's n threads (ref)? */
-static int same_bits(const shape_t *e, int plan, const double *A, const double *B, const double *C0,
-                     const double *ref, double *C1)
+/* 1 when the blocks of layout l give, for this shape in this type, the bytes of one call on
+ * random operands (α = 1, β = 1 onto random C₀); 0 otherwise or when too large to check. The
+ * blocks run on the pool (their split among threads does not change the answer). */
+static int blocks_exact(const gemm_type_t *ty, int ta, int tb, int M, int N, int K, layout_t l)
 {
-    const size_t MN = (size_t)e->M * e->N;
-    memcpy(C1, C0, MN * sizeof(double));
-    const call_t c = {e->ta, e->tb, e->M, e->N, e->K, 1.0, 1.0, A, B, C1,
-                      e->ta ? e->M : e->K, e->tb ? e->K : e->N, e->N, plan};
-    run(&c, e->n, e->parts);
-    return memcmp(C1, ref, MN * sizeof(double)) == 0;
-}
-
-/* Choose e's plan: the serial call or a split when it reproduces OpenBLAS's n-thread bits. */
-static void calibrate(shape_t *e)
-{
-    e->plan = PLAN_BLAS;
-    e->serial_ok = 0;
-    if (e->n <= 1) {   // OpenBLAS runs on one thread: a single call is what it always was
-        e->plan = PLAN_SERIAL;
-        e->serial_ok = 1;
-        return;
-    }
-    const size_t MK = (size_t)e->M * e->K, KN = (size_t)e->K * e->N, MN = (size_t)e->M * e->N;
-    if (MK + KN + 3 * MN > CALIB_MAX || !MN) return;
-    double *A = malloc(MK * sizeof(double)), *B = malloc(KN * sizeof(double));
-    double *C0 = malloc(MN * sizeof(double)), *ref = malloc(MN * sizeof(double));
-    double *C1 = malloc(MN * sizeof(double));
-    if (A && B && C0 && ref && C1) {
-        uint64_t s = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)e->M << 40) ^ ((uint64_t)e->N << 20) ^
-                     (uint64_t)e->K;
-        fill(A, MK, &s);
-        fill(B, KN, &s);
-        fill(C0, MN, &s);
-        memcpy(ref, C0, MN * sizeof(double));
-        const call_t c = {e->ta, e->tb, e->M, e->N, e->K, 1.0, 1.0, A, B, ref,
-                          e->ta ? e->M : e->K, e->tb ? e->K : e->N, e->N, PLAN_BLAS};
-        call_blas(&c, e->n);
-        e->serial_ok = same_bits(e, PLAN_SERIAL, A, B, C0, ref, C1);
-        // a split needs ALIGN rows (columns) per part; try the longer side first
-        const int rows_ok = e->M >= 2 * ALIGN, cols_ok = e->N >= 2 * ALIGN;
-        const int first = e->M >= e->N ? PLAN_ROWS : PLAN_COLS;
-        const int second = first == PLAN_ROWS ? PLAN_COLS : PLAN_ROWS;
-        const double mnk = (double)e->M * e->N * e->K;
-        if (e->parts > 1 && mnk >= SPLIT_MIN_MNK) {
-            for (int k = 0; k < 2 && e->plan == PLAN_BLAS; k++) {
-                const int plan = k ? second : first;
-                if ((plan == PLAN_ROWS && !rows_ok) || (plan == PLAN_COLS && !cols_ok)) continue;
-                if (same_bits(e, plan, A, B, C0, ref, C1)) e->plan = plan;
-            }
-        }
-        if (e->plan == PLAN_BLAS && e->serial_ok && (mnk < SPLIT_MIN_MNK || e->parts <= 1))
-            e->plan = PLAN_SERIAL;
+    const size_t MK = (size_t)M * K, KN = (size_t)K * N, MN = (size_t)M * N;
+    const size_t blk = l.side == SIDE_ROWS ? (size_t)l.bs * N : (size_t)M * l.bs;
+    const int nt = threads_ready(threads_get() < l.nb ? threads_get() : l.nb);
+    if ((MK + KN + MN) * ty->size > CHECK_MAX) return 0;
+    char *A = malloc(MK * ty->size), *B = malloc(KN * ty->size), *C = malloc(MN * ty->size);
+    check_job_t j = {.l = l, .blk = blk, .scratch = malloc((size_t)nt * blk * ty->size)};
+    int ok = 0;
+    if (A && B && C && j.scratch) {
+        ty->fill(A, MK, 0, SEED_A);
+        ty->fill(B, KN, 0, SEED_B);
+        ty->fill(C, MN, 0, SEED_C);
+        const call_t whole = {ty, ta, tb, M, N, K, 1.0, 1.0, A, B, C, ta ? M : K, tb ? K : N, N};
+        ty->call(&whole);
+        j.whole = &whole;
+        threads_run(nt, check_part, &j);
+        ok = 1;
+        for (int t = 0; t < nt; t++) ok &= !j.differ[t];
     }
     free(A);
     free(B);
-    free(C0);
-    free(ref);
-    free(C1);
+    free(C);
+    free(j.scratch);
+    return ok;
 }
 
-/* The cached plan of a shape at the current thread count (calibrated on first use). */
-static const shape_t *lookup(int ta, int tb, int M, int N, int K)
+/* ------------------------------------------------------------------------------------------
+ * The plans, once per shape and type (an open-addressed table, emptied when three quarters
+ * full: shapes are few, but a corpus batched by length has one per batch shape) */
+
+typedef struct {
+    int used, type, ta, tb, M, N, K;
+    layout_t l;   /* side SIDE_NONE: one call */
+} plan_t;
+
+#define PLANS 4096
+static plan_t plans[PLANS];
+static int nplans = 0;
+
+static const plan_t *plan_of(const gemm_type_t *ty, int ta, int tb, int M, int N, int K)
+{
+    uint64_t h = (uint64_t)ty->id * 0x9E3779B97F4A7C15ULL;
+    const int key[5] = {ta, tb, M, N, K};
+    for (int i = 0; i < 5; i++) h = (h ^ (uint64_t)(unsigned)key[i]) * 0x100000001B3ULL;
+    size_t i = (size_t)(h % PLANS);
+    for (;; i = (i + 1) % PLANS) {
+        const plan_t *p = &plans[i];
+        if (!p->used) break;
+        if (p->type == ty->id && p->ta == ta && p->tb == tb && p->M == M && p->N == N &&
+            p->K == K)
+            return p;
+    }
+    if (nplans >= PLANS * 3 / 4) {   // start over (the slot found above may move)
+        memset(plans, 0, sizeof plans);
+        nplans = 0;
+        i = (size_t)(h % PLANS);
+    }
+    layout_t l = layout_of(M, N, K);
+    if (l.side != SIDE_NONE && !blocks_exact(ty, ta, tb, M, N, K, l))
+        l = (layout_t){SIDE_NONE, 0, 1};
+    plans[i] = (plan_t){1, ty->id, ta, tb, M, N, K, l};
+    nplans++;
+    return &plans[i];
+}
+
+/* ------------------------------------------------------------------------------------------
+ * The product */
+
+typedef struct {
+    const call_t *c;
+    layout_t l;
+} split_t;
+
+/* Part t of nt: its whole blocks, one call each. */
+static void split_part(void *ctx, int t, int nt)
+{
+    const split_t *s = ctx;
+    size_t b0, b1;
+    threads_part((size_t)s->l.nb, t, nt, 1, &b0, &b1);
+    for (size_t b = b0; b < b1; b++) {
+        const call_t p = block_of(s->c, s->l, (int)b);
+        s->c->type->call(&p);
+    }
+}
+
+/* c on the pool in its shape's blocks, or as one call (one thread, inside a part, small or
+ * unchecked shapes). */
+static void product(const call_t *c)
 {
     const int n = threads_get();
-    const int parts = n > 1 ? threads_ready(n) : 1;
-    for (int i = 0; i < ncache; i++) {
-        const shape_t *e = &cache[i];
-        if (e->ta == ta && e->tb == tb && e->M == M && e->N == N && e->K == K && e->n == n &&
-            e->parts == parts)
-            return e;
+    if (n <= 1 || threads_in_part() || c->M < 1 || c->N < 1) {
+        c->type->call(c);
+        return;
     }
-    shape_t e = {ta, tb, M, N, K, n, parts, PLAN_BLAS, 0};
-    calibrate(&e);
-    if (ncache == CACHE_MAX) ncache = 0;   // start over (shapes are few; this never happens)
-    cache[ncache] = e;
-    return &cache[ncache++];
+    const plan_t *p = plan_of(c->type, c->ta, c->tb, c->M, c->N, c->K);
+    if (p->l.side == SIDE_NONE) {
+        c->type->call(c);
+        return;
+    }
+    const split_t s = {c, p->l};
+    threads_run(n < p->l.nb ? n : p->l.nb, split_part, (void *)&s);
 }
 
 void gemm(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda,
           const double *B, int ldb, double beta, double *C, int ldc)
 {
-    if (threads_in_part()) {   // not meant to happen (gemm.h): one call, as inside a part
-        gemm_serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    const shape_t *e = lookup(ta, tb, M, N, K);
-    const call_t c = {ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, e->plan};
-    run(&c, e->n, e->parts);
-}
-
-int gemm_serial_ok(int ta, int tb, int M, int N, int K)
-{
-    if (threads_in_part()) return 0;
-    return lookup(ta, tb, M, N, K)->serial_ok;
+    const call_t c = {&DOUBLE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+    product(&c);
 }
 
 void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda,
                  const double *B, int ldb, double beta, double *C, int ldc)
 {
-    const call_t c = {ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc, PLAN_SERIAL};
-    call_serial(&c);
+    const call_t c = {&DOUBLE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+    call_double(&c);
+}
+
+int gemm_blocks(int ta, int tb, int M, int N, int K)
+{
+    if (M < 1 || N < 1) return 0;
+    const plan_t *p = plan_of(&DOUBLE, ta, tb, M, N, K);
+    return p->l.side == SIDE_NONE ? 0 : p->l.nb;
 }

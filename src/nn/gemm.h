@@ -1,35 +1,39 @@
-/* gemm.h — every DGEMM of the model, on the step's pool, with exactly the bits OpenBLAS gives.
+/* gemm.h — every GEMM of the model, on the step's pool, with bits that do not depend on the
+ * thread count (docs/performance.md, "Same bits at every thread count").
  *
- * The results of this program are compared bit for bit across versions at a given thread count,
- * and a DGEMM's bits depend on how OpenBLAS splits it: its threaded driver partitions the output
- * among its threads and blocks K its own way, and a partition boundary that is not a multiple of
- * its kernel's tile (or a K block of another size) sums some entries in another order. So a
- * GEMM's value is "what OpenBLAS computes at the process's thread count n".
+ * A product's value is defined by the program, not by the machine's threads: it is the value of
+ * ONE single-threaded OpenBLAS call on the whole product (gemm_serial; what the code always gave
+ * at one thread). OpenBLAS's own threads are never used: how its threaded driver partitions C
+ * and blocks K depends on the thread count, and changes bits (a 512×512×512 product at 3 threads
+ * differs from one thread in 1786 of its 262144 entries).
  *
- * OpenBLAS's own threads are slow on the small GEMMs of small models (its threads hand over
- * packed panels through flags polled with sched_yield: at d = 64..256 two threads were barely
- * faster than one). gemm() therefore splits the output in rows or columns among the pool's
- * threads, each part a single-threaded OpenBLAS call — but only for a shape where it has checked,
- * once per process, that the split gives OpenBLAS's n-thread bits: it computes one product of
- * that shape on pseudo-random operands both ways and compares the bytes (the order of the
- * additions depends on the shape and the partition only, never on the values, and random operands
- * expose any difference in order). Otherwise the call goes to OpenBLAS's threads as before.
- * OpenBLAS's thread count is 1 except during those calls.
+ * The pool still shares a product: gemm() cuts C into blocks of rows or of columns whose sizes
+ * depend on the shape alone (never on the thread count; multiples of 16, OpenBLAS's kernels work
+ * in tiles of 4 or 8), and the pool's threads take whole blocks, each one single-threaded call.
+ * So every entry of C is computed by the same call at any thread count. Once per shape and
+ * process, before the first split, gemm() checks on pseudo-random operands that the blocks give
+ * the bytes of the whole call (the order of the additions depends on the shape and the blocks
+ * only, never on the values, and random operands expose any difference in order); a shape whose
+ * blocks do not, or that is too large to check (over 512 MiB of operands), is one call on the
+ * caller. At one thread every product is one call, as before.
  */
 #ifndef STABILITY_GEMM_H
 #define STABILITY_GEMM_H
 
 /* Row-major C (M,N) = α·op(A)·op(B) + β·C, op(X) = Xᵀ when the flag is set; lda, ldb, ldc as
- * cblas_dgemm's. Call from outside a pool part (the caller's thread is part 0 of the split). */
+ * cblas_dgemm's. The bytes of gemm_serial() on the same arguments, at every thread count. Call
+ * from outside a pool part to share it (inside one it is one call on that thread). */
 void gemm(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda,
           const double *B, int ldb, double beta, double *C, int ldc);
 
-/* 1 when a product of this shape computed by one single-threaded call (gemm_serial) gives the
- * bits of gemm(): then such calls may run inside pool parts, side by side. */
-int gemm_serial_ok(int ta, int tb, int M, int N, int K);
-
-/* One single-threaded OpenBLAS call (inside a pool part, for a shape with gemm_serial_ok). */
+/* The same product as one single-threaded OpenBLAS call on the calling thread (inside pool
+ * parts: attention's (batch, head) pairs). */
 void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda,
                  const double *B, int ldb, double beta, double *C, int ldc);
+
+/* The blocks gemm() shares a product of this shape in among the pool (0: one call on the caller,
+ * because it is small, or its blocks do not give the whole call's bytes). Checks the shape on
+ * first use, as gemm() does; for tests and the benchmark. */
+int gemm_blocks(int ta, int tb, int M, int N, int K);
 
 #endif

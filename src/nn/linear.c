@@ -1,4 +1,5 @@
-/* linear.c — y = x·W + b and its backward; the GEMMs through nn/gemm.h (OpenBLAS's bits). */
+/* linear.c — y = x·W + b and its backward; the GEMMs through nn/gemm.h (same bits at any
+ * thread count). */
 #include <string.h>
 #include "nn/linear.h"
 #include "nn/gemm.h"

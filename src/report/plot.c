@@ -14,11 +14,12 @@
 #include "io/h5io.h"
 #include "util/fsutil.h"
 #include "util/proc.h"
+#include "util/tmpfiles.h"
 
 /* ------------------------------------------------------------------ loading */
 
-/* /train/<xname> and /train/<yname> into *x, *y (n rows), when both are there, 1-D and of one
- * length; else nothing. */
+/* /train/<xname> and /train/<yname> into *x, *y (n rows), when both are there and 1-D; of a
+ * live run (written meanwhile) the rows both have: a consistent prefix. Else nothing. */
 static void load_series(h5io_file_t *f, const char *prefix, const char *xname, const char *yname,
                         size_t *n, double **x, double **y)
 {
@@ -29,12 +30,12 @@ static void load_series(h5io_file_t *f, const char *prefix, const char *xname, c
     snprintf(p1, sizeof p1, "%s/train/%s", prefix, xname);
     snprintf(p2, sizeof p2, "%s/train/%s", prefix, yname);
     if (!h5io_exists(f, p1) || !h5io_exists(f, p2) || h5io_read_doubles(f, p1, &a, d1, &r1) ||
-        h5io_read_doubles(f, p2, &b, d2, &r2) || r1 != 1 || r2 != 1 || d1[0] != d2[0]) {
+        h5io_read_doubles(f, p2, &b, d2, &r2) || r1 != 1 || r2 != 1) {
         free(a);
         free(b);
         return;
     }
-    *n = d1[0];
+    *n = d1[0] < d2[0] ? d1[0] : d2[0];
     *x = a;
     *y = b;
 }
@@ -53,6 +54,10 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
     snprintf(r->status, sizeof r->status, "%s", status ? status : "?");
     free(ini);
     free(status);
+    if (h5io_error(f)) {
+        snprintf(err, errlen, "%s", h5io_error(f));
+        return 1;
+    }
     if (bad) {
         snprintf(err, errlen, "%s: no valid config attribute", name);
         return 1;
@@ -70,13 +75,22 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
         double *step = NULL, *lr = NULL;
         char p2[512];
         if (h5io_read_doubles(f, path, &r->loss, dims, &rank) == 0 && rank == 1) {
+            // a live run's datasets grow one after another: the rows all of them have
             r->nsteps = dims[0];
             snprintf(p2, sizeof p2, "%s/train/step", prefix);
-            if (h5io_read_doubles(f, p2, &step, dims, &rank) == 0 && dims[0] == r->nsteps) r->step = step;
-            else free(step);
+            if (h5io_read_doubles(f, p2, &step, dims, &rank) == 0 && rank == 1) {
+                r->step = step;
+                if (dims[0] < r->nsteps) r->nsteps = dims[0];
+            } else {
+                free(step);
+            }
             snprintf(p2, sizeof p2, "%s/train/lr", prefix);
-            if (h5io_read_doubles(f, p2, &lr, dims, &rank) == 0 && dims[0] == r->nsteps) r->lr = lr;
-            else free(lr);
+            if (h5io_read_doubles(f, p2, &lr, dims, &rank) == 0 && rank == 1) {
+                r->lr = lr;
+                if (dims[0] < r->nsteps) r->nsteps = dims[0];
+            } else {
+                free(lr);
+            }
             snprintf(p2, sizeof p2, "%s/train", prefix);
             double div;
             if (h5io_read_attr_double(f, p2, "diverged_at", &div) == 0 && div >= 0)
@@ -88,6 +102,10 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
     load_series(f, prefix, "eval_step", "val_loss", &r->nevals, &r->eval_step, &r->val_loss);
     load_series(f, prefix, "update_step", "model_update", &r->nupdates, &r->update_step,
                 &r->model_update);
+    if (h5io_error(f)) {   // a malformed dataset or attribute (h5io_read.c)
+        snprintf(err, errlen, "%s", h5io_error(f));
+        return 1;
+    }
     return 0;
 }
 
@@ -105,6 +123,12 @@ int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, 
         if (h5io_open_read(&f, files[i], err, errlen)) { plot_set_free(set); return 1; }
         int nnames = 0;
         char **names = h5io_list_group(f, "/runs", &nnames);
+        if (h5io_error(f)) {
+            snprintf(err, errlen, "%s", h5io_error(f));
+            h5io_close(f);
+            plot_set_free(set);
+            return 1;
+        }
         const int count = names ? nnames : 1;
         plot_run_t *grown = realloc(set->runs, (size_t)(set->n + count) * sizeof *grown);
         if (!grown) { h5io_close(f); h5io_free_names(names, nnames); plot_set_free(set); return 1; }
@@ -128,9 +152,11 @@ int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, 
         h5io_free_names(names, nnames);
         h5io_close(f);
         if (rc) {
-            char tmp[512];
-            snprintf(tmp, sizeof tmp, "%s: %s", files[i], err);
-            snprintf(err, errlen, "%s", tmp);
+            char tmp[1200];
+            if (strncmp(err, files[i], strlen(files[i]))) {   // h5io_error names the file itself
+                snprintf(tmp, sizeof tmp, "%s: %s", files[i], err);
+                snprintf(err, errlen, "%s", tmp);
+            }
             plot_set_free(set);
             return 1;
         }
@@ -168,33 +194,54 @@ static const char *terminal_for(const char *fmt)
     return NULL;
 }
 
-/* Run gnuplot on "set terminal TERM" + script with its standard output into the file out:
- * the path never appears in the script, so no file or directory name can end gnuplot's
- * quoting (docs/design.md §3). Returns 0, −1 (gnuplot failed), −2 (out refused). */
+/* Run gnuplot on "set terminal TERM" + script, its standard output copied by us into
+ * OUT.tmp.PID with every write checked, then renamed to out: the path never appears in the
+ * script, so no file or directory name can end gnuplot's quoting (docs/design.md §3); a figure
+ * is replaced by rename (a hard link to the old one keeps it), and when gnuplot or a write
+ * fails (a full disk) the old figure stays as it was. Returns 0, −1 (failed), −2 (out refused). */
 static int render_one(const char *term, const char *script, const char *out, char *err,
                       size_t errlen)
 {
     if (fsutil_check_replaceable(out, err, errlen)) return -2;   // never a link, FIFO, device
-    const int fd = fsutil_open_regular(out, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    char tmp[1500];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)getpid());
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot write: %s", out, strerror(errno));
+        snprintf(err, errlen, "%s: cannot write: %s", tmp, strerror(errno));
         return -1;
     }
+    tmpfiles_add(tmp);   // removed if a signal ends the process meanwhile
     sbuf_t text = {0};
     sbuf_printf(&text, "set terminal %s\n%s\n", term, script);
     const char *const argv[] = {"gnuplot", NULL};
-    const proc_io_t io = {.input = text.data, .out_fd = fd};
+    int werr = 0;
+    const proc_io_t io = {.input = text.data, .out_fd = -1, .copy_fd = fd, .copy_errno = &werr};
     const int status = text.failed ? -1 : proc_run(argv, &io);
-    close(fd);
     sbuf_free(&text);
-    if (status == 0) return 0;
-    fsutil_unlink_regular(out);
-    if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
-        snprintf(err, errlen, "gnuplot not found (install gnuplot-nox: scripts/install-deps.sh)");
-    else
-        snprintf(err, errlen, "gnuplot failed on %s (status %d); the results are untouched", out,
-                 status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    return -1;
+    struct stat st;
+    if (!werr && status == 0 && (fstat(fd, &st) != 0 || st.st_size == 0)) werr = EIO;   // nothing drawn
+    if (!werr && status == 0 && fsync(fd) != 0) werr = errno;
+    if (close(fd) != 0 && !werr && status == 0) werr = errno;
+    int rc = 0;
+    if (status != 0) {
+        if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            snprintf(err, errlen, "gnuplot not found (install gnuplot-nox: scripts/install-deps.sh)");
+        else
+            snprintf(err, errlen, "gnuplot failed on %s (status %d); %s kept as it was", out,
+                     status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+        rc = -1;
+    } else if (werr) {
+        snprintf(err, errlen, "%s: cannot write: %s; %s kept as it was", tmp, strerror(werr), out);
+        rc = -1;
+    } else if (fsutil_check_replaceable(out, err, errlen)) {   // checked again, as files are
+        rc = -2;
+    } else if (rename(tmp, out) != 0) {
+        snprintf(err, errlen, "%s: cannot rename from %s: %s", out, tmp, strerror(errno));
+        rc = -1;
+    }
+    if (rc) fsutil_unlink_regular(tmp);
+    tmpfiles_forget(tmp);
+    return rc;
 }
 
 int plot_render(const char *script, const char *dir, const char *name, const char *formats,

@@ -16,23 +16,30 @@ static volatile sig_atomic_t stop_signal = 0;
 
 static void on_signal(int sig) { stop_signal = sig; }
 
-/* Catch SIGINT, SIGTERM, SIGUSR1 once (SA_RESETHAND: a second one has its default effect). */
+/* The signals that stop a training run with a checkpoint (run.h): every one whose default
+ * ends the process and that says "stop" rather than "bug": the terminal closed (HUP), Slurm's
+ * and the user's (INT, TERM, USR1, USR2), timers and CPU limits (ALRM, VTALRM, PROF, XCPU).
+ * SIGXFSZ is ignored process-wide (main.c): a write past `ulimit -f` fails with EFBIG and is
+ * reported as a write error, with the file as at its last flush. */
+static const int STOP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,
+                                   SIGPROF, SIGXCPU};
+#define NSTOP ((int)(sizeof STOP_SIGNALS / sizeof STOP_SIGNALS[0]))
+
+/* Catch the stop signals once (SA_RESETHAND: a second one has its default effect). */
 static void signals_install(struct sigaction *old)
 {
-    static const int sigs[3] = {SIGINT, SIGTERM, SIGUSR1};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART | SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
     stop_signal = 0;
-    for (int i = 0; i < 3; i++) sigaction(sigs[i], &sa, &old[i]);
+    for (int i = 0; i < NSTOP; i++) sigaction(STOP_SIGNALS[i], &sa, &old[i]);
 }
 
 static void signals_restore(const struct sigaction *old)
 {
-    static const int sigs[3] = {SIGINT, SIGTERM, SIGUSR1};
-    for (int i = 0; i < 3; i++) sigaction(sigs[i], &old[i], NULL);
+    for (int i = 0; i < NSTOP; i++) sigaction(STOP_SIGNALS[i], &old[i], NULL);
 }
 
 /* What the callbacks share. */
@@ -74,40 +81,46 @@ static char *ini_text(const config_t *cfg)
 }
 
 /* Fresh file or resume? Returns 0 and sets *resume / *overwrite, 1 or 2 on error, or −1 when
- * there is nothing to do (the file's run is done or diverged). */
+ * there is nothing to do (the file's run is done or diverged). --resume never erases a log
+ * silently: a file without a usable checkpoint is started over only with --force. */
 static int decide(const config_t *cfg, const char *path, const run_options_t *o, int *resume,
                   int *overwrite)
 {
     *resume = 0;
     *overwrite = o->force || cfg->output.overwrite;
     h5io_train_info_t info;
-    char err[1200], diff[256];
-    // the file will be written or replaced: only a regular file may be (docs/design.md §6)
-    int rc = h5io_check_target(path, 1, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "stability: %s\n", err);
-        return rc;
-    }
+    char err[1800], diff[256];
+    int rc = 0;
     if (!(o->resume || cfg->train.resume) || access(path, F_OK) != 0) return 0;
     if (h5io_train_inspect(path, &info, err, sizeof err)) {
         if (*overwrite) return 0;   // unreadable: --force replaces it
         fprintf(stderr, "stability: --resume: %s (--force replaces it)\n", err);
         return 1;
     }
-    if (!h5io_config_same(cfg, info.config, diff, sizeof diff)) {
-        if (!*overwrite) {
-            fprintf(stderr, "stability: --resume: %s was written with another configuration (%s); "
-                    "use --force to replace it\n", path, diff);
-            rc = 2;
-        }
+    if (strcmp(info.kind, "train")) {
+        fprintf(stderr, "stability: %s%s is not a training run's file (%s%s); %s\n",
+                *overwrite ? "" : "--resume: ", path, info.kind[0] ? "a " : "",
+                info.kind[0] ? info.kind : "no /train", *overwrite ? "--force: replacing it"
+                : "use --force to replace it");
+        rc = *overwrite ? 0 : 2;
+    } else if (!h5io_config_same(cfg, info.config, diff, sizeof diff)) {
+        fprintf(stderr, "stability: %s%s was written with another configuration (%s); %s\n",
+                *overwrite ? "" : "--resume: ", path, diff, *overwrite ? "--force: replacing it"
+                : "use --force to replace it");
+        rc = *overwrite ? 0 : 2;
     } else if (info.status && (!strcmp(info.status, "done") || !strcmp(info.status, "diverged"))) {
         if (!o->quiet) printf("%s: status %s, nothing to resume\n", path, info.status);
         rc = -1;
     } else if (info.checkpoint_step >= 0) {
         *resume = 1;
+    } else if (*overwrite) {
+        fprintf(stderr, "stability: %s: no usable checkpoint (%s); --force: starting over\n", path,
+                info.why);
     } else {
-        if (!o->quiet) printf("%s: no checkpoint, starting over\n", path);
-        *overwrite = 1;
+        fprintf(stderr, "stability: --resume: %s: no usable checkpoint (%s); starting over would "
+                "erase its %ld logged updates: use --force to do that\n", path, info.why,
+                info.rows > 0 ? info.rows : 0);
+        rc = 2;
     }
     h5io_train_info_free(&info);
     return rc;
@@ -140,7 +153,15 @@ int run_plot(const char *path, int quiet)
     return rc ? 1 : 0;
 }
 
-int run_train(const config_t *cfg, const char *path, const run_options_t *o)
+/* Whether a run stopped by sig exits 0 (resumable; what Slurm's signals and the requeue
+ * expect: TERM, USR1) or 128 + sig (the others, as a shell reports a signal). */
+static int stop_exit_code(int sig)
+{
+    return sig == SIGTERM || sig == SIGUSR1 ? 0 : 128 + sig;
+}
+
+/* run_train once path is claimed. */
+static int train_claimed(const config_t *cfg, const char *path, const run_options_t *o)
 {
     char err[1400];
     int resume, overwrite;
@@ -171,7 +192,7 @@ int run_train(const config_t *cfg, const char *path, const run_options_t *o)
     if (resume && !o->quiet) printf("%s: resuming at step %ld\n", path, t->step);
     c.t0 = progress_now();
     c.last.step = t->step;
-    struct sigaction old[3];
+    struct sigaction old[NSTOP];
     signals_install(old);
     const train_callbacks_t cb = {&c, on_step, on_checkpoint};
     const train_status_t st = train_run(t, &cb, &stop_signal);
@@ -203,7 +224,7 @@ int run_train(const config_t *cfg, const char *path, const run_options_t *o)
     if (!rc && st == TRAIN_INTERRUPTED) {
         fprintf(stderr, "%s: %s after step %ld: checkpoint written to %s (continue with --resume)\n",
                 cfg->name, strsignal(sig), t->step, path);
-        if (sig == SIGINT) rc = 130;
+        rc = stop_exit_code(sig);
     }
     if (!rc && st == TRAIN_DONE && !o->quiet) print_summary(cfg, &c, path);
     train_free(t);
@@ -211,4 +232,24 @@ int run_train(const config_t *cfg, const char *path, const run_options_t *o)
     if (!rc && cfg->output.plots && (st == TRAIN_DONE || st == TRAIN_DIVERGED))
         rc = run_plot(path, o->quiet);
     return rc;
+}
+
+int run_train(const config_t *cfg, const char *path, const run_options_t *o)
+{
+    char err[1400];
+    // the file will be written or replaced: only a regular file may be (docs/design.md §6)
+    const int rc = h5io_check_target(path, 1, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "stability: %s\n", err);
+        return rc;
+    }
+    // the claim before anything is read or created: a second writer refuses, naming this one
+    const int claim = h5io_claim(path, "a training run", err, sizeof err);
+    if (claim < 0) {
+        fprintf(stderr, "stability: %s\n", err);
+        return 1;
+    }
+    const int code = train_claimed(cfg, path, o);
+    h5io_unclaim(path, claim);
+    return code;
 }

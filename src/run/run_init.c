@@ -69,7 +69,7 @@ int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
     const int overwrite = o->force || cfg->output.overwrite;
     // refuse early (before minutes of work) when the file exists or the place is not writable
     h5io_file_t *f;
-    int rc = h5io_create(&f, path, overwrite, err, sizeof err);
+    int rc = h5io_create(&f, path, overwrite, "a probe", err, sizeof err);
     if (rc) { fprintf(stderr, "stability: %s\n", err); return rc; }
     session_t s;
     if ((rc = open_session(&s, cfg))) { h5io_abort(f); return rc; }

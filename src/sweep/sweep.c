@@ -302,10 +302,20 @@ int sweep_load(sweep_t *s, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%.100s: %s", path, s->name[0] ? "path too long" : "no sweep name");
         return 2;
     }
+    // the name becomes results/<name>/ and results/<name>.h5: "..ini" would make it results/..
+    int control = 0;
+    for (const char *c = s->name; *c; c++) control |= (unsigned char)*c < 0x20 || *c == 0x7f;
+    if (s->name[0] == '.' || control) {
+        snprintf(err, errlen, "%.200s: the sweep's name '%.100s' (its file name without .ini) is "
+                 "not usable as results/<name>/ (it starts with '.' or holds a control "
+                 "character); rename the file", path, s->name);
+        return 2;
+    }
     size_t len;
     char *text = lines_read_file(path, &len);
     if (!text) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot open: %s", path,
+                 errno == EINVAL ? "not a regular file" : strerror(errno));
         return 2;
     }
     parse_t *p = calloc(1, sizeof *p);
@@ -391,25 +401,38 @@ sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len)
     }
     snprintf(why, len, "missing");
     sweep_run_path(s, i, path, sizeof path);
-    char *status, *ini;
-    if (h5io_file_attrs(path, &status, &ini)) return SWEEP_MISSING;
+    // read in a child process: a damaged file must not crash or hang the sweep (h5io_verify.c)
+    h5io_summary_t sum;
+    const int unreadable = h5io_summarize(path, 1, &sum);
+    if (sum.damaged[0]) {
+        snprintf(why, len, "damaged: %.200s", sum.damaged);
+        h5io_summary_free(&sum);
+        return SWEEP_DAMAGED;
+    }
+    if (unreadable) return SWEEP_MISSING;
     sweep_state_t st = SWEEP_INCOMPLETE;
+    const char *status = sum.status;
     snprintf(why, len, "%s", status ? status : "no status");
     if (status && (!strcmp(status, "done") || !strcmp(status, "diverged"))) {
-        // a result only if it is of the run the sweep asks for now (as --resume checks)
+        // a result only if it is of the run the sweep asks for now (as --resume checks): the
+        // same configuration, and a run's file (a dump of that config is not its result)
         sweep_sets_t sets;
         sweep_run_sets(s, i, &sets);
         config_t cfg;
         char cerr[CONFIG_ERR_MAX];
         st = SWEEP_STALE;
-        if (config_load(&cfg, s->base, sets.ptr, sets.n, cerr, sizeof cerr) == 0 &&
-            h5io_config_same(&cfg, ini, why, len)) {
-            st = SWEEP_COMPLETE;
-            snprintf(why, len, "%s", status);
+        if (config_load(&cfg, s->base, sets.ptr, sets.n, cerr, sizeof cerr) == 0) {
+            const char *want = cfg.train.steps > 0 ? "train" : "probe";
+            if (strcmp(sum.kind, want))
+                snprintf(why, len, "it is a %s file, not a %s", sum.kind[0] ? sum.kind : "foreign",
+                         cfg.train.steps > 0 ? "training run's" : "probe's");
+            else if (h5io_config_same(&cfg, sum.config, why, len)) {
+                st = SWEEP_COMPLETE;
+                snprintf(why, len, "%s", status);
+            }
         }
     }
-    free(status);
-    free(ini);
+    h5io_summary_free(&sum);
     return st;
 }
 

@@ -37,7 +37,7 @@ typedef struct {
 } sweep_run_t;
 
 typedef struct {
-    char path[1024];                     /* the sweep file */
+    char path[4096];                     /* the sweep file (PATH_MAX: a task gets it absolute) */
     char name[128];                      /* basename without .ini */
     char base[1024];                     /* base config */
     char pattern[256];                   /* run-name pattern ("" = automatic) */
@@ -77,20 +77,34 @@ void sweep_run_sets(const sweep_t *s, int i, sweep_sets_t *out);
 void sweep_run_path(const sweep_t *s, int i, char *buf, size_t len);
 
 /* What run i's file (results/<sweep>/<run>.h5) holds. */
-typedef enum { SWEEP_MISSING, SWEEP_INCOMPLETE, SWEEP_STALE, SWEEP_COMPLETE } sweep_state_t;
+typedef enum { SWEEP_MISSING, SWEEP_INCOMPLETE, SWEEP_STALE, SWEEP_DAMAGED, SWEEP_COMPLETE } sweep_state_t;
 
-/* The state of run i: complete when its file has status done or diverged and was written with
- * the configuration the sweep now asks for (h5io_config_same); stale when it is done or
- * diverged with another one (the sweep file or its base changed since: redone). why (may be
- * NULL) gets the status, or for a stale run the first difference ("it has 'seeds = 3'"). */
+/* The state of run i, its file read in a child process (io/h5io.h's h5io_summarize): complete
+ * when it is the run's kind of file (a probe's or a training run's, not a dump), has status
+ * done or diverged, reads through, and was written with the configuration the sweep now asks
+ * for (h5io_config_same); stale when it is done or diverged with another one (the sweep file
+ * or its base changed since) or of another kind; damaged when it cannot be read (stale and
+ * damaged runs are redone). why (may be NULL) gets the status, or what is wrong. */
 sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len);
 
 /* True when run i is complete (sweep_run_state; a result, never redone). */
 int sweep_run_complete(const sweep_t *s, int i);
 
-/* Lock results/<sweep>/.lock (made if needed) for as long as the returned fd is open: a local
- * sweep exclusively, a Slurm task or a merge shared, so that two sweeps of one file never run
- * at once (docs/design.md §3). Returns the fd, or −1 after printing why (another holds it). */
+/* mkdir -p results/<sweep>. 0, or −1 with errno. */
+int sweep_make_dir(const sweep_t *s);
+
+/* Make results/<sweep>/ this sweep file's (its .sweep names the file): 0; 2 with err when
+ * another sweep file of the same name, which still exists, owns it; 1 on I/O failure. */
+int sweep_own_dir(const sweep_t *s, char *err, size_t errlen);
+
+/* 0 when results/<sweep>.h5 is missing or this sweep's merged file; else 1 with err (a
+ * training run's file of the same name, another sweep's merged file, a damaged file). */
+int sweep_merged_ours(const sweep_t *s, char *err, size_t errlen);
+
+/* Own (sweep_own_dir) and lock results/<sweep>/.lock for as long as the returned fd is open:
+ * a local sweep exclusively (its PID written in), a Slurm task or a merge shared, so that two
+ * sweeps of one file never run at once (docs/design.md §3). Returns the fd, or after printing
+ * why −1 (another holds it, I/O) or −2 (another sweep file owns the folder). */
 int sweep_lock(const sweep_t *s, int exclusive);
 
 /* Run every incomplete run locally, jobs at a time, as child processes of exe (threads per
@@ -137,9 +151,18 @@ int sweep_set_slurm(sweep_t *s, const char *assignment, char *err, size_t errlen
 int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t len, char *err,
                       size_t errlen);
 
+/* Longest --array specification one sbatch is given (more go to further arrays). */
+#define SWEEP_SPEC_MAX 4096
+
+/* The next --array specification of the ascending task indices ids[0..n) from ids[*pos] on:
+ * runs of consecutive indices as ranges ("0-5,7,9-12"), as many as fit in len − 1 characters;
+ * *pos advances past them. Returns how many indices it holds (0 only when *pos == n). */
+int sweep_array_spec_next(const int *ids, int n, int *pos, char *spec, size_t len);
+
 /* Submit script with sbatch --parsable: all runs, or only the incomplete ones; arrays larger
- * than the cluster's MaxArraySize are split (an index offset is exported to the tasks).
- * Prints each job id. Returns 0, or 1 if sbatch failed. */
+ * than the cluster's MaxArraySize are split (an index offset is exported to the tasks), and
+ * index lists longer than SWEEP_SPEC_MAX go out as several arrays. Prints each job id. Returns
+ * 0, or 1 if sbatch failed (or not every run went out). */
 int sweep_slurm_submit(const sweep_t *s, const char *script, int only_missing, int quiet);
 
 #endif

@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include "sweep/sweep.h"
 #include "io/h5io.h"
+#include <omp.h>
+#include "util/args.h"
 #include "util/fsutil.h"
 #include "util/proc.h"
 #include "util/progress.h"
@@ -53,45 +55,6 @@ static void nap(void)
 {
     const struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
-}
-
-/* mkdir -p results/<sweep>. */
-static int make_results_dir(const sweep_t *s)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", s->results_dir);
-    for (char *p = buf + 1;; p++) {
-        const char c = *p;
-        if (c == '/' || c == '\0') {
-            *p = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return -1;
-            if (c == '\0') return 0;
-            *p = '/';
-        }
-    }
-}
-
-int sweep_lock(const sweep_t *s, int exclusive)
-{
-    char path[1100];
-    snprintf(path, sizeof path, "%s/.lock", s->results_dir);
-    if (make_results_dir(s) != 0) {
-        fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
-        return -1;
-    }
-    const int fd = fsutil_open_regular(path, O_RDWR | O_CREAT, 0666);   // O_CLOEXEC: not the runs'
-    if (fd < 0) {
-        fprintf(stderr, "stability: %s: %s\n", path, errno == ELOOP || errno == EINVAL
-                ? "not a regular file" : strerror(errno));
-        return -1;
-    }
-    if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
-        fprintf(stderr, "stability: %s: another `stability sweep %s` is running here (%s is "
-                "locked); wait for it, or stop it\n", s->results_dir, s->path, path);
-        close(fd);
-        return -1;
-    }
-    return fd;
 }
 
 /* Start run i as `exe --config BASE --set ... --out results/<sweep>/<run>.h5 --force --resume
@@ -172,24 +135,39 @@ static void report_failure(const sweep_t *s, int i, int status)
     for (int k = n > 5 ? n - 5 : 0; k < n; k++) fprintf(stderr, "  | %s", lines[k % 5]);
 }
 
-/* Say that run i is redone: its file holds a result of another configuration. */
-static void report_stale(const sweep_t *s, int i, const char *why)
+/* Say that run i is redone: its file holds a result of another configuration, or is damaged. */
+static void report_redo(const sweep_t *s, int i, sweep_state_t st, const char *why)
 {
-    fprintf(stderr, "run %d (%s): stale: its file was written with another configuration (%s); "
-            "redoing it\n", i, s->runs[i].name, why);
+    if (st == SWEEP_STALE && !strncmp(why, "it is a ", 8))   // a dump of the run's config
+        fprintf(stderr, "run %d (%s): stale: its file is not this run's result (%s); redoing it\n",
+                i, s->runs[i].name, why);
+    else if (st == SWEEP_STALE)
+        fprintf(stderr, "run %d (%s): stale: its file was written with another configuration (%s); "
+                "redoing it\n", i, s->runs[i].name, why);
+    else if (st == SWEEP_DAMAGED)
+        fprintf(stderr, "run %d (%s): its file is %s; redoing it\n", i, s->runs[i].name, why);
 }
 
+static int cpus_available(void);
+
 /* The threads a sweep divides among its runs: STABILITY_THREADS, else SLURM_CPUS_PER_TASK,
- * else the CPUs online. */
+ * else the CPUs it may run on (main.c has refused values that are not counts). */
 static int cores_available(void)
 {
     static const char *const VARS[2] = {"STABILITY_THREADS", "SLURM_CPUS_PER_TASK"};
     for (int k = 0; k < 2; k++) {
-        const char *v = getenv(VARS[k]);
-        if (v && atoi(v) > 0) return atoi(v);
+        long n;
+        char err[128];
+        if (args_env_count(VARS[k], SWEEP_MAX_RUNS, &n, err, sizeof err) == 1) return (int)n;
     }
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    return cpus_available();
+}
+
+/* The CPUs this process may run on (its affinity mask: taskset, cgroup cpusets), >= 1. */
+static int cpus_available(void)
+{
+    const int n = omp_get_num_procs();
+    return n > 0 ? n : 1;
 }
 
 /* The runs a local sweep has going: slot k holds run slot_run[k] as process pids[k] (0: free). */
@@ -238,9 +216,13 @@ static int pool_run(const sweep_t *s, const char *exe, pool_t *p, const int *tod
             p->slot_run[slot] = todo[next++];
             p->running++;
         }
+        // and SIGCONT after it, as Slurm does: a stopped run (SIGSTOP, ^Z) would never see it
         for (; forwarded < stop_count; forwarded++)
             for (int k = 0; k < p->jobs; k++)
-                if (p->pids[k]) kill(p->pids[k], SIGTERM);
+                if (p->pids[k]) {
+                    kill(p->pids[k], SIGTERM);
+                    kill(p->pids[k], SIGCONT);
+                }
         snprintf(extra, sizeof extra, "%d running, %d failed", p->running, p->failed);
         progress_update(bar, p->done, ntodo, extra);
         int status;
@@ -256,12 +238,14 @@ static int pool_run(const sweep_t *s, const char *exe, pool_t *p, const int *tod
 
 int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
 {
-    if (make_results_dir(s) != 0) {
+    if (sweep_make_dir(s) != 0) {
         fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
         return -1;
     }
     const int cores = cores_available();
-    if (jobs <= 0) jobs = cores;
+    // one run per CPU at most unless asked (--jobs): STABILITY_THREADS=1000 on 2 CPUs is not
+    // 1000 processes at once
+    if (jobs <= 0) jobs = cores < cpus_available() ? cores : cpus_available();
     const int threads = cores / jobs > 0 ? cores / jobs : 1;
     int *todo = malloc((size_t)s->nruns * sizeof(int));
     pool_t p = {.pids = calloc((size_t)jobs, sizeof(pid_t)), .slot_run = calloc((size_t)jobs, sizeof(int)),
@@ -273,7 +257,7 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
         const sweep_state_t st = sweep_run_state(s, i, why, sizeof why);
         if (st == SWEEP_COMPLETE) skipped++;
         else todo[ntodo++] = i;
-        if (st == SWEEP_STALE) report_stale(s, i, why);
+        report_redo(s, i, st, why);
     }
     if (!quiet)
         printf("sweep %s: %d runs, %d complete, %d to run, %d at a time x %d threads\n", s->name,
@@ -302,7 +286,15 @@ int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int me
                   int quiet)
 {
     const int lock = sweep_lock(s, task < 0 && !merge_only);
-    if (lock < 0) return 1;
+    if (lock < 0) return lock == -2 ? 2 : 1;
+    char err[2600];
+    // results/<sweep>.h5 that is not this sweep's merged file (a config's default output of the
+    // same name, another sweep's): refused before any run starts, unless --force
+    if (task < 0 && !force && sweep_merged_ours(s, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        close(lock);
+        return 2;
+    }
     int rc;
     if (task >= 0) {
         rc = sweep_run_task(s, exe, (int)task, quiet);
@@ -333,7 +325,7 @@ static int killing_signal(int status)
 
 int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
 {
-    if (make_results_dir(s) != 0) {
+    if (sweep_make_dir(s) != 0) {
         fprintf(stderr, "stability: %s: cannot create: %s\n", s->results_dir, strerror(errno));
         return 1;
     }
@@ -343,7 +335,7 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
         if (!quiet) printf("run %d (%s) is complete; nothing to do\n", i, s->runs[i].name);
         return 0;
     }
-    if (state == SWEEP_STALE) report_stale(s, i, why);
+    report_redo(s, i, state, why);
     // Slurm's pre-emption signals (USR1, TERM) are forwarded as USR1: the run checkpoints and
     // the task requeues itself; INT and HUP as TERM: it checkpoints, and the task ends
     static const int SIGS[4] = {SIGUSR1, SIGTERM, SIGINT, SIGHUP};
@@ -356,8 +348,10 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
     }
     int status, forwarded = 0;
     for (;;) {
-        for (; forwarded < stop_count; forwarded++)
+        for (; forwarded < stop_count; forwarded++) {
             kill(pid, stop_signal == SIGUSR1 || stop_signal == SIGTERM ? SIGUSR1 : SIGTERM);
+            kill(pid, SIGCONT);   // a stopped run would never see it
+        }
         const pid_t w = waitpid(pid, &status, WNOHANG);   // polled: no signal is missed
         if (w == pid) break;
         if (w == 0) nap();
@@ -436,7 +430,7 @@ static int merge_write(const sweep_t *s, const sweep_state_t *state, char (*stat
 {
     char err[1024];
     h5io_file_t *f;
-    int rc = h5io_create(&f, s->merged_path, 1, err, sizeof err);
+    int rc = h5io_create(&f, s->merged_path, 1, "a sweep merge", err, sizeof err);
     if (rc) {
         fprintf(stderr, "stability: %s\n", err);
         return rc;

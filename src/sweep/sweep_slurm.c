@@ -122,15 +122,17 @@ static int script_safe(const char *what, const char *text, int pattern, char *er
     return 0;
 }
 
-/* path made absolute into out; −1 when it does not fit (never a truncated path in a script). */
-static int absolute(const char *path, char *out, size_t len)
+/* path made absolute against cwd (malloc'd), or NULL (out of memory). */
+static char *absolute(const char *path, const char *cwd)
 {
-    char cwd[1024];
-    int n;
-    if (path[0] == '/' || !getcwd(cwd, sizeof cwd)) n = snprintf(out, len, "%s", path);
-    else n = snprintf(out, len, "%s/%s", cwd, path);
-    return n < 0 || (size_t)n >= len ? -1 : 0;
+    char *out = malloc(strlen(cwd) + strlen(path) + 2);
+    if (out && path[0] == '/') strcpy(out, path);
+    else if (out) sprintf(out, "%s/%s", cwd, path);
+    return out;
 }
+
+static int write_script(const sweep_t *s, const char *exe, const char *cwd, const char *sweep_file,
+                        const char *results, char *script, size_t len, char *err, size_t errlen);
 
 int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t len, char *err,
                       size_t errlen)
@@ -138,7 +140,7 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
     for (int k = 0; k < s->nslurm; k++) {
         char msg[256];
         const int line = s->slurm_line[k];
-        char where[1100];
+        char where[4200];
         if (line > 0) snprintf(where, sizeof where, "%s:%d", s->path, line);
         else snprintf(where, sizeof where, "--set");
         if (!known_slurm_key(s->slurm_key[k])) {
@@ -151,28 +153,49 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
             return 2;
         }
     }
-    // every string the script carries: checked, then quoted for sh or for sbatch
-    char cwd[1024], sweep_file[1100], results[1100];
-    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
-    if (absolute(s->path, sweep_file, sizeof sweep_file) ||
-        absolute(s->results_dir, results, sizeof results)) {
-        snprintf(err, errlen, "stability: %.100s...: path too long for the Slurm script", s->path);
-        return 2;
+    // every string the script carries: checked, then quoted for sh or for sbatch; the working
+    // directory at any length (a 1 KB buffer made it '.' past 1023 characters)
+    char *cwd = getcwd(NULL, 0);
+    if (!cwd) {
+        snprintf(err, errlen, "stability: cannot tell the working directory for the Slurm "
+                 "script: %s", strerror(errno));
+        return 1;
     }
-    if (script_safe("the directory", cwd, 0, err, errlen) ||
-        script_safe("the program", exe, 0, err, errlen) ||
-        script_safe("the sweep file", sweep_file, 0, err, errlen) ||
-        script_safe("the results directory", results, 1, err, errlen))
-        return 2;
-    if (mkdir("results", 0777) != 0 && errno != EEXIST) goto io;
-    if (mkdir(s->results_dir, 0777) != 0 && errno != EEXIST) goto io;
+    char *sweep_file = absolute(s->path, cwd), *results = absolute(s->results_dir, cwd);
+    int rc = !sweep_file || !results;
+    if (rc) snprintf(err, errlen, "stability: out of memory");
+    else if (script_safe("the directory", cwd, 0, err, errlen) ||
+             script_safe("the program", exe, 0, err, errlen) ||
+             script_safe("the sweep file", sweep_file, 0, err, errlen) ||
+             script_safe("the results directory", results, 1, err, errlen))
+        rc = 2;
+    if (!rc) rc = write_script(s, exe, cwd, sweep_file, results, script, len, err, errlen);
+    free(cwd);
+    free(sweep_file);
+    free(results);
+    return rc;
+}
+
+/* sweep_slurm_write once its strings are checked. 0, or 1 / 2 with err. */
+static int write_script(const sweep_t *s, const char *exe, const char *cwd, const char *sweep_file,
+                        const char *results, char *script, size_t len, char *err, size_t errlen)
+{
+    const int own = sweep_own_dir(s, err, errlen);   // results/<sweep>/ is this sweep's
+    if (own) return own;
     snprintf(script, len, "%s/job.sbatch", s->results_dir);
     const int rc = fsutil_check_replaceable(script, err, errlen);   // never a link, FIFO, device
     if (rc) return rc;
-    const int fd = fsutil_open_regular(script, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    // written whole under a temporary name, then renamed: never truncated in place (a hard
+    // link to the old script keeps it), never half-written
+    char tmp[1300];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", script, (long)getpid());
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
     if (!f) {
-        if (fd >= 0) close(fd);
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
         goto io;
     }
     const char *par = slurm_get(s, "array_parallelism", NULL);
@@ -218,7 +241,12 @@ int sweep_slurm_write(const sweep_t *s, const char *exe, char *script, size_t le
     fprintf(f, " sweep ");
     put_sh(f, sweep_file);
     fprintf(f, " --task $(( SLURM_ARRAY_TASK_ID + ${STABILITY_TASK_OFFSET:-0} ))\n");
-    if (fclose(f) != 0) goto io;
+    if (fclose(f) != 0 || fsutil_check_replaceable(script, err, errlen) || rename(tmp, script) != 0) {
+        const int e = errno;
+        unlink(tmp);
+        errno = e;
+        goto io;
+    }
     return 0;
 io:
     snprintf(err, errlen, "%s: cannot write the job script: %s", s->results_dir, strerror(errno));
@@ -244,7 +272,7 @@ static int max_array_size(void)
  * (the script's path holds the sweep's name, which may hold any character). */
 static int submit_one(const char *script, const char *spec, int offset, int quiet)
 {
-    char array[8300], export[64], out[256] = "";
+    char array[SWEEP_SPEC_MAX + 16], export[64], out[256] = "";
     snprintf(array, sizeof array, "--array=%s", spec);
     snprintf(export, sizeof export, "--export=ALL,STABILITY_TASK_OFFSET=%d", offset);
     const char *const argv[] = {"sbatch", "--parsable", array, export, script, NULL};
@@ -262,31 +290,55 @@ static int submit_one(const char *script, const char *spec, int offset, int quie
     return 0;
 }
 
+int sweep_array_spec_next(const int *ids, int n, int *pos, char *spec, size_t len)
+{
+    size_t used = 0;
+    int count = 0;
+    spec[0] = '\0';
+    while (*pos < n) {
+        int end = *pos;   // ids[*pos..end] consecutive
+        while (end + 1 < n && ids[end + 1] == ids[end] + 1) end++;
+        char range[40];
+        const int m = end > *pos ? snprintf(range, sizeof range, "%s%d-%d", used ? "," : "", ids[*pos], ids[end])
+                                 : snprintf(range, sizeof range, "%s%d", used ? "," : "", ids[*pos]);
+        if (used + (size_t)m + 1 > len) break;   // the next spec takes it
+        memcpy(spec + used, range, (size_t)m + 1);
+        used += (size_t)m;
+        count += end - *pos + 1;
+        *pos = end + 1;
+    }
+    return count;
+}
+
 int sweep_slurm_submit(const sweep_t *s, const char *script, int only_missing, int quiet)
 {
     const int max = max_array_size();   // indices must be < max
     const char *par = slurm_get(s, "array_parallelism", NULL);
-    int rc = 0, submitted = 0;
-    // chunk c holds runs [c·max, (c+1)·max); inside a chunk, array index = run − offset
+    int *ids = malloc((size_t)s->nruns * sizeof *ids);
+    if (!ids) { fprintf(stderr, "stability: out of memory\n"); return 1; }
+    int rc = 0, submitted = 0, wanted = 0;
+    // chunk c holds runs [c·max, (c+1)·max); inside a chunk, array index = run − offset; the
+    // indices of a chunk go out as ranges, in as many arrays as their specification needs:
+    // never one dropped (docs/design.md §3)
     for (int offset = 0; offset < s->nruns && !rc; offset += max) {
         const int end = offset + max < s->nruns ? offset + max : s->nruns;
-        char spec[8192];
-        size_t n = 0;
-        int count = 0;
-        if (!only_missing) {
-            n = (size_t)snprintf(spec, sizeof spec, "0-%d", end - offset - 1);
-            count = end - offset;
-        } else {
-            for (int i = offset; i < end && n < sizeof spec - 16; i++) {
-                if (sweep_run_complete(s, i)) continue;
-                n += (size_t)snprintf(spec + n, sizeof spec - n, "%s%d", count ? "," : "", i - offset);
-                count++;
-            }
+        int n = 0;
+        for (int i = offset; i < end; i++)
+            if (!only_missing || !sweep_run_complete(s, i)) ids[n++] = i - offset;
+        wanted += n;
+        for (int pos = 0; pos < n && !rc;) {
+            char spec[SWEEP_SPEC_MAX];
+            const int count = sweep_array_spec_next(ids, n, &pos, spec, sizeof spec - 16);
+            if (count == 0) { rc = 1; break; }   // cannot happen: one range always fits
+            if (par) snprintf(spec + strlen(spec), 16, "%%%s", par);
+            rc = submit_one(script, spec, offset, quiet);
+            if (!rc) submitted += count;
         }
-        if (!count) continue;
-        if (par) snprintf(spec + n, sizeof spec - n, "%%%s", par);
-        rc = submit_one(script, spec, offset, quiet);
-        submitted += count;
+    }
+    free(ids);
+    if (!rc && submitted != wanted) {
+        fprintf(stderr, "stability: submitted %d of %d runs\n", submitted, wanted);
+        rc = 1;
     }
     if (!rc && !submitted && !quiet) printf("nothing to submit: every run is complete\n");
     return rc;

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "util/args.h"
 
@@ -26,4 +27,13 @@ int args_parse_double(const char *text, double lo, int lo_open, double hi, doubl
         return -1;
     *out = v;
     return 0;
+}
+
+int args_env_count(const char *name, long hi, long *out, char *err, size_t errlen)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return 0;
+    if (args_parse_long(v, 1, hi, out) == 0) return 1;
+    snprintf(err, errlen, "%s='%.40s': not an integer in 1..%ld", name, v, hi);
+    return -1;
 }

@@ -25,6 +25,12 @@ int fsutil_is_regular(const char *path);
  * waited for). flags as for open(2); mode for O_CREAT. */
 int fsutil_open_regular(const char *path, int flags, mode_t mode);
 
+/* Open path for reading only if it is a regular file, following symbolic links (a reader may
+ * read through a link): a FIFO is never waited for and a device never consumed (docs/design.md
+ * §6). The fd (O_CLOEXEC), or −1 with errno (EISDIR: a directory, EINVAL: a FIFO, a device,
+ * a socket: "not a regular file"). */
+int fsutil_open_read(const char *path);
+
 /* Unlink path if it is a regular file (never a link, FIFO, device or directory). 0 or −1. */
 int fsutil_unlink_regular(const char *path);
 
@@ -40,6 +46,22 @@ int fsutil_is_busy(const char *path);
  * writer can mark it busy meanwhile. Returns 0 (*fd = −1 when path is missing or cannot be
  * opened for writing), or −1 when a writer holds it (*fd = −1). */
 int fsutil_lock_exclusive(const char *path, int *fd);
+
+/* Claim path for writing before anything is created or replaced (docs/design.md §6): an
+ * exclusive lock on "<path>.lock" (made if missing; never a link, FIFO or device), which then
+ * names the holder: "process PID on HOST (WHAT, since TIME)". Another claim of path fails at
+ * once. Returns the fd of the claim (hold it open until the file is complete), or −1 with
+ * holder set to the holder's description ("" when the lock file could not be made: errno). */
+int fsutil_claim(const char *path, const char *what, char *holder, size_t len);
+
+/* Give up the claim of path (removes "<path>.lock" while still holding it). fd < 0: nothing. */
+void fsutil_unclaim(const char *path, int fd);
+
+/* Remove leftovers of processes that are gone from beside path: "<path>.tmp.PID",
+ * "<path>.resume.PID", "<path>.checkpoint.tmp.PID" (only this user's regular files, empty or
+ * HDF5, whose PID is not alive and which no process holds locked). Says what it removed on
+ * stderr unless quiet. Returns how many. */
+int fsutil_remove_stale(const char *path, int quiet);
 
 /* Reserve the disk blocks of [offset, offset + len) of fd without changing its size (Linux
  * fallocate, FALLOC_FL_KEEP_SIZE). Returns 0 (also where the file system cannot reserve), or

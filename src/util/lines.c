@@ -1,8 +1,11 @@
 /* lines.c — whole lines for libinih (lines.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "util/fsutil.h"
 #include "util/lines.h"
 
 void lines_init(lines_t *r, const char *buf, size_t len)
@@ -40,16 +43,51 @@ char *lines_reader(char *str, int num, void *stream)
         }
         text = max;   // inih sees a truncated line; the error is ours
     }
+    char why[96];
+    // a UTF-8 BOM opens the file (inih skips it)
+    const size_t bom = r->line == 1 && text >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3) ? 3 : 0;
+    if (!r->err_line && lines_check(s + bom, text - bom, why, sizeof why)) {
+        r->err_line = r->line;
+        snprintf(r->err, sizeof r->err, "%s", why);
+    }
     memcpy(str, s, text);
     str[text] = '\n';
     str[text + 1] = '\0';
     return str;
 }
 
+const char *lines_check(const char *s, size_t n, char *why, size_t len)
+{
+    if (memchr(s, '\r', n)) {
+        snprintf(why, len, "carriage return inside a line (CR line endings? end lines with \\n)");
+        return why;
+    }
+    size_t i = 0;
+    while (i < n && isspace((unsigned char)s[i])) i++;
+    const char *close = i < n && s[i] == '[' ? memchr(s + i, ']', n - i) : NULL;
+    if (!close) return NULL;   // not a section (or unclosed: inih says so)
+    for (const char *c = close + 1; c < s + n; c++) {
+        if (*c == ';' || *c == '#') break;   // a comment
+        if (!isspace((unsigned char)*c)) {
+            snprintf(why, len, "text after the section's ']': '%.*s'",
+                     (int)(s + n - c < 40 ? s + n - c : 40), c);
+            return why;
+        }
+    }
+    return NULL;
+}
+
 char *lines_read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    // only a regular file: a FIFO would block, a device never end (docs/design.md §6)
+    const int fd = fsutil_open_read(path);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
+    if (!f) {
+        const int e = errno;
+        if (fd >= 0) close(fd);
+        errno = e;
+        return NULL;
+    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     int e = ENOMEM;

@@ -27,8 +27,14 @@ void lines_init(lines_t *r, const char *buf, size_t len);
  * recorded as an error (err_line, err), and so is a NUL byte (the line is then empty). */
 char *lines_reader(char *str, int num, void *stream);
 
+/* What libinih would silently drop from one line's text s[0..n) (without its "\n" or
+ * "\r\n"): a carriage return inside it (CR-only line endings make a file one line), or text
+ * after a section's ']' other than a comment ("[model] junk", "[model]layers=2"). NULL when
+ * every byte is used, else the message (in why, len bytes) — docs/design.md §4. */
+const char *lines_check(const char *s, size_t n, char *why, size_t len);
+
 /* The whole file at path, NUL-terminated (*len without the NUL), malloc'd; NULL with errno
- * (EFBIG above 16 MiB). */
+ * (EFBIG above 16 MiB, EINVAL when it is not a regular file: a FIFO is never waited for). */
 char *lines_read_file(const char *path, size_t *len);
 
 #endif

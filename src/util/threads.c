@@ -45,7 +45,7 @@ void threads_set(int n)
 {
     if (n < 1) n = threads_from_env();
     if (n > THREADS_MAX) n = THREADS_MAX;
-    // OpenBLAS runs on one thread; nn/gemm.c gives it n threads for the calls that need them
+    // OpenBLAS runs on one thread: its threads would change bits with their number (nn/gemm.h)
     openblas_set_num_threads(1);
     omp_set_num_threads(n);
     current = n;

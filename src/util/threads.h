@@ -1,13 +1,17 @@
 /* threads.h — one thread count for the whole process, set programmatically at start-up: the
- * step's own pool (below: GEMMs split by nn/gemm.c, attention's heads, every pass outside BLAS),
- * OpenMP's (the probe's one region) and OpenBLAS's (nn/gemm.c hands it the n threads for the
- * GEMMs it does not split; it runs on one thread otherwise).
+ * step's own pool (below: GEMMs shared by nn/gemm.c, attention's heads, every pass outside BLAS)
+ * and OpenMP's (the probe's one region). OpenBLAS runs on one thread, always.
  *
  * Why (docs/performance.md): OpenBLAS here is the pthread build, with its own thread pool.
  * OpenMP workers that finish a parallel region busy-wait for the next one, and OpenBLAS
  * workers do the same after a GEMM; with both pools the size of the machine they starve each
- * other (measured 4-5x slower). One pool does the work of a step; it waits politely (it yields
- * its core while it polls, then sleeps).
+ * other (measured 4-5x slower). And OpenBLAS's threads change a product's bits with their
+ * number (nn/gemm.h). One pool does the work of a step; it waits politely (it yields its core
+ * while it polls, then sleeps).
+ *
+ * The thread count never changes a result: every part of a region computes whole outputs,
+ * each exactly as the serial loop does, and no part's work depends on how many parts there
+ * are (docs/performance.md, "Same bits at every thread count").
  */
 #ifndef STABILITY_THREADS_H
 #define STABILITY_THREADS_H
@@ -24,8 +28,8 @@
  * process may run on (affinity mask). >= 1. */
 int threads_from_env(void);
 
-/* Set the pool and OpenMP thread counts to n (n < 1: threads_from_env()) and OpenBLAS's to 1
- * (nn/gemm.c gives it n where a GEMM needs them). Call at start-up, outside any parallel region. */
+/* Set the pool and OpenMP thread counts to n (n < 1: threads_from_env()) and OpenBLAS's to 1.
+ * Call at start-up, outside any parallel region. */
 void threads_set(int n);
 
 /* The count last set by threads_set (the OpenMP maximum before any call). */
@@ -38,7 +42,7 @@ typedef void (*threads_fn)(void *ctx, int t, int nt);
  * part is done; nt = min(nt, threads_get()). nt <= 1, or a call from inside a part, runs
  * fn(ctx, 0, 1) on the caller. The parts must not depend on each other; for bit-identical
  * results at every thread count a part must compute each output exactly as the whole would
- * (split rows or columns, never one sum). */
+ * (split rows or columns, never one sum), however many parts there are. */
 void threads_run(int nt, threads_fn fn, void *ctx);
 
 /* Below this many element operations a pass runs on the caller alone: starting a region costs

@@ -1,4 +1,4 @@
-/* tmpfiles.c — temporary files removed on SIGINT, SIGTERM, SIGHUP, SIGUSR1 (tmpfiles.h). */
+/* tmpfiles.c — temporary files removed when a signal ends the process (tmpfiles.h). */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +10,11 @@
 
 static char slot_path[SLOTS][PATH_LEN];
 static volatile sig_atomic_t slot_used[SLOTS];
-static const int SIGNALS[4] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
+/* Every signal whose default ends the process and that is not a bug of its own (SEGV, ABRT, ...:
+ * then a later run removes what is left, fsutil_remove_stale). */
+static const int SIGNALS[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM,
+                              SIGPROF, SIGXCPU, SIGQUIT, SIGPIPE};
+#define NSIG_HANDLED ((int)(sizeof SIGNALS / sizeof SIGNALS[0]))
 
 static void on_signal(int sig)
 {
@@ -26,13 +30,13 @@ static void install(void)
     static int installed = 0;
     if (installed) return;
     installed = 1;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < NSIG_HANDLED; k++) {
         struct sigaction old, sa;
         if (sigaction(SIGNALS[k], NULL, &old) != 0 || old.sa_handler != SIG_DFL) continue;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);
-        for (int j = 0; j < 4; j++) sigaddset(&sa.sa_mask, SIGNALS[j]);
+        for (int j = 0; j < NSIG_HANDLED; j++) sigaddset(&sa.sa_mask, SIGNALS[j]);
         sigaction(SIGNALS[k], &sa, NULL);
     }
 }
@@ -58,8 +62,9 @@ void tmpfiles_forget(const char *path)
 
 void tmpfiles_test_hook(void)
 {
-    static const char *const NAMES[4] = {"INT", "TERM", "HUP", "USR1"};
+    static const char *const NAMES[] = {"INT", "TERM", "HUP", "USR1", "USR2", "ALRM", "VTALRM",
+                                        "PROF", "XCPU", "QUIT", "PIPE"};
     const char *want = getenv("STABILITY_SIGNAL_WITH_TMP");
-    for (int k = 0; want && k < 4; k++)
+    for (int k = 0; want && k < NSIG_HANDLED; k++)
         if (!strcmp(want, NAMES[k])) raise(SIGNALS[k]);
 }

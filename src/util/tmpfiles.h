@@ -1,11 +1,13 @@
-/* tmpfiles.h — temporary files removed when SIGINT, SIGTERM, SIGHUP or SIGUSR1 ends the
- * process (docs/design.md §6): a probe's, dump's or merge's <file>.tmp.<pid> and a resume's
- * <file>.resume.<pid>. The handler only unlinks the registered paths (async-signal-safe) and
+/* tmpfiles.h — temporary files removed when a signal ends the process (docs/design.md §6):
+ * INT, TERM, HUP, USR1, USR2, ALRM, VTALRM, PROF, XCPU, QUIT, PIPE (SIGXFSZ is ignored: the
+ * write fails and the writer cleans up). A probe's, dump's or merge's <file>.tmp.<pid>, a
+ * resume's <file>.resume.<pid>, a journal's <file>.checkpoint.tmp.<pid>; what SIGKILL or a
+ * crash leaves, a later writer of the file removes (util/fsutil.h's fsutil_remove_stale). The handler only unlinks the registered paths (async-signal-safe) and
  * re-raises the signal with its default action, so the process still ends as the signal says.
  * It is installed for a signal only while that signal has its default action: an ignored
  * signal stays ignored, and a process that catches one itself (a training run) keeps its own.
  *
- * Test hook: STABILITY_SIGNAL_WITH_TMP=INT|TERM|HUP|USR1 raises that signal as soon as a
+ * Test hook: STABILITY_SIGNAL_WITH_TMP=INT|TERM|HUP|USR1|USR2|... raises that signal as soon as a
  * temporary file exists (tmpfiles_test_hook), for deterministic tests.
  */
 #ifndef STABILITY_TMPFILES_H

@@ -1,0 +1,77 @@
+/* h5io_train_internal.h — what the training-file writer (h5io_train.c) shares with its resume
+ * (h5io_resume.c): the /train column table and the writer. Not for other modules. */
+#ifndef STABILITY_H5IO_TRAIN_INTERNAL_H
+#define STABILITY_H5IO_TRAIN_INTERNAL_H
+
+#include "io/h5io_internal.h"
+
+/* Row groups: datasets of one group grow together. */
+enum { G_STEP, G_PROBE, G_EVAL, G_UPDATE, G_COUNT };
+extern const int GROUP_CAP[G_COUNT];   /* buffered rows = chunk rows */
+extern const char *const GROUP_KEY[G_COUNT];
+extern const char *const GROUP_AXIS[G_COUNT];
+
+/* A row after the first (growing) axis: [layer] [one named probe axis] (measure/probe.h). */
+typedef struct {
+    const char *name;
+    int group, is_int, layered;
+    probe_axis_id_t axis;
+    const char *description;
+} column_t;
+
+/* The /train datasets, in file order (h5io_train.c). */
+extern const column_t COLUMNS[];
+#define NCOL 18
+
+/* Why a writer stopped writing (h5io_train_close then ends without touching the file). */
+enum { WRITER_OK, WRITER_DISK_FULL, WRITER_BROKEN };
+
+struct h5io_train {
+    h5io_file_t f;              /* f.id: the open file */
+    int lock_fd;                /* holds a shared flock on the file while writing, or −1 */
+    probe_axes_t ax;            /* names of the probe rows' axes (a copy of the trainer's) */
+    int failed;                 /* WRITER_DISK_FULL: a reservation failed, nothing written since the
+                                   last flush; WRITER_BROKEN: an HDF5 write failed */
+    int err_no;                 /* errno of the failed reservation */
+    long last_step, flushed_step, ckpt_step;   /* last update buffered / on disk; checkpoint */
+    int ckpt_allocated;         /* the checkpoint's data have their space in the file */
+    int journal;                /* checkpoints go through <file>.checkpoint first (h5io_journal.c) */
+    char *config;               /* the file's config attribute (the journal carries it) */
+    char created[48];           /* ... and its created attribute */
+    int text;
+    hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
+    double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
+    int pending[G_COUNT];
+    double last_flush;
+};
+
+/* Inner dims of a column's row ([layer] [axis]); returns their count (0..2). */
+int h5io_tw_row_dims(const h5io_train_t *w, const column_t *c, hsize_t *d);
+
+/* Column k exists in w's file (validation columns with validation data, no empty axis). */
+int h5io_tw_column_present(const h5io_train_t *w, int k);
+
+/* A file-access property list with the latest format (SWMR needs it); caller closes. */
+hid_t h5io_tw_fapl_latest(void);
+
+/* A writer for t's file at path, nothing open yet (NULL: out of memory). */
+h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path);
+
+/* Close what w holds (not after a failed write: h5io_train.c) and free it. */
+void h5io_tw_free(h5io_train_t *w);
+
+/* Create path (TRUNC when trunc, else EXCL) with its layout and root attributes; records the
+ * file's config and created attributes in w. 0 or 1. */
+int h5io_tw_create_file(h5io_train_t *w, const char *path, int trunc, const train_t *t,
+                        const char *config_ini);
+
+/* Open the /train datasets for appending. 0 or 1. */
+int h5io_tw_open_columns(h5io_train_t *w);
+
+/* Append n rows (row-major doubles) to dataset ds. 0 or 1. */
+int h5io_tw_append_rows(hid_t ds, const double *rows, hsize_t n);
+
+/* Index of the column named name (the table is fixed: a miss aborts). */
+int h5io_tw_col(const char *name);
+
+#endif
