@@ -4,7 +4,7 @@ with tied embeddings (docs/single_stack.md, Fig. 3(c,d)).
 
 For Pre-LN at d = 256 and L = 6, 10, 14, tied and untied, it dumps one batch with
 `stability dump`, rebuilds the forward pass in PyTorch (tests/test_torch.py's reading of the
-contract) and prints, averaged over tokens:
+contract, with tests/torch_ref.py's layers) and prints, averaged over tokens:
   |g|             ‖∂L/∂x_final‖ (the gradient entering the final LayerNorm from above)
   |dx|/|g|        ‖∂L/∂x_{L+1}‖ / ‖∂L/∂x_final‖, and beside it √d/‖x_{L+1} − μ‖ (Lemma 3)
   cos(g, x)       |cos| between g and the centred x_{L+1}: the share the LayerNorm removes
@@ -24,21 +24,22 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-import test_torch as tt  # noqa: E402  (the PyTorch reading of docs/design.md §1, shared with the tests)
+import test_torch as tt  # noqa: E402  (the lm stack of docs/design.md §1, shared with the tests)
+import torch_ref as ref  # noqa: E402  (config reader, dump reader, norms, loss)
 
 
 def measure(path):
     with h5py.File(path, "r") as f:
-        m = tt.parse_config(tt.attr_text(f.attrs["config"]))
-        P = {k: torch.tensor(v, dtype=torch.float64) for k, v in tt.read_group(f, "params").items()}
+        m = ref.parse_config(ref.attr_text(f.attrs["config"]))
+        P = {k: torch.tensor(v, dtype=torch.float64) for k, v in ref.read_group(f, "params").items()}
         tok = torch.from_numpy(f["batch/tokens"][...].astype(np.int64))
         tgt = torch.from_numpy(f["batch/targets"][...].astype(np.int64))
     B, T = tok.shape
     C = m["d_model"]
     x_last = tt.forward_stack(P, m, tok).detach().requires_grad_(True)    # x_{L+1}   (B, T, C)
-    x_final = tt.apply_norm(x_last, P, "final_norm", m)
+    x_final = ref.apply_norm(x_last, P, "final_norm", m)
     x_final.retain_grad()
-    loss = tt.output_loss(P, m, x_final, tgt)
+    loss = ref.output_loss(P, m, x_final, tgt)
     loss.backward()
     g = x_final.grad.reshape(B * T, C)
     dx = x_last.grad.reshape(B * T, C)

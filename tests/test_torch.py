@@ -13,115 +13,26 @@ stored batch and compare the loss and every gradient tensor with the C ones.
 The last line is `torch: N passed, M failed`; exit status 1 if any case failed.
 """
 
-import argparse
-import configparser
 import math
 import os
-import subprocess
 import sys
-import tempfile
 
 import h5py
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-torch.set_default_dtype(torch.float64)
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-# Tolerances (docs/design.md §8).
-GRAD_TOL = 1e-9     # per tensor, see grad_error()
-LOSS_TOL = 1e-12    # |loss_torch - loss_c| / |loss_torch|
-# Floor of the per-tensor scale, as a fraction of the largest gradient entry over all tensors.
-# Some gradients are zero in exact arithmetic (the key bias bk: softmax ignores a shift shared by
-# all keys; with init.zero_qk also W_Q, W_K, b_Q): what both sides hold there is rounding noise,
-# which must be judged on the scale of the whole gradient, not on its own.
-GLOBAL_FLOOR = 1e-6
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_ref as ref  # noqa: E402  (the scaffolding the three cross-checks share)
+from torch_ref import (GLOBAL_FLOOR, GRAD_TOL, LOSS_TOL, apply_norm, attr_text,  # noqa: E402
+                       check_tensors, compare, ffn, fit_shape, mha, new_res, output_loss,
+                       parse_config, positional_encoding, read_group, run_main)
 
 LAYER_MATRICES = ["wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "w1", "b1", "w2", "b2"]
 
 
 # ----------------------------------------------------------------------------------------------
-# The resolved config (root attribute `config`, docs/design.md §4).
-
-def parse_bool(s, key):
-    v = s.strip().lower()
-    if v in ("true", "on", "yes", "1"):
-        return True
-    if v in ("false", "off", "no", "0"):
-        return False
-    raise ValueError(f"{key}: not a boolean: {s!r}")
-
-
-PLACEMENTS = ("post", "pre")
-NORMS = ("layernorm", "rmsnorm", "none")
-
-
-def parse_config(text, placements=PLACEMENTS, norms=NORMS, auto_final_norm_on=("pre",)):
-    """The model settings from the resolved INI text of a dump. placements, norms: the values
-    this reference models (others are refused); auto_final_norm_on: the placements for which an
-    unresolved final_norm = auto means on (tests/test_torch_schemes.py passes its own)."""
-    cp = configparser.ConfigParser(interpolation=None, inline_comment_prefixes=("#", ";"),
-                                   strict=False)
-    cp.read_string(text)
-
-    def get(section, key):
-        if not cp.has_option(section, key):
-            raise ValueError(f"resolved config lacks {section}.{key}")
-        return cp.get(section, key).strip()
-
-    m = {}
-    for k in ("layers", "d_model", "heads", "d_ff", "vocab", "seq_len"):
-        m[k] = int(get("model", k))
-    # arch (docs/design.md §6b): `lm` when absent. encdec adds dec_layers (0 = layers) and src_len, and
-    # has no use for `causal` (its encoder is bidirectional, its decoder causal).
-    m["arch"] = (cp.get("model", "arch").strip().lower() if cp.has_option("model", "arch")
-                 else "lm")
-    if m["arch"] not in ("lm", "encdec"):
-        raise ValueError(f"model.arch {m['arch']!r} not modelled here")
-    m["placement"] = get("model", "placement").lower()
-    m["norm"] = get("model", "norm").lower()
-    m["norm_eps"] = float(get("model", "norm_eps"))
-    m["activation"] = get("model", "activation").lower()
-    if m["arch"] == "encdec":
-        m["dec_layers"] = int(get("model", "dec_layers"))
-        if m["dec_layers"] == 0:        # should have been resolved by the writer (docs/design.md §6b)
-            m["dec_layers"] = m["layers"]
-        m["src_len"] = int(get("model", "src_len"))
-        m["causal"] = (parse_bool(get("model", "causal"), "model.causal")
-                       if cp.has_option("model", "causal") else False)
-    else:
-        m["causal"] = parse_bool(get("model", "causal"), "model.causal")
-    m["tie_embeddings"] = parse_bool(get("model", "tie_embeddings"), "model.tie_embeddings")
-    m["dropout"] = float(get("model", "dropout"))
-    fn = get("model", "final_norm").lower()
-    if fn == "auto":    # should have been resolved by the writer; resolve as docs/design.md §4 says
-        fn = "on" if m["placement"] in auto_final_norm_on else "off"
-    m["final_norm"] = parse_bool(fn, "model.final_norm")
-    m["batch"] = int(get("data", "batch"))
-    m["label_smoothing"] = float(get("data", "label_smoothing"))
-    m["task"] = get("data", "task").lower()
-    # Keys only some schemes read (tests/test_torch_schemes.py); absent = None.
-    for key, section, conv in (("mix_ratio", "model", float), ("dyt_alpha", "model", float),
-                               ("scheme", "init", str.lower)):
-        m["init_scheme" if key == "scheme" else key] = (
-            conv(cp.get(section, key).strip()) if cp.has_option(section, key) else None)
-
-    if m["placement"] not in placements:
-        raise ValueError(f"model.placement {m['placement']!r} not modelled here")
-    if m["norm"] not in norms:
-        raise ValueError(f"model.norm {m['norm']!r} not modelled here")
-    if m["activation"] not in ("relu", "gelu"):
-        raise ValueError(f"model.activation {m['activation']!r} not modelled here")
-    if m["dropout"] != 0.0:
-        raise ValueError("model.dropout must be 0 for the cross-check")
-    if m["d_model"] % m["heads"]:
-        raise ValueError("model.heads does not divide model.d_model")
-    # A final norm exists when final_norm is on and there is a norm at all.
-    m["has_final_norm"] = m["final_norm"] and m["norm"] != "none"
-    return m
-
+# The tensors and the model of a single Post-LN / Pre-LN stack (docs/design.md §1, §5).
 
 def expected_shapes(m):
     """name -> shape of every parameter tensor the dump must hold (docs/design.md §5)."""
@@ -151,71 +62,6 @@ def expected_shapes(m):
 # ----------------------------------------------------------------------------------------------
 # The model in PyTorch, mirroring the C model (docs/design.md §1, src/model/model.h).
 
-def positional_encoding(T, C):
-    """PE[t][2i] = sin(t / 10000^(2i/C)), PE[t][2i+1] = cos(t / 10000^(2i/C)) (Vaswani et al.)."""
-    pe = torch.zeros(T, C)
-    t = torch.arange(T, dtype=torch.float64)
-    for c in range(C):
-        i2 = c - (c % 2)                        # 2i
-        angle = t / (10000.0 ** (i2 / C))
-        pe[:, c] = torch.sin(angle) if c % 2 == 0 else torch.cos(angle)
-    return pe
-
-
-def apply_norm(x, P, prefix, m):
-    if m["norm"] == "none":
-        return x
-    eps = m["norm_eps"]
-    if m["norm"] == "layernorm":
-        mu = x.mean(-1, keepdim=True)
-        var = ((x - mu) ** 2).mean(-1, keepdim=True)          # biased variance
-        return P[prefix + ".gamma"] * (x - mu) / torch.sqrt(var + eps) + P[prefix + ".beta"]
-    ms = (x * x).mean(-1, keepdim=True)                        # rmsnorm: no beta
-    return P[prefix + ".gamma"] * x / torch.sqrt(ms + eps)
-
-
-def mha(a, P, p, m, kv=None, key_pad=None, causal=None, w="", ctx_hook=None):
-    """Multi-head attention of the queries a (B,T,C) over the keys/values kv (B,S,C); kv = a
-    (self-attention) unless given. key_pad: bool (B,S), True = that key is masked (padding).
-    causal: m["causal"] unless given. w: prefix of the weight names ("c": cwq cbq ... cbo).
-    ctx_hook: applied to the concatenated heads (B,T,C) before W_O (Sub-LN's inner norm)."""
-    if kv is None:
-        kv = a
-    if causal is None:
-        causal = m["causal"]
-    B, T, C = a.shape
-    S = kv.shape[1]
-    H = m["heads"]
-    Dh = C // H
-    q = a @ P[p + w + "wq"] + P[p + w + "bq"]
-    k = kv @ P[p + w + "wk"] + P[p + w + "bk"]
-    v = kv @ P[p + w + "wv"] + P[p + w + "bv"]
-    q = q.reshape(B, T, H, Dh).transpose(1, 2)                              # (B,H,T,Dh)
-    k, v = (z.reshape(B, S, H, Dh).transpose(1, 2) for z in (k, v))         # (B,H,S,Dh)
-    scores = q @ k.transpose(-1, -2) / math.sqrt(Dh)
-    if causal:
-        mask = torch.triu(torch.ones(T, S, dtype=torch.bool), diagonal=1)   # j > i
-        scores = scores.masked_fill(mask, float("-inf"))
-    if key_pad is not None:
-        scores = scores.masked_fill(key_pad[:, None, None, :], float("-inf"))
-    att = torch.softmax(scores, dim=-1)
-    ctx = (att @ v).transpose(1, 2).reshape(B, T, C)                        # heads concatenated
-    if ctx_hook is not None:
-        ctx = ctx_hook(ctx)
-    return ctx @ P[p + w + "wo"] + P[p + w + "bo"]
-
-
-def ffn(x, P, p, m, hidden_hook=None):
-    """act(x·W¹ + b¹)·W² + b²; hidden_hook: applied to act(·) (B,T,d_ff) before W² (Sub-LN)."""
-    h = x @ P[p + "w1"] + P[p + "b1"]
-    if m["activation"] == "relu":
-        h = torch.relu(h)
-    else:
-        h = 0.5 * h * (1.0 + torch.erf(h / math.sqrt(2.0)))               # exact GELU
-    if hidden_hook is not None:
-        h = hidden_hook(h)
-    return h @ P[p + "w2"] + P[p + "b2"]
-
 
 def forward_stack(P, m, tokens):
     """x_{L+1}: the embedded input through every layer, before any final norm. (B,T,C)"""
@@ -235,15 +81,6 @@ def forward_stack(P, m, tokens):
     return x
 
 
-def output_loss(P, m, x_final, targets):
-    """Mean cross-entropy of the logits x_final·W (tied: W = tok_embedᵀ, no √C)."""
-    B, T, _ = x_final.shape
-    W = P["tok_embed"].t() if m["tie_embeddings"] else P["lm_head"]
-    logits = x_final @ W
-    return F.cross_entropy(logits.reshape(B * T, m["vocab"]), targets.reshape(B * T),
-                           ignore_index=-1, label_smoothing=m["label_smoothing"], reduction="mean")
-
-
 def forward_loss(P, m, tokens, targets):
     """Mean cross-entropy of the batch. P: name -> tensor, tokens/targets: int64 (B,T)."""
     x = forward_stack(P, m, tokens)
@@ -253,66 +90,13 @@ def forward_loss(P, m, tokens, targets):
 
 
 def torch_loss_and_grads(params_np, m, tokens_np, targets_np, loss_fn=None):
-    """Loss and name -> gradient; loss_fn(P, m, tokens, targets) is forward_loss unless given
-    (test_torch_encdec.py passes a closure that also holds the source batch)."""
-    P = {k: torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True)
-         for k, v in params_np.items()}
-    tokens = torch.from_numpy(np.asarray(tokens_np, dtype=np.int64))
-    targets = torch.from_numpy(np.asarray(targets_np, dtype=np.int64))
-    loss = (loss_fn or forward_loss)(P, m, tokens, targets)
-    loss.backward()
-    grads = {k: (t.grad.numpy().copy() if t.grad is not None else np.zeros(t.shape))
-             for k, t in P.items()}
-    return float(loss.item()), grads
+    """Loss and name -> gradient (torch_ref.loss_and_grads) of loss_fn, this file's forward_loss
+    unless given (test_torch_encdec.py passes a closure that also holds the source batch)."""
+    return ref.loss_and_grads(params_np, m, tokens_np, targets_np, loss_fn or forward_loss)
 
 
 # ----------------------------------------------------------------------------------------------
 # Reading a dump and comparing.
-
-def read_group(f, group):
-    """name (relative to /group, e.g. 'layers/00/norm1.gamma') -> float64 array."""
-    out = {}
-    if group not in f:
-        return out
-
-    def visit(name, obj):
-        if isinstance(obj, h5py.Dataset):
-            out[name] = np.asarray(obj[()], dtype=np.float64)
-    f[group].visititems(visit)
-    return out
-
-
-def attr_text(v):
-    if isinstance(v, bytes):
-        return v.decode("utf-8")
-    if isinstance(v, np.ndarray):                 # a 1-element array of strings
-        v = v.reshape(-1)[0]
-        return attr_text(v)
-    return str(v)
-
-
-def fit_shape(arr, shape, what, notes):
-    """arr as `shape`; a vector stored as (1,C) or a scalar as (1,) is accepted with a note."""
-    if arr.shape == tuple(shape):
-        return arr
-    if arr.size == int(np.prod(shape)) and arr.squeeze().shape == tuple(shape):
-        notes.append(f"{what}: stored shape {arr.shape}, expected {tuple(shape)} (accepted)")
-        return arr.reshape(shape)
-    raise ValueError(f"{what}: shape {arr.shape}, expected {tuple(shape)}")
-
-
-def grad_error(g_torch, g_c, global_max):
-    """err = max|g_torch − g_c| / max(max|g_torch of this tensor|, 1e-6 · max over all tensors
-    of max|g_torch|). The floor puts tensors that are zero in exact arithmetic (bk) on the scale
-    of the whole gradient; every other tensor is on its own scale."""
-    if not np.all(np.isfinite(g_c)):
-        return float("inf")
-    scale = max(float(np.max(np.abs(g_torch))) if g_torch.size else 0.0,
-                GLOBAL_FLOOR * global_max)
-    diff = float(np.max(np.abs(g_torch - g_c))) if g_torch.size else 0.0
-    if scale == 0.0:
-        return 0.0 if diff == 0.0 else float("inf")
-    return diff / scale
 
 
 def check_dump(path, parse=parse_config, shapes_fn=expected_shapes, loss_fn=None):
@@ -320,8 +104,7 @@ def check_dump(path, parse=parse_config, shapes_fn=expected_shapes, loss_fn=None
     (name -> err), problems (list of strings), notes. parse, shapes_fn, loss_fn: the config
     reader, the tensor list and the forward (torch_loss_and_grads's loss_fn) of the reference;
     this file's unless given (tests/test_torch_schemes.py passes its own)."""
-    res = {"ok": False, "loss_err": None, "worst": (None, 0.0), "errors": {}, "problems": [],
-           "notes": [], "worst_own": (None, 0.0)}
+    res = new_res()
     problems, notes = res["problems"], res["notes"]
     with h5py.File(path, "r") as f:
         if "config" not in f.attrs:
@@ -364,68 +147,6 @@ def check_dump(path, parse=parse_config, shapes_fn=expected_shapes, loss_fn=None
 
     loss_t, grads_t = torch_loss_and_grads(params, m, tokens, targets, loss_fn)
     return compare(res, shapes, loss_t, grads_t, loss_c, grads)
-
-
-def check_tensors(shapes, params, grads, problems, notes):
-    """/params and /grads hold exactly the names of `shapes`, each of its shape (a vector stored
-    as (1,C) is reshaped in place, with a note). False, with problems appended, if not."""
-    ok = True
-    for group, got in (("params", params), ("grads", grads)):
-        missing = sorted(set(shapes) - set(got))
-        extra = sorted(set(got) - set(shapes))
-        if missing:
-            problems.append(f"/{group} lacks: {', '.join(missing)}")
-            ok = False
-        if extra:
-            problems.append(f"/{group} has unexpected: {', '.join(extra)}")
-            ok = False
-    if not ok:
-        return False
-    try:
-        for name, shape in shapes.items():
-            params[name] = fit_shape(params[name], shape, f"/params/{name}", notes)
-            grads[name] = fit_shape(grads[name], shape, f"/grads/{name}", notes)
-    except ValueError as e:
-        problems.append(str(e))
-        return False
-    return True
-
-
-def compare(res, names, loss_t, grads_t, loss_c, grads, loss_tol=LOSS_TOL, grad_tol=GRAD_TOL,
-            label="C", floor_tol=None):
-    """The loss and every gradient in `names` against the reference (loss_t, grads_t): fills
-    res's loss_torch, loss_c, loss_err, errors, worst, worst_own, appends to res["problems"]
-    and sets res["ok"] (no problems at all). label names the compared side in messages.
-    floor_tol (default grad_tol): the tolerance of the tensors judged on the floor (zero in
-    exact arithmetic, so rounding noise on both sides), for a grad_tol tighter than the floor
-    was made for."""
-    problems = res["problems"]
-    res["loss_torch"], res["loss_c"] = loss_t, loss_c
-    res["loss_err"] = (abs(loss_t - loss_c) / abs(loss_t)) if loss_t != 0 else abs(loss_c)
-    if not math.isfinite(loss_c) or not res["loss_err"] <= loss_tol:
-        problems.append(f"loss: torch {loss_t:.17g}, {label} {loss_c:.17g}, "
-                        f"rel diff {res['loss_err']:.3g} > {loss_tol:g}")
-
-    global_max = max(float(np.max(np.abs(g))) for g in grads_t.values())
-    worst = (None, -1.0)
-    worst_own = (None, -1.0)       # among tensors judged on their own scale (not the floor)
-    for name in names:
-        err = grad_error(grads_t[name], grads[name], global_max)
-        res["errors"][name] = err
-        if err > worst[1]:
-            worst = (name, err)
-        own = np.max(np.abs(grads_t[name])) >= GLOBAL_FLOOR * global_max
-        if own and err > worst_own[1]:
-            worst_own = (name, err)
-        tol = grad_tol if own or floor_tol is None else floor_tol
-        if not err <= tol:
-            problems.append(f"grad {name}: err {err:.3g} > {tol:g} "
-                            f"(max|g_torch| {np.max(np.abs(grads_t[name])):.3g}, "
-                            f"max|g_{label.lower()}| {np.max(np.abs(grads[name])):.3g})")
-    res["worst"] = worst
-    res["worst_own"] = worst_own
-    res["ok"] = not problems
-    return res
 
 
 # ----------------------------------------------------------------------------------------------
@@ -472,93 +193,11 @@ def make_cases():
     return cases
 
 
-def write_ini(path, settings, base=None, writer="tests/test_torch.py"):
-    sections = {}
-    for key, value in {**(BASE if base is None else base), **settings}.items():
-        sec, k = key.split(".", 1)
-        sections.setdefault(sec, []).append(f"{k} = {value}")
-    with open(path, "w") as fh:
-        fh.write(f"# written by {writer}\n")
-        for sec in ("model", "init", "data"):
-            if sec in sections:
-                fh.write(f"[{sec}]\n" + "\n".join(sections[sec]) + "\n\n")
-
-
-def report(name, res, verbose):
-    if res["loss_err"] is None:
-        line = f"FAIL {name:26s} " + (res["problems"][0] if res["problems"] else "no result")
-        print(line)
-        for p in res["problems"][1:]:
-            print(f"       {p}")
-        return
-    wn, we = res["worst"]
-    print(f"{'ok  ' if res['ok'] else 'FAIL'} {name:26s} loss rel {res['loss_err']:.1e}  "
-          f"worst {wn} err {we:.2e}"
-          + (f"  (own scale: {res['worst_own'][0]} {res['worst_own'][1]:.2e})"
-             if res.get("worst_own", (None,))[0] not in (None, wn) else ""))
-    for p in res["problems"]:
-        print(f"       {p}")
-    for n in res["notes"]:
-        print(f"       note: {n}")
-    if verbose:
-        for n, e in res["errors"].items():
-            print(f"         {n:24s} {e:.2e}")
-
-
-def run_cases(args, workdir):
-    binary = args.binary if os.path.isabs(args.binary) else os.path.join(REPO, args.binary)
-    passed = failed = 0
-    worst_all = (None, None, 0.0)
-    worst_loss = (None, 0.0)
-    worst_own = (None, None, 0.0)
-    if not os.access(binary, os.X_OK):
-        print(f"test_torch: {binary} not found or not executable (build it with `make stability`)")
-    for name, settings in make_cases():
-        if args.case and args.case not in name:
-            continue
-        ini = os.path.join(workdir, name + ".ini")
-        out = os.path.join(workdir, name + ".h5")
-        write_ini(ini, settings)
-        res = {"ok": False, "loss_err": None, "worst": (None, 0.0), "errors": {},
-               "problems": [], "notes": []}
-        try:
-            # --perturb: biases, γ, β ~ init + N(0, 0.3²), so that a swapped b_Q/b_K or
-            # norm1/norm2 in the C forward would show (at init they are all 0 or 1)
-            p = subprocess.run([binary, "dump", "--config", ini, "--out", out, "--perturb", "0.3"],
-                               cwd=REPO,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               timeout=300)
-            if p.returncode != 0:
-                tail = " | ".join(p.stdout.strip().splitlines()[-3:])
-                res["problems"].append(f"`stability dump` exit {p.returncode}: {tail}")
-            elif not os.path.exists(out):
-                res["problems"].append("`stability dump` exited 0 but wrote no file")
-            else:
-                res = check_dump(out)
-        except (OSError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
-            res["problems"].append(f"{type(e).__name__}: {e}")
-        report(name, res, args.verbose)
-        if res["ok"]:
-            passed += 1
-        else:
-            failed += 1
-        if res["loss_err"] is not None:
-            if res["worst"][1] >= worst_all[2]:
-                worst_all = (name, res["worst"][0], res["worst"][1])
-            wo = res.get("worst_own", (None, 0.0))
-            if wo[0] is not None and wo[1] >= worst_own[2]:
-                worst_own = (name, wo[0], wo[1])
-            if res["loss_err"] >= worst_loss[1]:
-                worst_loss = (name, res["loss_err"])
-    if worst_all[0] is not None:
-        print(f"worst gradient error overall: {worst_all[2]:.2e} ({worst_all[0]}: {worst_all[1]}); "
-              f"worst loss rel diff: {worst_loss[1]:.1e} ({worst_loss[0]})")
-        if worst_own[0] is not None:
-            print(f"worst on a tensor's own scale (not the floor): {worst_own[2]:.2e} "
-                  f"({worst_own[0]}: {worst_own[1]})")
-    else:
-        print("worst gradient error overall: none (no dump could be compared)")
-    return passed, failed
+def run_cases(args, workdir, dump=None):
+    """Every case through `stability dump` and check_dump (torch_ref.run_cases)."""
+    cases = [(name, settings, BASE, {}) for name, settings in make_cases()]
+    return ref.run_cases(args, workdir, cases, lambda path, opts: check_dump(path), "test_torch",
+                         dump=dump)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -606,22 +245,8 @@ def write_fake_dump(path, m, seed, bytes_attr, mutate=None):
     loss, grads = torch_loss_and_grads(params, m, tokens, targets)
     if mutate:
         loss = mutate(params, grads, loss)
-    with h5py.File(path, "w") as f:
-        text = resolved_ini(m, seed)
-        if bytes_attr:
-            f.attrs["config"] = np.bytes_(text.encode())   # fixed-length string, as C may write
-        else:
-            f.attrs["config"] = text                        # variable-length
-        f.attrs["status"] = "done"
-        g = f.create_group("batch")
-        g.create_dataset("tokens", data=tokens)
-        g.create_dataset("targets", data=targets)
-        f.create_dataset("loss", data=np.float64(loss))
-        for top, d in (("params", params), ("grads", grads)):
-            for name, arr in d.items():
-                parts = name.split("/")
-                grp = f.require_group("/".join([top] + parts[:-1]))
-                grp.create_dataset(parts[-1], data=np.asarray(arr, dtype=np.float64))
+    ref.write_dump(path, resolved_ini(m, seed), (("tokens", tokens), ("targets", targets)), loss,
+                   params, grads, bytes_attr)
     return loss
 
 
@@ -860,33 +485,6 @@ def self_test(args, workdir):
           f"{ce:.17g} vs {manual:.17g}")
     passed, failed = passed + good, failed + (not good)
     return passed, failed
-
-
-def run_main(doc, name, banner, self_test_fn, run_cases_fn, self_test_help):
-    """The command line every PyTorch cross-check shares: parse the options, run the self-test
-    or the cases in a working directory (--keep DIR, else a temporary one), print the tally
-    as "NAME: P passed, F failed" and return the exit status (1 on a failure or no case)."""
-    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
-    ap.add_argument("--self-test", action="store_true", help=self_test_help)
-    ap.add_argument("--binary", default="./stability", help="the C program (default ./stability)")
-    ap.add_argument("--keep", metavar="DIR", help="write configs and dumps to DIR and keep them")
-    ap.add_argument("--case", metavar="SUBSTRING", help="only the cases whose name contains it")
-    ap.add_argument("--verbose", "-v", action="store_true", help="print every tensor's error")
-    args = ap.parse_args()
-    print(banner)
-    if args.keep:
-        os.makedirs(args.keep, exist_ok=True)
-        workdir, tmp = args.keep, None
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix=f"stability-{name.replace(' ', '-')}-")
-        workdir = tmp.name
-    try:
-        passed, failed = (self_test_fn if args.self_test else run_cases_fn)(args, workdir)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
-    print(f"{name}: {passed} passed, {failed} failed")
-    return 1 if failed or passed == 0 else 0
 
 
 def main():

@@ -38,7 +38,6 @@ import contextlib
 import io
 import math
 import os
-import subprocess
 import sys
 
 import h5py
@@ -46,9 +45,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_torch as tt  # noqa: E402  (the lm reference: norms, attention, FFN, PE, loss, compare)
+import torch_ref as ref  # noqa: E402  (the scaffolding the three cross-checks share)
+import test_torch as tt  # noqa: E402  (the lm reference: its tensors, forward, dump reader)
 
-REPO = tt.REPO
+REPO = ref.REPO
 
 # The reference against torch.nn.Transformer on the same weights (two float64 implementations of
 # the same sums in a different order): tighter than the C comparison. The tensors that are zero in
@@ -57,7 +57,7 @@ REPO = tt.REPO
 # the C comparison's tolerance, the floor rule it was made for.
 NN_LOSS_TOL = 1e-12
 NN_GRAD_TOL = 1e-10
-NN_FLOOR_TOL = tt.GRAD_TOL
+NN_FLOOR_TOL = ref.GRAD_TOL
 
 ATTN = ["wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo"]
 
@@ -112,7 +112,7 @@ def expected_shapes(m):
 def embed(P, m, tokens):
     """(B,n) ids, −1 = padding -> (B,n,C): tok_embed[id]·√d + PE[p], zero at padding."""
     C = m["d_model"]
-    x = P["tok_embed"][tokens.clamp(min=0)] * math.sqrt(C) + tt.positional_encoding(
+    x = P["tok_embed"][tokens.clamp(min=0)] * math.sqrt(C) + ref.positional_encoding(
         tokens.shape[1], C)
     return x.masked_fill((tokens < 0)[..., None], 0.0)
 
@@ -133,13 +133,13 @@ def encode(P, m, src, bug=frozenset()):
     for l in range(m["layers"]):
         p = f"enc/{l:02d}/"
         if m["placement"] == "post":
-            x3 = tt.apply_norm(x + tt.mha(x, P, p, m, key_pad=key_pad, causal=False),
+            x3 = ref.apply_norm(x + ref.mha(x, P, p, m, key_pad=key_pad, causal=False),
                                P, p + "norm1", m)
-            x = tt.apply_norm(x3 + tt.ffn(x3, P, p, m), P, p + "norm2", m)
+            x = ref.apply_norm(x3 + ref.ffn(x3, P, p, m), P, p + "norm2", m)
         else:
-            x3 = x + tt.mha(tt.apply_norm(x, P, p + "norm1", m), P, p, m, key_pad=key_pad,
+            x3 = x + ref.mha(ref.apply_norm(x, P, p + "norm1", m), P, p, m, key_pad=key_pad,
                             causal=False)
-            x = x3 + tt.ffn(tt.apply_norm(x3, P, p + "norm2", m), P, p, m)
+            x = x3 + ref.ffn(ref.apply_norm(x3, P, p + "norm2", m), P, p, m)
     return x
 
 
@@ -147,21 +147,21 @@ def decode(P, m, tokens, mem, src_pad, bug=frozenset()):
     """The decoder output (B,T,C), before dec_final_norm."""
     key_pad = leaky(src_pad, "leak_cross" in bug)
     causal = "dec_not_causal" not in bug
-    norm = tt.apply_norm
+    norm = ref.apply_norm
     y = embed(P, m, tokens)
     for l in range(m["dec_layers"]):
         p = f"dec/{l:02d}/"
 
         def cross(u):
-            return tt.mha(u, P, p, m, kv=mem, key_pad=key_pad, causal=False, w="c")
+            return ref.mha(u, P, p, m, kv=mem, key_pad=key_pad, causal=False, w="c")
         if m["placement"] == "post":
-            y = norm(y + tt.mha(y, P, p, m, causal=causal), P, p + "norm1", m)
+            y = norm(y + ref.mha(y, P, p, m, causal=causal), P, p + "norm1", m)
             y = norm(y + cross(y), P, p + "norm2", m)
-            y = norm(y + tt.ffn(y, P, p, m), P, p + "norm3", m)
+            y = norm(y + ref.ffn(y, P, p, m), P, p + "norm3", m)
         else:
-            y = y + tt.mha(norm(y, P, p + "norm1", m), P, p, m, causal=causal)
+            y = y + ref.mha(norm(y, P, p + "norm1", m), P, p, m, causal=causal)
             y = y + cross(norm(y, P, p + "norm2", m))
-            y = y + tt.ffn(norm(y, P, p + "norm3", m), P, p, m)
+            y = y + ref.ffn(norm(y, P, p + "norm3", m), P, p, m)
     return y
 
 
@@ -169,11 +169,11 @@ def forward_loss(P, m, src, tokens, targets, bug=frozenset()):
     x_enc = encode(P, m, src, bug)
     mem = x_enc
     if m["has_final_norm"] and "mem_before_norm" not in bug:
-        mem = tt.apply_norm(x_enc, P, "enc_final_norm", m)
+        mem = ref.apply_norm(x_enc, P, "enc_final_norm", m)
     y = decode(P, m, tokens, mem, src < 0, bug)
     if m["has_final_norm"] and "no_dec_final_norm" not in bug:
-        y = tt.apply_norm(y, P, "dec_final_norm", m)
-    return tt.output_loss(P, m, y, targets)
+        y = ref.apply_norm(y, P, "dec_final_norm", m)
+    return ref.output_loss(P, m, y, targets)
 
 
 def loss_and_grads(params_np, m, src_np, tokens_np, targets_np, bug=frozenset()):
@@ -271,7 +271,7 @@ def nn_loss_and_grads(params_np, m, src_np, tokens_np, targets_np):
     causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)     # True = not allowed
     y = net(embed(outer, m, src), embed(outer, m, tokens), tgt_mask=causal,
               src_key_padding_mask=src_pad, memory_key_padding_mask=src_pad)
-    loss = tt.output_loss(outer, m, y, targets)
+    loss = ref.output_loss(outer, m, y, targets)
     loss.backward()
     grads = {k: t.grad.numpy().copy() for k, t in outer.items()}
     for name, prm, rows, transpose in table:
@@ -280,16 +280,11 @@ def nn_loss_and_grads(params_np, m, src_np, tokens_np, targets_np):
     return float(loss.item()), grads
 
 
-def new_res():
-    return {"ok": False, "loss_err": None, "worst": (None, 0.0), "errors": {}, "problems": [],
-            "notes": [], "worst_own": (None, 0.0)}
-
-
 def reference_vs_nn(params, m, src, tokens, targets):
     """Our reference against nn.Transformer on the same weights and batch (NN tolerances)."""
     loss_r, grads_r = loss_and_grads(params, m, src, tokens, targets)
     loss_n, grads_n = nn_loss_and_grads(params, m, src, tokens, targets)
-    return tt.compare(new_res(), expected_shapes(m), loss_r, grads_r, loss_n, grads_n,
+    return ref.compare(ref.new_res(), expected_shapes(m), loss_r, grads_r, loss_n, grads_n,
                       NN_LOSS_TOL, NN_GRAD_TOL, label="nn", floor_tol=NN_FLOOR_TOL)
 
 
@@ -332,7 +327,7 @@ def check_batch(m, src, tokens, targets, problems):
             "src_pad": float(np.mean(src < 0)), "tgt_pad": float(np.mean(tokens < 0))}
 
 
-def check_dump(path, against_nn=False, parse=tt.parse_config, shapes_fn=None, grads_fn=None):
+def check_dump(path, against_nn=False, parse=ref.parse_config, shapes_fn=None, grads_fn=None):
     """Compare one dump with the reference (and with nn.Transformer when against_nn). Returns
     test_torch.check_dump's dict plus pad (padding statistics) and, when against_nn, nn_ref
     (reference vs nn.Transformer) and nn_c (C vs nn.Transformer). parse, shapes_fn(m) and
@@ -340,13 +335,13 @@ def check_dump(path, against_nn=False, parse=tt.parse_config, shapes_fn=None, gr
     and reference; this file's unless given (tests/test_torch_schemes.py passes its own)."""
     shapes_fn = shapes_fn or expected_shapes
     grads_fn = grads_fn or loss_and_grads
-    res = new_res()
+    res = ref.new_res()
     problems, notes = res["problems"], res["notes"]
     with h5py.File(path, "r") as f:
         if "config" not in f.attrs:
             problems.append("root attribute 'config' missing")
             return res
-        m = parse(tt.attr_text(f.attrs["config"]))
+        m = parse(ref.attr_text(f.attrs["config"]))
         res["model"] = m
         if m["arch"] != "encdec":
             problems.append(f"model.arch = {m['arch']}, expected encdec")
@@ -357,14 +352,14 @@ def check_dump(path, against_nn=False, parse=tt.parse_config, shapes_fn=None, gr
                 problems.append(f"/{ds} missing")
         if problems:
             return res
-        src = tt.fit_shape(np.asarray(f["batch/src_tokens"][()]), (B, S), "/batch/src_tokens",
+        src = ref.fit_shape(np.asarray(f["batch/src_tokens"][()]), (B, S), "/batch/src_tokens",
                            notes)
-        tokens = tt.fit_shape(np.asarray(f["batch/tokens"][()]), (B, T), "/batch/tokens", notes)
-        targets = tt.fit_shape(np.asarray(f["batch/targets"][()]), (B, T), "/batch/targets",
+        tokens = ref.fit_shape(np.asarray(f["batch/tokens"][()]), (B, T), "/batch/tokens", notes)
+        targets = ref.fit_shape(np.asarray(f["batch/targets"][()]), (B, T), "/batch/targets",
                                notes)
         loss_c = np.asarray(f["loss"][()], dtype=np.float64)
-        params = tt.read_group(f, "params")
-        grads = tt.read_group(f, "grads")
+        params = ref.read_group(f, "params")
+        grads = ref.read_group(f, "grads")
     res["pad"] = check_batch(m, src, tokens, targets, problems)
     if loss_c.size != 1:
         problems.append(f"/loss has {loss_c.size} elements, expected a scalar")
@@ -372,21 +367,21 @@ def check_dump(path, against_nn=False, parse=tt.parse_config, shapes_fn=None, gr
         return res
     loss_c = float(loss_c.reshape(-1)[0])
     shapes = shapes_fn(m)
-    if not tt.check_tensors(shapes, params, grads, problems, notes):
+    if not ref.check_tensors(shapes, params, grads, problems, notes):
         return res
 
     loss_t, grads_t = grads_fn(params, m, src, tokens, targets)
-    tt.compare(res, shapes, loss_t, grads_t, loss_c, grads)
+    ref.compare(res, shapes, loss_t, grads_t, loss_c, grads)
     if against_nn:
         why = nn_unsupported(m)
         if why:
             problems.append(f"nn.Transformer case: {why}")
         else:
             loss_n, grads_n = nn_loss_and_grads(params, m, src, tokens, targets)
-            res["nn_ref"] = tt.compare(new_res(), shapes, loss_n, grads_n, loss_t, grads_t,
+            res["nn_ref"] = ref.compare(ref.new_res(), shapes, loss_n, grads_n, loss_t, grads_t,
                                        NN_LOSS_TOL, NN_GRAD_TOL, label="ref",
                      floor_tol=NN_FLOOR_TOL)
-            res["nn_c"] = tt.compare(new_res(), shapes, loss_n, grads_n, loss_c, grads)
+            res["nn_c"] = ref.compare(ref.new_res(), shapes, loss_n, grads_n, loss_c, grads)
             for key, what in (("nn_ref", "reference vs nn.Transformer"),
                               ("nn_c", "C vs nn.Transformer")):
                 problems.extend(f"{what}: {p}" for p in res[key]["problems"])
@@ -460,7 +455,7 @@ def padding_problems(pad):
 
 
 def report(name, res, verbose):
-    tt.report(name, res, verbose)
+    ref.report(name, res, verbose)
     for key, what in (("nn_ref", "reference vs nn.Transformer"), ("nn_c", "C vs nn.Transformer")):
         r = res.get(key)
         if r and r["loss_err"] is not None:
@@ -474,65 +469,29 @@ def report(name, res, verbose):
 
 
 def run_cases(args, workdir, dump=None):
-    """Every case (or those matching --case) through `stability dump` and check_dump; dump(ini,
-    out) -> (exit status, output) stands in for the C program when given (--self-test)."""
-    binary = args.binary if os.path.isabs(args.binary) else os.path.join(REPO, args.binary)
-    passed = failed = 0
-    worst_all, worst_loss = (None, None, 0.0), (None, 0.0)
-    padded_seen, compared = False, 0
-    if dump is None and not os.access(binary, os.X_OK):
-        print(f"test_torch_encdec: {binary} not found or not executable "
-              "(build it with `make stability`)")
-    for name, settings, opts in make_cases():
-        if args.case and args.case not in name:
-            continue
-        ini = os.path.join(workdir, name + ".ini")
-        out = os.path.join(workdir, name + ".h5")
-        tt.write_ini(ini, settings, base=BASE, writer="tests/test_torch_encdec.py")
-        res = new_res()
-        try:
-            # --perturb: biases, γ, β ~ init + N(0, 0.3²), so that swapped names would show
-            if dump is None:
-                p = subprocess.run([binary, "dump", "--config", ini, "--out", out,
-                                    "--perturb", "0.3"],
-                                   cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, timeout=300)
-                rc, output = p.returncode, p.stdout
-            else:
-                rc, output = dump(ini, out)
-            if rc != 0:
-                tail = " | ".join(output.strip().splitlines()[-3:])
-                res["problems"].append(f"`stability dump` exit {rc}: {tail}")
-            elif not os.path.exists(out):
-                res["problems"].append("`stability dump` exited 0 but wrote no file")
-            else:
-                res = check_dump(out, against_nn=opts.get("nn", False))
-        except (OSError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
-            res["problems"].append(f"{type(e).__name__}: {e}")
-        if "pad" in res:
-            compared += 1
-            pad = res["pad"]
-            padded_seen |= (len(set(pad["src_lens"])) > 1 and len(set(pad["tgt_lens"])) > 1
-                            and pad["src_pad"] > 0 and pad["tgt_pad"] > 0)
-            if opts.get("heavy_padding"):
-                res["problems"].extend(padding_problems(pad))
-                res["ok"] = res["ok"] and not res["problems"]
-        report(name, res, args.verbose)
-        passed, failed = passed + bool(res["ok"]), failed + (not res["ok"])
-        if res["loss_err"] is not None:
-            if res["worst"][1] >= worst_all[2]:
-                worst_all = (name, res["worst"][0], res["worst"][1])
-            if res["loss_err"] >= worst_loss[1]:
-                worst_loss = (name, res["loss_err"])
-    if not args.case and compared and not padded_seen:
+    """Every case (or those matching --case) through `stability dump` and check_dump
+    (torch_ref.run_cases); dump(ini, out) -> (exit status, output) stands in for the C program
+    when given (--self-test). Fails, too, when no case's batch had padding of different lengths
+    per row in both the source and the decoder."""
+    seen = {"padded": False, "compared": 0}
+
+    def padding(name, settings, opts, res):
+        if "pad" not in res:
+            return
+        seen["compared"] += 1
+        pad = res["pad"]
+        seen["padded"] |= (len(set(pad["src_lens"])) > 1 and len(set(pad["tgt_lens"])) > 1
+                           and pad["src_pad"] > 0 and pad["tgt_pad"] > 0)
+        if opts.get("heavy_padding"):
+            res["problems"].extend(padding_problems(pad))
+    cases = [(name, settings, BASE, opts) for name, settings, opts in make_cases()]
+    passed, failed = ref.run_cases(args, workdir, cases,
+                                   lambda path, opts: check_dump(path, against_nn=opts.get("nn", False)),
+                                   "test_torch_encdec", dump=dump, after=padding, report_fn=report)
+    if not args.case and seen["compared"] and not seen["padded"]:
         print("FAIL padding                   no case's batch had source and decoder padding "
               "of different lengths per row: the padding masks went untested")
         failed += 1
-    if worst_all[0] is not None:
-        print(f"worst gradient error overall: {worst_all[2]:.2e} ({worst_all[0]}: {worst_all[1]}); "
-              f"worst loss rel diff: {worst_loss[1]:.1e} ({worst_loss[0]})")
-    else:
-        print("worst gradient error overall: none (no dump could be compared)")
     return passed, failed
 
 
@@ -584,20 +543,9 @@ def write_fake_dump(path, m, seed, bytes_attr=False, mutate=None, bug=frozenset(
     loss, grads = loss_and_grads(params, m, src, tokens, targets, bug)
     if mutate:
         loss = mutate(params, grads, loss)
-    with h5py.File(path, "w") as f:
-        text = resolved_ini(m, seed)
-        f.attrs["config"] = np.bytes_(text.encode()) if bytes_attr else text
-        f.attrs["status"] = "done"
-        g = f.create_group("batch")
-        g.create_dataset("src_tokens", data=src)
-        g.create_dataset("tokens", data=tokens)
-        g.create_dataset("targets", data=targets)
-        f.create_dataset("loss", data=np.float64(loss))
-        for top, d in (("params", params), ("grads", grads)):
-            for name, arr in d.items():
-                parts = name.split("/")
-                grp = f.require_group("/".join([top] + parts[:-1]))
-                grp.create_dataset(parts[-1], data=np.asarray(arr, dtype=np.float64))
+    ref.write_dump(path, resolved_ini(m, seed),
+                   (("src_tokens", src), ("tokens", tokens), ("targets", targets)), loss, params,
+                   grads, bytes_attr)
     return params, (src, tokens, targets)
 
 
@@ -612,7 +560,7 @@ def self_test(args, workdir):
         try:
             res = check_dump(path, against_nn)
         except (ValueError, KeyError) as e:
-            res = new_res()
+            res = ref.new_res()
             res["problems"].append(f"{type(e).__name__}: {e}")
         what = "passes" if ok_wanted else "rejected"
         detail = (f"worst {res['worst'][0]} err {res['worst'][1]:.1e}" if res["ok"]
@@ -741,7 +689,7 @@ def self_test(args, workdir):
     me = {**mi, "src_len": mi["src_len"] + 3, "seq_len": mi["seq_len"] + 2}
     pad = lambda a, n: np.concatenate([a, np.full((a.shape[0], n), -1, np.int32)], axis=1)
     loss2, g2 = loss_and_grads(params, me, pad(src, 3), pad(tokens, 2), pad(targets, 2))
-    res = tt.compare(new_res(), list(g), loss, g, loss2, g2, NN_LOSS_TOL, NN_GRAD_TOL,
+    res = ref.compare(ref.new_res(), list(g), loss, g, loss2, g2, NN_LOSS_TOL, NN_GRAD_TOL,
                      label="padded", floor_tol=NN_FLOOR_TOL)
     verdict(res["ok"], "3 more source, 2 more target padding columns",
             f"loss rel {res['loss_err']:.1e}, worst {res['worst'][0]} err {res['worst'][1]:.1e}"
@@ -786,7 +734,7 @@ def self_test(args, workdir):
     src, tokens, targets = make_batch(r, mn)
     loss_b, grads_b = loss_and_grads(params, mn, src, tokens, targets, {"leak_cross"})
     loss_n, grads_n = nn_loss_and_grads(params, mn, src, tokens, targets)
-    res = tt.compare(new_res(), expected_shapes(mn), loss_n, grads_n, loss_b, grads_b,
+    res = ref.compare(ref.new_res(), expected_shapes(mn), loss_n, grads_n, loss_b, grads_b,
                      NN_LOSS_TOL, NN_GRAD_TOL, label="ref",
                      floor_tol=NN_FLOOR_TOL)
     verdict(not res["ok"], "vs nn.Transformer: leaky reference rejected",
@@ -831,11 +779,11 @@ def stub_dump(ini, out):
     kw.update(placement=get("model", "placement", "post"), norm=get("model", "norm", "layernorm"),
               activation=get("model", "activation", "relu"),
               norm_eps=float(get("model", "norm_eps", 1e-5)),
-              tie_embeddings=tt.parse_bool(get("model", "tie_embeddings", "true"), "tie"),
+              tie_embeddings=ref.parse_bool(get("model", "tie_embeddings", "true"), "tie"),
               batch=int(get("data", "batch", 3)), task=get("data", "task", "reverse"),
               label_smoothing=float(get("data", "label_smoothing", 0)))
     fn = get("model", "final_norm", "auto")
-    kw["final_norm"] = kw["placement"] == "pre" if fn == "auto" else tt.parse_bool(fn, "final")
+    kw["final_norm"] = kw["placement"] == "pre" if fn == "auto" else ref.parse_bool(fn, "final")
     m = make_model(**kw)
     seed = int(get("init", "seed", 1))
     S, T = m["src_len"], m["seq_len"]
@@ -847,10 +795,10 @@ def stub_dump(ini, out):
 
 
 def main():
-    return tt.run_main(__doc__, "torch encdec",
+    return ref.run_main(__doc__, "torch encdec",
                        f"test_torch_encdec: PyTorch {torch.__version__}, h5py {h5py.__version__}, float64; "
-                       f"grad tol {tt.GRAD_TOL:g} (floor {tt.GLOBAL_FLOOR:g}·global max), "
-                       f"loss tol {tt.LOSS_TOL:g}; reference vs nn.Transformer {NN_GRAD_TOL:g} "
+                       f"grad tol {ref.GRAD_TOL:g} (floor {ref.GLOBAL_FLOOR:g}·global max), "
+                       f"loss tol {ref.LOSS_TOL:g}; reference vs nn.Transformer {NN_GRAD_TOL:g} "
                        f"(floor-judged {NN_FLOOR_TOL:g}) / {NN_LOSS_TOL:g}",
                        self_test, run_cases,
                        "check the reference, reader and comparison without the C program")

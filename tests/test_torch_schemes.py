@@ -48,7 +48,6 @@ import io
 import math
 import os
 import re
-import subprocess
 import sys
 
 import h5py
@@ -56,10 +55,11 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_torch as tt  # noqa: E402  (norms, attention, FFN, PE, loss, dump reader, compare)
+import torch_ref as ref  # noqa: E402  (the scaffolding the three cross-checks share)
+import test_torch as tt  # noqa: E402  (the lm reference: its tensors, forward, dump reader)
 import test_torch_encdec as ttd  # noqa: E402  (embedding with padding, batches, encdec reader)
 
-REPO = tt.REPO
+REPO = ref.REPO
 
 PLACEMENTS = ("post", "pre", "peri", "deepnorm", "admin", "rezero", "subln", "mixln", "b2t",
               "normformer")
@@ -96,7 +96,7 @@ def validate(m):
 
 
 def parse_config(text):
-    return validate(tt.parse_config(text, placements=PLACEMENTS, norms=NORMS,
+    return validate(ref.parse_config(text, placements=PLACEMENTS, norms=NORMS,
                                     auto_final_norm_on=AUTO_FINAL_NORM_ON))
 
 
@@ -248,7 +248,7 @@ def norm(x, P, site, m, variant=frozenset(), unit=False):
         if "dyt_alpha_outside" in variant:
             return torch.tanh(x) * a * g + b
         return torch.tanh(a * x) * g + b
-    return tt.apply_norm(x, P, site, m)
+    return ref.apply_norm(x, P, site, m)
 
 
 def head_scale(y, c, m):
@@ -288,12 +288,12 @@ def make_branch(P, m, ctx, variant):
             # planted: the paper's HeadScale, γ_i on head i before W_O
             inner = lambda z: head_scale(z, P[f"{p}head_scale{K}"], m)  # noqa: E731
         if kind == "self":
-            return lambda u: tt.mha(u, P, p, m, key_pad=ctx["self_pad"], causal=ctx["causal"],
+            return lambda u: ref.mha(u, P, p, m, key_pad=ctx["self_pad"], causal=ctx["causal"],
                                     ctx_hook=inner)
         if kind == "cross":
-            return lambda u: tt.mha(u, P, p, m, kv=ctx["mem"], key_pad=ctx["src_pad"],
+            return lambda u: ref.mha(u, P, p, m, kv=ctx["mem"], key_pad=ctx["src_pad"],
                                     causal=False, w="c", ctx_hook=inner)
-        return lambda u: tt.ffn(u, P, p, m, hidden_hook=inner)
+        return lambda u: ref.ffn(u, P, p, m, hidden_hook=inner)
     return branch
 
 
@@ -465,14 +465,14 @@ def final(x, P, site, m, variant):
 
 def lm_embed(P, m, tokens):
     C = m["d_model"]
-    return P["tok_embed"][tokens] * math.sqrt(C) + tt.positional_encoding(tokens.shape[1], C)
+    return P["tok_embed"][tokens] * math.sqrt(C) + ref.positional_encoding(tokens.shape[1], C)
 
 
 def lm_loss(P, m, tokens, targets, variant=frozenset()):
     """The lm's mean loss (tokens, targets: int64 (B,T))."""
     x = run_stack(P, m, "lm", lm_embed(P, m, tokens), {"self_pad": None, "causal": m["causal"]},
                   variant)
-    return tt.output_loss(P, m, final(x, P, "final_norm", m, variant), targets)
+    return ref.output_loss(P, m, final(x, P, "final_norm", m, variant), targets)
 
 
 def encode(P, m, src, variant=frozenset()):
@@ -486,7 +486,7 @@ def encdec_loss(P, m, src, tokens, targets, variant=frozenset()):
     mem = encode(P, m, src, variant)
     y = run_stack(P, m, "dec", ttd.embed(P, m, tokens),
                   {"self_pad": None, "causal": True, "mem": mem, "src_pad": src < 0}, variant)
-    return tt.output_loss(P, m, final(y, P, "dec_final_norm", m, variant), targets)
+    return ref.output_loss(P, m, final(y, P, "dec_final_norm", m, variant), targets)
 
 
 def loss_and_grads(params, m, batch, variant=frozenset()):
@@ -507,9 +507,9 @@ def loss_and_grads(params, m, batch, variant=frozenset()):
 def check_dump(path):
     """test_torch(_encdec).check_dump with this file's config reader, tensors and reference."""
     with h5py.File(path, "r") as f:
-        text = tt.attr_text(f.attrs["config"]) if "config" in f.attrs else None
+        text = ref.attr_text(f.attrs["config"]) if "config" in f.attrs else None
     if text is None:
-        res = ttd.new_res()
+        res = ref.new_res()
         res["problems"].append("root attribute 'config' missing")
         return res
     m = parse_config(text)
@@ -607,7 +607,7 @@ def case_problems(m, settings, opts):
 
 
 def report(name, res, verbose):
-    tt.report(name, res, verbose)
+    ref.report(name, res, verbose)
     if verbose and "pad" in res:
         p = res["pad"]
         print(f"         padding: source lengths {p['src_lens']} ({p['src_pad']:.0%}), "
@@ -615,76 +615,32 @@ def report(name, res, verbose):
 
 
 def run_cases(args, workdir, dump=None):
-    """Every case (or those matching --case) through `stability dump` and check_dump; dump(ini,
-    out) -> (exit status, output) stands in for the C program when given (--self-test)."""
-    binary = args.binary if os.path.isabs(args.binary) else os.path.join(REPO, args.binary)
-    passed = failed = 0
-    worst_all, worst_loss, worst_own = (None, None, 0.0), (None, 0.0), (None, None, 0.0)
-    padded_seen, compared_ed = False, 0
-    if dump is None and not os.access(binary, os.X_OK):
-        print(f"test_torch_schemes: {binary} not found or not executable "
-              "(build it with `make stability`)")
-    for name, arch, settings, opts in make_cases():
-        if args.case and args.case not in name:
-            continue
-        ini = os.path.join(workdir, name + ".ini")
-        out = os.path.join(workdir, name + ".h5")
-        tt.write_ini(ini, settings, base=BASE_LM if arch == "lm" else BASE_ED,
-                     writer="tests/test_torch_schemes.py")
-        res = ttd.new_res()
-        try:
-            # --perturb: every 1-D tensor (biases, γ, β, DyT α, ω, ReZero α) ~ init + N(0, 0.3²),
-            # so that swapped names show and ReZero's α is not 0
-            if dump is None:
-                p = subprocess.run([binary, "dump", "--config", ini, "--out", out,
-                                    "--perturb", "0.3"],
-                                   cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, timeout=300)
-                rc, output = p.returncode, p.stdout
-            else:
-                rc, output = dump(ini, out)
-            if rc != 0:
-                tail = " | ".join(output.strip().splitlines()[-3:])
-                res["problems"].append(f"`stability dump` exit {rc}: {tail}")
-            elif not os.path.exists(out):
-                res["problems"].append("`stability dump` exited 0 but wrote no file")
-            else:
-                res = check_dump(out)
-        except (OSError, subprocess.TimeoutExpired, ValueError, KeyError) as e:
-            res["problems"].append(f"{type(e).__name__}: {e}")
-        if "model" in res:
-            extra = case_problems(res["model"], settings, opts)
-            if arch == "encdec" and "pad" in res:
-                compared_ed += 1
-                pad = res["pad"]
-                padded_seen |= (len(set(pad["src_lens"])) > 1 and len(set(pad["tgt_lens"])) > 1
-                                and pad["src_pad"] > 0 and pad["tgt_pad"] > 0)
-                if opts.get("heavy_padding"):
-                    extra += ttd.padding_problems(pad)
-            res["problems"].extend(extra)
-            res["ok"] = res["ok"] and not res["problems"]
-        report(name, res, args.verbose)
-        passed, failed = passed + bool(res["ok"]), failed + (not res["ok"])
-        if res["loss_err"] is not None:
-            if res["worst"][1] >= worst_all[2]:
-                worst_all = (name, res["worst"][0], res["worst"][1])
-            wo = res.get("worst_own", (None, 0.0))
-            if wo[0] is not None and wo[1] >= worst_own[2]:
-                worst_own = (name, wo[0], wo[1])
-            if res["loss_err"] >= worst_loss[1]:
-                worst_loss = (name, res["loss_err"])
-    if not args.case and compared_ed and not padded_seen:
+    """Every case (or those matching --case) through `stability dump` and check_dump
+    (torch_ref.run_cases); dump(ini, out) -> (exit status, output) stands in for the C program
+    when given (--self-test). Each case's resolved config is held against its intent
+    (case_problems), and an encdec case's padding as test_torch_encdec does."""
+    seen = {"padded": False, "compared": 0}
+
+    def intent(name, settings, opts, res):
+        if "model" not in res:
+            return
+        res["problems"].extend(case_problems(res["model"], settings, opts))
+        if res["model"]["arch"] == "encdec" and "pad" in res:
+            seen["compared"] += 1
+            pad = res["pad"]
+            seen["padded"] |= (len(set(pad["src_lens"])) > 1 and len(set(pad["tgt_lens"])) > 1
+                               and pad["src_pad"] > 0 and pad["tgt_pad"] > 0)
+            if opts.get("heavy_padding"):
+                res["problems"].extend(ttd.padding_problems(pad))
+    cases = [(name, settings, BASE_LM if arch == "lm" else BASE_ED, opts)
+             for name, arch, settings, opts in make_cases()]
+    passed, failed = ref.run_cases(args, workdir, cases, lambda path, opts: check_dump(path),
+                                   "test_torch_schemes", dump=dump, after=intent,
+                                   report_fn=report)
+    if not args.case and seen["compared"] and not seen["padded"]:
         print("FAIL padding                   no encdec case's batch had source and decoder "
               "padding of different lengths per row: the padding masks went untested")
         failed += 1
-    if worst_all[0] is not None:
-        print(f"worst gradient error overall: {worst_all[2]:.2e} ({worst_all[0]}: {worst_all[1]}); "
-              f"worst loss rel diff: {worst_loss[1]:.1e} ({worst_loss[0]})")
-        if worst_own[0] is not None:
-            print(f"worst on a tensor's own scale (not the floor): {worst_own[2]:.2e} "
-                  f"({worst_own[0]}: {worst_own[1]})")
-    else:
-        print("worst gradient error overall: none (no dump could be compared)")
     return passed, failed
 
 
@@ -754,19 +710,7 @@ def write_fake_dump(path, m, seed, bytes_attr=False, mutate=None, variant=frozen
     if mutate:
         loss = mutate(params, grads, loss)
     names = ("tokens", "targets") if m["arch"] == "lm" else ("src_tokens", "tokens", "targets")
-    with h5py.File(path, "w") as f:
-        text = resolved_ini(m, seed)
-        f.attrs["config"] = np.bytes_(text.encode()) if bytes_attr else text
-        f.attrs["status"] = "done"
-        g = f.create_group("batch")
-        for n, a in zip(names, batch):
-            g.create_dataset(n, data=a)
-        f.create_dataset("loss", data=np.float64(loss))
-        for top, d in (("params", params), ("grads", grads)):
-            for name, arr in d.items():
-                parts = name.split("/")
-                grp = f.require_group("/".join([top] + parts[:-1]))
-                grp.create_dataset(parts[-1], data=np.asarray(arr, dtype=np.float64))
+    ref.write_dump(path, resolved_ini(m, seed), zip(names, batch), loss, params, grads, bytes_attr)
     return params, batch
 
 
@@ -786,10 +730,10 @@ def stub_dump(ini, out):
         kw["dec_layers"] = int(get("model", "dec_layers", 0)) or kw["layers"]
         kw["src_len"] = int(get("model", "src_len", 0)) or kw["seq_len"]
     else:
-        kw["causal"] = tt.parse_bool(get("model", "causal", "true"), "causal")
+        kw["causal"] = ref.parse_bool(get("model", "causal", "true"), "causal")
     kw.update(placement=get("model", "placement", "post"), norm=get("model", "norm", "layernorm"),
               activation=get("model", "activation", "relu"),
-              tie_embeddings=tt.parse_bool(get("model", "tie_embeddings", "true"), "tie"),
+              tie_embeddings=ref.parse_bool(get("model", "tie_embeddings", "true"), "tie"),
               mix_ratio=float(get("model", "mix_ratio", 0.25)),
               dyt_alpha=float(get("model", "dyt_alpha", 0.5)),
               init_scheme=get("init", "scheme", "xavier_normal"),
@@ -797,7 +741,7 @@ def stub_dump(ini, out):
               label_smoothing=float(get("data", "label_smoothing", 0)))
     fn = get("model", "final_norm", "auto")
     if fn != "auto":
-        kw["final_norm"] = tt.parse_bool(fn, "final_norm")
+        kw["final_norm"] = ref.parse_bool(fn, "final_norm")
     m = make_model(arch, **kw)
     seed = int(get("init", "seed", 1))
     rng = np.random.default_rng(seed)
@@ -824,7 +768,7 @@ def self_test(args, workdir):
         try:
             res = check_dump(path)
         except (ValueError, KeyError) as e:
-            res = ttd.new_res()
+            res = ref.new_res()
             res["problems"].append(f"{type(e).__name__}: {e}")
         what = "passes" if ok_wanted else "rejected"
         detail = (f"worst {res['worst'][0]} err {res['worst'][1]:.1e}" if res["ok"]
@@ -1038,8 +982,8 @@ def self_test(args, workdir):
         loss_r, grads_r = ref_loss(m_ref, {k: params[k] for k in ref_shapes}, batch)
         # the tensors zero in exact arithmetic (bk, cbk) hold rounding noise whose summation
         # order follows the graph: judged on the floor with the C comparison's tolerance
-        res = tt.compare(ttd.new_res(), list(ref_shapes), loss_r, grads_r, loss, grads,
-                         SAME_LOSS_TOL, SAME_GRAD_TOL, label="scheme", floor_tol=tt.GRAD_TOL)
+        res = ref.compare(ref.new_res(), list(ref_shapes), loss_r, grads_r, loss, grads,
+                         SAME_LOSS_TOL, SAME_GRAD_TOL, label="scheme", floor_tol=ref.GRAD_TOL)
         verdict(res["ok"], name, f"loss rel {res['loss_err']:.1e}, worst {res['worst'][0]} "
                 f"{res['worst'][1]:.1e}" + (f"; {res['problems'][0]}" if res["problems"] else ""))
 
@@ -1202,7 +1146,7 @@ def self_test(args, workdir):
         batch = make_batch(r, m)
         loss, _ = loss_and_grads(params, m, batch)
         P = {k: torch.tensor(v) for k, v in params.items()}
-        an = tt.apply_norm
+        an = ref.apply_norm
 
         def by_hand(x, stack):
             for l in range(stack_layers(m, stack)):
@@ -1218,7 +1162,7 @@ def self_test(args, workdir):
         else:
             by_hand(ttd.embed(P, m, torch.from_numpy(batch[0].astype(np.int64))), "enc")
             x = by_hand(ttd.embed(P, m, torch.from_numpy(batch[1].astype(np.int64))), "dec")
-        hand = float(tt.output_loss(P, m, x, torch.from_numpy(batch[-1].astype(np.int64))))
+        hand = float(ref.output_loss(P, m, x, torch.from_numpy(batch[-1].astype(np.int64))))
         verdict(abs(hand - loss) <= 1e-14 * abs(hand),
                 f"{A} b2t bottom path: zero branches give N(x + h…)",
                 f"{loss:.17g} vs by hand {hand:.17g}")
@@ -1286,10 +1230,10 @@ def self_test(args, workdir):
 
 
 def main():
-    return tt.run_main(__doc__, "torch schemes",
+    return ref.run_main(__doc__, "torch schemes",
                        f"test_torch_schemes: PyTorch {torch.__version__}, h5py {h5py.__version__}, float64; "
-                       f"grad tol {tt.GRAD_TOL:g} (floor {tt.GLOBAL_FLOOR:g}·global max), "
-                       f"loss tol {tt.LOSS_TOL:g}",
+                       f"grad tol {ref.GRAD_TOL:g} (floor {ref.GLOBAL_FLOOR:g}·global max), "
+                       f"loss tol {ref.LOSS_TOL:g}",
                        self_test, run_cases,
                        "check the reference, reader and comparison without the C program")
 
