@@ -129,6 +129,33 @@ START_TEST(test_band_reach)
 }
 END_TEST
 
+/* Fig. 5's figure draws mlm runs only, with the loss every run reaches (3.5: the diverged
+ * seed's minimum) and each configuration's update there: group 1's seeds reach 3.5 at
+ * 100·(4 − 3.5)/(4 − 2.5) = 33.3 and at 100. */
+int plot_fig_mlm(const plot_set_t *set, sbuf_t *s, char *name, size_t len);   // report/
+START_TEST(test_band_mlm_figure)
+{
+    plot_set_t set;
+    plot_run_t runs[NRUN];
+    make_set(&set, runs);
+    sbuf_t s = {0};
+    char name[64];
+    ck_assert_int_eq(plot_fig_mlm(&set, &s, name, sizeof name), 0);   // not mlm runs
+    sbuf_free(&s);
+    for (int i = 0; i < NRUN; i++) runs[i].cfg.data.task = TASK_MLM;
+    ck_assert_int_eq(plot_fig_mlm(&set, &s, name, sizeof name), 1);
+    ck_assert_str_eq(name, "mlm_val_loss");
+    char want[64];
+    const double mu = (100.0 / 3.0 + 100.0) / 2.0, sd = (100.0 - 100.0 / 3.0) / sqrt(2.0);
+    const double half = 12.706204736174705 * sd / sqrt(2.0);   // t(0.975; 1) = tan(0.475π)
+    ck_assert_double_eq_tol(tan(0.475 * 4.0 * atan(1.0)), 12.706204736174705, 1e-9);
+    snprintf(want, sizeof want, "3.500 at update %.0f ± %.0f", mu, half);
+    ck_assert_msg(strstr(s.data, want), "'%s' not in the script", want);
+    ck_assert_ptr_nonnull(strstr(s.data, "first 3.5 "));   // the dotted line
+    sbuf_free(&s);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
     Suite *s = suite_create("report");
@@ -136,6 +163,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, test_band_groups);
     tcase_add_test(tc, test_band_block);
     tcase_add_test(tc, test_band_reach);
+    tcase_add_test(tc, test_band_mlm_figure);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -186,7 +186,8 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int m[PLOT_BAND_MAX_RUNS], nr = 0, epochs = 1;
     for (int i = 0; i < set->n && nr < PLOT_BAND_MAX_RUNS; i++)
-        if (set->runs[i].nevals > 1) {   // a curve needs two points (one: the final loss only)
+        if (set->runs[i].nevals > 1 && set->runs[i].cfg.data.task != TASK_MLM) {   // mlm: Fig. 5
+            // a curve needs two points (one: the final loss only)
             m[nr++] = i;
             if (isnan(set->runs[i].epoch_batches)) epochs = 0;
         }
