@@ -120,7 +120,7 @@ atlas: deps
 # its figure and its table of seeds (update reaching a loss, mean ± 95 % CI). make figures-train
 # runs it beside the translation figures.
 MLM_EXPERIMENTS := fig5_mlm_short
-MLM_FIGURES := fig5_mlm_short-mlm_val_loss fig5_mlm_short-loss
+MLM_FIGURES := fig5_mlm_short-mlm_val_loss
 .PHONY: figures-mlm figures-train
 figures-mlm: deps
 	$(MAKE) stability
