@@ -73,6 +73,11 @@ int plot_band_max_seeds(const plot_group_t *g, int ngroups)
     return most;
 }
 
+size_t plot_band_stride(size_t n)
+{
+    return n > PLOT_BAND_MAX_ROWS ? n / PLOT_BAND_MAX_ROWS : 1;
+}
+
 void plot_band_seeds_note(const plot_group_t *g, char *label, size_t len)
 {
     const size_t used = strlen(label);
@@ -112,8 +117,10 @@ size_t plot_band_block(sbuf_t *s, const char *name, const plot_set_t *set, const
         if (n > glen) { glen = n; gx = x; }
     }
     size_t rows = 0;
+    const size_t every = plot_band_stride(glen);
     sbuf_printf(s, "$%s << EOD\n", name);
     for (size_t k = 0; k < glen; k++) {
+        if (k % every && k + 1 != glen) continue;
         double v[PLOT_MAX_SEEDS], mean, half;
         size_t count;
         for (int i = 0; i < g->n; i++) {

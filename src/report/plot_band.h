@@ -13,6 +13,7 @@
 
 #define PLOT_MAX_SEEDS 32
 #define PLOT_BAND_MAX_RUNS 512   /* runs a training figure looks at before grouping them */
+#define PLOT_BAND_MAX_ROWS 2000  /* about this many rows per curve reach gnuplot */
 
 /* The runs (indices into set->runs) of one configuration, one per seed, in set order. */
 typedef struct {
@@ -42,8 +43,12 @@ void plot_band_seeds_note(const plot_group_t *g, char *label, size_t len);
  * ("mean of 2–3 seeds" when they differ), else "". */
 void plot_band_caption(const plot_group_t *g, int ngroups, char *buf, size_t len);
 
+/* Every how many rows a curve of n rows is drawn: 1, or n / PLOT_BAND_MAX_ROWS for a long
+ * per-update log (a live run of millions of updates plots in seconds). */
+size_t plot_band_stride(size_t n);
+
 /* Data block $name: rows "x·xscale mean lo hi count" at the x values of the group's longest
- * curve; mean and the 95 % band over the seeds with a finite value at that x (lo = hi = mean
+ * curve (every plot_band_stride-th and the last); mean and the 95 % band over the seeds with a finite value at that x (lo = hi = mean
  * with one seed). Returns the rows written. */
 size_t plot_band_block(sbuf_t *s, const char *name, const plot_set_t *set, const plot_group_t *g,
                        plot_series_fn f, double xscale);

@@ -204,8 +204,10 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         plot_band_block(s, block, set, &g[i], plot_series_loss, 1.0);
         const plot_run_t *r = &set->runs[g[i].run[0]];   // the seeds share the schedule
         sbuf_printf(s, "$r%d << EOD\n", i);
+        const size_t every = plot_band_stride(r->nsteps);
         for (size_t t = 0; r->lr && t < r->nsteps; t++)
-            if (isfinite(r->loss[t])) sbuf_printf(s, "%.10g %.10g\n", r->step[t], r->lr[t]);
+            if ((t % every == 0 || t + 1 == r->nsteps) && isfinite(r->loss[t]))
+                sbuf_printf(s, "%.10g %.10g\n", r->step[t], r->lr[t]);
         sbuf_printf(s, "EOD\n$x%d << EOD\n", i);
         diverged[i] = mark_diverged(s, set, &g[i], dnote[i], sizeof dnote[i]);
         sbuf_printf(s, "EOD\n");
