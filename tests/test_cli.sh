@@ -116,6 +116,8 @@ model.layers=0|--set model.layers: must be
 train.lr=inf|--set train.lr: must be finite
 model.placement=Pre|--set model.placement: must be post, pre, peri
 data.task=text|--set data.task: text needs data.path
+data.mask_rate=1.5|--set data.mask_rate: must be in (0, 1)
+data.mask_rate=-0.1|--set data.mask_rate: must be in (0, 1)
 EOF
 
 # A file error is reported before any --set error.

@@ -614,6 +614,12 @@ static const struct { const char *file, *prefix; } bad[] = {
     {"configs/bad_section_junk.ini", "configs/bad_section_junk.ini:3: syntax: text after the section's ']': 'junk'"},
     {"configs/bad_section_key.ini", "configs/bad_section_key.ini:3: syntax: text after the section's ']': 'layers=2'"},
     {"configs/bad_cr_endings.ini", "configs/bad_cr_endings.ini:1: syntax: carriage return inside a line"},
+    {"configs/bad_mlm_encdec.ini", "configs/bad_mlm_encdec.ini:6: data.task: mlm (BERT's masked LM) is one bidirectional stack: model.arch = lm"},
+    {"configs/bad_mlm_causal.ini", "configs/bad_mlm_causal.ini:5: model.causal: must be false for data.task = mlm"},
+    {"configs/bad_mlm_vocab.ini", "configs/bad_mlm_vocab.ini:4: model.vocab: must be >= 257 for data.task = mlm"},
+    {"configs/bad_mlm_rate_high.ini", "configs/bad_mlm_rate_high.ini:8: data.mask_rate: must be in (0, 1) (got 1)"},
+    {"configs/bad_mlm_rate_zero.ini", "configs/bad_mlm_rate_zero.ini:8: data.mask_rate: must be in (0, 1) (got 0)"},
+    {"configs/bad_mlm_rate_other_task.ini", "configs/bad_mlm_rate_other_task.ini:5: data.mask_rate: only applies to data.task = mlm"},
 };
 
 START_TEST(test_bad_file)

@@ -1,6 +1,8 @@
 /* test_data.c — the synthetic tasks' batches. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <gsl/gsl_rng.h>
 #include "tests.h"
 #include "config/config.h"
@@ -176,6 +178,112 @@ START_TEST(test_copy_needs_room)
 }
 END_TEST
 
+/* mlm (BERT, Devlin et al. 2019; docs/design.md §6f): over 256 000 positions the share chosen,
+ * and among the chosen the shares [MASK], another byte and the same byte, each within its
+ * binomial 99.9 % interval (normal approximation, z = 3.29; the counts are in the thousands);
+ * unchosen positions keep their byte and are not scored, chosen ones are scored with the clean
+ * byte. Expected shares: chosen rate + (1 − rate)^T / T (a row with none chosen gets one);
+ * a random replacement equals the clean byte with probability 1/256. */
+static void expect_binomial(long k, long n, double p, const char *what)
+{
+    const double sd = sqrt((double)n * p * (1.0 - p));
+    ck_assert_msg(fabs((double)k - (double)n * p) <= 3.29 * sd, "%s: %ld of %ld, expected %.1f ± %.1f",
+                  what, k, n, (double)n * p, 3.29 * sd);
+}
+
+START_TEST(test_mlm_rates)
+{
+    enum { T = 64, ROWS = 4000 };
+    const double rates[2] = {0.15, 0.4};
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 12345);
+    for (int r = 0; r < 2; r++) {
+        long chosen = 0, masked = 0, other = 0, same = 0;
+        for (int row = 0; row < ROWS; row++) {
+            int32_t tok[T], tgt[T], clean[T];
+            for (int t = 0; t < T; t++) clean[t] = tok[t] = (row * 7 + t * 13) % 256;
+            mlm_mask_row(rng, rates[r], tok, tgt, T);
+            for (int t = 0; t < T; t++) {
+                if (tgt[t] < 0) {
+                    ck_assert_int_eq(tgt[t], -1);
+                    ck_assert_int_eq(tok[t], clean[t]);   // unchosen: input kept, not scored
+                    continue;
+                }
+                ck_assert_int_eq(tgt[t], clean[t]);   // scored against the clean byte
+                chosen++;
+                if (tok[t] == DATA_MASK_ID) masked++;
+                else if (tok[t] == clean[t]) same++;
+                else { ck_assert(tok[t] >= 0 && tok[t] < 256); other++; }
+            }
+        }
+        const double p = rates[r] + pow(1.0 - rates[r], T) / T;
+        expect_binomial(chosen, (long)ROWS * T, p, "chosen");
+        expect_binomial(masked, chosen, 0.8, "[MASK]");
+        expect_binomial(other, chosen, 0.1 * 255.0 / 256.0, "another byte");
+        expect_binomial(same, chosen, 0.1 + 0.1 / 256.0, "the same byte");
+    }
+    gsl_rng_free(rng);
+}
+END_TEST
+
+/* mlm batches from a corpus file: each row's clean bytes are a window of the training split;
+ * the validation batches are the same at every call and for every seed. */
+START_TEST(test_mlm_batches)
+{
+    char path[] = "/tmp/stability-mlm-XXXXXX";
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    char text[6000];
+    for (size_t i = 0; i < sizeof text; i++) text[i] = (char)('a' + (i * i + i / 7) % 26);
+    ck_assert_int_eq(write(fd, text, sizeof text), (int)sizeof text);
+    close(fd);
+    config_t cfg;
+    data_t d, d2;
+    char err[256];
+    config_defaults(&cfg);
+    cfg.data.task = TASK_MLM;
+    cfg.model.vocab = 257;
+    cfg.model.seq_len = 32;
+    cfg.data.batch = 5;
+    snprintf(cfg.data.path, sizeof cfg.data.path, "%s", path);
+    ck_assert_int_eq(data_open(&d, &cfg, err, sizeof err), 0);
+    cfg.init.seed = 99;
+    ck_assert_int_eq(data_open(&d2, &cfg, err, sizeof err), 0);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    int32_t tok[160], tgt[160], tok2[160], tgt2[160];
+    batch_t bt = over(NULL, tok, tgt), b2 = over(NULL, tok2, tgt2);
+    for (int k = 0; k < 20; k++) {
+        data_batch(&d, rng, &bt);
+        for (int b = 0; b < 5; b++) {
+            char clean[32];
+            for (int t = 0; t < 32; t++) {
+                const int32_t x = tok[b * 32 + t], y = tgt[b * 32 + t];
+                ck_assert(x >= 0 && x <= DATA_MASK_ID && y >= -1 && y < 256);
+                clean[t] = (char)(y >= 0 ? y : x);
+            }
+            int found = 0;
+            for (size_t o = 0; o + 32 <= d.n_train && !found; o++) found = !memcmp(text + o, clean, 32);
+            ck_assert_msg(found, "row %d: the clean row is not a window of the training split", b);
+        }
+    }
+    ck_assert_int_ge(d.val_batches, 1);
+    data_val_batch(&d, 0, &bt);
+    data_val_batch(&d2, 0, &b2);
+    ck_assert_mem_eq(tok, tok2, sizeof tok);
+    ck_assert_mem_eq(tgt, tgt2, sizeof tgt);
+    data_batch(&d, rng, &bt);   // a training draw between two validation calls changes nothing
+    data_val_batch(&d, 0, &bt);
+    ck_assert_mem_eq(tok, tok2, sizeof tok);
+    int scored = 0;
+    for (int i = 0; i < 160; i++) scored += tgt[i] >= 0;
+    ck_assert(scored > 0 && scored < 160);
+    gsl_rng_free(rng);
+    data_close(&d);
+    data_close(&d2);
+    unlink(path);
+}
+END_TEST
+
 Suite *data_suite(void)
 {
     Suite *s = suite_create("data");
@@ -185,6 +293,8 @@ Suite *data_suite(void)
     tcase_add_test(tc, test_zipf_frequencies);
     tcase_add_test(tc, test_copy_needs_room);
     tcase_add_test(tc, test_encdec_tasks);
+    tcase_add_test(tc, test_mlm_rates);
+    tcase_add_test(tc, test_mlm_batches);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <gsl/gsl_rng.h>
 #include "tests.h"
 #include "config/config.h"
@@ -105,6 +106,36 @@ START_TEST(test_fd_all_combinations)
                         n++;
                     }
     printf("gradcheck: %d combinations, worst relative error %.3e\n", n, worst);
+}
+END_TEST
+
+/* data.task = mlm (docs/design.md §6f): the whole step on a masked batch — bidirectional, the
+ * loss over the chosen positions, [MASK] = 256 in a vocabulary of 257 — against finite
+ * differences, Post-LN and Pre-LN. */
+START_TEST(test_fd_mlm)
+{
+    char path[] = "/tmp/stability-fdmlm-XXXXXX";
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    char text[2000];
+    for (size_t i = 0; i < sizeof text; i++) text[i] = (char)(' ' + (i * 31 + i / 3) % 90);
+    ck_assert_int_eq(write(fd, text, sizeof text), (int)sizeof text);
+    close(fd);
+    static const placement_t places[] = {PLACEMENT_POST, PLACEMENT_PRE};
+    for (int p = 0; p < 2; p++) {
+        config_t cfg;
+        tiny_config(&cfg);
+        cfg.data.task = TASK_MLM;
+        cfg.data.mask_rate = 0.4;
+        cfg.model.vocab = 257;
+        cfg.model.seq_len = 6;
+        cfg.model.placement = places[p];
+        cfg.init.seed = 71 + p;
+        snprintf(cfg.data.path, sizeof cfg.data.path, "%s", path);
+        const double e = check_all(&cfg, config_placement_name(places[p]));
+        ck_assert_msg(e < 1e-6, "mlm %s: worst relative error %.3e", config_placement_name(places[p]), e);
+    }
+    unlink(path);
 }
 END_TEST
 
@@ -522,6 +553,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, test_fd_all_combinations);
     tcase_add_test(tc, test_fd_variants);
     tcase_add_test(tc, test_fd_encdec);
+    tcase_add_test(tc, test_fd_mlm);
     suite_add_tcase(s, tc);
     TCase *tc2 = tcase_create("structure");
     tcase_add_test(tc2, test_deterministic);

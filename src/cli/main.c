@@ -12,6 +12,7 @@
 #include "io/h5io.h"
 #include "util/args.h"
 #include "report/plot.h"
+#include "report/plot_band.h"
 #include "report/report.h"
 #include "run/run.h"
 #include "sweep/sweep.h"
@@ -122,14 +123,18 @@ static const char *HELP_PLOT =
     "  --format LIST   comma-separated: png, pdf, svg (default png,pdf)\n";
 
 static const char *HELP_INFO =
-    "usage: stability info FILE.h5... [--all] | info [FILE.h5...] --schemes\n"
+    "usage: stability info FILE.h5... [--all] | info [FILE.h5...] --schemes | info FILE.h5... --train\n"
     "\n"
     "For a run file, or every run of a merged sweep file (/runs/NAME):\n"
     "Prints, per layer, mean ± 95% CI over seeds of ||E_batch dL/dW||_F for W^1 and W^2\n"
     "(--all: every tensor), hidden-state norms / d beside Lemma 2's value or bounds, and the\n"
     "norm Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3).\n"
     "--schemes: the table of normalisation schemes (tab-separated), or with files each run's\n"
-    "scheme, atlas rank, family and label (scripts/atlas_table.py reads it).\n";
+    "scheme, atlas rank, family and label (scripts/atlas_table.py reads it).\n"
+    "--train: a Markdown table of the training runs, one row per configuration with its seeds\n"
+    "(runs that differ only in init.seed): last and best validation loss (training loss without\n"
+    "validation), mean ± 95% CI over the seeds, and the update at which each reaches the loss\n"
+    "every run reaches, mean ± 95% CI.\n";
 
 static const char *HELP_DUMP =
     "usage: stability dump --config FILE --out FILE.h5 [--set section.key=value]... [--force]\n"
@@ -319,18 +324,43 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
     return rc;
 }
 
+/* info --train: the seed groups' table (report/plot_band.h). */
+static int info_train(int argc, char **argv)
+{
+    const char *files[256];
+    int nfiles = 0;
+    for (int i = 2; i < argc; i++)
+        if (argv[i][0] != '-') {
+            if (nfiles == 256) return usage_error("info: more than 256 files", argv[i]);
+            files[nfiles++] = argv[i];
+        }
+    plot_set_t set;
+    char err[1024];
+    if (plot_load(&set, files, nfiles, err, sizeof err)) {
+        fprintf(stderr, "stability: %s\n", err);
+        return 1;
+    }
+    int rows = plot_band_table(stdout, &set, plot_series_val_loss, 0, "validation loss");
+    if (!rows) rows = plot_band_table(stdout, &set, plot_series_loss, 0, "training loss");
+    plot_set_free(&set);
+    if (!rows) fprintf(stderr, "stability: no training runs in these files\n");
+    return rows ? 0 : 1;
+}
+
 static int cmd_info(int argc, char **argv)
 {
-    int all = 0, rc = 0, nfiles = 0, schemes = 0;
+    int all = 0, rc = 0, nfiles = 0, schemes = 0, train = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(HELP_INFO, stdout); return 0; }
         if (!strcmp(argv[i], "--all")) all = 1;
         else if (!strcmp(argv[i], "--schemes")) schemes = 1;
+        else if (!strcmp(argv[i], "--train")) train = 1;
         else if (argv[i][0] == '-') return usage_error("unknown option", argv[i]);
         else nfiles++;
     }
     if (!nfiles && schemes) { report_scheme_table(stdout); return 0; }
     if (!nfiles) return usage_error("info: missing FILE.h5", NULL);
+    if (train) return info_train(argc, argv);
     for (int i = 2; i < argc; i++) {
         if (argv[i][0] == '-') continue;
         char err[1024];

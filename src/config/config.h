@@ -18,7 +18,7 @@ typedef enum { ARCH_LM = 0, ARCH_ENCDEC = 1 } arch_t;
 typedef enum { FINAL_NORM_AUTO = 0, FINAL_NORM_ON = 1, FINAL_NORM_OFF = 2 } final_norm_t;
 typedef enum { INIT_XAVIER_NORMAL = 0, INIT_XAVIER_UNIFORM = 1, INIT_NORMAL = 2, INIT_TFIXUP = 3 } init_scheme_t;
 typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3,
-               TASK_TRANSLATION = 4 } task_t;
+               TASK_TRANSLATION = 4, TASK_MLM = 5 } task_t;
 typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3 } optimizer_t;
 typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2 } schedule_t;
 
@@ -58,6 +58,7 @@ typedef struct config {
         double zipf;             /* random task: exponent, 0 = uniform, >= 0 */
         int max_tokens;          /* translation: tokens per batch (fairseq), 0 = batch pairs */
         int min_len;             /* encdec synthetic tasks: shortest row, 0 = all full length */
+        double mask_rate;        /* mlm: share of positions chosen, in (0, 1)  default 0.15 */
     } data;
     struct {
         int steps;               /* 0 = measure at initialisation only (default) */

@@ -22,7 +22,8 @@ static const char *const activation_names[] = {"relu", "gelu", NULL};
 static const char *const final_norm_names[] = {"auto", "on", "off", NULL};
 static const char *const init_names[] = {"xavier_normal", "xavier_uniform", "normal", "tfixup",
                                          NULL};
-static const char *const task_names[] = {"random", "copy", "reverse", "text", "translation", NULL};
+static const char *const task_names[] = {"random", "copy", "reverse", "text", "translation", "mlm",
+                                         NULL};
 static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", NULL};
 static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
@@ -78,6 +79,7 @@ const cfg_key_t cfg_keys[] = {
     KD(data, zipf, 0, 0, INFINITY, 0),
     KI(data, max_tokens, 0),
     KI(data, min_len, 0),
+    KD(data, mask_rate, 0, 1, 1, 1),
 
     KI(train, steps, 0),
     KE(train, optimizer, optimizer_names),
@@ -381,6 +383,7 @@ void config_defaults(config_t *cfg)
     cfg->data.zipf = 0.0;
     cfg->data.max_tokens = 0;
     cfg->data.min_len = 0;
+    cfg->data.mask_rate = 0.15;   // BERT (Devlin et al. 2019): 15 % of the positions
 
     cfg->train.steps = 0;
     cfg->train.optimizer = OPT_ADAM;
@@ -477,6 +480,9 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         // a key added after results were written appears only when set, so that the config
         // attribute of every run that does not use it stays what it was
         if (k->off == offsetof(config_t, train.bleu_every) && cfg->train.bleu_every == 0) continue;
+        // read by the mlm task only, and written only there: every other run's stored
+        // config keeps the text it had before the key existed (docs/design.md §6f)
+        if (k->off == offsetof(config_t, data.mask_rate) && cfg->data.task != TASK_MLM) continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);
         char num[40];

@@ -129,6 +129,35 @@ static int validate_scheme(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* data.task = mlm, BERT's masked LM on the byte corpus (docs/design.md §6f): one bidirectional
+ * stack, a corpus file, the 256 bytes and [MASK] = 256 in the vocabulary; data.mask_rate is
+ * its key alone. The rate's range (0, 1) is the key table's. */
+static int validate_mlm(const config_t *cfg, char *err, size_t errlen)
+{
+    const int task = cfg_kidx("data", "task"), rate = cfg_kidx("data", "mask_rate");
+    if (cfg->data.task != TASK_MLM) {
+        if (cfg->src_line[rate] != 0)
+            return vfail(cfg, rate, err, errlen, "only applies to data.task = mlm");
+        return 0;
+    }
+    const int arch = cfg_kidx("model", "arch"), causal = cfg_kidx("model", "causal");
+    const int path = cfg_kidx("data", "path"), vocab = cfg_kidx("model", "vocab");
+    if (cfg->model.arch != ARCH_LM)
+        return vfail(cfg, blame(cfg, task, arch), err, errlen,
+                     "mlm (BERT's masked LM) is one bidirectional stack: model.arch = lm");
+    if (cfg->model.causal)
+        return vfail(cfg, blame(cfg, causal, task), err, errlen,
+                     "must be false for data.task = mlm (BERT's attention is bidirectional)");
+    if (!cfg->data.path[0])
+        return vfail(cfg, blame(cfg, task, path), err, errlen,
+                     "mlm needs data.path (the corpus file, e.g. results/licenses.txt)");
+    if (cfg->model.vocab < 257)
+        return vfail(cfg, blame(cfg, vocab, task), err, errlen,
+                     "must be >= 257 for data.task = mlm (the bytes 0-255 and [MASK] = 256) "
+                     "(got %d)", cfg->model.vocab);
+    return 0;
+}
+
 /* The rules of the two architectures and their tasks (docs/design.md §4, §6b). */
 static int validate_arch(const config_t *cfg, char *err, size_t errlen)
 {
@@ -229,7 +258,8 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
                      "<= %lu (seed s of a probe is init.seed + s) (got %lu + %d - 1)", SEED_MAX,
                      cfg->init.seed, cfg->probe.seeds);
     }
-    int rc = validate_arch(cfg, err, errlen);
+    int rc = validate_mlm(cfg, err, errlen);
+    if (!rc) rc = validate_arch(cfg, err, errlen);
     if (!rc) rc = validate_scheme(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {

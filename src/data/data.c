@@ -96,20 +96,28 @@ int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen)
     d->V = cfg->model.vocab;
     d->min_len = cfg->data.min_len;
     d->zipf = cfg->data.zipf;
+    d->mask_rate = cfg->data.mask_rate;
     d->zipf_table = NULL;
     d->text = NULL;
     d->n_text = d->n_train = 0;
     d->val_batches = 0;
-    if (d->task == TASK_TEXT) {
+    if (d->task == TASK_TEXT || d->task == TASK_MLM) {
         if (!cfg->data.path[0]) {
-            snprintf(err, errlen, "data.path: must name the corpus file for data.task = text");
+            snprintf(err, errlen, "data.path: must name the corpus file for data.task = %s",
+                     config_task_name(d->task));
             return 2;
         }
-        if (d->V < 256) {
-            snprintf(err, errlen, "model.vocab: must be >= 256 for data.task = text (got %d)", d->V);
+        const int need = d->task == TASK_MLM ? DATA_MASK_ID + 1 : 256;
+        if (d->V < need) {
+            snprintf(err, errlen, "model.vocab: must be >= %d for data.task = %s (got %d)", need,
+                     config_task_name(d->task), d->V);
             return 2;
         }
-        const int rc = open_text(d, cfg->data.path, err, errlen);
+        int rc = open_text(d, cfg->data.path, err, errlen);
+        if (!rc && d->task == TASK_MLM && !(d->val_rng = gsl_rng_alloc(gsl_rng_mt19937))) {
+            snprintf(err, errlen, "data.task: out of memory");
+            rc = 1;
+        }
         if (rc) data_close(d);
         return rc;
     }
@@ -146,6 +154,8 @@ void data_close(data_t *d)
     d->zipf_table = NULL;
     free(d->text);
     d->text = NULL;
+    if (d->val_rng) gsl_rng_free(d->val_rng);
+    d->val_rng = NULL;
 }
 
 /* One row from the text window starting at offset o: tokens = text[o..o+T−1],
@@ -208,6 +218,11 @@ void data_val_batch(const data_t *d, int i, batch_t *bt)
         const size_t o = d->n_train + (nw > 1 ? j * span / (nw - 1) : 0);    // evenly spaced
         text_row(d, o, tokens + (size_t)b * d->T, targets + (size_t)b * d->T);
     }
+    if (d->task != TASK_MLM) return;
+    gsl_rng_set(d->val_rng, DATA_MLM_VAL_SEED + (unsigned long)i);   // the same masks each call
+    for (int b = 0; b < d->B; b++)
+        mlm_mask_row(d->val_rng, d->mask_rate, tokens + (size_t)b * d->T,
+                     targets + (size_t)b * d->T, d->T);
 }
 
 static int32_t draw_token(const data_t *d, gsl_rng *rng)
@@ -274,10 +289,11 @@ void data_batch(data_t *d, gsl_rng *rng, batch_t *bt)
     for (int b = 0; b < d->B; b++) {
         int32_t *tok = tokens + (size_t)b * T;   // (T)
         int32_t *tgt = targets + (size_t)b * T;  // (T)
-        if (d->task == TASK_TEXT) {
+        if (d->task == TASK_TEXT || d->task == TASK_MLM) {
             // a window of T+1 bytes at a uniform offset inside the training split
             const unsigned long starts = (unsigned long)(d->n_train - (size_t)T);
             text_row(d, gsl_rng_uniform_int(rng, starts), tok, tgt);
+            if (d->task == TASK_MLM) mlm_mask_row(rng, d->mask_rate, tok, tgt, T);   // §6f
             continue;
         }
         if (d->task == TASK_RANDOM) {

@@ -12,6 +12,11 @@
  * DATA_VAL_FRACTION of it (at least T+1 bytes) is the validation split, the rest the training
  * split. A training row is a window of T+1 bytes at a uniformly random offset (from the rng);
  * the validation batches are fixed windows, evenly spaced over the validation split.
+ *
+ * mlm: the text task's windows of T bytes, bidirectional, corrupted as BERT's masked LM
+ * (mlm_mask_row): ids 0-255 are the bytes and DATA_MASK_ID = 256 is [MASK] (vocab ≥ 257).
+ * The validation batches' masks are fixed too: drawn from a stream of their own
+ * (DATA_MLM_VAL_SEED + batch), the same for every run and seed.
  */
 #ifndef STABILITY_DATA_H
 #define STABILITY_DATA_H
@@ -30,6 +35,12 @@
  * and dropout masks never reuse the initialisation's random numbers. */
 #define DATA_SEED_OFFSET 0x9E3779B9UL
 
+/* mlm: [MASK]'s id, the first after the bytes; random replacements are bytes. */
+#define DATA_MASK_ID 256
+#define DATA_MLM_BYTES 256
+/* mlm: validation batch i's masks come from mt19937 seeded with DATA_MLM_VAL_SEED + i. */
+#define DATA_MLM_VAL_SEED 0x4D4C4DUL
+
 /* Validation split of the text task: this fraction of the file, its end. */
 #define DATA_VAL_FRACTION 0.1
 /* At most this many validation batches (of B windows each). */
@@ -41,6 +52,8 @@ typedef struct {
     int B, T, S, V;              /* rows; target (lm: sequence) length; source length; vocab */
     int min_len;                 /* encdec tasks: shortest row (0 = every row full length) */
     double zipf;                 /* exponent of the random task (0 = uniform) */
+    double mask_rate;            /* mlm: share of positions chosen (data.mask_rate) */
+    gsl_rng *val_rng;            /* mlm: reseeded for each validation batch's masks, else NULL */
     gsl_ran_discrete_t *zipf_table; /* Walker alias table for p(k) ∝ (k+1)^(−zipf), or NULL */
     unsigned char *text;         /* text task: the file's bytes, else NULL */
     size_t n_text;               /* bytes in text */
@@ -70,6 +83,12 @@ void data_close(data_t *d);
  * encdec copy: src = a_0..a_{m−1} (a ∈ [1,V)), tokens = BOS, a_0..a_{m−2}, targets = a
  *             (reverse: a reversed; random: an independent row of its own length). */
 void data_batch(data_t *d, gsl_rng *rng, batch_t *b);
+
+/* BERT's corruption of a row (mlm): on entry tok (T) holds the clean bytes; each position is
+ * chosen with probability rate (one uniform draw per position; a row with none chosen gets one
+ * uniformly placed), a chosen input becomes DATA_MASK_ID / a uniform random byte / itself with
+ * probabilities 0.8 / 0.1 / 0.1, and tgt (T) = the clean byte at chosen positions, −1 elsewhere. */
+void mlm_mask_row(gsl_rng *rng, double rate, int32_t *tok, int32_t *tgt, int T);
 
 /* Validation batch i ∈ [0, d->val_batches): text: tokens = a window, targets = the window
  * shifted by one; translation: the validation split in order. The same batches every call. */

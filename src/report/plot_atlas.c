@@ -117,7 +117,17 @@ static int atlas_collect(const plot_set_t *set, atlas_t *a)
         a->diverged[s][d][l][w] = !isnan(r->diverged_at);
         a->runs++;
     }
-    return 1;
+    // an lr axis needs a scheme run at two rates or more: Post-LN and Pre-LN at one rate each
+    // (the paper's §4 settings, Fig. 4 and 5) are a comparison, not a sensitivity
+    for (int s = 0; s < a->ns; s++)
+        for (int d = 0; d < a->nd; d++)
+            for (int w = 0; w < 2; w++) {
+                int rates = 0;
+                for (int l = 0; l < a->nl; l++)
+                    rates += !isnan(a->loss0[s][d][l][w]);
+                if (rates >= 2) return 1;
+            }
+    return 0;
 }
 
 /* Wortsman et al. 2023's LR sensitivity of one scheme, depth and warm-up: the mean over the

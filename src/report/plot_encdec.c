@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report/plot_internal.h"
+#include "report/plot_band.h"
 
 /* x tics E1 … EN, D1 … DM (rows 1 … N+M) and a dotted line between the stacks. The order is
  * the forward pass's: left to right is distance from the input, so the decoder's growth reads
@@ -183,28 +184,29 @@ int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 
 int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int m[PLOT_MAX_SERIES], n = 0, epochs = 1, more = 0;
-    for (int i = 0; i < set->n; i++)
-        if (set->runs[i].nevals > 1) {   // a curve needs two points (one: the final loss only)
-            if (n == PLOT_MAX_SERIES) { more = 1; break; }
-            m[n++] = i;
+    int m[PLOT_BAND_MAX_RUNS], nr = 0, epochs = 1;
+    for (int i = 0; i < set->n && nr < PLOT_BAND_MAX_RUNS; i++)
+        if (set->runs[i].nevals > 1 && set->runs[i].cfg.data.task != TASK_MLM) {   // mlm: Fig. 5
+            // a curve needs two points (one: the final loss only)
+            m[nr++] = i;
             if (isnan(set->runs[i].epoch_batches)) epochs = 0;
         }
-    if (!n || more) return 0;   // more curves than a legend can tell apart: the atlas' figures
+    plot_group_t g[PLOT_MAX_SERIES];
+    const int n = nr ? plot_band_groups(set, m, nr, g, PLOT_MAX_SERIES) : 0;
+    if (n <= 0) return 0;   // more curves than a legend can tell apart: the atlas' figures
     snprintf(name, len, "val_loss");
     for (int i = 0; i < n; i++) {
-        const plot_run_t *r = &set->runs[m[i]];
-        sbuf_printf(s, "$v%d << EOD\n", i);
-        for (size_t k = 0; k < r->nevals; k++)
-            if (isfinite(r->val_loss[k]))
-                sbuf_printf(s, "%.10g %.10g\n",
-                            epochs ? r->eval_step[k] / r->epoch_batches : r->eval_step[k],
-                            r->val_loss[k]);
-        sbuf_printf(s, "EOD\n");
+        char block[16];
+        snprintf(block, sizeof block, "v%d", i);
+        const plot_run_t *r = &set->runs[g[i].run[0]];
+        plot_band_block(s, block, set, &g[i], plot_series_val_loss,
+                        epochs ? 1.0 / r->epoch_batches : 1.0);
+        m[i] = g[i].run[0];   // legends from each group's first seed
     }
     const config_t *c = &set->runs[m[0]].cfg;
-    char data[64], depth[48], lr[32] = "";
+    char data[64], depth[48], lr[32] = "", seeds[64];
     plot_data_text(c, data, sizeof data);
+    plot_band_caption(g, n, seeds, sizeof seeds);
     if (c->model.arch == ARCH_ENCDEC)
         snprintf(depth, sizeof depth, "%d-%d encoder–decoder", c->model.layers,
                  config_dec_layers(c));
@@ -213,20 +215,25 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     for (int i = 1; i < n; i++) one_lr &= set->runs[m[i]].cfg.train.lr == c->train.lr;
     if (one_lr) snprintf(lr, sizeof lr, " lr %g", c->train.lr);
     sbuf_printf(s, "set title \"Validation loss with and without warm-up (Fig. 2)\\n{/*0.8 %s, "
-                   "d = %d, %s, %s%s, %s schedule after the warm-up}\"\n", depth,
+                   "d = %d, %s, %s%s, %s schedule after the warm-up%s}\"\n", depth,
                 c->model.d_model, data, config_optimizer_name(c->train.optimizer), lr,
-                config_schedule_name(c->train.schedule));
+                config_schedule_name(c->train.schedule), seeds);
     sbuf_printf(s, "set grid\nset key top right box opaque\nset xlabel '%s'\n"
                    "set ylabel 'validation loss (nats per token)'\n", epochs ? "epoch" : "update");
     sbuf_printf(s, "plot ");
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
-        char label[200];
+        char label[300], block[16], style[64];
         plot_train_label(set, m, n, i, label, sizeof label);
-        sbuf_printf(s, "%s$v%d using 1:2 with linespoints pt %d lw 2 lc rgb '%s' title '%s%s'",
-                    i ? ", " : "", i, plot_point_type(r),
-                    plot_run_color(r, plot_family_rank(set, m, n, i)), label,
-                    isnan(r->diverged_at) ? "" : " (diverged)");
+        plot_band_seeds_note(&g[i], label, sizeof label);
+        int nd = 0;
+        for (int k = 0; k < g[i].n; k++) nd += !isnan(set->runs[g[i].run[k]].diverged_at);
+        const size_t used = strlen(label);
+        if (nd) snprintf(label + used, sizeof label - used, g[i].n > 1 ? " (%d diverged)" : " (diverged)", nd);
+        snprintf(block, sizeof block, "v%d", i);
+        snprintf(style, sizeof style, "linespoints pt %d lw 2", plot_point_type(r));
+        plot_band_clause(s, block, &g[i], plot_run_color(r, plot_family_rank(set, m, n, i)),
+                         style, label, i == 0);
     }
     sbuf_printf(s, "\n");
     return 1;

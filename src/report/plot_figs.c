@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report/plot_internal.h"
+#include "report/plot_band.h"
 #include "measure/fit.h"
 
 /* ------------------------------------------------------------------ Fig. 3(a,b) */
@@ -166,35 +167,52 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
 
 /* ------------------------------------------------------------------ Fig. 2 */
 
+/* Rows "x loss" of a × at each diverged seed's last finite loss; " (diverged)",
+ * " (2 of 3 seeds diverged)" or "" into note. Returns the number of diverged seeds. */
+static int mark_diverged(sbuf_t *s, const plot_set_t *set, const plot_group_t *g, char *note,
+                         size_t len)
+{
+    int nd = 0;
+    for (int k = 0; k < g->n; k++) {
+        const plot_run_t *r = &set->runs[g->run[k]];
+        double last_x = NAN, last_y = NAN;
+        for (size_t t = 0; t < r->nsteps; t++)
+            if (isfinite(r->loss[t])) { last_x = r->step[t]; last_y = r->loss[t]; }
+        if (isnan(r->diverged_at) || isnan(last_x)) continue;
+        sbuf_printf(s, "%.10g %.10g\n", last_x, last_y);
+        nd++;
+    }
+    if (nd && g->n > 1) snprintf(note, len, " (%d of %d seeds diverged)", nd, g->n);
+    else snprintf(note, len, "%s", nd ? " (diverged)" : "");
+    return nd;
+}
+
 int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int m[PLOT_MAX_SERIES], n = 0, more = 0;
-    for (int i = 0; i < set->n; i++)
-        if (set->runs[i].nsteps > 0 && set->runs[i].step) {
-            if (n == PLOT_MAX_SERIES) { more = 1; break; }
-            m[n++] = i;
-        }
-    if (!n || more) return 0;   // more curves than a legend can tell apart: the atlas' figures
+    int m[PLOT_BAND_MAX_RUNS], nr = 0;
+    for (int i = 0; i < set->n && nr < PLOT_BAND_MAX_RUNS; i++)
+        if (set->runs[i].nsteps > 0 && set->runs[i].step) m[nr++] = i;
+    plot_group_t g[PLOT_MAX_SERIES];
+    const int n = nr ? plot_band_groups(set, m, nr, g, PLOT_MAX_SERIES) : 0;
+    if (n <= 0) return 0;   // more curves than a legend can tell apart: the atlas' figures
     snprintf(name, len, "loss");
     int diverged[PLOT_MAX_SERIES] = {0};
+    char dnote[PLOT_MAX_SERIES][48];
     for (int i = 0; i < n; i++) {
-        const plot_run_t *r = &set->runs[m[i]];
-        const size_t every = r->nsteps > 2000 ? r->nsteps / 2000 : 1;
-        sbuf_printf(s, "$l%d << EOD\n", i);
-        double last_x = NAN, last_y = NAN;
-        for (size_t t = 0; t < r->nsteps; t++) {
-            if (isfinite(r->loss[t])) { last_x = r->step[t]; last_y = r->loss[t]; }
-            if (t % every && t + 1 != r->nsteps) continue;
-            if (isfinite(r->loss[t]))
-                sbuf_printf(s, "%.10g %.10g %.10g\n", r->step[t], r->loss[t], r->lr ? r->lr[t] : NAN);
-        }
+        char block[16];
+        snprintf(block, sizeof block, "l%d", i);
+        plot_band_block(s, block, set, &g[i], plot_series_loss, 1.0);
+        const plot_run_t *r = &set->runs[g[i].run[0]];   // the seeds share the schedule
+        sbuf_printf(s, "$r%d << EOD\n", i);
+        const size_t every = plot_band_stride(r->nsteps);
+        for (size_t t = 0; r->lr && t < r->nsteps; t++)
+            if ((t % every == 0 || t + 1 == r->nsteps) && isfinite(r->loss[t]))
+                sbuf_printf(s, "%.10g %.10g\n", r->step[t], r->lr[t]);
+        sbuf_printf(s, "EOD\n$x%d << EOD\n", i);
+        diverged[i] = mark_diverged(s, set, &g[i], dnote[i], sizeof dnote[i]);
         sbuf_printf(s, "EOD\n");
-        // a diverged run: × at its last finite loss
-        if (!isnan(r->diverged_at) && !isnan(last_x)) {
-            sbuf_printf(s, "$x%d << EOD\n%.10g %.10g\nEOD\n", i, last_x, last_y);
-            diverged[i] = 1;
-        }
     }
+    for (int i = 0; i < n; i++) m[i] = g[i].run[0];   // legends from each group's first seed
     const config_t *c = &set->runs[m[0]].cfg;
     char data[64];
     plot_data_text(c, data, sizeof data);
@@ -203,16 +221,21 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         snprintf(depth, sizeof depth, "%d-%d encoder–decoder", c->model.layers,
                  config_dec_layers(c));
     else snprintf(depth, sizeof depth, "L = %d", c->model.layers);
+    char seeds[64];
+    plot_band_caption(g, n, seeds, sizeof seeds);
     sbuf_printf(s, "set multiplot layout 2,1 title \"Training loss with and without warm-up "
-                   "(Fig. 2)\\n{/*0.8 d = %d, %s, %s, %s; × = diverged (NaN/Inf)}\"\n",
-                c->model.d_model, depth, data, config_optimizer_name(c->train.optimizer));
+                   "(Fig. 2)\\n{/*0.8 d = %d, %s, %s, %s; × = diverged (NaN/Inf)%s}\"\n",
+                c->model.d_model, depth, data, config_optimizer_name(c->train.optimizer), seeds);
     double lo = INFINITY, hi = 0.0;   // a log axis only when the losses span a decade
     for (int i = 0; i < n; i++)
-        for (size_t t = 0; t < set->runs[m[i]].nsteps; t++)
-            if (isfinite(set->runs[m[i]].loss[t]) && set->runs[m[i]].loss[t] > 0) {
-                lo = fmin(lo, set->runs[m[i]].loss[t]);
-                hi = fmax(hi, set->runs[m[i]].loss[t]);
-            }
+        for (int k = 0; k < g[i].n; k++) {
+            const plot_run_t *r = &set->runs[g[i].run[k]];
+            for (size_t t = 0; t < r->nsteps; t++)
+                if (isfinite(r->loss[t]) && r->loss[t] > 0) {
+                    lo = fmin(lo, r->loss[t]);
+                    hi = fmax(hi, r->loss[t]);
+                }
+        }
     sbuf_printf(s, "set grid\nset key outside right box opaque\nset xlabel 'step'\n"
                    "set ylabel 'training loss'\n%sset autoscale yfix\n"
                    "set offsets 0, 0, graph 0.04, graph 0.04\nset size 1,0.62\nset origin 0,0.33\n"
@@ -223,14 +246,17 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         plot_train_label(set, m, n, i, names[i], sizeof names[i]);
+        plot_band_seeds_note(&g[i], names[i], sizeof names[i]);
         colors[i] = plot_run_color(r, plot_family_rank(set, m, n, i));
         for (size_t t = 0; r->lr && t < r->nsteps; t++)
             if (isfinite(r->lr[t]) && r->lr[t] > lr_max) lr_max = r->lr[t];
     }
     for (int i = 0; i < n; i++) {
         const char *col = colors[i];
-        sbuf_printf(s, "%s$l%d using 1:2 with lines lc rgb '%s' title '%s%s'", i ? ", " : "", i, col,
-                    names[i], diverged[i] ? " (diverged)" : "");
+        char block[16], title[320];
+        snprintf(block, sizeof block, "l%d", i);
+        snprintf(title, sizeof title, "%.255s%.47s", names[i], dnote[i]);
+        plot_band_clause(s, block, &g[i], col, "lines", title, i == 0);
         if (diverged[i])
             sbuf_printf(s, ", $x%d using 1:2 with points pt 2 ps 3 lw 3 lc rgb '%s' notitle", i, col);
     }
@@ -241,7 +267,7 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     if (lr_max > 0.0) sbuf_printf(s, "set yrange [0:%.10g]\n", 1.15 * lr_max);
     sbuf_printf(s, "plot ");
     for (int i = 0; i < n; i++)
-        sbuf_printf(s, "%s$l%d using 1:3 with lines lc rgb '%s' title '%s'", i ? ", " : "", i,
+        sbuf_printf(s, "%s$r%d using 1:2 with lines lc rgb '%s' title '%s'", i ? ", " : "", i,
                     colors[i], names[i]);
     sbuf_printf(s, "\nunset multiplot\n");
     return 1;

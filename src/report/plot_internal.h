@@ -90,6 +90,7 @@ int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, siz
 int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_mlm(const plot_set_t *set, sbuf_t *s, char *name, size_t len);   /* plot_mlm.c */
 
 /* ---- plot_atlas.c: the stability atlas ---- */
 

@@ -105,6 +105,8 @@ void plot_data_text(const config_t *c, char *buf, size_t len)
     if (c->data.task == TASK_RANDOM && c->data.zipf > 0)
         snprintf(data, sizeof data, "Zipf(%g) tokens", c->data.zipf);
     else if (c->data.task == TASK_RANDOM) snprintf(data, sizeof data, "uniform tokens");
+    else if (c->data.task == TASK_MLM)
+        snprintf(data, sizeof data, "masked LM, %g%% of bytes", 100.0 * c->data.mask_rate);
     else if (c->data.task == TASK_TRANSLATION)
         snprintf(data, sizeof data, "En→De corpus (BPE %d)", c->model.vocab);
     else if (c->data.zipf > 0 && c->data.task != TASK_TEXT)

@@ -1,0 +1,254 @@
+/* plot_band.c — training curves over seeds: groups of runs that differ only in init.seed,
+ * their mean with a 95 % band, and the x at which each reaches a loss (docs/design.md §6e). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report/plot_band.h"
+#include "report/plot_internal.h"
+#include "measure/fit.h"
+
+size_t plot_series_loss(const plot_run_t *r, const double **x, const double **y)
+{
+    *x = r->step;
+    *y = r->loss;
+    return r->step ? r->nsteps : 0;
+}
+
+size_t plot_series_val_loss(const plot_run_t *r, const double **x, const double **y)
+{
+    *x = r->eval_step;
+    *y = r->val_loss;
+    return r->nevals;
+}
+
+/* The resolved INI of c with the keys that do not change a run's curve but its seed set to
+ * fixed values: two runs of one group give the same text. Heap string, or NULL. */
+static char *group_key(const config_t *c)
+{
+    config_t k = *c;
+    k.init.seed = 0;
+    k.output.file[0] = '\0';
+    k.output.overwrite = 0;
+    k.output.plots = 0;
+    k.train.resume = 0;
+    const size_t need = config_to_ini(&k, NULL, 0) + 1;
+    char *text = malloc(need);
+    if (text) config_to_ini(&k, text, need);
+    return text;
+}
+
+int plot_band_groups(const plot_set_t *set, const int *m, int n, plot_group_t *g, int max)
+{
+    char **keys = calloc((size_t)(max > 0 ? max : 1), sizeof *keys);   // one per group
+    int ng = 0, rc = keys ? 0 : -1;
+    for (int i = 0; i < n && !rc; i++) {
+        char *key = group_key(&set->runs[m[i]].cfg);
+        int found = -1;
+        for (int k = 0; key && k < ng && found < 0; k++)
+            if (!strcmp(keys[k], key)) found = k;
+        if (!key || (found < 0 && ng == max) || (found >= 0 && g[found].n == PLOT_MAX_SEEDS)) {
+            free(key);
+            rc = -1;
+            break;
+        }
+        if (found < 0) {
+            keys[ng] = key;
+            g[ng].n = 0;
+            found = ng++;
+        } else {
+            free(key);
+        }
+        g[found].run[g[found].n++] = m[i];
+    }
+    for (int k = 0; k < ng; k++) free(keys[k]);
+    free(keys);
+    return rc ? -1 : ng;
+}
+
+int plot_band_max_seeds(const plot_group_t *g, int ngroups)
+{
+    int most = 1;
+    for (int k = 0; k < ngroups; k++) most = g[k].n > most ? g[k].n : most;
+    return most;
+}
+
+size_t plot_band_stride(size_t n)
+{
+    return n > PLOT_BAND_MAX_ROWS ? n / PLOT_BAND_MAX_ROWS : 1;
+}
+
+void plot_band_seeds_note(const plot_group_t *g, char *label, size_t len)
+{
+    const size_t used = strlen(label);
+    if (g->n > 1 && used < len) snprintf(label + used, len - used, " (%d seeds)", g->n);
+}
+
+void plot_band_caption(const plot_group_t *g, int ngroups, char *buf, size_t len)
+{
+    int lo = PLOT_MAX_SEEDS, hi = 1;
+    for (int k = 0; k < ngroups; k++) {
+        lo = g[k].n < lo ? g[k].n : lo;
+        hi = g[k].n > hi ? g[k].n : hi;
+    }
+    if (hi < 2) snprintf(buf, len, "%s", "");
+    else if (lo == hi) snprintf(buf, len, "; mean of %d seeds, band: 95%% CI", hi);
+    else snprintf(buf, len, "; mean of %d–%d seeds, band: 95%% CI", lo, hi);
+}
+
+/* y of curve (x, y, n) at xv: index k when x[k] == xv (the seeds of one configuration
+ * evaluate at the same updates), else a search; NaN when the curve has no such x. */
+static double value_at(const double *x, const double *y, size_t n, size_t k, double xv)
+{
+    if (k < n && x[k] == xv) return y[k];
+    for (size_t j = 0; j < n; j++)
+        if (x[j] == xv) return y[j];
+    return NAN;
+}
+
+size_t plot_band_block(sbuf_t *s, const char *name, const plot_set_t *set, const plot_group_t *g,
+                       plot_series_fn f, double xscale)
+{
+    const double *gx = NULL;
+    size_t glen = 0;
+    for (int i = 0; i < g->n; i++) {   // the x grid: the longest curve's
+        const double *x, *y;
+        const size_t n = f(&set->runs[g->run[i]], &x, &y);
+        if (n > glen) { glen = n; gx = x; }
+    }
+    size_t rows = 0;
+    const size_t every = plot_band_stride(glen);
+    sbuf_printf(s, "$%s << EOD\n", name);
+    for (size_t k = 0; k < glen; k++) {
+        if (k % every && k + 1 != glen) continue;
+        double v[PLOT_MAX_SEEDS], mean, half;
+        size_t count;
+        for (int i = 0; i < g->n; i++) {
+            const double *x, *y;
+            const size_t n = f(&set->runs[g->run[i]], &x, &y);
+            v[i] = value_at(x, y, n, k, gx[k]);
+            if (!isfinite(v[i])) v[i] = NAN;   // a diverged seed's Inf: not averaged
+        }
+        fit_mean_ci(v, 1, (size_t)g->n, &mean, &half, &count);
+        if (!count) continue;
+        if (isnan(half)) half = 0.0;
+        sbuf_printf(s, "%.10g %.10g %.10g %.10g %zu\n", gx[k] * xscale, mean, mean - half,
+                    mean + half, count);
+        rows++;
+    }
+    sbuf_printf(s, "EOD\n");
+    return rows;
+}
+
+void plot_band_clause(sbuf_t *s, const char *name, const plot_group_t *g, const char *color,
+                      const char *style, const char *title, int first)
+{
+    if (!first) sbuf_printf(s, ", ");
+    if (g->n > 1)
+        sbuf_printf(s, "$%s using 1:3:4 with filledcurves fc rgb '%s' fs transparent solid 0.22 "
+                       "noborder notitle, ", name, color);
+    sbuf_printf(s, "$%s using 1:2 with %s lc rgb '%s' title '%s'", name, style, color, title);
+}
+
+double plot_band_reach(const double *x, const double *y, size_t n, double target, int up)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (!(up ? y[k] >= target : y[k] <= target)) continue;
+        if (k == 0 || !isfinite(y[k - 1])) return x[k];
+        // y[k-1] on the far side of target, y[k] on the near: where the segment crosses it
+        return x[k - 1] + (x[k] - x[k - 1]) * (y[k - 1] - target) / (y[k - 1] - y[k]);
+    }
+    return NAN;
+}
+
+void plot_band_reach_ci(const plot_set_t *set, const plot_group_t *g, plot_series_fn f,
+                        double target, int up, double *mean, double *half, int *reached)
+{
+    double at[PLOT_MAX_SEEDS];
+    for (int i = 0; i < g->n; i++) {
+        const double *x, *y;
+        const size_t n = f(&set->runs[g->run[i]], &x, &y);
+        at[i] = plot_band_reach(x, y, n, target, up);
+    }
+    size_t count;
+    fit_mean_ci(at, 1, (size_t)g->n, mean, half, &count);
+    *reached = (int)count;
+}
+
+double plot_band_common_target(const plot_set_t *set, const plot_group_t *g, int ngroups,
+                               plot_series_fn f, int up)
+{
+    const double sign = up ? -1.0 : 1.0;   // as a loss: the largest of the minima of sign·y
+    double target = NAN;
+    for (int k = 0; k < ngroups; k++)
+        for (int i = 0; i < g[k].n; i++) {
+            const double *x, *y;
+            const size_t n = f(&set->runs[g[k].run[i]], &x, &y);
+            double best = INFINITY;
+            for (size_t j = 0; j < n; j++)
+                if (isfinite(y[j]) && sign * y[j] < best) best = sign * y[j];
+            if (isfinite(best) && !(best <= target)) target = best;   // NaN target: the first
+        }
+    return sign * target;
+}
+
+/* "m ± h" (or "m" with one seed, "–" with none) of v[0..n) into buf. */
+static void mean_pm(const double *v, int n, const char *fmt, char *buf, size_t len)
+{
+    double mean, half;
+    size_t count;
+    fit_mean_ci(v, 1, (size_t)n, &mean, &half, &count);
+    char m[32], h[32];
+    snprintf(m, sizeof m, fmt, mean);
+    snprintf(h, sizeof h, fmt, half);
+    if (!count) snprintf(buf, len, "–");
+    else if (count == 1) snprintf(buf, len, "%s", m);
+    else snprintf(buf, len, "%s ± %s", m, h);
+}
+
+int plot_band_table(FILE *out, const plot_set_t *set, plot_series_fn f, int up, const char *what)
+{
+    int m[PLOT_BAND_MAX_RUNS], nr = 0;
+    for (int i = 0; i < set->n && nr < PLOT_BAND_MAX_RUNS; i++) {
+        const double *x, *y;
+        if (f(&set->runs[i], &x, &y) > 0) m[nr++] = i;
+    }
+    plot_group_t g[PLOT_BAND_MAX_RUNS];
+    const int ng = nr ? plot_band_groups(set, m, nr, g, PLOT_BAND_MAX_RUNS) : 0;
+    if (ng <= 0) return 0;
+    const double target = plot_band_common_target(set, g, ng, f, up);
+    fprintf(out, "| run | seeds | diverged | last %s | best %s | update reaching %.4g |\n"
+                 "|---|---|---|---|---|---|\n", what, what, target);
+    int first[PLOT_BAND_MAX_RUNS];
+    for (int k = 0; k < ng; k++) first[k] = g[k].run[0];
+    for (int k = 0; k < ng; k++) {
+        double last[PLOT_MAX_SEEDS], best[PLOT_MAX_SEEDS];
+        int nd = 0;
+        for (int i = 0; i < g[k].n; i++) {
+            const plot_run_t *r = &set->runs[g[k].run[i]];
+            const double *x, *y;
+            const size_t n = f(r, &x, &y);
+            last[i] = best[i] = NAN;
+            for (size_t j = 0; j < n; j++)
+                if (isfinite(y[j])) {
+                    last[i] = y[j];
+                    if (isnan(best[i]) || (up ? y[j] > best[i] : y[j] < best[i])) best[i] = y[j];
+                }
+            nd += !isnan(r->diverged_at);
+        }
+        double mean, half;
+        int reached;
+        plot_band_reach_ci(set, &g[k], f, target, up, &mean, &half, &reached);
+        char label[300], a[80], b[80], c[80];
+        plot_train_label(set, first, ng, k, label, sizeof label);
+        mean_pm(last, g[k].n, "%.4f", a, sizeof a);
+        mean_pm(best, g[k].n, "%.4f", b, sizeof b);
+        if (reached >= 2) snprintf(c, sizeof c, "%.0f ± %.0f", mean, half);
+        else if (reached == 1) snprintf(c, sizeof c, "%.0f", mean);
+        else snprintf(c, sizeof c, "never");
+        if (reached && reached < g[k].n)
+            snprintf(c + strlen(c), sizeof c - strlen(c), " (%d of %d seeds)", reached, g[k].n);
+        fprintf(out, "| %s | %d | %d | %s | %s | %s |\n", label, g[k].n, nd, a, b, c);
+    }
+    return ng;
+}

@@ -1,0 +1,84 @@
+/* plot_band.h — seeds in the figures and tables of training runs: runs that differ only in
+ * init.seed (a sweep's `init.seed = 1, 2, 3`, named {seed}) are one curve, drawn as the mean
+ * over seeds with a 95 % confidence band (Student t over the seeds, measure/fit.c's
+ * fit_mean_ci); a group of one seed is the run's own curve. Every figure of training runs
+ * draws its curves through these functions (docs/design.md §6e). */
+#ifndef STABILITY_PLOT_BAND_H
+#define STABILITY_PLOT_BAND_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "report/plot.h"
+#include "util/sbuf.h"
+
+#define PLOT_MAX_SEEDS 32
+#define PLOT_BAND_MAX_RUNS 512   /* runs a training figure looks at before grouping them */
+#define PLOT_BAND_MAX_ROWS 2000  /* about this many rows per curve reach gnuplot */
+
+/* The runs (indices into set->runs) of one configuration, one per seed, in set order. */
+typedef struct {
+    int n;
+    int run[PLOT_MAX_SEEDS];
+} plot_group_t;
+
+/* A run's curve: *x and *y point at its arrays of the returned length (0: no such curve). */
+typedef size_t (*plot_series_fn)(const plot_run_t *r, const double **x, const double **y);
+
+/* The curves the helper knows: /train/loss against step, /train/val_loss against eval_step. */
+size_t plot_series_loss(const plot_run_t *r, const double **x, const double **y);
+size_t plot_series_val_loss(const plot_run_t *r, const double **x, const double **y);
+
+/* Group the runs m[0..n) whose resolved configs are equal but for init.seed (and the output
+ * file, overwrite and resume keys); groups in order of first appearance. Returns the number of
+ * groups, or −1 when more than max groups or PLOT_MAX_SEEDS seeds in one would be needed. */
+int plot_band_groups(const plot_set_t *set, const int *m, int n, plot_group_t *g, int max);
+
+/* The group's members of the most seeds (for a title: "3 seeds"); 1 when none has more. */
+int plot_band_max_seeds(const plot_group_t *g, int ngroups);
+
+/* Append " (3 seeds)" to a legend when the group has several seeds (nothing for one). */
+void plot_band_seeds_note(const plot_group_t *g, char *label, size_t len);
+
+/* "; mean of 3 seeds, band: 95 % CI" for a figure's subtitle when a group has several seeds
+ * ("mean of 2–3 seeds" when they differ), else "". */
+void plot_band_caption(const plot_group_t *g, int ngroups, char *buf, size_t len);
+
+/* Every how many rows a curve of n rows is drawn: 1, or n / PLOT_BAND_MAX_ROWS for a long
+ * per-update log (a live run of millions of updates plots in seconds). */
+size_t plot_band_stride(size_t n);
+
+/* Data block $name: rows "x·xscale mean lo hi count" at the x values of the group's longest
+ * curve (every plot_band_stride-th and the last); mean and the 95 % band over the seeds with a finite value at that x (lo = hi = mean
+ * with one seed). Returns the rows written. */
+size_t plot_band_block(sbuf_t *s, const char *name, const plot_set_t *set, const plot_group_t *g,
+                       plot_series_fn f, double xscale);
+
+/* The plot clause of block $name: a shaded band (when the group has two seeds or more) and
+ * the mean line in color with title; prefixed ", " unless first. */
+void plot_band_clause(sbuf_t *s, const char *name, const plot_group_t *g, const char *color,
+                      const char *style, const char *title, int first);
+
+/* The first x at which the curve reaches target from above (up = 0, a loss: y ≤ target) or
+ * from below (up = 1, BLEU: y ≥ target), interpolated linearly between the two points that
+ * bracket the crossing (x[0] when y[0] is there already); NaN when it never does. */
+double plot_band_reach(const double *x, const double *y, size_t n, double target, int up);
+
+/* plot_band_reach over the group's seeds: mean and 95 % half-width of the x at which each
+ * reaches target (NaN half-width with fewer than two), *reached = seeds that reach it. */
+void plot_band_reach_ci(const plot_set_t *set, const plot_group_t *g, plot_series_fn f,
+                        double target, int up, double *mean, double *half, int *reached);
+
+/* The value every seed of every group reaches: the largest of the curves' minima (up = 0;
+ * the smallest of their maxima for up = 1); NaN without curves. Every run reaches it, so a
+ * group's reach has all its seeds. */
+double plot_band_common_target(const plot_set_t *set, const plot_group_t *g, int ngroups,
+                               plot_series_fn f, int up);
+
+/* A Markdown table of the training runs in set, one row per group of seeds: the legend, seeds,
+ * diverged seeds, the last and the best value of curve f (mean ± 95 % half-width over the
+ * seeds) and the x at which each reaches the value every run reaches
+ * (plot_band_common_target), mean ± half-width. what names the curve ("validation loss").
+ * Returns the number of rows (0: no run has the curve). */
+int plot_band_table(FILE *out, const plot_set_t *set, plot_series_fn f, int up, const char *what);
+
+#endif

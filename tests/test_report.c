@@ -1,0 +1,169 @@
+/* test_report.c — the seed bands of training figures (report/plot_band.c): which runs form one
+ * curve, the mean and Student-t band written for gnuplot, and the update at which a curve
+ * reaches a loss (docs/design.md §6e). Every expected number is worked by hand here. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "tests.h"
+#include "report/plot_band.h"
+
+#define NRUN 5
+/* Student's t quantile 0.975 with 2 degrees of freedom in closed form, (2p − 1)·√(2 / (4p(1 − p))):
+ * independent of the GSL routine the helper calls. */
+#define T975_2 (0.95 * sqrt(2.0 / (4.0 * 0.975 * 0.025)))
+static double ex[NRUN][3], ey[NRUN][3];
+
+/* Runs 0-2: one config at seeds 1-3; run 3: lr differs (seed 1); run 4: that lr at seed 2.
+ * Validation losses at updates 0, 100, 200. */
+static void make_set(plot_set_t *set, plot_run_t *runs)
+{
+    static const double y[NRUN][3] = {
+        {3.0, 1.0, 0.5}, {3.0, 2.0, 1.0}, {3.0, 3.0, 1.5},   // at 100: 1, 2, 3
+        {4.0, 2.5, 1.5}, {4.0, 3.5, NAN},                    // seed 2 of lr 1e-3 diverged
+    };
+    memset(runs, 0, NRUN * sizeof *runs);
+    for (int i = 0; i < NRUN; i++) {
+        config_defaults(&runs[i].cfg);
+        runs[i].cfg.init.seed = i < 3 ? (unsigned long)i + 1 : (unsigned long)i - 2;
+        if (i >= 3) runs[i].cfg.train.lr = 1e-3;
+        snprintf(runs[i].cfg.output.file, sizeof runs[i].cfg.output.file, "r%d.h5", i);
+        for (int k = 0; k < 3; k++) { ex[i][k] = 100.0 * k; ey[i][k] = y[i][k]; }
+        runs[i].nevals = 3;
+        runs[i].eval_step = ex[i];
+        runs[i].val_loss = ey[i];
+        runs[i].diverged_at = NAN;
+    }
+    set->runs = runs;
+    set->n = NRUN;
+}
+
+START_TEST(test_band_groups)
+{
+    plot_set_t set;
+    plot_run_t runs[NRUN];
+    make_set(&set, runs);
+    const int m[NRUN] = {0, 3, 1, 4, 2};   // interleaved: groups keep first appearance
+    plot_group_t g[4];
+    ck_assert_int_eq(plot_band_groups(&set, m, NRUN, g, 4), 2);
+    ck_assert_int_eq(g[0].n, 3);
+    ck_assert_int_eq(g[0].run[0], 0);
+    ck_assert_int_eq(g[0].run[1], 1);
+    ck_assert_int_eq(g[0].run[2], 2);
+    ck_assert_int_eq(g[1].n, 2);
+    ck_assert_int_eq(g[1].run[1], 4);
+    ck_assert_int_eq(plot_band_groups(&set, m, NRUN, g, 1), -1);   // two configurations, room for one
+    runs[1].cfg.model.layers = 7;   // not a seed of run 0 any more
+    ck_assert_int_eq(plot_band_groups(&set, m, NRUN, g, 4), 3);
+}
+END_TEST
+
+START_TEST(test_band_block)
+{
+    plot_set_t set;
+    plot_run_t runs[NRUN];
+    make_set(&set, runs);
+    const int m[NRUN] = {0, 1, 2, 3, 4};
+    plot_group_t g[4];
+    ck_assert_int_eq(plot_band_groups(&set, m, NRUN, g, 4), 2);
+    sbuf_t s = {0};
+    ck_assert_uint_eq(plot_band_block(&s, "v0", &set, &g[0], plot_series_val_loss, 0.5), 3);
+    // at update 100 the seeds give 1, 2, 3: mean 2, sd 1, half = t(0.975; 2)/√3
+    const double half = T975_2 / sqrt(3.0);
+    double x, mean, lo, hi;
+    unsigned count;
+    const char *row = strstr(s.data, "\n50 ");
+    ck_assert_ptr_nonnull(row);
+    ck_assert_int_eq(sscanf(row, "%lf %lf %lf %lf %u", &x, &mean, &lo, &hi, &count), 5);
+    ck_assert_double_eq(x, 50.0);   // xscale: updates to epochs
+    ck_assert_double_eq_tol(mean, 2.0, 1e-12);
+    ck_assert_double_eq_tol(lo, 2.0 - half, 1e-8);
+    ck_assert_double_eq_tol(hi, 2.0 + half, 1e-8);
+    ck_assert_uint_eq(count, 3);
+    sbuf_free(&s);
+    // the second group's diverged seed (NaN at 200) leaves one seed there: no band
+    ck_assert_uint_eq(plot_band_block(&s, "v1", &set, &g[1], plot_series_val_loss, 1.0), 3);
+    row = strstr(s.data, "\n200 ");
+    ck_assert_ptr_nonnull(row);
+    ck_assert_int_eq(sscanf(row, "%lf %lf %lf %lf %u", &x, &mean, &lo, &hi, &count), 5);
+    ck_assert_double_eq_tol(mean, 1.5, 1e-12);
+    ck_assert_double_eq(lo, 1.5);
+    ck_assert_uint_eq(count, 1);
+    sbuf_free(&s);
+}
+END_TEST
+
+START_TEST(test_band_reach)
+{
+    const double x[4] = {0, 100, 200, 300}, y[4] = {3.0, 2.5, 1.5, 1.0};
+    ck_assert_double_eq_tol(plot_band_reach(x, y, 4, 2.0, 0), 150.0, 1e-12);   // 2.5 → 1.5
+    ck_assert_double_eq_tol(plot_band_reach(x, y, 4, 2.5, 0), 100.0, 1e-12);   // met exactly
+    ck_assert_double_eq(plot_band_reach(x, y, 4, 5.0, 0), 0.0);              // there at once
+    ck_assert(isnan(plot_band_reach(x, y, 4, 0.5, 0)));                         // never
+    const double b[4] = {0.0, 4.0, 12.0, 20.0};   // BLEU, reached from below
+    ck_assert_double_eq_tol(plot_band_reach(x, b, 4, 10.0, 1), 175.0, 1e-12);
+
+    plot_set_t set;
+    plot_run_t runs[NRUN];
+    make_set(&set, runs);
+    const int m[NRUN] = {0, 1, 2, 3, 4};
+    plot_group_t g[4];
+    ck_assert_int_eq(plot_band_groups(&set, m, NRUN, g, 4), 2);
+    // every run's minimum: 0.5 1.0 1.5 1.5 3.5 → the loss all of them reach is 3.5
+    ck_assert_double_eq_tol(plot_band_common_target(&set, g, 2, plot_series_val_loss, 0), 3.5, 1e-15);
+    // loss 2.0 in group 0: seed 1 at 50 (3 → 1), seed 2 at 100 (met), seed 3 at 100 + 100·1/1.5
+    const double at[3] = {50.0, 100.0, 100.0 + 100.0 / 1.5};
+    const double mu = (at[0] + at[1] + at[2]) / 3.0;
+    const double sd = sqrt(((at[0] - mu) * (at[0] - mu) + (at[1] - mu) * (at[1] - mu) +
+                            (at[2] - mu) * (at[2] - mu)) / 2.0);
+    double mean, half;
+    int reached;
+    plot_band_reach_ci(&set, &g[0], plot_series_val_loss, 2.0, 0, &mean, &half, &reached);
+    ck_assert_int_eq(reached, 3);
+    ck_assert_double_eq_tol(mean, mu, 1e-9);
+    ck_assert_double_eq_tol(half, T975_2 * sd / sqrt(3.0), 1e-8);
+    // group 1 never reaches 1.6 with seed 2 (diverged): one seed, no half-width
+    plot_band_reach_ci(&set, &g[1], plot_series_val_loss, 1.6, 0, &mean, &half, &reached);
+    ck_assert_int_eq(reached, 1);
+    ck_assert_double_eq_tol(mean, 100.0 + 100.0 * 0.9 / 1.0, 1e-9);
+    ck_assert(isnan(half));
+}
+END_TEST
+
+/* Fig. 5's figure draws mlm runs only, with the loss every run reaches (3.5: the diverged
+ * seed's minimum) and each configuration's update there: group 1's seeds reach 3.5 at
+ * 100·(4 − 3.5)/(4 − 2.5) = 33.3 and at 100. */
+int plot_fig_mlm(const plot_set_t *set, sbuf_t *s, char *name, size_t len);   // report/
+START_TEST(test_band_mlm_figure)
+{
+    plot_set_t set;
+    plot_run_t runs[NRUN];
+    make_set(&set, runs);
+    sbuf_t s = {0};
+    char name[64];
+    ck_assert_int_eq(plot_fig_mlm(&set, &s, name, sizeof name), 0);   // not mlm runs
+    sbuf_free(&s);
+    for (int i = 0; i < NRUN; i++) runs[i].cfg.data.task = TASK_MLM;
+    ck_assert_int_eq(plot_fig_mlm(&set, &s, name, sizeof name), 1);
+    ck_assert_str_eq(name, "mlm_val_loss");
+    char want[64];
+    const double mu = (100.0 / 3.0 + 100.0) / 2.0, sd = (100.0 - 100.0 / 3.0) / sqrt(2.0);
+    const double half = 12.706204736174705 * sd / sqrt(2.0);   // t(0.975; 1) = tan(0.475π)
+    ck_assert_double_eq_tol(tan(0.475 * 4.0 * atan(1.0)), 12.706204736174705, 1e-9);
+    snprintf(want, sizeof want, "3.500 at update %.0f ± %.0f", mu, half);
+    ck_assert_msg(strstr(s.data, want), "'%s' not in the script", want);
+    ck_assert_ptr_nonnull(strstr(s.data, "first 3.5 "));   // the dotted line
+    sbuf_free(&s);
+}
+END_TEST
+
+Suite *report_suite(void)
+{
+    Suite *s = suite_create("report");
+    TCase *tc = tcase_create("band");
+    tcase_add_test(tc, test_band_groups);
+    tcase_add_test(tc, test_band_block);
+    tcase_add_test(tc, test_band_reach);
+    tcase_add_test(tc, test_band_mlm_figure);
+    suite_add_tcase(s, tc);
+    return s;
+}
