@@ -23,7 +23,8 @@ import sys
 import numpy as np
 import torch
 
-import test_torch as ref
+import torch_ref as ref  # the scaffolding the PyTorch cross-checks share
+import test_torch as lm  # the single stack's reference, which the masked LM reuses
 
 MASK = 256
 CASES = [   # name, settings over the base below
@@ -89,8 +90,8 @@ def mlm_checks(path, corpus, res):
     P = {k: torch.tensor(np.asarray(v, dtype=np.float64)) for k, v in params.items()}
     tt = torch.from_numpy(tokens)
     with torch.no_grad():
-        every = float(ref.forward_loss(P, m, tt, torch.from_numpy(clean)))
-        causal = float(ref.forward_loss(P, {**m, "causal": True}, tt, torch.from_numpy(targets)))
+        every = float(lm.forward_loss(P, m, tt, torch.from_numpy(clean)))
+        causal = float(lm.forward_loss(P, {**m, "causal": True}, tt, torch.from_numpy(targets)))
     for what, other in (("every position scored", every), ("causal attention", causal)):
         if abs(other - loss_c) <= 1e-6 * abs(other):
             res["problems"].append(f"the C loss {loss_c:.12g} equals the reference's with "
@@ -118,7 +119,7 @@ def run_cases(args, workdir):
         if p.returncode != 0 or not os.path.exists(out):
             res["problems"].append(f"`stability dump` exit {p.returncode}: {p.stdout.strip()[-300:]}")
         else:
-            res = ref.check_dump(out)
+            res = lm.check_dump(out)
             if res["loss_err"] is not None:
                 mlm_checks(out, corpus, res)
         ref.report(name, res, args.verbose)
@@ -149,7 +150,7 @@ def self_test(args, workdir):
                 P = {k: torch.tensor(np.asarray(v, dtype=np.float64))
                      for k, v in ref.read_group(f, "params").items()}
                 with torch.no_grad():
-                    every = float(ref.forward_loss(P, m, torch.from_numpy(tok.astype(np.int64)),
+                    every = float(lm.forward_loss(P, m, torch.from_numpy(tok.astype(np.int64)),
                                                    torch.from_numpy(clean.astype(np.int64))))
                 f["batch/targets"][...] = clean
                 f["loss"][...] = every
