@@ -30,10 +30,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_torch as tt  # noqa: E402
+import torch_ref as ref  # noqa: E402  (the scaffolding the PyTorch cross-checks share)
 import test_torch_encdec as te  # noqa: E402
 
-REPO = tt.REPO
+REPO = ref.REPO
 BIN = os.path.join(REPO, "stability")
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 passed = failed = 0
@@ -113,7 +113,7 @@ def write_ini(path, corpus, vocab, **extra):
 
 def load(path):
     with h5py.File(path, "r") as f:
-        m = tt.parse_config(tt.attr_text(f.attrs["config"]))
+        m = ref.parse_config(ref.attr_text(f.attrs["config"]))
         P = {}
         f["checkpoint/params"].visititems(
             lambda n, o: P.__setitem__(n, torch.from_numpy(np.asarray(o[()], dtype=np.float64)))
@@ -125,10 +125,10 @@ def last_lprobs(P, m, src, prefixes):
     """log_softmax of the logits at the last position of each prefix (all of one length)."""
     s = torch.tensor([src] * len(prefixes), dtype=torch.int64)
     x_enc = te.encode(P, m, s)
-    mem = tt.apply_norm(x_enc, P, "enc_final_norm", m) if m["has_final_norm"] else x_enc
+    mem = ref.apply_norm(x_enc, P, "enc_final_norm", m) if m["has_final_norm"] else x_enc
     y = te.decode(P, m, torch.tensor(prefixes, dtype=torch.int64), mem, s < 0)
     if m["has_final_norm"]:
-        y = tt.apply_norm(y, P, "dec_final_norm", m)
+        y = ref.apply_norm(y, P, "dec_final_norm", m)
     W = P["tok_embed"].t() if m["tie_embeddings"] else P["lm_head"]
     return torch.log_softmax(y[:, -1, :] @ W, dim=-1)
 
@@ -293,7 +293,7 @@ def check_bad(tmp, corpus, vocab, run_file):
               train__checkpoint_every=1, train__warmup=0)
     run("--config", ini, "--out", f"{tmp}/div.h5", "--quiet")
     with h5py.File(f"{tmp}/div.h5", "r") as f:
-        status = tt.attr_text(f.attrs["status"])
+        status = ref.attr_text(f.attrs["status"])
     check("the diverging run diverged (the next check needs it)", status == "diverged", status)
     bad("a diverged run", [f"{tmp}/div.h5"], "diverged")
     bad("--beam 0", [run_file, "--beam", "0"], "--beam")
