@@ -16,5 +16,6 @@ Suite *corpus_suite(void);   /* tests/test_corpus.c: the translation corpus read
 Suite *schemes_suite(void);  /* tests/test_schemes.c: every scheme vs finite differences, constants, identities */
 Suite *util_suite(void);     /* tests/test_util.c: file-system guards, thread counts, line reader, GSL errors */
 Suite *sweep_suite(void);    /* tests/test_sweep.c: the Slurm array specification */
+Suite *dynamics_suite(void); /* tests/test_dynamics.c: QK-norm, soft-capping, z-loss vs FD; entropy, logits, log Z */
 
 #endif

@@ -23,6 +23,7 @@
 #include "config/config.h"
 #include "model/session.h"
 #include "measure/probe.h"
+#include "measure/dynamics.h"
 #include "train/optim.h"
 
 /* The fixed batch of the model-update measure comes from the stream init.seed + this. */
@@ -48,6 +49,7 @@ typedef struct {
     int updated;          /* train_t.model_update, update_rel hold this step's (DeepNet) */
     int failed;           /* the batch had ids outside the vocabulary (t->s.error); no update */
     int diverged;         /* TRAIN_FINITE, or why the step diverged (no update was made) */
+    dynamics_scalars_t dyn;   /* attention logits and entropy, log Z of the update's forward */
 } train_record_t;
 
 /* Per-layer measurements of one step (axes of train_t.ax). */
@@ -59,6 +61,10 @@ typedef struct {
     double *jacobian_spec;     /* (L,R) E_token ‖J‖₂; NaN with probe.jacobian = off */
     double final_jacobian_spec;/* of the final norm; NaN without one */
     double *subout_grad;       /* (L,X) E_token ‖∂L/∂(sub-layer output)‖ */
+    double *attn_entropy;      /* (L,nhead) attention entropy per head (measure/dynamics.h) */
+    double *attn_max_logit;    /* (L,nhead) max |attention logit| per head */
+    double *resid_rms;         /* (L) RMS of the residual stream after each layer */
+    double out[3];             /* mean |log Z|, max |log Z|, max |output logit| */
 } train_probe_t;
 
 /* The whole state of a run; everything a bit-identical resume needs is in the model's
