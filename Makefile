@@ -127,6 +127,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch.py
 	/usr/bin/python3 tests/test_torch_encdec.py
 	/usr/bin/python3 tests/test_torch_schemes.py
+	/usr/bin/python3 tests/test_torch_dynamics.py
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_train.py
