@@ -12,6 +12,7 @@
 #include "model/session.h"
 #include "measure/dynamics.h"
 #include "measure/gradcheck.h"
+#include "measure/diagnose.h"
 #include "nn/attention.h"
 
 /* d = 8, 2 heads (d_head 4), d_ff = 12, L = 2, n = 6, vocab 11, batch 3. */
@@ -256,6 +257,42 @@ START_TEST(test_config_errors)
 }
 END_TEST
 
+/* The diagnosis rules on made-up series: each event at the update the rule names, once. */
+START_TEST(test_diagnose_rules)
+{
+    const unsigned char text[] = "aabbaabb";
+    ck_assert(fabs(diagnose_unigram_entropy(text, 8) - log(2.0)) < 1e-15);
+    diagnose_t d;
+    diagnose_init(&d, 3.0);
+    int seen = 0;
+    for (long t = 1; t <= 300; t++) {
+        // the loss sits on the plateau (3.05) from update 31 to 200, then falls
+        const double loss = t <= 30 ? 5.0 : t <= 200 ? 3.05 : 2.0;
+        const double logit = t < 150 ? 2.0 + t * 0.1 : 220.0;   // > 100 × 2.1 (update 1) first at 150
+        const double ent = t < 250 ? 1.0 : 0.05;
+        const int e = diagnose_step(&d, t, loss, logit, ent);
+        ck_assert_int_eq(e & seen, 0);   // never twice
+        seen |= e;
+        if (e & DIAG_LOGIT_GROWTH) ck_assert_int_eq(t, 150);
+        if (e & DIAG_ENTROPY_COLLAPSE) ck_assert_int_eq(t, 250);
+        // the 20-update mean first lies within 0.1 of 3.0 at update 50 (31..50 all 3.05):
+        // stuck after 100 such updates in a row, at 149, reported as since update 50
+        if (e & DIAG_PLATEAU) ck_assert_int_eq(t, 149);
+    }
+    ck_assert_int_eq(seen, DIAG_PLATEAU | DIAG_LOGIT_GROWTH | DIAG_ENTROPY_COLLAPSE);
+    ck_assert_int_eq(d.at[diagnose_index(DIAG_PLATEAU)], 50);
+    ck_assert_int_eq(d.plateau_longest, 153);   // 50 … 202: two losses of 2.0 keep the mean at 2.945
+    // gradient collapse: layer norms 0.001·√2 and 1·√2 → ratio 0.001; NaN columns ignored
+    const double g[2][3] = {{0.001, 0.001, NAN}, {1.0, 1.0, NAN}};
+    ck_assert(fabs(diagnose_grad_ratio(&g[0][0], 2, 3) - 0.001) < 1e-15);
+    ck_assert_int_eq(diagnose_probe(&d, 7, &g[0][0], 2, 3), DIAG_GRAD_COLLAPSE);
+    ck_assert_int_eq(diagnose_probe(&d, 8, &g[0][0], 2, 3), 0);
+    char msg[400];
+    diagnose_message(&d, DIAG_GRAD_COLLAPSE, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "update 7") != NULL, "%s", msg);
+}
+END_TEST
+
 Suite *dynamics_suite(void)
 {
     Suite *s = suite_create("dynamics");
@@ -265,6 +302,7 @@ Suite *dynamics_suite(void)
     tcase_add_test(tc, test_statistics_direct);
     tcase_add_test(tc, test_statistics_keep_bits);
     tcase_add_test(tc, test_config_errors);
+    tcase_add_test(tc, test_diagnose_rules);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -171,6 +171,8 @@ static int create_layout(h5io_train_t *w, const train_t *t)
                                  "probe.every: update_step model_update update_rel. Groups grow "
                                  "together.");
     rc |= h5io_write_attr_int(&w->f, "/train", "steps", t->s.cfg.train.steps);
+    if (isfinite(t->unigram))   // the plateau of `stability info` (docs/design.md §6e)
+        rc |= h5io_write_attr_double(&w->f, "/train", "unigram_entropy", t->unigram);
     if (t->admin_omega) {   // Admin's profiled ω (the parameters then train)
         const size_t dims[2] = {(size_t)t->ax.L, (size_t)t->ax.nsub};
         rc |= h5io_write_doubles(&w->f, "/train/admin_omega", t->admin_omega, 2, dims);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "measure/change.h"
+#include "measure/diagnose.h"
 #include "train/train.h"
 
 /* The fixed batch of the model-update measure (its own stream, so the training batches are the
@@ -90,6 +91,8 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         return 1;
     }
     session_init(&t->s, cfg->init.seed);
+    t->unigram = t->s.data.text ? diagnose_unigram_entropy(t->s.data.text, t->s.data.n_train)
+                                : NAN;
     if (t->ax.admin && (t->admin_omega = malloc((size_t)t->ax.L * t->ax.nsub * sizeof(double))))
         probe_admin_omega(&t->ax, t->s.model, t->admin_omega);
     if ((t->ax.admin && !t->admin_omega) || update_setup(t)) {

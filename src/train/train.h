@@ -84,6 +84,8 @@ typedef struct {
     double model_update;       /* ‖F(x, θ_t) − F(x, θ_0)‖, mean over tokens */
     double *update_rel;        /* (L,P) ‖W_t − W_{t−1}‖_F / ‖W_{t−1}‖_F */
     double *admin_omega;       /* (L,X) Admin's ω as profiled at initialisation, or NULL */
+    double unigram;            /* unigram entropy of the text's training split (the plateau,
+                                  measure/diagnose.h), NaN for other tasks */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,
