@@ -30,10 +30,11 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_ref as ref  # noqa: E402  (the scaffolding the PyTorch cross-checks share)
 import test_torch as tt  # noqa: E402
 import test_torch_encdec as te  # noqa: E402
 
-REPO = tt.REPO
+REPO = ref.REPO
 BUG = set()          # planted faults of the running check (empty for the real cases)
 LAST_CE = [None]     # the cross-entropy of the last reference forward (the dump's /loss)
 
@@ -130,7 +131,9 @@ def loss_and_grads(params_np, m, tokens_np, targets_np, loss_fn=None):
 
 
 ORIGINAL_GRADS = tt.torch_loss_and_grads
+# the single stack's forward calls test_torch's names, the encoder–decoder's torch_ref's
 tt.mha, tt.output_loss, tt.torch_loss_and_grads = mha, output_loss, loss_and_grads
+ref.mha, ref.output_loss = mha, output_loss
 
 LM = {"model.layers": 2, "model.d_model": 16, "model.heads": 4, "model.d_ff": 24,
       "model.vocab": 19, "model.seq_len": 7, "data.batch": 3, "model.causal": "true",
@@ -202,7 +205,7 @@ def main():
         paths[name] = path
         BUG.clear()
         res = check(path)
-        tt.report(name, res, False)
+        ref.report(name, res, False)
         passed += bool(res["ok"])
         failed += not res["ok"]
     for case, bug in PLANTED:   # each planted fault must be caught
