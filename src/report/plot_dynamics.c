@@ -13,6 +13,7 @@
 
 #define DYN_MAX_HEAT 6      /* runs side by side in a heat map */
 #define DYN_MAX_LINES 48    /* runs in the line plots */
+#define DYN_MAX_COLUMNS 300 /* update columns of a heat map */
 
 /* /train/<name> of the run at prefix as rows × width (rank 1: width 1), or NULL. */
 static double *read_rows(h5io_file_t *f, const char *prefix, const char *name, size_t *rows,
@@ -139,21 +140,27 @@ static const heat_t HEATS[] = {
 
 #define AT(d, off, type) (*(type *)((char *)(d) + (off)))
 
-/* One run's cells: x from midpoint to midpoint of the measured updates, y = layer ± ½. */
+/* One run's cells: x from midpoint to midpoint of the measured updates, y = layer ± ½; at most
+ * DYN_MAX_COLUMNS columns (every stride-th row and the last: a long run stays quick to draw). */
 static void heat_block(sbuf_t *s, int i, const plot_dyn_t *d, const heat_t *h)
 {
     const double *v = AT(d, h->field, double *), *x = AT(d, h->steps, double *);
     const size_t n = AT(d, h->count, size_t);
+    const size_t stride = n > DYN_MAX_COLUMNS ? (n + DYN_MAX_COLUMNS - 1) / DYN_MAX_COLUMNS : 1;
     sbuf_printf(s, "$h%d << EOD\n", i);
-    for (size_t k = 0; k < n; k++) {
-        const double lo = k ? 0.5 * (x[k - 1] + x[k]) : x[k] - 0.5;
-        const double hi = k + 1 < n ? 0.5 * (x[k] + x[k + 1]) : x[k] + 0.5;
+    size_t prev = 0;
+    for (size_t k = 0; k < n;) {
+        const size_t next = k + stride < n ? k + stride : k + 1 < n ? n - 1 : n;   // n: the end
+        const double lo = k ? 0.5 * (x[prev] + x[k]) : x[k] - 0.5;
+        const double hi = next < n ? 0.5 * (x[k] + x[next]) : x[k] + 0.5;
         for (int l = 0; l < d->L; l++) {
             const double y = v[k * d->L + l];
             if (isfinite(y) && (!h->log || y > 0))
                 sbuf_printf(s, "%.10g %d %.10g %.10g %g %g %.6g\n", x[k], l + 1, lo, hi, l + 0.5,
                             l + 1.5, y);
         }
+        prev = k;
+        k = next;
     }
     sbuf_printf(s, "EOD\n");
 }
