@@ -111,7 +111,7 @@ run: deps
 # The figure experiments, then their figures; those the docs show are copied to docs/figures/.
 DOC_FIGURES := fig3ab_encdec-grad_vs_layer fig3ab_encdec-subout_grad fig3cd_encdec-grad_vs_depth \
                fig2_encdec-val_loss fig2_encdec-loss fig3cd_grad_vs_depth-grad_vs_depth \
-               fig3cd_untied-grad_vs_depth fig3cd_untied-grad_ratio \
+               fig3cd_untied-grad_vs_depth fig3cd_untied-grad_ratio fig3cd_encdec-grad_ratio \
                width_scaling-grad_vs_width fig3cd_grad_vs_depth-grad_ratio width_scaling-grad_ratio \
                lemma_norms-hidden_norms lemma_norms-jacobian \
                fig3ab_grad_vs_layer-grad_vs_layer fig2_warmup-loss
