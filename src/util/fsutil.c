@@ -168,7 +168,14 @@ int fsutil_claim(const char *path, const char *what, char *holder, size_t len)
         struct flock l = whole_file(F_WRLCK);
         if (fcntl(fd, F_OFD_SETLK, &l) != 0) {
             const int e = errno;
-            const ssize_t n = read(fd, holder, len > 1 ? len - 1 : 0);
+            // the holder writes who it is right after it locks: a claim that lost a race by
+            // microseconds waits for that line (up to 1 s) rather than name no one
+            ssize_t n = 0;
+            for (int wait = 0; wait < 100; wait++) {
+                n = pread(fd, holder, len > 1 ? len - 1 : 0, 0);
+                if (n != 0) break;
+                nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 10000000}, NULL);
+            }
             close(fd);
             if (n > 0) {
                 holder[n] = '\0';
