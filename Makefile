@@ -61,7 +61,7 @@ SINGLE_EXPERIMENTS := fig3ab_grad_vs_layer fig3cd_grad_vs_depth fig3cd_untied wi
                       fig2_warmup
 ATLAS_EXPERIMENTS := atlas_init atlas model_update
 
-.PHONY: all deps test-deps run figures figures-single atlas test unit asan-unit bench clean
+.PHONY: all deps test-deps run figures figures-single atlas dynamics test unit asan-unit bench clean
 all: stability
 
 stability: $(OBJ) $(BUILD)/cli/main.o
@@ -177,6 +177,19 @@ figures-mlm: deps
 	@mkdir -p docs/figures; for f in $(MLM_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 figures-train: figures-mlm
+# Training dynamics (docs/dynamics.md, docs/design.md §6g): attention-logit growth, entropy
+# collapse, QK-norm and the z-loss over the learning rate; figures into plots/logit_growth*-dyn_*.
+# The reduced grid by default (about 30 min on 2 idle cores); DYNAMICS_SWEEP=logit_growth for
+# the full 80-run grid (a cluster's job: ./stability sweep experiments/logit_growth.ini --slurm).
+DYNAMICS_SWEEP ?= logit_growth_quick
+DYNAMICS_FIGURES := dyn_lr dyn_lines
+dynamics: deps
+	$(MAKE) stability
+	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the runs train on
+	./stability sweep experiments/$(DYNAMICS_SWEEP).ini
+	./stability plot results/$(DYNAMICS_SWEEP).h5
+	@mkdir -p docs/figures; for f in $(DYNAMICS_FIGURES); do \
+	  if [ -f plots/$(DYNAMICS_SWEEP)-$$f.png ]; then cp plots/$(DYNAMICS_SWEEP)-$$f.png docs/figures/; fi; done
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
 # training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
@@ -194,6 +207,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_schemes.py
 	/usr/bin/python3 tests/test_translate.py
 	/usr/bin/python3 tests/test_torch_mlm.py
+	/usr/bin/python3 tests/test_torch_dynamics.py
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_train.py

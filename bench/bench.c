@@ -27,6 +27,8 @@
 #include "config/config.h"
 #include "model/session.h"
 #include "model/model.h"
+#include "nn/attention.h"
+#include "nn/loss.h"
 #include "measure/probe.h"
 #include "train/optim.h"
 #include "util/threads.h"
@@ -39,7 +41,7 @@ void openblas_set_num_threads(int num_threads);
 /* DGEMM (SGEMM) 1024^3 products timed for the machine's rate (about 20 ms each on 2 cores). */
 #define DGEMM_REPS 25
 
-typedef enum { K_STEP, K_UPDATE, K_PROBE } case_kind_t;
+typedef enum { K_STEP, K_UPDATE, K_PROBE, K_DYN } case_kind_t;
 
 typedef struct {
     const char *name;       /* child's --run argument and CSV key */
@@ -81,8 +83,15 @@ static const bench_case_t CASES[] = {
     {"b_post_L24", "(b) Post-LN L=24", K_STEP, 0, 24, "post", 512, 1000, 0},
     {"b_pre_L24", "(b) Pre-LN  L=24", K_STEP, 0, 24, "pre", 512, 1000, 0},
     {"c_probe_L12", "(c) probe postln_L12", K_PROBE, 0, 12, "post", 512, 1000, 0},
+    {"dyn_atlas", "dynamics: atlas L=6", K_DYN, 0, 6, "post", 64, 256, 1},
+    {"dyn_d128", "dynamics: d=128 L=4", K_DYN, 0, 4, "pre", 128, 256, 1},
 };
 #define NUM_CASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+/* Issue 20: the cost of the dynamics' statistics (attention entropy and max |logit|, log Z) in an
+ * update (K_DYN) at the atlas's size (configs/atlas.ini) and at configs/logit_growth.ini's
+ * (d = 128, L = 4, d_ff = 512, B = 16, V = 256): the update's time, and the extra time of the
+ * kernels with the statistics over the plain ones (nn/attention.h, nn/loss.h), both measured. */
 
 /* The probe case: configs/postln_L12.ini with probe.seeds x probe.batches reduced from 10 x 10. */
 #define PROBE_SEEDS "probe.seeds=2"
@@ -190,6 +199,11 @@ static int case_config(const bench_case_t *c, config_t *cfg)
         snprintf(sets[n++], 64, "model.dec_layers=%d", c->layers);
         snprintf(sets[n++], 64, "model.src_len=64");
     }
+    if (c->kind == K_DYN && c->d == 128) {   // configs/logit_growth.ini's shape
+        snprintf(sets[n++], 64, "model.d_ff=512");
+        snprintf(sets[n++], 64, "data.batch=16");
+        snprintf(sets[n++], 64, "model.activation=gelu");
+    }
     const char *ptr[16];
     for (int i = 0; i < n; i++) ptr[i] = sets[i];
     const char *probe_sets[] = {PROBE_SEEDS, PROBE_BATCHES};
@@ -219,6 +233,49 @@ static void batch_tick(void *ctx, long done, long total)
     (void)total;
 }
 
+/* Median ms of the statistics' extra cost in one forward of m on its last batch: every attention
+ * with and without them, the loss with and without log Z and max |logit|, reps times each. */
+static double dyn_overhead_ms(model_t *m, int reps)
+{
+    const batch_t *b = &m->batch;
+    const size_t N = (size_t)b->B * b->T, V = (size_t)m->V;
+    double *att = malloc((size_t)m->H * N * b->T * sizeof(double));   // (B,H,T,T)
+    double *ctx = malloc(N * m->C * sizeof(double)), *probs = malloc(N * V * sizeof(double));
+    double *losses = malloc(N * sizeof(double)), *lse = malloc(N * sizeof(double));
+    double *amx = malloc(N * sizeof(double)), *ent = malloc((size_t)b->B * m->H * sizeof(double));
+    double *mxl = malloc((size_t)b->B * m->H * sizeof(double)), *d = malloc((size_t)reps * sizeof(double));
+    double total = NAN;
+    if (att && ctx && probs && losses && lse && amx && ent && mxl && d) {
+        for (int r = 0; r < reps; r++) {
+            double extra = 0.0;
+            int count;
+            for (int k = 0; k < m->stack[0].L * m->stack[0].nsub; k++) {
+                const sublayer_t *sl = &m->stack[0].subs[k];
+                if (sl->rule.kind == SUB_FFN) continue;
+                const attention_opts_t o = {0.0, NULL, NULL, ent, mxl};
+                double t0 = now_s();
+                attention_forward(ctx, att, sl->qa, sl->ka, sl->v, b->B, b->T, b->T, m->C, m->H,
+                                  m->causal, NULL);
+                const double plain = now_s() - t0;
+                t0 = now_s();
+                attention_forward_opt(ctx, att, sl->qa, sl->ka, sl->v, b->B, b->T, b->T, m->C,
+                                      m->H, m->causal, NULL, &o);
+                extra += now_s() - t0 - plain;
+            }
+            double t0 = now_s();
+            loss_forward(probs, losses, &count, m->logits, b->targets, N, V, 0.0);
+            const double plain = now_s() - t0;
+            t0 = now_s();
+            loss_forward_opt(probs, losses, &count, m->logits, b->targets, N, V, 0.0, lse, amx);
+            d[r] = 1e3 * (extra + now_s() - t0 - plain);
+        }
+        total = median(d, reps);
+    }
+    free(att); free(ctx); free(probs); free(losses); free(lse); free(amx); free(ent); free(mxl);
+    free(d);
+    return total;
+}
+
 /* Child: run case name, print one RESULT line. Returns the exit code. */
 static int run_case(const char *name, const bench_opts_t *o)
 {
@@ -238,7 +295,8 @@ static int run_case(const char *name, const bench_opts_t *o)
     model_t *m = ses.model;
     r.params = (double)m->num_params;
     r.acts = (double)m->num_acts;
-    r.gflop = 1e-9 * step_flops(m, c->kind == K_UPDATE);
+    r.gflop = 1e-9 * step_flops(m, c->kind == K_UPDATE || c->kind == K_DYN);
+    double dyn_ms = NAN;
     if (c->kind == K_PROBE) {
         probe_axes_t ax;
         probe_t *p = probe_axes_from_model(&ax, m) ? NULL : probe_alloc(cfg.probe.seeds, &ax);
@@ -271,7 +329,8 @@ static int run_case(const char *name, const bench_opts_t *o)
             model_forward(m, &ses.batch);
             model_zero_grad(m);
             model_backward(m);
-            if (c->kind == K_UPDATE) optim_update(&opt, m->params, m->grads, 1e-4);
+            if (c->kind == K_UPDATE || c->kind == K_DYN)
+                optim_update(&opt, m->params, m->grads, 1e-4);
             if (s >= o->warmup) ms[s - o->warmup] = 1e3 * (now_s() - t0);
         }
         optim_free(&opt);
@@ -283,12 +342,16 @@ static int run_case(const char *name, const bench_opts_t *o)
         r.ms_min = ms[0];
         r.ms_max = ms[o->steps - 1];
         free(ms);
+        if (c->kind == K_DYN) {   // lm only: the model's last forward is on ses.batch
+            model_forward(m, &ses.batch);
+            dyn_ms = dyn_overhead_ms(m, o->steps);
+        }
     }
     session_close(&ses);
     r.rss_kb = peak_rss_kb();
     printf("RESULT ms_median=%.4f ms_min=%.4f ms_max=%.4f total_s=%.4f rss_kb=%ld params=%.0f "
-           "acts=%.0f gflop=%.6f faults=%.1f\n", r.ms_median, r.ms_min, r.ms_max, r.total_s,
-           r.rss_kb, r.params, r.acts, r.gflop, r.faults);
+           "acts=%.0f gflop=%.6f faults=%.1f dyn_ms=%.4f\n", r.ms_median, r.ms_min, r.ms_max,
+           r.total_s, r.rss_kb, r.params, r.acts, r.gflop, r.faults, dyn_ms);
     return 0;
 }
 
@@ -545,8 +608,8 @@ int main(int argc, char **argv)
         if (o.only && !strstr(c->name, o.only)) continue;
         if ((int)c->kind != shown && !(c->kind == K_PROBE && shown == K_STEP)) {
             printf("%s%-21s %9s %8s %7s %6s %9s %6s %9s %6s %8s %8s %5s %6s\n",
-                   shown < 0 ? "" : "\n", c->kind == K_UPDATE ? "per update (fwd+bwd+Adam)"
-                                                                : "per forward+backward",
+                   shown < 0 ? "" : "\n", c->kind == K_UPDATE || c->kind == K_DYN
+                                           ? "per update (fwd+bwd+Adam)" : "per forward+backward",
                    "ms", "ms/layer", "GFLOP/s", "%DGEMM", "torch f64", "x", "torch f32", "x",
                    "RSS MB", "est. MB", "ratio", "other");
             shown = (int)c->kind;
@@ -567,7 +630,7 @@ int main(int argc, char **argv)
         // params + grads + Adam's two moments + saved activations, in MiB
         const double est = (4.0 * params + acts) * sizeof(double) / (1024.0 * 1024.0);
         double t64 = NAN, t32 = NAN, r64 = NAN, r32 = NAN;
-        if (o.torch && c->kind != K_PROBE) {
+        if (o.torch && c->kind != K_PROBE && c->kind != K_DYN) {
             for (int d = 0; d < 2; d++) {
                 char tl[1024];
                 snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=%d "
@@ -592,6 +655,9 @@ int main(int argc, char **argv)
         if (c->kind == K_PROBE)
             printf("%-21s   (ms per batch of a %s x %s probe, %.1f s in all)\n", "",
                    PROBE_SEEDS, PROBE_BATCHES, field(line, "total_s"));
+        if (c->kind == K_DYN)
+            printf("%-21s   (the dynamics' statistics: %.3f ms of the update's %.1f, %.2f %%)\n",
+                   "", field(line, "dyn_ms"), ms, 100.0 * field(line, "dyn_ms") / ms);
         fflush(stdout);
         snprintf(rows[nrows++], sizeof rows[0],
                  "%s,%d,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.6f,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,"
@@ -600,7 +666,8 @@ int main(int argc, char **argv)
                  ms / layers, gflop, gflops, dgemm, gflops / dgemm, t64, t32, t64 / ms,
                  t32 / ms, rss, est, rss / est, r64, r32, field(line, "total_s"), worst,
                  field(line, "faults"), c->encdec ? "encdec" : "lm", c->d, c->vocab,
-                 c->kind == K_UPDATE ? "update" : c->kind == K_STEP ? "step" : "probe");
+                 c->kind == K_UPDATE ? "update" : c->kind == K_STEP ? "step" :
+                 c->kind == K_DYN ? "dynamics" : "probe");
         if (c->kind != K_PROBE) max_faults = fmax(max_faults, field(line, "faults"));
     }
     double end_best, end_others;

@@ -2,7 +2,7 @@
 """same_results.py — are two builds' results the same bits? (a developer's check)
 
     /usr/bin/python3 scripts/same_results.py OLD_BINARY NEW_BINARY [--threads 1,2,3] [--only SUBSTR]
-                                             [--keep DIR] [--cases]
+                                             [--keep DIR] [--cases] [--additions]
 
 Runs the comparison cases below (dumps, probes and short training runs over every scheme, norm,
 arch, optimizer and task) with both binaries at each thread count (STABILITY_THREADS), and
@@ -14,6 +14,9 @@ are the same.
 A change that must not move a result (docs/design.md, "Keep every existing result") runs this
 against the binary before it. With NEW_BINARY = OLD_BINARY at two thread counts it checks that
 results do not depend on the thread count (--across-threads).
+With --additions, what a new build only adds is allowed: objects only in the new file, attributes
+only on its objects, and in a `config` attribute the lines of keys the old build did not have
+(a new option at its default); everything both files hold must still be the same bits.
 Needs results/licenses.txt (scripts/corpus.sh) for the text cases and results/translation/
 (scripts/translation-corpus.sh) for the translation case; a case whose data is missing is
 skipped and said so.
@@ -116,13 +119,24 @@ def same_value(a, b):
     return a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
-def diff_files(pa, pb):
+def config_without_new_keys(old, new):
+    """new's INI text without the `key = value` lines whose key old's text lacks."""
+    def key(line):
+        return line.split("=", 1)[0].strip() if "=" in line and not line.startswith(";") else None
+    text = lambda x: x.decode() if isinstance(x, bytes) else str(x)
+    have = {key(l) for l in text(old).splitlines()} - {None}
+    return "\n".join(l for l in text(new).splitlines() if key(l) is None or key(l) in have)
+
+
+def diff_files(pa, pb, additions=False):
     """The first few differences between two result files (empty: the same)."""
     out = []
     with h5py.File(pa, "r") as fa, h5py.File(pb, "r") as fb:
         na, nb = [], []
         fa.visit(na.append)
         fb.visit(nb.append)
+        if additions:
+            nb = [n for n in nb if n in set(na)]
         if sorted(na) != sorted(nb):
             out.append(f"objects differ: only old {sorted(set(na) - set(nb))[:5]}, "
                        f"only new {sorted(set(nb) - set(na))[:5]}")
@@ -142,6 +156,11 @@ def diff_files(pa, pb):
             run_root = name == "/" or (name.startswith("runs/") and name.count("/") == 1)
             skip = {"created", "version"} if run_root else set()
             for k in sorted((set(aa) | set(ab)) - skip):
+                if additions and k not in aa:
+                    continue
+                if additions and k == "config" and k in ab:
+                    ab[k] = config_without_new_keys(aa[k], ab[k])
+                    aa[k] = config_without_new_keys(aa[k], aa[k])
                 if k not in aa or k not in ab or not same_value(aa[k], ab[k]):
                     out.append(f"{name}@{k}: attribute")
             if len(out) > 6:
@@ -160,6 +179,8 @@ def main():
     ap.add_argument("--only", default="", help="cases whose name contains this")
     ap.add_argument("--keep", default="", help="keep the result files in this folder")
     ap.add_argument("--cases", action="store_true", help="list the cases and exit")
+    ap.add_argument("--additions", action="store_true", help="allow what NEW only adds: "
+                    "objects, attributes, config keys the old build lacked")
     a = ap.parse_args()
     todo = [c for c in cases() if a.only in c[0]]
     if a.cases:
@@ -194,7 +215,7 @@ def main():
                 print(f"DIFF   {label}: both failed (exit {ra[0]}): {ra[1][-300:]}")
                 bad += 1
                 continue
-            d = diff_files(pa, pb)
+            d = diff_files(pa, pb, a.additions)
             done += 1
             if d:
                 bad += 1

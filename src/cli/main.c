@@ -316,6 +316,7 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
         } else {
             printf("(%s)\n", err);
         }
+        report_diagnosis(stdout, f, prefix, &cfg);   // training runs: what went wrong, since when
         printf("\n");
     }
     probe_free(p);

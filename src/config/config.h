@@ -20,6 +20,7 @@ typedef enum { INIT_XAVIER_NORMAL = 0, INIT_XAVIER_UNIFORM = 1, INIT_NORMAL = 2,
 typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3,
                TASK_TRANSLATION = 4, TASK_MLM = 5 } task_t;
 typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3 } optimizer_t;
+typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_norm_t;
 typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2 } schedule_t;
 
 typedef struct config {
@@ -43,6 +44,9 @@ typedef struct config {
         int tie_embeddings;      /* bool                         default true */
         final_norm_t final_norm; /* auto (the scheme's default) | on | off */
         double dropout;          /* [0, 1)                       default 0 */
+        qk_norm_t qk_norm;       /* off | layernorm | rmsnorm: q, k of each head normalised
+                                    over d_head (docs/design.md §6g)  default off */
+        double attn_softcap;     /* c > 0: logits c·tanh(s/c) (Gemma 2); 0 = off  default 0 */
     } model;
     struct {
         init_scheme_t scheme;    /* xavier_normal | xavier_uniform | normal | tfixup */
@@ -74,6 +78,7 @@ typedef struct config {
         int eval_every;          /* validation every N steps (text task), default 100 */
         int bleu_every;          /* BLEU every N updates, −1 every epoch, 0 off; default 0 */
         int resume;              /* resume = auto (1) | off (0)  default off */
+        double z_loss;           /* c ≥ 0: loss + c·mean (log Z)² (PaLM: 1e-4); 0 = off */
     } train;
     struct {
         int seeds;               /* random initialisations, >= 1  default 10 */

@@ -26,6 +26,7 @@ static const char *const task_names[] = {"random", "copy", "reverse", "text", "t
                                          NULL};
 static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", NULL};
 static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", NULL};
+static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
 
 #define OFF(s, n) offsetof(config_t, s.n)
@@ -66,6 +67,8 @@ const cfg_key_t cfg_keys[] = {
     KB(model, tie_embeddings),
     KE(model, final_norm, final_norm_names),
     KD(model, dropout, 0, 0, 1, 1),
+    KE(model, qk_norm, qk_norm_names),
+    KD(model, attn_softcap, 0, 0, INFINITY, 0),
 
     KE(init, scheme, init_names),
     KD(init, std, 0, 1, INFINITY, 0),
@@ -96,6 +99,7 @@ const cfg_key_t cfg_keys[] = {
     KI(train, eval_every, 0),
     KI(train, bleu_every, -1),
     KE(train, resume, resume_names),
+    KD(train, z_loss, 0, 0, INFINITY, 0),
 
     KI(probe, seeds, 1),
     KI(probe, batches, 1),
@@ -370,6 +374,8 @@ void config_defaults(config_t *cfg)
     cfg->model.tie_embeddings = 1;
     cfg->model.final_norm = FINAL_NORM_AUTO;
     cfg->model.dropout = 0.0;
+    cfg->model.qk_norm = QK_NORM_OFF;
+    cfg->model.attn_softcap = 0.0;
 
     cfg->init.scheme = INIT_XAVIER_NORMAL;
     cfg->init.std = 0.02;
@@ -399,6 +405,7 @@ void config_defaults(config_t *cfg)
     cfg->train.checkpoint_every = 0;
     cfg->train.eval_every = 100;
     cfg->train.resume = 0;
+    cfg->train.z_loss = 0.0;
 
     cfg->probe.seeds = 10;
     cfg->probe.batches = 10;

@@ -222,6 +222,27 @@ static int validate_arch(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* QK-norm (docs/design.md §6g): a LayerNorm over one element is β whatever q is; the theory's
+ * W_Q = W_K = 0 gives q = k = 0, which the norm would divide by √ε. */
+static int validate_mitigations(const config_t *cfg, char *err, size_t errlen)
+{
+    const int qk = cfg_kidx("model", "qk_norm"), heads = cfg_kidx("model", "heads");
+    const int dh = cfg->model.d_model / cfg->model.heads;
+    if (cfg->model.qk_norm == QK_NORM_LAYERNORM && dh < 2) {
+        if (blame(cfg, qk, heads) == qk)
+            return vfail(cfg, qk, err, errlen, "layernorm over d_head = %d element is the constant "
+                         "beta: needs d_model/heads >= 2 (or qk_norm = rmsnorm)", dh);
+        return vfail(cfg, heads, err, errlen, "leaves d_head = %d, too small for model.qk_norm = "
+                     "layernorm (needs >= 2)", dh);
+    }
+    if (cfg->model.qk_norm != QK_NORM_OFF && cfg->init.zero_qk) {
+        const int zq = cfg_kidx("init", "zero_qk");
+        return vfail(cfg, blame(cfg, qk, zq), err, errlen, "init.zero_qk (q = k = 0) and "
+                     "model.qk_norm (which divides q, k by their norm) do not go together");
+    }
+    return 0;
+}
+
 int config_validate(const config_t *cfg, char *err, size_t errlen)
 {
     char msg[CONFIG_ERR_MAX / 2];
@@ -261,6 +282,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     int rc = validate_mlm(cfg, err, errlen);
     if (!rc) rc = validate_arch(cfg, err, errlen);
     if (!rc) rc = validate_scheme(cfg, err, errlen);
+    if (!rc) rc = validate_mitigations(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {

@@ -287,6 +287,14 @@ int h5io_write_attr_int(h5io_file_t *f, const char *obj, const char *name, long 
     return rc;
 }
 
+int h5io_write_attr_double(h5io_file_t *f, const char *obj, const char *name, double value)
+{
+    hid_t s = H5Screate(H5S_SCALAR);
+    int rc = write_attr(f, obj, name, H5T_NATIVE_DOUBLE, s, &value);
+    H5Sclose(s);
+    return rc;
+}
+
 int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long seed,
                           const char *status)
 {

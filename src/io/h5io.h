@@ -106,6 +106,9 @@ int h5io_write_attr_strings(h5io_file_t *f, const char *obj, const char *name,
 /* Attach an int64 scalar attribute to obj. 0 or 1. */
 int h5io_write_attr_int(h5io_file_t *f, const char *obj, const char *name, long long value);
 
+/* A scalar double attribute name = value on obj. 0 or 1. */
+int h5io_write_attr_double(h5io_file_t *f, const char *obj, const char *name, double value);
+
 /* Root attributes every file carries: config (resolved INI), version, created (UTC ISO 8601),
  * seed, status. Returns 0 or 1. */
 int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long seed,

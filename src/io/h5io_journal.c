@@ -18,6 +18,8 @@
 #include "util/fsutil.h"
 #include "util/tmpfiles.h"
 
+#define JOURNAL_SLACK ((size_t)256 << 10)   /* HDF5's metadata beside the state */
+
 void h5io_journal_path(const char *path, char *buf, size_t len)
 {
     snprintf(buf, len, "%s.checkpoint", path);
@@ -56,7 +58,11 @@ int h5io_journal_write(const char *path, const char *config, const char *created
     h5io_file_t f = {.id = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)};
     H5Pclose(fapl);
     snprintf(f.path, sizeof f.path, "%.*s", (int)sizeof f.path - 1, tmp);
-    int rc = f.id < 0 || h5io_checkpoint_create(&f, t) ||
+    // the journal's bytes reserved before they are written: on a full disk HDF5 can lose a
+    // chunk of raw data without an error (it then reads back as zeros, checksum and all), so
+    // a journal that would not fit is refused whole instead of written short
+    int rc = f.id < 0 || h5io_space_reserve(f.id, JOURNAL_SLACK + h5io_checkpoint_bytes(t)) ||
+             h5io_checkpoint_create(&f, t) ||
              h5io_write_attr_string(&f, "/", "config", config) ||
              h5io_write_attr_string(&f, "/", "created", created) ||
              h5io_write_attr_string(&f, "/", "description", "the checkpoint journal of the "
@@ -64,6 +70,7 @@ int h5io_journal_write(const char *path, const char *config, const char *created
              h5io_checkpoint_write(&f, t);
     if (f.id >= 0 && H5Fclose(f.id) < 0) rc = 1;
     const int e = errno;
+    if (!rc) h5io_space_release(tmp);   // what the reservation left past the end
     if (!rc && (sync_file(tmp) != 0 || rename(tmp, jp) != 0)) rc = 1;
     if (rc) {
         snprintf(why, len, "%s: cannot write the checkpoint journal: %s", tmp, strerror(e ? e : errno));

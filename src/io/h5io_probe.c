@@ -9,11 +9,7 @@
 #include "io/h5io_internal.h"
 
 /* The HDF5 name of an axis: "param", "site", "norm", "tensor", "sub", "field". */
-static const char *axis_label(probe_axis_id_t id)
-{
-    static const char *const LABELS[] = {"", "param", "site", "norm", "tensor", "sub", "field"};
-    return LABELS[id];
-}
+static const char *axis_label(probe_axis_id_t id) { return probe_axis_label(id); }
 
 int h5io_write_probe(h5io_file_t *f, const probe_t *p, const char *const *site_symbols)
 {
@@ -75,6 +71,7 @@ static int read_axes(h5io_file_t *f, const char *prefix, int L, probe_axes_t *ax
     ax->norm = read_axis(f, prefix, "jacobian_spec", "norm", &ax->nnorm);
     ax->extra = read_axis(f, prefix, "extra_grad_fro", "tensor", &ax->nextra);
     ax->sub = read_axis(f, prefix, "subout_grad", "sub", &ax->nsub);
+    ax->head = read_axis(f, prefix, "attn_entropy", "head", &ax->nhead);   // none before dynamics
     int ns = 0;
     ax->stack = read_axis(f, prefix, "grad_fro", "stack", &ns);
     char path[512];
@@ -88,7 +85,8 @@ static int read_axes(h5io_file_t *f, const char *prefix, int L, probe_axes_t *ax
         ax->stack = calloc((size_t)L, sizeof(char *));
         for (int r = 0; ax->stack && r < L; r++) ax->stack[r] = strdup("lm");
     }
-    const int bad = !ax->param || !ax->site || !ax->norm || !ax->extra || !ax->sub || !ax->stack;
+    const int bad = !ax->param || !ax->site || !ax->norm || !ax->extra || !ax->sub || !ax->stack ||
+                    !ax->head;
     if (bad) probe_axes_free(ax);
     return bad;
 }

@@ -3,6 +3,7 @@
  * journal's, h5io_journal.c) and the /train rows up to it, rewritten into a new file renamed
  * over the old one. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,24 @@ static double *read_column(h5io_file_t *f, const h5io_train_t *w, int k, hsize_t
     return x;
 }
 
+/* A column the file predates (docs/design.md §6g): as many NaN rows as its group's key column
+ * (read before it), or NULL when the file has the column. */
+static double *nan_column(h5io_file_t *f, const h5io_train_t *w, int k, double *const *data,
+                          const hsize_t *n, hsize_t *rows)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/train/%s", COLUMNS[k].name);
+    const int key = h5io_tw_col(GROUP_KEY[COLUMNS[k].group]);
+    if (h5io_exists(f, path) || !data[key]) return NULL;
+    hsize_t d[2];
+    size_t per = 1;
+    for (int i = 0, r = h5io_tw_row_dims(w, &COLUMNS[k], d); i < r; i++) per *= (size_t)d[i];
+    double *x = malloc(((size_t)n[key] * per + 1) * sizeof(double));
+    for (size_t i = 0; x && i < (size_t)n[key] * per; i++) x[i] = NAN;
+    *rows = n[key];
+    return x;
+}
+
 /* The /train rows of the open file up to update t->step: data[k] and rows kept per group. */
 static int load_rows(h5io_file_t *f, const h5io_train_t *w, long step, double **data, hsize_t *keep,
                      double *elapsed, char *why, size_t len)
@@ -101,6 +120,8 @@ static int load_rows(h5io_file_t *f, const h5io_train_t *w, long step, double **
     for (int g = 0; g < G_COUNT; g++) shortest[g] = (hsize_t)-1;
     for (int k = 0; k < NCOL; k++) {
         if (!h5io_tw_column_present(w, k)) continue;
+        if (k >= NCOL_BEFORE_DYNAMICS && !data[k] && (data[k] = nan_column(f, w, k, data, n, &n[k])))
+            continue;   // a file from before the dynamics measures: NaN rows
         if (!(data[k] = read_column(f, w, k, &n[k]))) {
             snprintf(why, len, "/train/%s missing or of another shape", COLUMNS[k].name);
             return 1;

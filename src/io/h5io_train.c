@@ -47,11 +47,7 @@ const char *const GROUP_KEY[G_COUNT] = {"step", "probe_step", "eval_step", "upda
 const char *const GROUP_AXIS[G_COUNT] = {"step", "probe", "eval", "update", "bleu"};
 
 /* The HDF5 name of a probe axis (as in /probe). */
-static const char *axis_label(probe_axis_id_t id)
-{
-    static const char *const LABELS[] = {"", "param", "site", "norm", "tensor", "sub", "field"};
-    return LABELS[id];
-}
+static const char *axis_label(probe_axis_id_t id) { return probe_axis_label(id); }
 
 const column_t COLUMNS[NCOL] = {
     {"step", G_STEP, 1, 0, PA_NONE, "update index t (1-based); row i of every step dataset is update i+1"},
@@ -74,7 +70,18 @@ const column_t COLUMNS[NCOL] = {
     {"update_rel", G_UPDATE, 0, 1, PA_PARAM, "||W_t - W_(t-1)||_F / ||W_(t-1)||_F of the update"},
     {"bleu_step", G_BLEU, 1, 0, PA_NONE, "update index of each BLEU row (train.bleu_every and the last update)"},
     {"bleu", G_BLEU, 0, 0, PA_NONE, "BLEU (0-100) of greedy translations of the validation split after the update: NLTK corpus_bleu on detokenised text (docs/paper_training.md)"},
+    // the dynamics (docs/design.md §6g); older files lack them (readers take NaN)
+    {"max_attn_logit", G_STEP, 0, 0, PA_NONE, "max |attention logit| over every attention, head and visible (query, key) of the update's forward (after QK-norm and soft-capping)"},
+    {"min_attn_entropy", G_STEP, 0, 0, PA_NONE, "lowest over attentions of the mean over heads of the attention entropy (nats)"},
+    {"logz_mean_abs", G_STEP, 0, 0, PA_NONE, "mean over scored positions of |log Z|, log Z = logsumexp of the output logits"},
+    {"z_loss", G_STEP, 0, 0, PA_NONE, "the z-loss term train.z_loss * mean (log Z)^2 added to the loss (0 when off; /train/loss is the cross-entropy)"},
+    {"attn_entropy", G_PROBE, 0, 1, PA_HEAD, "attention entropy of each head, mean over the batch's queries (nats)"},
+    {"attn_max_logit", G_PROBE, 0, 1, PA_HEAD, "max |attention logit| of each head"},
+    {"resid_rms", G_PROBE, 0, 1, PA_NONE, "RMS of the residual stream after each layer"},
+    {"logz_max_abs", G_PROBE, 0, 0, PA_NONE, "max over scored positions of |log Z|"},
+    {"logit_max", G_PROBE, 0, 0, PA_NONE, "max over scored positions of max |output logit|"},
 };
+_Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 
 static double now_seconds(void)
 {
@@ -169,6 +176,8 @@ static int create_layout(h5io_train_t *w, const train_t *t)
                                  "probe.every: update_step model_update update_rel. Groups grow "
                                  "together.");
     rc |= h5io_write_attr_int(&w->f, "/train", "steps", t->s.cfg.train.steps);
+    if (isfinite(t->unigram))   // the plateau of `stability info` (docs/design.md §6g)
+        rc |= h5io_write_attr_double(&w->f, "/train", "unigram_entropy", t->unigram);
     if (t->admin_omega) {   // Admin's profiled ω (the parameters then train)
         const size_t dims[2] = {(size_t)t->ax.L, (size_t)t->ax.nsub};
         rc |= h5io_write_doubles(&w->f, "/train/admin_omega", t->admin_omega, 2, dims);
@@ -332,6 +341,10 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
     push(w, h5io_tw_col("loss"), &r->loss);
     push(w, h5io_tw_col("grad_norm"), &r->grad_norm);
     push(w, h5io_tw_col("time"), &elapsed);
+    push(w, h5io_tw_col("max_attn_logit"), &r->dyn.max_logit);
+    push(w, h5io_tw_col("min_attn_entropy"), &r->dyn.min_entropy);
+    push(w, h5io_tw_col("logz_mean_abs"), &r->dyn.logz_mean_abs);
+    push(w, h5io_tw_col("z_loss"), &r->dyn.z_term);
     w->pending[G_STEP]++;
     if (r->probed) {
         const train_probe_t *p = &t->probe;
@@ -343,6 +356,11 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
         push(w, h5io_tw_col("jacobian_spec"), p->jacobian_spec);
         push(w, h5io_tw_col("final_jacobian_spec"), &p->final_jacobian_spec);
         push(w, h5io_tw_col("subout_grad"), p->subout_grad);
+        push(w, h5io_tw_col("attn_entropy"), p->attn_entropy);
+        push(w, h5io_tw_col("attn_max_logit"), p->attn_max_logit);
+        push(w, h5io_tw_col("resid_rms"), p->resid_rms);
+        push(w, h5io_tw_col("logz_max_abs"), &p->out[1]);
+        push(w, h5io_tw_col("logit_max"), &p->out[2]);
         w->pending[G_PROBE]++;
     }
     if (r->updated) {

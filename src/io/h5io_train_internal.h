@@ -21,7 +21,10 @@ typedef struct {
 
 /* The /train datasets, in file order (h5io_train.c). */
 extern const column_t COLUMNS[];
-#define NCOL 20
+#define NCOL 29
+/* Columns from this index on came with the dynamics measures (docs/design.md §6g): a file
+ * written before them resumes with them NaN. */
+#define NCOL_BEFORE_DYNAMICS 20
 
 /* Why a writer stopped writing (h5io_train_close then ends without touching the file). */
 enum { WRITER_OK, WRITER_DISK_FULL, WRITER_BROKEN };

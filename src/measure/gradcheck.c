@@ -11,7 +11,8 @@ static double central_difference(model_t *m, double *theta, double h, const batc
     const double steps[4] = {-2.0, -1.0, 1.0, 2.0};
     for (int s = 0; s < 4; s++) {
         *theta = saved + steps[s] * h;
-        f[s] = model_forward(m, b);
+        model_forward(m, b);
+        f[s] = model_objective(m);   // with train.z_loss: the cross-entropy + the z-term
     }
     *theta = saved;
     return (f[0] - 8.0 * f[1] + 8.0 * f[2] - f[3]) / (12.0 * h);

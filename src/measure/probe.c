@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "measure/change.h"
+#include "measure/dynamics.h"
 #include "measure/probe_internal.h"
 
 const char *const PROBE_JACOBIAN_FIELD_NAMES[PROBE_JACOBIAN_FIELDS] = {
@@ -50,6 +51,17 @@ const probe_array_t PROBE_ARRAYS[] = {
      "the same for the encoder's output"},
     {"admin_omega", FIELD(admin_omega), 1, PA_SUB, PO_ADMIN,
      "Admin's omega of every sub-layer as profiled at initialisation (all entries equal)"},
+    {"attn_entropy", FIELD(attn_entropy), 1, PA_HEAD, PO_ALWAYS,
+     "attention entropy -sum p log p (nats) of each head, mean over queries and batches"},
+    {"attn_max_logit", FIELD(attn_max_logit), 1, PA_HEAD, PO_ALWAYS,
+     "max |attention logit| of each head over the batches (after QK-norm and soft-capping)"},
+    {"resid_rms", FIELD(resid_rms), 1, PA_NONE, PO_ALWAYS,
+     "RMS of the residual stream after each layer, mean over batches"},
+    {"logz_mean_abs", FIELD(logz_mean_abs), 0, PA_NONE, PO_ALWAYS,
+     "mean over scored positions of |log Z| (log Z = logsumexp of the output logits)"},
+    {"logz_max_abs", FIELD(logz_max_abs), 0, PA_NONE, PO_ALWAYS, "max over batches of max |log Z|"},
+    {"logit_max", FIELD(logit_max), 0, PA_NONE, PO_ALWAYS,
+     "max over batches and scored positions of max |output logit|"},
 };
 const int PROBE_NUM_ARRAYS = (int)(sizeof PROBE_ARRAYS / sizeof PROBE_ARRAYS[0]);
 
@@ -134,6 +146,7 @@ typedef struct {
     double *save;        // (num_params) the output change's copy of the parameters
     probe_jacobian_t *jac_tmp, *jac_sum;   // (L,nnorm)
     probe_jacobian_t fin_tmp[2], fin_sum[2];   // the output stack's final norm, the encoder's
+    double *dyn_ent, *dyn_max, *dyn_rms;       // (L,nhead), (L,nhead), (L) one batch's dynamics
 } probe_work_t;
 
 static void jacobian_add(probe_jacobian_t *sum, const probe_jacobian_t *x)
@@ -159,6 +172,31 @@ static void work_free(probe_work_t *w)
 {
     free(w->gsum); free(w->layer_tmp); free(w->extra_tmp); free(w->hidden_tmp);
     free(w->sub_tmp); free(w->jac_tmp); free(w->jac_sum); free(w->save);
+    free(w->dyn_ent); free(w->dyn_max); free(w->dyn_rms);
+}
+
+/* max(a, b), NaN when either is NaN (a running maximum that remembers an overflow). */
+static double max_nan(double a, double b)
+{
+    return isnan(a) || isnan(b) ? NAN : fmax(a, b);
+}
+
+/* One batch's dynamics (measure/dynamics.h) into seed s's means (/nb) and maxima. */
+static void dynamics_batch(const probe_axes_t *ax, const model_t *m, probe_t *p, int s, int nb,
+                           probe_work_t *w)
+{
+    const size_t LH = (size_t)ax->L * ax->nhead, L = (size_t)ax->L;
+    double out[3];
+    dynamics_layers(ax, m, w->dyn_ent, w->dyn_max, w->dyn_rms, out);
+    for (size_t i = 0; i < LH; i++) {
+        p->attn_entropy[(size_t)s * LH + i] += w->dyn_ent[i] / nb;
+        p->attn_max_logit[(size_t)s * LH + i] = max_nan(p->attn_max_logit[(size_t)s * LH + i],
+                                                        w->dyn_max[i]);
+    }
+    for (size_t i = 0; i < L; i++) p->resid_rms[(size_t)s * L + i] += w->dyn_rms[i] / nb;
+    p->logz_mean_abs[s] += out[0] / nb;
+    p->logz_max_abs[s] = max_nan(p->logz_max_abs[s], out[1]);
+    p->logit_max[s] = max_nan(p->logit_max[s], out[2]);
 }
 
 /* Measure one batch of seed s (the forward and backward already run) into the sums. */
@@ -182,6 +220,7 @@ static void measure_batch(const probe_axes_t *ax, const model_t *m, probe_t *p, 
     *enc_fin += ef / nb;
     probe_subout_grads(ax, m, w->sub_tmp);
     for (size_t i = 0; i < LX; i++) sub[i] += w->sub_tmp[i] / nb;
+    dynamics_batch(ax, m, p, s, nb, w);
     if (!jacobian) return;
     probe_jacobians(ax, m, w->jac_tmp, &w->fin_tmp[0], &w->fin_tmp[1]);
     for (size_t i = 0; i < LR; i++) jacobian_add(&w->jac_sum[i], &w->jac_tmp[i]);
@@ -200,6 +239,11 @@ static void seed_start(const probe_axes_t *ax, const model_t *m, probe_t *p, int
     for (int e = 0; e < ax->nextra; e++) p->extra_grad_fro_batchmean[(size_t)s * ax->nextra + e] = 0.0;
     for (size_t i = 0; i < LQ; i++) p->hidden_sqnorm[(size_t)s * LQ + i] = 0.0;
     for (size_t i = 0; i < LX; i++) p->subout_grad[(size_t)s * LX + i] = 0.0;
+    const size_t LH = (size_t)ax->L * ax->nhead;   // the dynamics' sums and maxima
+    for (size_t i = 0; i < LH; i++) p->attn_entropy[(size_t)s * LH + i] = 0.0;
+    for (size_t i = 0; i < LH; i++) p->attn_max_logit[(size_t)s * LH + i] = 0.0;
+    for (int i = 0; i < ax->L; i++) p->resid_rms[(size_t)s * ax->L + i] = 0.0;
+    p->logz_mean_abs[s] = p->logz_max_abs[s] = p->logit_max[s] = 0.0;
     memset(w->jac_sum, 0, LR * sizeof(probe_jacobian_t));
     memset(w->fin_sum, 0, sizeof w->fin_sum);
 }
@@ -245,10 +289,13 @@ int probe_run(session_t *ses, probe_t *p, probe_progress_fn progress, void *ctx)
         .jac_tmp = malloc((LR ? LR : 1) * sizeof(probe_jacobian_t)),
         .jac_sum = malloc((LR ? LR : 1) * sizeof(probe_jacobian_t)),
         .save = malloc(m->num_params * sizeof(double)),
+        .dyn_ent = malloc(((size_t)ax->L * ax->nhead + 1) * sizeof(double)),
+        .dyn_max = malloc(((size_t)ax->L * ax->nhead + 1) * sizeof(double)),
+        .dyn_rms = malloc((size_t)ax->L * sizeof(double)),
     };
     gsl_rng *signs = gsl_rng_alloc(gsl_rng_mt19937);
     if (!w.gsum || !w.layer_tmp || !w.extra_tmp || !w.hidden_tmp || !w.sub_tmp || !w.jac_tmp ||
-        !w.jac_sum || !w.save || !signs) {
+        !w.jac_sum || !w.save || !w.dyn_ent || !w.dyn_max || !w.dyn_rms || !signs) {
         work_free(&w);
         if (signs) gsl_rng_free(signs);
         return 1;

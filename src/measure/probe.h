@@ -22,13 +22,14 @@
 /* Names along a probe's axes (owned strings), as built from a model or read from a file. */
 typedef struct {
     int L;                   /* layer rows */
-    int nparam, nsite, nnorm, nextra, nsub;   /* names on each axis */
+    int nparam, nsite, nnorm, nextra, nsub, nhead;   /* names on each axis */
     char **param;            /* [nparam] the layer tensors ("w1", "norm2.gamma") */
     char **site;             /* [nsite] the hidden states ("input", "resid1", …, "output") */
     char **norm;             /* [nnorm] the norm sites ("norm1", "norm2_out", …) */
     char **extra;            /* [nextra] the tensors outside the layers ("tok_embed", …) */
     char **sub;              /* [nsub] the sub-layers ("self", "cross", "ffn") */
     char **stack;            /* [L] "lm", "enc" or "dec" */
+    char **head;             /* [nhead] every attention's heads: "self.h0" …, "cross.h0" … */
     int encdec;              /* the model has an encoder (enc_* arrays) */
     int admin;               /* the model has Admin's ω (admin_omega) */
 } probe_axes_t;
@@ -79,10 +80,21 @@ typedef struct {
     double *output_change;        /* (S) Admin's output change of the last hidden state */
     double *enc_output_change;    /* (S) encdec: of the encoder's output; else NULL */
     double *admin_omega;          /* (S,L,nsub) admin: the profiled ω of every sub-layer; else NULL */
+    /* training dynamics at initialisation (measure/dynamics.h), mean over batches (maxima: max) */
+    double *attn_entropy;         /* (S,L,nhead) attention entropy per head (nats) */
+    double *attn_max_logit;       /* (S,L,nhead) max |attention logit| per head */
+    double *resid_rms;            /* (S,L) RMS of the residual stream after each layer */
+    double *logz_mean_abs;        /* (S) mean over scored positions of |log Z| */
+    double *logz_max_abs;         /* (S) max |log Z| */
+    double *logit_max;            /* (S) max |output logit| over scored positions */
 } probe_t;
 
 /* One array of probe_t: its name, where it is, its shape after the seed axis. */
-typedef enum { PA_NONE, PA_PARAM, PA_SITE, PA_NORM, PA_EXTRA, PA_SUB, PA_FIELDS } probe_axis_id_t;
+typedef enum { PA_NONE, PA_PARAM, PA_SITE, PA_NORM, PA_EXTRA, PA_SUB, PA_FIELDS, PA_HEAD }
+    probe_axis_id_t;
+
+/* The HDF5 name of an axis: "param", "site", "norm", "tensor", "sub", "field", "head". */
+const char *probe_axis_label(probe_axis_id_t id);
 typedef enum { PO_ALWAYS, PO_ENCDEC, PO_ADMIN } probe_only_t;
 typedef struct {
     const char *name;

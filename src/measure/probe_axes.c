@@ -35,9 +35,9 @@ static int push(char **names, int *n, const char *name)
 
 void probe_axes_free(probe_axes_t *a)
 {
-    char **lists[6] = {a->param, a->site, a->norm, a->extra, a->sub, a->stack};
-    const int lens[6] = {a->nparam, a->nsite, a->nnorm, a->nextra, a->nsub, a->L};
-    for (int k = 0; k < 6; k++) {
+    char **lists[7] = {a->param, a->site, a->norm, a->extra, a->sub, a->stack, a->head};
+    const int lens[7] = {a->nparam, a->nsite, a->nnorm, a->nextra, a->nsub, a->L, a->nhead};
+    for (int k = 0; k < 7; k++) {
         for (int i = 0; lists[k] && i < lens[k]; i++) free(lists[k][i]);
         free(lists[k]);
     }
@@ -68,6 +68,9 @@ static void declared_columns(const model_t *m, int *used)
             for (int p = 0; p < SUBLAYER_NPARAMS; p++)   // the schemes' own (ω, ReZero's α, …)
                 if (sublayer_param_values(&SUBLAYER_PARAMS[p], sl))
                     used[tensors_column_index(SUBLAYER_PARAMS[p].name(sl->index))] = 1;
+            for (int q = 0; sl->qn.gamma && q < 4; q++)   // QK-norm: γ and β of q and k
+                used[tensors_column_index(tensors_qk_name(sl->rule.kind == SUB_CROSS_ATTN,
+                                                          q / 2, q % 2))] = 1;
         }
     }
 }
@@ -104,8 +107,10 @@ int probe_axes_from_model(probe_axes_t *a, const model_t *m)
     a->extra = calloc(9, sizeof(char *));
     a->sub = calloc(3, sizeof(char *));
     a->stack = calloc((size_t)a->L, sizeof(char *));
+    a->head = calloc((size_t)(2 * m->H), sizeof(char *));
     int *used = calloc((size_t)ncol, sizeof(int));
-    int rc = !a->param || !a->site || !a->norm || !a->extra || !a->sub || !a->stack || !used;
+    int rc = !a->param || !a->site || !a->norm || !a->extra || !a->sub || !a->stack || !a->head ||
+             !used;
     if (!rc) declared_columns(m, used);
     for (int c = 0; !rc && c < ncol; c++)
         if (used[c]) rc |= push(a->param, &a->nparam, tensors_column_name(c));
@@ -133,6 +138,12 @@ int probe_axes_from_model(probe_axes_t *a, const model_t *m)
         int l;
         rc |= !(a->stack[r] = strdup(STACK_NAMES[model_row_stack(m, r, &l)->kind]));
     }
+    for (int k = 0; !rc && k < (a->encdec ? 2 : 1); k++)   // every attention's heads
+        for (int h = 0; !rc && h < m->H; h++) {
+            char name[32];
+            snprintf(name, sizeof name, "%s.h%d", PROBE_SUB_NAMES[k], h);
+            rc |= push(a->head, &a->nhead, name);
+        }
     free(used);
     if (rc) probe_axes_free(a);
     return rc;
@@ -158,6 +169,7 @@ int probe_axes_copy(probe_axes_t *d, const probe_axes_t *s)
     d->extra = copy_names(s->extra, s->nextra, &rc);
     d->sub = copy_names(s->sub, s->nsub, &rc);
     d->stack = copy_names(s->stack, s->L, &rc);
+    d->head = copy_names(s->head, s->nhead, &rc);
     if (rc) probe_axes_free(d);
     return rc;
 }
@@ -171,6 +183,7 @@ int probe_axis_len(const probe_axes_t *a, probe_axis_id_t id)
     case PA_EXTRA: return a->nextra;
     case PA_SUB: return a->nsub;
     case PA_FIELDS: return PROBE_JACOBIAN_FIELDS;
+    case PA_HEAD: return a->nhead;
     case PA_NONE: break;
     }
     return 1;
@@ -185,9 +198,17 @@ char *const *probe_axis_names(const probe_axes_t *a, probe_axis_id_t id)
     case PA_EXTRA: return a->extra;
     case PA_SUB: return a->sub;
     case PA_FIELDS: return (char *const *)PROBE_JACOBIAN_FIELD_NAMES;
+    case PA_HEAD: return a->head;
     case PA_NONE: break;
     }
     return NULL;
+}
+
+const char *probe_axis_label(probe_axis_id_t id)
+{
+    static const char *const LABELS[] = {"", "param", "site", "norm", "tensor", "sub", "field",
+                                         "head"};
+    return LABELS[id];
 }
 
 size_t probe_array_size(const probe_axes_t *a, const probe_array_t *arr)

@@ -32,6 +32,7 @@ static sublayer_caps_t stack_caps(const model_t *m, const batch_caps_t *c, stack
 {
     const size_t H = (size_t)m->H;
     sublayer_caps_t s;
+    s.att_pairs = H * (size_t)c->B;
     if (kind == STACK_ENC) {
         s.rows = c->src_tokens;
         s.key_rows = 0;
@@ -51,7 +52,7 @@ static void layout(model_t *m, const batch_caps_t *c, double *base, double *gbas
 {
     size_t n = 0, gn = 0;
     const int drop = m->dropout > 0.0;
-    sublayer_caps_t widest = {0, 0, 0};
+    sublayer_caps_t widest = {0, 0, 0, 0};
     for (int s = 0; s < m->nstacks; s++) {
         const sublayer_caps_t sc = stack_caps(m, c, m->stack[s].kind);
         stack_layout(&m->stack[s], &m->shape, &sc, drop, base, &n, gbase, &gn);
@@ -63,6 +64,8 @@ static void layout(model_t *m, const batch_caps_t *c, double *base, double *gbas
     m->logits = arena_take(base, &n, N * V);
     m->probs = arena_take(base, &n, N * V);
     m->losses = arena_take(base, &n, N);
+    m->lse = arena_take(base, &n, N);
+    m->logit_absmax = arena_take(base, &n, N);
     m->dlogits = arena_take(gbase, &gn, N * V);
     gn += sublayer_scratch_layout(&m->scratch, &m->shape, &widest, gbase ? gbase + gn : NULL);
     m->num_acts = n;
@@ -129,7 +132,11 @@ static void copy_dims(model_t *m, const config_t *cfg, const batch_caps_t *c)
     m->causal = cfg->model.arch == ARCH_ENCDEC ? 1 : cfg->model.causal;   // the decoder is causal
     m->tied = cfg->model.tie_embeddings;
     m->final_norm = config_has_final_norm(cfg);
-    m->shape = (sublayer_shape_t){m->C, m->F, m->H, m->norm, m->norm_eps, cfg->model.activation};
+    m->shape = (sublayer_shape_t){m->C, m->F, m->H, m->norm, m->norm_eps, cfg->model.activation,
+                                  NORM_NONE, cfg->model.attn_softcap};
+    if (cfg->model.qk_norm != QK_NORM_OFF)
+        m->shape.qk_norm = cfg->model.qk_norm == QK_NORM_RMSNORM ? NORM_RMSNORM : NORM_LAYERNORM;
+    m->z_loss = cfg->train.z_loss;
 }
 
 /* Sinusoidal positions (Vaswani et al. 2017 §3.5): PE[t][2i] = sin(t/10000^(2i/d)),
@@ -162,7 +169,8 @@ model_t *model_create(const config_t *cfg, const batch_caps_t *caps)
     m->dact_mem = calloc(m->num_dacts, sizeof(double));
     m->pe = calloc((size_t)P * m->C, sizeof(double));
     m->src_len = calloc((size_t)m->B + 1, sizeof(int));
-    if (!m->act_mem || !m->dact_mem || !m->pe || !m->src_len) goto fail;
+    m->tgt_len = calloc((size_t)m->B + 1, sizeof(int));
+    if (!m->act_mem || !m->dact_mem || !m->pe || !m->src_len || !m->tgt_len) goto fail;
     layout(m, &c, m->act_mem, m->dact_mem);
     fill_positions(m->pe, P, m->C);
     return m;
@@ -185,6 +193,7 @@ void model_free(model_t *m)
     free(m->dact_mem);
     free(m->pe);
     free(m->src_len);
+    free(m->tgt_len);
     free(m);
 }
 
@@ -282,20 +291,24 @@ void model_dropout_off(model_t *m)
 static void make_passes(const model_t *m, const batch_t *b, sublayer_pass_t *pass)
 {
     if (m->nstacks == 1) {
-        pass[0] = (sublayer_pass_t){b->B, b->T, m->causal, NULL, NULL, 0, NULL};
+        pass[0] = (sublayer_pass_t){b->B, b->T, m->causal, NULL, NULL, 0, NULL, NULL};
         return;
     }
-    pass[0] = (sublayer_pass_t){b->B, b->S, 0, m->src_len, NULL, 0, NULL};
-    pass[1] = (sublayer_pass_t){b->B, b->T, 1, NULL, m->stack[0].output, b->S, m->src_len};
+    pass[0] = (sublayer_pass_t){b->B, b->S, 0, m->src_len, NULL, 0, NULL, m->src_len};
+    pass[1] = (sublayer_pass_t){b->B, b->T, 1, NULL, m->stack[0].output, b->S, m->src_len,
+                                m->tgt_len};
 }
 
-/* Non-padding source positions per row (right padding). */
+/* Non-padding source (and decoder input) positions per row (right padding). */
 static void source_lengths(model_t *m, const batch_t *b)
 {
     for (int r = 0; r < b->B; r++) {
         int n = 0;
         while (n < b->S && b->src[(size_t)r * b->S + n] >= 0) n++;
         m->src_len[r] = n;
+        n = 0;
+        while (n < b->T && b->tokens[(size_t)r * b->T + n] >= 0) n++;
+        m->tgt_len[r] = n;
     }
 }
 
@@ -317,8 +330,10 @@ double model_forward(model_t *m, const batch_t *b)
              m->logits, (int)V);
     else
         linear_forward(m->logits, out->output, m->lm_head, NULL, N, C, V);
-    m->loss = loss_forward(m->probs, m->losses, &m->num_targets, m->logits, b->targets, N, V,
-                           m->label_smoothing);
+    m->loss = loss_forward_opt(m->probs, m->losses, &m->num_targets, m->logits, b->targets, N,
+                               V, m->label_smoothing, m->lse, m->logit_absmax);
+    m->z_term = m->z_loss > 0.0 && b->targets ? loss_z_term(m->lse, b->targets, N, m->z_loss)
+                                              : 0.0;
     return m->loss;
 }
 
@@ -368,6 +383,11 @@ void model_admin_profile(model_t *m, const batch_t *b)
                         m->tok_embed, m->pe);
 }
 
+double model_objective(const model_t *m)
+{
+    return m->z_loss > 0.0 ? m->loss + m->z_term : m->loss;
+}
+
 void model_zero_grad(model_t *m)
 {
     memset(m->grads, 0, m->num_params * sizeof(double));
@@ -382,7 +402,8 @@ void model_backward(model_t *m)
     make_passes(m, b, pass);
 
     // dlogits (N,V) = (p − q)/count
-    loss_backward(m->dlogits, m->probs, b->targets, N, V, m->label_smoothing, m->num_targets);
+    loss_backward_z(m->dlogits, m->probs, b->targets, N, V, m->label_smoothing, m->num_targets,
+                    m->z_loss, m->lse);
     if (m->tied) {
         // dfinal (N,C) = dlogits (N,V) · W_emb (V,C);  dW_emb (V,C) += dlogitsᵀ · final
         // (β = 0: OpenBLAS zero-fills, then adds — the bits of a zeroed dfinal and β = 1)

@@ -62,13 +62,18 @@ typedef struct {
     double *logits;          /* (N,V) */
     double *probs;           /* (N,V) softmax(logits) */
     double *losses;          /* (N) per-token loss (0 where not scored) */
+    double *lse;             /* (N) log Z = logsumexp of each position's logits */
+    double *logit_absmax;    /* (N) max |logit| of each position */
+    int *tgt_len;            /* (B) encdec: non-padding decoder positions of the last batch */
     double *dlogits;         /* (N,V) */
     int *src_len;            /* (B) non-padding source positions of the last batch */
     sublayer_scratch_t scratch;
 
     /* The last batch and its loss. */
     batch_t batch;           /* borrowed from the caller for the backward */
-    double loss;
+    double loss;             /* the cross-entropy */
+    double z_loss;           /* train.z_loss: the coefficient c of the z-loss (0 = off) */
+    double z_term;           /* c·mean over scored positions of (log Z)² (NaN: none scored) */
     int num_targets;         /* scored targets in the batch */
 } model_t;
 
@@ -125,11 +130,13 @@ void model_encode(model_t *m, const batch_t *b);
  * model_encode of as many rows; last (B,C) gets the decoder's output at position T−1 of each
  * row, logits (B,V) its logits (model_forward's, of that position only). */
 void model_decode_last(model_t *m, const batch_t *b, double *last, double *logits);
+/* The objective the backward differentiates: the loss, plus the z-term when train.z_loss > 0. */
+double model_objective(const model_t *m);
 
 /* Zero the gradient buffer. */
 void model_zero_grad(model_t *m);
 
-/* Backward of the last forward: accumulates ∂loss/∂θ into m->grads. */
+/* Backward of the last forward: accumulates ∂objective/∂θ into m->grads (model_objective). */
 void model_backward(model_t *m);
 
 /* Find a tensor by name (docs/design.md §5); NULL if absent. */

@@ -60,6 +60,8 @@ static int add_branch(model_t *m, const char *prefix, int row, const sublayer_ru
     return rc;
 }
 
+static int add_qk_norm(model_t *m, const char *prefix, int row, const sublayer_rule_t *r);
+
 /* The tensors of layer l of stack st, in the canonical order of model/tensors.c: every
  * sub-layer's branch, the main norm sites' γ, β, their DyT α, the output and inner sites, the
  * schemes' own parameters (SUBLAYER_PARAMS: Admin's ω, ReZero's α, …). */
@@ -95,6 +97,21 @@ static int add_layer(model_t *m, const layer_stack_t *st, int l)
                 rc |= add_layer_tensor(m, prefix, row, sp->name(i + 1), 1, w, TENSOR_CONST,
                                        sp->init);
     }
+    for (int i = 0; i < n; i++) rc |= add_qk_norm(m, prefix, row, &stack_sublayer(st, l, i)->rule);
+    return rc;
+}
+
+/* QK-norm's γ (1) and β (0, LayerNorm) of width d_head for q and for k of an attention
+ * sub-layer (docs/design.md §6g): qnorm.*, knorm.*, or cqnorm.*, cknorm.* for cross-attention. */
+static int add_qk_norm(model_t *m, const char *prefix, int row, const sublayer_rule_t *r)
+{
+    if (m->shape.qk_norm == NORM_NONE || r->kind == SUB_FFN) return 0;
+    const int cross = r->kind == SUB_CROSS_ATTN, nq = m->shape.qk_norm == NORM_LAYERNORM ? 2 : 1;
+    int rc = 0;
+    for (int key = 0; key < 2; key++)
+        for (int q = 0; q < nq; q++)
+            rc |= add_layer_tensor(m, prefix, row, tensors_qk_name(cross, key, q), 1,
+                                   (size_t)m->Dh, TENSOR_CONST, q == 0 ? 1.0 : 0.0);
     return rc;
 }
 
@@ -174,6 +191,14 @@ static void bind_sublayer(model_t *m, sublayer_t *sl, const char *prefix, int K)
         const sublayer_param_t *sp = &SUBLAYER_PARAMS[p];
         *sublayer_param_view(sp, sl, 0) = view(m, m->params, prefix, sp->name(K));
         *sublayer_param_view(sp, sl, 1) = view(m, m->grads, prefix, sp->name(K));
+    }
+    qk_site_t *qk[2] = {&sl->qn, &sl->kn};   // QK-norm's γ, β (NULL where absent)
+    for (int key = 0; key < 2 && sl->rule.kind != SUB_FFN; key++) {
+        const int cross = sl->rule.kind == SUB_CROSS_ATTN;
+        qk[key]->gamma = view(m, m->params, prefix, tensors_qk_name(cross, key, 0));
+        qk[key]->dgamma = view(m, m->grads, prefix, tensors_qk_name(cross, key, 0));
+        qk[key]->beta = view(m, m->params, prefix, tensors_qk_name(cross, key, 1));
+        qk[key]->dbeta = view(m, m->grads, prefix, tensors_qk_name(cross, key, 1));
     }
 }
 

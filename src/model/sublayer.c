@@ -98,6 +98,21 @@ size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
         s->v = arena_take(base, &off, Nk * C);
         s->att = arena_take(base, &off, cap->att);
         s->ctx = arena_take(base, &off, N * C);
+        s->ent = arena_take(base, &off, (size_t)cap->att_pairs);
+        s->amax = arena_take(base, &off, (size_t)cap->att_pairs);
+        s->capped = sh->softcap > 0.0 ? arena_take(base, &off, cap->att) : NULL;
+        s->qn.out = s->kn.out = NULL;
+        if (sh->qk_norm != NORM_NONE) {
+            const size_t H = (size_t)sh->H;
+            s->qn.out = arena_take(base, &off, N * C);
+            s->qn.mean = arena_take(base, &off, N * H);
+            s->qn.rstd = arena_take(base, &off, N * H);
+            s->kn.out = arena_take(base, &off, Nk * C);
+            s->kn.mean = arena_take(base, &off, Nk * H);
+            s->kn.rstd = arena_take(base, &off, Nk * H);
+        }
+        s->qa = s->qn.out ? s->qn.out : s->q;
+        s->ka = s->kn.out ? s->kn.out : s->k;
     } else {
         s->pre = arena_take(base, &off, N * F);
         s->act = arena_take(base, &off, N * F);
@@ -134,6 +149,8 @@ size_t sublayer_scratch_layout(sublayer_scratch_t *sc, const sublayer_shape_t *s
     sc->dpre = arena_take(base, &off, N * F);
     sc->dact = arena_take(base, &off, N * F);
     sc->dh = arena_take(base, &off, N * (F > C ? F : C));
+    sc->dqn = sh->qk_norm != NORM_NONE ? arena_take(base, &off, N * C) : NULL;
+    sc->dkn = sh->qk_norm != NORM_NONE ? arena_take(base, &off, Nk * C) : NULL;
     return off;
 }
 
@@ -152,8 +169,16 @@ static void attention_branch_forward(sublayer_t *s, const sublayer_shape_t *sh,
     linear_forward(s->q, s->u, s->w[Q], s->b[Q], N, C, C);     // (N,C)
     linear_forward(s->k, kv, s->w[K], s->b[K], Nk, C, C);      // (Nk,C)
     linear_forward(s->v, kv, s->w[V], s->b[V], Nk, C, C);      // (Nk,C)
-    attention_forward(s->ctx, s->att, s->q, s->k, s->v, p->B, p->T, Tk, sh->C, sh->H,
-                      cross ? 0 : p->causal, cross ? p->mem_len : p->len);
+    if (s->qn.out) {   // QK-norm: rows of (N·H, Dh) (Dehghani et al. 2023; docs/design.md §6g)
+        const size_t H = (size_t)sh->H, Dh = C / H;
+        norm_forward(sh->qk_norm, s->qn.out, s->qn.mean, s->qn.rstd, s->q, s->qn.gamma,
+                     s->qn.beta, N * H, Dh, sh->eps);
+        norm_forward(sh->qk_norm, s->kn.out, s->kn.mean, s->kn.rstd, s->k, s->kn.gamma,
+                     s->kn.beta, Nk * H, Dh, sh->eps);
+    }
+    const attention_opts_t o = {sh->softcap, s->capped, p->qlen, s->ent, s->amax};
+    attention_forward_opt(s->ctx, s->att, s->qa, s->ka, s->v, p->B, p->T, Tk, sh->C, sh->H,
+                          cross ? 0 : p->causal, cross ? p->mem_len : p->len, &o);
     if (s->inner.on) norm_site_forward(&s->inner, sh, s->ctx, N);
     linear_forward(s->f, s->h, s->w[O], s->b[O], N, C, C);      // (N,C)
 }
@@ -283,8 +308,17 @@ static void attention_branch_backward(sublayer_t *s, const sublayer_shape_t *sh,
     } else {
         linear_backward_set(sc->dctx, s->gw[O], s->gb[O], df, s->ctx, s->w[O], N, C, C);
     }
-    attention_backward(sc->dq, sc->dk, sc->dv, sc->datt, sc->dctx, s->q, s->k, s->v, s->att,
-                       p->B, p->T, Tk, sh->C, sh->H);
+    const attention_opts_t o = {.softcap = sh->softcap, .capped = s->capped};
+    double *dqa = s->qn.out ? sc->dqn : sc->dq, *dka = s->kn.out ? sc->dkn : sc->dk;
+    attention_backward_opt(dqa, dka, sc->dv, sc->datt, sc->dctx, s->qa, s->ka, s->v, s->att,
+                           p->B, p->T, Tk, sh->C, sh->H, &o);
+    if (s->qn.out) {   // back through QK-norm: rows of (N·H, Dh)
+        const size_t H = (size_t)sh->H, Dh = C / H;
+        norm_backward_set(sh->qk_norm, sc->dq, s->qn.dgamma, s->qn.dbeta, sc->dqn, s->q,
+                          s->qn.mean, s->qn.rstd, s->qn.gamma, N * H, Dh);
+        norm_backward_set(sh->qk_norm, sc->dk, s->kn.dgamma, s->kn.dbeta, sc->dkn, s->k,
+                          s->kn.mean, s->kn.rstd, s->kn.gamma, Nk * H, Dh);
+    }
     if (du_set) linear_backward_set(du, s->gw[Q], s->gb[Q], sc->dq, s->u, s->w[Q], N, C, C);
     else linear_backward(du, s->gw[Q], s->gb[Q], sc->dq, s->u, s->w[Q], N, C, C);
     linear_backward(dkv, s->gw[K], s->gb[K], sc->dk, kv, s->w[K], Nk, C, C);

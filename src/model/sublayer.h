@@ -24,7 +24,17 @@ typedef struct {
     norm_kind_t norm;
     double eps;
     activation_t act;
+    norm_kind_t qk_norm;         /* QK-norm's kind (LayerNorm, RMSNorm), or NORM_NONE: off */
+    double softcap;              /* attention logits c·tanh(s/c) when > 0 (docs/design.md §6g) */
 } sublayer_shape_t;
+
+/* QK-norm of q or k of an attention (docs/design.md §6g): every head's d_head columns of a row
+ * normalised, one γ (and β) of width d_head shared by the heads. */
+typedef struct {
+    double *gamma, *beta, *dgamma, *dbeta;   /* (Dh) */
+    double *out;                 /* (rows,C) = (rows·H, Dh) the normalised q or k */
+    double *mean, *rstd;         /* (rows·H) */
+} qk_site_t;
 
 /* One norm site: its parameters (NULL where the norm kind has none) and saved statistics. */
 typedef struct {
@@ -55,6 +65,8 @@ typedef struct {
     const double *mem;           /* cross-attention: (B,S,C) the encoder's output, or NULL */
     int S;                       /* its length */
     const int *mem_len;          /* (B) its non-padding positions; NULL = S */
+    const int *qlen;             /* (B) the queries the attention statistics count (non-padding
+                                    rows); NULL = T */
 } sublayer_pass_t;
 
 typedef struct {
@@ -75,6 +87,11 @@ typedef struct {
     const double *u;             /* (N,C) the branch input: norm.out or x */
     double *q, *k, *v;           /* (N,C), (Nk,C), (Nk,C) */
     double *att;                 /* (B,H,Tq,Tk) */
+    qk_site_t qn, kn;            /* QK-norm of q and k (out NULL: off) */
+    const double *qa, *ka;       /* (N,C), (Nk,C) what the attention reads: qn.out or q, … */
+    double *capped;              /* (B,H,Tq,Tk) the soft-capped logits, or NULL */
+    double *ent, *amax;          /* (B·H) of the last forward: Σ over counted queries of the
+                                    attention entropy; max |logit| (nn/attention.h) */
     double *ctx;                 /* (N,C) */
     double *pre, *act;           /* (N,F) */
     const double *h;             /* the input of W_O or W²: inner.out, or ctx / act */
@@ -119,11 +136,13 @@ typedef struct {
     double *dctx, *df, *du, *dr, *dbranch, *dfo;   /* (N,C) */
     double *dpre, *dact;         /* (N,F) */
     double *dh;                  /* (N,max(C,F)) ∂L/∂(the inner norm's output) */
+    double *dqn, *dkn;           /* (N,C), (Nk,C) ∂L/∂(QK-norm's outputs), or NULL (off) */
 } sublayer_scratch_t;
 
 /* Capacity of the activations: rows of queries and keys, entries of one attention matrix. */
 typedef struct {
     size_t rows, key_rows, att;
+    size_t att_pairs;            /* (batch, head) pairs: B·H */
 } sublayer_caps_t;
 
 /* Lay out s's forward activations over base (or only count when base is NULL); dropout adds

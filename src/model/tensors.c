@@ -23,11 +23,13 @@ static const char *const COLUMNS[] = {
     "omega1", "omega2", "omega3",                                    // Admin's ω
     "rezero_alpha",                                                  // ReZero's α
     "head_scale1", "head_scale2", "head_scale3",                     // NormFormer's per head
+    "qnorm.gamma", "qnorm.beta", "knorm.gamma", "knorm.beta",        // QK-norm (self-attention)
+    "cqnorm.gamma", "cqnorm.beta", "cknorm.gamma", "cknorm.beta",    // … of cross-attention
 };
 #define NCOLUMNS ((int)(sizeof COLUMNS / sizeof COLUMNS[0]))
 /* Where each group of COLUMNS starts. */
 enum { COL_SELF = 0, COL_CROSS = 8, COL_FFN = 16, COL_NORM = 20, COL_ALPHA = 26, COL_OUT = 29,
-       COL_INNER = 38, COL_OMEGA = 47, COL_GATE = 50, COL_HEAD = 51, COL_END = 54 };
+       COL_INNER = 38, COL_OMEGA = 47, COL_GATE = 50, COL_HEAD = 51, COL_QK = 54, COL_END = 62 };
 _Static_assert(NCOLUMNS == COL_END, "COLUMNS and its groups disagree");
 
 /* The names outside the layers, and a layer's prefix per stack kind (lm, encoder, decoder). */
@@ -78,6 +80,7 @@ const char *tensors_param_suffix(int q)
 const char *tensors_omega_name(int K) { return COLUMNS[COL_OMEGA + K - 1]; }
 const char *tensors_gate_name(void) { return COLUMNS[COL_GATE]; }
 const char *tensors_head_scale_name(int K) { return COLUMNS[COL_HEAD + K - 1]; }
+const char *tensors_qk_name(int cross, int key, int q) { return COLUMNS[COL_QK + 4 * cross + 2 * key + q]; }
 
 int tensors_add(tensor_list_t *l, const char *name, const char *kind, size_t rows, size_t cols,
                 int rank, int layer, tensor_init_t init, double value)

@@ -84,4 +84,8 @@ const char *tensors_gate_name(void);
 /* NormFormer's scale per head of the K-th sub-layer's attention ("head_scale1"). */
 const char *tensors_head_scale_name(int K);
 
+/* QK-norm's parameter q (0 γ, 1 β) of the query (key = 0) or key (key = 1) side of the
+ * self-attention (cross = 0: "qnorm.gamma") or the cross-attention (cross = 1: "cknorm.beta"). */
+const char *tensors_qk_name(int cross, int key, int q);
+
 #endif

@@ -16,6 +16,7 @@ typedef struct {
     const double *q, *k, *v, *dctx, *catt;
     int B, Tq, Tk, C, H, causal;
     const int *key_len;
+    const attention_opts_t *o;   /* NULL: the plain kernel */
 } att_job_t;
 
 /* One of a pair's GEMMs (β = 0): one single-threaded call. */
@@ -29,6 +30,42 @@ static void head_gemm(int ta, int tb, int M, int N, int K, double alpha, const d
 static int pair_threads(const att_job_t *j)
 {
     return threads_for((double)j->B * j->H * j->Tq * j->Tk * (j->C / j->H) / 8.0);
+}
+
+/* Softmax of row (Tk) over its nk visible keys, max-subtracted; the others get probability 0.
+ * With amax (a counted query) also its entropy (returned; 0·log 0 = 0: an entry whose
+ * exponential underflows adds nothing) and *amax = max(*amax, max_j |s_j|). */
+static double softmax_row(double *row, int nk, int Tk, double *amax)
+{
+    double mx = row[0];
+    for (int c = 1; c < nk; c++) if (row[c] > mx) mx = row[c];
+    double sum = 0.0, es = 0.0;
+    if (amax) {
+        double mn = row[0];
+        for (int c = 1; c < nk; c++) if (row[c] < mn) mn = row[c];
+        const double a = fmax(mx, -mn);
+        if (a > *amax || isnan(a)) *amax = a;
+        for (int c = 0; c < nk; c++) {
+            const double s = row[c], e = exp(s - mx);
+            row[c] = e;
+            sum += e;
+            es += e * (s - mx);   // H = log Σe − Σ e·(s − mx)/Σe  (docs/design.md §6g)
+        }
+    } else {
+        for (int c = 0; c < nk; c++) { row[c] = exp(row[c] - mx); sum += row[c]; }
+    }
+    const double inv = 1.0 / sum;
+    for (int c = 0; c < nk; c++) row[c] *= inv;
+    for (int c = nk; c < Tk; c++) row[c] = 0.0;
+    return amax ? log(sum) - es * inv : 0.0;
+}
+
+/* Soft-capping (Gemma 2) of a row's nk visible logits: s ← c·tanh(s/c), kept in capped (Tk;
+ * 0 beyond nk) for the backward. */
+static void softcap_row(double *row, double *capped, int nk, int Tk, double c)
+{
+    for (int k = 0; k < nk; k++) capped[k] = row[k] = c * tanh(row[k] / c);
+    for (int k = nk; k < Tk; k++) capped[k] = 0.0;
 }
 
 static void forward_pairs(void *ctx, int t, int nt)
@@ -48,31 +85,40 @@ static void forward_pairs(void *ctx, int t, int nt)
         double *ch = j->ctx + (size_t)b * Tq * C + (size_t)h * Dh;      // (Tq,Dh) stride C
         // scores (Tq,Tk) = q_h · k_hᵀ / √Dh
         head_gemm(0, 1, Tq, Tk, Dh, scale, qh, C, kh, C, ah, Tk);
-        // softmax over the visible keys, max-subtracted; the others get probability 0
+        const double cap = j->o ? j->o->softcap : 0.0;
+        double *sh = cap > 0.0 ? j->o->capped + ((size_t)b * H + h) * Tq * Tk : NULL;
+        const int nq = j->o && j->o->query_len ? j->o->query_len[b] : Tq;
+        const int stats = j->o && (j->o->entropy || j->o->max_logit);
+        double ent = 0.0, amax = 0.0;
         for (int i = 0; i < Tq; i++) {
-            double *row = ah + (size_t)i * Tk;
             int nk = j->causal ? i + 1 : Tk;
             if (nk > nvalid) nk = nvalid;
-            double mx = row[0];
-            for (int c = 1; c < nk; c++) if (row[c] > mx) mx = row[c];
-            double sum = 0.0;
-            for (int c = 0; c < nk; c++) { row[c] = exp(row[c] - mx); sum += row[c]; }
-            const double inv = 1.0 / sum;
-            for (int c = 0; c < nk; c++) row[c] *= inv;
-            for (int c = nk; c < Tk; c++) row[c] = 0.0;
+            if (sh) softcap_row(ah + (size_t)i * Tk, sh + (size_t)i * Tk, nk, Tk, cap);
+            double *row = ah + (size_t)i * Tk;
+            const double hrow = softmax_row(row, nk, Tk, stats && i < nq ? &amax : NULL);
+            if (i < nq) ent += hrow;
         }
+        if (j->o && j->o->entropy) j->o->entropy[pair] = ent;
+        if (j->o && j->o->max_logit) j->o->max_logit[pair] = amax;
         // ctx_h (Tq,Dh) = att_h (Tq,Tk) · v_h (Tk,Dh)
         head_gemm(0, 0, Tq, Dh, Tk, 1.0, ah, Tk, vh, C, ch, C);
     }
+}
+
+void attention_forward_opt(double *ctx, double *att, const double *q, const double *k,
+                           const double *v, int B, int Tq, int Tk, int C, int H, int causal,
+                           const int *key_len, const attention_opts_t *o)
+{
+    att_job_t j = {.ctx = ctx, .att = att, .q = q, .k = k, .v = v, .B = B, .Tq = Tq, .Tk = Tk,
+                   .C = C, .H = H, .causal = causal, .key_len = key_len, .o = o};
+    threads_run(pair_threads(&j), forward_pairs, &j);
 }
 
 void attention_forward(double *ctx, double *att, const double *q, const double *k,
                        const double *v, int B, int Tq, int Tk, int C, int H, int causal,
                        const int *key_len)
 {
-    att_job_t j = {.ctx = ctx, .att = att, .q = q, .k = k, .v = v, .B = B, .Tq = Tq, .Tk = Tk,
-                   .C = C, .H = H, .causal = causal, .key_len = key_len};
-    threads_run(pair_threads(&j), forward_pairs, &j);
+    attention_forward_opt(ctx, att, q, k, v, B, Tq, Tk, C, H, causal, key_len, NULL);
 }
 
 static void backward_pairs(void *ctx, int t, int nt)
@@ -101,6 +147,14 @@ static void backward_pairs(void *ctx, int t, int nt)
             for (int c = 0; c < Tk; c++) dot += arow[c] * drow[c];
             for (int c = 0; c < Tk; c++) drow[c] = arow[c] * (drow[c] - dot);
         }
+        if (j->o && j->o->softcap > 0.0) {   // s' = c·tanh(s/c): ∂s'/∂s = 1 − (s'/c)²
+            const double c = j->o->softcap;
+            const double *sh = j->o->capped + ((size_t)b * H + h) * Tq * Tk;
+            for (size_t e = 0; e < (size_t)Tq * Tk; e++) {
+                const double th = sh[e] / c;
+                dah[e] *= 1.0 - th * th;
+            }
+        }
         // dq_h (Tq,Dh) = dscore (Tq,Tk) · k_h (Tk,Dh) / √Dh
         head_gemm(0, 0, Tq, Dh, Tk, scale, dah, Tk, j->k + ok, C, j->dq + oq, C);
         // dk_h (Tk,Dh) = dscoreᵀ (Tk,Tq) · q_h (Tq,Dh) / √Dh
@@ -108,12 +162,20 @@ static void backward_pairs(void *ctx, int t, int nt)
     }
 }
 
+void attention_backward_opt(double *dq, double *dk, double *dv, double *datt,
+                            const double *dctx, const double *q, const double *k,
+                            const double *v, const double *att, int B, int Tq, int Tk, int C,
+                            int H, const attention_opts_t *o)
+{
+    att_job_t j = {.dq = dq, .dk = dk, .dv = dv, .datt = datt, .dctx = dctx, .q = q, .k = k,
+                   .v = v, .catt = att, .B = B, .Tq = Tq, .Tk = Tk, .C = C, .H = H, .o = o};
+    threads_run(pair_threads(&j), backward_pairs, &j);
+}
+
 void attention_backward(double *dq, double *dk, double *dv, double *datt,
                         const double *dctx, const double *q, const double *k,
                         const double *v, const double *att, int B, int Tq, int Tk, int C,
                         int H)
 {
-    att_job_t j = {.dq = dq, .dk = dk, .dv = dv, .datt = datt, .dctx = dctx, .q = q, .k = k,
-                   .v = v, .catt = att, .B = B, .Tq = Tq, .Tk = Tk, .C = C, .H = H};
-    threads_run(pair_threads(&j), backward_pairs, &j);
+    attention_backward_opt(dq, dk, dv, datt, dctx, q, k, v, att, B, Tq, Tk, C, H, NULL);
 }

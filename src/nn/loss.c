@@ -12,6 +12,9 @@ typedef struct {
     const int32_t *targets;
     size_t N, V;
     double eps, inv;
+    double *lse, *absmax;        /* (N) or NULL: log Z and max |z| of each row */
+    double zc;                   /* the z-loss coefficient c (backward) */
+    const double *clse;          /* (N) log Z of each row (backward with c > 0) */
 } loss_job_t;
 
 static void forward_part(void *ctx, int t, int nt)
@@ -29,6 +32,12 @@ static void forward_part(void *ctx, int t, int nt)
         double sum = 0.0;
         for (size_t c = 0; c < V; c++) { p[c] = exp(z[c] - mx); sum += p[c]; }
         const double lse = mx + log(sum);   // log Σ_j exp z_j
+        if (j->lse) j->lse[i] = lse;
+        if (j->absmax) {
+            double mn = z[0];
+            for (size_t c = 1; c < V; c++) if (z[c] < mn) mn = z[c];
+            j->absmax[i] = fmax(mx, -mn);
+        }
         size_t c = 0;
         const v2d S = v2_set1(sum);
         for (; c + 2 <= V; c += 2) v2_store(p + c, v2_load(p + c) / S);   // p_j /= sum, 2 lanes
@@ -47,8 +56,27 @@ static void forward_part(void *ctx, int t, int nt)
 double loss_forward(double *probs, double *losses, int *count, const double *logits,
                     const int32_t *targets, size_t N, size_t V, double eps)
 {
+    return loss_forward_opt(probs, losses, count, logits, targets, N, V, eps, NULL, NULL);
+}
+
+double loss_z_term(const double *lse, const int32_t *targets, size_t N, double c)
+{
+    double total = 0.0;
+    int n = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (!targets || targets[i] < 0) continue;
+        total += lse[i] * lse[i];
+        n++;
+    }
+    return n > 0 ? c * total / n : NAN;
+}
+
+double loss_forward_opt(double *probs, double *losses, int *count, const double *logits,
+                        const int32_t *targets, size_t N, size_t V, double eps, double *lse,
+                        double *absmax)
+{
     loss_job_t j = {.probs = probs, .losses = losses, .logits = logits, .targets = targets,
-                    .N = N, .V = V, .eps = eps};
+                    .N = N, .V = V, .eps = eps, .lse = lse, .absmax = absmax};
     threads_run(threads_for(20.0 * (double)N * V), forward_part, &j);
     double total = 0.0;
     int n = 0;
@@ -78,13 +106,23 @@ static void backward_part(void *ctx, int t, int nt)
         // ∂ℓ/∂z_j = p_j − q_j,  q = (1−ε)·onehot(y) + ε/V
         for (size_t c = 0; c < V; c++) d[c] = (p[c] - eps / (double)V) * inv;
         d[j->targets[i]] -= (1.0 - eps) * inv;
+        if (j->zc > 0.0) {   // c·(log Z)²/count: ∂/∂z_j = 2c·log Z·p_j/count
+            const double g = 2.0 * j->zc * j->clse[i] * inv;
+            for (size_t c = 0; c < V; c++) d[c] += g * p[c];
+        }
     }
+}
+
+void loss_backward_z(double *dlogits, const double *probs, const int32_t *targets, size_t N,
+                     size_t V, double eps, int count, double c, const double *lse)
+{
+    loss_job_t j = {.dlogits = dlogits, .cprobs = probs, .targets = targets, .N = N, .V = V,
+                    .eps = eps, .inv = count > 0 ? 1.0 / count : 0.0, .zc = c, .clse = lse};
+    threads_run(threads_for((double)N * V), backward_part, &j);
 }
 
 void loss_backward(double *dlogits, const double *probs, const int32_t *targets,
                    size_t N, size_t V, double eps, int count)
 {
-    loss_job_t j = {.dlogits = dlogits, .cprobs = probs, .targets = targets, .N = N, .V = V,
-                    .eps = eps, .inv = count > 0 ? 1.0 / count : 0.0};
-    threads_run(threads_for((double)N * V), backward_part, &j);
+    loss_backward_z(dlogits, probs, targets, N, V, eps, count, 0.0, NULL);
 }

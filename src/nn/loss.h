@@ -13,8 +13,22 @@
 double loss_forward(double *probs, double *losses, int *count, const double *logits,
                     const int32_t *targets, size_t N, size_t V, double eps);
 
+/* loss_forward, and per position lse (N) = log Σ_j exp z_j (log Z) and absmax (N) = max_j |z_j|
+ * (either may be NULL; probs, losses and the mean keep the bits of loss_forward). */
+double loss_forward_opt(double *probs, double *losses, int *count, const double *logits,
+                        const int32_t *targets, size_t N, size_t V, double eps, double *lse,
+                        double *absmax);
+
+/* The z-loss (Chowdhery et al. 2022, PaLM): c · mean over scored positions of (log Z)². */
+double loss_z_term(const double *lse, const int32_t *targets, size_t N, double c);
+
 /* dlogits (N,V) = (p − ((1−ε)·onehot(y) + ε/V)) / count; 0 in ignored rows (overwrites). */
 void loss_backward(double *dlogits, const double *probs, const int32_t *targets,
                    size_t N, size_t V, double eps, int count);
+
+/* loss_backward of CE + loss_z_term(c): scored rows add 2c·log Z·p_j / count (∂(log Z)/∂z_j
+ * = p_j); c = 0 is loss_backward, bit for bit. lse (N) from loss_forward_opt. */
+void loss_backward_z(double *dlogits, const double *probs, const int32_t *targets, size_t N,
+                     size_t V, double eps, int count, double c, const double *lse);
 
 #endif

@@ -103,6 +103,7 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
     load_series(f, prefix, "update_step", "model_update", &r->nupdates, &r->update_step,
                 &r->model_update);
     load_series(f, prefix, "bleu_step", "bleu", &r->nbleu, &r->bleu_step, &r->bleu);
+    if (r->nsteps) plot_dyn_load(f, prefix, r);
     if (h5io_error(f)) {   // a malformed dataset or attribute (h5io_read.c)
         snprintf(err, errlen, "%s", h5io_error(f));
         return 1;
@@ -182,6 +183,7 @@ void plot_set_free(plot_set_t *set)
         free(set->runs[i].bleu);
         free(set->runs[i].update_step);
         free(set->runs[i].model_update);
+        plot_dyn_free(set->runs[i].dyn);
     }
     free(set->runs);
     memset(set, 0, sizeof *set);
@@ -351,6 +353,8 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         {plot_fig_grad_vs_layer_encdec, 0}, {plot_fig_subout, 1}, {plot_fig_val_loss, 0}, {plot_fig_bleu, 0},
         {plot_fig_atlas_lr, 0}, {plot_fig_atlas_sensitivity, 0}, {plot_fig_atlas_grad, 0},
         {plot_fig_output_change, 0}, {plot_fig_model_update, 0}, {plot_fig_mlm, 0},
+        {plot_fig_dyn_grad, 0}, {plot_fig_dyn_update, 0}, {plot_fig_dyn_entropy, 0},
+        {plot_fig_dyn_logit, 0}, {plot_fig_dyn_lines, 0}, {plot_fig_dyn_lr, 0},
     };
     const int many = many_schemes(set);
     int drawn = 0;

@@ -19,6 +19,20 @@
 #include "config/config.h"
 #include "measure/probe.h"
 
+/* The training dynamics of a run (report/plot_dynamics.c; docs/design.md §6g): NULL arrays
+ * where the file predates a column. */
+typedef struct plot_dyn {
+    size_t nsteps;           /* rows of the per-update columns */
+    double *max_logit, *min_entropy;   /* (nsteps) max |attention logit|, lowest entropy */
+    int L;                   /* layer rows */
+    size_t nprobe, nupdate;  /* probe rows, model-update rows */
+    double *probe_step, *update_step;  /* (nprobe), (nupdate) */
+    double *grad;            /* (nprobe,L) ‖∇‖_F of each layer's tensors together */
+    double *entropy;         /* (nprobe,L) mean self-attention entropy over heads */
+    double *logit;           /* (nprobe,L) max |attention logit| over heads */
+    double *update;          /* (nupdate,L) mean ‖ΔW‖/‖W‖ over the layer's matrices */
+} plot_dyn_t;
+
 /* One run as read from a file (a single-run file, or /runs/NAME of a merged sweep). */
 typedef struct {
     char name[160];          /* run name, or the file's basename */
@@ -35,6 +49,7 @@ typedef struct {
     double *bleu_step, *bleu;/* (nbleu) train.bleu_every's BLEU */
     double epoch_batches;    /* updates per epoch (translation by length), or NaN */
     double diverged_at;      /* step, or NaN */
+    plot_dyn_t *dyn;         /* the training dynamics, or NULL without /train */
 } plot_run_t;
 
 typedef struct {

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include "report/plot.h"
 #include "util/sbuf.h"
+#include "io/h5io.h"
 
 /* The gnuplot script with its inline data blocks: a growing sbuf_t (util/sbuf.h). */
 /* ---- plot_style.c: shared by the figures ---- */
@@ -91,6 +92,20 @@ int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len
 int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_mlm(const plot_set_t *set, sbuf_t *s, char *name, size_t len);   /* plot_mlm.c */
+int plot_fig_dyn_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_dyn_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_dyn_entropy(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_dyn_logit(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
+/* ---- plot_dynamics.c: reading a run's dynamics (plot.c's loader calls them) ---- */
+
+/* Read the dynamics of the run at prefix of f into r->dyn (left NULL when out of memory). */
+void plot_dyn_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
+
+/* Free r->dyn's arrays and itself. */
+void plot_dyn_free(plot_dyn_t *d);
 
 /* ---- plot_atlas.c: the stability atlas ---- */
 

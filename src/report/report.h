@@ -21,4 +21,11 @@ void report_scheme_table(FILE *out);
  * family and label. */
 void report_scheme_of(FILE *out, const char *run, const config_t *cfg);
 
+/* For a training run at prefix of f ("" or "/runs/NAME"): what went wrong and since when —
+ * divergence, the unigram plateau, attention-logit growth, entropy collapse, the lower
+ * layers' gradient collapse (measure/diagnose.h). Nothing for a file without /train. cfg: the
+ * run's (a text run's plateau when the file predates /train@unigram_entropy). */
+struct h5io_file;
+void report_diagnosis(FILE *out, struct h5io_file *f, const char *prefix, const config_t *cfg);
+
 #endif

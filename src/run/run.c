@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "io/h5io.h"
+#include "measure/diagnose.h"
 #include "util/progress.h"
 #include "report/bleu.h"
 #include "report/plot.h"
@@ -52,7 +53,22 @@ typedef struct {
     train_record_t last;   /* the last update's record */
     double last_val;       /* the last validation loss (NaN before the first) */
     double last_bleu;      /* the last BLEU (NaN before the first) */
+    diagnose_t diag;       /* what went wrong so far (measure/diagnose.h) */
+    int quiet;             /* no warnings */
+    const char *name;      /* the run's name in warnings */
 } run_ctx_t;
+
+/* One warning line on stderr the first time each diagnosis happens (not with --quiet). */
+static void warn_events(run_ctx_t *c, int events)
+{
+    for (int e = 1; e <= DIAG_GRAD_COLLAPSE && !c->quiet; e <<= 1) {
+        if (!(events & e)) continue;
+        char msg[400];
+        diagnose_message(&c->diag, e, msg, sizeof msg);
+        progress_end(&c->bar);   // the warning on a line of its own
+        fprintf(stderr, "%s: warning: %s\n", c->name, msg);
+    }
+}
 
 static int on_step(void *ctx, const train_t *t, const train_record_t *r)
 {
@@ -62,6 +78,10 @@ static int on_step(void *ctx, const train_t *t, const train_record_t *r)
     if (!isnan(r->val_loss)) c->last_val = r->val_loss;
     if (!isnan(r->bleu)) c->last_bleu = r->bleu;
     if (h5io_train_append(c->w, t, r, elapsed)) return 1;
+    int ev = diagnose_step(&c->diag, r->step, r->loss, r->dyn.max_logit, r->dyn.min_entropy);
+    if (r->probed)
+        ev |= diagnose_probe(&c->diag, r->step, t->probe.grad_fro, t->ax.L, t->ax.nparam);
+    warn_events(c, ev);
     char extra[96];
     snprintf(extra, sizeof extra, "loss %.4f  lr %.3g", r->loss, r->lr);
     progress_update(&c->bar, r->step, c->steps, extra);
@@ -215,6 +235,9 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
     }
     char label[80];
     snprintf(label, sizeof label, "train %.40s", cfg->name);
+    diagnose_init(&c.diag, t->unigram);
+    c.quiet = o->quiet;
+    c.name = cfg->name;
     progress_start(&c.bar, label, o->quiet);
     progress_set_first(&c.bar, t->step);
     if (resume && !o->quiet) printf("%s: resuming at step %ld\n", path, t->step);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "measure/change.h"
+#include "measure/diagnose.h"
 #include "train/train.h"
 
 /* The fixed batch of the model-update measure (its own stream, so the training batches are the
@@ -39,6 +40,9 @@ static void probe_rows_free(train_probe_t *p)
     free(p->hidden_sqnorm);
     free(p->jacobian_spec);
     free(p->subout_grad);
+    free(p->attn_entropy);
+    free(p->attn_max_logit);
+    free(p->resid_rms);
 }
 
 /* Every batch drawn once and reused (the update probe's, the validation set) holds ids the
@@ -74,15 +78,21 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     t->probe.hidden_sqnorm = malloc(L * t->ax.nsite * sizeof(double));
     t->probe.jacobian_spec = malloc(LR * sizeof(double));
     t->probe.subout_grad = malloc(L * t->ax.nsub * sizeof(double));
+    t->probe.attn_entropy = malloc((L * t->ax.nhead + 1) * sizeof(double));
+    t->probe.attn_max_logit = malloc((L * t->ax.nhead + 1) * sizeof(double));
+    t->probe.resid_rms = malloc(L * sizeof(double));
     t->jac = malloc(LR * sizeof(probe_jacobian_t));
     if (!t->probe.grad_fro || !t->probe.extra_grad_fro || !t->probe.hidden_sqnorm ||
-        !t->probe.jacobian_spec || !t->probe.subout_grad || !t->jac ||
+        !t->probe.jacobian_spec || !t->probe.subout_grad || !t->jac || !t->probe.attn_entropy ||
+        !t->probe.attn_max_logit || !t->probe.resid_rms ||
         optim_init(&t->opt, &t->s.cfg, m->num_params)) {
         snprintf(err, errlen, "out of memory");
         train_free(t);
         return 1;
     }
     session_init(&t->s, cfg->init.seed);
+    t->unigram = t->s.data.text ? diagnose_unigram_entropy(t->s.data.text, t->s.data.n_train)
+                                : NAN;
     if (t->ax.admin && (t->admin_omega = malloc((size_t)t->ax.L * t->ax.nsub * sizeof(double))))
         probe_admin_omega(&t->ax, t->s.model, t->admin_omega);
     if ((t->ax.admin && !t->admin_omega) || update_setup(t)) {
@@ -124,6 +134,7 @@ static void measure(train_t *t)
     probe_grad_norms(&t->ax, m, m->grads, p->grad_fro, p->extra_grad_fro);
     probe_hidden_norms(&t->ax, m, p->hidden_sqnorm, &p->final_sqnorm, NULL);
     probe_subout_grads(&t->ax, m, p->subout_grad);
+    dynamics_layers(&t->ax, m, p->attn_entropy, p->attn_max_logit, p->resid_rms, p->out);
     const size_t LR = (size_t)t->ax.L * t->ax.nnorm;
     for (size_t i = 0; i < LR; i++) p->jacobian_spec[i] = NAN;
     p->final_jacobian_spec = NAN;
@@ -151,6 +162,7 @@ void train_step(train_t *t, train_record_t *r)
     }
     t->batches++;
     r->loss = model_forward(m, &t->s.batch);
+    dynamics_scalars(m, &r->dyn);
     model_zero_grad(m);
     model_backward(m);
     r->grad_norm = optim_clip(m->grads, m->num_params, c->train.clip);   // norm before clipping

@@ -23,6 +23,7 @@
 #include "config/config.h"
 #include "model/session.h"
 #include "measure/probe.h"
+#include "measure/dynamics.h"
 #include "train/optim.h"
 
 /* The fixed batch of the model-update measure comes from the stream init.seed + this. */
@@ -49,6 +50,7 @@ typedef struct {
     int updated;          /* train_t.model_update, update_rel hold this step's (DeepNet) */
     int failed;           /* the batch had ids outside the vocabulary (t->s.error); no update */
     int diverged;         /* TRAIN_FINITE, or why the step diverged (no update was made) */
+    dynamics_scalars_t dyn;   /* attention logits and entropy, log Z of the update's forward */
 } train_record_t;
 
 /* Per-layer measurements of one step (axes of train_t.ax). */
@@ -60,6 +62,10 @@ typedef struct {
     double *jacobian_spec;     /* (L,R) E_token ‖J‖₂; NaN with probe.jacobian = off */
     double final_jacobian_spec;/* of the final norm; NaN without one */
     double *subout_grad;       /* (L,X) E_token ‖∂L/∂(sub-layer output)‖ */
+    double *attn_entropy;      /* (L,nhead) attention entropy per head (measure/dynamics.h) */
+    double *attn_max_logit;    /* (L,nhead) max |attention logit| per head */
+    double *resid_rms;         /* (L) RMS of the residual stream after each layer */
+    double out[3];             /* mean |log Z|, max |log Z|, max |output logit| */
 } train_probe_t;
 
 /* The whole state of a run; everything a bit-identical resume needs is in the model's
@@ -79,6 +85,8 @@ typedef struct {
     double model_update;       /* ‖F(x, θ_t) − F(x, θ_0)‖, mean over tokens */
     double *update_rel;        /* (L,P) ‖W_t − W_{t−1}‖_F / ‖W_{t−1}‖_F */
     double *admin_omega;       /* (L,X) Admin's ω as profiled at initialisation, or NULL */
+    double unigram;            /* unigram entropy of the text's training split (the plateau,
+                                  measure/diagnose.h), NaN for other tasks */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,
