@@ -13,7 +13,11 @@ file must equal the 1-thread file's, byte for byte:
    another (1 -> 1, 3 -> 16, 16 -> 2): the same file as 1 -> 1, and the same /train as the run
    straight through;
 3. a sweep of two runs with --jobs 2 at STABILITY_THREADS = 2, 4, 6, 32 (runs at 1, 2, 3 and
-   16 threads each): the same merged file.
+   16 threads each): the same merged file;
+4. the same kernels on every machine (util/blascore.h): without OPENBLAS_CORETYPE a run records
+   blas_core = Haswell on a CPU with AVX2 and FMA and equals, byte for byte, a run told
+   OPENBLAS_CORETYPE=Haswell; a user's OPENBLAS_CORETYPE=Prescott wins, is recorded, and gives
+   other bits (why the program pins one set of kernels).
 Prints "ok"/"not ok" per check, then "threads: N passed, M failed"; exit 1 if M > 0.
 """
 import os
@@ -140,6 +144,51 @@ def test_sweep(tmp):
                   "; ".join(d[:3]))
 
 
+def run_with_core(name, sets, out, core):
+    """The case at one thread with OPENBLAS_CORETYPE = core (None: unset)."""
+    saved = os.environ.pop("OPENBLAS_CORETYPE", None)
+    if core:
+        os.environ["OPENBLAS_CORETYPE"] = core
+    try:
+        rc, err = sr.run_case(STABILITY, "train", sets, out, 1)
+    finally:
+        os.environ.pop("OPENBLAS_CORETYPE", None)
+        if saved is not None:
+            os.environ["OPENBLAS_CORETYPE"] = saved
+    if rc:
+        check(f"{name}: exit 0", False, err[-300:])
+    return rc == 0
+
+
+def blas_core(path):
+    with sr.h5py.File(path, "r") as f:
+        v = f.attrs.get("blas_core")
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def test_kernels(tmp):
+    sets = next(s for n, _, s, _ in sr.cases() if n == CASES[0])
+    with open("/proc/cpuinfo") as f:
+        flags = set(next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), []))
+    files = {c: os.path.join(tmp, f"kernels.{c or 'default'}.h5") for c in (None, "Haswell", "Prescott")}
+    if not all(run_with_core(f"{CASES[0]}, OPENBLAS_CORETYPE={c}", sets, p, c) for c, p in files.items()):
+        return
+    core = blas_core(files[None])
+    if {"avx2", "fma"} <= flags:
+        check("without OPENBLAS_CORETYPE: the run records blas_core = Haswell (the pinned kernels)",
+              core == "Haswell", str(core))
+        d = sr.diff_files(files[None], files["Haswell"])
+        check("... and equals a run told OPENBLAS_CORETYPE=Haswell, byte for byte", not d,
+              "; ".join(d[:3]))
+    else:
+        print(f"# this CPU lacks AVX2 or FMA: OpenBLAS's own choice ({core}) is kept, unchecked")
+    check("OPENBLAS_CORETYPE=Prescott: the user's choice wins and is recorded",
+          blas_core(files["Prescott"]) == "Prescott", str(blas_core(files["Prescott"])))
+    d = sr.diff_files(files["Haswell"], files["Prescott"])
+    check("... and its bits differ from Haswell's (the kernels change a result: why one set is "
+          "pinned)", any(": data" in x for x in d), "; ".join(d[:3]) or "identical")
+
+
 def main():
     if not os.access(STABILITY, os.X_OK):
         check(f"{STABILITY} exists (run make first)", False)
@@ -149,6 +198,7 @@ def main():
             test_cases(tmp)
             test_resume(tmp)
             test_sweep(tmp)
+            test_kernels(tmp)
         print(f"({time.time() - t0:.1f} s)")
     passed = sum(results)
     print(f"threads: {passed} passed, {len(results) - passed} failed")

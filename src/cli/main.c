@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "io/h5io.h"
 #include "util/args.h"
+#include "util/blascore.h"
 #include "report/plot.h"
 #include "report/plot_band.h"
 #include "report/report.h"
@@ -305,7 +306,11 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
     } else if (schemes) {
         report_scheme_of(stdout, prefix[0] ? prefix + strlen("/runs/") : file, &cfg);
     } else {
-        printf("%s: status %s\n", label, status ? status : "?");
+        char *core = h5io_read_attr_string(f, "/", "blas_core");   // absent in older files
+        printf("%s: status %s", label, status ? status : "?");
+        if (core) printf(", OpenBLAS kernels %s", core);
+        printf("\n");
+        free(core);
         report_config(stdout, &cfg);
         snprintf(path, sizeof path, "%s/probe", prefix);
         if (h5io_read_probe(f, prefix, &p, err, sizeof err) == 0) {
@@ -554,6 +559,7 @@ static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    blascore_pin(argv);            // the same GEMM kernels, so the same bits, on every machine
     int rc = dispatch(argc, argv);
     // what was printed must have been written: a full disk or /dev/full is an error (exit 1),
     // never a silent loss of the table the user asked for

@@ -9,6 +9,7 @@
 #include <hdf5.h>
 #include "io/h5io.h"
 #include "io/h5io_internal.h"
+#include "util/blascore.h"
 #include "util/fsutil.h"
 #include "util/tmpfiles.h"
 
@@ -308,6 +309,7 @@ int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long 
     rc |= h5io_write_attr_string(f, "/", "created", created);
     rc |= h5io_write_attr_int(f, "/", "seed", (long long)seed);
     rc |= h5io_write_attr_string(f, "/", "status", status);
+    rc |= h5io_write_attr_string(f, "/", "blas_core", blascore_name());   // the kernels behind the bits
     return rc;
 }
 
