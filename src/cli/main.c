@@ -325,7 +325,7 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
     return rc;
 }
 
-/* info --train: the seed groups' table (report/plot_band.h). */
+/* info --train: the seed groups' tables (report/plot_band.h): the (validation) loss, BLEU. */
 static int info_train(int argc, char **argv)
 {
     const char *files[256];
@@ -341,8 +341,14 @@ static int info_train(int argc, char **argv)
         fprintf(stderr, "stability: %s\n", err);
         return 1;
     }
-    int rows = plot_band_table(stdout, &set, plot_series_val_loss, 0, "validation loss");
-    if (!rows) rows = plot_band_table(stdout, &set, plot_series_loss, 0, "training loss");
+    int rows = plot_band_table(stdout, &set, &PLOT_CURVE_VAL_LOSS);
+    if (!rows) rows = plot_band_table(stdout, &set, &PLOT_CURVE_LOSS);
+    int bleu = 0;   // translation: the epoch each configuration reaches the BLEU all runs reach
+    for (int i = 0; i < set.n; i++) bleu |= plot_member_bleu(&set.runs[i]);
+    if (bleu) {
+        if (rows) printf("\n");
+        rows += plot_band_table(stdout, &set, &PLOT_CURVE_BLEU);
+    }
     plot_set_free(&set);
     if (!rows) fprintf(stderr, "stability: no training runs in these files\n");
     return rows ? 0 : 1;
