@@ -143,6 +143,12 @@ int h5io_exists(h5io_file_t *f, const char *path);
  * Returns 0, or 1 if absent/unreadable. */
 int h5io_read_doubles(h5io_file_t *f, const char *dset, double **data, size_t *dims, int *rank);
 
+/* /train/<name> of the run at prefix ("" or /runs/NAME; docs/design.md §6): *rows × *d1 × *d2
+ * (1 where the dataset has fewer axes), malloc'd; NULL with *rows = 0 when absent (a file from
+ * before the column) or not of rank 1 to 3. */
+double *h5io_read_train(h5io_file_t *f, const char *prefix, const char *name, size_t *rows,
+                        size_t *d1, size_t *d2);
+
 /* Read a string attribute of obj (one string) into a malloc'd string (caller frees); NULL if
  * absent or malformed (h5io_error). */
 char *h5io_read_attr_string(h5io_file_t *f, const char *obj, const char *name);
