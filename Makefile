@@ -49,7 +49,6 @@ VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 BUILD    ?= build
 OBJ      := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
-CLI_OBJ  := $(filter $(BUILD)/cli/%,$(SRC:src/%.c=$(BUILD)/%.o))
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
 RUN_SWEEP ?= experiments/fig3ab_grad_vs_layer.ini
@@ -65,6 +64,7 @@ ATLAS_EXPERIMENTS := atlas_init atlas model_update
 .PHONY: all deps test-deps run figures figures-single atlas dynamics test unit asan-unit bench clean
 all: stability
 
+CLI_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(filter src/cli/%,$(SRC)))
 stability: $(OBJ) $(CLI_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
