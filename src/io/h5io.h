@@ -96,6 +96,11 @@ double h5io_read_timeout(const char *path);
  * What --resume and a sweep use to tell a file of this run from a stale one (docs/design.md §6). */
 int h5io_config_same(const config_t *cfg, const char *stored, char *diff, size_t len);
 
+/* The resolved INI text of cfg without the keys that do not change a run's results
+ * (train.resume, output.*) and, with any_seed, init.seed set to 0: equal texts are one run
+ * (h5io_config_same), or with any_seed seeds of one configuration. malloc'd, NULL. */
+char *h5io_config_text(const config_t *cfg, int any_seed);
+
 /* Attach a variable-length UTF-8 string attribute to object obj ("/" for the root). 0 or 1. */
 int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value);
 

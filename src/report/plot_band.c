@@ -6,6 +6,7 @@
 #include <string.h>
 #include "report/plot_band.h"
 #include "report/plot_internal.h"
+#include "io/h5io.h"
 #include "measure/fit.h"
 
 size_t plot_series_loss(const plot_run_t *r, const double **x, const double **y)
@@ -38,28 +39,12 @@ const plot_curve_t PLOT_CURVE_LOSS = {plot_series_loss, 0, "training loss", 4, 0
 const plot_curve_t PLOT_CURVE_VAL_LOSS = {plot_series_val_loss, 0, "validation loss", 4, 0, NULL};
 const plot_curve_t PLOT_CURVE_BLEU = {plot_series_bleu, 1, "BLEU", 2, 1, plot_member_bleu};
 
-/* The resolved INI of c with the keys that do not change a run's curve but its seed set to
- * fixed values: two runs of one group give the same text. Heap string, or NULL. */
-static char *group_key(const config_t *c)
-{
-    config_t k = *c;
-    k.init.seed = 0;
-    k.output.file[0] = '\0';
-    k.output.overwrite = 0;
-    k.output.plots = 0;
-    k.train.resume = 0;
-    const size_t need = config_to_ini(&k, NULL, 0) + 1;
-    char *text = malloc(need);
-    if (text) config_to_ini(&k, text, need);
-    return text;
-}
-
 int plot_band_groups(const plot_set_t *set, const int *m, int n, plot_group_t *g, int max)
 {
     char **keys = calloc((size_t)(max > 0 ? max : 1), sizeof *keys);   // one per group
     int ng = 0, rc = keys ? 0 : -1;
     for (int i = 0; i < n && !rc; i++) {
-        char *key = group_key(&set->runs[m[i]].cfg);
+        char *key = h5io_config_text(&set->runs[m[i]].cfg, 1);   // seeds of one config
         int found = -1;
         for (int k = 0; key && k < ng && found < 0; k++)
             if (!strcmp(keys[k], key)) found = k;
