@@ -64,7 +64,8 @@ ATLAS_EXPERIMENTS := atlas_init atlas model_update
 .PHONY: all deps test-deps run figures figures-single atlas dynamics test unit asan-unit bench clean
 all: stability
 
-stability: $(OBJ) $(BUILD)/cli/main.o
+CLI_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(filter src/cli/%,$(SRC)))
+stability: $(OBJ) $(CLI_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # main.c (--version) and h5io.c (the files' version attribute) carry the git version.

@@ -3,6 +3,7 @@
  * reaches a loss (docs/design.md §6e). Every expected number is worked by hand here. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "tests.h"
 #include "report/plot_band.h"
@@ -133,6 +134,7 @@ END_TEST
  * seed's minimum) and each configuration's update there: group 1's seeds reach 3.5 at
  * 100·(4 − 3.5)/(4 − 2.5) = 33.3 and at 100. */
 int plot_fig_mlm(const plot_set_t *set, sbuf_t *s, char *name, size_t len);   // report/
+int plot_fig_bleu(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 START_TEST(test_band_mlm_figure)
 {
     plot_set_t set;
@@ -156,6 +158,143 @@ START_TEST(test_band_mlm_figure)
 }
 END_TEST
 
+/* BLEU (Fig. 4): two configurations, BLEU at updates 50, 100, 150 with 50 updates an epoch.
+ * Group 0 (seeds 1-3): {4, 10, 16}, {2, 8, 14} and a seed that diverged at update 30, before
+ * its first BLEU (train.bleu_every set, no rows); group 1 (lr 1e-3, seeds 1-2): {10, 20, 30},
+ * {6, 12, 18}. The best BLEU every run reaches: min(16, 14, 30, 18) = 14. */
+#define NBLEU 5
+static double bx[NBLEU][3], by[NBLEU][3];
+static void make_bleu_set(plot_set_t *set, plot_run_t *runs)
+{
+    static const double y[NBLEU][3] = {
+        {4, 10, 16}, {2, 8, 14}, {NAN, NAN, NAN}, {10, 20, 30}, {6, 12, 18},
+    };
+    memset(runs, 0, NBLEU * sizeof *runs);
+    for (int i = 0; i < NBLEU; i++) {
+        config_defaults(&runs[i].cfg);
+        runs[i].cfg.init.seed = i < 3 ? (unsigned long)i + 1 : (unsigned long)i - 2;
+        if (i >= 3) runs[i].cfg.train.lr = 1e-3;
+        runs[i].cfg.train.bleu_every = 50;
+        snprintf(runs[i].cfg.output.file, sizeof runs[i].cfg.output.file, "b%d.h5", i);
+        for (int k = 0; k < 3; k++) { bx[i][k] = 50.0 * (k + 1); by[i][k] = y[i][k]; }
+        runs[i].nbleu = i == 2 ? 0 : 3;
+        runs[i].bleu_step = bx[i];
+        runs[i].bleu = by[i];
+        runs[i].epoch_batches = 50.0;
+        runs[i].diverged_at = i == 2 ? 30.0 : NAN;
+    }
+    set->runs = runs;
+    set->n = NBLEU;
+}
+
+/* mean and 95 % half-width of two values (t(0.975; 1) = tan(0.475π)) */
+static void ci2(double a, double b, double *mean, double *half)
+{
+    *mean = (a + b) / 2.0;
+    *half = tan(0.475 * 4.0 * atan(1.0)) * fabs(a - b) / sqrt(2.0) / sqrt(2.0);
+}
+
+START_TEST(test_band_reach_up)
+{
+    plot_set_t set;
+    plot_run_t runs[NBLEU];
+    make_bleu_set(&set, runs);
+    const int m[NBLEU] = {0, 1, 2, 3, 4};
+    plot_group_t g[4];
+    ck_assert_int_eq(plot_band_groups(&set, m, NBLEU, g, 4), 2);
+    ck_assert_int_eq(g[0].n, 3);   // the seed without BLEU rows is one of them
+    ck_assert_double_eq(plot_band_common_target(&set, g, 2, plot_series_bleu, 1), 14.0);
+    double mean, half, mu, h;
+    int reached;
+    // BLEU 14: seed 1 at 100 + 50·4/6, seed 2 at 150 (met there), seed 3 never
+    plot_band_reach_ci(&set, &g[0], plot_series_bleu, 14.0, 1, &mean, &half, &reached);
+    ck_assert_int_eq(reached, 2);
+    ci2(100.0 + 50.0 * 4.0 / 6.0, 150.0, &mu, &h);
+    ck_assert_double_eq_tol(mean, mu, 1e-9);
+    ck_assert_double_eq_tol(half, h, 1e-8);
+    // BLEU 19 in group 1: seed 1 at 50 + 50·9/10, seed 2 (best 18) never: no half-width
+    plot_band_reach_ci(&set, &g[1], plot_series_bleu, 19.0, 1, &mean, &half, &reached);
+    ck_assert_int_eq(reached, 1);
+    ck_assert_double_eq_tol(mean, 95.0, 1e-12);
+    ck_assert(isnan(half));
+    plot_band_reach_ci(&set, &g[0], plot_series_bleu, 17.0, 1, &mean, &half, &reached);
+    ck_assert_int_eq(reached, 0);   // no seed of group 0 gets past 16
+    ck_assert(isnan(mean));
+    char txt[64];
+    plot_band_reach_text(95.0, NAN, 1, 1.0 / 50.0, 2, txt, sizeof txt);
+    ck_assert_str_eq(txt, "1.90");
+    plot_band_reach_text(NAN, NAN, 0, 1.0, 0, txt, sizeof txt);
+    ck_assert_str_eq(txt, "never");
+}
+END_TEST
+
+/* The table of `stability info --train` for BLEU: the epoch each configuration reaches 14, mean
+ * ± 95 % half-width, with how many seeds reach it; in updates when an epoch's length is unknown. */
+START_TEST(test_band_bleu_table)
+{
+    plot_set_t set;
+    plot_run_t runs[NBLEU];
+    make_bleu_set(&set, runs);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    ck_assert_int_eq(plot_band_table(out, &set, &PLOT_CURVE_BLEU), 2);
+    fclose(out);
+    ck_assert_msg(strstr(text, "| last BLEU | best BLEU | epoch reaching 14 | seeds reaching |"),
+                  "%s", text);
+    double mu, h, l, lh;
+    char want[160];
+    ci2(16.0, 14.0, &l, &lh);   // last BLEU of group 0 (the diverged seed has none)
+    ci2((100.0 + 50.0 * 4.0 / 6.0) / 50.0, 3.0, &mu, &h);
+    snprintf(want, sizeof want, "| 3 | 1 | %.2f ± %.2f | %.2f ± %.2f | %.2f ± %.2f | 2 of 3 |", l,
+             lh, l, lh, mu, h);
+    ck_assert_msg(strstr(text, want), "'%s' not in\n%s", want, text);
+    ci2(30.0, 18.0, &l, &lh);
+    ci2((50.0 + 50.0 * 4.0 / 10.0) / 50.0, (100.0 + 50.0 * 2.0 / 6.0) / 50.0, &mu, &h);
+    snprintf(want, sizeof want, "| 2 | 0 | %.2f ± %.2f | %.2f ± %.2f | %.2f ± %.2f | 2 of 2 |", l,
+             lh, l, lh, mu, h);
+    ck_assert_msg(strstr(text, want), "'%s' not in\n%s", want, text);
+    free(text);
+    runs[4].epoch_batches = NAN;   // one run without epochs: every reach in updates
+    out = open_memstream(&text, &size);
+    ck_assert_int_eq(plot_band_table(out, &set, &PLOT_CURVE_BLEU), 2);
+    fclose(out);
+    ci2(100.0 + 50.0 * 4.0 / 6.0, 150.0, &mu, &h);
+    snprintf(want, sizeof want, "| update reaching 14 |");
+    ck_assert_msg(strstr(text, want), "%s", text);
+    snprintf(want, sizeof want, "| %.0f ± %.0f | 2 of 3 |", mu, h);
+    ck_assert_msg(strstr(text, want), "'%s' not in\n%s", want, text);
+    free(text);
+}
+END_TEST
+
+/* The BLEU figure: bands, the dotted BLEU every run reaches and each configuration's epoch
+ * there in its key. */
+START_TEST(test_band_bleu_figure)
+{
+    plot_set_t set;
+    plot_run_t runs[NBLEU];
+    make_bleu_set(&set, runs);
+    sbuf_t s = {0};
+    char name[64], want[160];
+    ck_assert_int_eq(plot_fig_bleu(&set, &s, name, sizeof name), 1);
+    ck_assert_str_eq(name, "bleu");
+    double mu, h;
+    ci2((100.0 + 50.0 * 4.0 / 6.0) / 50.0, 3.0, &mu, &h);
+    snprintf(want, sizeof want, ": 14.00 at epoch %.2f ± %.2f (2 of 3 seeds)", mu, h);
+    ck_assert_msg(strstr(s.data, want), "'%s' not in the script\n%s", want, s.data);
+    ck_assert_ptr_nonnull(strstr(s.data, "(3 seeds) (1 diverged)"));
+    ck_assert_ptr_nonnull(strstr(s.data, "first 14 "));   // the dotted line
+    ck_assert_ptr_nonnull(strstr(s.data, "filledcurves"));   // the bands
+    // group 1's mean at epoch 2 (update 100): (20 + 12) / 2
+    ck_assert_ptr_nonnull(strstr(s.data, "\n2 16 "));
+    sbuf_free(&s);
+    for (int i = 0; i < NBLEU; i++) runs[i].nbleu = 0;   // nothing logged: no figure
+    ck_assert_int_eq(plot_fig_bleu(&set, &s, name, sizeof name), 0);
+    sbuf_free(&s);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
     Suite *s = suite_create("report");
@@ -164,6 +303,9 @@ Suite *report_suite(void)
     tcase_add_test(tc, test_band_block);
     tcase_add_test(tc, test_band_reach);
     tcase_add_test(tc, test_band_mlm_figure);
+    tcase_add_test(tc, test_band_reach_up);
+    tcase_add_test(tc, test_band_bleu_table);
+    tcase_add_test(tc, test_band_bleu_figure);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -13,6 +13,8 @@ model trains on it for 400 updates and checkpoints. Then:
   - bleu.py: the references scored against themselves give 100;
   - /train/bleu of a run with train.bleu_every: rows at the right updates, the last equal to
     translate's BLEU on its final checkpoint;
+  - a 2 x 2-seed sweep of such runs: `info --train`'s epoch reaching a BLEU, mean ± 95 % CI,
+    equal to the reach computed here from the merged file (Fig. 4);
   - bad input (exit 2, nothing on stdout): no checkpoint, an lm run, a diverged run, --beam 0 and
     -1, a missing and a mismatched vocabulary; train.bleu_every on a task without sentences.
 Prints "ok - ..." / "FAIL - ..." per check, then "translate: N passed, M failed".
@@ -253,6 +255,72 @@ def check_train_bleu(tmp, corpus, vocab):
           p.stderr)
 
 
+def reach(x, y, target):
+    """The first x at which y >= target, linear between the two points around the crossing."""
+    for k in range(len(y)):
+        if y[k] >= target:
+            if k == 0:
+                return x[0]
+            return x[k - 1] + (x[k] - x[k - 1]) * (y[k - 1] - target) / (y[k - 1] - y[k])
+    return math.nan
+
+
+def check_sweep_reach(tmp, corpus, vocab):
+    """Fig. 4's reach on a tiny real sweep: Post-LN with warm-up and Pre-LN without, 2 seeds
+    each, BLEU every 100 updates. `stability info --train` prints, per configuration, the epoch
+    at which its seeds reach the best BLEU every run reaches, mean ± 95 % half-width (Student t,
+    1 degree of freedom: tan(0.475 pi)); computed again here from the merged file."""
+    base = f"{tmp}/reach.ini"
+    write_ini(base, corpus, vocab, train__bleu_every=100, train__checkpoint_every=0)
+    name = "translate_reach_test"
+    sw = f"{tmp}/{name}.ini"
+    with open(sw, "w") as f:
+        f.write(f"[sweep]\nbase = {base}\nname = {{placement}}_s{{seed}}\n"
+                "zip = model.placement, train.warmup\nmodel.placement = post, pre\n"
+                "train.warmup = 20, 1\ninit.seed = 3, 4\n")
+    shutil.rmtree(f"{REPO}/results/{name}", ignore_errors=True)
+    merged = f"{REPO}/results/{name}.h5"
+    try:
+        p = run("sweep", sw, "--quiet")
+        check("a 2 x 2-seed translation sweep with train.bleu_every runs and merges",
+              p.returncode == 0 and os.path.exists(merged), p.stderr)
+        if p.returncode:
+            return
+        curves = {}
+        with h5py.File(merged, "r") as f:
+            for r in f["runs"]:
+                t = f[f"runs/{r}/train"]
+                curves[r] = (t["bleu_step"][()] / t.attrs["epoch_batches"], t["bleu"][()])
+        target = min(float(np.max(y)) for _, y in curves.values())
+        q = run("info", merged, "--train")
+        rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[1:-1]]
+                for l in q.stdout.split("| last BLEU")[-1].splitlines() if l.startswith("| ")}
+        t975 = math.tan(0.475 * math.pi)
+        check(f"info --train: a BLEU table with the epoch reaching {target:.4g}",
+              q.returncode == 0 and f"| epoch reaching {target:.4g} | seeds reaching |" in q.stdout,
+              q.stdout + q.stderr)
+        keys = []
+        for placement, label in (("post", "Post-LN, warm-up 20"), ("pre", "Pre-LN, no warm-up")):
+            at = [reach(*curves[f"{placement}_s{s}"], target) for s in (3, 4)]
+            mean, half = sum(at) / 2, t975 * abs(at[0] - at[1]) / 2
+            want = [label, "2", "0", None, None, f"{mean:.2f} ± {half:.2f}", "2 of 2"]
+            got = rows.get(label, [])
+            check(f"{label}: reaches BLEU {target:.2f} at epochs {at[0]:.3f}, {at[1]:.3f}: "
+                  f"{want[5]}", len(got) == 7 and all(w is None or w == g for w, g in zip(want, got)),
+                  str(got))
+            keys.append(f"{label} (2 seeds): {target:.2f} at epoch {want[5]}")
+        pd = f"{tmp}/reach_plots"
+        p = run("plot", merged, "--out", pd, "--format", "svg")
+        svg = f"{pd}/{name}-bleu.svg"
+        svg = open(svg).read() if os.path.exists(svg) else ""
+        check("the BLEU figure's key gives both configurations' reach: " + "; ".join(keys),
+              p.returncode == 0 and all(k in svg for k in keys), p.stderr)
+    finally:
+        shutil.rmtree(f"{REPO}/results/{name}", ignore_errors=True)
+        if os.path.exists(merged):
+            os.remove(merged)
+
+
 def check_rows_by_batch(tmp, corpus, vocab):
     """Training by data.batch rows (data.max_tokens = 0): validation is still planned by tokens,
     batch·max(S, T) per batch, so short sentences make batches of more than data.batch rows; the
@@ -329,6 +397,7 @@ def main():
         check_decoding(tmp, corpus, run_file)
         check_bleu(tmp, corpus, run_file)
         check_train_bleu(tmp, corpus, vocab)
+        check_sweep_reach(tmp, corpus, vocab)
         check_rows_by_batch(tmp, corpus, vocab)
         check_bad(tmp, corpus, vocab, run_file)
     finally:

@@ -1,23 +1,20 @@
-/* main.c — the command line (docs/design.md §3). Parses arguments, loads the config, calls the
- * modules and prints their results. Exit codes: 0 success, 1 runtime failure, 2 bad usage. */
+/* main.c — the command line (docs/design.md §3): the verb table, and the options of the verbs
+ * that read a config (a run, dump, gradcheck); info, plot and sweep parse their own (cli.h),
+ * translate its own (run/run.h). Exit codes: 0 success, 1 runtime failure, 2 bad usage. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <gsl/gsl_errno.h>
 #include "config/config.h"
 #include "io/h5io.h"
 #include "util/args.h"
 #include "util/blascore.h"
-#include "report/plot.h"
-#include "report/plot_band.h"
 #include "report/report.h"
 #include "run/run.h"
-#include "sweep/sweep.h"
 #include "util/threads.h"
+#include "cli/cli.h"
 
 #ifndef STABILITY_VERSION
 #define STABILITY_VERSION "unknown"
@@ -78,65 +75,6 @@ static const char *HELP_RUN =
     "                  ([train] resume = auto); a new run if there is no file yet\n"
     "  --quiet         no progress bar, no summary\n";
 
-static const char *HELP_SWEEP =
-    "usage: stability sweep FILE [--jobs N] [--dry-run] [--quiet]\n"
-    "       stability sweep FILE --slurm [--submit [--only-missing]] [--set slurm.KEY=VALUE]...\n"
-    "       stability sweep FILE --task I\n"
-    "       stability sweep FILE --merge [--force]\n"
-    "\n"
-    "Runs every point of a sweep file (experiments/*.ini: a base config, lists of values to\n"
-    "cross or zip, a run-name pattern) as its own process, N at a time (default: one per\n"
-    "core; the threads, STABILITY_THREADS else SLURM_CPUS_PER_TASK else the CPUs, divided\n"
-    "between them and set as STABILITY_SWEEP_THREADS, which wins in the runs), skipping runs\n"
-    "whose file is complete (status done or diverged, written with the configuration the\n"
-    "sweep now asks for; a stale one is redone), so an interrupted sweep resumes. Runs write\n"
-    "results/<sweep>/<run>.h5 and <run>.log; then all complete runs are merged into\n"
-    "results/<sweep>.h5 (/runs/NAME/... and the /sweep table of swept values).\n"
-    "  --jobs N     runs at a time\n"
-    "  --dry-run    list the runs and their overrides, run nothing\n"
-    "  --task I     run only run I (0-based; what a Slurm array task does)\n"
-    "  --merge      only merge what is complete; list what is missing (exit 3 if any). A\n"
-    "               merged file holding more complete runs than the run files now give is\n"
-    "               kept (run files lost or stale)\n"
-    "  --force      replace it anyway\n"
-    "  --slurm      write results/<sweep>/job.sbatch: one job array, task i = --task i,\n"
-    "               resources from the [slurm] section (partition, time, cpus_per_task, mem,\n"
-    "               array_parallelism, account, extra) or --set slurm.KEY=VALUE\n"
-    "  --submit     also submit it (sbatch --parsable) and print the job id\n"
-    "  --only-missing  submit only the runs that are not complete\n"
-    "SIGINT, SIGTERM, SIGHUP: passed on to the runs (training runs checkpoint), then exit\n"
-    "128 + the signal; run the sweep again to resume. A second sweep of the same file at the\n"
-    "same time refuses (results/<sweep>/.lock).\n"
-    "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file.\n";
-
-static const char *HELP_PLOT =
-    "usage: stability plot FILE.h5... [--out DIR] [--format png,pdf,svg] [--quiet]\n"
-    "\n"
-    "Draws, with gnuplot, every figure the files support (run files or merged sweep files):\n"
-    "gradient vs layer (Fig. 3a,b), gradient vs depth with fitted exponents and theory\n"
-    "(Fig. 3c,d), gradient vs width with Theorem 1's curves, Jacobian norms (Lemma 3),\n"
-    "hidden-state norms (Lemma 2), training and validation loss (Fig. 2); the gradient at\n"
-    "every sub-layer's output (Liu et al.), per stack for an encoder-decoder; the output\n"
-    "change vs depth and DeepNet's model update; the atlas's final loss vs lr, LR\n"
-    "sensitivity and every scheme's gradient per layer.\n"
-    "Files: DIR/<first file's name>-<figure>.<format>.\n"
-    "  --out DIR       output directory (default plots/)\n"
-    "  --format LIST   comma-separated: png, pdf, svg (default png,pdf)\n";
-
-static const char *HELP_INFO =
-    "usage: stability info FILE.h5... [--all] | info [FILE.h5...] --schemes | info FILE.h5... --train\n"
-    "\n"
-    "For a run file, or every run of a merged sweep file (/runs/NAME):\n"
-    "Prints, per layer, mean ± 95% CI over seeds of ||E_batch dL/dW||_F for W^1 and W^2\n"
-    "(--all: every tensor), hidden-state norms / d beside Lemma 2's value or bounds, and the\n"
-    "norm Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3).\n"
-    "--schemes: the table of normalisation schemes (tab-separated), or with files each run's\n"
-    "scheme, atlas rank, family and label (scripts/atlas_table.py reads it).\n"
-    "--train: a Markdown table of the training runs, one row per configuration with its seeds\n"
-    "(runs that differ only in init.seed): last and best validation loss (training loss without\n"
-    "validation), mean ± 95% CI over the seeds, and the update at which each reaches the loss\n"
-    "every run reaches, mean ± 95% CI.\n";
-
 static const char *HELP_DUMP =
     "usage: stability dump --config FILE --out FILE.h5 [--set section.key=value]... [--force]\n"
     "                      [--perturb S]\n"
@@ -157,7 +95,7 @@ static const char *HELP_GRADCHECK =
     "the tolerance (default 1e-6). Use a tiny model (configs/tiny.ini): each entry costs\n"
     "four forward passes.\n";
 
-static int usage_error(const char *msg, const char *arg)
+int cli_usage_error(const char *msg, const char *arg)
 {
     fprintf(stderr, "stability: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
     fprintf(stderr, "Try 'stability --help'.\n");
@@ -167,12 +105,10 @@ static int usage_error(const char *msg, const char *arg)
 /* Options a verb takes besides --config, --set, --out, --force, --quiet (parse_options). */
 enum { OPT_RESUME = 1, OPT_ENTRIES = 2, OPT_TOL = 4, OPT_PERTURB = 8 };
 
-/* 0 when path can be an output file name (not empty, shorter than 1024: nothing truncated
- * it, docs/design.md §3); else a usage error (2). */
-static int check_out(const char *opt, const char *path)
+int cli_check_out(const char *opt, const char *path)
 {
-    if (!path[0]) return usage_error(opt, "empty file name");
-    if (strlen(path) >= 1024) return usage_error(opt, "path longer than 1023 characters");
+    if (!path[0]) return cli_usage_error(opt, "empty file name");
+    if (strlen(path) >= 1024) return cli_usage_error(opt, "path longer than 1023 characters");
     return 0;
 }
 
@@ -210,19 +146,19 @@ static int parse_options(int argc, char **argv, int first, options_t *o, const c
         const int has_value = i + 1 < argc;
         for (int k = 0; k < 4; k++)
             if (!strcmp(a, FLAG_OPT[k]) && !(allow & (1u << k)))
-                return usage_error("not an option of this verb (see its --help)", a);
+                return cli_usage_error("not an option of this verb (see its --help)", a);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(help, stdout);
             return -1;
         } else if (!strcmp(a, "--config") && has_value) {
             o->config = argv[++i];
-            if (!o->config[0]) return usage_error("--config", "empty file name");
+            if (!o->config[0]) return cli_usage_error("--config", "empty file name");
         } else if (!strcmp(a, "--set") && has_value) {
-            if (o->nsets == MAX_SETS) return usage_error("too many --set options", NULL);
+            if (o->nsets == MAX_SETS) return cli_usage_error("too many --set options", NULL);
             o->sets[o->nsets++] = argv[++i];
         } else if (!strcmp(a, "--out") && has_value) {
             o->out = argv[++i];
-            if (check_out("--out", o->out)) return 2;
+            if (cli_check_out("--out", o->out)) return 2;
         } else if (!strcmp(a, "--entries") && has_value) {
             if (option_value(a, argv[++i], &o->entries, NULL)) return 2;
         } else if (!strcmp(a, "--tol") && has_value) {
@@ -237,12 +173,12 @@ static int parse_options(int argc, char **argv, int first, options_t *o, const c
             o->resume = 1;
         } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
                    !strcmp(a, "--entries") || !strcmp(a, "--tol") || !strcmp(a, "--perturb")) {
-            return usage_error("option needs a value", a);
+            return cli_usage_error("option needs a value", a);
         } else {
-            return usage_error("unknown option", a);
+            return cli_usage_error("unknown option", a);
         }
     }
-    if (!o->config) return usage_error("missing --config FILE", NULL);
+    if (!o->config) return cli_usage_error("missing --config FILE", NULL);
     return 0;
 }
 
@@ -284,123 +220,10 @@ static int cmd_run(const options_t *o)
     return run_train(&cfg, path, &ro);
 }
 
-/* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). A malformed
- * object is an error "FILE: /object: what is wrong" (exit 1, h5io_error). */
-static int info_run(h5io_file_t *f, const char *file, const char *prefix, int all, int schemes)
-{
-    char err[1024], label[1400], path[1400];
-    const char *obj = prefix[0] ? prefix : "/";
-    snprintf(label, sizeof label, "%s%s", file, prefix);
-    char *ini = h5io_read_attr_string(f, obj, "config");
-    char *status = h5io_read_attr_string(f, obj, "status");
-    config_t cfg;
-    probe_t *p = NULL;
-    int rc = 0;
-    if (h5io_error(f)) {
-        fprintf(stderr, "stability: %s\n", h5io_error(f));
-        rc = 1;
-    } else if (!ini || config_parse_string(&cfg, ini, label, err, sizeof err)) {
-        fprintf(stderr, "stability: %s: no valid 'config' attribute%s%s\n", label,
-                ini ? ": " : "", ini ? err : "");
-        rc = 1;
-    } else if (schemes) {
-        report_scheme_of(stdout, prefix[0] ? prefix + strlen("/runs/") : file, &cfg);
-    } else {
-        char *core = h5io_read_attr_string(f, "/", "blas_core");   // absent in older files
-        printf("%s: status %s", label, status ? status : "?");
-        if (core) printf(", OpenBLAS kernels %s", core);
-        printf("\n");
-        free(core);
-        report_config(stdout, &cfg);
-        snprintf(path, sizeof path, "%s/probe", prefix);
-        if (h5io_read_probe(f, prefix, &p, err, sizeof err) == 0) {
-            report_probe(stdout, &cfg, p, all);
-        } else if (h5io_error(f) || h5io_exists(f, path)) {
-            fprintf(stderr, "stability: %s\n", err);
-            rc = 1;
-        } else {
-            printf("(%s)\n", err);
-        }
-        report_diagnosis(stdout, f, prefix, &cfg);   // training runs: what went wrong, since when
-        printf("\n");
-    }
-    probe_free(p);
-    free(ini);
-    free(status);
-    return rc;
-}
-
-/* info --train: the seed groups' table (report/plot_band.h). */
-static int info_train(int argc, char **argv)
-{
-    const char *files[256];
-    int nfiles = 0;
-    for (int i = 2; i < argc; i++)
-        if (argv[i][0] != '-') {
-            if (nfiles == 256) return usage_error("info: more than 256 files", argv[i]);
-            files[nfiles++] = argv[i];
-        }
-    plot_set_t set;
-    char err[1024];
-    if (plot_load(&set, files, nfiles, err, sizeof err)) {
-        fprintf(stderr, "stability: %s\n", err);
-        return 1;
-    }
-    int rows = plot_band_table(stdout, &set, plot_series_val_loss, 0, "validation loss");
-    if (!rows) rows = plot_band_table(stdout, &set, plot_series_loss, 0, "training loss");
-    plot_set_free(&set);
-    if (!rows) fprintf(stderr, "stability: no training runs in these files\n");
-    return rows ? 0 : 1;
-}
-
-static int cmd_info(int argc, char **argv)
-{
-    int all = 0, rc = 0, nfiles = 0, schemes = 0, train = 0;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(HELP_INFO, stdout); return 0; }
-        if (!strcmp(argv[i], "--all")) all = 1;
-        else if (!strcmp(argv[i], "--schemes")) schemes = 1;
-        else if (!strcmp(argv[i], "--train")) train = 1;
-        else if (argv[i][0] == '-') return usage_error("unknown option", argv[i]);
-        else nfiles++;
-    }
-    if (!nfiles && schemes) { report_scheme_table(stdout); return 0; }
-    if (!nfiles) return usage_error("info: missing FILE.h5", NULL);
-    if (train) return info_train(argc, argv);
-    for (int i = 2; i < argc; i++) {
-        if (argv[i][0] == '-') continue;
-        char err[1024];
-        h5io_file_t *f;
-        if (h5io_open_read(&f, argv[i], err, sizeof err)) {
-            fprintf(stderr, "stability: %s\n", err);
-            rc = 1;
-            continue;
-        }
-        int n = 0;
-        char **runs = h5io_list_group(f, "/runs", &n);
-        if (h5io_error(f)) {
-            fprintf(stderr, "stability: %s\n", h5io_error(f));
-            rc = 1;
-        } else if (!runs) {
-            rc |= info_run(f, argv[i], "", all, schemes);
-        } else if (n == 0) {
-            printf("%s: a merged sweep file without runs\n", argv[i]);
-        }
-        for (int k = 0; k < n && !h5io_error(f); k++) {
-            char prefix[300];
-            snprintf(prefix, sizeof prefix, "/runs/%s", runs[k]);
-            rc |= info_run(f, argv[i], prefix, all, schemes);
-        }
-        h5io_free_names(runs, n);
-        h5io_close(f);
-    }
-    return rc;
-}
-
 static int cmd_dump(const options_t *o)
 {
     config_t cfg;
-    if (!o->out) return usage_error("dump: missing --out FILE.h5", NULL);
+    if (!o->out) return cli_usage_error("dump: missing --out FILE.h5", NULL);
     const int rc = load_config(o, &cfg);
     if (rc) return rc;
     const run_options_t ro = run_options(o);
@@ -414,145 +237,6 @@ static int cmd_gradcheck(const options_t *o)
     if (rc) return rc;
     const run_options_t ro = run_options(o);
     return run_gradcheck(&cfg, &ro);
-}
-
-static int cmd_plot(int argc, char **argv)
-{
-    const char *dir = "plots", *formats = "png,pdf";
-    const char *files[256];
-    int nfiles = 0, quiet = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_PLOT, stdout); return 0; }
-        else if (!strcmp(a, "--out") && i + 1 < argc) dir = argv[++i];
-        else if (!strcmp(a, "--format") && i + 1 < argc) formats = argv[++i];
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
-        else if (a[0] == '-') return usage_error("unknown option", a);
-        else if (nfiles == 256) return usage_error("plot: more than 256 files", a);
-        else files[nfiles++] = a;
-    }
-    if (!nfiles) return usage_error("plot: missing FILE.h5", NULL);
-    char ferr[160];
-    if (check_out("--out", dir)) return 2;
-    if (plot_check_formats(formats, ferr, sizeof ferr)) return usage_error(ferr, NULL);
-    plot_set_t set;
-    char err[1024], prefix[256];
-    if (plot_load(&set, files, nfiles, err, sizeof err)) {
-        fprintf(stderr, "stability: %s\n", err);
-        return 1;
-    }
-    const char *b = strrchr(files[0], '/');
-    snprintf(prefix, sizeof prefix, "%s", b ? b + 1 : files[0]);
-    char *dot = strrchr(prefix, '.');
-    if (dot) *dot = '\0';
-    const int n = plot_draw_all(&set, dir, prefix, formats, quiet, err, sizeof err);
-    plot_set_free(&set);
-    if (n < 0) {
-        fprintf(stderr, "stability: %s\n", err);
-        return n == -2 ? 2 : 1;
-    }
-    if (n == 0) {
-        fprintf(stderr, "stability: nothing to plot in these files\n");
-        return 1;
-    }
-    return 0;
-}
-
-/* Path of this executable (children of a sweep run the same binary): 0, or −1 when it does
- * not fit buf (never a truncated path). */
-static int self_path(const char *argv0, char *buf, size_t len)
-{
-    const ssize_t n = readlink("/proc/self/exe", buf, len);
-    if (n > 0 && (size_t)n < len) {
-        buf[n] = '\0';
-        return 0;
-    }
-    return n > 0 || (size_t)snprintf(buf, len, "%s", argv0) >= len ? -1 : 0;
-}
-
-static int cmd_sweep(int argc, char **argv)
-{
-    const char *file = NULL;
-    int jobs = 0, dry = 0, merge_only = 0, quiet = 0, slurm = 0, submit = 0, only_missing = 0;
-    int force = 0;
-    long task = -1;
-    const char *sets[64];
-    int nsets = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_SWEEP, stdout); return 0; }
-        else if (!strcmp(a, "--jobs") && i + 1 < argc) {
-            long v;
-            if (args_parse_long(argv[++i], 1, SWEEP_MAX_RUNS, &v))
-                return usage_error("--jobs: not an integer in 1..4096", argv[i]);
-            jobs = (int)v;
-        } else if (!strcmp(a, "--task") && i + 1 < argc) {
-            if (args_parse_long(argv[++i], 0, SWEEP_MAX_RUNS - 1, &task))
-                return usage_error("--task: not a run index (0, 1, ...)", argv[i]);
-        } else if (!strcmp(a, "--set") && i + 1 < argc) {
-            if (nsets == 64) return usage_error("too many --set options", NULL);
-            sets[nsets++] = argv[++i];
-        } else if (!strcmp(a, "--dry-run")) dry = 1;
-        else if (!strcmp(a, "--slurm")) slurm = 1;
-        else if (!strcmp(a, "--submit")) submit = 1;
-        else if (!strcmp(a, "--only-missing")) only_missing = 1;
-        else if (!strcmp(a, "--merge")) merge_only = 1;
-        else if (!strcmp(a, "--force")) force = 1;
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
-        else if (a[0] == '-') return usage_error("unknown option", a);
-        else if (!file) file = a;
-        else return usage_error("sweep: more than one FILE", a);
-    }
-    if (!file) return usage_error("sweep: missing FILE", NULL);
-    sweep_t s;
-    char err[2048], exe[4096];
-    if (sweep_load(&s, file, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        sweep_free(&s);
-        return 2;
-    }
-    if (self_path(argv[0], exe, sizeof exe)) {
-        sweep_free(&s);
-        return usage_error("sweep: the path of this program is too long", NULL);
-    }
-    for (int k = 0; k < nsets; k++) {
-        if (sweep_set_slurm(&s, sets[k], err, sizeof err)) {
-            fprintf(stderr, "%s\n", err);
-            sweep_free(&s);
-            return 2;
-        }
-    }
-    if ((submit || only_missing) && !slurm) {
-        sweep_free(&s);
-        return usage_error("--submit and --only-missing go with --slurm", NULL);
-    }
-    int rc = 0;
-    if (slurm) {
-        char script[1200];
-        rc = sweep_slurm_write(&s, exe, script, sizeof script, err, sizeof err);
-        if (rc) fprintf(stderr, "%s\n", err);
-        else if (!submit && !quiet) printf("wrote %s (submit with: sbatch %s, or add --submit)\n", script, script);
-        if (!rc && submit) rc = sweep_slurm_submit(&s, script, only_missing, quiet);
-    } else if (dry) {
-        printf("sweep %s: base %s, %d runs -> %s/\n", s.name, s.base, s.nruns, s.results_dir);
-        for (int i = 0; i < s.nruns; i++) {
-            sweep_sets_t sets;
-            sweep_run_sets(&s, i, &sets);
-            const sweep_state_t st = sweep_run_state(&s, i, NULL, 0);
-            printf("%4d %-32s %s", i, s.runs[i].name, st == SWEEP_COMPLETE ? "[complete]"
-                                                      : st == SWEEP_STALE ? "[stale]" : "");
-            for (int k = 0; k < sets.n; k++) printf(" %s", sets.ptr[k]);
-            printf("\n");
-        }
-    } else if (task >= s.nruns) {
-        fprintf(stderr, "stability: --task %ld: the sweep has %d runs (0..%d)\n", task, s.nruns,
-                s.nruns - 1);
-        rc = 2;
-    } else {
-        rc = sweep_execute(&s, exe, task, jobs, merge_only, force, quiet);
-    }
-    sweep_free(&s);
-    return rc;
 }
 
 static int dispatch(int argc, char **argv);
@@ -613,14 +297,14 @@ static int dispatch(int argc, char **argv)
         if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP, OPT_PERTURB))) return rc < 0 ? 0 : rc;
         return cmd_dump(&o);
     }
-    if (!strcmp(verb, "info")) return cmd_info(argc, argv);
-    if (!strcmp(verb, "sweep")) return cmd_sweep(argc, argv);
-    if (!strcmp(verb, "plot")) return cmd_plot(argc, argv);
+    if (!strcmp(verb, "info")) return cli_info(argc, argv);
+    if (!strcmp(verb, "sweep")) return cli_sweep(argc, argv);
+    if (!strcmp(verb, "plot")) return cli_plot(argc, argv);
     if (!strcmp(verb, "translate")) return run_translate(argc - 1, argv + 1);
     if (!strcmp(verb, "gradcheck")) {
         if ((rc = parse_options(argc, argv, 2, &o, HELP_GRADCHECK, OPT_ENTRIES | OPT_TOL | OPT_PERTURB)))
             return rc < 0 ? 0 : rc;
         return cmd_gradcheck(&o);
     }
-    return usage_error("unknown verb", verb);
+    return cli_usage_error("unknown verb", verb);
 }

@@ -1,4 +1,7 @@
-/* h5io.c — HDF5 files: create/commit, datasets, attributes, reading; dumps. */
+/* h5io.c — writing HDF5 files (docs/design.md §6): one is created as a temporary beside its
+ * path, claimed against a second writer, filled with datasets and attributes, and committed
+ * by a rename (or aborted). Reading is h5io_read.c; a run file copied into a merged sweep file
+ * h5io_copy.c; the kinds of file h5io_probe.c, h5io_train.c, h5io_dump.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,8 +94,7 @@ int h5io_create(h5io_file_t **out, const char *path, int overwrite, const char *
     return 0;
 }
 
-/* Link-creation property list that makes intermediate groups. */
-static hid_t lcpl_intermediate(void)
+hid_t h5io_lcpl_intermediate(void)
 {
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
@@ -105,7 +107,7 @@ static int write_dataset(h5io_file_t *f, const char *dset, hid_t type, const voi
     hsize_t hd[8];
     for (int i = 0; i < rank; i++) hd[i] = dims[i];
     hid_t space = rank == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(rank, hd, NULL);
-    hid_t lcpl = lcpl_intermediate();
+    hid_t lcpl = h5io_lcpl_intermediate();
     hid_t ds = H5Dcreate2(f->id, dset, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
     herr_t st = ds < 0 ? -1 : H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
     if (ds >= 0) H5Dclose(ds);
@@ -153,111 +155,6 @@ int h5io_write_strings(h5io_file_t *f, const char *dset, const char *const *valu
     const int rc = write_dataset(f, dset, t, values, rank, dims);
     H5Tclose(t);
     return rc;
-}
-
-/* H5Literate callback: copy one top-level object (not /checkpoint) into the group ctx. */
-typedef struct { hid_t src, dst; int rc; } copy_ctx_t;
-
-static herr_t copy_object(hid_t group, const char *name, const H5L_info_t *info, void *data)
-{
-    (void)group;
-    (void)info;
-    copy_ctx_t *c = data;
-    if (!strcmp(name, "checkpoint")) return 0;
-    if (H5Ocopy(c->src, name, c->dst, name, H5P_DEFAULT, H5P_DEFAULT) < 0) c->rc = 1;
-    return 0;
-}
-
-/* H5Aiterate callback: copy one root attribute (any type) onto the group ctx. */
-static herr_t copy_attribute(hid_t loc, const char *name, const H5A_info_t *info, void *data)
-{
-    (void)info;
-    copy_ctx_t *c = data;
-    hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-    hid_t type = H5Aget_type(a), space = H5Aget_space(a);
-    const hssize_t n = H5Sget_simple_extent_npoints(space);
-    const size_t size = H5Tget_size(type);
-    void *buf = calloc((size_t)(n > 0 ? n : 1), size);
-    if (buf && H5Aread(a, type, buf) >= 0) {
-        hid_t b = H5Acreate2(c->dst, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-        if (b < 0 || H5Awrite(b, type, buf) < 0) c->rc = 1;
-        if (b >= 0) H5Aclose(b);
-        if (H5Tis_variable_str(type) > 0) H5Dvlen_reclaim(type, space, H5P_DEFAULT, buf);
-    } else {
-        c->rc = 1;
-    }
-    free(buf);
-    H5Sclose(space);
-    H5Tclose(type);
-    H5Aclose(a);
-    return 0;
-}
-
-int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, char *err,
-                        size_t errlen)
-{
-    copy_ctx_t c = {.rc = 0};
-    if (!fsutil_is_regular(src_path)) {
-        snprintf(err, errlen, "%s: cannot open: not a regular file", src_path);
-        return 1;
-    }
-    // read through in a child first: a damaged file must not crash the sweep (h5io_verify.c)
-    if (h5io_verify(src_path, 0, err, errlen)) return 1;
-    c.src = h5io_open_id(src_path);
-    if (c.src < 0) {
-        snprintf(err, errlen, "%s: cannot open", src_path);
-        return 1;
-    }
-    hid_t lcpl = lcpl_intermediate();
-    c.dst = H5Gcreate2(f->id, dst, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-    H5Pclose(lcpl);
-    if (c.dst < 0) {
-        H5Fclose(c.src);
-        snprintf(err, errlen, "%s: cannot create group", dst);
-        return 1;
-    }
-    H5Literate(c.src, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_object, &c);
-    H5Aiterate2(c.src, H5_INDEX_NAME, H5_ITER_INC, NULL, copy_attribute, &c);
-    H5Gclose(c.dst);
-    H5Fclose(c.src);
-    if (c.rc) snprintf(err, errlen, "%s: cannot copy into %s", src_path, dst);
-    return c.rc;
-}
-
-/* Resolved INI text of cfg without the keys that may change between a run and its resume
- * (train.resume, output.*), malloc'd. */
-static char *ini_for_compare(const config_t *cfg)
-{
-    config_t c = *cfg;
-    c.train.resume = 0;
-    c.output.file[0] = '\0';
-    c.output.overwrite = 0;
-    c.output.plots = 0;
-    const size_t len = config_to_ini(&c, NULL, 0) + 1;
-    char *ini = malloc(len);
-    if (ini) config_to_ini(&c, ini, len);
-    return ini;
-}
-
-int h5io_config_same(const config_t *cfg, const char *stored, char *diff, size_t len)
-{
-    config_t old;
-    char err[CONFIG_ERR_MAX];
-    snprintf(diff, len, "its config attribute is unreadable");
-    if (!stored || config_parse_string(&old, stored, "file", err, sizeof err)) return 0;
-    char *a = ini_for_compare(&old), *b = ini_for_compare(cfg);
-    const int same = a && b && !strcmp(a, b);
-    if (a && b && !same) {
-        // the first differing line, as the file has it
-        const char *p = a, *q = b;
-        while (*p && *p == *q) p++, q++;
-        while (p > a && p[-1] != '\n') p--;
-        const char *e = strchr(p, '\n');
-        snprintf(diff, len, "it has '%.*s'", (int)(e ? e - p : (long)strlen(p)), p);
-    }
-    free(a);
-    free(b);
-    return same;
 }
 
 int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value)
@@ -347,34 +244,4 @@ void h5io_abort(h5io_file_t *f)
     tmpfiles_forget(f->tmp);
     h5io_unclaim(f->path, f->claim);
     free(f);
-}
-
-int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
-                    unsigned long seed, int overwrite, char *err, size_t errlen)
-{
-    h5io_file_t *f;
-    int rc = h5io_create(&f, path, overwrite, "a dump", err, errlen);
-    if (rc) return rc;
-    const batch_t *b = &m->batch;
-    const size_t bt[2] = {(size_t)b->B, (size_t)b->T}, bs[2] = {(size_t)b->B, (size_t)b->S};
-    if (b->src) rc |= h5io_write_ints(f, "/batch/src_tokens", b->src, 2, bs);
-    rc |= h5io_write_ints(f, "/batch/tokens", b->tokens, 2, bt);
-    rc |= h5io_write_ints(f, "/batch/targets", b->targets, 2, bt);
-    rc |= h5io_write_doubles(f, "/loss", &m->loss, 0, NULL);
-    for (int i = 0; i < m->num_tensors && !rc; i++) {
-        const tensor_info_t *t = &m->tensors[i];
-        const size_t dims[2] = {t->rank == 2 ? t->rows : t->cols, t->cols};
-        char name[96];
-        snprintf(name, sizeof name, "/params/%s", t->name);
-        rc |= h5io_write_doubles(f, name, m->params + t->offset, t->rank, dims);
-        snprintf(name, sizeof name, "/grads/%s", t->name);
-        rc |= h5io_write_doubles(f, name, m->grads + t->offset, t->rank, dims);
-    }
-    rc |= h5io_write_root_attrs(f, config_ini, seed, "done");
-    if (rc) {
-        snprintf(err, errlen, "%s: cannot write the dump", path);
-        h5io_abort(f);
-        return 1;
-    }
-    return h5io_commit(f, err, errlen);
 }

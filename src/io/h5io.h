@@ -96,6 +96,11 @@ double h5io_read_timeout(const char *path);
  * What --resume and a sweep use to tell a file of this run from a stale one (docs/design.md §6). */
 int h5io_config_same(const config_t *cfg, const char *stored, char *diff, size_t len);
 
+/* The resolved INI text of cfg without the keys that do not change a run's results
+ * (train.resume, output.*) and, with any_seed, init.seed set to 0: equal texts are one run
+ * (h5io_config_same), or with any_seed seeds of one configuration. malloc'd, NULL. */
+char *h5io_config_text(const config_t *cfg, int any_seed);
+
 /* Attach a variable-length UTF-8 string attribute to object obj ("/" for the root). 0 or 1. */
 int h5io_write_attr_string(h5io_file_t *f, const char *obj, const char *name, const char *value);
 
@@ -142,6 +147,12 @@ int h5io_exists(h5io_file_t *f, const char *path);
 /* Read a float64 dataset: *data malloc'd (caller frees), dims[0..*rank−1] (rank ≤ 8).
  * Returns 0, or 1 if absent/unreadable. */
 int h5io_read_doubles(h5io_file_t *f, const char *dset, double **data, size_t *dims, int *rank);
+
+/* /train/<name> of the run at prefix ("" or /runs/NAME; docs/design.md §6): *rows × *d1 × *d2
+ * (1 where the dataset has fewer axes), malloc'd; NULL with *rows = 0 when absent (a file from
+ * before the column) or not of rank 1 to 3. */
+double *h5io_read_train(h5io_file_t *f, const char *prefix, const char *name, size_t *rows,
+                        size_t *d1, size_t *d2);
 
 /* Read a string attribute of obj (one string) into a malloc'd string (caller frees); NULL if
  * absent or malformed (h5io_error). */

@@ -21,6 +21,9 @@ struct h5io_file {
  * Returns 0, or 1 with err "PATH: cannot create: REASON". */
 int h5io_create_empty(const char *path, char *err, size_t errlen);
 
+/* Link-creation property list that makes intermediate groups (caller closes it). */
+hid_t h5io_lcpl_intermediate(void);
+
 /* The variable-length UTF-8 string type every string of our files has (caller closes it). */
 hid_t h5io_string_type(void);
 

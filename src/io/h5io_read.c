@@ -166,6 +166,26 @@ int h5io_read_doubles(h5io_file_t *f, const char *dset, double **data, size_t *d
     return ok ? 0 : 1;
 }
 
+double *h5io_read_train(h5io_file_t *f, const char *prefix, const char *name, size_t *rows,
+                        size_t *d1, size_t *d2)
+{
+    char path[512];
+    size_t d[8];
+    int r;
+    double *x = NULL;
+    snprintf(path, sizeof path, "%s/train/%s", prefix, name);
+    *rows = 0;
+    *d1 = *d2 = 1;
+    if (!h5io_exists(f, path) || h5io_read_doubles(f, path, &x, d, &r) || r < 1 || r > 3) {
+        free(x);
+        return NULL;
+    }
+    *rows = d[0];
+    if (r > 1) *d1 = d[1];
+    if (r > 2) *d2 = d[2];
+    return x;
+}
+
 /* Open attribute name of obj: 1 with *a, 0 when absent, −1 when unreadable (recorded). */
 static int attr_open(h5io_file_t *f, const char *obj, const char *name, hid_t *a)
 {

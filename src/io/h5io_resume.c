@@ -1,7 +1,8 @@
 /* h5io_resume.c — reading a training file back (docs/design.md §6): what it holds (inspect),
  * and --resume: the newest usable checkpoint (the file's own, its checksums verified, or its
  * journal's, h5io_journal.c) and the /train rows up to it, rewritten into a new file renamed
- * over the old one. */
+ * over the old one; and whether a file's config is of this run (--resume, a sweep's stale
+ * runs). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,41 @@
 #include "io/h5io_train_internal.h"
 #include "util/fsutil.h"
 #include "util/tmpfiles.h"
+
+char *h5io_config_text(const config_t *cfg, int any_seed)
+{
+    config_t c = *cfg;
+    c.train.resume = 0;
+    c.output.file[0] = '\0';
+    c.output.overwrite = 0;
+    c.output.plots = 0;
+    if (any_seed) c.init.seed = 0;
+    const size_t len = config_to_ini(&c, NULL, 0) + 1;
+    char *ini = malloc(len);
+    if (ini) config_to_ini(&c, ini, len);
+    return ini;
+}
+
+int h5io_config_same(const config_t *cfg, const char *stored, char *diff, size_t len)
+{
+    config_t old;
+    char err[CONFIG_ERR_MAX];
+    snprintf(diff, len, "its config attribute is unreadable");
+    if (!stored || config_parse_string(&old, stored, "file", err, sizeof err)) return 0;
+    char *a = h5io_config_text(&old, 0), *b = h5io_config_text(cfg, 0);
+    const int same = a && b && !strcmp(a, b);
+    if (a && b && !same) {
+        // the first differing line, as the file has it
+        const char *p = a, *q = b;
+        while (*p && *p == *q) p++, q++;
+        while (p > a && p[-1] != '\n') p--;
+        const char *e = strchr(p, '\n');
+        snprintf(diff, len, "it has '%.*s'", (int)(e ? e - p : (long)strlen(p)), p);
+    }
+    free(a);
+    free(b);
+    return same;
+}
 
 /* The rows of the 1-D dataset path of f (validated), or −1 when it is missing or malformed. */
 static long dataset_rows(h5io_file_t *f, const char *path)

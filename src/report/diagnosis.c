@@ -8,28 +8,6 @@
 #include "measure/diagnose.h"
 #include "report/report.h"
 
-/* /train/<name> under prefix: rows × d1 × d2 (1 where the dataset has fewer axes), or NULL
- * when absent (a file from before it). */
-static double *column(h5io_file_t *f, const char *prefix, const char *name, size_t *rows,
-                      size_t *d1, size_t *d2)
-{
-    char path[512];
-    size_t d[8];
-    int r;
-    double *x = NULL;
-    snprintf(path, sizeof path, "%s/train/%s", prefix, name);
-    *rows = 0;
-    *d1 = *d2 = 1;
-    if (!h5io_exists(f, path) || h5io_read_doubles(f, path, &x, d, &r) || r < 1 || r > 3) {
-        free(x);
-        return NULL;
-    }
-    *rows = d[0];
-    if (r > 1) *d1 = d[1];
-    if (r > 2) *d2 = d[2];
-    return x;
-}
-
 /* The plateau of a text run whose file predates the attribute: from its corpus, if readable. */
 static double unigram_of(const config_t *cfg)
 {
@@ -46,13 +24,13 @@ void report_diagnosis(FILE *out, h5io_file_t *f, const char *prefix, const confi
     char tr[512];
     snprintf(tr, sizeof tr, "%s/train", prefix);
     size_t n, nl, nm, ne, np, ng, w, v, L, K;
-    double *step = column(f, prefix, "step", &n, &w, &v);
-    double *loss = column(f, prefix, "loss", &nl, &w, &v);
+    double *step = h5io_read_train(f, prefix, "step", &n, &w, &v);
+    double *loss = h5io_read_train(f, prefix, "loss", &nl, &w, &v);
     if (!step || !loss) { free(step); free(loss); return; }   // not a training run
-    double *mx = column(f, prefix, "max_attn_logit", &nm, &w, &v);
-    double *ent = column(f, prefix, "min_attn_entropy", &ne, &w, &v);
-    double *pstep = column(f, prefix, "probe_step", &np, &w, &v);
-    double *grad = column(f, prefix, "grad_fro", &ng, &L, &K);   // (P, layer, param)
+    double *mx = h5io_read_train(f, prefix, "max_attn_logit", &nm, &w, &v);
+    double *ent = h5io_read_train(f, prefix, "min_attn_entropy", &ne, &w, &v);
+    double *pstep = h5io_read_train(f, prefix, "probe_step", &np, &w, &v);
+    double *grad = h5io_read_train(f, prefix, "grad_fro", &ng, &L, &K);   // (P, layer, param)
     double unigram = NAN, div = NAN;
     if (h5io_read_attr_double(f, tr, "unigram_entropy", &unigram) != 0) unigram = unigram_of(cfg);
     diagnose_t d;

@@ -8,6 +8,7 @@
  *   hidden_norms   Lemma 2      E‖x‖²/d per layer beside the lemma's value and bounds
  *   loss           Fig. 2       training loss vs step per run, diverged runs marked, lr panel
  *   grad_vs_layer_encdec, subout, val_loss   the encoder–decoder's (docs/design.md §6b)
+ *   bleu           Fig. 2, 4    BLEU vs epochs, seeds as bands, the epoch reaching a BLEU (§6e)
  *   atlas_*, model_update        the schemes' measures and the atlas (§6c, §6d)
  *   mlm_val_loss   Fig. 5       validation masked-LM loss vs updates, seeds as bands (§6e, §6f)
  * The data reach gnuplot as inline data blocks; nothing is left on disk but the figures.

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "report/plot_band.h"
 #include "report/plot_internal.h"
+#include "io/h5io.h"
 #include "measure/fit.h"
 
 size_t plot_series_loss(const plot_run_t *r, const double **x, const double **y)
@@ -22,28 +23,28 @@ size_t plot_series_val_loss(const plot_run_t *r, const double **x, const double 
     return r->nevals;
 }
 
-/* The resolved INI of c with the keys that do not change a run's curve but its seed set to
- * fixed values: two runs of one group give the same text. Heap string, or NULL. */
-static char *group_key(const config_t *c)
+size_t plot_series_bleu(const plot_run_t *r, const double **x, const double **y)
 {
-    config_t k = *c;
-    k.init.seed = 0;
-    k.output.file[0] = '\0';
-    k.output.overwrite = 0;
-    k.output.plots = 0;
-    k.train.resume = 0;
-    const size_t need = config_to_ini(&k, NULL, 0) + 1;
-    char *text = malloc(need);
-    if (text) config_to_ini(&k, text, need);
-    return text;
+    *x = r->bleu_step;
+    *y = r->bleu;
+    return r->nbleu;
 }
+
+int plot_member_bleu(const plot_run_t *r)
+{
+    return r->nbleu > 0 || r->cfg.train.bleu_every > 0;
+}
+
+const plot_curve_t PLOT_CURVE_LOSS = {plot_series_loss, 0, "training loss", 4, 0, NULL};
+const plot_curve_t PLOT_CURVE_VAL_LOSS = {plot_series_val_loss, 0, "validation loss", 4, 0, NULL};
+const plot_curve_t PLOT_CURVE_BLEU = {plot_series_bleu, 1, "BLEU", 2, 1, plot_member_bleu};
 
 int plot_band_groups(const plot_set_t *set, const int *m, int n, plot_group_t *g, int max)
 {
     char **keys = calloc((size_t)(max > 0 ? max : 1), sizeof *keys);   // one per group
     int ng = 0, rc = keys ? 0 : -1;
     for (int i = 0; i < n && !rc; i++) {
-        char *key = group_key(&set->runs[m[i]].cfg);
+        char *key = h5io_config_text(&set->runs[m[i]].cfg, 1);   // seeds of one config
         int found = -1;
         for (int k = 0; key && k < ng && found < 0; k++)
             if (!strcmp(keys[k], key)) found = k;
@@ -192,63 +193,80 @@ double plot_band_common_target(const plot_set_t *set, const plot_group_t *g, int
     return sign * target;
 }
 
-/* "m ± h" (or "m" with one seed, "–" with none) of v[0..n) into buf. */
-static void mean_pm(const double *v, int n, const char *fmt, char *buf, size_t len)
+void plot_band_reach_text(double mean, double half, int reached, double xscale, int digits,
+                          char *buf, size_t len)
+{
+    if (reached >= 2)
+        snprintf(buf, len, "%.*f ± %.*f", digits, mean * xscale, digits, half * xscale);
+    else if (reached == 1) snprintf(buf, len, "%.*f", digits, mean * xscale);
+    else snprintf(buf, len, "never");
+}
+
+/* "m ± h" (or "m" with one seed, "–" with none) of v[0..n), digits decimals, into buf. */
+static void mean_pm(const double *v, int n, int digits, char *buf, size_t len)
 {
     double mean, half;
     size_t count;
     fit_mean_ci(v, 1, (size_t)n, &mean, &half, &count);
-    char m[32], h[32];
-    snprintf(m, sizeof m, fmt, mean);
-    snprintf(h, sizeof h, fmt, half);
     if (!count) snprintf(buf, len, "–");
-    else if (count == 1) snprintf(buf, len, "%s", m);
-    else snprintf(buf, len, "%s ± %s", m, h);
+    else if (count == 1) snprintf(buf, len, "%.*f", digits, mean);
+    else snprintf(buf, len, "%.*f ± %.*f", digits, mean, digits, half);
 }
 
-int plot_band_table(FILE *out, const plot_set_t *set, plot_series_fn f, int up, const char *what)
+/* Row k of plot_band_table: group g[k] of ng (legends from each group's first seed). */
+static void table_row(FILE *out, const plot_set_t *set, const plot_curve_t *c,
+                      const plot_group_t *g, const int *first, int ng, int k, double target,
+                      int epochs)
 {
-    int m[PLOT_BAND_MAX_RUNS], nr = 0;
-    for (int i = 0; i < set->n && nr < PLOT_BAND_MAX_RUNS; i++) {
+    double last[PLOT_MAX_SEEDS], best[PLOT_MAX_SEEDS];
+    int nd = 0;
+    for (int i = 0; i < g[k].n; i++) {
+        const plot_run_t *r = &set->runs[g[k].run[i]];
         const double *x, *y;
-        if (f(&set->runs[i], &x, &y) > 0) m[nr++] = i;
+        const size_t n = c->f(r, &x, &y);
+        last[i] = best[i] = NAN;
+        for (size_t j = 0; j < n; j++)
+            if (isfinite(y[j])) {
+                last[i] = y[j];
+                if (isnan(best[i]) || (c->up ? y[j] > best[i] : y[j] < best[i])) best[i] = y[j];
+            }
+        nd += !isnan(r->diverged_at);
+    }
+    double mean, half;
+    int reached;
+    plot_band_reach_ci(set, &g[k], c->f, target, c->up, &mean, &half, &reached);
+    char label[300], a[80], b[80], at[80];
+    plot_train_label(set, first, ng, k, label, sizeof label);
+    mean_pm(last, g[k].n, c->digits, a, sizeof a);
+    mean_pm(best, g[k].n, c->digits, b, sizeof b);
+    // the seeds of one configuration share its updates per epoch
+    plot_band_reach_text(mean, half, reached,
+                         epochs ? 1.0 / set->runs[g[k].run[0]].epoch_batches : 1.0,
+                         epochs ? 2 : 0, at, sizeof at);
+    fprintf(out, "| %s | %d | %d | %s | %s | %s | %d of %d |\n", label, g[k].n, nd, a, b, at,
+            reached, g[k].n);
+}
+
+int plot_band_table(FILE *out, const plot_set_t *set, const plot_curve_t *c)
+{
+    int m[PLOT_BAND_MAX_RUNS], nr = 0, epochs = c->epochs;
+    for (int i = 0; i < set->n && nr < PLOT_BAND_MAX_RUNS; i++) {
+        const plot_run_t *r = &set->runs[i];
+        const double *x, *y;
+        if (c->member ? c->member(r) : c->f(r, &x, &y) > 0) {
+            m[nr++] = i;
+            if (isnan(r->epoch_batches)) epochs = 0;
+        }
     }
     plot_group_t g[PLOT_BAND_MAX_RUNS];
     const int ng = nr ? plot_band_groups(set, m, nr, g, PLOT_BAND_MAX_RUNS) : 0;
     if (ng <= 0) return 0;
-    const double target = plot_band_common_target(set, g, ng, f, up);
-    fprintf(out, "| run | seeds | diverged | last %s | best %s | update reaching %.4g |\n"
-                 "|---|---|---|---|---|---|\n", what, what, target);
+    const double target = plot_band_common_target(set, g, ng, c->f, c->up);
+    fprintf(out, "| run | seeds | diverged | last %s | best %s | %s reaching %.4g | seeds reaching "
+                 "|\n|---|---|---|---|---|---|---|\n", c->what, c->what,
+            epochs ? "epoch" : "update", target);
     int first[PLOT_BAND_MAX_RUNS];
     for (int k = 0; k < ng; k++) first[k] = g[k].run[0];
-    for (int k = 0; k < ng; k++) {
-        double last[PLOT_MAX_SEEDS], best[PLOT_MAX_SEEDS];
-        int nd = 0;
-        for (int i = 0; i < g[k].n; i++) {
-            const plot_run_t *r = &set->runs[g[k].run[i]];
-            const double *x, *y;
-            const size_t n = f(r, &x, &y);
-            last[i] = best[i] = NAN;
-            for (size_t j = 0; j < n; j++)
-                if (isfinite(y[j])) {
-                    last[i] = y[j];
-                    if (isnan(best[i]) || (up ? y[j] > best[i] : y[j] < best[i])) best[i] = y[j];
-                }
-            nd += !isnan(r->diverged_at);
-        }
-        double mean, half;
-        int reached;
-        plot_band_reach_ci(set, &g[k], f, target, up, &mean, &half, &reached);
-        char label[300], a[80], b[80], c[80];
-        plot_train_label(set, first, ng, k, label, sizeof label);
-        mean_pm(last, g[k].n, "%.4f", a, sizeof a);
-        mean_pm(best, g[k].n, "%.4f", b, sizeof b);
-        if (reached >= 2) snprintf(c, sizeof c, "%.0f ± %.0f", mean, half);
-        else if (reached == 1) snprintf(c, sizeof c, "%.0f", mean);
-        else snprintf(c, sizeof c, "never");
-        if (reached && reached < g[k].n)
-            snprintf(c + strlen(c), sizeof c - strlen(c), " (%d of %d seeds)", reached, g[k].n);
-        fprintf(out, "| %s | %d | %d | %s | %s | %s |\n", label, g[k].n, nd, a, b, c);
-    }
+    for (int k = 0; k < ng; k++) table_row(out, set, c, g, first, ng, k, target, epochs);
     return ng;
 }

@@ -24,9 +24,30 @@ typedef struct {
 /* A run's curve: *x and *y point at its arrays of the returned length (0: no such curve). */
 typedef size_t (*plot_series_fn)(const plot_run_t *r, const double **x, const double **y);
 
-/* The curves the helper knows: /train/loss against step, /train/val_loss against eval_step. */
+/* The curves the helper knows: /train/loss against step, /train/val_loss against eval_step,
+ * /train/bleu against bleu_step. */
 size_t plot_series_loss(const plot_run_t *r, const double **x, const double **y);
 size_t plot_series_val_loss(const plot_run_t *r, const double **x, const double **y);
+size_t plot_series_bleu(const plot_run_t *r, const double **x, const double **y);
+
+/* Whether a run belongs to a curve's figure or table. */
+typedef int (*plot_member_fn)(const plot_run_t *r);
+
+/* A run that logged BLEU or was to (train.bleu_every: a seed that diverged before its first
+ * BLEU is a seed that never reaches one). */
+int plot_member_bleu(const plot_run_t *r);
+
+/* A curve of a table of seeds (plot_band_table). */
+typedef struct {
+    plot_series_fn f;       /* the curve */
+    int up;                 /* 1: reached from below (BLEU); 0: from above (a loss) */
+    const char *what;       /* its name in the table: "validation loss", "BLEU" */
+    int digits;             /* decimals of its values in the table */
+    int epochs;             /* 1: reach in epochs when every run knows its updates per epoch */
+    plot_member_fn member;  /* the runs of the table; NULL: those with rows of f */
+} plot_curve_t;
+
+extern const plot_curve_t PLOT_CURVE_LOSS, PLOT_CURVE_VAL_LOSS, PLOT_CURVE_BLEU;
 
 /* Group the runs m[0..n) whose resolved configs are equal but for init.seed (and the output
  * file, overwrite and resume keys); groups in order of first appearance. Returns the number of
@@ -68,6 +89,11 @@ double plot_band_reach(const double *x, const double *y, size_t n, double target
 void plot_band_reach_ci(const plot_set_t *set, const plot_group_t *g, plot_series_fn f,
                         double target, int up, double *mean, double *half, int *reached);
 
+/* A group's reach (plot_band_reach_ci) as text, x scaled by xscale and printed with digits
+ * decimals: "2.10 ± 0.40", "2.10" (one seed reached it), "never" (none did). */
+void plot_band_reach_text(double mean, double half, int reached, double xscale, int digits,
+                          char *buf, size_t len);
+
 /* The value every seed of every group reaches: the largest of the curves' minima (up = 0;
  * the smallest of their maxima for up = 1); NaN without curves. Every run reaches it, so a
  * group's reach has all its seeds. */
@@ -75,10 +101,10 @@ double plot_band_common_target(const plot_set_t *set, const plot_group_t *g, int
                                plot_series_fn f, int up);
 
 /* A Markdown table of the training runs in set, one row per group of seeds: the legend, seeds,
- * diverged seeds, the last and the best value of curve f (mean ± 95 % half-width over the
- * seeds) and the x at which each reaches the value every run reaches
- * (plot_band_common_target), mean ± half-width. what names the curve ("validation loss").
- * Returns the number of rows (0: no run has the curve). */
-int plot_band_table(FILE *out, const plot_set_t *set, plot_series_fn f, int up, const char *what);
+ * diverged seeds, the last and the best value of curve c (mean ± 95 % half-width over the
+ * seeds), the update (or epoch, c->epochs) at which each reaches the value every run reaches
+ * (plot_band_common_target), mean ± half-width, and how many seeds reach it. Returns the
+ * number of rows (0: no run has the curve). */
+int plot_band_table(FILE *out, const plot_set_t *set, const plot_curve_t *c);
 
 #endif

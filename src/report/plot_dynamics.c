@@ -15,22 +15,13 @@
 #define DYN_MAX_LINES 48    /* runs in the line plots */
 #define DYN_MAX_COLUMNS 300 /* update columns of a heat map */
 
-/* /train/<name> of the run at prefix as rows × width (rank 1: width 1), or NULL. */
+/* /train/<name> of the run at prefix as rows × width (the axes after the first together). */
 static double *read_rows(h5io_file_t *f, const char *prefix, const char *name, size_t *rows,
                          size_t *width)
 {
-    char path[512];
-    size_t d[8];
-    int r;
-    double *x = NULL;
-    snprintf(path, sizeof path, "%s/train/%s", prefix, name);
-    if (!h5io_exists(f, path) || h5io_read_doubles(f, path, &x, d, &r) || r < 1 || r > 3) {
-        free(x);
-        return NULL;
-    }
-    *rows = d[0];
-    *width = 1;
-    for (int i = 1; i < r; i++) *width *= d[i];
+    size_t d1, d2;
+    double *x = h5io_read_train(f, prefix, name, rows, &d1, &d2);
+    *width = d1 * d2;
     return x;
 }
 

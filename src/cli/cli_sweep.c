@@ -1,0 +1,137 @@
+/* cli_sweep.c — `stability sweep`: a sweep file's runs, locally, as one run of it (--task,
+ * a Slurm array task) or as a Slurm job array, and their merge (sweep/sweep.h;
+ * docs/design.md §3). */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "util/args.h"
+#include "sweep/sweep.h"
+#include "cli/cli.h"
+
+static const char *HELP_SWEEP =
+    "usage: stability sweep FILE [--jobs N] [--dry-run] [--quiet]\n"
+    "       stability sweep FILE --slurm [--submit [--only-missing]] [--set slurm.KEY=VALUE]...\n"
+    "       stability sweep FILE --task I\n"
+    "       stability sweep FILE --merge [--force]\n"
+    "\n"
+    "Runs every point of a sweep file (experiments/*.ini: a base config, lists of values to\n"
+    "cross or zip, a run-name pattern) as its own process, N at a time (default: one per\n"
+    "core; the threads, STABILITY_THREADS else SLURM_CPUS_PER_TASK else the CPUs, divided\n"
+    "between them and set as STABILITY_SWEEP_THREADS, which wins in the runs), skipping runs\n"
+    "whose file is complete (status done or diverged, written with the configuration the\n"
+    "sweep now asks for; a stale one is redone), so an interrupted sweep resumes. Runs write\n"
+    "results/<sweep>/<run>.h5 and <run>.log; then all complete runs are merged into\n"
+    "results/<sweep>.h5 (/runs/NAME/... and the /sweep table of swept values).\n"
+    "  --jobs N     runs at a time\n"
+    "  --dry-run    list the runs and their overrides, run nothing\n"
+    "  --task I     run only run I (0-based; what a Slurm array task does)\n"
+    "  --merge      only merge what is complete; list what is missing (exit 3 if any). A\n"
+    "               merged file holding more complete runs than the run files now give is\n"
+    "               kept (run files lost or stale)\n"
+    "  --force      replace it anyway\n"
+    "  --slurm      write results/<sweep>/job.sbatch: one job array, task i = --task i,\n"
+    "               resources from the [slurm] section (partition, time, cpus_per_task, mem,\n"
+    "               array_parallelism, account, extra) or --set slurm.KEY=VALUE\n"
+    "  --submit     also submit it (sbatch --parsable) and print the job id\n"
+    "  --only-missing  submit only the runs that are not complete\n"
+    "SIGINT, SIGTERM, SIGHUP: passed on to the runs (training runs checkpoint), then exit\n"
+    "128 + the signal; run the sweep again to resume. A second sweep of the same file at the\n"
+    "same time refuses (results/<sweep>/.lock).\n"
+    "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file.\n";
+
+/* Path of this executable (children of a sweep run the same binary): 0, or −1 when it does
+ * not fit buf (never a truncated path). */
+static int self_path(const char *argv0, char *buf, size_t len)
+{
+    const ssize_t n = readlink("/proc/self/exe", buf, len);
+    if (n > 0 && (size_t)n < len) {
+        buf[n] = '\0';
+        return 0;
+    }
+    return n > 0 || (size_t)snprintf(buf, len, "%s", argv0) >= len ? -1 : 0;
+}
+
+int cli_sweep(int argc, char **argv)
+{
+    const char *file = NULL;
+    int jobs = 0, dry = 0, merge_only = 0, quiet = 0, slurm = 0, submit = 0, only_missing = 0;
+    int force = 0;
+    long task = -1;
+    const char *sets[64];
+    int nsets = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_SWEEP, stdout); return 0; }
+        else if (!strcmp(a, "--jobs") && i + 1 < argc) {
+            long v;
+            if (args_parse_long(argv[++i], 1, SWEEP_MAX_RUNS, &v))
+                return cli_usage_error("--jobs: not an integer in 1..4096", argv[i]);
+            jobs = (int)v;
+        } else if (!strcmp(a, "--task") && i + 1 < argc) {
+            if (args_parse_long(argv[++i], 0, SWEEP_MAX_RUNS - 1, &task))
+                return cli_usage_error("--task: not a run index (0, 1, ...)", argv[i]);
+        } else if (!strcmp(a, "--set") && i + 1 < argc) {
+            if (nsets == 64) return cli_usage_error("too many --set options", NULL);
+            sets[nsets++] = argv[++i];
+        } else if (!strcmp(a, "--dry-run")) dry = 1;
+        else if (!strcmp(a, "--slurm")) slurm = 1;
+        else if (!strcmp(a, "--submit")) submit = 1;
+        else if (!strcmp(a, "--only-missing")) only_missing = 1;
+        else if (!strcmp(a, "--merge")) merge_only = 1;
+        else if (!strcmp(a, "--force")) force = 1;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+        else if (a[0] == '-') return cli_usage_error("unknown option", a);
+        else if (!file) file = a;
+        else return cli_usage_error("sweep: more than one FILE", a);
+    }
+    if (!file) return cli_usage_error("sweep: missing FILE", NULL);
+    sweep_t s;
+    char err[2048], exe[4096];
+    if (sweep_load(&s, file, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        sweep_free(&s);
+        return 2;
+    }
+    if (self_path(argv[0], exe, sizeof exe)) {
+        sweep_free(&s);
+        return cli_usage_error("sweep: the path of this program is too long", NULL);
+    }
+    for (int k = 0; k < nsets; k++) {
+        if (sweep_set_slurm(&s, sets[k], err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            sweep_free(&s);
+            return 2;
+        }
+    }
+    if ((submit || only_missing) && !slurm) {
+        sweep_free(&s);
+        return cli_usage_error("--submit and --only-missing go with --slurm", NULL);
+    }
+    int rc = 0;
+    if (slurm) {
+        char script[1200];
+        rc = sweep_slurm_write(&s, exe, script, sizeof script, err, sizeof err);
+        if (rc) fprintf(stderr, "%s\n", err);
+        else if (!submit && !quiet) printf("wrote %s (submit with: sbatch %s, or add --submit)\n", script, script);
+        if (!rc && submit) rc = sweep_slurm_submit(&s, script, only_missing, quiet);
+    } else if (dry) {
+        printf("sweep %s: base %s, %d runs -> %s/\n", s.name, s.base, s.nruns, s.results_dir);
+        for (int i = 0; i < s.nruns; i++) {
+            sweep_sets_t sets;
+            sweep_run_sets(&s, i, &sets);
+            const sweep_state_t st = sweep_run_state(&s, i, NULL, 0);
+            printf("%4d %-32s %s", i, s.runs[i].name, st == SWEEP_COMPLETE ? "[complete]"
+                                                      : st == SWEEP_STALE ? "[stale]" : "");
+            for (int k = 0; k < sets.n; k++) printf(" %s", sets.ptr[k]);
+            printf("\n");
+        }
+    } else if (task >= s.nruns) {
+        fprintf(stderr, "stability: --task %ld: the sweep has %d runs (0..%d)\n", task, s.nruns,
+                s.nruns - 1);
+        rc = 2;
+    } else {
+        rc = sweep_execute(&s, exe, task, jobs, merge_only, force, quiet);
+    }
+    sweep_free(&s);
+    return rc;
+}

@@ -1,0 +1,34 @@
+/* h5io_dump.c — the dump file of `stability dump` (docs/design.md §6): one batch, the loss,
+ * every parameter and its gradient, for the PyTorch cross-checks. */
+#include <stdio.h>
+#include "io/h5io.h"
+
+int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
+                    unsigned long seed, int overwrite, char *err, size_t errlen)
+{
+    h5io_file_t *f;
+    int rc = h5io_create(&f, path, overwrite, "a dump", err, errlen);
+    if (rc) return rc;
+    const batch_t *b = &m->batch;
+    const size_t bt[2] = {(size_t)b->B, (size_t)b->T}, bs[2] = {(size_t)b->B, (size_t)b->S};
+    if (b->src) rc |= h5io_write_ints(f, "/batch/src_tokens", b->src, 2, bs);
+    rc |= h5io_write_ints(f, "/batch/tokens", b->tokens, 2, bt);
+    rc |= h5io_write_ints(f, "/batch/targets", b->targets, 2, bt);
+    rc |= h5io_write_doubles(f, "/loss", &m->loss, 0, NULL);
+    for (int i = 0; i < m->num_tensors && !rc; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        const size_t dims[2] = {t->rank == 2 ? t->rows : t->cols, t->cols};
+        char name[96];
+        snprintf(name, sizeof name, "/params/%s", t->name);
+        rc |= h5io_write_doubles(f, name, m->params + t->offset, t->rank, dims);
+        snprintf(name, sizeof name, "/grads/%s", t->name);
+        rc |= h5io_write_doubles(f, name, m->grads + t->offset, t->rank, dims);
+    }
+    rc |= h5io_write_root_attrs(f, config_ini, seed, "done");
+    if (rc) {
+        snprintf(err, errlen, "%s: cannot write the dump", path);
+        h5io_abort(f);
+        return 1;
+    }
+    return h5io_commit(f, err, errlen);
+}
