@@ -273,6 +273,40 @@ static void line_style(const plot_set_t *set, int i, const double *lrs, int k, c
              mit);
 }
 
+/* The key of the line plots, one entry per style rather than per run (a grid of 18 runs
+ * would need 18): a colour per learning rate, a dash per mitigation, a width per placement. */
+static void lines_key(const plot_set_t *set, const int *m, int n, const double *lrs, int k,
+                      sbuf_t *s)
+{
+    for (int j = 0; j < k; j++)
+        sbuf_printf(s, ", keyentry with lines lc rgb '%s' lw 2 title 'lr %g'",
+                    PLOT_COLORS[j % PLOT_NCOLORS], lrs[j]);
+    int dts[DYN_MAX_LINES], nd = 0, pass, j;
+    double lws[DYN_MAX_LINES];
+    for (pass = 0; pass < 2; pass++)   // the mitigations, then the placements
+        for (int i = 0, nl = 0; i < n; i++) {
+            char label[160], mit[64];
+            const char *col;
+            int dt;
+            double lw;
+            line_style(set, m[i], lrs, k, label, sizeof label, &col, &dt, &lw);
+            if (pass == 0) {
+                for (j = 0; j < nd && dts[j] != dt; j++) {}
+                if (j < nd) continue;
+                dts[nd++] = dt;
+                mitigation(&set->runs[m[i]].cfg, mit, sizeof mit);
+                sbuf_printf(s, ", keyentry with lines lc rgb 'black' dt %d lw 1.2 title '%s'", dt,
+                            mit);
+            } else {
+                for (j = 0; j < nl && lws[j] != lw; j++) {}
+                if (j < nl) continue;
+                lws[nl++] = lw;
+                sbuf_printf(s, ", keyentry with lines lc rgb 'black' lw %g title '%s'", lw,
+                            config_placement_name(set->runs[m[i]].cfg.model.placement));
+            }
+        }
+}
+
 int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int m[DYN_MAX_LINES], n = 0;
@@ -299,33 +333,27 @@ int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     sbuf_printf(s, "set multiplot layout 3,1 title \"Attention-logit growth and entropy collapse"
                    "\\n{/*0.8 d = %d, L = %d, %s, %s; colour = lr, dash = mitigation, thick = "
                    "Post-LN}\"\nset grid\nset key outside right top font ',10'\n"
-                   "set lmargin 10\nset rmargin 34\n",
+                   "set lmargin 10\nset rmargin 20\n",
                 c->model.d_model, c->model.layers, data, config_optimizer_name(c->train.optimizer));
     static const char *const PANEL[3][2] = {
         {"max |attention logit|", "set logscale y\n"},
         {"lowest layer-mean entropy (nats)", "unset logscale y\n"},
-        {"training loss (nats)", "unset logscale y\n"},
+        {"training loss (nats)", "set logscale y\n"},   // a spike of 10x stays readable
     };
     for (int p = 0; p < 3; p++) {
         sbuf_printf(s, "%sset ylabel '%s'\n%s", PANEL[p][1], PANEL[p][0],
                     p == 2 ? "set xlabel 'update t'\n" : "unset xlabel\n");
         sbuf_printf(s, "plot ");
-        char seen[DYN_MAX_LINES][160];
-        int ns = 0;
         for (int i = 0; i < n; i++) {
             char label[160];
             const char *col;
             int dt;
             double lw;
             line_style(set, m[i], lrs, k, label, sizeof label, &col, &dt, &lw);
-            int dup = p != 0;   // the legend once, in the first panel, per style
-            for (int j = 0; j < ns && !dup; j++) dup = !strcmp(seen[j], label);
-            if (!dup) snprintf(seen[ns++], sizeof seen[0], "%s", label);
-            sbuf_printf(s, "%s$d%d using 1:%d with lines lc rgb '%s' dt %d lw %g ", i ? ", " : "", i,
-                        p + 2, col, dt, lw);
-            if (dup) sbuf_printf(s, "notitle");
-            else sbuf_printf(s, "title '%s'", label);
+            sbuf_printf(s, "%s$d%d using 1:%d with lines lc rgb '%s' dt %d lw %g notitle",
+                        i ? ", " : "", i, p + 2, col, dt, lw);
         }
+        if (p == 0) lines_key(set, m, n, lrs, k, s);
         sbuf_printf(s, "\n");
     }
     sbuf_printf(s, "unset multiplot\n");
