@@ -204,6 +204,9 @@ START_TEST(test_band_reach_up)
     ck_assert_int_eq(plot_band_groups(&set, m, NBLEU, g, 4), 2);
     ck_assert_int_eq(g[0].n, 3);   // the seed without BLEU rows is one of them
     ck_assert_double_eq(plot_band_common_target(&set, g, 2, plot_series_bleu, 1), 14.0);
+    by[1][0] = 0.0, by[1][1] = 1e-77, by[1][2] = 0.009;   // never scored: not the target
+    ck_assert_double_eq(plot_band_common_target(&set, g, 2, plot_series_bleu, 1), 16.0);
+    by[1][0] = 2, by[1][1] = 8, by[1][2] = 14;
     double mean, half, mu, h;
     int reached;
     // BLEU 14: seed 1 at 100 + 50·4/6, seed 2 at 150 (met there), seed 3 never

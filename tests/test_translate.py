@@ -291,7 +291,7 @@ def check_sweep_reach(tmp, corpus, vocab):
             for r in f["runs"]:
                 t = f[f"runs/{r}/train"]
                 curves[r] = (t["bleu_step"][()] / t.attrs["epoch_batches"], t["bleu"][()])
-        target = min(float(np.max(y)) for _, y in curves.values())
+        target = min(float(np.max(y)) for _, y in curves.values() if np.max(y) >= 0.01)
         q = run("info", merged, "--train")
         rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[1:-1]]
                 for l in q.stdout.split("| last BLEU")[-1].splitlines() if l.startswith("| ")}

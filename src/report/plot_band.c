@@ -188,6 +188,10 @@ double plot_band_common_target(const plot_set_t *set, const plot_group_t *g, int
             double best = INFINITY;
             for (size_t j = 0; j < n; j++)
                 if (isfinite(y[j]) && sign * y[j] < best) best = sign * y[j];
+            // a BLEU curve that never left 0 (no 4-gram ever matched: NLTK then returns values
+            // like 1e-77, printed 0.00) would set the target to ~0, reached by every run at its
+            // first evaluation: such a run only never reaches the target
+            if (up && -best < 0.01) continue;
             if (isfinite(best) && !(best <= target)) target = best;   // NaN target: the first
         }
     return sign * target;

@@ -95,8 +95,8 @@ void plot_band_reach_text(double mean, double half, int reached, double xscale, 
                           char *buf, size_t len);
 
 /* The value every seed of every group reaches: the largest of the curves' minima (up = 0;
- * the smallest of their maxima for up = 1); NaN without curves. Every run reaches it, so a
- * group's reach has all its seeds. */
+ * the smallest of their maxima from 0.01 up for up = 1, so a BLEU curve that never left 0
+ * does not make the target 0); NaN without curves. Every run but those reaches it. */
 double plot_band_common_target(const plot_set_t *set, const plot_group_t *g, int ngroups,
                                plot_series_fn f, int up);
 

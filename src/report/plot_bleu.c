@@ -49,7 +49,7 @@ int plot_fig_bleu(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     const int n = logged ? plot_band_groups(set, m, nr, g, PLOT_MAX_SERIES) : 0;
     if (n <= 0) return 0;   // more curves than a legend can tell apart
     snprintf(name, len, "bleu");
-    // the BLEU every run reaches (the smallest of the runs' best): each seed's epoch there
+    // the BLEU every run reaches (the smallest of the runs' best from 0.01 up): each seed's epoch there
     const double target = plot_band_common_target(set, g, n, plot_series_bleu, 1);
     size_t rows[PLOT_MAX_SERIES], any = 0;
     for (int i = 0; i < n; i++) {
@@ -71,10 +71,11 @@ int plot_fig_bleu(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
                    "text%s}", c->model.layers, config_dec_layers(c), c->model.d_model, data,
                 seeds);
     if (isfinite(target))
-        sbuf_printf(s, "\\n{/*0.8 dotted: BLEU %.2f, the lowest of the runs' best; key: the %s "
-                       "each configuration first reaches it, mean ± 95%% CI over its seeds "
-                       "(linear between evaluations)}", target, epochs ? "epoch" : "update");
-    sbuf_printf(s, "\"\nset grid\nset key bottom right box opaque\nset xlabel '%s'\n"
+        sbuf_printf(s, "\\n{/*0.8 dotted: BLEU %.2f, the lowest of the runs' best from 0.01 up}"
+                       "\\n{/*0.8 key: the %s each configuration first reaches it, mean ± 95%% "
+                       "CI over its seeds (linear between evaluations)}", target,
+                    epochs ? "epoch" : "update");
+    sbuf_printf(s, "\"\nset grid\nset key top left box opaque\nset xlabel '%s'\n"
                    "set ylabel 'BLEU'\nset yrange [0:*<100]\n", epochs ? "epoch" : "update");
     if (isfinite(target))
         sbuf_printf(s, "set arrow 1 from graph 0, first %.10g to graph 1, first %.10g nohead "
