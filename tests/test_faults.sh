@@ -347,7 +347,12 @@ check "--submit of a sweep named \"$sweep8\": sbatch gets the script as one argu
 # ================================================================== sweeps: signals, orphans, locks
 # children PID: kids = the processes whose parent is PID (remembered for the clean-up)
 children() {
-    kids=$(ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' | tr '\n' ' ')
+    local i
+    for i in $(seq 100); do   # up to 10 s: a loaded machine starts the run late
+        kids=$(ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' | tr '\n' ' ')
+        [ -n "$kids" ] && break
+        sleep 0.1
+    done
     local p
     for p in $kids; do PIDS+=("$p"); done
 }
