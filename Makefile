@@ -48,7 +48,12 @@ TEST_SRC := $(wildcard tests/test_*.c) tests/check_main.c
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 BUILD    ?= build
-OBJ      := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
+# The numerical core (docs/design.md §2, "One core, two precisions"): compiled as written
+# (float64) and again with -DSTAB_REAL_FLOAT (float32), its public names renamed NAME_f32 by
+# $(BUILD)/f32/names.h, which `nm` makes from the float64 objects. One binary holds both.
+CORE_SRC := $(wildcard src/nn/*.c src/model/*.c src/measure/*.c src/train/*.c)
+CORE_F32 := $(CORE_SRC:src/%.c=$(BUILD)/f32/%.o)
+OBJ      := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(CORE_F32)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
 RUN_SWEEP ?= experiments/fig3ab_grad_vs_layer.ini
@@ -75,6 +80,16 @@ $(BUILD)/cli/main.o $(BUILD)/io/h5io.o: $(BUILD)/%.o: src/%.c $(HEADERS)
 $(BUILD)/%.o: src/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c -o $@ $<
+
+# every global symbol the float64 core defines, as `#define NAME NAME_f32`
+$(BUILD)/f32/names.h: $(CORE_SRC:src/%.c=$(BUILD)/%.o)
+	@mkdir -p $(dir $@)
+	nm -g --defined-only $^ | awk 'NF == 3 { print "#define " $$3 " " $$3 "_f32" }' | sort -u > $@.tmp
+	mv $@.tmp $@
+
+$(BUILD)/f32/%.o: src/%.c $(HEADERS) $(BUILD)/f32/names.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -DSTAB_REAL_FLOAT -include $(BUILD)/f32/names.h -c -o $@ $<
 
 $(BUILD)/tests/%.o: tests/%.c $(HEADERS) tests/tests.h | $(BUILD)
 	@mkdir -p $(dir $@)
