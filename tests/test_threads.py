@@ -14,6 +14,9 @@ file must equal the 1-thread file's, byte for byte:
    straight through;
 3. a sweep of two runs with --jobs 2 at STABILITY_THREADS = 2, 4, 6, 32 (runs at 1, 2, 3 and
    16 threads each): the same merged file.
+The float32 core (train.precision = float32, its GEMMs through cblas_sgemm in the same blocks)
+is held to the same: lm Post-LN and enc-dec Post-LN with dropout, trained, and the dump with the
+logits cut by columns, each byte-identical at every thread count.
 Prints "ok"/"not ok" per check, then "threads: N passed, M failed"; exit 1 if M > 0.
 """
 import os
@@ -36,6 +39,8 @@ EXTRA = [("dump-lm-mid-cols-k320", "dump",
                     "model.dropout=0.1"]),
          ("probe-encdec-mid-post", "probe", sr.MID + sr.ENCDEC + sr.PROBE +
           ["model.src_len=32", "model.placement=post"])]
+# the float32 core: the same cases with train.precision = float32
+F32 = ["train-lm-mid-post", "train-encdec-mid-post-dropout", "dump-lm-mid-cols-k320"]
 RESUMED = "train-lm-mid-dropout-zipf"   # its 1-thread file is the run straight through
 results = []
 
@@ -54,6 +59,7 @@ def env_for(threads, **extra):
 def test_cases(tmp):
     todo = [(n, v, s) for n, v, s, _ in sr.cases() if n in CASES] + EXTRA
     check("the cases exist in scripts/same_results.py", len(todo) == len(CASES) + len(EXTRA))
+    todo += [(n + "-float32", v, s + ["train.precision=float32"]) for n, v, s in todo if n in F32]
     for name, verb, sets in todo:
         files, bad = {}, []
         for t in THREADS:
