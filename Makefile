@@ -208,7 +208,7 @@ dynamics: deps
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
 # training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
-# (tests/test_threads.py), faults (devices, full disk, hostile names, signals, locks;
+# (tests/test_threads.py), training in float32 (tests/test_float32.py, test_torch_float32.py), faults (devices, full disk, hostile names, signals, locks;
 # tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise), the build
 # without root against unpacked .deb files (tests/test_cluster_build.sh, docs/cluster.md; root
 # only), then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -223,11 +223,13 @@ test: test-deps
 	/usr/bin/python3 tests/test_translate.py
 	/usr/bin/python3 tests/test_torch_mlm.py
 	/usr/bin/python3 tests/test_torch_dynamics.py
+	/usr/bin/python3 tests/test_torch_float32.py
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_train.py
 	/usr/bin/python3 tests/test_hostile.py
 	/usr/bin/python3 tests/test_threads.py
+	/usr/bin/python3 tests/test_float32.py
 	tests/test_corpus.sh
 	tests/test_faults.sh
 	tests/test_slurm.sh
