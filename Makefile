@@ -208,8 +208,8 @@ dynamics: deps
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
 # training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
-# (tests/test_threads.py), training in float32 (tests/test_float32.py, test_torch_float32.py), faults (devices, full disk, hostile names, signals, locks;
-# tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise), the build
+# (tests/test_threads.py), training in float32 (tests/test_float32.py, test_torch_float32.py),
+# faults (devices, full disk, hostile names, signals, locks; tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise), the build
 # without root against unpacked .deb files (tests/test_cluster_build.sh, docs/cluster.md; root
 # only), then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps

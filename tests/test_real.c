@@ -10,7 +10,7 @@
 #include "tests.h"
 #include "config/config.h"
 #include "config/scheme.h"
-#include "model/core_f32.h"
+#include "train/core_f32.h"
 #include "model/model.h"
 #include "model/session.h"
 #include "train/train.h"

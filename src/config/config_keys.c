@@ -495,7 +495,8 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         // config keeps the text it had before the key existed (docs/design.md §6f)
         if (k->off == offsetof(config_t, data.mask_rate) && cfg->data.task != TASK_MLM) continue;
         // written for float32 runs only: a float64 run's config is the text it always was
-        if (k->off == offsetof(config_t, train.precision) && cfg->train.precision == PRECISION_FLOAT64)
+        if (k->off == offsetof(config_t, train.precision) &&
+            cfg->train.precision == PRECISION_FLOAT64)
             continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);

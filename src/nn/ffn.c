@@ -22,7 +22,7 @@ static void relu_part(void *ctx, int t, int nt)
     size_t lo, hi;
     threads_part(j->n, t, nt, 8, &lo, &hi);
     // x > 0 ? x : 0 (backward: x > 0 ? dout : 0) without a branch (a branch on the sign
-    // mispredicts half the time), two lanes at a time (nn/vec.h)
+    // mispredicts half the time), VR_LANES at a time (nn/vec.h)
     size_t i = lo;
     if (!j->backward) {
         for (; i + VR_LANES <= hi; i += VR_LANES) vr_store(j->out + i, vr_relu(vr_load(j->x + i)));

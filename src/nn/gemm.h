@@ -23,8 +23,9 @@
 #include "util/real.h"
 
 /* Row-major C (M,N) = α·op(A)·op(B) + β·C, op(X) = Xᵀ when the flag is set; lda, ldb, ldc as
- * cblas_dgemm's (cblas_sgemm's in the float32 core, util/real.h). The bytes of gemm_serial() on the same arguments, at every thread count. Call
- * from outside a pool part to share it (inside one it is one call on that thread). */
+ * cblas_dgemm's (cblas_sgemm's in the float32 core, util/real.h). The bytes of gemm_serial() on
+ * the same arguments, at every thread count. Call from outside a pool part to share it (inside
+ * one it is one call on that thread). */
 void gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
           const real *B, int ldb, double beta, real *C, int ldc);
 

@@ -31,7 +31,8 @@ static void bias_grad_part(void *ctx, int t, int nt)
     for (size_t i = 0; i < j->N; i++) {
         const real *row = j->dout + i * j->OC;   // (OC)
         size_t c = lo;
-        for (; c + VR_LANES <= hi; c += VR_LANES) vr_store(j->db + c, vr_load(j->db + c) + vr_load(row + c));
+        for (; c + VR_LANES <= hi; c += VR_LANES)
+            vr_store(j->db + c, vr_load(j->db + c) + vr_load(row + c));
         for (; c < hi; c++) j->db[c] += row[c];
     }
 }

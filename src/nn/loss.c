@@ -40,7 +40,8 @@ static void forward_part(void *ctx, int t, int nt)
         }
         size_t c = 0;
         const vreal S = vr_set1(sum);
-        for (; c + VR_LANES <= V; c += VR_LANES) vr_store(p + c, vr_load(p + c) / S);   // p_j /= sum, 2 lanes
+        for (; c + VR_LANES <= V; c += VR_LANES)
+            vr_store(p + c, vr_load(p + c) / S);   // p_j /= sum, VR_LANES lanes
         for (; c < V; c++) p[c] /= sum;
         if (!j->targets || j->targets[i] < 0) { j->losses[i] = 0.0; continue; }
         // −log p_j = lse − z_j

@@ -74,7 +74,7 @@ static void forward_rows(const norm_job_t *j, size_t n0, size_t n1)
         // y = γ ⊙ (x − μ)·r + β   (Ba et al.: x̂_i = (x_i − μ)/√(σ²+ε), y_i = γ x̂_i + β)
         // y = γ ⊙ x·r             (Zhang & Sennrich: x / √(mean(x²) + ε) · γ)
         size_t i = 0;
-        if (gamma) {   // two lanes, each the scalar expression below
+        if (gamma) {   // VR_LANES lanes, each the scalar expression below
             const vreal vm = vr_set1(m), vr = vr_set1(r), zero = vr_set1(0.0);
             for (; i + VR_LANES <= C; i += VR_LANES) {
                 const vreal xhat = (vr_load(xr + i) - vm) * vr;
@@ -145,7 +145,7 @@ static void backward_rows(const norm_job_t *j, size_t n0, size_t n1, int params)
         dnorm_mean = ln ? dnorm_mean / (double)C : 0.0;
         dnorm_norm_mean /= (double)C;
         size_t i = 0;
-        if (gamma) {   // two lanes, each the scalar expression below
+        if (gamma) {   // VR_LANES lanes, each the scalar expression below
             const vreal vm = vr_set1(m), vr = vr_set1(r), zero = vr_set1(0.0);
             const vreal vmean = vr_set1(dnorm_mean), vnm = vr_set1(dnorm_norm_mean);
             for (; i + VR_LANES <= C; i += VR_LANES) {
@@ -180,7 +180,7 @@ static void backward_params(const norm_job_t *j, size_t c0, size_t c1)
         const double r = j->srstd[n];
         const vreal vm = vr_set1(m), vr = vr_set1(r);
         size_t i = c0;
-        for (; i + VR_LANES <= c1; i += VR_LANES) {   // two lanes, each the scalar expression below
+        for (; i + VR_LANES <= c1; i += VR_LANES) {   // lanes: the scalar expression below
             const vreal xhat = (vr_load(xr + i) - vm) * vr, d = vr_load(dor + i);
             if (dgamma) vr_store(dgamma + i, vr_load(dgamma + i) + d * xhat);
             if (db) vr_store(db + i, vr_load(db + i) + d);

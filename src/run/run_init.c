@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/core_f32.h"
+#include "train/core_f32.h"
 #include "model/session.h"
 #include "io/h5io.h"
 #include "measure/gradcheck.h"

@@ -29,8 +29,10 @@ void optim_free(optim_t *o)
     o->m = o->v = NULL;
 }
 
-/* b ← μ·b + (g + λθ);  θ ← θ − α·b  over [lo, hi). Two elements at a time: each lane does the
- * scalar operations (nn/vec.h), so the result is the scalar loop's, bit for bit. */
+/* b ← μ·b + (g + λθ);  θ ← θ − α·b  over [lo, hi). VR_LANES elements at a time: each lane does
+ * the scalar operations (nn/vec.h), so in float64 the result is the scalar loop's, bit for bit
+ * (in float32 the tail evaluates in double; parts start at whole vectors, so the tail is always
+ * the buffer's last elements, whatever the split). */
 static void sgd_range(optim_t *o, real *params, const real *grads, double lr, size_t lo,
                       size_t hi)
 {
@@ -54,7 +56,7 @@ static void sgd_range(optim_t *o, real *params, const real *grads, double lr, si
 
 /* adam / adamw / radam share the moments; they differ in the decay and the step size.
  * rect: the RAdam rectifier rₜ, or 0 for RAdam's un-adapted (momentum-SGD) step; 1 for adam.
- * Over [lo, hi), two elements at a time as sgd_range; the scalar tail is the reference form. */
+ * Over [lo, hi), VR_LANES elements at a time as sgd_range; the scalar tail is the reference form. */
 typedef struct {
     double lr, rect, bc1, bc2;
     int decoupled, adaptive;
@@ -95,7 +97,7 @@ static void adam_range(optim_t *o, real *params, const real *grads, const adam_s
     }
 }
 
-/* One update over part t of nt of the parameters (even boundaries: whole vector pairs), on the
+/* One update over part t of nt of the parameters (boundaries at whole vectors), on the
  * step's pool (util/threads.h): element-wise, so any split gives the same bits. */
 typedef struct {
     optim_t *o;

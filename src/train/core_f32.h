@@ -8,6 +8,7 @@
 #define STABILITY_CORE_F32_H
 
 #include "model/session.h"
+#include "train/optim.h"
 
 #if !REAL_IS_FLOAT
 int session_open_f32(session_t *s, const config_t *cfg, char *err, size_t errlen);
@@ -18,6 +19,9 @@ double model_forward_f32(model_t *m, const batch_t *b);
 double model_objective_f32(const model_t *m);
 void model_zero_grad_f32(model_t *m);
 void model_backward_f32(model_t *m);
+int optim_init_f32(optim_t *o, const config_t *cfg, size_t n);
+void optim_free_f32(optim_t *o);
+void optim_update_f32(optim_t *o, double *params, const double *grads, double lr);
 #endif
 
 #endif
