@@ -245,7 +245,8 @@ asan-unit:
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ../build-asan/test_runner
 
 # Speed (issue 7, docs/performance.md): ms per forward+backward, GFLOP/s against DGEMM at 1024^3,
-# PyTorch float64/float32 on the same model and threads, peak RSS; table + results/bench.csv.
+# PyTorch float64/float32 on the same model and threads, peak RSS; table + results/bench.csv;
+# the updates at d = 64, 128, 256 again in the float32 core (train.precision = float32).
 # Never part of `make test`. BENCH_ARGS e.g. "--threads 1 --steps 20 --only a_". Then the
 # sweep's split, and the update time before/after GEMM bits were made independent of the thread
 # count (bench/split_cost.sh; builds that commit's benchmark once, in build/before-*).
