@@ -81,10 +81,11 @@ $(BUILD)/%.o: src/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c -o $@ $<
 
-# every global symbol the float64 core defines, as `#define NAME NAME_f32`
+# every global symbol the float64 core defines, as `#define NAME NAME_f32` (C identifiers only:
+# AddressSanitizer adds symbols such as __odr_asan.NAME, which are no names in the source)
 $(BUILD)/f32/names.h: $(CORE_SRC:src/%.c=$(BUILD)/%.o)
 	@mkdir -p $(dir $@)
-	nm -g --defined-only $^ | awk 'NF == 3 { print "#define " $$3 " " $$3 "_f32" }' | sort -u > $@.tmp
+	nm -g --defined-only $^ | awk 'NF == 3 && $$3 ~ /^[A-Za-z_][A-Za-z0-9_]*$$/ { print "#define " $$3 " " $$3 "_f32" }' | sort -u > $@.tmp
 	mv $@.tmp $@
 
 $(BUILD)/f32/%.o: src/%.c $(HEADERS) $(BUILD)/f32/names.h
