@@ -48,7 +48,12 @@ TEST_SRC := $(wildcard tests/test_*.c) tests/check_main.c
 VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 
 BUILD    ?= build
-OBJ      := $(LIB_SRC:src/%.c=$(BUILD)/%.o)
+# The numerical core (docs/design.md §2, "One core, two precisions"): compiled as written
+# (float64) and again with -DSTAB_REAL_FLOAT (float32), its public names renamed NAME_f32 by
+# $(BUILD)/f32/names.h, which `nm` makes from the float64 objects. One binary holds both.
+CORE_SRC := $(wildcard src/nn/*.c src/model/*.c src/measure/*.c src/train/*.c)
+CORE_F32 := $(CORE_SRC:src/%.c=$(BUILD)/f32/%.o)
+OBJ      := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(CORE_F32)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 
 RUN_SWEEP ?= experiments/fig3ab_grad_vs_layer.ini
@@ -76,6 +81,17 @@ $(BUILD)/cli/main.o $(BUILD)/io/h5io.o: $(BUILD)/%.o: src/%.c $(HEADERS)
 $(BUILD)/%.o: src/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c -o $@ $<
+
+# every global symbol the float64 core defines, as `#define NAME NAME_f32` (C identifiers only:
+# AddressSanitizer adds symbols such as __odr_asan.NAME, which are no names in the source)
+$(BUILD)/f32/names.h: $(CORE_SRC:src/%.c=$(BUILD)/%.o)
+	@mkdir -p $(dir $@)
+	nm -g --defined-only $^ | awk 'NF == 3 && $$3 ~ /^[A-Za-z_][A-Za-z0-9_]*$$/ { print "#define " $$3 " " $$3 "_f32" }' | sort -u > $@.tmp
+	mv $@.tmp $@
+
+$(BUILD)/f32/%.o: src/%.c $(HEADERS) $(BUILD)/f32/names.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -DSTAB_REAL_FLOAT -include $(BUILD)/f32/names.h -c -o $@ $<
 
 $(BUILD)/tests/%.o: tests/%.c $(HEADERS) tests/tests.h | $(BUILD)
 	@mkdir -p $(dir $@)
@@ -194,8 +210,8 @@ dynamics: deps
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
 # training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
-# (tests/test_threads.py), faults (devices, full disk, hostile names, signals, locks;
-# tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise), the build
+# (tests/test_threads.py), training in float32 (tests/test_float32.py, test_torch_float32.py),
+# faults (devices, full disk, hostile names, signals, locks; tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise), the build
 # without root against unpacked .deb files (tests/test_cluster_build.sh, docs/cluster.md; root
 # only), then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps
@@ -210,11 +226,13 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_mlm.py
 	/usr/bin/python3 tests/test_torch_dynamics.py
 	/usr/bin/python3 tests/test_dynamics_plot.py
+	/usr/bin/python3 tests/test_torch_float32.py
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_train.py
 	/usr/bin/python3 tests/test_hostile.py
 	/usr/bin/python3 tests/test_threads.py
+	/usr/bin/python3 tests/test_float32.py
 	tests/test_corpus.sh
 	tests/test_faults.sh
 	tests/test_slurm.sh
@@ -230,7 +248,8 @@ asan-unit:
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ../build-asan/test_runner
 
 # Speed (issue 7, docs/performance.md): ms per forward+backward, GFLOP/s against DGEMM at 1024^3,
-# PyTorch float64/float32 on the same model and threads, peak RSS; table + results/bench.csv.
+# PyTorch float64/float32 on the same model and threads, peak RSS; table + results/bench.csv;
+# the updates at d = 64, 128, 256 again in the float32 core (train.precision = float32).
 # Never part of `make test`. BENCH_ARGS e.g. "--threads 1 --steps 20 --only a_". Then the
 # sweep's split, and the update time before/after GEMM bits were made independent of the thread
 # count (bench/split_cost.sh; builds that commit's benchmark once, in build/before-*).

@@ -2,7 +2,7 @@
  * and against PyTorch on the identical model (formulas in docs/performance.md).
  *
  *   build/bench [--threads N] [--steps S] [--warmup W] [--csv FILE] [--python PATH]
- *               [--no-torch] [--only SUBSTRING] [--retries N]
+ *               [--no-torch] [--only SUBSTRING[,SUBSTRING...]] [--retries N] [--f32]
  *               [--wait SECONDS]
  *
  * The driver measures DGEMM at 1024³ through the BLAS the model uses, then runs every case in a
@@ -31,6 +31,7 @@
 #include "nn/loss.h"
 #include "measure/probe.h"
 #include "train/optim.h"
+#include "train/core_f32.h"
 #include "util/blascore.h"
 #include "util/threads.h"
 
@@ -98,8 +99,35 @@ static const bench_case_t CASES[] = {
 #define PROBE_SEEDS "probe.seeds=2"
 #define PROBE_BATCHES "probe.batches=5"
 
+/* The core a child times (train.precision; docs/design.md §2): float64, or the same functions
+ * compiled with real = float (train/core_f32.h). */
+typedef struct {
+    int (*open)(session_t *s, const config_t *cfg, char *err, size_t errlen);
+    void (*close)(session_t *s);
+    void (*init)(session_t *s, unsigned long seed);
+    int (*next)(session_t *s);
+    double (*forward)(model_t *m, const batch_t *b);
+    void (*zero_grad)(model_t *m);
+    void (*backward)(model_t *m);
+    int (*optim_init)(optim_t *o, const config_t *cfg, size_t n);
+    void (*optim_update)(optim_t *o, double *params, const double *grads, double lr);
+    void (*optim_free)(optim_t *o);
+} core_t;
+
+static const core_t CORE64 = {session_open, session_close, session_init, session_next_batch,
+                              model_forward, model_zero_grad, model_backward, optim_init,
+                              optim_update, optim_free};
+static const core_t CORE32 = {session_open_f32, session_close_f32, session_init_f32,
+                              session_next_batch_f32, model_forward_f32, model_zero_grad_f32,
+                              model_backward_f32, optim_init_f32, optim_update_f32,
+                              optim_free_f32};
+
+/* The float32 table's cases: the updates at d ≤ this (issue 24: d = 64, 128, 256). */
+#define F32_MAX_D 256
+
 typedef struct {
     int threads, steps, warmup, torch;
+    int f32;                /* child: time the float32 core (K_STEP, K_UPDATE) */
     int retries;            /* repeat a run disturbed by other processes at most this often */
     double wait;            /* seconds to wait for an idle machine before each run (0: no) */
     const char *csv, *python, *only;
@@ -289,7 +317,12 @@ static int run_case(const char *name, const bench_opts_t *o)
     char err[512];
     result_t r = {0};
     session_t ses;
-    if (session_open(&ses, &cfg, err, sizeof err)) {
+    const core_t *k = o->f32 ? &CORE32 : &CORE64;
+    if (o->f32 && (c->kind == K_PROBE || c->kind == K_DYN)) {
+        fprintf(stderr, "bench: %s: float32 times updates only\n", name);
+        return 2;
+    }
+    if (k->open(&ses, &cfg, err, sizeof err)) {
         fprintf(stderr, "bench: %s\n", err);
         return 1;
     }
@@ -320,21 +353,21 @@ static int run_case(const char *name, const bench_opts_t *o)
     } else {
         double *ms = malloc((size_t)o->steps * sizeof *ms);
         optim_t opt;
-        if (!ms || optim_init(&opt, &cfg, m->num_params)) return 1;
-        session_init(&ses, cfg.init.seed);
-        session_next_batch(&ses);
+        if (!ms || k->optim_init(&opt, &cfg, m->num_params)) return 1;
+        k->init(&ses, cfg.init.seed);
+        k->next(&ses);
         struct rusage ru0, ru1;
         for (int s = 0; s < o->warmup + o->steps; s++) {
             if (s == o->warmup) getrusage(RUSAGE_SELF, &ru0);
             const double t0 = now_s();
-            model_forward(m, &ses.batch);
-            model_zero_grad(m);
-            model_backward(m);
+            k->forward(m, &ses.batch);
+            k->zero_grad(m);
+            k->backward(m);
             if (c->kind == K_UPDATE || c->kind == K_DYN)
-                optim_update(&opt, m->params, m->grads, 1e-4);
+                k->optim_update(&opt, m->params, m->grads, 1e-4);
             if (s >= o->warmup) ms[s - o->warmup] = 1e3 * (now_s() - t0);
         }
-        optim_free(&opt);
+        k->optim_free(&opt);
         getrusage(RUSAGE_SELF, &ru1);
         // page faults in the timed steps: 0 when a step allocates (and first touches) nothing
         r.faults = (double)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt) /
@@ -348,7 +381,7 @@ static int run_case(const char *name, const bench_opts_t *o)
             dyn_ms = dyn_overhead_ms(m, o->steps);
         }
     }
-    session_close(&ses);
+    k->close(&ses);
     r.rss_kb = peak_rss_kb();
     printf("RESULT ms_median=%.4f ms_min=%.4f ms_max=%.4f total_s=%.4f rss_kb=%ld params=%.0f "
            "acts=%.0f gflop=%.6f faults=%.1f dyn_ms=%.4f\n", r.ms_median, r.ms_min, r.ms_max,
@@ -540,10 +573,38 @@ static double measure_gemm(const bench_opts_t *o, int single, double *best, doub
     return rate;
 }
 
+/* Child run of case c in the float32 core; one line of the float32 table into out (1), or 0
+ * when the child failed. ms64, rss64: the float64 child's; t32, r32: PyTorch float32's. */
+static int f32_row(const bench_opts_t *o, const char *self, const bench_case_t *c, double ms64,
+                   double rss64, double t32, double r32, double gflop, double sgemm, char *out)
+{
+    char cmd[2048], line[1024];
+    double others;
+    snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d --f32", self,
+             c->name, o->threads, o->steps, o->warmup);
+    if (run_measured(o, cmd, "RESULT", line, sizeof line, &others)) return 0;
+    const double ms = field(line, "ms_median"), gflops = gflop / (ms * 1e-3);
+    snprintf(out, 512, "%-21s %8.1f %8.1f %6.2f %9.1f %6.2f %7.1f %5.0f%% %7.0f %7.0f %7.0f "
+             "%5.0f%%%s", c->label, ms64, ms, ms64 / ms, t32, t32 / ms, gflops,
+             100.0 * gflops / sgemm, rss64, field(line, "rss_kb") / 1024.0, r32, 100.0 * others,
+             others > 0.05 ? " !" : "");
+    return 1;
+}
+
+/* Whether name contains one of the comma-separated substrings of only. */
+static int only_matches(const char *only, const char *name)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", only);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (strstr(name, t)) return 1;
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: bench [--threads N] [--steps S] [--warmup W] [--csv FILE] "
-                    "[--python PATH] [--no-torch] [--only SUBSTRING]\n"
+                    "[--python PATH] [--no-torch] [--only SUB[,SUB...]] [--f32]\n"
                     "             [--retries N] [--wait SECONDS]\n");
     return 2;
 }
@@ -566,6 +627,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && more) o.only = argv[++i];
         else if (!strcmp(argv[i], "--run") && more) run = argv[++i];
         else if (!strcmp(argv[i], "--no-torch")) o.torch = 0;
+        else if (!strcmp(argv[i], "--f32")) o.f32 = 1;
         else return usage();
     }
     if (o.threads < 1) o.threads = threads_from_env();
@@ -602,12 +664,13 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     static char rows[NUM_CASES][1024];   // CSV rows, written at the end (with the end DGEMM)
-    int nrows = 0;
+    static char rows32[NUM_CASES][512];  // the float32 table's lines
+    int nrows = 0, nrows32 = 0;
     double max_faults = 0.0;
     int shown = -1;   // the kind whose header was printed last
     for (int i = 0; i < NUM_CASES; i++) {
         const bench_case_t *c = &CASES[i];
-        if (o.only && !strstr(c->name, o.only)) continue;
+        if (o.only && !only_matches(o.only, c->name)) continue;
         if ((int)c->kind != shown && !(c->kind == K_PROBE && shown == K_STEP)) {
             printf("%s%-21s %9s %8s %7s %6s %9s %6s %9s %6s %8s %8s %5s %6s\n",
                    shown < 0 ? "" : "\n", c->kind == K_UPDATE || c->kind == K_DYN
@@ -671,6 +734,18 @@ int main(int argc, char **argv)
                  c->kind == K_UPDATE ? "update" : c->kind == K_STEP ? "step" :
                  c->kind == K_DYN ? "dynamics" : "probe");
         if (c->kind != K_PROBE) max_faults = fmax(max_faults, field(line, "faults"));
+        if (c->kind == K_UPDATE && c->d <= F32_MAX_D &&
+            f32_row(&o, self, c, ms, rss, t32, r32, gflop, sgemm, rows32[nrows32]))
+            printf("  float32: %s\n", rows32[nrows32++] + 21);   // also at the end, as a table
+    }
+    if (nrows32) {
+        printf("\nfloat32 (train.precision = float32), per update (fwd+bwd+Adam)\n%-21s %8s %8s "
+               "%6s %9s %6s %7s %6s %7s %7s %7s %6s\n", "", "f64 ms", "f32 ms", "f64/32",
+               "torch f32", "x", "GFLOP/s", "%SGEMM", "RSS f64", "RSS f32", "RSS t32", "other");
+        for (int i = 0; i < nrows32; i++) printf("%s\n", rows32[i]);
+        printf("x = PyTorch float32 time / stability float32 time (> 1: stability faster); "
+               "%%SGEMM of the SGEMM 1024^3 rate at the start; RSS in MB\n(peak resident set "
+               "of the case's process: f64, f32 ours, t32 PyTorch float32).\n");
     }
     double end_best, end_others;
     const double dgemm_end = measure_gemm(&o, 0, &end_best, &end_others);

@@ -18,6 +18,9 @@ file must equal the 1-thread file's, byte for byte:
    blas_core = Haswell on a CPU with AVX2 and FMA and equals, byte for byte, a run told
    OPENBLAS_CORETYPE=Haswell; a user's OPENBLAS_CORETYPE=Prescott wins, is recorded, and gives
    other bits (why the program pins one set of kernels).
+The float32 core (train.precision = float32, its GEMMs through cblas_sgemm in the same blocks)
+is held to the same as in 1 and 2: lm Post-LN and enc-dec Post-LN with dropout, trained, and the
+dump with the logits cut by columns, each byte-identical at every thread count.
 Prints "ok"/"not ok" per check, then "threads: N passed, M failed"; exit 1 if M > 0.
 """
 import os
@@ -40,6 +43,8 @@ EXTRA = [("dump-lm-mid-cols-k320", "dump",
                     "model.dropout=0.1"]),
          ("probe-encdec-mid-post", "probe", sr.MID + sr.ENCDEC + sr.PROBE +
           ["model.src_len=32", "model.placement=post"])]
+# the float32 core: the same cases with train.precision = float32
+F32 = ["train-lm-mid-post", "train-encdec-mid-post-dropout", "dump-lm-mid-cols-k320"]
 RESUMED = "train-lm-mid-dropout-zipf"   # its 1-thread file is the run straight through
 results = []
 
@@ -58,6 +63,7 @@ def env_for(threads, **extra):
 def test_cases(tmp):
     todo = [(n, v, s) for n, v, s, _ in sr.cases() if n in CASES] + EXTRA
     check("the cases exist in scripts/same_results.py", len(todo) == len(CASES) + len(EXTRA))
+    todo += [(n + "-float32", v, s + ["train.precision=float32"]) for n, v, s in todo if n in F32]
     for name, verb, sets in todo:
         files, bad = {}, []
         for t in THREADS:

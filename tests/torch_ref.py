@@ -193,8 +193,10 @@ def output_loss(P, m, x_final, targets):
 
 def loss_and_grads(params_np, m, tokens_np, targets_np, loss_fn):
     """Loss and name -> gradient of loss_fn(P, m, tokens, targets) (a reference's forward: P the
-    parameters as float64 tensors, tokens and targets int64 (B,T)) by autograd."""
-    P = {k: torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True)
+    parameters as tensors of torch's default dtype, float64 here unless a caller sets float32
+    (tests/test_torch_float32.py), tokens and targets int64 (B,T)) by autograd."""
+    P = {k: torch.tensor(np.asarray(v, dtype=np.float64), dtype=torch.get_default_dtype(),
+                         requires_grad=True)
          for k, v in params_np.items()}
     tokens = torch.from_numpy(np.asarray(tokens_np, dtype=np.int64))
     targets = torch.from_numpy(np.asarray(targets_np, dtype=np.int64))
@@ -345,14 +347,14 @@ def write_dump(path, config_text, batch, loss, params, grads, bytes_attr=False):
 
 def write_ini(path, settings, base, writer):
     """A case's INI: base's and then settings' "section.key": value pairs, [model], [init],
-    [data] in that order, with a comment naming the file that wrote it."""
+    [data], [train] in that order, with a comment naming the file that wrote it."""
     sections = {}
     for key, value in {**base, **settings}.items():
         sec, k = key.split(".", 1)
         sections.setdefault(sec, []).append(f"{k} = {value}")
     with open(path, "w") as fh:
         fh.write(f"# written by {writer}\n")
-        for sec in ("model", "init", "data"):
+        for sec in ("model", "init", "data", "train"):
             if sec in sections:
                 fh.write(f"[{sec}]\n" + "\n".join(sections[sec]) + "\n\n")
 

@@ -22,6 +22,8 @@ typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3,
 typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3 } optimizer_t;
 typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_norm_t;
 typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2 } schedule_t;
+/* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"). */
+typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1 } precision_t;
 
 typedef struct config {
     struct {
@@ -79,6 +81,7 @@ typedef struct config {
         int bleu_every;          /* BLEU every N updates, −1 every epoch, 0 off; default 0 */
         int resume;              /* resume = auto (1) | off (0)  default off */
         double z_loss;           /* c ≥ 0: loss + c·mean (log Z)² (PaLM: 1e-4); 0 = off */
+        precision_t precision;   /* float64 (default) | float32: the training core's type */
     } train;
     struct {
         int seeds;               /* random initialisations, >= 1  default 10 */
@@ -155,6 +158,7 @@ const char *config_activation_name(activation_t a);
 const char *config_task_name(task_t t);
 const char *config_optimizer_name(optimizer_t o);
 const char *config_schedule_name(schedule_t s);
+const char *config_precision_name(precision_t p);
 const char *config_init_name(init_scheme_t s);
 
 #endif

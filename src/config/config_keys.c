@@ -28,6 +28,7 @@ static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", N
 static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", NULL};
 static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
+static const char *const precision_names[] = {"float64", "float32", NULL};
 
 #define OFF(s, n) offsetof(config_t, s.n)
 #define KI(s, n, lo) {#s, #n, K_INT, OFF(s, n), (lo), INT_MAX, 0, 0, NULL, NULL}
@@ -100,6 +101,7 @@ const cfg_key_t cfg_keys[] = {
     KI(train, bleu_every, -1),
     KE(train, resume, resume_names),
     KD(train, z_loss, 0, 0, INFINITY, 0),
+    KE(train, precision, precision_names),
 
     KI(probe, seeds, 1),
     KI(probe, batches, 1),
@@ -406,6 +408,7 @@ void config_defaults(config_t *cfg)
     cfg->train.eval_every = 100;
     cfg->train.resume = 0;
     cfg->train.z_loss = 0.0;
+    cfg->train.precision = PRECISION_FLOAT64;
 
     cfg->probe.seeds = 10;
     cfg->probe.batches = 10;
@@ -437,6 +440,7 @@ const char *config_activation_name(activation_t a) { return enum_name(activation
 const char *config_task_name(task_t t) { return enum_name(task_names, (int)t); }
 const char *config_optimizer_name(optimizer_t o) { return enum_name(optimizer_names, (int)o); }
 const char *config_schedule_name(schedule_t s) { return enum_name(schedule_names, (int)s); }
+const char *config_precision_name(precision_t p) { return enum_name(precision_names, (int)p); }
 const char *config_init_name(init_scheme_t s) { return enum_name(init_names, (int)s); }
 
 int config_dec_layers(const config_t *cfg)
@@ -490,6 +494,10 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         // read by the mlm task only, and written only there: every other run's stored
         // config keeps the text it had before the key existed (docs/design.md §6f)
         if (k->off == offsetof(config_t, data.mask_rate) && cfg->data.task != TASK_MLM) continue;
+        // written for float32 runs only: a float64 run's config is the text it always was
+        if (k->off == offsetof(config_t, train.precision) &&
+            cfg->train.precision == PRECISION_FLOAT64)
+            continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);
         char num[40];

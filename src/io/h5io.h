@@ -182,9 +182,11 @@ char **h5io_list_group(h5io_file_t *f, const char *path, int *n);
 void h5io_free_names(char **names, int n);
 
 /* docs/design.md §6 dump: /batch/tokens, /batch/targets (int32 [B][T]), /loss, /params/NAME,
- * /grads/NAME, root attributes. Returns 0, or 1/2 with err set; nothing left on failure. */
+ * /grads/NAME, root attributes (and `precision` when not NULL: the float32 core's values, held
+ * exactly in float64). Returns 0, or 1/2 with err set; nothing left on failure. */
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
-                    unsigned long seed, int overwrite, char *err, size_t errlen);
+                    unsigned long seed, int overwrite, const char *precision, char *err,
+                    size_t errlen);
 
 /* The parameters of the checkpoint of the open training file f into m (built from the
  * file's config: every tensor by name, its shape checked); *step = its update. 0, or 1 with

@@ -5,6 +5,8 @@
  *   /checkpoint/params/NAME    float64      the tensor's shape ([in][out] or [n])
  *   /checkpoint/optim/m/NAME   float64      first moment (sgd: the momentum buffer)
  *   /checkpoint/optim/v/NAME   float64      second moment (not for sgd)
+ * (float32 for a run with train.precision = float32: its state as it is in memory, so a resume
+ * continues with the same bits; readers of the parameters get them widened exactly.)
  *   /checkpoint/optim/t        int64 ()     optimizer updates taken
  *   /checkpoint/rng_init       uint8 (S)    gsl_rng state bytes (attribute rng_type = mt19937)
  *   /checkpoint/rng_data       uint8 (S)    the data/dropout stream
@@ -112,6 +114,20 @@ static int tensor_dims(const tensor_info_t *t, hsize_t *d)
 
 static const char *const PREFIX[3] = {"/checkpoint/params", "/checkpoint/optim/m", "/checkpoint/optim/v"};
 
+/* The element type of a run's tensors: in the file, in memory, and its size (the float32 core's
+ * train_t has the float64 declaration's layout, its buffers hold floats: docs/design.md §2). */
+typedef struct {
+    hid_t file, mem;
+    size_t size;
+} elem_t;
+
+static elem_t elem_of(const train_t *t)
+{
+    if (t->s.cfg.train.precision == PRECISION_FLOAT32)
+        return (elem_t){H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, sizeof(float)};
+    return (elem_t){H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
+}
+
 int h5io_checkpoint_create(h5io_file_t *f, const train_t *t)
 {
     const model_t *m = t->s.model;
@@ -122,7 +138,7 @@ int h5io_checkpoint_create(h5io_file_t *f, const train_t *t)
             hsize_t d[2];
             char path[128];
             snprintf(path, sizeof path, "%s/%s", PREFIX[p], m->tensors[i].name);
-            rc |= create_fixed(f->id, path, H5T_IEEE_F64LE, tensor_dims(&m->tensors[i], d), d);
+            rc |= create_fixed(f->id, path, elem_of(t).file, tensor_dims(&m->tensors[i], d), d);
         }
     }
     hsize_t ni = gsl_rng_size(t->s.rng_init), nd = gsl_rng_size(t->s.rng_data);
@@ -143,8 +159,9 @@ int h5io_checkpoint_create(h5io_file_t *f, const train_t *t)
     return rc;
 }
 
-/* Write every tensor of buf (layout of m) under prefix. */
-static int tensors_write(hid_t file, const char *prefix, const model_t *m, const double *buf)
+/* Write every tensor of buf (layout of m, elements e) under prefix. */
+static int tensors_write(hid_t file, const char *prefix, const model_t *m, const void *buf,
+                         elem_t e)
 {
     int rc = 0;
     for (int i = 0; i < m->num_tensors && !rc; i++) {
@@ -152,16 +169,18 @@ static int tensors_write(hid_t file, const char *prefix, const model_t *m, const
         snprintf(path, sizeof path, "%s/%s", prefix, m->tensors[i].name);
         hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
         if (ds < 0) return 1;
-        const double *x = buf + m->tensors[i].offset;
-        rc = H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0;
+        const char *x = (const char *)buf + m->tensors[i].offset * e.size;
+        rc = H5Dwrite(ds, e.mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0;
         H5Dclose(ds);
     }
     return rc;
 }
 
-/* Read every tensor of buf (layout of m) from under prefix: each of the tensor's own shape
- * and of floating-point type, else recorded (h5io_error). 0 or 1. */
-static int tensors_read(h5io_file_t *f, const char *prefix, const model_t *m, double *buf)
+/* Read every tensor of buf (layout of m, elements in memory of type mem and size) from under
+ * prefix: each of the tensor's own shape and of floating-point type, else recorded
+ * (h5io_error). 0 or 1. */
+static int tensors_read(h5io_file_t *f, const char *prefix, const model_t *m, void *buf,
+                        elem_t e)
 {
     for (int i = 0; i < m->num_tensors; i++) {
         const tensor_info_t *t = &m->tensors[i];
@@ -174,7 +193,8 @@ static int tensors_read(h5io_file_t *f, const char *prefix, const model_t *m, do
             if (!h5io_error(f)) h5io_bad(f, path, "missing");
             return 1;
         }
-        const int bad = H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf + t->offset) < 0;
+        char *x = (char *)buf + t->offset * e.size;
+        const int bad = H5Dread(ds, e.mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) < 0;
         H5Dclose(ds);
         if (bad) { h5io_bad(f, path, "unreadable (damaged, or failing its checksum)"); return 1; }
     }
@@ -211,10 +231,11 @@ int h5io_checkpoint_write(h5io_file_t *f, const train_t *t)
     // step = −1 while the state is being written: a kill in between leaves no valid checkpoint
     int rc = write_scalar(file, "/checkpoint/step", -1);
     rc |= H5Fflush(file, H5F_SCOPE_GLOBAL) < 0;
-    rc |= tensors_write(file, PREFIX[0], t->s.model, t->s.model->params);
+    const elem_t e = elem_of(t);
+    rc |= tensors_write(file, PREFIX[0], t->s.model, t->s.model->params, e);
     h5io_test_hook("CHECKPOINT");   // a test may kill the process here, the state half-written
-    rc |= tensors_write(file, PREFIX[1], t->s.model, t->opt.m);
-    if (t->opt.v) rc |= tensors_write(file, PREFIX[2], t->s.model, t->opt.v);
+    rc |= tensors_write(file, PREFIX[1], t->s.model, t->opt.m, e);
+    if (t->opt.v) rc |= tensors_write(file, PREFIX[2], t->s.model, t->opt.v, e);
     rc |= write_scalar(file, "/checkpoint/optim/t", t->opt.t);
     rc |= write_scalar(file, "/checkpoint/batches", t->batches);
     rc |= rng_write(file, "/checkpoint/rng_init", t->s.rng_init);
@@ -229,7 +250,7 @@ int h5io_checkpoint_write(h5io_file_t *f, const train_t *t)
 size_t h5io_checkpoint_bytes(const train_t *t)
 {
     const size_t tensors = t->opt.v ? 3 : 2;   // params, m (and v)
-    return tensors * t->s.model->num_params * sizeof(double) + gsl_rng_size(t->s.rng_init) +
+    return tensors * t->s.model->num_params * elem_of(t).size + gsl_rng_size(t->s.rng_init) +
            gsl_rng_size(t->s.rng_data) + 3 * sizeof(long long);
 }
 
@@ -250,9 +271,10 @@ int h5io_checkpoint_load(h5io_file_t *f, train_t *t, char *why, size_t len)
     free(rng);
     if (!same_rng && !h5io_error(f))
         h5io_bad(f, "/checkpoint", "attribute 'rng_type' is not %s", gsl_rng_name(t->s.rng_data));
-    int rc = !same_rng || tensors_read(f, PREFIX[0], t->s.model, t->s.model->params) ||
-             tensors_read(f, PREFIX[1], t->s.model, t->opt.m) ||
-             (t->opt.v && tensors_read(f, PREFIX[2], t->s.model, t->opt.v)) ||
+    const elem_t e = elem_of(t);
+    int rc = !same_rng || tensors_read(f, PREFIX[0], t->s.model, t->s.model->params, e) ||
+             tensors_read(f, PREFIX[1], t->s.model, t->opt.m, e) ||
+             (t->opt.v && tensors_read(f, PREFIX[2], t->s.model, t->opt.v, e)) ||
              rng_read(f, "/checkpoint/rng_init", t->s.rng_init) ||
              rng_read(f, "/checkpoint/rng_data", t->s.rng_data);
     t->opt.t = (long)read_scalar(f, "/checkpoint/optim/t", -1);
@@ -275,7 +297,8 @@ int h5io_checkpoint_params(h5io_file_t *f, model_t *m, long *step, char *why, si
         snprintf(why, len, "%s", h5io_error(f) ? h5io_error(f) : "no complete checkpoint");
         return 1;
     }
-    if (tensors_read(f, PREFIX[0], m, m->params)) {
+    const elem_t e = {H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};   // float32: widened
+    if (tensors_read(f, PREFIX[0], m, m->params, e)) {
         snprintf(why, len, "%s", h5io_error(f) ? h5io_error(f) : "unreadable checkpoint");
         return 1;
     }

@@ -34,6 +34,12 @@ int h5io_config_same(const config_t *cfg, const char *stored, char *diff, size_t
     char err[CONFIG_ERR_MAX];
     snprintf(diff, len, "its config attribute is unreadable");
     if (!stored || config_parse_string(&old, stored, "file", err, sizeof err)) return 0;
+    if (old.train.precision != cfg->train.precision) {   // a float64 file has no such line
+        snprintf(diff, len, "it was trained with train.precision = %s, not %s",
+                 config_precision_name(old.train.precision),
+                 config_precision_name(cfg->train.precision));
+        return 0;
+    }
     char *a = h5io_config_text(&old, 0), *b = h5io_config_text(cfg, 0);
     const int same = a && b && !strcmp(a, b);
     if (a && b && !same) {

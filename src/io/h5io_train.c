@@ -419,6 +419,10 @@ int h5io_tw_create_file(h5io_train_t *w, const char *path, int trunc, const trai
     if (w->f.id < 0) return 1;
     int rc = create_layout(w, t);
     rc |= h5io_write_root_attrs(&w->f, config_ini, t->s.cfg.init.seed, "running");
+    // the training core's type (docs/design.md §2); absent: float64, as in every file before it
+    if (t->s.cfg.train.precision != PRECISION_FLOAT64)
+        rc |= h5io_write_attr_string(&w->f, "/", "precision",
+                                     config_precision_name(t->s.cfg.train.precision));
     char *created = h5io_read_attr_string(&w->f, "/", "created");
     snprintf(w->created, sizeof w->created, "%s", created ? created : "");
     free(created);

@@ -12,7 +12,7 @@ int change_perturbed(const tensor_info_t *t)
 }
 
 /* Mean over the rows with ids ≥ 0 of ‖a_row − b_row‖ over (N,C). */
-static double mean_row_distance(const double *a, const double *b, const int32_t *ids, size_t N,
+static double mean_row_distance(const real *a, const real *b, const int32_t *ids, size_t N,
                                 size_t C)
 {
     double sum = 0.0;
@@ -31,19 +31,19 @@ static double mean_row_distance(const double *a, const double *b, const int32_t 
 }
 
 /* Copy of a stack's output (rows × C) into dst. */
-static void copy_output(const model_t *m, const layer_stack_t *st, size_t rows, double *dst)
+static void copy_output(const model_t *m, const layer_stack_t *st, size_t rows, real *dst)
 {
-    memcpy(dst, st->output, rows * (size_t)m->C * sizeof(double));
+    memcpy(dst, st->output, rows * (size_t)m->C * sizeof(real));
 }
 
-void change_output(model_t *m, const batch_t *b, gsl_rng *rng, double *save, double *out,
+void change_output(model_t *m, const batch_t *b, gsl_rng *rng, real *save, double *out,
                    double *enc_out)
 {
     const size_t C = (size_t)m->C, N = (size_t)b->B * b->T, Ns = (size_t)b->B * b->S;
     const layer_stack_t *dec = model_output_stack(m), *enc = m->nstacks > 1 ? &m->stack[0] : NULL;
     // the unperturbed outputs go to the gradient arena's stream buffers (free until a backward)
-    double *ref = m->scratch.dr, *ref_enc = enc ? m->stack[0].dstream[0] : NULL;
-    memcpy(save, m->params, m->num_params * sizeof(double));
+    real *ref = m->scratch.dr, *ref_enc = enc ? m->stack[0].dstream[0] : NULL;
+    memcpy(save, m->params, m->num_params * sizeof(real));
     model_dropout_off(m);
     model_forward(m, b);
     copy_output(m, dec, N, ref);
@@ -52,24 +52,24 @@ void change_output(model_t *m, const batch_t *b, gsl_rng *rng, double *save, dou
     for (int k = 0; k < m->num_tensors; k++) {
         const tensor_info_t *t = &m->tensors[k];
         if (!change_perturbed(t)) continue;
-        double *p = m->params + t->offset;
+        real *p = m->params + t->offset;
         for (size_t j = 0; j < model_tensor_size(t); j++)
             p[j] -= CHANGE_PERTURB * (gsl_ran_ugaussian(rng) >= 0.0 ? 1.0 : -1.0);
     }
     model_forward(m, b);
     *out = mean_row_distance(dec->output, ref, b->tokens, N, C);
     *enc_out = enc ? mean_row_distance(enc->output, ref_enc, b->src, Ns, C) : NAN;
-    memcpy(m->params, save, m->num_params * sizeof(double));
+    memcpy(m->params, save, m->num_params * sizeof(real));
 }
 
-void change_reference(model_t *m, const batch_t *b, double *ref)
+void change_reference(model_t *m, const batch_t *b, real *ref)
 {
     model_dropout_off(m);
     model_forward(m, b);
     copy_output(m, model_output_stack(m), (size_t)b->B * b->T, ref);
 }
 
-double change_from_reference(model_t *m, const batch_t *b, const double *ref)
+double change_from_reference(model_t *m, const batch_t *b, const real *ref)
 {
     model_dropout_off(m);
     model_forward(m, b);
@@ -77,7 +77,7 @@ double change_from_reference(model_t *m, const batch_t *b, const double *ref)
                              (size_t)b->B * b->T, (size_t)m->C);
 }
 
-void change_relative_update(const probe_axes_t *ax, const model_t *m, const double *prev,
+void change_relative_update(const probe_axes_t *ax, const model_t *m, const real *prev,
                             double *layer)
 {
     for (size_t i = 0; i < (size_t)ax->L * ax->nparam; i++) layer[i] = NAN;

@@ -25,19 +25,19 @@
 int change_perturbed(const tensor_info_t *t);
 
 /* Output change of m on batch b with signs from rng: *out for the logits' input, *enc_out for
- * the encoder's output (encdec; NaN otherwise). save holds num_params doubles (scratch); the
+ * the encoder's output (encdec; NaN otherwise). save holds num_params reals (scratch); the
  * parameters are restored bit for bit. */
-void change_output(model_t *m, const batch_t *b, gsl_rng *rng, double *save, double *out,
+void change_output(model_t *m, const batch_t *b, gsl_rng *rng, real *save, double *out,
                    double *enc_out);
 
 /* Forward on b without dropout and copy the logits' input into ref (B·T, C). */
-void change_reference(model_t *m, const batch_t *b, double *ref);
+void change_reference(model_t *m, const batch_t *b, real *ref);
 
 /* Forward on b without dropout: mean over its tokens of ‖F_row − ref_row‖. */
-double change_from_reference(model_t *m, const batch_t *b, const double *ref);
+double change_from_reference(model_t *m, const batch_t *b, const real *ref);
 
 /* ‖W − W_prev‖_F / ‖W_prev‖_F of every layer tensor into layer (L,nparam) (NaN where absent). */
-void change_relative_update(const probe_axes_t *ax, const model_t *m, const double *prev,
+void change_relative_update(const probe_axes_t *ax, const model_t *m, const real *prev,
                             double *layer);
 
 #endif

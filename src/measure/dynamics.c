@@ -73,7 +73,7 @@ void dynamics_scalars(const model_t *m, dynamics_scalars_t *d)
 }
 
 /* RMS of the N rows (C) of x over the counted positions of stack st. */
-static double stream_rms(const model_t *m, const layer_stack_t *st, const double *x)
+static double stream_rms(const model_t *m, const layer_stack_t *st, const real *x)
 {
     const int B = m->batch.B, T = st->kind == STACK_ENC ? m->batch.S : m->batch.T;
     double sum = 0.0;
@@ -81,7 +81,7 @@ static double stream_rms(const model_t *m, const layer_stack_t *st, const double
     for (int b = 0; b < B; b++) {
         const int rows = counted_queries(m, st, b);
         for (int t = 0; t < rows; t++) {
-            const double *r = x + ((size_t)b * T + t) * m->C;
+            const real *r = x + ((size_t)b * T + t) * m->C;
             for (int c = 0; c < m->C; c++) sum += r[c] * r[c];
             n += m->C;
         }

@@ -4,7 +4,7 @@
 #include "measure/gradcheck.h"
 
 /* f'(θ) ≈ [f(θ−2h) − 8f(θ−h) + 8f(θ+h) − f(θ+2h)] / 12h, truncation error O(h⁴). */
-static double central_difference(model_t *m, double *theta, double h, const batch_t *b)
+static double central_difference(model_t *m, real *theta, double h, const batch_t *b)
 {
     const double saved = *theta;
     double f[4];
@@ -33,8 +33,8 @@ double gradcheck_run(model_t *m, const batch_t *b, size_t max_entries, double h,
     for (int k = 0; k < m->num_tensors; k++) {
         const tensor_info_t *t = &m->tensors[k];
         const size_t n = model_tensor_size(t);
-        double *p = m->params + t->offset;
-        const double *g = m->grads + t->offset;
+        real *p = m->params + t->offset;
+        const real *g = m->grads + t->offset;
         double own = 0.0;
         for (size_t i = 0; i < n; i++) if (fabs(g[i]) > own) own = fabs(g[i]);
         gradcheck_result_t *r = &res[k];

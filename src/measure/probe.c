@@ -138,12 +138,12 @@ void probe_free(probe_t *p)
 
 /* Running sums over the batches of one seed. */
 typedef struct {
-    double *gsum;        // (num_params) Σ_b ∇θ
+    real *gsum;          // (num_params) Σ_b ∇θ
     double *layer_tmp;   // (L,nparam)
     double *extra_tmp;   // (E)
     double *hidden_tmp;  // (L,nsite)
     double *sub_tmp;     // (L,nsub)
-    double *save;        // (num_params) the output change's copy of the parameters
+    real *save;          // (num_params) the output change's copy of the parameters
     probe_jacobian_t *jac_tmp, *jac_sum;   // (L,nnorm)
     probe_jacobian_t fin_tmp[2], fin_sum[2];   // the output stack's final norm, the encoder's
     double *dyn_ent, *dyn_max, *dyn_rms;       // (L,nhead), (L,nhead), (L) one batch's dynamics
@@ -234,7 +234,7 @@ static void seed_start(const probe_axes_t *ax, const model_t *m, probe_t *p, int
 {
     const size_t LP = (size_t)ax->L * ax->nparam, LQ = (size_t)ax->L * ax->nsite;
     const size_t LR = (size_t)ax->L * ax->nnorm, LX = (size_t)ax->L * ax->nsub;
-    memset(w->gsum, 0, m->num_params * sizeof(double));
+    memset(w->gsum, 0, m->num_params * sizeof(real));
     for (size_t i = 0; i < LP; i++) p->grad_fro_batchmean[(size_t)s * LP + i] = 0.0;
     for (int e = 0; e < ax->nextra; e++) p->extra_grad_fro_batchmean[(size_t)s * ax->nextra + e] = 0.0;
     for (size_t i = 0; i < LQ; i++) p->hidden_sqnorm[(size_t)s * LQ + i] = 0.0;
@@ -281,14 +281,14 @@ int probe_run(session_t *ses, probe_t *p, probe_progress_fn progress, void *ctx)
     const probe_axes_t *ax = &p->ax;
     const size_t LR = (size_t)ax->L * ax->nnorm;
     probe_work_t w = {
-        .gsum = malloc(m->num_params * sizeof(double)),
+        .gsum = malloc(m->num_params * sizeof(real)),
         .layer_tmp = malloc((size_t)ax->L * ax->nparam * sizeof(double)),
         .extra_tmp = malloc((size_t)ax->nextra * sizeof(double)),
         .hidden_tmp = malloc((size_t)ax->L * ax->nsite * sizeof(double)),
         .sub_tmp = malloc((size_t)ax->L * ax->nsub * sizeof(double)),
         .jac_tmp = malloc((LR ? LR : 1) * sizeof(probe_jacobian_t)),
         .jac_sum = malloc((LR ? LR : 1) * sizeof(probe_jacobian_t)),
-        .save = malloc(m->num_params * sizeof(double)),
+        .save = malloc(m->num_params * sizeof(real)),
         .dyn_ent = malloc(((size_t)ax->L * ax->nhead + 1) * sizeof(double)),
         .dyn_max = malloc(((size_t)ax->L * ax->nhead + 1) * sizeof(double)),
         .dyn_rms = malloc((size_t)ax->L * sizeof(double)),

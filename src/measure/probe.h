@@ -152,7 +152,7 @@ int probe_run(session_t *s, probe_t *p, probe_progress_fn progress, void *ctx);
 
 /* The per-forward measurements, shared with training (train/train.c), on m's last forward
  * and backward:  ‖∇W‖_F of grads (layout of m) into layer (L,nparam) and extra (nextra). */
-void probe_grad_norms(const probe_axes_t *ax, const model_t *m, const double *grads,
+void probe_grad_norms(const probe_axes_t *ax, const model_t *m, const real *grads,
                       double *layer, double *extra);
 
 /* Hidden-state squared norms (L,nsite) averaged over non-padding tokens; *final that of the

@@ -11,14 +11,14 @@
 
 /* ------------------------------------------------------------------ per-forward measures */
 
-static double frobenius(const double *x, size_t n)
+static double frobenius(const real *x, size_t n)
 {
     double s = 0.0;
     for (size_t i = 0; i < n; i++) s += x[i] * x[i];
     return sqrt(s);
 }
 
-void probe_grad_norms(const probe_axes_t *ax, const model_t *m, const double *grads,
+void probe_grad_norms(const probe_axes_t *ax, const model_t *m, const real *grads,
                       double *layer, double *extra)
 {
     for (size_t i = 0; i < (size_t)ax->L * ax->nparam; i++) layer[i] = NAN;
@@ -46,7 +46,7 @@ static size_t stack_rows(const model_t *m, const layer_stack_t *st)
 }
 
 /* Mean over the non-padding rows of x (N,C) of ‖x_row‖². */
-static double mean_row_sqnorm(const double *x, const int32_t *ids, size_t N, size_t C)
+static double mean_row_sqnorm(const real *x, const int32_t *ids, size_t N, size_t C)
 {
     double s = 0.0;
     size_t n = 0;
@@ -59,7 +59,7 @@ static double mean_row_sqnorm(const double *x, const int32_t *ids, size_t N, siz
 }
 
 /* The activation at site name of layer l of st, or NULL. */
-static const double *site_values(const layer_stack_t *st, int l, const char *name)
+static const real *site_values(const layer_stack_t *st, int l, const char *name)
 {
     if (!strcmp(name, "input")) return stack_sublayer(st, l, 0)->x;
     if (!strcmp(name, "output")) return stack_sublayer(st, l, st->nsub - 1)->out;
@@ -75,7 +75,7 @@ void probe_hidden_norms(const probe_axes_t *ax, const model_t *m, double *hidden
         int l;
         const layer_stack_t *st = model_row_stack(m, r, &l);
         for (int q = 0; q < ax->nsite; q++) {
-            const double *x = site_values(st, l, ax->site[q]);
+            const real *x = site_values(st, l, ax->site[q]);
             hidden[(size_t)r * ax->nsite + q] =
                 x ? mean_row_sqnorm(x, stack_ids(m, st), stack_rows(m, st), C) : NAN;
         }
@@ -91,7 +91,7 @@ void probe_hidden_norms(const probe_axes_t *ax, const model_t *m, double *hidden
 /* One norm instance: its input x (N,C) over the rows ids ≥ 0, its γ, and where its
  * statistics go. */
 typedef struct {
-    const double *x, *gamma, *alpha;
+    const real *x, *gamma, *alpha;
     size_t width;
     const int32_t *ids;
     size_t N;
@@ -106,7 +106,7 @@ typedef struct {
 
 /* Statistics of one token row (width) of a norm's input: ‖J‖₂, ‖J‖_F, Lemma 3's ratio and
  * bound (LayerNorm, RMSNorm; NaN for DyT, whose Jacobian is diagonal). */
-static void jacobian_row(const model_t *m, const jac_instance_t *in, const double *row, double *t)
+static void jacobian_row(const model_t *m, const jac_instance_t *in, const real *row, double *t)
 {
     const size_t C = in->width;
     const double sqrtC = sqrt((double)C);

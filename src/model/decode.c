@@ -50,16 +50,16 @@ int decode_create(decode_t *d, const model_t *m, int B, int K)
     d->pre = malloc(R * T * sizeof(int32_t));
     d->next = malloc(R * T * sizeof(int32_t));
     d->done = malloc((size_t)B);
-    d->last = malloc(R * m->C * sizeof(double));
-    d->lp = malloc(R * m->V * sizeof(double));
-    d->score = malloc(R * sizeof(double));
-    d->cand = malloc(2 * (size_t)K * sizeof(double));
+    d->last = malloc(R * m->C * sizeof(real));
+    d->lp = malloc(R * m->V * sizeof(real));
+    d->score = malloc(R * sizeof(real));
+    d->cand = malloc(2 * (size_t)K * sizeof(real));
     d->cand_beam = malloc(2 * (size_t)K * sizeof(int));
     d->cand_tok = malloc(2 * (size_t)K * sizeof(int));
     d->fin = malloc(R * T * sizeof(int32_t));
     d->fin_len = malloc(R * sizeof(int));
     d->fin_n = malloc((size_t)B * sizeof(int));
-    d->fin_score = malloc(R * sizeof(double));
+    d->fin_score = malloc(R * sizeof(real));
     if (!d->in.src || !d->in.tokens || !d->pre || !d->next || !d->done || !d->last || !d->lp || !d->score || !d->cand ||
         !d->cand_beam || !d->cand_tok || !d->fin || !d->fin_len || !d->fin_n || !d->fin_score) {
         decode_free(d);
@@ -70,7 +70,7 @@ int decode_create(decode_t *d, const model_t *m, int B, int K)
 
 /* lp (V) ← log_softmax(lp) with fairseq's masks: pad never; EOS not at step 0; only EOS at
  * step max_len. */
-static void log_probs(double *lp, int V, int step, int max_len)
+static void log_probs(real *lp, int V, int step, int max_len)
 {
     double mx = -INFINITY, sum = 0.0;
     for (int v = 0; v < V; v++) mx = lp[v] > mx ? lp[v] : mx;
@@ -92,7 +92,7 @@ static int top_candidates(decode_t *d, int i, int step)
     int have = 0;
     for (int k = 0; k < beams; k++) {
         const size_t r = (size_t)i * K + k;
-        const double *lp = d->lp + r * V;
+        const real *lp = d->lp + r * V;
         for (int v = 0; v < V; v++) {
             const double s = d->score[r] + lp[v];
             if (s == -INFINITY || (have == n && s <= d->cand[n - 1])) continue;
@@ -142,7 +142,7 @@ static int advance(decode_t *d, int i, int step, const decode_opts_t *o)
 }
 
 /* The best ended hypothesis of sentence i (the first of equal scores) into out. */
-static void best(const decode_t *d, int i, int32_t *out, int *len, double *score)
+static void best(const decode_t *d, int i, int32_t *out, int *len, real *score)
 {
     const int K = d->K, T = d->T;
     int b = -1;
@@ -155,7 +155,7 @@ static void best(const decode_t *d, int i, int32_t *out, int *len, double *score
 }
 
 void decode_batch(decode_t *d, model_t *m, const int32_t *src, int B, int S,
-                  const decode_opts_t *o, int32_t *out, int *len, double *score)
+                  const decode_opts_t *o, int32_t *out, int *len, real *score)
 {
     const int K = d->K, T = d->T, R = B * K;
     int max_len = (int)floor(o->max_len_a * S) + o->max_len_b;

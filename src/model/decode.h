@@ -16,6 +16,8 @@
 #ifndef STABILITY_DECODE_H
 #define STABILITY_DECODE_H
 
+#include "util/real.h"
+
 #include <stdint.h>
 #include "model/model.h"
 
@@ -36,13 +38,13 @@ typedef struct {
     batch_t in;            /* the model's input: src (B·K,S), tokens (B·K, step + 1) packed */
     int32_t *pre, *next;   /* (B·K,T) the beams' prefixes [BOS ...]; the next step's */
     char *done;            /* (B) the sentence has its K ended hypotheses */
-    double *last, *lp;     /* (B·K,C) decoder output at the last position; (B·K,V) lprobs */
-    double *score;         /* (B·K) cumulative log-probability of each beam */
-    double *cand;          /* (2K) candidate scores of one sentence */
+    real *last, *lp;     /* (B·K,C) decoder output at the last position; (B·K,V) lprobs */
+    real *score;         /* (B·K) cumulative log-probability of each beam */
+    real *cand;          /* (2K) candidate scores of one sentence */
     int *cand_beam, *cand_tok;   /* (2K) */
     int32_t *fin;          /* (B,K,T) ended hypotheses without EOS */
     int *fin_len, *fin_n;  /* (B,K) their lengths; (B) how many a sentence has */
-    double *fin_score;     /* (B,K) their normalised scores */
+    real *fin_score;     /* (B,K) their normalised scores */
 } decode_t;
 
 /* Allocate d for model m, B sentences, beam K. 0, or 1 when out of memory (d freed). */
@@ -59,6 +61,6 @@ int decode_rows(const model_t *m, int K, int S, int B_max);
  * (arch encdec, dropout off): out (B, d->T) the best hypothesis of each row (ids without BOS
  * and EOS, −1 after), len (B) its length, score (B) its normalised score (may be NULL). */
 void decode_batch(decode_t *d, model_t *m, const int32_t *src, int B, int S,
-                  const decode_opts_t *o, int32_t *out, int *len, double *score);
+                  const decode_opts_t *o, int32_t *out, int *len, real *score);
 
 #endif

@@ -48,7 +48,7 @@ static sublayer_caps_t stack_caps(const model_t *m, const batch_caps_t *c, stack
 }
 
 /* Lay out everything (or count when the bases are NULL). */
-static void layout(model_t *m, const batch_caps_t *c, double *base, double *gbase)
+static void layout(model_t *m, const batch_caps_t *c, real *base, real *gbase)
 {
     size_t n = 0, gn = 0;
     const int drop = m->dropout > 0.0;
@@ -87,7 +87,7 @@ static int make_stacks(model_t *m, const config_t *cfg)
         row += st->L;
         st->final.on = placement_final_norm(cfg, st->kind);
         st->subs = calloc((size_t)st->L * st->nsub, sizeof *st->subs);
-        st->dout_norm = calloc((size_t)st->L * st->nsub, sizeof(double));
+        st->dout_norm = calloc((size_t)st->L * st->nsub, sizeof(real));
         if (!st->subs || !st->dout_norm) return 1;
         for (int l = 0; l < st->L; l++) {
             sublayer_rule_t rules[PLACEMENT_MAX_SUB];
@@ -141,7 +141,7 @@ static void copy_dims(model_t *m, const config_t *cfg, const batch_caps_t *c)
 
 /* Sinusoidal positions (Vaswani et al. 2017 §3.5): PE[t][2i] = sin(t/10000^(2i/d)),
  * PE[t][2i+1] = cos(t/10000^(2i/d)); ‖PE[t]‖² = d/2. */
-static void fill_positions(double *pe, int T, int C)
+static void fill_positions(real *pe, int T, int C)
 {
     for (int t = 0; t < T; t++) {
         for (int c = 0; c < C; c++) {
@@ -159,15 +159,15 @@ model_t *model_create(const config_t *cfg, const batch_caps_t *caps)
     if (!m) return NULL;
     copy_dims(m, cfg, &c);
     if (make_stacks(m, cfg) || params_build(m)) goto fail;
-    m->params = calloc(m->num_params, sizeof(double));
-    m->grads = calloc(m->num_params, sizeof(double));
+    m->params = calloc(m->num_params, sizeof(real));
+    m->grads = calloc(m->num_params, sizeof(real));
     if (!m->params || !m->grads) goto fail;
     params_bind(m);
     layout(m, &c, NULL, NULL);
     const int P = m->T > m->S ? m->T : m->S;
-    m->act_mem = calloc(m->num_acts, sizeof(double));
-    m->dact_mem = calloc(m->num_dacts, sizeof(double));
-    m->pe = calloc((size_t)P * m->C, sizeof(double));
+    m->act_mem = calloc(m->num_acts, sizeof(real));
+    m->dact_mem = calloc(m->num_dacts, sizeof(real));
+    m->pe = calloc((size_t)P * m->C, sizeof(real));
     m->src_len = calloc((size_t)m->B + 1, sizeof(int));
     m->tgt_len = calloc((size_t)m->B + 1, sizeof(int));
     if (!m->act_mem || !m->dact_mem || !m->pe || !m->src_len || !m->tgt_len) goto fail;
@@ -346,7 +346,7 @@ void model_encode(model_t *m, const batch_t *b)
     stack_forward(&m->stack[0], &m->shape, &pass[0], b->src, m->tok_embed, m->pe);
 }
 
-void model_decode_last(model_t *m, const batch_t *b, double *last, double *logits)
+void model_decode_last(model_t *m, const batch_t *b, real *last, real *logits)
 {
     const size_t C = (size_t)m->C, V = (size_t)m->V;
     sublayer_pass_t pass[2];
@@ -357,7 +357,7 @@ void model_decode_last(model_t *m, const batch_t *b, double *last, double *logit
     // last (B,C) = the decoder's output at position T−1 of every row
     for (int r = 0; r < b->B; r++)
         memcpy(last + (size_t)r * C, dec->output + ((size_t)r * b->T + (size_t)b->T - 1) * C,
-               C * sizeof(double));
+               C * sizeof(real));
     // logits (B,V) = last · W_embᵀ (tied) or last · lm_head, as model_forward's
     if (m->tied)
         gemm(0, 1, b->B, (int)V, (int)C, 1.0, last, (int)C, m->tok_embed, (int)C, 0.0, logits,
@@ -390,7 +390,7 @@ double model_objective(const model_t *m)
 
 void model_zero_grad(model_t *m)
 {
-    memset(m->grads, 0, m->num_params * sizeof(double));
+    memset(m->grads, 0, m->num_params * sizeof(real));
 }
 
 void model_backward(model_t *m)
@@ -418,7 +418,7 @@ void model_backward(model_t *m)
     if (m->nstacks > 1) {
         // the cross-attentions of every decoder layer add ∂L/∂mem into the encoder's dfinal
         layer_stack_t *enc = &m->stack[0];
-        memset(enc->dfinal, 0, (size_t)b->B * b->S * C * sizeof(double));
+        memset(enc->dfinal, 0, (size_t)b->B * b->S * C * sizeof(real));
         stack_backward(out, &m->shape, &pass[1], b->tokens, enc->dfinal, m->gtok_embed,
                        &m->scratch);
         stack_backward(enc, &m->shape, &pass[0], b->src, NULL, m->gtok_embed, &m->scratch);

@@ -18,6 +18,8 @@
 #ifndef STABILITY_MODEL_H
 #define STABILITY_MODEL_H
 
+#include "util/real.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <gsl/gsl_rng.h>
@@ -42,13 +44,13 @@ typedef struct {
 
     /* Parameters, gradients, and the registry of named tensors. */
     size_t num_params;
-    double *params;          /* (num_params) */
-    double *grads;           /* (num_params) */
+    real *params;          /* (num_params) */
+    real *grads;           /* (num_params) */
     tensor_info_t *tensors;  /* [num_tensors], in buffer order */
     int num_tensors;
     tensor_list_t list;
-    double *tok_embed, *gtok_embed;   /* (V,C) */
-    double *lm_head, *glm_head;       /* (C,V) or NULL when tied */
+    real *tok_embed, *gtok_embed;   /* (V,C) */
+    real *lm_head, *glm_head;       /* (C,V) or NULL when tied */
 
     /* The stacks: stack[0] is the lm stack or the encoder, stack[1] the decoder. */
     int nstacks;
@@ -57,15 +59,15 @@ typedef struct {
 
     /* Activations and their gradients. */
     size_t num_acts, num_dacts;
-    double *act_mem, *dact_mem;
-    double *pe;              /* (max(T,S), C) sinusoidal positions */
-    double *logits;          /* (N,V) */
-    double *probs;           /* (N,V) softmax(logits) */
-    double *losses;          /* (N) per-token loss (0 where not scored) */
-    double *lse;             /* (N) log Z = logsumexp of each position's logits */
-    double *logit_absmax;    /* (N) max |logit| of each position */
+    real *act_mem, *dact_mem;
+    real *pe;              /* (max(T,S), C) sinusoidal positions */
+    real *logits;          /* (N,V) */
+    real *probs;           /* (N,V) softmax(logits) */
+    real *losses;          /* (N) per-token loss (0 where not scored) */
+    real *lse;             /* (N) log Z = logsumexp of each position's logits */
+    real *logit_absmax;    /* (N) max |logit| of each position */
     int *tgt_len;            /* (B) encdec: non-padding decoder positions of the last batch */
-    double *dlogits;         /* (N,V) */
+    real *dlogits;         /* (N,V) */
     int *src_len;            /* (B) non-padding source positions of the last batch */
     sublayer_scratch_t scratch;
 
@@ -84,8 +86,8 @@ model_t *model_create(const config_t *cfg, const batch_caps_t *caps);
 /* Free everything model_create allocated. */
 void model_free(model_t *m);
 
-/* Doubles model_create would allocate for cfg and caps (parameters, gradients, activations,
- * scratch): the memory estimate checked before a run starts. */
+/* Elements (reals, util/real.h) model_create would allocate for cfg and caps (parameters,
+ * gradients, activations, scratch): the memory estimate checked before a run starts. */
 double model_memory_doubles(const config_t *cfg, const batch_caps_t *caps);
 
 /* Initialise parameters (docs/design.md §5, init.scheme) from rng, in buffer order: γ = 1,
@@ -129,7 +131,7 @@ void model_encode(model_t *m, const batch_t *b);
 /* The decoder on b->tokens (B,T) (no padding inside a row) against the memory of the last
  * model_encode of as many rows; last (B,C) gets the decoder's output at position T−1 of each
  * row, logits (B,V) its logits (model_forward's, of that position only). */
-void model_decode_last(model_t *m, const batch_t *b, double *last, double *logits);
+void model_decode_last(model_t *m, const batch_t *b, real *last, real *logits);
 /* The objective the backward differentiates: the loss, plus the z-term when train.z_loss > 0. */
 double model_objective(const model_t *m);
 

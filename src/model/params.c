@@ -150,7 +150,7 @@ int params_build(model_t *m)
 }
 
 /* Pointer into params (or grads) of the tensor named prefix+kind; NULL if absent. */
-static double *view(const model_t *m, double *base, const char *prefix, const char *kind)
+static real *view(const model_t *m, real *base, const char *prefix, const char *kind)
 {
     char name[64];
     snprintf(name, sizeof name, "%s%s", prefix, kind);
@@ -161,8 +161,8 @@ static double *view(const model_t *m, double *base, const char *prefix, const ch
 /* Point a norm site's γ, β, α (and gradients) at the tensors prefix + name[q]; NULL where absent. */
 static void bind_site(const model_t *m, norm_site_t *n, const char *prefix, const char *const name[3])
 {
-    double **params[3] = {&n->gamma, &n->beta, &n->alpha};
-    double **grads[3] = {&n->dgamma, &n->dbeta, &n->dalpha};
+    real **params[3] = {&n->gamma, &n->beta, &n->alpha};
+    real **grads[3] = {&n->dgamma, &n->dbeta, &n->dalpha};
     for (int q = 0; q < 3; q++) {
         *params[q] = view(m, m->params, prefix, name[q]);
         *grads[q] = view(m, m->grads, prefix, name[q]);
@@ -232,7 +232,7 @@ void params_bind(model_t *m)
  * ------------------------------------------------------------------------------------- */
 
 /* A weight matrix: init.scheme scaled by gain (Xavier/Glorot: Var = 2/(fan_in + fan_out)). */
-static void init_matrix(double *p, const tensor_info_t *t, const config_t *cfg, gsl_rng *rng)
+static void init_matrix(real *p, const tensor_info_t *t, const config_t *cfg, gsl_rng *rng)
 {
     const size_t n = model_tensor_size(t);
     const double fan = (double)(t->rows + t->cols), gain = t->value;
@@ -265,7 +265,7 @@ void model_init(model_t *m, const config_t *cfg, gsl_rng *rng)
     const char *const *q_k = tensors_branch_names(SUB_SELF_ATTN, &nb);
     for (int i = 0; i < m->num_tensors; i++) {
         const tensor_info_t *t = &m->tensors[i];
-        double *p = m->params + t->offset;
+        real *p = m->params + t->offset;
         const size_t n = model_tensor_size(t);
         switch (t->init) {
         case TENSOR_EMBED: {  // tok_embed, lm_head ~ N(0, 1/d) (fairseq; docs/design.md §5)
@@ -278,7 +278,7 @@ void model_init(model_t *m, const config_t *cfg, gsl_rng *rng)
             // the theory's W_Q = W_K = 0 (drawn first, so the other tensors do not change)
             // the self-attention's W_Q, W_K: the first and third of its branch tensors
             if (cfg->init.zero_qk && (!strcmp(t->kind, q_k[0]) || !strcmp(t->kind, q_k[2])))
-                memset(p, 0, n * sizeof(double));
+                memset(p, 0, n * sizeof(real));
             break;
         case TENSOR_CONST:    // biases and β = 0, γ = 1
             for (size_t j = 0; j < n; j++) p[j] = t->value;
@@ -292,7 +292,7 @@ void model_perturb(model_t *m, gsl_rng *rng, double scale)
     for (int i = 0; i < m->num_tensors; i++) {
         const tensor_info_t *t = &m->tensors[i];
         if (t->rank != 1) continue;
-        double *p = m->params + t->offset;
+        real *p = m->params + t->offset;
         for (size_t j = 0; j < model_tensor_size(t); j++) p[j] += gsl_ran_gaussian(rng, scale);
     }
 }

@@ -7,7 +7,7 @@
 
 double session_memory_bytes(const config_t *cfg)
 {
-    return model_memory_doubles(cfg, NULL) * sizeof(double);
+    return model_memory_doubles(cfg, NULL) * sizeof(real);
 }
 
 double session_physical_bytes(void)
@@ -19,7 +19,7 @@ double session_physical_bytes(void)
 /* Refuse a model larger than this machine's memory, with the estimate (before allocating). */
 static int check_memory(const config_t *cfg, const batch_caps_t *caps, char *err, size_t errlen)
 {
-    const double need = model_memory_doubles(cfg, caps) * sizeof(double);
+    const double need = model_memory_doubles(cfg, caps) * sizeof(real);
     const double have = session_physical_bytes();
     if (have > 0.0 && need > have) {
         snprintf(err, errlen, "model: needs about %.1f GiB for parameters, gradients and "

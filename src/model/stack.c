@@ -13,14 +13,14 @@ sublayer_t *stack_sublayer(const layer_stack_t *st, int l, int i)
 }
 
 void stack_layout(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_caps_t *cap,
-                  int dropout, double *base, size_t *n, double *gbase, size_t *gn)
+                  int dropout, real *base, size_t *n, real *gbase, size_t *gn)
 {
     const size_t NC = cap->rows * (size_t)sh->C;
     const int K = st->L * st->nsub;
     st->embed = arena_take(base, n, NC);
     st->mask_embed = dropout ? arena_take(base, n, NC) : NULL;
     for (int s = 0; s < K; s++) {
-        double *b = base ? base + *n : NULL;
+        real *b = base ? base + *n : NULL;
         *n += sublayer_layout(&st->subs[s], sh, cap, dropout, b);
     }
     st->top = st->subs[K - 1].out;
@@ -39,7 +39,7 @@ void stack_layout(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_
 }
 
 /* Fill n mask entries: 0 with probability p, else 1/(1−p). */
-static void draw_mask(double *mask, size_t n, double p, gsl_rng *rng)
+static void draw_mask(real *mask, size_t n, double p, gsl_rng *rng)
 {
     const double keep = 1.0 / (1.0 - p);
     for (size_t i = 0; i < n; i++) mask[i] = gsl_rng_uniform(rng) < p ? 0.0 : keep;
@@ -67,8 +67,8 @@ void stack_masks_off(layer_stack_t *st, size_t N, int C)
 typedef struct {
     layer_stack_t *st;
     const int32_t *ids;
-    const double *tok_embed, *pe, *dx1;
-    double *gtok_embed;
+    const real *tok_embed, *pe, *dx1;
+    real *gtok_embed;
     size_t N, T, C;
 } embed_job_t;
 
@@ -81,10 +81,10 @@ static void embed_forward_part(void *ctx, int t, int nt)
     threads_part(j->N, t, nt, 1, &lo, &hi);
     // x_1 = tok_embed[id]·√d + PE  (fairseq convention, docs/design.md §5)     // (N,C)
     for (size_t i = lo; i < hi; i++) {
-        double *x = j->st->embed + i * C;
-        if (j->ids[i] < 0) { memset(x, 0, C * sizeof(double)); continue; }   // padding
-        const double *e = j->tok_embed + (size_t)j->ids[i] * C;
-        const double *pos = j->pe + (i % T) * C;
+        real *x = j->st->embed + i * C;
+        if (j->ids[i] < 0) { memset(x, 0, C * sizeof(real)); continue; }   // padding
+        const real *e = j->tok_embed + (size_t)j->ids[i] * C;
+        const real *pos = j->pe + (i % T) * C;
         for (size_t c = 0; c < C; c++) x[c] = e[c] * sqrtC + pos[c];
         if (j->st->mask_embed)
             for (size_t c = 0; c < C; c++) x[c] *= j->st->mask_embed[i * C + c];
@@ -102,16 +102,16 @@ static void embed_backward_part(void *ctx, int t, int nt)
     threads_part(C, t, nt, 8, &lo, &hi);
     for (size_t i = 0; i < j->N; i++) {
         if (j->ids[i] < 0) continue;
-        double *ge = j->gtok_embed + (size_t)j->ids[i] * C;
-        const double *dx = j->dx1 + i * C;
-        const double *mask = j->st->mask_embed ? j->st->mask_embed + i * C : NULL;
+        real *ge = j->gtok_embed + (size_t)j->ids[i] * C;
+        const real *dx = j->dx1 + i * C;
+        const real *mask = j->st->mask_embed ? j->st->mask_embed + i * C : NULL;
         for (size_t c = lo; c < hi; c++) ge[c] += sqrtC * (mask ? mask[c] * dx[c] : dx[c]);
     }
 }
 
 /* x_1 (N,C) into st->embed. */
 static void embed_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                          const int32_t *ids, const double *tok_embed, const double *pe)
+                          const int32_t *ids, const real *tok_embed, const real *pe)
 {
     const size_t T = (size_t)p->T, C = (size_t)sh->C, N = (size_t)p->B * T;
     const embed_job_t j = {.st = st, .ids = ids, .tok_embed = tok_embed, .pe = pe, .N = N,
@@ -120,11 +120,11 @@ static void embed_forward(layer_stack_t *st, const sublayer_shape_t *sh, const s
 }
 
 void stack_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                   const int32_t *ids, const double *tok_embed, const double *pe)
+                   const int32_t *ids, const real *tok_embed, const real *pe)
 {
     const size_t N = (size_t)p->B * p->T;
     embed_forward(st, sh, p, ids, tok_embed, pe);
-    const double *x = st->embed, *xb = x;
+    const real *x = st->embed, *xb = x;
     for (int s = 0; s < st->L * st->nsub; s++) {
         if (s % st->nsub == 0) xb = x;   // the layer's input (B2T's bottom-to-top path)
         sublayer_forward(&st->subs[s], sh, p, x, xb);
@@ -135,7 +135,7 @@ void stack_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer
 }
 
 /* Population variance of the n values x[i]·(scale ? scale[i % C] : 1) of the rows ids ≥ 0. */
-static double masked_variance(const double *x, const double *scale, const int32_t *ids,
+static double masked_variance(const real *x, const real *scale, const int32_t *ids,
                               size_t N, size_t C)
 {
     double sum = 0.0, sq = 0.0;
@@ -155,11 +155,11 @@ static double masked_variance(const double *x, const double *scale, const int32_
 }
 
 void stack_admin_profile(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                         const int32_t *ids, const double *tok_embed, const double *pe)
+                         const int32_t *ids, const real *tok_embed, const real *pe)
 {
     const size_t C = (size_t)sh->C, N = (size_t)p->B * p->T;
     embed_forward(st, sh, p, ids, tok_embed, pe);
-    const double *x = st->embed, *xb = x;
+    const real *x = st->embed, *xb = x;
     double ratio = 1.0;   // Liu et al. 2020 (Transformer-Clinic's adaptive profiling)
     for (int s = 0; s < st->L * st->nsub; s++) {
         sublayer_t *sl = &st->subs[s];
@@ -184,7 +184,7 @@ void stack_admin_profile(layer_stack_t *st, const sublayer_shape_t *sh, const su
 }
 
 /* Mean over the rows with ids ≥ 0 of the rows' Euclidean norms of x (N,C). */
-static double mean_row_norm(const double *x, const int32_t *ids, size_t N, size_t C)
+static double mean_row_norm(const real *x, const int32_t *ids, size_t N, size_t C)
 {
     double sum = 0.0;
     size_t n = 0;
@@ -199,14 +199,14 @@ static double mean_row_norm(const double *x, const int32_t *ids, size_t N, size_
 }
 
 void stack_backward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                    const int32_t *ids, double *dmem, double *gtok_embed,
+                    const int32_t *ids, real *dmem, real *gtok_embed,
                     sublayer_scratch_t *sc)
 {
     const size_t C = (size_t)sh->C, N = (size_t)p->B * p->T;
     const int K = st->L * st->nsub;
     if (st->final.on) {
         // dtop = ∂L/∂top: the final norm's backward, written by the sum onto zero (nn/norm.h)
-        double *dtop = st->dstream[K % 2];
+        real *dtop = st->dstream[K % 2];
         if (sh->norm == NORM_DYT)
             dyt_backward_set(dtop, st->final.dalpha, st->final.dgamma, st->final.dbeta,
                              st->dfinal, st->top, *st->final.alpha, st->final.gamma, N, C);
@@ -216,7 +216,7 @@ void stack_backward(layer_stack_t *st, const sublayer_shape_t *sh, const sublaye
     }
     for (int s = K - 1; s >= 0; s--) {
         const int first = s % st->nsub == 0, b2t = st->subs[s - s % st->nsub + st->nsub - 1].rule.b2t;
-        if (b2t && s % st->nsub == st->nsub - 1) memset(st->dblock, 0, N * C * sizeof(double));
+        if (b2t && s % st->nsub == st->nsub - 1) memset(st->dblock, 0, N * C * sizeof(real));
         st->dout_norm[s] = mean_row_norm(st->dstream[(s + 1) % 2], ids, N, C);
         sublayer_backward(&st->subs[s], sh, p, st->dstream[(s + 1) % 2], st->dstream[s % 2],
                           dmem, st->dblock, sc);

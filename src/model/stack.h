@@ -10,6 +10,8 @@
 #ifndef STABILITY_STACK_H
 #define STABILITY_STACK_H
 
+#include "util/real.h"
+
 #include <stdint.h>
 #include <gsl/gsl_rng.h>
 #include "model/sublayer.h"
@@ -21,15 +23,15 @@ typedef struct {
     sublayer_t *subs;            /* [L·nsub] in forward order */
     norm_site_t final;           /* the final norm (final.on) */
     /* forward */
-    double *embed;               /* (N,C) x_1 */
-    double *mask_embed;          /* (N,C) or NULL */
-    const double *top;           /* (N,C) the last sub-layer's out */
-    const double *output;        /* (N,C) final.out or top */
+    real *embed;               /* (N,C) x_1 */
+    real *mask_embed;          /* (N,C) or NULL */
+    const real *top;           /* (N,C) the last sub-layer's out */
+    const real *output;        /* (N,C) final.out or top */
     /* backward */
-    double *dstream[2];          /* (N,C) ∂L/∂x_s, alternating */
-    double *dfinal;              /* (N,C) ∂L/∂output (dstream[(L·nsub)%2] without a final norm) */
-    double *dblock;              /* (N,C) B2T: ∂L/∂(a layer's input) through its last residual */
-    double *dout_norm;           /* [L·nsub] of the last backward: E_token ‖∂L/∂(sub-layer out)‖
+    real *dstream[2];          /* (N,C) ∂L/∂x_s, alternating */
+    real *dfinal;              /* (N,C) ∂L/∂output (dstream[(L·nsub)%2] without a final norm) */
+    real *dblock;              /* (N,C) B2T: ∂L/∂(a layer's input) through its last residual */
+    real *dout_norm;           /* [L·nsub] of the last backward: E_token ‖∂L/∂(sub-layer out)‖
                                     over non-padding tokens (Liu et al. 2020, Fig. 3) */
 } layer_stack_t;
 
@@ -37,7 +39,7 @@ typedef struct {
  * arena: gbase) for cap rows; either base may be NULL to count. Adds the doubles used to
  * *n and *gn. */
 void stack_layout(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_caps_t *cap,
-                  int dropout, double *base, size_t *n, double *gbase, size_t *gn);
+                  int dropout, real *base, size_t *n, real *gbase, size_t *gn);
 
 /* Draw inverted-dropout masks (0 with probability p, else 1/(1−p)) for N rows from rng:
  * the embedding's, then every sub-layer's in forward order. No-op without masks. */
@@ -48,20 +50,20 @@ void stack_masks_off(layer_stack_t *st, size_t N, int C);
 
 /* Forward: embed ids (B,T) with tok_embed (V,C) and pe (T,C), then every sub-layer. */
 void stack_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                   const int32_t *ids, const double *tok_embed, const double *pe);
+                   const int32_t *ids, const real *tok_embed, const real *pe);
 
 /* Admin's profiling forward (Liu et al. 2020): like stack_forward, but before each sub-layer
  * i with a learnable skip scale ω_i ← ratio (ratio starts at 1), and after it
  * ratio ← √(Var(x ⊙ ω_i) + Var(drop(F_i))), population variances over every element of the
  * non-padding rows. Leaves the ω values in the parameters. */
 void stack_admin_profile(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                         const int32_t *ids, const double *tok_embed, const double *pe);
+                         const int32_t *ids, const real *tok_embed, const real *pe);
 
 /* Backward from st->dfinal (filled by the caller: the output layer, or the decoder's
  * cross-attention); accumulates into the parameter gradients, dmem (cross-attention) and
  * gtok_embed (V,C). */
 void stack_backward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                    const int32_t *ids, double *dmem, double *gtok_embed,
+                    const int32_t *ids, real *dmem, real *gtok_embed,
                     sublayer_scratch_t *sc);
 
 /* The sub-layer at layer l, position i. */

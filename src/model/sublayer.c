@@ -31,14 +31,14 @@ int sublayer_param_on(const sublayer_param_t *sp, const sublayer_rule_t *r)
     return *(const int *)((const char *)r + sp->flag);
 }
 
-double **sublayer_param_view(const sublayer_param_t *sp, sublayer_t *s, int grad)
+real **sublayer_param_view(const sublayer_param_t *sp, sublayer_t *s, int grad)
 {
-    return (double **)((char *)s + (grad ? sp->grad : sp->param));
+    return (real **)((char *)s + (grad ? sp->grad : sp->param));
 }
 
-const double *sublayer_param_values(const sublayer_param_t *sp, const sublayer_t *s)
+const real *sublayer_param_values(const sublayer_param_t *sp, const sublayer_t *s)
 {
-    return *(double *const *)((const char *)s + sp->param);
+    return *(real *const *)((const char *)s + sp->param);
 }
 
 
@@ -46,7 +46,7 @@ static int is_attention(const sublayer_t *s) { return s->rule.kind != SUB_FFN; }
 
 /* ----------------------------------------------------------------------------- norm sites */
 
-void norm_site_forward(norm_site_t *n, const sublayer_shape_t *sh, const double *x, size_t rows)
+void norm_site_forward(norm_site_t *n, const sublayer_shape_t *sh, const real *x, size_t rows)
 {
     n->in = x;
     if (sh->norm == NORM_DYT) dyt_forward(n->out, x, *n->alpha, n->gamma, n->beta, rows, n->width);
@@ -54,8 +54,8 @@ void norm_site_forward(norm_site_t *n, const sublayer_shape_t *sh, const double 
                       sh->eps);
 }
 
-void norm_site_backward(const norm_site_t *n, const sublayer_shape_t *sh, double *dx,
-                        const double *dout, const double *x, size_t rows)
+void norm_site_backward(const norm_site_t *n, const sublayer_shape_t *sh, real *dx,
+                        const real *dout, const real *x, size_t rows)
 {
     if (sh->norm == NORM_DYT)
         dyt_backward(dx, n->dalpha, n->dgamma, n->dbeta, dout, x, *n->alpha, n->gamma, rows,
@@ -65,8 +65,8 @@ void norm_site_backward(const norm_site_t *n, const sublayer_shape_t *sh, double
 }
 
 /* As norm_site_backward, but OVERWRITES dx (the bits of zeroing it first, nn/norm.h). */
-static void norm_site_backward_set(const norm_site_t *n, const sublayer_shape_t *sh, double *dx,
-                                   const double *dout, const double *x, size_t rows)
+static void norm_site_backward_set(const norm_site_t *n, const sublayer_shape_t *sh, real *dx,
+                                   const real *dout, const real *x, size_t rows)
 {
     if (sh->norm == NORM_DYT)
         dyt_backward_set(dx, n->dalpha, n->dgamma, n->dbeta, dout, x, *n->alpha, n->gamma, rows,
@@ -76,7 +76,7 @@ static void norm_site_backward_set(const norm_site_t *n, const sublayer_shape_t 
 }
 
 /* A norm site's output and statistics over rows × its width. */
-static void layout_norm(norm_site_t *n, size_t rows, double *base, size_t *off)
+static void layout_norm(norm_site_t *n, size_t rows, real *base, size_t *off)
 {
     n->out = arena_take(base, off, rows * n->width);
     n->mean = arena_take(base, off, rows);
@@ -86,7 +86,7 @@ static void layout_norm(norm_site_t *n, size_t rows, double *base, size_t *off)
 /* ----------------------------------------------------------------------------- arena */
 
 size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_caps_t *cap,
-                       int dropout, double *base)
+                       int dropout, real *base)
 {
     const size_t N = cap->rows, C = (size_t)sh->C, F = (size_t)sh->F;
     const size_t Nk = s->rule.kind == SUB_CROSS_ATTN ? cap->key_rows : N;
@@ -131,7 +131,7 @@ size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
 }
 
 size_t sublayer_scratch_layout(sublayer_scratch_t *sc, const sublayer_shape_t *sh,
-                               const sublayer_caps_t *cap, double *base)
+                               const sublayer_caps_t *cap, real *base)
 {
     const size_t N = cap->rows, C = (size_t)sh->C, F = (size_t)sh->F;
     const size_t Nk = cap->key_rows > N ? cap->key_rows : N;
@@ -165,7 +165,7 @@ static void attention_branch_forward(sublayer_t *s, const sublayer_shape_t *sh,
     const size_t N = (size_t)p->B * p->T, C = (size_t)sh->C;
     const int Tk = cross ? p->S : p->T;
     const size_t Nk = (size_t)p->B * Tk;
-    const double *kv = cross ? p->mem : s->u;
+    const real *kv = cross ? p->mem : s->u;
     linear_forward(s->q, s->u, s->w[Q], s->b[Q], N, C, C);     // (N,C)
     linear_forward(s->k, kv, s->w[K], s->b[K], Nk, C, C);      // (Nk,C)
     linear_forward(s->v, kv, s->w[V], s->b[V], Nk, C, C);      // (Nk,C)
@@ -200,7 +200,7 @@ static void ffn_branch_forward(sublayer_t *s, const sublayer_shape_t *sh, size_t
 
 /* NormFormer's head scale (fairseq's c_attn, applied to the attention's output after W_O):
  * fh[n][h·Dh + j] = c[h]·f[n][h·Dh + j], f and fh (N,C), c (H). */
-static void head_scale_forward(double *fh, const double *f, const double *c, size_t N, int C, int H)
+static void head_scale_forward(real *fh, const real *f, const real *c, size_t N, int C, int H)
 {
     const int Dh = C / H;
     for (size_t n = 0; n < N; n++)
@@ -208,8 +208,8 @@ static void head_scale_forward(double *fh, const double *f, const double *c, siz
 }
 
 /* Its backward: dc (H) += Σ_n,j∈h dfh ⊙ f; df (N,C) = c ⊙ dfh (df may be dfh). */
-static void head_scale_backward(double *df, double *dc, const double *dfh, const double *f,
-                                const double *c, size_t N, int C, int H)
+static void head_scale_backward(real *df, real *dc, const real *dfh, const real *f,
+                                const real *c, size_t N, int C, int H)
 {
     const int Dh = C / H;
     for (size_t n = 0; n < N; n++)
@@ -224,8 +224,8 @@ static void head_scale_backward(double *df, double *dc, const double *dfh, const
  * (util/threads.h): any split gives the same bits. */
 typedef struct {
     const sublayer_t *s;
-    const double *dr;
-    double *dx, *dbranch;
+    const real *dr;
+    real *dx, *dbranch;
     size_t n;
 } residual_job_t;
 
@@ -269,7 +269,7 @@ static void residual_forward(sublayer_t *s, size_t N, size_t C)
 }
 
 void sublayer_forward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                      const double *x, const double *xb)
+                      const real *x, const real *xb)
 {
     const size_t N = (size_t)p->B * p->T, C = (size_t)sh->C;
     s->x = x;
@@ -293,15 +293,15 @@ void sublayer_forward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_
  * No scratch is zeroed: the first write into each buffer overwrites it (β = 0 GEMMs, the norms'
  * _set backward), which gives the bits of zeroing and accumulating. */
 static void attention_branch_backward(sublayer_t *s, const sublayer_shape_t *sh,
-                                      const sublayer_pass_t *p, const double *df, double *du,
-                                      int du_set, double *dmem, sublayer_scratch_t *sc)
+                                      const sublayer_pass_t *p, const real *df, real *du,
+                                      int du_set, real *dmem, sublayer_scratch_t *sc)
 {
     const int cross = s->rule.kind == SUB_CROSS_ATTN;
     const size_t N = (size_t)p->B * p->T, C = (size_t)sh->C;
     const int Tk = cross ? p->S : p->T;
     const size_t Nk = (size_t)p->B * Tk;
-    const double *kv = cross ? p->mem : s->u;
-    double *dkv = cross ? dmem : du;
+    const real *kv = cross ? p->mem : s->u;
+    real *dkv = cross ? dmem : du;
     if (s->inner.on) {   // W_O read Norm(ctx)
         linear_backward_set(sc->dh, s->gw[O], s->gb[O], df, s->h, s->w[O], N, C, C);
         norm_site_backward_set(&s->inner, sh, sc->dctx, sc->dh, s->ctx, N);
@@ -309,7 +309,7 @@ static void attention_branch_backward(sublayer_t *s, const sublayer_shape_t *sh,
         linear_backward_set(sc->dctx, s->gw[O], s->gb[O], df, s->ctx, s->w[O], N, C, C);
     }
     const attention_opts_t o = {.softcap = sh->softcap, .capped = s->capped};
-    double *dqa = s->qn.out ? sc->dqn : sc->dq, *dka = s->kn.out ? sc->dkn : sc->dk;
+    real *dqa = s->qn.out ? sc->dqn : sc->dq, *dka = s->kn.out ? sc->dkn : sc->dk;
     attention_backward_opt(dqa, dka, sc->dv, sc->datt, sc->dctx, s->qa, s->ka, s->v, s->att,
                            p->B, p->T, Tk, sh->C, sh->H, &o);
     if (s->qn.out) {   // back through QK-norm: rows of (N·H, Dh)
@@ -328,7 +328,7 @@ static void attention_branch_backward(sublayer_t *s, const sublayer_shape_t *sh,
 /* du (N,C) += ∂L/∂u (du_set: du = ∂L/∂u) from df = ∂L/∂f through the FFN (and its inner
  * norm); no scratch is zeroed (attention_branch_backward). */
 static void ffn_branch_backward(sublayer_t *s, const sublayer_shape_t *sh, size_t N,
-                                const double *df, double *du, int du_set, sublayer_scratch_t *sc)
+                                const real *df, real *du, int du_set, sublayer_scratch_t *sc)
 {
     const size_t C = (size_t)sh->C, F = (size_t)sh->F;
     if (!s->inner.on && !du_set) {
@@ -349,8 +349,8 @@ static void ffn_branch_backward(sublayer_t *s, const sublayer_shape_t *sh, size_
 
 /* r = skip·x + gate·drop(f') (+ x_block): dx = skip·dr (or ω ⊙ dr), dω, dgate, dxb; returns
  * ∂L/∂f' = gate·mask ⊙ dr. */
-static const double *residual_backward(sublayer_t *s, size_t N, size_t C, const double *dr,
-                                       double *dx, double *dxb, sublayer_scratch_t *sc)
+static const real *residual_backward(sublayer_t *s, size_t N, size_t C, const real *dr,
+                                       real *dx, real *dxb, sublayer_scratch_t *sc)
 {
     const size_t NC = N * C;
     const sublayer_rule_t *r = &s->rule;
@@ -380,17 +380,17 @@ static const double *residual_backward(sublayer_t *s, size_t N, size_t C, const 
 }
 
 void sublayer_backward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                       const double *dout, double *dx, double *dmem, double *dxb,
+                       const real *dout, real *dx, real *dmem, real *dxb,
                        sublayer_scratch_t *sc)
 {
     const size_t N = (size_t)p->B * p->T, C = (size_t)sh->C;
     // out = Norm(r)
-    const double *dr = dout;
+    const real *dr = dout;
     if (s->rule.norm_after) {
         norm_site_backward_set(&s->norm, sh, sc->dr, dout, s->r, N);
         dr = sc->dr;
     }
-    const double *df = residual_backward(s, N, C, dr, dx, dxb, sc);
+    const real *df = residual_backward(s, N, C, dr, dx, dxb, sc);
     if (s->norm_out.on) {   // f' = Norm_out(f_h)
         norm_site_backward_set(&s->norm_out, sh, sc->dfo, df, s->norm_out.in, N);
         df = sc->dfo;
@@ -401,7 +401,7 @@ void sublayer_backward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
     }
     // the branch adds ∂L/∂u into dx directly unless a norm sits in front of it; then it writes
     // it into sc->du (its first write overwrites)
-    double *du = s->rule.norm_in ? sc->du : dx;
+    real *du = s->rule.norm_in ? sc->du : dx;
     if (is_attention(s)) attention_branch_backward(s, sh, p, df, du, s->rule.norm_in, dmem, sc);
     else ffn_branch_backward(s, sh, N, df, du, s->rule.norm_in, sc);
     // u = Norm(x)

@@ -13,6 +13,8 @@
 #ifndef STABILITY_SUBLAYER_H
 #define STABILITY_SUBLAYER_H
 
+#include "util/real.h"
+
 #include <stddef.h>
 #include "nn/ffn.h"
 #include "nn/norm.h"
@@ -31,38 +33,38 @@ typedef struct {
 /* QK-norm of q or k of an attention (docs/design.md §6g): every head's d_head columns of a row
  * normalised, one γ (and β) of width d_head shared by the heads. */
 typedef struct {
-    double *gamma, *beta, *dgamma, *dbeta;   /* (Dh) */
-    double *out;                 /* (rows,C) = (rows·H, Dh) the normalised q or k */
-    double *mean, *rstd;         /* (rows·H) */
+    real *gamma, *beta, *dgamma, *dbeta;   /* (Dh) */
+    real *out;                 /* (rows,C) = (rows·H, Dh) the normalised q or k */
+    real *mean, *rstd;         /* (rows·H) */
 } qk_site_t;
 
 /* One norm site: its parameters (NULL where the norm kind has none) and saved statistics. */
 typedef struct {
     int on;                      /* the site exists */
     size_t width;                /* C, or F for the FFN's inner norm */
-    double *gamma, *beta;        /* (width) */
-    double *alpha;               /* DyT's α (1), else NULL */
-    double *dgamma, *dbeta, *dalpha;
-    double *out;                 /* (rows, width) */
-    double *mean, *rstd;         /* (rows) */
-    const double *in;            /* (rows, width) the input of the last forward */
+    real *gamma, *beta;        /* (width) */
+    real *alpha;               /* DyT's α (1), else NULL */
+    real *dgamma, *dbeta, *dalpha;
+    real *out;                 /* (rows, width) */
+    real *mean, *rstd;         /* (rows) */
+    const real *in;            /* (rows, width) the input of the last forward */
 } norm_site_t;
 
 /* out (rows, width) = Norm(x) by the model's norm kind (LayerNorm, RMSNorm, DyT, identity);
  * remembers x as the site's input. */
-void norm_site_forward(norm_site_t *n, const sublayer_shape_t *sh, const double *x, size_t rows);
+void norm_site_forward(norm_site_t *n, const sublayer_shape_t *sh, const real *x, size_t rows);
 
 /* ACCUMULATES dx (rows, width) and the site's parameter gradients from dout, for the x of the
  * last norm_site_forward. */
-void norm_site_backward(const norm_site_t *n, const sublayer_shape_t *sh, double *dx,
-                        const double *dout, const double *x, size_t rows);
+void norm_site_backward(const norm_site_t *n, const sublayer_shape_t *sh, real *dx,
+                        const real *dout, const real *x, size_t rows);
 
 /* This forward's shapes, the same for every sub-layer of a stack. */
 typedef struct {
     int B, T;                    /* rows; sequence length of the stack */
     int causal;                  /* self-attention masks keys j > i */
     const int *len;              /* (B) non-padding positions per row (right padding); NULL = T */
-    const double *mem;           /* cross-attention: (B,S,C) the encoder's output, or NULL */
+    const real *mem;           /* cross-attention: (B,S,C) the encoder's output, or NULL */
     int S;                       /* its length */
     const int *mem_len;          /* (B) its non-padding positions; NULL = S */
     const int *qlen;             /* (B) the queries the attention statistics count (non-padding
@@ -74,33 +76,33 @@ typedef struct {
     int layer;                   /* row of the probes' layer axis */
     int index;                   /* 1-based position in its layer: normK, residK */
     /* parameters and gradients: attention q, k, v, o; FFN w[0] = W¹, w[1] = W² */
-    double *w[4], *b[4], *gw[4], *gb[4];
+    real *w[4], *b[4], *gw[4], *gb[4];
     norm_site_t norm;            /* normK: Norm_in or Norm_after */
     norm_site_t norm_out;        /* normK_out: on the branch output (Peri-LN) */
     norm_site_t inner;           /* normK_inner: before W_O or W² (Sub-LN) */
-    double *omega, *domega;      /* (C) Admin's skip scale, or NULL */
-    double *gate, *dgate;        /* (1) ReZero's α (shared by the layer's sub-layers), or NULL */
-    double *hscale, *dhscale;    /* (H) NormFormer's scale c of each head's output, or NULL */
+    real *omega, *domega;      /* (C) Admin's skip scale, or NULL */
+    real *gate, *dgate;        /* (1) ReZero's α (shared by the layer's sub-layers), or NULL */
+    real *hscale, *dhscale;    /* (H) NormFormer's scale c of each head's output, or NULL */
     /* forward activations (views into the model's arena) */
-    const double *x;             /* (N,C) the input: the stream before this sub-layer */
-    const double *xb;            /* (N,C) the block's input (B2T), or NULL */
-    const double *u;             /* (N,C) the branch input: norm.out or x */
-    double *q, *k, *v;           /* (N,C), (Nk,C), (Nk,C) */
-    double *att;                 /* (B,H,Tq,Tk) */
+    const real *x;             /* (N,C) the input: the stream before this sub-layer */
+    const real *xb;            /* (N,C) the block's input (B2T), or NULL */
+    const real *u;             /* (N,C) the branch input: norm.out or x */
+    real *q, *k, *v;           /* (N,C), (Nk,C), (Nk,C) */
+    real *att;                 /* (B,H,Tq,Tk) */
     qk_site_t qn, kn;            /* QK-norm of q and k (out NULL: off) */
-    const double *qa, *ka;       /* (N,C), (Nk,C) what the attention reads: qn.out or q, … */
-    double *capped;              /* (B,H,Tq,Tk) the soft-capped logits, or NULL */
-    double *ent, *amax;          /* (B·H) of the last forward: Σ over counted queries of the
+    const real *qa, *ka;       /* (N,C), (Nk,C) what the attention reads: qn.out or q, … */
+    real *capped;              /* (B,H,Tq,Tk) the soft-capped logits, or NULL */
+    real *ent, *amax;          /* (B·H) of the last forward: Σ over counted queries of the
                                     attention entropy; max |logit| (nn/attention.h) */
-    double *ctx;                 /* (N,C) */
-    double *pre, *act;           /* (N,F) */
-    const double *h;             /* the input of W_O or W²: inner.out, or ctx / act */
-    double *f;                   /* (N,C) the branch output F(u) */
-    double *fh;                  /* (N,C) f scaled per head (head_scale), or NULL */
-    const double *fo;            /* (N,C) norm_out.out, or fh or f */
-    double *mask;                /* (N,C) inverted-dropout mask (0 or 1/(1−p)), or NULL */
-    double *r;                   /* (N,C) the residual sum */
-    double *out;                 /* (N,C) norm.out (Norm_after) or r */
+    real *ctx;                 /* (N,C) */
+    real *pre, *act;           /* (N,F) */
+    const real *h;             /* the input of W_O or W²: inner.out, or ctx / act */
+    real *f;                   /* (N,C) the branch output F(u) */
+    real *fh;                  /* (N,C) f scaled per head (head_scale), or NULL */
+    const real *fo;            /* (N,C) norm_out.out, or fh or f */
+    real *mask;                /* (N,C) inverted-dropout mask (0 or 1/(1−p)), or NULL */
+    real *r;                   /* (N,C) the residual sum */
+    real *out;                 /* (N,C) norm.out (Norm_after) or r */
 } sublayer_t;
 
 /* The learnable scalars and vectors a scheme adds to a sub-layer beyond its branch and norms
@@ -124,19 +126,19 @@ extern const int SUBLAYER_NPARAMS;
 int sublayer_param_on(const sublayer_param_t *sp, const sublayer_rule_t *r);
 
 /* The view of parameter sp in s (params, or grads when grad): a pointer to s's pointer. */
-double **sublayer_param_view(const sublayer_param_t *sp, sublayer_t *s, int grad);
+real **sublayer_param_view(const sublayer_param_t *sp, sublayer_t *s, int grad);
 
 /* s's values of parameter sp, or NULL when s has none. */
-const double *sublayer_param_values(const sublayer_param_t *sp, const sublayer_t *s);
+const real *sublayer_param_values(const sublayer_param_t *sp, const sublayer_t *s);
 
 /* Scratch of the backward, shared by all sub-layers (each overwrites what it uses). */
 typedef struct {
-    double *dq, *dk, *dv;        /* (N,C), (Nk,C), (Nk,C) */
-    double *datt;                /* (B,H,Tq,Tk) */
-    double *dctx, *df, *du, *dr, *dbranch, *dfo;   /* (N,C) */
-    double *dpre, *dact;         /* (N,F) */
-    double *dh;                  /* (N,max(C,F)) ∂L/∂(the inner norm's output) */
-    double *dqn, *dkn;           /* (N,C), (Nk,C) ∂L/∂(QK-norm's outputs), or NULL (off) */
+    real *dq, *dk, *dv;        /* (N,C), (Nk,C), (Nk,C) */
+    real *datt;                /* (B,H,Tq,Tk) */
+    real *dctx, *df, *du, *dr, *dbranch, *dfo;   /* (N,C) */
+    real *dpre, *dact;         /* (N,F) */
+    real *dh;                  /* (N,max(C,F)) ∂L/∂(the inner norm's output) */
+    real *dqn, *dkn;           /* (N,C), (Nk,C) ∂L/∂(QK-norm's outputs), or NULL (off) */
 } sublayer_scratch_t;
 
 /* Capacity of the activations: rows of queries and keys, entries of one attention matrix. */
@@ -148,23 +150,23 @@ typedef struct {
 /* Lay out s's forward activations over base (or only count when base is NULL); dropout adds
  * a mask. Returns the doubles used. */
 size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_caps_t *cap,
-                       int dropout, double *base);
+                       int dropout, real *base);
 
 /* Doubles of the shared backward scratch for capacity cap; lays it out when base != NULL. */
 size_t sublayer_scratch_layout(sublayer_scratch_t *sc, const sublayer_shape_t *sh,
-                               const sublayer_caps_t *cap, double *base);
+                               const sublayer_caps_t *cap, real *base);
 
 /* Forward of s on x (N,C) for this pass; xb (N,C) is its block's input (read with b2t only).
  * Fills s's activations; s->out is the result. */
 void sublayer_forward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                      const double *x, const double *xb);
+                      const real *x, const real *xb);
 
 /* Backward of the last forward. dout (N,C) = ∂L/∂out. OVERWRITES dx (N,C) = ∂L/∂x (it
  * zeroes it first), ACCUMULATES into s's parameter gradients, for cross-attention into dmem
  * (Nk,C) (the caller zeroes dmem once before the decoder's backward), and with b2t into
  * dxb (N,C) = ∂L/∂(the block's input). */
 void sublayer_backward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_pass_t *p,
-                       const double *dout, double *dx, double *dmem, double *dxb,
+                       const real *dout, real *dx, real *dmem, real *dxb,
                        sublayer_scratch_t *sc);
 
 #endif

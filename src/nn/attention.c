@@ -12,16 +12,16 @@
 #include "util/threads.h"
 
 typedef struct {
-    double *ctx, *att, *dq, *dk, *dv, *datt;
-    const double *q, *k, *v, *dctx, *catt;
+    real *ctx, *att, *dq, *dk, *dv, *datt;
+    const real *q, *k, *v, *dctx, *catt;
     int B, Tq, Tk, C, H, causal;
     const int *key_len;
     const attention_opts_t *o;   /* NULL: the plain kernel */
 } att_job_t;
 
 /* One of a pair's GEMMs (β = 0): one single-threaded call. */
-static void head_gemm(int ta, int tb, int M, int N, int K, double alpha, const double *A,
-                      int lda, const double *B, int ldb, double *C, int ldc)
+static void head_gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A,
+                      int lda, const real *B, int ldb, real *C, int ldc)
 {
     gemm_serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0, C, ldc);
 }
@@ -35,7 +35,7 @@ static int pair_threads(const att_job_t *j)
 /* Softmax of row (Tk) over its nk visible keys, max-subtracted; the others get probability 0.
  * With amax (a counted query) also its entropy (returned; 0·log 0 = 0: an entry whose
  * exponential underflows adds nothing) and *amax = max(*amax, max_j |s_j|). */
-static double softmax_row(double *row, int nk, int Tk, double *amax)
+static double softmax_row(real *row, int nk, int Tk, double *amax)
 {
     double mx = row[0];
     for (int c = 1; c < nk; c++) if (row[c] > mx) mx = row[c];
@@ -62,7 +62,7 @@ static double softmax_row(double *row, int nk, int Tk, double *amax)
 
 /* Soft-capping (Gemma 2) of a row's nk visible logits: s ← c·tanh(s/c), kept in capped (Tk;
  * 0 beyond nk) for the backward. */
-static void softcap_row(double *row, double *capped, int nk, int Tk, double c)
+static void softcap_row(real *row, real *capped, int nk, int Tk, double c)
 {
     for (int k = 0; k < nk; k++) capped[k] = row[k] = c * tanh(row[k] / c);
     for (int k = nk; k < Tk; k++) capped[k] = 0.0;
@@ -78,15 +78,15 @@ static void forward_pairs(void *ctx, int t, int nt)
     for (size_t pair = lo; pair < hi; pair++) {
         const int b = (int)(pair / (size_t)H), h = (int)(pair % (size_t)H);
         const int nvalid = j->key_len ? j->key_len[b] : Tk;
-        const double *qh = j->q + (size_t)b * Tq * C + (size_t)h * Dh;  // (Tq,Dh) stride C
-        const double *kh = j->k + (size_t)b * Tk * C + (size_t)h * Dh;  // (Tk,Dh) stride C
-        const double *vh = j->v + (size_t)b * Tk * C + (size_t)h * Dh;  // (Tk,Dh) stride C
-        double *ah = j->att + ((size_t)b * H + h) * Tq * Tk;            // (Tq,Tk)
-        double *ch = j->ctx + (size_t)b * Tq * C + (size_t)h * Dh;      // (Tq,Dh) stride C
+        const real *qh = j->q + (size_t)b * Tq * C + (size_t)h * Dh;  // (Tq,Dh) stride C
+        const real *kh = j->k + (size_t)b * Tk * C + (size_t)h * Dh;  // (Tk,Dh) stride C
+        const real *vh = j->v + (size_t)b * Tk * C + (size_t)h * Dh;  // (Tk,Dh) stride C
+        real *ah = j->att + ((size_t)b * H + h) * Tq * Tk;            // (Tq,Tk)
+        real *ch = j->ctx + (size_t)b * Tq * C + (size_t)h * Dh;      // (Tq,Dh) stride C
         // scores (Tq,Tk) = q_h · k_hᵀ / √Dh
         head_gemm(0, 1, Tq, Tk, Dh, scale, qh, C, kh, C, ah, Tk);
         const double cap = j->o ? j->o->softcap : 0.0;
-        double *sh = cap > 0.0 ? j->o->capped + ((size_t)b * H + h) * Tq * Tk : NULL;
+        real *sh = cap > 0.0 ? j->o->capped + ((size_t)b * H + h) * Tq * Tk : NULL;
         const int nq = j->o && j->o->query_len ? j->o->query_len[b] : Tq;
         const int stats = j->o && (j->o->entropy || j->o->max_logit);
         double ent = 0.0, amax = 0.0;
@@ -94,7 +94,7 @@ static void forward_pairs(void *ctx, int t, int nt)
             int nk = j->causal ? i + 1 : Tk;
             if (nk > nvalid) nk = nvalid;
             if (sh) softcap_row(ah + (size_t)i * Tk, sh + (size_t)i * Tk, nk, Tk, cap);
-            double *row = ah + (size_t)i * Tk;
+            real *row = ah + (size_t)i * Tk;
             const double hrow = softmax_row(row, nk, Tk, stats && i < nq ? &amax : NULL);
             if (i < nq) ent += hrow;
         }
@@ -105,8 +105,8 @@ static void forward_pairs(void *ctx, int t, int nt)
     }
 }
 
-void attention_forward_opt(double *ctx, double *att, const double *q, const double *k,
-                           const double *v, int B, int Tq, int Tk, int C, int H, int causal,
+void attention_forward_opt(real *ctx, real *att, const real *q, const real *k,
+                           const real *v, int B, int Tq, int Tk, int C, int H, int causal,
                            const int *key_len, const attention_opts_t *o)
 {
     att_job_t j = {.ctx = ctx, .att = att, .q = q, .k = k, .v = v, .B = B, .Tq = Tq, .Tk = Tk,
@@ -114,8 +114,8 @@ void attention_forward_opt(double *ctx, double *att, const double *q, const doub
     threads_run(pair_threads(&j), forward_pairs, &j);
 }
 
-void attention_forward(double *ctx, double *att, const double *q, const double *k,
-                       const double *v, int B, int Tq, int Tk, int C, int H, int causal,
+void attention_forward(real *ctx, real *att, const real *q, const real *k,
+                       const real *v, int B, int Tq, int Tk, int C, int H, int causal,
                        const int *key_len)
 {
     attention_forward_opt(ctx, att, q, k, v, B, Tq, Tk, C, H, causal, key_len, NULL);
@@ -132,8 +132,8 @@ static void backward_pairs(void *ctx, int t, int nt)
         const int b = (int)(pair / (size_t)H), h = (int)(pair % (size_t)H);
         const size_t oq = (size_t)b * Tq * C + (size_t)h * Dh;       // query-side offset
         const size_t ok = (size_t)b * Tk * C + (size_t)h * Dh;       // key-side offset
-        const double *ah = j->catt + ((size_t)b * H + h) * Tq * Tk;  // (Tq,Tk)
-        double *dah = j->datt + ((size_t)b * H + h) * Tq * Tk;       // (Tq,Tk)
+        const real *ah = j->catt + ((size_t)b * H + h) * Tq * Tk;  // (Tq,Tk)
+        real *dah = j->datt + ((size_t)b * H + h) * Tq * Tk;       // (Tq,Tk)
         // datt (Tq,Tk) = dctx_h (Tq,Dh) · v_hᵀ (Dh,Tk)
         head_gemm(0, 1, Tq, Tk, Dh, 1.0, j->dctx + oq, C, j->v + ok, C, dah, Tk);
         // dv_h (Tk,Dh) = att_hᵀ (Tk,Tq) · dctx_h (Tq,Dh)   (β = 0: linear.c)
@@ -141,15 +141,15 @@ static void backward_pairs(void *ctx, int t, int nt)
         // softmax backward, in place: dscore_ij = a_ij·(datt_ij − Σ_j' a_ij'·datt_ij')
         // (masked entries have a_ij = 0, so they get no gradient)
         for (int i = 0; i < Tq; i++) {
-            const double *arow = ah + (size_t)i * Tk;
-            double *drow = dah + (size_t)i * Tk;
+            const real *arow = ah + (size_t)i * Tk;
+            real *drow = dah + (size_t)i * Tk;
             double dot = 0.0;
             for (int c = 0; c < Tk; c++) dot += arow[c] * drow[c];
             for (int c = 0; c < Tk; c++) drow[c] = arow[c] * (drow[c] - dot);
         }
         if (j->o && j->o->softcap > 0.0) {   // s' = c·tanh(s/c): ∂s'/∂s = 1 − (s'/c)²
             const double c = j->o->softcap;
-            const double *sh = j->o->capped + ((size_t)b * H + h) * Tq * Tk;
+            const real *sh = j->o->capped + ((size_t)b * H + h) * Tq * Tk;
             for (size_t e = 0; e < (size_t)Tq * Tk; e++) {
                 const double th = sh[e] / c;
                 dah[e] *= 1.0 - th * th;
@@ -162,9 +162,9 @@ static void backward_pairs(void *ctx, int t, int nt)
     }
 }
 
-void attention_backward_opt(double *dq, double *dk, double *dv, double *datt,
-                            const double *dctx, const double *q, const double *k,
-                            const double *v, const double *att, int B, int Tq, int Tk, int C,
+void attention_backward_opt(real *dq, real *dk, real *dv, real *datt,
+                            const real *dctx, const real *q, const real *k,
+                            const real *v, const real *att, int B, int Tq, int Tk, int C,
                             int H, const attention_opts_t *o)
 {
     att_job_t j = {.dq = dq, .dk = dk, .dv = dv, .datt = datt, .dctx = dctx, .q = q, .k = k,
@@ -172,9 +172,9 @@ void attention_backward_opt(double *dq, double *dk, double *dv, double *datt,
     threads_run(pair_threads(&j), backward_pairs, &j);
 }
 
-void attention_backward(double *dq, double *dk, double *dv, double *datt,
-                        const double *dctx, const double *q, const double *k,
-                        const double *v, const double *att, int B, int Tq, int Tk, int C,
+void attention_backward(real *dq, real *dk, real *dv, real *datt,
+                        const real *dctx, const real *q, const real *k,
+                        const real *v, const real *att, int B, int Tq, int Tk, int C,
                         int H)
 {
     attention_backward_opt(dq, dk, dv, datt, dctx, q, k, v, att, B, Tq, Tk, C, H, NULL);

@@ -9,8 +9,8 @@
 
 /* One activation pass over n values, for the parts of a region (util/threads.h). */
 typedef struct {
-    double *out;
-    const double *x, *dout;
+    real *out;
+    const real *x, *dout;
     size_t n;
     activation_t kind;
     int backward;
@@ -22,14 +22,14 @@ static void relu_part(void *ctx, int t, int nt)
     size_t lo, hi;
     threads_part(j->n, t, nt, 8, &lo, &hi);
     // x > 0 ? x : 0 (backward: x > 0 ? dout : 0) without a branch (a branch on the sign
-    // mispredicts half the time), two lanes at a time (nn/vec.h)
+    // mispredicts half the time), VR_LANES at a time (nn/vec.h)
     size_t i = lo;
     if (!j->backward) {
-        for (; i + 2 <= hi; i += 2) v2_store(j->out + i, v2_relu(v2_load(j->x + i)));
+        for (; i + VR_LANES <= hi; i += VR_LANES) vr_store(j->out + i, vr_relu(vr_load(j->x + i)));
         for (; i < hi; i++) j->out[i] = j->x[i] > 0.0 ? j->x[i] : 0.0;
     } else {
-        for (; i + 2 <= hi; i += 2)
-            v2_store(j->out + i, v2_select_pos(v2_load(j->x + i), v2_load(j->dout + i)));
+        for (; i + VR_LANES <= hi; i += VR_LANES)
+            vr_store(j->out + i, vr_select_pos(vr_load(j->x + i), vr_load(j->dout + i)));
         for (; i < hi; i++) j->out[i] = j->x[i] > 0.0 ? j->dout[i] : 0.0;
     }
 }
@@ -39,7 +39,7 @@ static void gelu_part(void *ctx, int t, int nt)
     const act_job_t *j = ctx;
     size_t lo, hi;
     threads_part(j->n, t, nt, 8, &lo, &hi);
-    const double *x = j->x;
+    const real *x = j->x;
     if (!j->backward) {
         // gelu(x) = x·Φ(x) = 0.5·x·(1 + erf(x/√2))  (Hendrycks & Gimpel 2016, exact form)
         for (size_t i = lo; i < hi; i++) j->out[i] = 0.5 * x[i] * (1.0 + erf(x[i] * M_SQRT1_2));
@@ -60,21 +60,21 @@ static void activation(const act_job_t *j)
     else threads_run(threads_for(40.0 * (double)j->n), gelu_part, (void *)j);
 }
 
-void ffn_activation_forward(double *out, const double *x, size_t n, activation_t kind)
+void ffn_activation_forward(real *out, const real *x, size_t n, activation_t kind)
 {
     const act_job_t j = {.out = out, .x = x, .n = n, .kind = kind};
     activation(&j);
 }
 
-void ffn_activation_backward(double *dx, const double *dout, const double *x, size_t n,
+void ffn_activation_backward(real *dx, const real *dout, const real *x, size_t n,
                              activation_t kind)
 {
     const act_job_t j = {.out = dx, .x = x, .dout = dout, .n = n, .kind = kind, .backward = 1};
     activation(&j);
 }
 
-void ffn_forward(double *out, double *pre, double *act, const double *x,
-                 const double *W1, const double *b1, const double *W2, const double *b2,
+void ffn_forward(real *out, real *pre, real *act, const real *x,
+                 const real *W1, const real *b1, const real *W2, const real *b2,
                  size_t N, size_t C, size_t F, activation_t kind)
 {
     linear_forward(pre, x, W1, b1, N, C, F);       // (N,F)
@@ -82,9 +82,9 @@ void ffn_forward(double *out, double *pre, double *act, const double *x,
     linear_forward(out, act, W2, b2, N, F, C);      // (N,C)
 }
 
-void ffn_backward(double *dx, double *dW1, double *db1, double *dW2, double *db2,
-                  double *dpre, double *dact, const double *dout, const double *x,
-                  const double *pre, const double *act, const double *W1, const double *W2,
+void ffn_backward(real *dx, real *dW1, real *db1, real *dW2, real *db2,
+                  real *dpre, real *dact, const real *dout, const real *x,
+                  const real *pre, const real *act, const real *W1, const real *W2,
                   size_t N, size_t C, size_t F, activation_t kind)
 {
     linear_backward_set(dact, dW2, db2, dout, act, W2, N, F, C);   // dact (N,F) =

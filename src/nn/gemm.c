@@ -3,9 +3,9 @@
  *
  * The plan of a shape (which side of C is cut, in blocks of how many, and whether the blocks
  * give the whole call's bytes) is written for any element type: a type is its size, its BLAS
- * call and its pseudo-random fill (gemm_type_t). DOUBLE is the only one today; a float32 twin
- * (cblas_sgemm) adds a second table and two wrappers, and shares the layout, the check, the
- * cache and the split below. */
+ * call and its pseudo-random fill (gemm_type_t): DOUBLE (cblas_dgemm) in the float64 core, FLOAT
+ * (cblas_sgemm) in the float32 one (util/real.h); both share the layout, the check, the cache and
+ * the split below, and each build's plans are its own. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,15 +32,6 @@ struct gemm_type {
     void (*fill)(void *x, size_t n, size_t first, uint64_t seed);   /* values first.. of a stream */
 };
 
-/* ------------------------------------------------------------------------------------------
- * float64 */
-
-static void call_double(const call_t *c)
-{
-    cblas_dgemm(CblasRowMajor, c->ta ? CblasTrans : CblasNoTrans, c->tb ? CblasTrans : CblasNoTrans,
-                c->M, c->N, c->K, c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C, c->ldc);
-}
-
 /* Value i of the pseudo-random stream `seed`, in [−1, 1) (splitmix64 of the counter: any value
  * of the stream can be made again without the ones before it). */
 static double stream_value(uint64_t seed, uint64_t i)
@@ -52,6 +43,16 @@ static double stream_value(uint64_t seed, uint64_t i)
     return (double)(z >> 11) * 0x1.0p-52 - 1.0;
 }
 
+#if !REAL_IS_FLOAT
+/* ------------------------------------------------------------------------------------------
+ * float64 */
+
+static void call_double(const call_t *c)
+{
+    cblas_dgemm(CblasRowMajor, c->ta ? CblasTrans : CblasNoTrans, c->tb ? CblasTrans : CblasNoTrans,
+                c->M, c->N, c->K, c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C, c->ldc);
+}
+
 static void fill_double(void *x, size_t n, size_t first, uint64_t seed)
 {
     double *d = x;
@@ -59,6 +60,28 @@ static void fill_double(void *x, size_t n, size_t first, uint64_t seed)
 }
 
 static const gemm_type_t DOUBLE = {0, sizeof(double), call_double, fill_double};
+#define REAL_TYPE DOUBLE
+
+#else
+/* ------------------------------------------------------------------------------------------
+ * float32 (the same stream, rounded to float) */
+
+static void call_float(const call_t *c)
+{
+    cblas_sgemm(CblasRowMajor, c->ta ? CblasTrans : CblasNoTrans, c->tb ? CblasTrans : CblasNoTrans,
+                c->M, c->N, c->K, (float)c->alpha, c->A, c->lda, c->B, c->ldb, (float)c->beta,
+                c->C, c->ldc);
+}
+
+static void fill_float(void *x, size_t n, size_t first, uint64_t seed)
+{
+    float *f = x;
+    for (size_t i = 0; i < n; i++) f[i] = (float)stream_value(seed, first + i);
+}
+
+static const gemm_type_t FLOAT = {1, sizeof(float), call_float, fill_float};
+#define REAL_TYPE FLOAT
+#endif
 
 /* ------------------------------------------------------------------------------------------
  * The layout: blocks from the shape alone */
@@ -269,23 +292,23 @@ static void product(const call_t *c)
     threads_run(n < p->l.nb ? n : p->l.nb, split_part, (void *)&s);
 }
 
-void gemm(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda,
-          const double *B, int ldb, double beta, double *C, int ldc)
+void gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
+          const real *B, int ldb, double beta, real *C, int ldc)
 {
-    const call_t c = {&DOUBLE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+    const call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
     product(&c);
 }
 
-void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda,
-                 const double *B, int ldb, double beta, double *C, int ldc)
+void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
+                 const real *B, int ldb, double beta, real *C, int ldc)
 {
-    const call_t c = {&DOUBLE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
-    call_double(&c);
+    const call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+    REAL_TYPE.call(&c);
 }
 
 int gemm_blocks(int ta, int tb, int M, int N, int K)
 {
     if (M < 1 || N < 1) return 0;
-    const plan_t *p = plan_of(&DOUBLE, ta, tb, M, N, K);
+    const plan_t *p = plan_of(&REAL_TYPE, ta, tb, M, N, K);
     return p->l.side == SIDE_NONE ? 0 : p->l.nb;
 }

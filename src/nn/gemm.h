@@ -20,16 +20,19 @@
 #ifndef STABILITY_GEMM_H
 #define STABILITY_GEMM_H
 
+#include "util/real.h"
+
 /* Row-major C (M,N) = α·op(A)·op(B) + β·C, op(X) = Xᵀ when the flag is set; lda, ldb, ldc as
- * cblas_dgemm's. The bytes of gemm_serial() on the same arguments, at every thread count. Call
- * from outside a pool part to share it (inside one it is one call on that thread). */
-void gemm(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda,
-          const double *B, int ldb, double beta, double *C, int ldc);
+ * cblas_dgemm's (cblas_sgemm's in the float32 core, util/real.h). The bytes of gemm_serial() on
+ * the same arguments, at every thread count. Call from outside a pool part to share it (inside
+ * one it is one call on that thread). */
+void gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
+          const real *B, int ldb, double beta, real *C, int ldc);
 
 /* The same product as one single-threaded OpenBLAS call on the calling thread (inside pool
  * parts: attention's (batch, head) pairs). */
-void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const double *A, int lda,
-                 const double *B, int ldb, double beta, double *C, int ldc);
+void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
+                 const real *B, int ldb, double beta, real *C, int ldc);
 
 /* The blocks gemm() shares a product of this shape in among the pool (0: one call on the caller,
  * because it is small, or its blocks do not give the whole call's bytes). Checks the shape on

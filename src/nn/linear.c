@@ -8,8 +8,8 @@
 
 /* The passes outside the GEMMs (bias rows, bias gradient), for the parts of a region. */
 typedef struct {
-    double *out, *db;
-    const double *b, *dout;
+    real *out, *db;
+    const real *b, *dout;
     size_t N, OC;
 } bias_job_t;
 
@@ -19,7 +19,7 @@ static void bias_rows_part(void *ctx, int t, int nt)
     const bias_job_t *j = ctx;
     size_t lo, hi;
     threads_part(j->N, t, nt, 1, &lo, &hi);
-    for (size_t i = lo; i < hi; i++) memcpy(j->out + i * j->OC, j->b, j->OC * sizeof(double));
+    for (size_t i = lo; i < hi; i++) memcpy(j->out + i * j->OC, j->b, j->OC * sizeof(real));
 }
 
 /* db (OC) += Σ_i dout[i,:]: columns of part t, each column's rows in order (the serial sums). */
@@ -29,14 +29,15 @@ static void bias_grad_part(void *ctx, int t, int nt)
     size_t lo, hi;
     threads_part(j->OC, t, nt, 8, &lo, &hi);
     for (size_t i = 0; i < j->N; i++) {
-        const double *row = j->dout + i * j->OC;   // (OC)
+        const real *row = j->dout + i * j->OC;   // (OC)
         size_t c = lo;
-        for (; c + 2 <= hi; c += 2) v2_store(j->db + c, v2_load(j->db + c) + v2_load(row + c));
+        for (; c + VR_LANES <= hi; c += VR_LANES)
+            vr_store(j->db + c, vr_load(j->db + c) + vr_load(row + c));
         for (; c < hi; c++) j->db[c] += row[c];
     }
 }
 
-void linear_forward(double *out, const double *inp, const double *W, const double *b,
+void linear_forward(real *out, const real *inp, const real *W, const real *b,
                     size_t N, size_t IC, size_t OC)
 {
     // out (N,OC) = b (every row), then += inp (N,IC) · W (IC,OC): the GEMM adds onto the bias
@@ -51,8 +52,8 @@ void linear_forward(double *out, const double *inp, const double *W, const doubl
 
 /* beta_inp 1: dinp += dout·Wᵀ; 0: dinp = dout·Wᵀ. OpenBLAS's β = 0 fills C with zeros and then
  * adds α·A·B exactly as β = 1 adds it onto a zeroed C: the same bits, one pass less. */
-static void backward(double *dinp, double beta_inp, double *dW, double *db, const double *dout,
-                     const double *inp, const double *W, size_t N, size_t IC, size_t OC)
+static void backward(real *dinp, double beta_inp, real *dW, real *db, const real *dout,
+                     const real *inp, const real *W, size_t N, size_t IC, size_t OC)
 {
     // dinp (N,IC) += dout (N,OC) · Wᵀ (OC,IC)
     if (dinp)
@@ -67,14 +68,14 @@ static void backward(double *dinp, double beta_inp, double *dW, double *db, cons
     }
 }
 
-void linear_backward(double *dinp, double *dW, double *db, const double *dout,
-                     const double *inp, const double *W, size_t N, size_t IC, size_t OC)
+void linear_backward(real *dinp, real *dW, real *db, const real *dout,
+                     const real *inp, const real *W, size_t N, size_t IC, size_t OC)
 {
     backward(dinp, 1.0, dW, db, dout, inp, W, N, IC, OC);
 }
 
-void linear_backward_set(double *dinp, double *dW, double *db, const double *dout,
-                         const double *inp, const double *W, size_t N, size_t IC, size_t OC)
+void linear_backward_set(real *dinp, real *dW, real *db, const real *dout,
+                         const real *inp, const real *W, size_t N, size_t IC, size_t OC)
 {
     backward(dinp, 0.0, dW, db, dout, inp, W, N, IC, OC);
 }

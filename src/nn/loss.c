@@ -7,14 +7,14 @@
 #include "util/threads.h"
 
 typedef struct {
-    double *probs, *losses, *dlogits;
-    const double *logits, *cprobs;
+    real *probs, *losses, *dlogits;
+    const real *logits, *cprobs;
     const int32_t *targets;
     size_t N, V;
     double eps, inv;
-    double *lse, *absmax;        /* (N) or NULL: log Z and max |z| of each row */
+    real *lse, *absmax;        /* (N) or NULL: log Z and max |z| of each row */
     double zc;                   /* the z-loss coefficient c (backward) */
-    const double *clse;          /* (N) log Z of each row (backward with c > 0) */
+    const real *clse;          /* (N) log Z of each row (backward with c > 0) */
 } loss_job_t;
 
 static void forward_part(void *ctx, int t, int nt)
@@ -25,8 +25,8 @@ static void forward_part(void *ctx, int t, int nt)
     size_t lo, hi;
     threads_part(j->N, t, nt, 1, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
-        const double *z = j->logits + i * V;   // (V)
-        double *p = j->probs + i * V;          // (V)
+        const real *z = j->logits + i * V;   // (V)
+        real *p = j->probs + i * V;          // (V)
         double mx = z[0];
         for (size_t c = 1; c < V; c++) if (z[c] > mx) mx = z[c];
         double sum = 0.0;
@@ -39,8 +39,9 @@ static void forward_part(void *ctx, int t, int nt)
             j->absmax[i] = fmax(mx, -mn);
         }
         size_t c = 0;
-        const v2d S = v2_set1(sum);
-        for (; c + 2 <= V; c += 2) v2_store(p + c, v2_load(p + c) / S);   // p_j /= sum, 2 lanes
+        const vreal S = vr_set1(sum);
+        for (; c + VR_LANES <= V; c += VR_LANES)
+            vr_store(p + c, vr_load(p + c) / S);   // p_j /= sum, VR_LANES lanes
         for (; c < V; c++) p[c] /= sum;
         if (!j->targets || j->targets[i] < 0) { j->losses[i] = 0.0; continue; }
         // −log p_j = lse − z_j
@@ -53,13 +54,13 @@ static void forward_part(void *ctx, int t, int nt)
     }
 }
 
-double loss_forward(double *probs, double *losses, int *count, const double *logits,
+double loss_forward(real *probs, real *losses, int *count, const real *logits,
                     const int32_t *targets, size_t N, size_t V, double eps)
 {
     return loss_forward_opt(probs, losses, count, logits, targets, N, V, eps, NULL, NULL);
 }
 
-double loss_z_term(const double *lse, const int32_t *targets, size_t N, double c)
+double loss_z_term(const real *lse, const int32_t *targets, size_t N, double c)
 {
     double total = 0.0;
     int n = 0;
@@ -71,9 +72,9 @@ double loss_z_term(const double *lse, const int32_t *targets, size_t N, double c
     return n > 0 ? c * total / n : NAN;
 }
 
-double loss_forward_opt(double *probs, double *losses, int *count, const double *logits,
-                        const int32_t *targets, size_t N, size_t V, double eps, double *lse,
-                        double *absmax)
+double loss_forward_opt(real *probs, real *losses, int *count, const real *logits,
+                        const int32_t *targets, size_t N, size_t V, double eps, real *lse,
+                        real *absmax)
 {
     loss_job_t j = {.probs = probs, .losses = losses, .logits = logits, .targets = targets,
                     .N = N, .V = V, .eps = eps, .lse = lse, .absmax = absmax};
@@ -97,8 +98,8 @@ static void backward_part(void *ctx, int t, int nt)
     size_t lo, hi;
     threads_part(j->N, t, nt, 1, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
-        double *d = j->dlogits + i * V;
-        const double *p = j->cprobs + i * V;
+        real *d = j->dlogits + i * V;
+        const real *p = j->cprobs + i * V;
         if (j->targets[i] < 0) {
             for (size_t c = 0; c < V; c++) d[c] = 0.0;
             continue;
@@ -113,15 +114,15 @@ static void backward_part(void *ctx, int t, int nt)
     }
 }
 
-void loss_backward_z(double *dlogits, const double *probs, const int32_t *targets, size_t N,
-                     size_t V, double eps, int count, double c, const double *lse)
+void loss_backward_z(real *dlogits, const real *probs, const int32_t *targets, size_t N,
+                     size_t V, double eps, int count, double c, const real *lse)
 {
     loss_job_t j = {.dlogits = dlogits, .cprobs = probs, .targets = targets, .N = N, .V = V,
                     .eps = eps, .inv = count > 0 ? 1.0 / count : 0.0, .zc = c, .clse = lse};
     threads_run(threads_for((double)N * V), backward_part, &j);
 }
 
-void loss_backward(double *dlogits, const double *probs, const int32_t *targets,
+void loss_backward(real *dlogits, const real *probs, const int32_t *targets,
                    size_t N, size_t V, double eps, int count)
 {
     loss_backward_z(dlogits, probs, targets, N, V, eps, count, 0.0, NULL);

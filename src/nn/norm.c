@@ -19,7 +19,7 @@
 #include "util/threads.h"
 
 /* gamma == NULL means γ = 1 (convenient for probes and tests; not required by norm.h). */
-static inline double gamma_at(const double *gamma, size_t i)
+static inline double gamma_at(const real *gamma, size_t i)
 {
     return gamma ? gamma[i] : 1.0;
 }
@@ -27,7 +27,7 @@ static inline double gamma_at(const double *gamma, size_t i)
 /* Statistics of one row (C). LayerNorm (Ba et al. 2016):  μ = Σx/C,  σ² = Σ(x−μ)²/C (biased),
  * r = 1/√(σ² + ε).  RMSNorm (Zhang & Sennrich 2019):  μ := 0,  ms = Σx²/C,  r = 1/√(ms + ε).
  * *var gets σ² (LayerNorm) or ms (RMSNorm); for both x̂ = (x − μ)·r. */
-static void row_stats(int layernorm, const double *x, size_t C, double eps,
+static void row_stats(int layernorm, const real *x, size_t C, double eps,
                       double *mean, double *var, double *rstd)
 {
     double m = 0.0;
@@ -53,9 +53,9 @@ static void row_stats(int layernorm, const double *x, size_t C, double eps,
 typedef struct {
     norm_kind_t kind;
     int set;
-    double *out, *mean, *rstd;                 /* forward */
-    double *dx, *dgamma, *dbeta;               /* backward */
-    const double *x, *gamma, *beta, *dout, *smean, *srstd;
+    real *out, *mean, *rstd;                 /* forward */
+    real *dx, *dgamma, *dbeta;               /* backward */
+    const real *x, *gamma, *beta, *dout, *smean, *srstd;
     size_t N, C;
     double eps;
 } norm_job_t;
@@ -65,20 +65,20 @@ static void forward_rows(const norm_job_t *j, size_t n0, size_t n1)
 {
     const size_t C = j->C;
     const int ln = (j->kind == NORM_LAYERNORM);
-    const double *gamma = j->gamma, *b = ln ? j->beta : NULL;   // RMSNorm has no β
+    const real *gamma = j->gamma, *b = ln ? j->beta : NULL;   // RMSNorm has no β
     for (size_t n = n0; n < n1; n++) {
-        const double *xr = j->x + n * C;  // (C)
-        double *o = j->out + n * C;       // (C)
+        const real *xr = j->x + n * C;  // (C)
+        real *o = j->out + n * C;       // (C)
         double m, v, r;
         row_stats(ln, xr, C, j->eps, &m, &v, &r);
         // y = γ ⊙ (x − μ)·r + β   (Ba et al.: x̂_i = (x_i − μ)/√(σ²+ε), y_i = γ x̂_i + β)
         // y = γ ⊙ x·r             (Zhang & Sennrich: x / √(mean(x²) + ε) · γ)
         size_t i = 0;
-        if (gamma) {   // two lanes, each the scalar expression below
-            const v2d vm = v2_set1(m), vr = v2_set1(r), zero = v2_set1(0.0);
-            for (; i + 2 <= C; i += 2) {
-                const v2d xhat = (v2_load(xr + i) - vm) * vr;
-                v2_store(o + i, v2_load(gamma + i) * xhat + (b ? v2_load(b + i) : zero));
+        if (gamma) {   // VR_LANES lanes, each the scalar expression below
+            const vreal vm = vr_set1(m), vr = vr_set1(r), zero = vr_set1(0.0);
+            for (; i + VR_LANES <= C; i += VR_LANES) {
+                const vreal xhat = (vr_load(xr + i) - vm) * vr;
+                vr_store(o + i, vr_load(gamma + i) * xhat + (b ? vr_load(b + i) : zero));
             }
         }
         for (; i < C; i++) {
@@ -98,8 +98,8 @@ static void forward_part(void *ctx, int t, int nt)
     forward_rows(j, lo, hi);
 }
 
-void norm_forward(norm_kind_t kind, double *out, double *mean, double *rstd,
-                  const double *x, const double *gamma, const double *beta,
+void norm_forward(norm_kind_t kind, real *out, real *mean, real *rstd,
+                  const real *x, const real *gamma, const real *beta,
                   size_t N, size_t C, double eps)
 {
     if (kind == NORM_NONE) {
@@ -126,12 +126,12 @@ static void backward_rows(const norm_job_t *j, size_t n0, size_t n1, int params)
 {
     const size_t C = j->C;
     const int ln = (j->kind == NORM_LAYERNORM), set = j->set;
-    const double *gamma = j->gamma;
-    double *dgamma = params ? j->dgamma : NULL, *db = params && ln ? j->dbeta : NULL;
+    const real *gamma = j->gamma;
+    real *dgamma = params ? j->dgamma : NULL, *db = params && ln ? j->dbeta : NULL;
     for (size_t n = n0; n < n1; n++) {
-        const double *xr = j->x + n * C;       // (C)
-        const double *dor = j->dout + n * C;   // (C)
-        double *dxr = j->dx + n * C;           // (C)
+        const real *xr = j->x + n * C;       // (C)
+        const real *dor = j->dout + n * C;   // (C)
+        real *dxr = j->dx + n * C;           // (C)
         const double m = ln ? j->smean[n] : 0.0;
         const double r = j->srstd[n];
         double dnorm_mean = 0.0;               // mean(dx̂)
@@ -145,16 +145,16 @@ static void backward_rows(const norm_job_t *j, size_t n0, size_t n1, int params)
         dnorm_mean = ln ? dnorm_mean / (double)C : 0.0;
         dnorm_norm_mean /= (double)C;
         size_t i = 0;
-        if (gamma) {   // two lanes, each the scalar expression below
-            const v2d vm = v2_set1(m), vr = v2_set1(r), zero = v2_set1(0.0);
-            const v2d vmean = v2_set1(dnorm_mean), vnm = v2_set1(dnorm_norm_mean);
-            for (; i + 2 <= C; i += 2) {
-                const v2d xhat = (v2_load(xr + i) - vm) * vr, d = v2_load(dor + i);
-                const v2d dnorm = d * v2_load(gamma + i);
-                v2_store(dxr + i, (set ? zero : v2_load(dxr + i)) +
+        if (gamma) {   // VR_LANES lanes, each the scalar expression below
+            const vreal vm = vr_set1(m), vr = vr_set1(r), zero = vr_set1(0.0);
+            const vreal vmean = vr_set1(dnorm_mean), vnm = vr_set1(dnorm_norm_mean);
+            for (; i + VR_LANES <= C; i += VR_LANES) {
+                const vreal xhat = (vr_load(xr + i) - vm) * vr, d = vr_load(dor + i);
+                const vreal dnorm = d * vr_load(gamma + i);
+                vr_store(dxr + i, (set ? zero : vr_load(dxr + i)) +
                                       vr * (dnorm - vmean - xhat * vnm));
-                if (dgamma) v2_store(dgamma + i, v2_load(dgamma + i) + d * xhat);
-                if (db) v2_store(db + i, v2_load(db + i) + d);
+                if (dgamma) vr_store(dgamma + i, vr_load(dgamma + i) + d * xhat);
+                if (db) vr_store(db + i, vr_load(db + i) + d);
             }
         }
         for (; i < C; i++) {
@@ -173,17 +173,17 @@ static void backward_params(const norm_job_t *j, size_t c0, size_t c1)
 {
     const size_t C = j->C;
     const int ln = (j->kind == NORM_LAYERNORM);
-    double *dgamma = j->dgamma, *db = ln ? j->dbeta : NULL;
+    real *dgamma = j->dgamma, *db = ln ? j->dbeta : NULL;
     for (size_t n = 0; n < j->N; n++) {
-        const double *xr = j->x + n * C, *dor = j->dout + n * C;
+        const real *xr = j->x + n * C, *dor = j->dout + n * C;
         const double m = ln ? j->smean[n] : 0.0;
         const double r = j->srstd[n];
-        const v2d vm = v2_set1(m), vr = v2_set1(r);
+        const vreal vm = vr_set1(m), vr = vr_set1(r);
         size_t i = c0;
-        for (; i + 2 <= c1; i += 2) {   // two lanes, each the scalar expression below
-            const v2d xhat = (v2_load(xr + i) - vm) * vr, d = v2_load(dor + i);
-            if (dgamma) v2_store(dgamma + i, v2_load(dgamma + i) + d * xhat);
-            if (db) v2_store(db + i, v2_load(db + i) + d);
+        for (; i + VR_LANES <= c1; i += VR_LANES) {   // lanes: the scalar expression below
+            const vreal xhat = (vr_load(xr + i) - vm) * vr, d = vr_load(dor + i);
+            if (dgamma) vr_store(dgamma + i, vr_load(dgamma + i) + d * xhat);
+            if (db) vr_store(db + i, vr_load(db + i) + d);
         }
         for (; i < c1; i++) {
             double xhat = (xr[i] - m) * r;
@@ -214,9 +214,9 @@ static void identity_part(void *ctx, int t, int nt)
     else for (size_t i = lo; i < hi; i++) j->dx[i] += j->dout[i];
 }
 
-static void backward(norm_kind_t kind, double *dx, int set, double *dgamma, double *dbeta,
-                     const double *dout, const double *x, const double *mean,
-                     const double *rstd, const double *gamma, size_t N, size_t C)
+static void backward(norm_kind_t kind, real *dx, int set, real *dgamma, real *dbeta,
+                     const real *dout, const real *x, const real *mean,
+                     const real *rstd, const real *gamma, size_t N, size_t C)
 {
     norm_job_t j = {.kind = kind, .set = set, .dx = dx, .dgamma = dgamma, .dbeta = dbeta,
                     .x = x, .gamma = gamma, .dout = dout, .smean = mean, .srstd = rstd,
@@ -230,16 +230,16 @@ static void backward(norm_kind_t kind, double *dx, int set, double *dgamma, doub
     else threads_run(nt, backward_part, &j);
 }
 
-void norm_backward(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
-                   const double *dout, const double *x, const double *mean,
-                   const double *rstd, const double *gamma, size_t N, size_t C)
+void norm_backward(norm_kind_t kind, real *dx, real *dgamma, real *dbeta,
+                   const real *dout, const real *x, const real *mean,
+                   const real *rstd, const real *gamma, size_t N, size_t C)
 {
     backward(kind, dx, 0, dgamma, dbeta, dout, x, mean, rstd, gamma, N, C);
 }
 
-void norm_backward_set(norm_kind_t kind, double *dx, double *dgamma, double *dbeta,
-                       const double *dout, const double *x, const double *mean,
-                       const double *rstd, const double *gamma, size_t N, size_t C)
+void norm_backward_set(norm_kind_t kind, real *dx, real *dgamma, real *dbeta,
+                       const real *dout, const real *x, const real *mean,
+                       const real *rstd, const real *gamma, size_t N, size_t C)
 {
     backward(kind, dx, 1, dgamma, dbeta, dout, x, mean, rstd, gamma, N, C);
 }
@@ -247,7 +247,7 @@ void norm_backward_set(norm_kind_t kind, double *dx, double *dgamma, double *dbe
 /* ------------------------------------------------------------------------------------------ */
 /* Jacobian of one row                                                                         */
 
-void norm_jacobian_build(norm_kind_t kind, double *J, const double *x, const double *gamma,
+void norm_jacobian_build(norm_kind_t kind, real *J, const real *x, const real *gamma,
                          size_t C, double eps)
 {
     if (kind == NORM_NONE) {
@@ -313,7 +313,7 @@ void norm_jacobian_build(norm_kind_t kind, double *J, const double *x, const dou
  *
  * The struct holds what is needed to evaluate ũ_{k,i} in O(1). */
 typedef struct {
-    const double *x, *gamma;
+    const real *x, *gamma;
     size_t C;
     int nk;               // active terms, 0..2; a LayerNorm's first term is the constant one
     int is_const[2];      // ũ_{k,i} = 1/√C (LayerNorm mean direction, s = 1) ...
@@ -438,7 +438,7 @@ static int lowrank_count_above(const lowrank_t *L, double lambda)
     return above + pos - L->nk;
 }
 
-void norm_jacobian_norms(norm_kind_t kind, const double *x, const double *gamma,
+void norm_jacobian_norms(norm_kind_t kind, const real *x, const real *gamma,
                          size_t C, double eps, double *spec, double *fro)
 {
     if (kind == NORM_NONE || C == 0) {

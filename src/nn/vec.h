@@ -1,10 +1,13 @@
-/* vec.h — two doubles at a time for the element-wise loops (GCC/Clang vector extensions: SSE2 on
- * x86-64, which every x86-64 CPU has, so no -march flag; generic code elsewhere).
+/* vec.h — 16 bytes of `real` at a time for the element-wise loops: two doubles, or four floats
+ * in the float32 core (util/real.h). GCC/Clang vector extensions: SSE2 on x86-64, which every
+ * x86-64 CPU has, so no -march flag; generic code elsewhere.
  *
  * Every lane does exactly the scalar operation on its own element: IEEE +, −, ×, ÷ and √ are
- * correctly rounded, so a lane's result is the scalar result bit for bit. Nothing here reorders a
- * sum or fuses a multiply-add (the build is -std=c11, i.e. -ffp-contract=off, and no FMA is
- * available without -march anyway). Reductions stay scalar and in their order.
+ * correctly rounded, so a lane's result is the scalar result bit for bit when the scalar
+ * expression is evaluated in `real` (the float64 core: always). Nothing here reorders a sum or
+ * fuses a multiply-add (the build is -std=c11, i.e. -ffp-contract=off, and no FMA is available
+ * without -march anyway). Reductions stay scalar and in their order. A loop's parts must start at
+ * multiples of VR_LANES so that which elements take the scalar tail does not depend on the split.
  */
 #ifndef STABILITY_VEC_H
 #define STABILITY_VEC_H
@@ -12,51 +15,64 @@
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#include "util/real.h"
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-typedef double v2d __attribute__((vector_size(16)));
-typedef int64_t v2i __attribute__((vector_size(16)));
+#define VR_LANES ((int)(16 / sizeof(real)))
 
-static inline v2d v2_load(const double *p)
+typedef real vreal __attribute__((vector_size(16)));
+#if REAL_IS_FLOAT
+typedef int32_t vrint __attribute__((vector_size(16)));
+#else
+typedef int64_t vrint __attribute__((vector_size(16)));
+#endif
+
+static inline vreal vr_load(const real *p)
 {
-    v2d v;
+    vreal v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static inline void v2_store(double *p, v2d v)
+static inline void vr_store(real *p, vreal v)
 {
     memcpy(p, &v, sizeof v);
 }
 
-static inline v2d v2_set1(double x)
+static inline vreal vr_set1(real x)
 {
-    return (v2d){x, x};
+    vreal v;
+    for (int i = 0; i < VR_LANES; i++) v[i] = x;
+    return v;
 }
 
 /* Lane-wise x > 0 ? x : +0 (NaN → +0), as the scalar `x > 0.0 ? x : 0.0`. */
-static inline v2d v2_relu(v2d x)
+static inline vreal vr_relu(vreal x)
 {
-    const v2d zero = {0.0, 0.0};
-    return (v2d)((v2i)x & (v2i)(x > zero));
+    const vreal zero = vr_set1(0);
+    return (vreal)((vrint)x & (vrint)(x > zero));
 }
 
 /* Lane-wise x > 0 ? d : +0, as the scalar `x > 0.0 ? d : 0.0`. */
-static inline v2d v2_select_pos(v2d x, v2d d)
+static inline vreal vr_select_pos(vreal x, vreal d)
 {
-    const v2d zero = {0.0, 0.0};
-    return (v2d)((v2i)d & (v2i)(x > zero));
+    const vreal zero = vr_set1(0);
+    return (vreal)((vrint)d & (vrint)(x > zero));
 }
 
-/* Lane-wise correctly rounded square root (the same value as sqrt()). */
-static inline v2d v2_sqrt(v2d x)
+/* Lane-wise correctly rounded square root (the same value as sqrt() / sqrtf()). */
+static inline vreal vr_sqrt(vreal x)
 {
-#if defined(__SSE2__)
-    return (v2d)_mm_sqrt_pd((__m128d)x);
+#if defined(__SSE2__) && REAL_IS_FLOAT
+    return (vreal)_mm_sqrt_ps((__m128)x);
+#elif defined(__SSE2__)
+    return (vreal)_mm_sqrt_pd((__m128d)x);
 #else
-    return (v2d){sqrt(x[0]), sqrt(x[1])};
+    vreal r;
+    for (int i = 0; i < VR_LANES; i++) r[i] = sqrt(x[i]);
+    return r;
 #endif
 }
 

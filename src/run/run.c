@@ -16,6 +16,19 @@
 
 static volatile sig_atomic_t stop_signal = 0;
 
+/* The training core of a precision (train.precision; docs/design.md §2): the float64 one, or
+ * the same code compiled with real = float. */
+typedef struct {
+    int (*create)(train_t **t, const config_t *cfg, char *err, size_t errlen);
+    train_status_t (*run)(train_t *t, const train_callbacks_t *cb, const volatile sig_atomic_t *stop);
+    void (*free)(train_t *t);
+} train_core_t;
+
+static const train_core_t CORES[] = {
+    [PRECISION_FLOAT64] = {train_create, train_run, train_free},
+    [PRECISION_FLOAT32] = {train_create_f32, train_run_f32, train_free_f32},
+};
+
 static void on_signal(int sig) { stop_signal = sig; }
 
 /* The signals that stop a training run with a checkpoint (run.h): every one whose default
@@ -95,7 +108,16 @@ static int on_bleu(void *ctx, const train_t *t, double *bleu)
     (void)ctx;
     char err[1400];
     const decode_opts_t o = decode_defaults();
-    if (run_bleu(&t->s.cfg, t->s.model->params, &o, bleu, err, sizeof err) == 0) return 0;
+    const model_t *m = t->s.model;
+    double *wide = NULL;   // float32: decoded in float64 from the parameters widened (exact)
+    if (t->s.cfg.train.precision == PRECISION_FLOAT32) {
+        if (!(wide = malloc(m->num_params * sizeof(double)))) return 1;
+        const float *p = (const float *)(const void *)m->params;
+        for (size_t i = 0; i < m->num_params; i++) wide[i] = p[i];
+    }
+    const int rc = run_bleu(&t->s.cfg, wide ? wide : m->params, &o, bleu, err, sizeof err);
+    free(wide);
+    if (rc == 0) return 0;
     fprintf(stderr, "\nstability: BLEU after update %ld: %s\n", t->step, err);
     return 1;
 }
@@ -202,8 +224,9 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
     int resume, overwrite;
     int rc = decide(cfg, path, o, &resume, &overwrite);
     if (rc) return rc < 0 ? 0 : rc;
+    const train_core_t *core = &CORES[cfg->train.precision];
     train_t *t;
-    if ((rc = train_create(&t, cfg, err, sizeof err))) {
+    if ((rc = core->create(&t, cfg, err, sizeof err))) {
         fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
         return rc;
     }
@@ -215,7 +238,7 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
                            cfg->data.path, V, cfg->model.vocab) > 0;
         if (bad) {
             fprintf(stderr, "%s: train.bleu_every: %s\n", cfg->path[0] ? cfg->path : "config", err);
-            train_free(t);
+            core->free(t);
             return 2;
         }
     }
@@ -230,7 +253,7 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
     free(ini);
     if (rc) {
         fprintf(stderr, "stability: %s\n", err);
-        train_free(t);
+        core->free(t);
         return rc;
     }
     char label[80];
@@ -246,7 +269,7 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
     struct sigaction old[NSTOP];
     signals_install(old);
     const train_callbacks_t cb = {&c, on_step, on_checkpoint, cfg->train.bleu_every ? on_bleu : NULL};
-    const train_status_t st = train_run(t, &cb, &stop_signal);
+    const train_status_t st = core->run(t, &cb, &stop_signal);
     const int sig = stop_signal;
     progress_end(&c.bar);
 
@@ -281,7 +304,7 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
         rc = stop_exit_code(sig);
     }
     if (!rc && st == TRAIN_DONE && !o->quiet) print_summary(cfg, &c, path);
-    train_free(t);
+    core->free(t);
     // [output] plots = true: the figures of a finished run (done or diverged)
     if (!rc && cfg->output.plots && (st == TRAIN_DONE || st == TRAIN_DIVERGED))
         rc = run_plot(path, o->quiet);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "train/core_f32.h"
 #include "model/session.h"
 #include "io/h5io.h"
 #include "measure/gradcheck.h"
@@ -126,18 +127,50 @@ int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
     return rc;
 }
 
+/* train.precision = float32: the float32 core's loss and gradients on s's parameters rounded to
+ * float and s's batch (drawn again from the same stream), widened into s's model (exactly). */
+static int forward_backward_f32(session_t *s)
+{
+    session_t f;
+    char err[512];
+    int rc = session_open_f32(&f, &s->cfg, err, sizeof err);
+    if (rc) { fprintf(stderr, "stability: %s\n", err); return rc; }
+    session_init_f32(&f, s->cfg.init.seed);
+    model_t *m = s->model, *mf = f.model;
+    float *pf = (float *)(void *)mf->params;
+    for (size_t i = 0; i < m->num_params; i++) m->params[i] = pf[i] = (float)m->params[i];
+    if (session_next_batch_f32(&f)) {
+        fprintf(stderr, "stability: %s\n", f.error);
+        session_close_f32(&f);
+        return 2;
+    }
+    model_forward_f32(mf, &f.batch);
+    model_zero_grad_f32(mf);
+    model_backward_f32(mf);
+    const float *gf = (const float *)(const void *)mf->grads;
+    for (size_t i = 0; i < m->num_params; i++) m->grads[i] = gf[i];
+    m->loss = mf->loss;
+    m->batch = s->batch;
+    session_close_f32(&f);
+    return 0;
+}
+
 int run_dump(const config_t *cfg, const char *path, const run_options_t *o)
 {
     session_t s;
     int rc = first_batch(&s, cfg, o->perturb);
     if (rc) return rc;
-    model_forward(s.model, &s.batch);
-    model_zero_grad(s.model);
-    model_backward(s.model);
+    const int f32 = cfg->train.precision == PRECISION_FLOAT32;
+    if (f32 && (rc = forward_backward_f32(&s))) { session_close(&s); return rc; }
+    if (!f32) {
+        model_forward(s.model, &s.batch);
+        model_zero_grad(s.model);
+        model_backward(s.model);
+    }
     char *ini = config_text(cfg), err[1024];
     if (!ini) { session_close(&s); fprintf(stderr, "stability: out of memory\n"); return 1; }
     rc = h5io_write_dump(path, s.model, ini, cfg->init.seed, o->force || cfg->output.overwrite,
-                         err, sizeof err);
+                         f32 ? config_precision_name(cfg->train.precision) : NULL, err, sizeof err);
     if (rc) fprintf(stderr, "stability: %s\n", err);
     else if (!o->quiet) printf("wrote %s (loss %.10g, %zu parameters)\n", path, s.model->loss,
                                s.model->num_params);

@@ -16,8 +16,8 @@ int optim_init(optim_t *o, const config_t *cfg, size_t n)
     o->weight_decay = cfg->train.weight_decay;
     o->momentum = cfg->train.momentum;
     o->n = n;
-    o->m = calloc(n ? n : 1, sizeof(double));
-    if (o->kind != OPT_SGD) o->v = calloc(n ? n : 1, sizeof(double));
+    o->m = calloc(n ? n : 1, sizeof(real));
+    if (o->kind != OPT_SGD) o->v = calloc(n ? n : 1, sizeof(real));
     if (!o->m || (o->kind != OPT_SGD && !o->v)) { optim_free(o); return 1; }
     return 0;
 }
@@ -29,21 +29,23 @@ void optim_free(optim_t *o)
     o->m = o->v = NULL;
 }
 
-/* b ← μ·b + (g + λθ);  θ ← θ − α·b  over [lo, hi). Two elements at a time: each lane does the
- * scalar operations (nn/vec.h), so the result is the scalar loop's, bit for bit. */
-static void sgd_range(optim_t *o, double *params, const double *grads, double lr, size_t lo,
+/* b ← μ·b + (g + λθ);  θ ← θ − α·b  over [lo, hi). VR_LANES elements at a time: each lane does
+ * the scalar operations (nn/vec.h), so in float64 the result is the scalar loop's, bit for bit
+ * (in float32 the tail evaluates in double; parts start at whole vectors, so the tail is always
+ * the buffer's last elements, whatever the split). */
+static void sgd_range(optim_t *o, real *params, const real *grads, double lr, size_t lo,
                       size_t hi)
 {
     const double mu = o->momentum, wd = o->weight_decay;
-    double *b = o->m;
+    real *b = o->m;
     size_t i = lo;
-    const v2d MU = v2_set1(mu), WD = v2_set1(wd), LR = v2_set1(lr);
-    for (; i + 2 <= hi; i += 2) {
-        const v2d p = v2_load(params + i);
-        const v2d g = v2_load(grads + i) + WD * p;
-        const v2d bb = MU * v2_load(b + i) + g;
-        v2_store(b + i, bb);
-        v2_store(params + i, p - LR * bb);
+    const vreal MU = vr_set1(mu), WD = vr_set1(wd), LR = vr_set1(lr);
+    for (; i + VR_LANES <= hi; i += VR_LANES) {
+        const vreal p = vr_load(params + i);
+        const vreal g = vr_load(grads + i) + WD * p;
+        const vreal bb = MU * vr_load(b + i) + g;
+        vr_store(b + i, bb);
+        vr_store(params + i, p - LR * bb);
     }
     for (; i < hi; i++) {
         const double g = grads[i] + wd * params[i];
@@ -54,34 +56,34 @@ static void sgd_range(optim_t *o, double *params, const double *grads, double lr
 
 /* adam / adamw / radam share the moments; they differ in the decay and the step size.
  * rect: the RAdam rectifier rₜ, or 0 for RAdam's un-adapted (momentum-SGD) step; 1 for adam.
- * Over [lo, hi), two elements at a time as sgd_range; the scalar tail is the reference form. */
+ * Over [lo, hi), VR_LANES elements at a time as sgd_range; the scalar tail is the reference form. */
 typedef struct {
     double lr, rect, bc1, bc2;
     int decoupled, adaptive;
 } adam_step_t;
 
-static void adam_range(optim_t *o, double *params, const double *grads, const adam_step_t *a,
+static void adam_range(optim_t *o, real *params, const real *grads, const adam_step_t *a,
                        size_t lo, size_t hi)
 {
     const double b1 = o->beta1, b2 = o->beta2, eps = o->eps, wd = o->weight_decay;
     const double lr = a->lr, rect = a->rect, bc1 = a->bc1, bc2 = a->bc2;
-    double *m = o->m, *v = o->v;
+    real *m = o->m, *v = o->v;
     size_t i = lo;
-    const v2d B1 = v2_set1(b1), B2 = v2_set1(b2), C1 = v2_set1(1.0 - b1), C2 = v2_set1(1.0 - b2);
-    const v2d BC1 = v2_set1(bc1), BC2 = v2_set1(bc2), EPS = v2_set1(eps), WD = v2_set1(wd);
-    const v2d LRWD = v2_set1(lr * wd), LRR = v2_set1(lr * rect), LR = v2_set1(lr);
-    for (; i + 2 <= hi; i += 2) {
-        v2d p = v2_load(params + i), g = v2_load(grads + i);
+    const vreal B1 = vr_set1(b1), B2 = vr_set1(b2), C1 = vr_set1(1.0 - b1), C2 = vr_set1(1.0 - b2);
+    const vreal BC1 = vr_set1(bc1), BC2 = vr_set1(bc2), EPS = vr_set1(eps), WD = vr_set1(wd);
+    const vreal LRWD = vr_set1(lr * wd), LRR = vr_set1(lr * rect), LR = vr_set1(lr);
+    for (; i + VR_LANES <= hi; i += VR_LANES) {
+        vreal p = vr_load(params + i), g = vr_load(grads + i);
         if (a->decoupled) p = p - LRWD * p;
         else g = g + WD * p;
-        const v2d mm = B1 * v2_load(m + i) + C1 * g;
-        const v2d vv = B2 * v2_load(v + i) + C2 * g * g;
-        v2_store(m + i, mm);
-        v2_store(v + i, vv);
-        const v2d mhat = mm / BC1;
-        if (a->adaptive) p = p - LRR * mhat / (v2_sqrt(vv / BC2) + EPS);
+        const vreal mm = B1 * vr_load(m + i) + C1 * g;
+        const vreal vv = B2 * vr_load(v + i) + C2 * g * g;
+        vr_store(m + i, mm);
+        vr_store(v + i, vv);
+        const vreal mhat = mm / BC1;
+        if (a->adaptive) p = p - LRR * mhat / (vr_sqrt(vv / BC2) + EPS);
         else p = p - LR * mhat;
-        v2_store(params + i, p);
+        vr_store(params + i, p);
     }
     for (; i < hi; i++) {
         double g = grads[i];
@@ -95,12 +97,12 @@ static void adam_range(optim_t *o, double *params, const double *grads, const ad
     }
 }
 
-/* One update over part t of nt of the parameters (even boundaries: whole vector pairs), on the
+/* One update over part t of nt of the parameters (boundaries at whole vectors), on the
  * step's pool (util/threads.h): element-wise, so any split gives the same bits. */
 typedef struct {
     optim_t *o;
-    double *params;
-    const double *grads;
+    real *params;
+    const real *grads;
     double lr;
     adam_step_t adam;
     int sgd;
@@ -110,18 +112,18 @@ static void update_part(void *ctx, int t, int nt)
 {
     const update_job_t *j = ctx;
     size_t lo, hi;
-    threads_part(j->o->n, t, nt, 2, &lo, &hi);
+    threads_part(j->o->n, t, nt, VR_LANES, &lo, &hi);
     if (j->sgd) sgd_range(j->o, j->params, j->grads, j->lr, lo, hi);
     else adam_range(j->o, j->params, j->grads, &j->adam, lo, hi);
 }
 
-static void sgd_update(optim_t *o, double *params, const double *grads, double lr)
+static void sgd_update(optim_t *o, real *params, const real *grads, double lr)
 {
     update_job_t j = {.o = o, .params = params, .grads = grads, .lr = lr, .sgd = 1};
     threads_run(threads_for(4.0 * (double)o->n), update_part, &j);
 }
 
-static void adam_update(optim_t *o, double *params, const double *grads, double lr,
+static void adam_update(optim_t *o, real *params, const real *grads, double lr,
                         int decoupled, double rect, int adaptive)
 {
     update_job_t j = {.o = o, .params = params, .grads = grads, .lr = lr,
@@ -130,7 +132,7 @@ static void adam_update(optim_t *o, double *params, const double *grads, double 
     threads_run(threads_for(8.0 * (double)o->n), update_part, &j);
 }
 
-void optim_update(optim_t *o, double *params, const double *grads, double lr)
+void optim_update(optim_t *o, real *params, const real *grads, double lr)
 {
     o->t++;
     switch (o->kind) {
@@ -154,14 +156,14 @@ void optim_update(optim_t *o, double *params, const double *grads, double lr)
     }
 }
 
-double optim_global_norm(const double *g, size_t n)
+double optim_global_norm(const real *g, size_t n)
 {
     double s = 0.0;
     for (size_t i = 0; i < n; i++) s += g[i] * g[i];
     return sqrt(s);
 }
 
-double optim_clip(double *g, size_t n, double max_norm)
+double optim_clip(real *g, size_t n, double max_norm)
 {
     const double norm = optim_global_norm(g, n);
     if (max_norm > 0.0 && norm > max_norm) {

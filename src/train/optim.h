@@ -16,6 +16,8 @@
 #ifndef STABILITY_OPTIM_H
 #define STABILITY_OPTIM_H
 
+#include "util/real.h"
+
 #include <stddef.h>
 #include "config/config.h"
 
@@ -24,8 +26,8 @@ typedef struct {
     double beta1, beta2, eps, weight_decay, momentum;
     size_t n;            /* parameters */
     long t;              /* updates taken */
-    double *m;           /* (n) first moment; sgd: the momentum buffer b */
-    double *v;           /* (n) second moment; NULL for sgd */
+    real *m;           /* (n) first moment; sgd: the momentum buffer b */
+    real *v;           /* (n) second moment; NULL for sgd */
 } optim_t;
 
 /* Set up the optimizer of cfg->train for n parameters, moments zero, t = 0. Returns 0 or 1 (OOM). */
@@ -35,13 +37,13 @@ int optim_init(optim_t *o, const config_t *cfg, size_t n);
 void optim_free(optim_t *o);
 
 /* One update of params (n) with grads (n) at learning rate lr; increments o->t first. */
-void optim_update(optim_t *o, double *params, const double *grads, double lr);
+void optim_update(optim_t *o, real *params, const real *grads, double lr);
 
 /* ‖g‖₂ over all n entries (summed in a fixed order: reproducible). */
-double optim_global_norm(const double *g, size_t n);
+double optim_global_norm(const real *g, size_t n);
 
 /* Scale g by max_norm/norm when norm = ‖g‖₂ exceeds max_norm > 0 (0 = off). Returns norm. */
-double optim_clip(double *g, size_t n, double max_norm);
+double optim_clip(real *g, size_t n, double max_norm);
 
 /* Learning rate of update t ≥ 1: linear warm-up lr·t/w for t ≤ w (warmup 0 or 1: none, w = 1),
  * then inverse_sqrt lr·√(w/t), linear lr·(steps−t)/(steps−w) (0 at t = steps), or constant lr. */

@@ -1,5 +1,6 @@
 /* train.c — the training loop: batch, forward, backward, clip, optimizer update, probes. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "measure/change.h"
@@ -15,8 +16,8 @@ static int update_setup(train_t *t)
     t->fixed.tokens = malloc(tokens * sizeof(int32_t));
     t->fixed.targets = malloc(tokens * sizeof(int32_t));
     t->fixed.src = src ? malloc(src * sizeof(int32_t)) : NULL;
-    t->ref = malloc(tokens * (size_t)m->C * sizeof(double));
-    t->prev = malloc(m->num_params * sizeof(double));
+    t->ref = malloc(tokens * (size_t)m->C * sizeof(real));
+    t->prev = malloc(m->num_params * sizeof(real));
     t->update_rel = malloc((size_t)t->ax.L * t->ax.nparam * sizeof(double));
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     if (!t->fixed.tokens || !t->fixed.targets || (src && !t->fixed.src) || !t->ref || !t->prev ||
@@ -177,7 +178,7 @@ void train_step(train_t *t, train_record_t *r)
     else if (r->loss > TRAIN_DIVERGE_FACTOR * log((double)m->V)) r->diverged = TRAIN_LOSS_EXPLODED;
     if (r->diverged) return;
     r->updated = c->probe.model_update && (s <= TRAIN_UPDATE_EVERY_UNTIL || s % c->probe.every == 0);
-    if (r->updated) memcpy(t->prev, m->params, m->num_params * sizeof(double));
+    if (r->updated) memcpy(t->prev, m->params, m->num_params * sizeof(real));
     optim_update(&t->opt, m->params, m->grads, r->lr);
     t->step = s;
     if (r->updated) {   // DeepNet's model update on the fixed batch (no dropout)
@@ -241,4 +242,15 @@ train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile
             return TRAIN_FAILED;
     }
     return TRAIN_DONE;
+}
+
+void train_layout(size_t *out)
+{
+    const size_t v[TRAIN_LAYOUT_N] = {
+        sizeof(train_t), sizeof(session_t), sizeof(model_t), sizeof(optim_t),
+        offsetof(train_t, opt), offsetof(train_t, step), offsetof(train_t, probe),
+        offsetof(train_t, ax), offsetof(train_t, update_rel), offsetof(train_t, unigram),
+        offsetof(session_t, model), offsetof(session_t, batch), offsetof(model_t, params),
+        offsetof(model_t, tensors), offsetof(model_t, num_targets), offsetof(optim_t, v)};
+    memcpy(out, v, sizeof v);
 }

@@ -80,8 +80,8 @@ typedef struct {
     probe_jacobian_t *jac;     /* (L,R) scratch */
     /* DeepNet's model update (measure/change.h): at updates 1…100 and every probe.every */
     batch_t fixed;             /* a batch of its own stream, drawn once */
-    double *ref;               /* (B·T, C) the last hidden state on it at θ_0 */
-    double *prev;              /* (num_params) θ before the update being measured */
+    real *ref;                 /* (B·T, C) the last hidden state on it at θ_0 */
+    real *prev;                /* (num_params) θ before the update being measured */
     double model_update;       /* ‖F(x, θ_t) − F(x, θ_0)‖, mean over tokens */
     double *update_rel;        /* (L,P) ‖W_t − W_{t−1}‖_F / ‖W_{t−1}‖_F */
     double *admin_omega;       /* (L,X) Admin's ω as profiled at initialisation, or NULL */
@@ -127,5 +127,24 @@ int train_bleu_due(const train_t *t, long s);
  * outside the vocabulary (TRAIN_BAD_BATCH, t->s.error), or *stop becoming non-zero (checked
  * before each update, so the current one finishes). */
 train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile sig_atomic_t *stop);
+
+/* Sizes and offsets of train_t, session_t, model_t and optim_t and of the members the layers
+ * above read (TRAIN_LAYOUT_N values into out): the float32 core's must equal the float64 core's,
+ * since io reads a float32 run's train_t through the float64 declaration (tests/test_real.c). */
+#define TRAIN_LAYOUT_N 16
+void train_layout(size_t *out);
+
+#if !REAL_IS_FLOAT
+/* The float32 core (train.precision = float32; docs/design.md §2): the functions above compiled
+ * with real = float. Its train_t has the layout of this one (train_layout); its model's params
+ * and grads and its optimizer's m and v hold floats. */
+int train_create_f32(train_t **t, const config_t *cfg, char *err, size_t errlen);
+void train_free_f32(train_t *t);
+void train_step_f32(train_t *t, train_record_t *r);
+double train_eval_f32(train_t *t);
+train_status_t train_run_f32(train_t *t, const train_callbacks_t *cb,
+                             const volatile sig_atomic_t *stop);
+void train_layout_f32(size_t *out);
+#endif
 
 #endif

@@ -4,11 +4,13 @@
 #define STABILITY_ARENA_H
 
 #include <stddef.h>
+#include "util/real.h"
 
-/* The n doubles at *off of base, advancing *off; NULL (only counting) when base is NULL. */
-static inline double *arena_take(double *base, size_t *off, size_t n)
+/* The n reals (util/real.h) at *off of base, advancing *off; NULL (only counting) when base is
+ * NULL. */
+static inline real *arena_take(real *base, size_t *off, size_t n)
 {
-    double *p = base ? base + *off : NULL;
+    real *p = base ? base + *off : NULL;
     *off += n;
     return p;
 }
