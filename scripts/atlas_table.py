@@ -54,7 +54,7 @@ def read_runs(path, schemes):
             final = (float(val[-1]) if len(val) and np.isfinite(val[-1])
                      else float(np.mean(loss[-max(len(loss) // 10, 1):])))
             runs.append({
-                "scheme": schemes[name][0], "rank": schemes[name][1],
+                "name": name, "scheme": schemes[name][0], "rank": schemes[name][1],
                 "L": int(cfg["model"]["layers"]),
                 "lr": float(cfg["train"]["lr"]), "warm": int(cfg["train"]["warmup"]) > 1,
                 "final": np.nan if status == "diverged" else final,
@@ -69,6 +69,36 @@ def sensitivity(final, loss0):
         return np.nan
     best = min(finite)
     return float(np.mean([min(f, z) if np.isfinite(f) else z for f, z in zip(final, loss0)]) - best)
+
+
+def atlas_cells(runs, trains):
+    """(schemes in the table's order, depths, {(scheme, L): cell}); a cell holds, for warm-up
+    True and False, the LR sensitivity 'sens', the best (final loss, lr) 'best', the number of
+    diverged runs 'div' and the largest lr whose final loss is below `trains` 'top' (0: none),
+    and 'needs': whether the scheme needs warm-up there."""
+    rank = {r["scheme"]: r["rank"] for r in runs}   # the table's order; others after, as met
+    schemes = sorted(dict.fromkeys(r["scheme"] for r in runs), key=lambda x: rank[x])
+    depths = sorted({r["L"] for r in runs})
+    cells = {}
+    for s in schemes:
+        for L in depths:
+            cell = {}
+            for w in (True, False):
+                rs = sorted((r for r in runs if r["scheme"] == s and r["L"] == L and r["warm"] == w),
+                            key=lambda r: r["lr"])
+                fin = [r["final"] for r in rs]
+                done = [(f, r["lr"]) for f, r in zip(fin, rs) if np.isfinite(f)]
+                cell[w] = {
+                    "sens": sensitivity(fin, [r["loss0"] for r in rs]),
+                    "best": min(done) if done else (np.nan, np.nan),
+                    "div": sum(r["diverged"] for r in rs),
+                    "top": max((lr for f, lr in done if f < trains), default=0.0),
+                }
+            w, n = cell[True], cell[False]
+            cell["needs"] = ("trains at no lr" if not w["top"] and not n["top"]   # e.g. deep Post-LN
+                             else "yes" if w["top"] > n["top"] else "no")   # warm-up: a larger lr
+            cells[s, L] = cell
+    return schemes, depths, cells
 
 
 def main():
@@ -86,34 +116,19 @@ def main():
     runs = read_runs(a.file, schemes_of(a.stability, a.file))
     if not runs:
         sys.exit(f"{a.file}: no training runs under /runs")
-    rank = {r["scheme"]: r["rank"] for r in runs}   # the table's order; others after, as met
-    schemes = sorted(dict.fromkeys(r["scheme"] for r in runs), key=lambda x: rank[x])
-    depths = sorted({r["L"] for r in runs})
+    schemes, depths, cells = atlas_cells(runs, a.trains)
     print("| scheme | L | LR sensitivity, warm-up | none | best loss, warm-up (lr) | none (lr) "
           "| largest lr that trains, warm-up / none | diverged, warm-up / none | needs warm-up |")
     print("|---|---|---|---|---|---|---|---|---|")
+    fmt = lambda b: "-" if not np.isfinite(b[0]) else f"{b[0]:.3f} ({b[1]:g})"
+    top = lambda t: f"{t:g}" if t > 0 else "none"
     for s in schemes:
         for L in depths:
-            cell = {}
-            for w in (True, False):
-                rs = sorted((r for r in runs if r["scheme"] == s and r["L"] == L and r["warm"] == w),
-                            key=lambda r: r["lr"])
-                fin = [r["final"] for r in rs]
-                done = [(f, r["lr"]) for f, r in zip(fin, rs) if np.isfinite(f)]
-                cell[w] = {
-                    "sens": sensitivity(fin, [r["loss0"] for r in rs]),
-                    "best": min(done) if done else (np.nan, np.nan),
-                    "div": sum(r["diverged"] for r in rs),
-                    "top": max((lr for f, lr in done if f < a.trains), default=0.0),
-                }
-            w, n = cell[True], cell[False]
-            needs = ("trains at no lr" if not w["top"] and not n["top"]   # e.g. deep Post-LN
-                     else "yes" if w["top"] > n["top"] else "no")   # warm-up lets it take a larger lr
-            fmt = lambda b: "-" if not np.isfinite(b[0]) else f"{b[0]:.3f} ({b[1]:g})"
-            top = lambda t: f"{t:g}" if t > 0 else "none"
+            c = cells[s, L]
+            w, n = c[True], c[False]
             print(f"| {s} | {L} | {w['sens']:.3f} | {n['sens']:.3f} | {fmt(w['best'])} | "
                   f"{fmt(n['best'])} | {top(w['top'])} / {top(n['top'])} | {w['div']} / {n['div']} | "
-                  f"{needs} |")
+                  f"{c['needs']} |")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@
 """
 import glob
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -380,7 +381,37 @@ def test_atlas(tmp):
         ok &= abs(got - want) < 5e-4   # the table prints 3 decimals
     check("atlas_table.py: LR sensitivity per scheme and warm-up = the definition", ok,
           t.stderr.strip() or str(table))
-    for d in ("mini_atlas_test", "mini_init_test"):
+    # the same mini atlas trained in float32 (as experiments/atlas_f32.ini is atlas.ini's twin)
+    write(os.path.join(tmp, "mini_f32_test.ini"),
+          open(f).read().replace("probe.model_update = off", "probe.model_update = off\n"
+                                 "train.precision = float32"))
+    shutil.rmtree("results/mini_f32_test", ignore_errors=True)
+    r = run("sweep", os.path.join(tmp, "mini_f32_test.ini"), "--quiet")
+    check("mini atlas in float32: 12 runs", r.returncode == 0, r.stderr.strip())
+    cmp = lambda a, b: subprocess.run(["/usr/bin/python3", "scripts/atlas_compare.py", a, b],
+                                      capture_output=True, text=True)
+    c = cmp("results/mini_atlas_test.h5", "results/mini_f32_test.h5")
+    with h5py.File("results/mini_atlas_test.h5") as h64, h5py.File("results/mini_f32_test.h5") as h32:
+        d = [abs(float(h32["runs"][n]["train/loss"][-1]) - float(h64["runs"][n]["train/loss"][-1]))
+             for n in h64["runs"]]
+        prec = {h32["runs"][n].attrs.get("precision") for n in h32["runs"]}
+    m = re.search(r"(\d+) in each; (\d+) finished in both", c.stdout)
+    check("atlas_compare.py: float64 against float32: 12 runs paired, the cells counted, the "
+          "order per depth and warm-up", c.returncode == 0 and m and m.group(1) == "12"
+          and "of 3 cells move" in c.stdout
+          and len(re.findall(r"^\| \d+ \| (yes|no) \|", c.stdout, re.M)) == 2,
+          c.stderr.strip() or c.stdout[-400:])
+    check("the float32 twin is float32 (its runs' precision attribute) and its losses differ",
+          prec in ({b"float32"}, {"float32"}) and np.nanmax(d) > 0, f"{prec} {np.nanmax(d)}")
+    c = cmp("results/mini_atlas_test.h5", "results/mini_atlas_test.h5")
+    check("atlas_compare.py: an atlas against itself moves nothing (median |Δ| 0, 0 cells, ρ = 1)",
+          c.returncode == 0 and "median |Δ| 0.00e+00" in c.stdout and "0 of 3 cells move" in c.stdout
+          and "Status differs** in 0 runs" in c.stdout
+          and len(re.findall(r"\| 1\.000 \| — \|", c.stdout)) == 2, c.stdout[-400:])
+    c = cmp("results/mini_atlas_test.h5", "results/mini_init_test.h5")
+    check("atlas_compare.py: two files of other runs: exit 1 and why", c.returncode == 1
+          and "do not hold the same runs" in c.stderr, c.stderr.strip())
+    for d in ("mini_atlas_test", "mini_init_test", "mini_f32_test"):
         shutil.rmtree("results/" + d, ignore_errors=True)
         os.remove(f"results/{d}.h5")
 

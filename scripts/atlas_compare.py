@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""atlas_compare.py A.h5 B.h5 — two stability atlases cell by cell (docs/atlas.md, "float32").
+
+A and B are merged sweep files of the same runs (experiments/atlas.ini and atlas_f32.ini: the
+same names, float64 and float32). Prints, as Markdown: how far the final losses of the runs
+that trained in both lie apart; the runs whose status differs (diverged in one only); every cell
+of scripts/atlas_table.py's table whose verdict moves (needs warm-up, the largest lr that trains,
+the diverged count, the best lr); and per depth and warm-up the order of the schemes by LR
+sensitivity in A and B with Spearman's rank correlation and the pairs that swap. Exit 1 when the
+two files do not hold the same runs.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import atlas_table   # noqa: E402  (read_runs, atlas_cells: the table's own definitions)
+
+
+def load(stability, path, trains):
+    """(runs by name, schemes, depths, cells) of one merged atlas file."""
+    runs = atlas_table.read_runs(path, atlas_table.schemes_of(stability, path))
+    by_name = {r["name"]: r for r in runs}
+    return by_name, *atlas_table.atlas_cells(runs, trains)
+
+
+def ranks(values):
+    """Ranks 0..n-1 of values (NaN last)."""
+    v = np.where(np.isfinite(values), values, np.inf)
+    r = np.empty(len(v))
+    r[np.argsort(v, kind="stable")] = np.arange(len(v))
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("a", help="the reference atlas (float64)")
+    ap.add_argument("b", help="the atlas set beside it (float32)")
+    ap.add_argument("--trains", type=float, default=3.2, help="as scripts/atlas_table.py's")
+    ap.add_argument("--stability", default=os.path.join(atlas_table.ROOT, "stability"),
+                    help="the program whose table of schemes names the rows")
+    a = ap.parse_args()
+    if not os.access(a.stability, os.X_OK):
+        sys.exit(f"{a.stability}: not found (build it with make, or pass --stability)")
+    ra, schemes, depths, ca = load(a.stability, a.a, a.trains)
+    rb, _, _, cb = load(a.stability, a.b, a.trains)
+    if set(ra) != set(rb):
+        only = sorted(set(ra) ^ set(rb))
+        print(f"{a.a} and {a.b} do not hold the same runs: {len(only)} in one only, "
+              f"e.g. {only[0]}", file=sys.stderr)
+        return 1
+    both = [n for n in ra if np.isfinite(ra[n]["final"]) and np.isfinite(rb[n]["final"])]
+    d = np.array([rb[n]["final"] - ra[n]["final"] for n in both])
+    print(f"**Runs.** {len(ra)} in each; {len(both)} finished in both. Final loss B - A over "
+          f"those: median |Δ| {np.median(np.abs(d)):.2e}, largest {np.max(np.abs(d)):.2e} "
+          f"({both[int(np.argmax(np.abs(d)))]}); {int(np.sum(d == 0))} equal.\n")
+    flip = [n for n in sorted(ra) if ra[n]["diverged"] != rb[n]["diverged"]]
+    print(f"**Status differs** in {len(flip)} runs" + (":" if flip else "."))
+    for n in flip:
+        print(f"- {n}: {'diverged' if ra[n]['diverged'] else 'finished'} in A, "
+              f"{'diverged' if rb[n]['diverged'] else 'finished'} in B")
+    print("\n**Cells whose verdict moves** (scheme, L: what, A → B)\n")
+    moved = 0
+    top = lambda t: f"{t:g}" if t > 0 else "none"
+    for s in schemes:
+        for L in depths:
+            x, y = ca[s, L], cb[s, L]
+            what = []
+            if x["needs"] != y["needs"]:
+                what.append(f"needs warm-up {x['needs']} → {y['needs']}")
+            for w, label in ((True, "warm-up"), (False, "none")):
+                if x[w]["top"] != y[w]["top"]:
+                    what.append(f"largest lr that trains, {label}, {top(x[w]['top'])} → "
+                                f"{top(y[w]['top'])}")
+                if x[w]["div"] != y[w]["div"]:
+                    what.append(f"diverged, {label}, {x[w]['div']} → {y[w]['div']}")
+                if x[w]["best"][1] != y[w]["best"][1] and np.isfinite(x[w]["best"][0]):
+                    what.append(f"best lr, {label}, {x[w]['best'][1]:g} → {y[w]['best'][1]:g} "
+                                f"(loss {x[w]['best'][0]:.3f} → {y[w]['best'][0]:.3f})")
+            if what:
+                moved += 1
+                print(f"- {s}, {L}: " + "; ".join(what))
+    print(f"\n{moved} of {len(schemes) * len(depths)} cells move.\n")
+    print("**Order of the schemes by LR sensitivity** (least sensitive first)\n")
+    print("| L | warm-up | Spearman ρ | pairs that swap (A's order) |")
+    print("|---|---|---|---|")
+    for L in depths:
+        for w, label in ((True, "yes"), (False, "no")):
+            sa = np.array([ca[s, L][w]["sens"] for s in schemes])
+            sb = np.array([cb[s, L][w]["sens"] for s in schemes])
+            rho = float(np.corrcoef(ranks(sa), ranks(sb))[0, 1])
+            swaps = [f"{schemes[i]} / {schemes[j]} ({sa[i]:.3f} / {sa[j]:.3f} → "
+                     f"{sb[i]:.3f} / {sb[j]:.3f})"
+                     for i in range(len(schemes)) for j in range(len(schemes))
+                     if sa[i] < sa[j] and sb[i] > sb[j]]
+            print(f"| {L} | {label} | {rho:.3f} | {'; '.join(swaps) or '—'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
