@@ -591,6 +591,60 @@ static int f32_row(const bench_opts_t *o, const char *self, const bench_case_t *
     return 1;
 }
 
+/* PyTorch (bench/bench_torch.py) on case c's model in float64 and float32: per-update median
+ * ms into t64, t32 and peak RSS MB into r64, r32 (NAN when a child failed); *worst: the
+ * largest share of the CPUs other processes took meanwhile. */
+static void torch_times(const bench_opts_t *o, const bench_case_t *c, double *t64, double *t32,
+                        double *r64, double *r32, double *worst)
+{
+    char cmd[2048];
+    double others;
+    for (int d = 0; d < 2; d++) {
+        char tl[1024];
+        snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=%d "
+                 "OPENBLAS_NUM_THREADS=%d '%s' "
+                 "bench/bench_torch.py --layers %d --placement %s --dtype %s "
+                 "--threads %d --steps %d --warmup %d --arch %s --d-model %d --d-ff %d "
+                 "--vocab %d --causal %d --update %d", o->threads, o->threads, o->python,
+                 c->layers, c->placement, d ? "float32" : "float64", o->threads,
+                 o->steps, o->warmup, c->encdec ? "encdec" : "lm", c->d, 2 * c->d,
+                 c->vocab, c->causal, c->kind == K_UPDATE);
+        if (run_measured(o, cmd, "TORCH", tl, sizeof tl, &others)) continue;
+        *worst = fmax(*worst, others);
+        *(d ? t32 : t64) = field(tl, "ms_median");
+        *(d ? r32 : r64) = field(tl, "rss_kb") / 1024.0;
+    }
+}
+
+/* The float32 table: the n lines f32_row made, under their header and key. */
+static void print_f32_table(char rows32[][512], int n)
+{
+    printf("\nfloat32 (train.precision = float32), per update (fwd+bwd+Adam)\n%-21s %8s %8s "
+           "%6s %9s %6s %7s %6s %7s %7s %7s %6s\n", "", "f64 ms", "f32 ms", "f64/32",
+           "torch f32", "x", "GFLOP/s", "%SGEMM", "RSS f64", "RSS f32", "RSS t32", "other");
+    for (int i = 0; i < n; i++) printf("%s\n", rows32[i]);
+    printf("x = PyTorch float32 time / stability float32 time (> 1: stability faster); "
+           "%%SGEMM of the SGEMM 1024^3 rate at the start; RSS in MB\n(peak resident set "
+           "of the case's process: f64, f32 ours, t32 PyTorch float32).\n");
+}
+
+/* The CSV of make bench at path: a header, then the n rows, each with the DGEMM rate at the
+ * end appended. 0, or 1 (with perror) when the file cannot be written. */
+static int write_csv(const char *path, char rows[][1024], int n, double dgemm_end)
+{
+    FILE *csv = fopen(path, "w");
+    if (!csv) { perror(path); return 1; }
+    fprintf(csv, "case,layers,placement,threads,steps,ms_median,ms_min,ms_max,ms_per_layer,"
+                 "gflop_per_step,gflops,dgemm_gflops,frac_dgemm,torch64_ms,torch32_ms,"
+                 "speedup_vs_torch64,speedup_vs_torch32,rss_mb,estimate_mb,rss_over_estimate,"
+                 "torch64_rss_mb,torch32_rss_mb,probe_total_s,others_share,faults_per_step,"
+                 "arch,d_model,vocab,kind,dgemm_end_gflops\n");
+    for (int i = 0; i < n; i++) fprintf(csv, "%s,%.3f\n", rows[i], dgemm_end);
+    fclose(csv);
+    printf("wrote %s\n", path);
+    return 0;
+}
+
 /* Whether name contains one of the comma-separated substrings of only. */
 static int only_matches(const char *only, const char *name)
 {
@@ -695,23 +749,8 @@ int main(int argc, char **argv)
         // params + grads + Adam's two moments + saved activations, in MiB
         const double est = (4.0 * params + acts) * sizeof(double) / (1024.0 * 1024.0);
         double t64 = NAN, t32 = NAN, r64 = NAN, r32 = NAN;
-        if (o.torch && c->kind != K_PROBE && c->kind != K_DYN) {
-            for (int d = 0; d < 2; d++) {
-                char tl[1024];
-                snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=%d "
-                         "OPENBLAS_NUM_THREADS=%d '%s' "
-                         "bench/bench_torch.py --layers %d --placement %s --dtype %s "
-                         "--threads %d --steps %d --warmup %d --arch %s --d-model %d --d-ff %d "
-                         "--vocab %d --causal %d --update %d", o.threads, o.threads, o.python,
-                         c->layers, c->placement, d ? "float32" : "float64", o.threads,
-                         o.steps, o.warmup, c->encdec ? "encdec" : "lm", c->d, 2 * c->d,
-                         c->vocab, c->causal, c->kind == K_UPDATE);
-                if (run_measured(&o, cmd, "TORCH", tl, sizeof tl, &others)) continue;
-                worst = fmax(worst, others);
-                *(d ? &t32 : &t64) = field(tl, "ms_median");
-                *(d ? &r32 : &r64) = field(tl, "rss_kb") / 1024.0;
-            }
-        }
+        if (o.torch && c->kind != K_PROBE && c->kind != K_DYN)
+            torch_times(&o, c, &t64, &t32, &r64, &r32, &worst);
         const double gflops = gflop / (ms * 1e-3);
         printf("%-21s %9.1f %8.2f %7.1f %5.0f%% %9.1f %6.2f %9.1f %6.2f %8.0f %8.0f %5.2f "
                "%5.0f%%%s\n", c->label, ms, ms / layers, gflops, 100.0 * gflops / dgemm, t64,
@@ -738,15 +777,7 @@ int main(int argc, char **argv)
             f32_row(&o, self, c, ms, rss, t32, r32, gflop, sgemm, rows32[nrows32]))
             printf("  float32: %s\n", rows32[nrows32++] + 21);   // also at the end, as a table
     }
-    if (nrows32) {
-        printf("\nfloat32 (train.precision = float32), per update (fwd+bwd+Adam)\n%-21s %8s %8s "
-               "%6s %9s %6s %7s %6s %7s %7s %7s %6s\n", "", "f64 ms", "f32 ms", "f64/32",
-               "torch f32", "x", "GFLOP/s", "%SGEMM", "RSS f64", "RSS f32", "RSS t32", "other");
-        for (int i = 0; i < nrows32; i++) printf("%s\n", rows32[i]);
-        printf("x = PyTorch float32 time / stability float32 time (> 1: stability faster); "
-               "%%SGEMM of the SGEMM 1024^3 rate at the start; RSS in MB\n(peak resident set "
-               "of the case's process: f64, f32 ours, t32 PyTorch float32).\n");
-    }
+    if (nrows32) print_f32_table(rows32, nrows32);
     double end_best, end_others;
     const double dgemm_end = measure_gemm(&o, 0, &end_best, &end_others);
     printf("\nDGEMM 1024^3 again at the end: %.1f GFLOP/s (start %.1f; the %%DGEMM column uses the "
@@ -757,17 +788,6 @@ int main(int argc, char **argv)
            "the case's runs (! > 5%%: disturbed).\n");
     printf("page faults per timed step: %.1f at most (0: a step allocates and first-touches "
            "nothing)\n", max_faults);
-    if (o.csv) {
-        FILE *csv = fopen(o.csv, "w");
-        if (!csv) { perror(o.csv); return 1; }
-        fprintf(csv, "case,layers,placement,threads,steps,ms_median,ms_min,ms_max,ms_per_layer,"
-                     "gflop_per_step,gflops,dgemm_gflops,frac_dgemm,torch64_ms,torch32_ms,"
-                     "speedup_vs_torch64,speedup_vs_torch32,rss_mb,estimate_mb,rss_over_estimate,"
-                     "torch64_rss_mb,torch32_rss_mb,probe_total_s,others_share,faults_per_step,"
-                     "arch,d_model,vocab,kind,dgemm_end_gflops\n");
-        for (int i = 0; i < nrows; i++) fprintf(csv, "%s,%.3f\n", rows[i], dgemm_end);
-        fclose(csv);
-        printf("wrote %s\n", o.csv);
-    }
+    if (o.csv && write_csv(o.csv, rows, nrows, dgemm_end)) return 1;
     return 0;
 }

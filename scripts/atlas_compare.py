@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""atlas_compare.py A.h5 B.h5 — two stability atlases cell by cell (docs/atlas.md, "float32").
+"""atlas_compare.py A.h5 B.h5 — two stability atlases cell by cell (docs/atlas.md, "In float32").
 
 A and B are merged sweep files of the same runs (experiments/atlas.ini and atlas_f32.ini: the
 same names, float64 and float32). Prints, as Markdown: how far the final losses of the runs
@@ -52,10 +52,10 @@ def main():
               f"e.g. {only[0]}", file=sys.stderr)
         return 1
     both = [n for n in ra if np.isfinite(ra[n]["final"]) and np.isfinite(rb[n]["final"])]
-    d = np.array([rb[n]["final"] - ra[n]["final"] for n in both])
-    print(f"**Runs.** {len(ra)} in each; {len(both)} finished in both. Final loss B - A over "
-          f"those: median |Δ| {np.median(np.abs(d)):.2e}, largest {np.max(np.abs(d)):.2e} "
-          f"({both[int(np.argmax(np.abs(d)))]}); {int(np.sum(d == 0))} equal.\n")
+    d = np.abs([rb[n]["final"] - ra[n]["final"] for n in both])
+    print(f"**Runs.** {len(ra)} in each; {len(both)} finished in both" + (
+          f". Final loss B - A over those: median |Δ| {np.median(d):.2e}, largest {np.max(d):.2e} "
+          f"({both[int(np.argmax(d))]}); {int(np.sum(d == 0))} equal.\n" if both else ".\n"))
     flip = [n for n in sorted(ra) if ra[n]["diverged"] != rb[n]["diverged"]]
     print(f"**Status differs** in {len(flip)} runs" + (":" if flip else "."))
     for n in flip:
@@ -76,9 +76,10 @@ def main():
                                 f"{top(y[w]['top'])}")
                 if x[w]["div"] != y[w]["div"]:
                     what.append(f"diverged, {label}, {x[w]['div']} → {y[w]['div']}")
-                if x[w]["best"][1] != y[w]["best"][1] and np.isfinite(x[w]["best"][0]):
-                    what.append(f"best lr, {label}, {x[w]['best'][1]:g} → {y[w]['best'][1]:g} "
-                                f"(loss {x[w]['best'][0]:.3f} → {y[w]['best'][0]:.3f})")
+                bx, by = x[w]["best"], y[w]["best"]   # (nan, nan): no run of the cell finished
+                if bx[1] != by[1] and (np.isfinite(bx[1]) or np.isfinite(by[1])):
+                    what.append(f"best lr, {label}, {bx[1]:g} → {by[1]:g} "
+                                f"(loss {bx[0]:.3f} → {by[0]:.3f})")
             if what:
                 moved += 1
                 print(f"- {s}, {L}: " + "; ".join(what))
@@ -90,11 +91,12 @@ def main():
         for w, label in ((True, "yes"), (False, "no")):
             sa = np.array([ca[s, L][w]["sens"] for s in schemes])
             sb = np.array([cb[s, L][w]["sens"] for s in schemes])
-            rho = float(np.corrcoef(ranks(sa), ranks(sb))[0, 1])
+            qa, qb = ranks(sa), ranks(sb)   # a scheme with no finished run ranks last
+            rho = float(np.corrcoef(qa, qb)[0, 1])
             swaps = [f"{schemes[i]} / {schemes[j]} ({sa[i]:.3f} / {sa[j]:.3f} → "
                      f"{sb[i]:.3f} / {sb[j]:.3f})"
                      for i in range(len(schemes)) for j in range(len(schemes))
-                     if sa[i] < sa[j] and sb[i] > sb[j]]
+                     if qa[i] < qa[j] and qb[i] > qb[j]]
             print(f"| {L} | {label} | {rho:.3f} | {'; '.join(swaps) or '—'} |")
     return 0
 

@@ -19,8 +19,9 @@ file must equal the 1-thread file's, byte for byte:
    OPENBLAS_CORETYPE=Haswell; a user's OPENBLAS_CORETYPE=Prescott wins, is recorded, and gives
    other bits (why the program pins one set of kernels).
 The float32 core (train.precision = float32, its GEMMs through cblas_sgemm in the same blocks)
-is held to the same as in 1 and 2: lm Post-LN and enc-dec Post-LN with dropout, trained, and the
-dump with the logits cut by columns, each byte-identical at every thread count.
+is held to the same as in 1 (a float32 run resumed is checked in tests/test_float32.py): lm
+Post-LN and enc-dec Post-LN with dropout, trained, and the dump with the logits cut by columns,
+each byte-identical at every thread count.
 Prints "ok"/"not ok" per check, then "threads: N passed, M failed"; exit 1 if M > 0.
 """
 import os

@@ -4,7 +4,10 @@
  *
  * Every lane does exactly the scalar operation on its own element: IEEE +, −, ×, ÷ and √ are
  * correctly rounded, so a lane's result is the scalar result bit for bit when the scalar
- * expression is evaluated in `real` (the float64 core: always). Nothing here reorders a sum or
+ * expression is evaluated in `real` (the float64 core: always; in the float32 core a few tails,
+ * in norm.c and loss.c, evaluate in double what the lanes do in float, so a tail element may
+ * round differently from a lane: still fixed, since which elements are tail depends on the
+ * length alone). Nothing here reorders a sum or
  * fuses a multiply-add (the build is -std=c11, i.e. -ffp-contract=off, and no FMA is available
  * without -march anyway). Reductions stay scalar and in their order. A loop's parts must start at
  * multiples of VR_LANES so that which elements take the scalar tail does not depend on the split.

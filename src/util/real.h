@@ -5,8 +5,8 @@
  * (real = double, the names as written) and with -DSTAB_REAL_FLOAT (real = float, every public
  * name of those folders renamed NAME_f32 by build/f32/names.h, made from `nm` of the double
  * objects). Tensors (parameters, gradients, activations, Adam's moments) are `real`; scalars
- * taken from the config, sums inside reductions and every measurement a file records stay
- * double in both. In the double build `real` is `double`, so that build is the code as it was.
+ * taken from the config, sums inside reductions and the values a file records are double in
+ * both (per-row values on their way there, e.g. each token's loss, sit in `real` buffers). In the double build `real` is `double`, so that build is the code as it was.
  */
 #ifndef STABILITY_REAL_H
 #define STABILITY_REAL_H
