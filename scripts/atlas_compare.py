@@ -19,11 +19,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import atlas_table   # noqa: E402  (read_runs, atlas_cells: the table's own definitions)
 
 
-def load(stability, path, trains):
-    """(runs by name, schemes, depths, cells) of one merged atlas file."""
+def load(stability, path):
+    """The training runs of one merged atlas file, by name."""
     runs = atlas_table.read_runs(path, atlas_table.schemes_of(stability, path))
-    by_name = {r["name"]: r for r in runs}
-    return by_name, *atlas_table.atlas_cells(runs, trains)
+    return {r["name"]: r for r in runs}
 
 
 def ranks(values):
@@ -39,17 +38,27 @@ def main():
     ap.add_argument("a", help="the reference atlas (float64)")
     ap.add_argument("b", help="the atlas set beside it (float32)")
     ap.add_argument("--trains", type=float, default=3.2, help="as scripts/atlas_table.py's")
+    ap.add_argument("--common", action="store_true",
+                    help="compare the runs both files hold (say how many) instead of refusing "
+                         "files whose runs differ, e.g. an atlas rerun at some depths only")
     ap.add_argument("--stability", default=os.path.join(atlas_table.ROOT, "stability"),
                     help="the program whose table of schemes names the rows")
     a = ap.parse_args()
     if not os.access(a.stability, os.X_OK):
         sys.exit(f"{a.stability}: not found (build it with make, or pass --stability)")
-    ra, schemes, depths, ca = load(a.stability, a.a, a.trains)
-    rb, _, _, cb = load(a.stability, a.b, a.trains)
-    if set(ra) != set(rb):
+    ra, rb = load(a.stability, a.a), load(a.stability, a.b)
+    if a.common and set(ra) != set(rb):
+        keep = set(ra) & set(rb)
+        print(f"**Common runs only:** {len(keep)} of {len(ra)} in A and {len(rb)} in B.\n")
+        ra = {n: r for n, r in ra.items() if n in keep}
+        rb = {n: r for n, r in rb.items() if n in keep}
+    schemes, depths, ca = atlas_table.atlas_cells(list(ra.values()), a.trains)
+    _, _, cb = atlas_table.atlas_cells(list(rb.values()), a.trains)
+    if set(ra) != set(rb) or not ra:
         only = sorted(set(ra) ^ set(rb))
-        print(f"{a.a} and {a.b} do not hold the same runs: {len(only)} in one only, "
-              f"e.g. {only[0]}", file=sys.stderr)
+        print(f"{a.a} and {a.b} do not hold the same runs: {len(only)} in one only"
+              + (f", e.g. {only[0]}" if only else ", none in both") + " (--common: compare "
+              "the runs both hold)", file=sys.stderr)
         return 1
     both = [n for n in ra if np.isfinite(ra[n]["final"]) and np.isfinite(rb[n]["final"])]
     d = np.abs([rb[n]["final"] - ra[n]["final"] for n in both])

@@ -23,8 +23,8 @@ import numpy as np
 
 STABILITY = os.path.abspath(os.environ.get("STABILITY", "./stability"))
 STEPS = 50
-LOSS_TOL = 1e-3     # measured: 9.8e-5 (the largest of the 50 updates, at update 5)
-PARAM_TOL = 2e-3    # measured: 5.5e-4 (Adam's first steps are nearly ±lr wherever g is small)
+LOSS_TOL = 1e-3     # measured: 6.1e-6 (the largest of the 50 updates, at update 31)
+PARAM_TOL = 2e-3    # measured: 5.3e-5 (Adam's first steps are nearly ±lr wherever g is small)
 SMALL = ["model.layers=2", "model.d_model=16", "model.heads=2", "model.d_ff=24", "model.vocab=23",
          "model.seq_len=7", "data.batch=3", "train.warmup=1", "train.checkpoint_every=5"]
 results = []

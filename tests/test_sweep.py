@@ -411,6 +411,11 @@ def test_atlas(tmp):
     c = cmp("results/mini_atlas_test.h5", "results/mini_init_test.h5")
     check("atlas_compare.py: two files of other runs: exit 1 and why", c.returncode == 1
           and "do not hold the same runs" in c.stderr, c.stderr.strip())
+    c = subprocess.run(["/usr/bin/python3", "scripts/atlas_compare.py", "--common",
+                        "results/mini_atlas_test.h5", "results/mini_init_test.h5"],
+                       capture_output=True, text=True)
+    check("atlas_compare.py --common with no run in both: exit 1, 'none in both'",
+          c.returncode == 1 and "none in both" in c.stderr, c.stderr.strip())
     for d in ("mini_atlas_test", "mini_init_test", "mini_f32_test"):
         shutil.rmtree("results/" + d, ignore_errors=True)
         os.remove(f"results/{d}.h5")
