@@ -60,13 +60,17 @@ RUN_SWEEP ?= experiments/fig3ab_grad_vs_layer.ini
 # make figures: the paper's figures on its own 6-6 model, and the lemmas (under 20 minutes on
 # 2 cores). make figures-single: the single-stack studies the enc-dec figures supersede (Fig. 3
 # and Fig. 2 on one stack, the tied-output and width studies; `make run` is
-# fig3ab_grad_vs_layer). make atlas: the atlas (~50 min); make atlas PRECISION=float32: its
-# training half in float32 (experiments/atlas_f32.ini), set beside the float64 atlas if there.
+# fig3ab_grad_vs_layer). make atlas: the atlas (~80 min here); make atlas PRECISION=float32: its
+# training half in float32 (experiments/atlas_f32.ini), set beside the float64 atlas if there;
+# SEEDS=3: three seeds a cell (experiments/atlas_seeds.ini, atlas_f32_seeds.ini), CIs in the
+# table and figures.
 FIGURE_EXPERIMENTS := fig3ab_encdec fig3cd_encdec fig2_encdec lemma_norms
 SINGLE_EXPERIMENTS := fig3ab_grad_vs_layer fig3cd_grad_vs_depth fig3cd_untied width_scaling \
                       fig2_warmup
 PRECISION ?= float64
-ATLAS := $(if $(filter float32,$(PRECISION)),atlas_f32,atlas)
+SEEDS ?= 1
+ATLAS := $(if $(filter float32,$(PRECISION)),atlas_f32,atlas)$(if $(filter 3,$(SEEDS)),_seeds)
+ATLAS_F64 := $(subst atlas_f32,atlas,$(ATLAS))
 ATLAS_EXPERIMENTS := atlas_init $(ATLAS) model_update
 
 .PHONY: all deps test-deps run figures figures-single atlas dynamics test unit asan-unit bench clean
@@ -158,14 +162,17 @@ ATLAS_FIGURES := atlas-atlas_lr atlas-atlas_sensitivity atlas-atlas_grad atlas-o
 atlas: deps
 	@case "$(PRECISION)" in float64|float32) ;; \
 	  *) echo "make atlas: PRECISION must be float64 or float32, not '$(PRECISION)'" >&2; exit 2;; esac
+	@case "$(SEEDS)" in 1|3) ;; \
+	  *) echo "make atlas: SEEDS must be 1 or 3 (experiments/atlas_seeds.ini's init.seed), not '$(SEEDS)'" >&2; \
+	     exit 2;; esac
 	$(MAKE) stability
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the atlas trains on
 	@set -e; for f in $(ATLAS_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	./stability plot results/$(ATLAS).h5 results/atlas_init.h5
 	./stability plot results/model_update.h5
 	/usr/bin/python3 scripts/atlas_table.py results/$(ATLAS).h5
-	@if [ $(ATLAS) = atlas_f32 ] && [ -f results/atlas.h5 ]; then \
-	  /usr/bin/python3 scripts/atlas_compare.py results/atlas.h5 results/atlas_f32.h5; fi
+	@if [ $(ATLAS) != $(ATLAS_F64) ] && [ -f results/$(ATLAS_F64).h5 ]; then \
+	  /usr/bin/python3 scripts/atlas_compare.py results/$(ATLAS_F64).h5 results/$(ATLAS).h5; fi
 	@mkdir -p docs/figures; for f in $(ATLAS_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 

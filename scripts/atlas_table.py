@@ -13,6 +13,8 @@ Each run's scheme and the atlas's order of schemes come from the program's own t
 """
 import argparse
 import configparser
+import ctypes
+import ctypes.util
 import os
 import subprocess
 import sys
@@ -56,6 +58,7 @@ def read_runs(path, schemes):
             runs.append({
                 "name": name, "scheme": schemes[name][0], "rank": schemes[name][1],
                 "L": int(cfg["model"]["layers"]),
+                "seed": int(cfg["init"]["seed"]) if cfg.has_option("init", "seed") else 1,
                 "lr": float(cfg["train"]["lr"]), "warm": int(cfg["train"]["warmup"]) > 1,
                 "final": np.nan if status == "diverged" else final,
                 "loss0": float(loss[0]), "diverged": status == "diverged",
@@ -71,32 +74,85 @@ def sensitivity(final, loss0):
     return float(np.mean([min(f, z) if np.isfinite(f) else z for f, z in zip(final, loss0)]) - best)
 
 
+def t_quantile(p, df):
+    """Student t's p-quantile with df degrees of freedom, from GSL (gsl_cdf_tdist_Pinv: the
+    library the program computes its own intervals with) through ctypes."""
+    gsl = ctypes.CDLL(ctypes.util.find_library("gsl") or "libgsl.so.27")
+    gsl.gsl_cdf_tdist_Pinv.restype = ctypes.c_double
+    gsl.gsl_cdf_tdist_Pinv.argtypes = [ctypes.c_double, ctypes.c_double]
+    return gsl.gsl_cdf_tdist_Pinv(p, df)
+
+
+def mean_ci(values):
+    """Mean and 95 % half-width (Student t over the finite values; NaN half-width with fewer
+    than two) of values, as `stability info --train` and the figures' bands compute it."""
+    v = np.array([x for x in values if np.isfinite(x)])
+    if len(v) == 0:
+        return np.nan, np.nan
+    if len(v) == 1:
+        return float(v[0]), np.nan
+    return float(v.mean()), float(t_quantile(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)))
+
+
+def one_row(rs, trains):
+    """One scheme, depth and warm-up of one seed (rs sorted by lr): LR sensitivity 'sens', best
+    (final loss, lr) 'best', diverged runs 'div', the largest lr whose final loss is below
+    `trains` 'top' (0: none)."""
+    fin = [r["final"] for r in rs]
+    done = [(f, r["lr"]) for f, r in zip(fin, rs) if np.isfinite(f)]
+    return {
+        "sens": sensitivity(fin, [r["loss0"] for r in rs]),
+        "best": min(done) if done else (np.nan, np.nan),
+        "div": sum(r["diverged"] for r in rs),
+        "top": max((lr for f, lr in done if f < trains), default=0.0),
+    }
+
+
+def needs(w, n):
+    """Whether a scheme needs warm-up: it trains at a larger lr with it than without."""
+    return ("trains at no lr" if not w["top"] and not n["top"]   # e.g. deep Post-LN
+            else "yes" if w["top"] > n["top"] else "no")
+
+
 def atlas_cells(runs, trains):
     """(schemes in the table's order, depths, {(scheme, L): cell}); a cell holds, for warm-up
     True and False, the LR sensitivity 'sens', the best (final loss, lr) 'best', the number of
     diverged runs 'div' and the largest lr whose final loss is below `trains` 'top' (0: none),
-    and 'needs': whether the scheme needs warm-up there."""
+    and 'needs': whether the scheme needs warm-up there.
+
+    With several seeds (init.seed swept), each lr's final loss is the mean over the seeds (NaN
+    when a seed diverged there) and 'best', 'top' and 'needs' are read from those means; 'sens'
+    is the mean of the seeds' own sensitivities with its 95 % half-width 'sens_ci', 'div'
+    counts every seed's runs, and 'seeds' / 'agree' say how many seeds there are and how many
+    reach the same 'needs' on their own. One seed: exactly the single-seed table."""
     rank = {r["scheme"]: r["rank"] for r in runs}   # the table's order; others after, as met
     schemes = sorted(dict.fromkeys(r["scheme"] for r in runs), key=lambda x: rank[x])
     depths = sorted({r["L"] for r in runs})
     cells = {}
     for s in schemes:
         for L in depths:
+            mine = [r for r in runs if r["scheme"] == s and r["L"] == L]
+            seeds = sorted({r["seed"] for r in mine})
+            per = {k: {w: one_row(sorted((r for r in mine if r["seed"] == k and r["warm"] == w),
+                                         key=lambda r: r["lr"]), trains)
+                       for w in (True, False)} for k in seeds}
             cell = {}
             for w in (True, False):
-                rs = sorted((r for r in runs if r["scheme"] == s and r["L"] == L and r["warm"] == w),
-                            key=lambda r: r["lr"])
-                fin = [r["final"] for r in rs]
-                done = [(f, r["lr"]) for f, r in zip(fin, rs) if np.isfinite(f)]
-                cell[w] = {
-                    "sens": sensitivity(fin, [r["loss0"] for r in rs]),
-                    "best": min(done) if done else (np.nan, np.nan),
-                    "div": sum(r["diverged"] for r in rs),
-                    "top": max((lr for f, lr in done if f < trains), default=0.0),
-                }
-            w, n = cell[True], cell[False]
-            cell["needs"] = ("trains at no lr" if not w["top"] and not n["top"]   # e.g. deep Post-LN
-                             else "yes" if w["top"] > n["top"] else "no")   # warm-up: a larger lr
+                if len(seeds) == 1:
+                    cell[w] = dict(per[seeds[0]][w], sens_ci=np.nan)
+                    continue
+                rs = [r for r in mine if r["warm"] == w]
+                lrs = sorted({r["lr"] for r in rs})
+                means = [{"lr": lr, "loss0": float(np.mean([r["loss0"] for r in rs if r["lr"] == lr])),
+                          "final": (np.nan if any(r["diverged"] for r in rs if r["lr"] == lr) else
+                                    float(np.mean([r["final"] for r in rs if r["lr"] == lr]))),
+                          "diverged": False} for lr in lrs]
+                cell[w] = one_row(means, trains)
+                cell[w]["div"] = sum(r["diverged"] for r in rs)
+                cell[w]["sens"], cell[w]["sens_ci"] = mean_ci([per[k][w]["sens"] for k in seeds])
+            cell["needs"] = needs(cell[True], cell[False])
+            cell["seeds"] = len(seeds)
+            cell["agree"] = sum(needs(per[k][True], per[k][False]) == cell["needs"] for k in seeds)
             cells[s, L] = cell
     return schemes, depths, cells
 
@@ -122,13 +178,22 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|")
     fmt = lambda b: "-" if not np.isfinite(b[0]) else f"{b[0]:.3f} ({b[1]:g})"
     top = lambda t: f"{t:g}" if t > 0 else "none"
+    sens = lambda x: f"{x['sens']:.3f}" + (f" ± {x['sens_ci']:.3f}" if np.isfinite(x["sens_ci"]) else "")
     for s in schemes:
         for L in depths:
             c = cells[s, L]
             w, n = c[True], c[False]
-            print(f"| {s} | {L} | {w['sens']:.3f} | {n['sens']:.3f} | {fmt(w['best'])} | "
+            agree = f" ({c['agree']} of {c['seeds']} seeds)" if c["seeds"] > 1 else ""
+            print(f"| {s} | {L} | {sens(w)} | {sens(n)} | {fmt(w['best'])} | "
                   f"{fmt(n['best'])} | {top(w['top'])} / {top(n['top'])} | {w['div']} / {n['div']} | "
-                  f"{c['needs']} |")
+                  f"{c['needs']}{agree} |")
+    seeds = max(c["seeds"] for c in cells.values())
+    if seeds > 1:
+        print(f"\n{seeds} seeds a cell: LR sensitivity as mean ± 95 % half-width over the seeds "
+              f"(Student t); best loss, largest lr that trains and needs warm-up from each lr's "
+              f"mean final loss over the seeds (an lr where a seed diverged counts as diverged); "
+              f"diverged counts every seed's runs; (k of n seeds): how many seeds alone give the "
+              f"same verdict.")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@
    empty list items as in configs; run names that are not file names).
 6. Stale runs (a file of another configuration) are redone and said so; a merge never
    replaces a merged file with a poorer one without --force; --jobs N divides the threads.
-7. A miniature atlas: its figures, and the LR-sensitivity table against the definition.
+7. A miniature atlas: its figures, and the LR-sensitivity table against the definition; the
+   same with three seeds a cell (means and 95 % intervals).
 8. Names that collide: results/NAME.h5 that is a training run's file (a config's default
    output) is not replaced by the sweep NAME's merge (exit 2 before any run; --merge --force
    does); two sweep files of one name in different folders do not share results/NAME/ (the
@@ -416,9 +417,66 @@ def test_atlas(tmp):
                        capture_output=True, text=True)
     check("atlas_compare.py --common with no run in both: exit 1, 'none in both'",
           c.returncode == 1 and "none in both" in c.stderr, c.stderr.strip())
+    test_atlas_seeds(tmp, f)
     for d in ("mini_atlas_test", "mini_init_test", "mini_f32_test"):
         shutil.rmtree("results/" + d, ignore_errors=True)
         os.remove(f"results/{d}.h5")
+
+
+def test_atlas_seeds(tmp, single):
+    """The mini atlas with three seeds a cell (as experiments/atlas_seeds.ini is atlas.ini's):
+    atlas_table.py's LR sensitivity is the mean of the seeds' own with a 95 % half-width that
+    equals the definition recomputed here (Student t with 2 degrees of freedom: 4.303, the
+    textbook value), its verdicts say how many seeds agree, and the figures say they draw means
+    and intervals."""
+    f = os.path.join(tmp, "mini_seeds_test.ini")
+    write(f, open(single).read().replace("name = {placement}_lr{lr}_w{warmup}",
+                                         "name = {placement}_lr{lr}_w{warmup}_s{seed}")
+          .replace("model.placement = post, pre, deepnorm", "model.placement = post, pre")
+          + "init.seed = 1, 2, 3\n")
+    shutil.rmtree("results/mini_seeds_test", ignore_errors=True)
+    r = run("sweep", f, "--quiet")
+    check("mini atlas with 3 seeds: 24 runs", r.returncode == 0
+          and len(glob.glob("results/mini_seeds_test/*.h5")) == 24, r.stderr.strip())
+    t = subprocess.run(["/usr/bin/python3", "scripts/atlas_table.py", "results/mini_seeds_test.h5"],
+                       capture_output=True, text=True)
+    rows = [[x.strip() for x in line.strip("|").split("|")] for line in t.stdout.splitlines()[2:]
+            if line.startswith("| ")]
+    table = {c[0]: (c[2], c[3], c[8]) for c in rows}
+    sens = {}   # (placement, warm-up) -> each seed's sensitivity, from the run files
+    for place in ("post", "pre"):
+        for w in (1, 5):
+            for k in (1, 2, 3):
+                v = []
+                for lr in ("1e-3", "3e-2"):
+                    with h5py.File(f"results/mini_seeds_test/{place}_lr{lr}_w{w}_s{k}.h5", "r") as h:
+                        st = h.attrs["status"]
+                        st = st.decode() if isinstance(st, bytes) else st
+                        loss = h["train/loss"][:]
+                        z = float(loss[0])
+                        fin = np.nan if st == "diverged" else float(np.mean(loss[-max(len(loss) // 10, 1):]))
+                        v.append((z if np.isnan(fin) else min(fin, z), fin))
+                sens.setdefault((place, w), []).append(np.mean([a for a, _ in v]) - np.nanmin([b for _, b in v]))
+    ok = t.returncode == 0 and len(table) == 2
+    for (place, w), v in sens.items():
+        want_m, want_h = np.mean(v), 4.302653 * np.std(v, ddof=1) / np.sqrt(3)
+        got = table.get(place, ("nan ± nan",) * 2)[0 if w == 5 else 1].split(" ± ")
+        ok &= len(got) == 2 and abs(float(got[0]) - want_m) < 5e-4 and abs(float(got[1]) - want_h) < 5e-4
+    ok &= all(re.search(r"\((\d) of 3 seeds\)$", c[2]) for c in table.values())
+    check("atlas_table.py, 3 seeds: LR sensitivity = the seeds' mean ± 95 % half-width, verdicts "
+          "with how many seeds agree", ok and "3 seeds a cell" in t.stdout,
+          t.stderr.strip() or t.stdout[-600:])
+    outdir = os.path.join(tmp, "seeds_plots")
+    r = run("plot", "results/mini_seeds_test.h5", "--out", outdir, "--format", "svg")
+    text = {n: open(os.path.join(outdir, f"mini_seeds_test-{n}.svg")).read()
+            for n in ("atlas_lr", "atlas_sensitivity")
+            if os.path.exists(os.path.join(outdir, f"mini_seeds_test-{n}.svg"))}
+    check("mini atlas with 3 seeds: final loss vs lr with 95 % bars, sensitivity with ± (titles say so)",
+          r.returncode == 0 and len(text) == 2 and "mean of 3 seeds, bars: 95 % CI" in text["atlas_lr"]
+          and "mean of 3 seeds, ±: 95 % CI" in text["atlas_sensitivity"] and " ± " in text["atlas_sensitivity"],
+          r.stderr.strip() or str(list(text)))
+    shutil.rmtree("results/mini_seeds_test", ignore_errors=True)
+    os.remove("results/mini_seeds_test.h5")
 
 
 def run_in(cwd, *args):
