@@ -10,10 +10,12 @@
  * PyTorch (bench/bench_torch.py, float64 and float32, same thread count) on the same shapes,
  * prints a table and writes the numbers as CSV. Timing lives here only, never in the tests.
  *
- * PyTorch runs with OMP_WAIT_POLICY=PASSIVE, its fastest setting here: with libgomp's default
- * (spin, then sleep) its OpenMP workers and the OpenBLAS threads Debian's build calls fight for
- * two cores, and its per-update times become heavy-tailed (d = 128 float32: median 150–190 ms,
- * minimum 58, maximum 580; passive: 51–62 ms; docs/performance.md).
+ * PyTorch is timed at its fastest setting: every PyTorch case runs twice, with
+ * OMP_WAIT_POLICY=PASSIVE and with it unset (libgomp's default: spin, then sleep), and the faster
+ * median counts; the table's "policy" column and the CSV's torch64_policy, torch32_policy say
+ * which won. Neither is always the faster: here the default once made the OpenMP workers and the
+ * OpenBLAS threads Debian's build calls fight for two cores (d = 128 float32: median 150–190 ms,
+ * passive 51–62 ms; docs/performance.md), yet an issue saw the default the faster.
  */
 #include <math.h>
 #include <stdio.h>
@@ -591,29 +593,78 @@ static int f32_row(const bench_opts_t *o, const char *self, const bench_case_t *
     return 1;
 }
 
-/* PyTorch (bench/bench_torch.py) on case c's model in float64 and float32: per-update median
- * ms into t64, t32 and peak RSS MB into r64, r32 (NAN when a child failed); *worst: the
- * largest share of the CPUs other processes took meanwhile. */
-static void torch_times(const bench_opts_t *o, const bench_case_t *c, double *t64, double *t32,
-                        double *r64, double *r32, double *worst)
+/* The OpenMP wait policies PyTorch is timed under, the faster median counting (neither is always
+ * the faster). Every child's command starts with `env -u OMP_WAIT_POLICY`, which drops a value
+ * inherited from the user's shell, so "default" runs with it really unset (libgomp's default:
+ * spin a while, then sleep); "passive" then sets it again. */
+static const char *const TORCH_POLICY[2] = {"passive", "default"};
+static const char *const TORCH_ENV[2] = {"OMP_WAIT_POLICY=PASSIVE", ""};
+
+/* PyTorch's times of one case, [0] float64 and [1] float32. */
+typedef struct {
+    double ms_pol[2][2];   /* [dtype][policy]: median ms per update (NAN: not run or failed) */
+    double ms[2], rss[2];  /* the faster policy's median ms and peak RSS MB */
+    int won[2];            /* TORCH_POLICY index of the faster, -1 when none ran */
+    char tag[8];           /* the table's "policy": float64's/float32's, 3 letters each, or - */
+} torch_t;
+
+/* PyTorch (bench/bench_torch.py) on case c's model in float64 and float32, each under both
+ * TORCH_POLICY, into *t (nothing run for --no-torch, probes, dynamics); *worst: the largest
+ * share of the CPUs other processes took meanwhile. */
+static void torch_times(const bench_opts_t *o, const bench_case_t *c, torch_t *t, double *worst)
 {
-    char cmd[2048];
+    char cmd[2048], tl[1024];
     double others;
     for (int d = 0; d < 2; d++) {
-        char tl[1024];
-        snprintf(cmd, sizeof cmd, "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=%d "
-                 "OPENBLAS_NUM_THREADS=%d '%s' "
-                 "bench/bench_torch.py --layers %d --placement %s --dtype %s "
-                 "--threads %d --steps %d --warmup %d --arch %s --d-model %d --d-ff %d "
-                 "--vocab %d --causal %d --update %d", o->threads, o->threads, o->python,
-                 c->layers, c->placement, d ? "float32" : "float64", o->threads,
-                 o->steps, o->warmup, c->encdec ? "encdec" : "lm", c->d, 2 * c->d,
-                 c->vocab, c->causal, c->kind == K_UPDATE);
-        if (run_measured(o, cmd, "TORCH", tl, sizeof tl, &others)) continue;
-        *worst = fmax(*worst, others);
-        *(d ? t32 : t64) = field(tl, "ms_median");
-        *(d ? r32 : r64) = field(tl, "rss_kb") / 1024.0;
+        t->ms[d] = t->rss[d] = NAN;
+        t->won[d] = -1;
+        for (int p = 0; p < 2; p++) {
+            t->ms_pol[d][p] = NAN;
+            if (!o->torch || c->kind == K_PROBE || c->kind == K_DYN) continue;
+            snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY %s OMP_NUM_THREADS=%d "
+                     "OPENBLAS_NUM_THREADS=%d '%s' "
+                     "bench/bench_torch.py --layers %d --placement %s --dtype %s "
+                     "--threads %d --steps %d --warmup %d --arch %s --d-model %d --d-ff %d "
+                     "--vocab %d --causal %d --update %d", TORCH_ENV[p], o->threads, o->threads,
+                     o->python, c->layers, c->placement, d ? "float32" : "float64", o->threads,
+                     o->steps, o->warmup, c->encdec ? "encdec" : "lm", c->d, 2 * c->d,
+                     c->vocab, c->causal, c->kind == K_UPDATE);
+            if (run_measured(o, cmd, "TORCH", tl, sizeof tl, &others)) continue;
+            *worst = fmax(*worst, others);
+            const double ms = t->ms_pol[d][p] = field(tl, "ms_median");
+            if (t->won[d] < 0 || ms < t->ms[d]) {   // a tie keeps passive
+                t->ms[d] = ms;
+                t->rss[d] = field(tl, "rss_kb") / 1024.0;
+                t->won[d] = p;
+            }
+        }
     }
+    if (t->won[0] < 0 && t->won[1] < 0) snprintf(t->tag, sizeof t->tag, "-");
+    else snprintf(t->tag, sizeof t->tag, "%.3s/%.3s", t->won[0] < 0 ? "-" : TORCH_POLICY[t->won[0]],
+                  t->won[1] < 0 ? "-" : TORCH_POLICY[t->won[1]]);
+}
+
+/* Under a row of the table: PyTorch's median under each policy, the faster marked * (if run). */
+static void print_torch(const torch_t *t)
+{
+    if (t->won[0] < 0 && t->won[1] < 0) return;
+    printf("%-21s   (PyTorch ms, float64: %s %.1f%s, %s %.1f%s; float32: %s %.1f%s, %s %.1f%s)\n",
+           "", TORCH_POLICY[0], t->ms_pol[0][0], t->won[0] == 0 ? "*" : "", TORCH_POLICY[1],
+           t->ms_pol[0][1], t->won[0] == 1 ? "*" : "", TORCH_POLICY[0], t->ms_pol[1][0],
+           t->won[1] == 0 ? "*" : "", TORCH_POLICY[1], t->ms_pol[1][1], t->won[1] == 1 ? "*" : "");
+}
+
+/* The table's header before case c, when its kind is not the last header's (shown; -1: none
+ * yet; a probe stays under forward+backward). Returns the kind whose header is shown now. */
+static int print_header(const bench_case_t *c, int shown)
+{
+    if ((int)c->kind == shown || (c->kind == K_PROBE && shown == K_STEP)) return shown;
+    printf("%s%-21s %9s %8s %7s %6s %9s %6s %9s %6s %7s %8s %8s %5s %6s\n", shown < 0 ? "" : "\n",
+           c->kind == K_UPDATE || c->kind == K_DYN ? "per update (fwd+bwd+Adam)"
+                                                   : "per forward+backward",
+           "ms", "ms/layer", "GFLOP/s", "%DGEMM", "torch f64", "x", "torch f32", "x", "policy",
+           "RSS MB", "est. MB", "ratio", "other");
+    return (int)c->kind;
 }
 
 /* The float32 table: the n lines f32_row made, under their header and key. */
@@ -629,8 +680,10 @@ static void print_f32_table(char rows32[][512], int n)
 }
 
 /* The CSV of make bench at path: a header, then the n rows, each with the DGEMM rate at the
- * end appended. 0, or 1 (with perror) when the file cannot be written. */
-static int write_csv(const char *path, char rows[][1024], int n, double dgemm_end)
+ * end and the PyTorch policies that won (torch) appended. 0, or 1 (with perror) when the file
+ * cannot be written. */
+static int write_csv(const char *path, char rows[][1024], const torch_t *torch, int n,
+                     double dgemm_end)
 {
     FILE *csv = fopen(path, "w");
     if (!csv) { perror(path); return 1; }
@@ -638,8 +691,11 @@ static int write_csv(const char *path, char rows[][1024], int n, double dgemm_en
                  "gflop_per_step,gflops,dgemm_gflops,frac_dgemm,torch64_ms,torch32_ms,"
                  "speedup_vs_torch64,speedup_vs_torch32,rss_mb,estimate_mb,rss_over_estimate,"
                  "torch64_rss_mb,torch32_rss_mb,probe_total_s,others_share,faults_per_step,"
-                 "arch,d_model,vocab,kind,dgemm_end_gflops\n");
-    for (int i = 0; i < n; i++) fprintf(csv, "%s,%.3f\n", rows[i], dgemm_end);
+                 "arch,d_model,vocab,kind,dgemm_end_gflops,torch64_policy,torch32_policy\n");
+    for (int i = 0; i < n; i++)   // the policies empty when PyTorch did not run
+        fprintf(csv, "%s,%.3f,%s,%s\n", rows[i], dgemm_end,
+                torch[i].won[0] < 0 ? "" : TORCH_POLICY[torch[i].won[0]],
+                torch[i].won[1] < 0 ? "" : TORCH_POLICY[torch[i].won[1]]);
     fclose(csv);
     printf("wrote %s\n", path);
     return 0;
@@ -719,20 +775,14 @@ int main(int argc, char **argv)
 
     static char rows[NUM_CASES][1024];   // CSV rows, written at the end (with the end DGEMM)
     static char rows32[NUM_CASES][512];  // the float32 table's lines
+    static torch_t torch[NUM_CASES];     // PyTorch's times of the CSV's rows
     int nrows = 0, nrows32 = 0;
     double max_faults = 0.0;
     int shown = -1;   // the kind whose header was printed last
     for (int i = 0; i < NUM_CASES; i++) {
         const bench_case_t *c = &CASES[i];
         if (o.only && !only_matches(o.only, c->name)) continue;
-        if ((int)c->kind != shown && !(c->kind == K_PROBE && shown == K_STEP)) {
-            printf("%s%-21s %9s %8s %7s %6s %9s %6s %9s %6s %8s %8s %5s %6s\n",
-                   shown < 0 ? "" : "\n", c->kind == K_UPDATE || c->kind == K_DYN
-                                           ? "per update (fwd+bwd+Adam)" : "per forward+backward",
-                   "ms", "ms/layer", "GFLOP/s", "%DGEMM", "torch f64", "x", "torch f32", "x",
-                   "RSS MB", "est. MB", "ratio", "other");
-            shown = (int)c->kind;
-        }
+        shown = print_header(c, shown);
         const int layers = c->layers * (c->encdec ? 2 : 1);
         char cmd[2048], line[1024];
         snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d", self,
@@ -748,14 +798,14 @@ int main(int argc, char **argv)
         const double rss = field(line, "rss_kb") / 1024.0;
         // params + grads + Adam's two moments + saved activations, in MiB
         const double est = (4.0 * params + acts) * sizeof(double) / (1024.0 * 1024.0);
-        double t64 = NAN, t32 = NAN, r64 = NAN, r32 = NAN;
-        if (o.torch && c->kind != K_PROBE && c->kind != K_DYN)
-            torch_times(&o, c, &t64, &t32, &r64, &r32, &worst);
-        const double gflops = gflop / (ms * 1e-3);
-        printf("%-21s %9.1f %8.2f %7.1f %5.0f%% %9.1f %6.2f %9.1f %6.2f %8.0f %8.0f %5.2f "
+        torch_t *t = &torch[nrows];
+        torch_times(&o, c, t, &worst);
+        const double gflops = gflop / (ms * 1e-3), t64 = t->ms[0], t32 = t->ms[1];
+        printf("%-21s %9.1f %8.2f %7.1f %5.0f%% %9.1f %6.2f %9.1f %6.2f %7s %8.0f %8.0f %5.2f "
                "%5.0f%%%s\n", c->label, ms, ms / layers, gflops, 100.0 * gflops / dgemm, t64,
-               t64 / ms, t32, t32 / ms, rss, est, rss / est, 100.0 * worst,
+               t64 / ms, t32, t32 / ms, t->tag, rss, est, rss / est, 100.0 * worst,
                worst > 0.05 ? " !" : "");
+        print_torch(t);
         if (c->kind == K_PROBE)
             printf("%-21s   (ms per batch of a %s x %s probe, %.1f s in all)\n", "",
                    PROBE_SEEDS, PROBE_BATCHES, field(line, "total_s"));
@@ -768,13 +818,13 @@ int main(int argc, char **argv)
                  "%.1f,%.1f,%.4f,%.1f,%.1f,%.4f,%.4f,%.1f,%s,%d,%d,%s", c->name, layers,
                  c->placement, o.threads, o.steps, ms, field(line, "ms_min"), field(line, "ms_max"),
                  ms / layers, gflop, gflops, dgemm, gflops / dgemm, t64, t32, t64 / ms,
-                 t32 / ms, rss, est, rss / est, r64, r32, field(line, "total_s"), worst,
+                 t32 / ms, rss, est, rss / est, t->rss[0], t->rss[1], field(line, "total_s"), worst,
                  field(line, "faults"), c->encdec ? "encdec" : "lm", c->d, c->vocab,
                  c->kind == K_UPDATE ? "update" : c->kind == K_STEP ? "step" :
                  c->kind == K_DYN ? "dynamics" : "probe");
         if (c->kind != K_PROBE) max_faults = fmax(max_faults, field(line, "faults"));
         if (c->kind == K_UPDATE && c->d <= F32_MAX_D &&
-            f32_row(&o, self, c, ms, rss, t32, r32, gflop, sgemm, rows32[nrows32]))
+            f32_row(&o, self, c, ms, rss, t32, t->rss[1], gflop, sgemm, rows32[nrows32]))
             printf("  float32: %s\n", rows32[nrows32++] + 21);   // also at the end, as a table
     }
     if (nrows32) print_f32_table(rows32, nrows32);
@@ -782,12 +832,14 @@ int main(int argc, char **argv)
     const double dgemm_end = measure_gemm(&o, 0, &end_best, &end_others);
     printf("\nDGEMM 1024^3 again at the end: %.1f GFLOP/s (start %.1f; the %%DGEMM column uses the "
            "start)%s\n", dgemm_end, dgemm, end_others > 0.05 ? "  ! disturbed" : "");
-    printf("x = PyTorch time / stability time (> 1: stability faster). RSS = peak resident "
-           "set of the case's process;\nest. = 8 bytes x (params + grads + 2 x params for Adam "
-           "+ saved activations).\nother = largest share of the CPUs other processes used during "
-           "the case's runs (! > 5%%: disturbed).\n");
+    printf("x = PyTorch time / stability time (> 1: stability faster); PyTorch's time is the "
+           "faster median of\nOMP_WAIT_POLICY=PASSIVE and unset (libgomp's default), policy = "
+           "which (float64/float32: pas, def).\nRSS = peak resident set of the case's process; "
+           "est. = 8 bytes x (params + grads + 2 x params for Adam\n+ saved activations). other "
+           "= largest share of the CPUs other processes used during the case's runs\n(! > 5%%: "
+           "disturbed).\n");
     printf("page faults per timed step: %.1f at most (0: a step allocates and first-touches "
            "nothing)\n", max_faults);
-    if (o.csv && write_csv(o.csv, rows, nrows, dgemm_end)) return 1;
+    if (o.csv && write_csv(o.csv, rows, torch, nrows, dgemm_end)) return 1;
     return 0;
 }

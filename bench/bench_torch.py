@@ -13,9 +13,10 @@ torch.optim.Adam; gradients dropped (grad = None) before every step, as a traini
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/bench_torch.py --layers 6 --placement post \
         --dtype float64 --threads 2
 
-(bench.c runs it under OMP_WAIT_POLICY=PASSIVE: with libgomp's default its workers and the
-OpenBLAS threads it calls fight for the cores and the times become heavy-tailed;
-docs/performance.md, "PyTorch's thread policy".)
+(bench.c runs it twice, under OMP_WAIT_POLICY=PASSIVE and with it unset, libgomp's default, and
+takes the faster median: with the default its workers and the OpenBLAS threads it calls can fight
+for the cores, yet an issue saw the default the faster; docs/performance.md, "PyTorch's thread
+policy".)
 
 Prints one line: TORCH ms_median=... ms_min=... ms_max=... rss_kb=... threads=...
 """
