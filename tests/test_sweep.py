@@ -327,6 +327,41 @@ def test_plots(tmp):
           r.returncode == 1 and "gnuplot" in r.stderr and h5py.is_hdf5(files[0]), r.stderr.strip())
 
 
+def test_training_titles(tmp):
+    """A training figure says what its runs ask: warm-up within one scheme is Fig. 2 ("with and
+    without warm-up"), Post-LN with warm-up beside Pre-LN without is Fig. 4; an optimizer that
+    differs between curves is in each curve's key ("Post-LN, SGD, no warm-up") and not in the
+    subtitle (Fig. 2(b) beside Adam)."""
+    def loss_svg(name, runs):
+        files = []
+        for rn, sets in runs:
+            out = os.path.join(tmp, f"{name}_{rn}.h5")
+            r = run("--config", "configs/tiny.ini", "--set", "train.steps=12", "--set",
+                    "probe.every=12", *[a for kv in sets for a in ("--set", kv)], "--out", out, "--quiet")
+            if r.returncode:
+                check(f"training run {name}_{rn}", False, r.stderr.strip())
+            files.append(out)
+        out = os.path.join(tmp, f"{name}_plots")
+        r = run("plot", *files, "--out", out, "--format", "svg", "--quiet")
+        path = glob.glob(os.path.join(out, "*-loss.svg"))
+        return r, open(path[0]).read() if path else ""
+    r, svg = loss_svg("fig2b", [("a1", ["model.placement=post", "train.warmup=1"]),
+                                ("s1", ["model.placement=post", "train.warmup=1", "train.optimizer=sgd"]),
+                                ("a5", ["model.placement=post", "train.warmup=5"])])
+    check("Adam and SGD, warm-up within Post-LN: 'with and without warm-up (Fig. 2)', each key names "
+          "its optimizer, the subtitle none", r.returncode == 0
+          and "Training loss with and without warm-up (Fig. 2)" in svg
+          and all(k in svg for k in ("Post-LN, Adam, no warm-up", "Post-LN, SGD, no warm-up",
+                                     "Post-LN, Adam, warm-up 5"))
+          and "optimizer as keyed" in svg and ", adam;" not in svg, r.stderr.strip())
+    r, svg = loss_svg("fig4", [("post", ["model.placement=post", "train.warmup=5"]),
+                               ("pre", ["model.placement=pre", "train.warmup=1"])])
+    check("Post-LN with warm-up beside Pre-LN without: '(Fig. 4)', keys without the optimizer",
+          r.returncode == 0 and "Training loss: each scheme with or without warm-up (Fig. 4)" in svg
+          and "Post-LN, warm-up 5" in svg and "Pre-LN, no warm-up" in svg and "Adam" not in svg,
+          r.stderr.strip())
+
+
 def test_atlas(tmp):
     """A miniature atlas: 3 schemes x 2 learning rates x warm-up on/off, trained briefly. Its own
     figures come out (and not the Post/Pre-LN ones, which would mix the schemes), and
@@ -628,6 +663,7 @@ def main():
         test_stale(tmp)
         test_threads(tmp)
         test_plots(tmp)
+        test_training_titles(tmp)
         test_atlas(tmp)
         test_collisions(tmp)
         test_big_array(tmp)

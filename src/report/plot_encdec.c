@@ -182,27 +182,6 @@ int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     return 1;
 }
 
-/* The figure's title by what its n configurations (first runs m[]) vary: warm-up within one
- * scheme is Fig. 2's question; warm-up only between schemes (Post-LN with, Pre-LN without) is
- * §4.1's, Fig. 4. */
-static const char *val_loss_title(const plot_set_t *set, const int *m, int n)
-{
-    int within = 0, between = 0;
-    for (int i = 0; i < n; i++)
-        for (int k = i + 1; k < n; k++) {
-            const config_t *a = &set->runs[m[i]].cfg, *b = &set->runs[m[k]].cfg;
-            if ((a->train.warmup > 1) == (b->train.warmup > 1)) continue;
-            char sa[32], sb[32];
-            scheme_name(a, sa, sizeof sa);
-            scheme_name(b, sb, sizeof sb);
-            if (!strcmp(sa, sb)) within = 1;
-            else between = 1;
-        }
-    if (within) return "Validation loss with and without warm-up (Fig. 2)";
-    if (between) return "Validation loss: each scheme with or without warm-up (Fig. 4)";
-    return "Validation loss";
-}
-
 int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int m[PLOT_BAND_MAX_RUNS], nr = 0, epochs = 1;
@@ -234,11 +213,16 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     else snprintf(depth, sizeof depth, "L = %d", c->model.layers);
     int one_lr = 1;
     for (int i = 1; i < n; i++) one_lr &= set->runs[m[i]].cfg.train.lr == c->train.lr;
-    if (one_lr) snprintf(lr, sizeof lr, " lr %g", c->train.lr);
-    sbuf_printf(s, "set title \"%s\\n{/*0.8 %s, "
+    int one_opt = 1;   // else the key names each curve's optimizer (Fig. 2(b): SGD)
+    for (int i = 1; i < n; i++) one_opt &= set->runs[m[i]].cfg.train.optimizer == c->train.optimizer;
+    if (one_lr) snprintf(lr, sizeof lr, "%slr %g", one_opt ? " " : "", c->train.lr);
+    char opt[48];
+    if (one_opt) snprintf(opt, sizeof opt, "%s", config_optimizer_name(c->train.optimizer));
+    else snprintf(opt, sizeof opt, "optimizer as keyed%s", one_lr ? ", " : "");
+    sbuf_printf(s, "set title \"Validation loss%s\\n{/*0.8 %s, "
                    "d = %d, %s, %s%s, %s schedule after the warm-up%s}\"\n",
-                val_loss_title(set, m, n), depth,
-                c->model.d_model, data, config_optimizer_name(c->train.optimizer), lr,
+                plot_warmup_question(set, m, n), depth,
+                c->model.d_model, data, opt, lr,
                 config_schedule_name(c->train.schedule), seeds);
     sbuf_printf(s, "set grid\nset key top right box opaque\nset xlabel '%s'\n"
                    "set ylabel 'validation loss (nats per token)'\n", epochs ? "epoch" : "update");

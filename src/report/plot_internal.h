@@ -36,9 +36,19 @@ void plot_escape_name(const char *in, char *out, size_t len);
 /* "Post-LN (RMSNorm)", "deepnorm", or "Post-LN: name" (with_name) for a legend. */
 void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len);
 
+/* What the n configurations (first runs m[]) of a training figure ask, for its title after
+ * "Validation loss": warm-up within one scheme is Fig. 2's question (" with and without
+ * warm-up (Fig. 2)"); warm-up only between schemes, Post-LN with and Pre-LN without, is §4.1's
+ * (": each scheme with or without warm-up (Fig. 4)"); else "". */
+const char *plot_warmup_question(const plot_set_t *set, const int *m, int n);
+
+/* An optimizer as a legend names it: "Adam", "SGD". */
+const char *plot_optimizer_label(optimizer_t o);
+
 /* A training run's legend from what tells it apart from the others (m[0..n)): "Post-LN, no
- * warm-up", "deepnorm, warm-up 100, lr 0.003" (lr only when the runs' differ), the run's name
- * when two runs agree in all of these. */
+ * warm-up", "deepnorm, warm-up 100, lr 0.003" (lr only when the runs' differ), "Post-LN, SGD,
+ * no warm-up" (the optimizer only when the runs' differ), the run's name when two runs agree
+ * in all of these. */
 void plot_train_label(const plot_set_t *set, const int *m, int n, int i, char *buf, size_t len);
 
 /* "; not drawn: deepnorm, admin (WHAT is stated for Post-LN and Pre-LN)" for the members

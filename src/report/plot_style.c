@@ -205,17 +205,47 @@ void plot_subtitle(const plot_run_t *r, char *buf, size_t len)
 }
 
 
+const char *plot_warmup_question(const plot_set_t *set, const int *m, int n)
+{
+    int within = 0, between = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = i + 1; k < n; k++) {
+            const config_t *a = &set->runs[m[i]].cfg, *b = &set->runs[m[k]].cfg;
+            if ((a->train.warmup > 1) == (b->train.warmup > 1)) continue;
+            char sa[32], sb[32];
+            scheme_name(a, sa, sizeof sa);
+            scheme_name(b, sb, sizeof sb);
+            if (!strcmp(sa, sb)) within = 1;
+            else between = 1;
+        }
+    return within ? " with and without warm-up (Fig. 2)"
+                  : between ? ": each scheme with or without warm-up (Fig. 4)" : "";
+}
+
+const char *plot_optimizer_label(optimizer_t o)
+{
+    switch (o) {
+    case OPT_ADAM: return "Adam";
+    case OPT_ADAMW: return "AdamW";
+    case OPT_SGD: return "SGD";
+    case OPT_RADAM: return "RAdam";
+    }
+    return config_optimizer_name(o);
+}
+
 void plot_train_label(const plot_set_t *set, const int *m, int n, int i, char *buf, size_t len)
 {
     const plot_run_t *r = &set->runs[m[i]];
     const config_t *c = &r->cfg;
-    int lr_differs = 0, same = 0;
+    int lr_differs = 0, opt_differs = 0, same = 0;
     for (int j = 0; j < n; j++) {
         const config_t *o = &set->runs[m[j]].cfg;
         if (o->train.lr != c->train.lr) lr_differs = 1;
+        if (o->train.optimizer != c->train.optimizer) opt_differs = 1;
         if (j != i && o->model.placement == c->model.placement && o->model.norm == c->model.norm &&
             o->init.scheme == c->init.scheme && o->train.warmup == c->train.warmup &&
-            o->train.lr == c->train.lr && o->model.layers == c->model.layers)
+            o->train.lr == c->train.lr && o->model.layers == c->model.layers &&
+            o->train.optimizer == c->train.optimizer)
             same = 1;
     }
     char scheme[64], label[40];
@@ -228,10 +258,12 @@ void plot_train_label(const plot_set_t *set, const int *m, int n, int i, char *b
     if (c->train.warmup > 1) snprintf(warm, sizeof warm, "warm-up %d", c->train.warmup);
     else snprintf(warm, sizeof warm, "no warm-up");
     if (lr_differs) snprintf(lr, sizeof lr, ", lr %g", c->train.lr);
+    char opt[24] = "";   // Fig. 2(b): SGD beside Adam
+    if (opt_differs) snprintf(opt, sizeof opt, ", %s", plot_optimizer_label(c->train.optimizer));
     if (same) {   // what tells it apart is not in the config keys above: the run's name
         char esc[150];
         plot_escape_name(r->name, esc, sizeof esc);
         snprintf(name, sizeof name, " (%s)", esc);
     }
-    snprintf(buf, len, "%s, %s%s%s", scheme, warm, lr, name);
+    snprintf(buf, len, "%s%s, %s%s%s", scheme, opt, warm, lr, name);
 }
