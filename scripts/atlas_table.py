@@ -8,6 +8,10 @@ loss), the best final validation loss and its learning rate, the number of diver
 whether the scheme needs warm-up there: the largest learning rate at which it trains (final loss
 below --trains, default 3.2 nats) is larger with warm-up than without.
 
+With several seeds a cell (experiments/atlas_seeds.ini, `init.seed` swept), the LR sensitivity
+is the seeds' mean ± 95 % half-width and the verdicts come from each lr's mean final loss, with
+how many seeds alone agree (atlas_cells).
+
 Each run's scheme and the atlas's order of schemes come from the program's own table of schemes
 (src/config/scheme.c), through `stability info FILE --schemes`: this script keeps no list.
 """

@@ -9,7 +9,7 @@
 #include "measure/fit.h"
 
 #define ATLAS_MAX 32     /* schemes, depths, learning rates */
-#define ATLAS_SEEDS 16   /* seeds of one cell (a sweep's init.seed list) */
+#define ATLAS_SEEDS 16   /* seeds of one cell (a sweep's init.seed list); more: no atlas figures */
 
 /* Index of name in names[*n], appended when absent (up to ATLAS_MAX). */
 static int intern(char names[][32], int *n, const char *name)
