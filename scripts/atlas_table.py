@@ -19,6 +19,7 @@ import argparse
 import configparser
 import ctypes
 import ctypes.util
+import functools
 import os
 import subprocess
 import sys
@@ -78,13 +79,19 @@ def sensitivity(final, loss0):
     return float(np.mean([min(f, z) if np.isfinite(f) else z for f, z in zip(final, loss0)]) - best)
 
 
+@functools.lru_cache(maxsize=None)
+def gsl_tdist_pinv():
+    """GSL's gsl_cdf_tdist_Pinv (the library the program computes its own intervals with),
+    through ctypes, loaded once."""
+    f = ctypes.CDLL(ctypes.util.find_library("gsl") or "libgsl.so.27").gsl_cdf_tdist_Pinv
+    f.restype = ctypes.c_double
+    f.argtypes = [ctypes.c_double, ctypes.c_double]
+    return f
+
+
 def t_quantile(p, df):
-    """Student t's p-quantile with df degrees of freedom, from GSL (gsl_cdf_tdist_Pinv: the
-    library the program computes its own intervals with) through ctypes."""
-    gsl = ctypes.CDLL(ctypes.util.find_library("gsl") or "libgsl.so.27")
-    gsl.gsl_cdf_tdist_Pinv.restype = ctypes.c_double
-    gsl.gsl_cdf_tdist_Pinv.argtypes = [ctypes.c_double, ctypes.c_double]
-    return gsl.gsl_cdf_tdist_Pinv(p, df)
+    """Student t's p-quantile with df degrees of freedom, from GSL."""
+    return gsl_tdist_pinv()(p, df)
 
 
 def mean_ci(values):

@@ -213,8 +213,7 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     else snprintf(depth, sizeof depth, "L = %d", c->model.layers);
     int one_lr = 1;
     for (int i = 1; i < n; i++) one_lr &= set->runs[m[i]].cfg.train.lr == c->train.lr;
-    int one_opt = 1;   // else the key names each curve's optimizer (Fig. 2(b): SGD)
-    for (int i = 1; i < n; i++) one_opt &= set->runs[m[i]].cfg.train.optimizer == c->train.optimizer;
+    const int one_opt = plot_same_optimizer(set, m, n);
     if (one_lr) snprintf(lr, sizeof lr, "%slr %g", one_opt ? " " : "", c->train.lr);
     char opt[48];
     if (one_opt) snprintf(opt, sizeof opt, "%s", config_optimizer_name(c->train.optimizer));

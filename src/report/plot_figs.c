@@ -223,8 +223,7 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     else snprintf(depth, sizeof depth, "L = %d", c->model.layers);
     char seeds[64];
     plot_band_caption(g, n, seeds, sizeof seeds);
-    int one_opt = 1;   // else the key names each curve's optimizer (Fig. 2(b): SGD)
-    for (int i = 1; i < n; i++) one_opt &= set->runs[m[i]].cfg.train.optimizer == c->train.optimizer;
+    const int one_opt = plot_same_optimizer(set, m, n);
     sbuf_printf(s, "set multiplot layout 2,1 title \"Training loss%s"
                    "\\n{/*0.8 d = %d, %s, %s, %s; × = diverged (NaN/Inf)%s}\"\n",
                 plot_warmup_question(set, m, n), c->model.d_model, depth, data,

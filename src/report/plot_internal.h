@@ -12,6 +12,7 @@
 
 #define PLOT_MAX_SERIES 16
 #define PLOT_NCOLORS 8
+#define PLOT_ATLAS_MAX 32   /* schemes, depths, learning rates of the atlas's figures */
 extern const char *const PLOT_COLORS[PLOT_NCOLORS];
 
 /* The line of Xiong et al. 2020 stated for the run's scheme (scheme_theory_t: Post-LN's,
@@ -41,6 +42,27 @@ void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len);
  * warm-up (Fig. 2)"); warm-up only between schemes, Post-LN with and Pre-LN without, is §4.1's
  * (": each scheme with or without warm-up (Fig. 4)"); else "". */
 const char *plot_warmup_question(const plot_set_t *set, const int *m, int n);
+
+/* Index of name in names[*n], appended when absent; -1 when PLOT_ATLAS_MAX are taken. */
+int plot_intern_name(char names[][32], int *n, const char *name);
+
+/* Index of v in vals[*n], appended when absent (callers sort after); -1 when full. */
+int plot_intern_value(double *vals, int *n, double v);
+
+/* qsort's comparison of two doubles (of rows whose first column is a double). */
+int plot_cmp_double(const void *a, const void *b);
+
+/* Sort names[0..n) (and m with them, unless NULL) into the atlas's order (scheme_rank: the
+ * scheme table's rows, names of no row after them): a stable insertion sort, n is a dozen. */
+void plot_sort_schemes(char names[][32], int *m, int n);
+
+/* A scheme's colour, the same in every figure: its row's (config/scheme.c); a name of no row
+ * takes the rows' colours in turn by its index i in the figure. */
+const char *plot_scheme_color(const char *name, int i);
+
+/* Whether the runs m[0..n) share one optimizer (else each curve's key names its own: Fig. 2(b),
+ * SGD beside Adam). */
+int plot_same_optimizer(const plot_set_t *set, const int *m, int n);
 
 /* An optimizer as a legend names it: "Adam", "SGD". */
 const char *plot_optimizer_label(optimizer_t o);
@@ -98,6 +120,8 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_bleu(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+/* Every scheme side by side (plot_schemes.c): gradient per layer at initialisation, output
+ * change vs depth, DeepNet's model update. */
 int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);

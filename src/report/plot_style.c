@@ -222,6 +222,13 @@ const char *plot_warmup_question(const plot_set_t *set, const int *m, int n)
                   : between ? ": each scheme with or without warm-up (Fig. 4)" : "";
 }
 
+int plot_same_optimizer(const plot_set_t *set, const int *m, int n)
+{
+    for (int i = 1; i < n; i++)
+        if (set->runs[m[i]].cfg.train.optimizer != set->runs[m[0]].cfg.train.optimizer) return 0;
+    return 1;
+}
+
 const char *plot_optimizer_label(optimizer_t o)
 {
     switch (o) {
@@ -237,11 +244,10 @@ void plot_train_label(const plot_set_t *set, const int *m, int n, int i, char *b
 {
     const plot_run_t *r = &set->runs[m[i]];
     const config_t *c = &r->cfg;
-    int lr_differs = 0, opt_differs = 0, same = 0;
+    int lr_differs = 0, same = 0;
     for (int j = 0; j < n; j++) {
         const config_t *o = &set->runs[m[j]].cfg;
         if (o->train.lr != c->train.lr) lr_differs = 1;
-        if (o->train.optimizer != c->train.optimizer) opt_differs = 1;
         if (j != i && o->model.placement == c->model.placement && o->model.norm == c->model.norm &&
             o->init.scheme == c->init.scheme && o->train.warmup == c->train.warmup &&
             o->train.lr == c->train.lr && o->model.layers == c->model.layers &&
@@ -259,11 +265,57 @@ void plot_train_label(const plot_set_t *set, const int *m, int n, int i, char *b
     else snprintf(warm, sizeof warm, "no warm-up");
     if (lr_differs) snprintf(lr, sizeof lr, ", lr %g", c->train.lr);
     char opt[24] = "";   // Fig. 2(b): SGD beside Adam
-    if (opt_differs) snprintf(opt, sizeof opt, ", %s", plot_optimizer_label(c->train.optimizer));
+    if (!plot_same_optimizer(set, m, n)) snprintf(opt, sizeof opt, ", %s", plot_optimizer_label(c->train.optimizer));
     if (same) {   // what tells it apart is not in the config keys above: the run's name
         char esc[150];
         plot_escape_name(r->name, esc, sizeof esc);
         snprintf(name, sizeof name, " (%s)", esc);
     }
     snprintf(buf, len, "%s%s, %s%s%s", scheme, opt, warm, lr, name);
+}
+
+int plot_intern_name(char names[][32], int *n, const char *name)
+{
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(names[i], name)) return i;
+    if (*n == PLOT_ATLAS_MAX) return -1;
+    snprintf(names[*n], 32, "%s", name);
+    return (*n)++;
+}
+
+int plot_intern_value(double *vals, int *n, double v)
+{
+    for (int i = 0; i < *n; i++)
+        if (vals[i] == v) return i;
+    if (*n == PLOT_ATLAS_MAX) return -1;
+    vals[*n] = v;
+    return (*n)++;
+}
+
+int plot_cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void plot_sort_schemes(char names[][32], int *m, int n)
+{
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && scheme_rank(names[b]) < scheme_rank(names[b - 1]); b--) {
+            char t[32];
+            memcpy(t, names[b], sizeof t);
+            memcpy(names[b], names[b - 1], sizeof t);
+            memcpy(names[b - 1], t, sizeof t);
+            if (m) {
+                const int k = m[b];
+                m[b] = m[b - 1];
+                m[b - 1] = k;
+            }
+        }
+}
+
+const char *plot_scheme_color(const char *name, int i)
+{
+    const scheme_t *s = scheme_by_name(name);
+    return s ? s->color : SCHEMES[i % SCHEME_COUNT].color;
 }
