@@ -2,9 +2,12 @@
 #include <stdlib.h>
 #include <gsl/gsl_errno.h>
 #include "tests.h"
+#include "util/blascore.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    blascore_pin(argv);   // the kernels `stability` runs (util/blascore.h): the same bits
     // as in `stability`'s main: GSL errors are return codes, handled where they occur, never
     // an abort() of the whole runner (CK_FORK=no runs every suite in this one process)
     gsl_set_error_handler_off();

@@ -3,9 +3,10 @@
  *
  * The plan of a shape (which side of C is cut, in blocks of how many, and whether the blocks
  * give the whole call's bytes) is written for any element type: a type is its size, its BLAS
- * call and its pseudo-random fill (gemm_type_t): DOUBLE (cblas_dgemm) in the float64 core, FLOAT
- * (cblas_sgemm) in the float32 one (util/real.h); both share the layout, the check, the cache and
- * the split below, and each build's plans are its own. */
+ * call, its pseudo-random fill and the sides its kernels can be cut on (gemm_type_t): DOUBLE
+ * (cblas_dgemm) in the float64 core, FLOAT (cblas_sgemm) in the float32 one (util/real.h); both
+ * share the layout, the check, the cache and the split below, and each build's plans are its
+ * own. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ typedef struct {
 struct gemm_type {
     int id;                                 /* the cache's key */
     size_t size;                            /* bytes per element */
+    int align_rows, align_cols;             /* blocks of C are multiples of these (0: never cut) */
     void (*call)(const call_t *c);          /* one single-threaded BLAS call */
     void (*fill)(void *x, size_t n, size_t first, uint64_t seed);   /* values first.. of a stream */
 };
@@ -59,7 +61,9 @@ static void fill_double(void *x, size_t n, size_t first, uint64_t seed)
     for (size_t i = 0; i < n; i++) d[i] = stream_value(seed, first + i);
 }
 
-static const gemm_type_t DOUBLE = {0, sizeof(double), call_double, fill_double};
+/* OpenBLAS's DGEMM kernels work in tiles of 4 or 8 rows or columns (SkylakeX's in 16): a block
+ * that breaks a tile sums some of its entries in another order. */
+static const gemm_type_t DOUBLE = {0, sizeof(double), 16, 16, call_double, fill_double};
 #define REAL_TYPE DOUBLE
 
 #else
@@ -79,7 +83,10 @@ static void fill_float(void *x, size_t n, size_t first, uint64_t seed)
     for (size_t i = 0; i < n; i++) f[i] = (float)stream_value(seed, first + i);
 }
 
-static const gemm_type_t FLOAT = {1, sizeof(float), call_float, fill_float};
+/* The pinned Haswell SGEMM gives the whole call's bits for rows cut in multiples of 12, 24 or 48
+ * and for no column cut at all (rows cut in multiples of 4, 8 or 16 differ too: measured on
+ * every shape of tests/test_gemm.c), so float32 products are cut by rows only. */
+static const gemm_type_t FLOAT = {1, sizeof(float), 24, 0, call_float, fill_float};
 #define REAL_TYPE FLOAT
 #endif
 
@@ -88,15 +95,8 @@ static const gemm_type_t FLOAT = {1, sizeof(float), call_float, fill_float};
 
 enum { SIDE_NONE, SIDE_ROWS, SIDE_COLS };
 
-/* Block sizes are multiples of this (OpenBLAS's DGEMM kernels work in tiles of 4 or 8 rows or
- * columns, SkylakeX's in 16; a block that breaks a tile sums some entries in another order). */
-#define ALIGN 16
-
-/* At most this many blocks (so that 16 threads have one each), ... */
-#define BLOCKS_MAX 16
-
-/* ... each at least this many multiply-adds (a call costs about a microsecond beyond its work,
- * ≈ 30 µs here), ... */
+/* A block is at least this many multiply-adds (a call costs about a microsecond beyond its work,
+ * ≈ 30 µs here). */
 #define BLOCK_MIN_WORK 262144.0
 
 typedef struct {
@@ -105,18 +105,24 @@ typedef struct {
     int nb;     /* blocks */
 } layout_t;
 
-/* The blocks of a shape: the longer side of C cut into the fewest blocks of at least
- * BLOCK_MIN_WORK with at most BLOCKS_MAX of them; fewer than two blocks is one call. */
-static layout_t layout_of(int M, int N, int K)
+/* The blocks of a shape for nt threads: the longer side of C the type can cut (gemm_type_t)
+ * in at most nt blocks, one per thread (more would only add calls: each block is one
+ * single-threaded call, and fewer, larger calls run closer to the kernel's peak), each of at
+ * least BLOCK_MIN_WORK; fewer than two blocks is one call. */
+static layout_t layout_of(const gemm_type_t *ty, int M, int N, int K, int nt)
 {
     const layout_t one = {SIDE_NONE, 0, 1};
-    const int side = M >= N ? SIDE_ROWS : SIDE_COLS;
+    int side = M >= N ? SIDE_ROWS : SIDE_COLS;
+    if (side == SIDE_ROWS && !ty->align_rows) side = SIDE_COLS;
+    if (side == SIDE_COLS && !ty->align_cols) side = ty->align_rows ? SIDE_ROWS : SIDE_NONE;
+    if (side == SIDE_NONE || nt < 2) return one;
     const long len = side == SIDE_ROWS ? M : N, other = side == SIDE_ROWS ? N : M;
-    if (len < 2 * ALIGN || other < 1 || K < 1) return one;
-    const long by_count = (len + BLOCKS_MAX - 1) / BLOCKS_MAX;
+    const long align = side == SIDE_ROWS ? ty->align_rows : ty->align_cols;
+    if (len < 2 * align || other < 1 || K < 1) return one;
+    const long by_count = (len + nt - 1) / nt;
     const long by_work = (long)(BLOCK_MIN_WORK / ((double)other * K)) + 1;
     long bs = by_count > by_work ? by_count : by_work;
-    bs = (bs + ALIGN - 1) / ALIGN * ALIGN;
+    bs = (bs + align - 1) / align * align;
     const long nb = (len + bs - 1) / bs;
     if (nb < 2) return one;
     return (layout_t){side, (int)bs, (int)nb};
@@ -216,11 +222,11 @@ static int blocks_exact(const gemm_type_t *ty, int ta, int tb, int M, int N, int
 }
 
 /* ------------------------------------------------------------------------------------------
- * The plans, once per shape and type (an open-addressed table, emptied when three quarters
- * full: shapes are few, but a corpus batched by length has one per batch shape) */
+ * The plans, once per shape, type and thread count (an open-addressed table, emptied when three
+ * quarters full: shapes are few, but a corpus batched by length has one per batch shape) */
 
 typedef struct {
-    int used, type, ta, tb, M, N, K;
+    int used, type, nt, ta, tb, M, N, K;
     layout_t l;   /* side SIDE_NONE: one call */
 } plan_t;
 
@@ -228,16 +234,16 @@ typedef struct {
 static plan_t plans[PLANS];
 static int nplans = 0;
 
-static const plan_t *plan_of(const gemm_type_t *ty, int ta, int tb, int M, int N, int K)
+static const plan_t *plan_of(const gemm_type_t *ty, int nt, int ta, int tb, int M, int N, int K)
 {
     uint64_t h = (uint64_t)ty->id * 0x9E3779B97F4A7C15ULL;
-    const int key[5] = {ta, tb, M, N, K};
-    for (int i = 0; i < 5; i++) h = (h ^ (uint64_t)(unsigned)key[i]) * 0x100000001B3ULL;
+    const int key[6] = {nt, ta, tb, M, N, K};
+    for (int i = 0; i < 6; i++) h = (h ^ (uint64_t)(unsigned)key[i]) * 0x100000001B3ULL;
     size_t i = (size_t)(h % PLANS);
     for (;; i = (i + 1) % PLANS) {
         const plan_t *p = &plans[i];
         if (!p->used) break;
-        if (p->type == ty->id && p->ta == ta && p->tb == tb && p->M == M && p->N == N &&
+        if (p->type == ty->id && p->nt == nt && p->ta == ta && p->tb == tb && p->M == M && p->N == N &&
             p->K == K)
             return p;
     }
@@ -246,10 +252,10 @@ static const plan_t *plan_of(const gemm_type_t *ty, int ta, int tb, int M, int N
         nplans = 0;
         i = (size_t)(h % PLANS);
     }
-    layout_t l = layout_of(M, N, K);
+    layout_t l = layout_of(ty, M, N, K, nt);
     if (l.side != SIDE_NONE && !blocks_exact(ty, ta, tb, M, N, K, l))
         l = (layout_t){SIDE_NONE, 0, 1};
-    plans[i] = (plan_t){1, ty->id, ta, tb, M, N, K, l};
+    plans[i] = (plan_t){1, ty->id, nt, ta, tb, M, N, K, l};
     nplans++;
     return &plans[i];
 }
@@ -283,7 +289,7 @@ static void product(const call_t *c)
         c->type->call(c);
         return;
     }
-    const plan_t *p = plan_of(c->type, c->ta, c->tb, c->M, c->N, c->K);
+    const plan_t *p = plan_of(c->type, n, c->ta, c->tb, c->M, c->N, c->K);
     if (p->l.side == SIDE_NONE) {
         c->type->call(c);
         return;
@@ -309,6 +315,6 @@ void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const real *
 int gemm_blocks(int ta, int tb, int M, int N, int K)
 {
     if (M < 1 || N < 1) return 0;
-    const plan_t *p = plan_of(&REAL_TYPE, ta, tb, M, N, K);
+    const plan_t *p = plan_of(&REAL_TYPE, threads_get(), ta, tb, M, N, K);
     return p->l.side == SIDE_NONE ? 0 : p->l.nb;
 }

@@ -7,15 +7,16 @@
  * and blocks K depends on the thread count, and changes bits (a 512×512×512 product at 3 threads
  * differs from one thread in 1786 of its 262144 entries).
  *
- * The pool still shares a product: gemm() cuts C into blocks of rows or of columns whose sizes
- * depend on the shape alone (never on the thread count; multiples of 16, OpenBLAS's kernels work
- * in tiles of 4 or 8), and the pool's threads take whole blocks, each one single-threaded call.
- * So every entry of C is computed by the same call at any thread count. Once per shape and
- * process, before the first split, gemm() checks on pseudo-random operands that the blocks give
- * the bytes of the whole call (the order of the additions depends on the shape and the blocks
- * only, never on the values, and random operands expose any difference in order); a shape whose
- * blocks do not, or that is too large to check (over 512 MiB of operands), is one call on the
- * caller. At one thread every product is one call, as before.
+ * The pool still shares a product: gemm() cuts C into at most one block per thread, of rows or
+ * of columns, in multiples of the kernels' tiles (float64: 16 rows or columns, OpenBLAS's DGEMM
+ * tiles are 4 or 8; float32: 24 rows and never columns, the only cuts the pinned SGEMM keeps
+ * exact), each block one single-threaded call. Once per shape, type, thread count and process,
+ * before the first split, gemm() checks on pseudo-random operands that the blocks give the bytes
+ * of the whole call (the order of the additions depends on the shape and the blocks only, never
+ * on the values, and random operands expose any difference in order); a shape whose blocks do
+ * not, or that is too large to check (over 512 MiB of operands), is one call on the caller. So
+ * every entry of C has the bits of the one call at any thread count; at one thread every product
+ * is that call.
  */
 #ifndef STABILITY_GEMM_H
 #define STABILITY_GEMM_H
@@ -38,5 +39,15 @@ void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const real *
  * because it is small, or its blocks do not give the whole call's bytes). Checks the shape on
  * first use, as gemm() does; for tests and the benchmark. */
 int gemm_blocks(int ta, int tb, int M, int N, int K);
+
+#if !REAL_IS_FLOAT
+/* The float32 core's three (build/f32/names.h renames them there), for the float64 build's
+ * tests and benchmark. */
+void gemm_f32(int ta, int tb, int M, int N, int K, double alpha, const float *A, int lda,
+              const float *B, int ldb, double beta, float *C, int ldc);
+void gemm_serial_f32(int ta, int tb, int M, int N, int K, double alpha, const float *A, int lda,
+                     const float *B, int ldb, double beta, float *C, int ldc);
+int gemm_blocks_f32(int ta, int tb, int M, int N, int K);
+#endif
 
 #endif
