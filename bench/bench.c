@@ -274,7 +274,8 @@ static double dyn_overhead_ms(model_t *m, int reps)
     double *ctx = malloc(N * m->C * sizeof(double)), *probs = malloc(N * V * sizeof(double));
     double *losses = malloc(N * sizeof(double)), *lse = malloc(N * sizeof(double));
     double *amx = malloc(N * sizeof(double)), *ent = malloc((size_t)b->B * m->H * sizeof(double));
-    double *mxl = malloc((size_t)b->B * m->H * sizeof(double)), *d = malloc((size_t)reps * sizeof(double));
+    double *mxl = malloc((size_t)b->B * m->H * sizeof(double));
+    double *d = malloc((size_t)reps * sizeof(double));
     double total = NAN;
     if (att && ctx && probs && losses && lse && amx && ent && mxl && d) {
         for (int r = 0; r < reps; r++) {
@@ -307,7 +308,11 @@ static double dyn_overhead_ms(model_t *m, int reps)
     return total;
 }
 
-/* Child: run case name, print one RESULT line. Returns the exit code. */
+static double gemm_rate(int n, int reps, int single, double *best);
+
+/* Child: run case name, print one RESULT line (a float32 child adds the SGEMM 1024^3 rate it
+ * measures right after its updates, so that %SGEMM compares two rates of the same minute: this
+ * machine's speed drifts up to 2x within minutes). Returns the exit code. */
 static int run_case(const char *name, const bench_opts_t *o)
 {
     const bench_case_t *c = NULL;
@@ -384,10 +389,12 @@ static int run_case(const char *name, const bench_opts_t *o)
         }
     }
     k->close(&ses);
-    r.rss_kb = peak_rss_kb();
+    r.rss_kb = peak_rss_kb();   // before the SGEMM's buffers
+    double sgemm_best, sgemm = NAN;
+    if (o->f32) sgemm = gemm_rate(1024, DGEMM_REPS, 1, &sgemm_best);
     printf("RESULT ms_median=%.4f ms_min=%.4f ms_max=%.4f total_s=%.4f rss_kb=%ld params=%.0f "
-           "acts=%.0f gflop=%.6f faults=%.1f dyn_ms=%.4f\n", r.ms_median, r.ms_min, r.ms_max,
-           r.total_s, r.rss_kb, r.params, r.acts, r.gflop, r.faults, dyn_ms);
+           "acts=%.0f gflop=%.6f faults=%.1f dyn_ms=%.4f sgemm=%.2f\n", r.ms_median, r.ms_min,
+           r.ms_max, r.total_s, r.rss_kb, r.params, r.acts, r.gflop, r.faults, dyn_ms, sgemm);
     return 0;
 }
 
@@ -576,7 +583,8 @@ static double measure_gemm(const bench_opts_t *o, int single, double *best, doub
 }
 
 /* Child run of case c in the float32 core; one line of the float32 table into out (1), or 0
- * when the child failed. ms64, rss64: the float64 child's; t32, r32: PyTorch float32's. */
+ * when the child failed. ms64, rss64: the float64 child's; t32, r32: PyTorch float32's; sgemm:
+ * the rate at the start, used when the child's own (measured after its updates) is missing. */
 static int f32_row(const bench_opts_t *o, const char *self, const bench_case_t *c, double ms64,
                    double rss64, double t32, double r32, double gflop, double sgemm, char *out)
 {
@@ -586,9 +594,10 @@ static int f32_row(const bench_opts_t *o, const char *self, const bench_case_t *
              c->name, o->threads, o->steps, o->warmup);
     if (run_measured(o, cmd, "RESULT", line, sizeof line, &others)) return 0;
     const double ms = field(line, "ms_median"), gflops = gflop / (ms * 1e-3);
+    const double rate = isfinite(field(line, "sgemm")) ? field(line, "sgemm") : sgemm;
     snprintf(out, 512, "%-21s %8.1f %8.1f %6.2f %9.1f %6.2f %7.1f %5.0f%% %7.0f %7.0f %7.0f "
              "%5.0f%%%s", c->label, ms64, ms, ms64 / ms, t32, t32 / ms, gflops,
-             100.0 * gflops / sgemm, rss64, field(line, "rss_kb") / 1024.0, r32, 100.0 * others,
+             100.0 * gflops / rate, rss64, field(line, "rss_kb") / 1024.0, r32, 100.0 * others,
              others > 0.05 ? " !" : "");
     return 1;
 }
@@ -675,8 +684,9 @@ static void print_f32_table(char rows32[][512], int n)
            "torch f32", "x", "GFLOP/s", "%SGEMM", "RSS f64", "RSS f32", "RSS t32", "other");
     for (int i = 0; i < n; i++) printf("%s\n", rows32[i]);
     printf("x = PyTorch float32 time / stability float32 time (> 1: stability faster); "
-           "%%SGEMM of the SGEMM 1024^3 rate at the start; RSS in MB\n(peak resident set "
-           "of the case's process: f64, f32 ours, t32 PyTorch float32).\n");
+           "%%SGEMM of the SGEMM 1024^3 rate measured by the case's\nprocess right after its "
+           "updates; RSS in MB (peak resident set of the case's process: f64, f32 ours, t32 "
+           "PyTorch\nfloat32).\n");
 }
 
 /* The CSV of make bench at path: a header, then the n rows, each with the DGEMM rate at the

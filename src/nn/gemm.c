@@ -243,8 +243,8 @@ static const plan_t *plan_of(const gemm_type_t *ty, int nt, int ta, int tb, int 
     for (;; i = (i + 1) % PLANS) {
         const plan_t *p = &plans[i];
         if (!p->used) break;
-        if (p->type == ty->id && p->nt == nt && p->ta == ta && p->tb == tb && p->M == M && p->N == N &&
-            p->K == K)
+        if (p->type == ty->id && p->nt == nt && p->ta == ta && p->tb == tb && p->M == M &&
+            p->N == N && p->K == K)
             return p;
     }
     if (nplans >= PLANS * 3 / 4) {   // start over (the slot found above may move)
