@@ -135,8 +135,8 @@ START_TEST(test_gemm_small_not_shared)
     ck_assert_int_eq(gemm_blocks(0, 1, 7, 3, 1000), 0);   // no side long enough for two blocks
     ck_assert_int_eq(gemm_blocks_f32(0, 0, 16, 16, 16), 0);
     // too few rows for two blocks: float64 cuts the columns, float32 never does
-    ck_assert_int_eq(gemm_blocks(0, 0, 40, 4096, 64), 2);
-    ck_assert_int_eq(gemm_blocks_f32(0, 0, 40, 4096, 64), 0);
+    ck_assert_int_eq(gemm_blocks(0, 0, 20, 4096, 64), 2);
+    ck_assert_int_eq(gemm_blocks_f32(0, 0, 20, 4096, 64), 0);
     threads_set(saved);
 }
 END_TEST

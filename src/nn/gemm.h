@@ -9,7 +9,7 @@
  *
  * The pool still shares a product: gemm() cuts C into at most one block per thread, of rows or
  * of columns, in multiples of the kernels' tiles (float64: 16 rows or columns, OpenBLAS's DGEMM
- * tiles are 4 or 8; float32: 24 rows and never columns, the only cuts the pinned SGEMM keeps
+ * tiles are 4 or 8; float32: 12 rows and never columns, the only cuts the pinned SGEMM keeps
  * exact), each block one single-threaded call. Once per shape, type, thread count and process,
  * before the first split, gemm() checks on pseudo-random operands that the blocks give the bytes
  * of the whole call (the order of the additions depends on the shape and the blocks only, never
