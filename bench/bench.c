@@ -594,7 +594,8 @@ static int f32_row(const bench_opts_t *o, const char *self, const bench_case_t *
              c->name, o->threads, o->steps, o->warmup);
     if (run_measured(o, cmd, "RESULT", line, sizeof line, &others)) return 0;
     const double ms = field(line, "ms_median"), gflops = gflop / (ms * 1e-3);
-    const double rate = isfinite(field(line, "sgemm")) ? field(line, "sgemm") : sgemm;
+    double rate = field(line, "sgemm");
+    if (!isfinite(rate)) rate = sgemm;
     snprintf(out, 512, "%-21s %8.1f %8.1f %6.2f %9.1f %6.2f %7.1f %5.0f%% %7.0f %7.0f %7.0f "
              "%5.0f%%%s", c->label, ms64, ms, ms64 / ms, t32, t32 / ms, gflops,
              100.0 * gflops / rate, rss64, field(line, "rss_kb") / 1024.0, r32, 100.0 * others,

@@ -107,7 +107,7 @@ typedef struct {
 } layout_t;
 
 /* The blocks of a shape for nt threads: the longer side of C the type can cut (gemm_type_t)
- * in at most nt blocks, one per thread (more would only add calls: each block is one
+ * in at most nt blocks (bs ≥ ⌈len/nt⌉), one per thread (more would only add calls: each block is one
  * single-threaded call, and fewer, larger calls run closer to the kernel's peak), each of at
  * least BLOCK_MIN_WORK; fewer than two blocks is one call. */
 static layout_t layout_of(const gemm_type_t *ty, int M, int N, int K, int nt)
@@ -199,7 +199,7 @@ static int blocks_exact(const gemm_type_t *ty, int ta, int tb, int M, int N, int
 {
     const size_t MK = (size_t)M * K, KN = (size_t)K * N, MN = (size_t)M * N;
     const size_t blk = l.side == SIDE_ROWS ? (size_t)l.bs * N : (size_t)M * l.bs;
-    const int nt = threads_ready(threads_get() < l.nb ? threads_get() : l.nb);
+    const int nt = threads_ready(l.nb);   // a layout has at most one block per thread
     if ((MK + KN + MN) * ty->size > CHECK_MAX) return 0;
     char *A = malloc(MK * ty->size), *B = malloc(KN * ty->size), *C = malloc(MN * ty->size);
     check_job_t j = {.l = l, .blk = blk, .scratch = malloc((size_t)nt * blk * ty->size)};
@@ -296,7 +296,7 @@ static void product(const call_t *c)
         return;
     }
     const split_t s = {c, p->l};
-    threads_run(n < p->l.nb ? n : p->l.nb, split_part, (void *)&s);
+    threads_run(p->l.nb, split_part, (void *)&s);   // nb <= n: one block per thread at most
 }
 
 void gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,

@@ -35,9 +35,10 @@ void gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A, int 
 void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
                  const real *B, int ldb, double beta, real *C, int ldc);
 
-/* The blocks gemm() shares a product of this shape in among the pool (0: one call on the caller,
- * because it is small, or its blocks do not give the whole call's bytes). Checks the shape on
- * first use, as gemm() does; for tests and the benchmark. */
+/* The blocks gemm() shares a product of this shape in among the pool at the current thread
+ * count, at most one per thread (0: one call on the caller, because it is small, or its blocks
+ * do not give the whole call's bytes). Checks the shape on first use, as gemm() does; for tests
+ * and the benchmark. */
 int gemm_blocks(int ta, int tb, int M, int N, int K);
 
 #if !REAL_IS_FLOAT
