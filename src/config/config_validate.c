@@ -255,8 +255,8 @@ static int validate_mup(const config_t *cfg, char *err, size_t errlen)
                      "the others scale from (got %d)", cfg->init.base_width);
     if (cfg->train.optimizer == OPT_SGD)
         return vfail(cfg, blame(cfg, par, opt), err, errlen,
-                     "init.parametrization = mup is defined here for the Adam family (Yang et al. 2022, Table 3, Adam "
-                     "column), not train.optimizer = sgd");
+                     "muP (init.parametrization = mup) is defined here for the Adam family "
+                     "(Yang et al. 2022, Table 3, Adam column), not for train.optimizer = sgd");
     return 0;
 }
 
