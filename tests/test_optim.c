@@ -186,7 +186,8 @@ START_TEST(test_gi_adam)
     double th[3], want[3];
     run_optimizer(OPT_GI_ADAM, 1, th);
     const double g1[3] = {0.15, -0.3, 0.5};
-    for (int i = 0; i < 3; i++) want[i] = THETA0[i] - 0.01 * g1[i] / (sqrt(50.0) * fabs(g1[i]) + 1e-8);
+    for (int i = 0; i < 3; i++)
+        want[i] = THETA0[i] - 0.01 * g1[i] / (sqrt(50.0) * fabs(g1[i]) + 1e-8);
     assert_close(th, want, "gi_adam step 1");
     for (int steps = 2; steps <= 4; steps++) {
         run_optimizer(OPT_GI_ADAM, steps, th);
@@ -269,7 +270,8 @@ START_TEST(test_stableadamw)
         const double g1 = GRADS[0][i % 3], a = lr / c[i / 3];
         const double mm = b1 * (1 - b1) * g1 + (1 - b1) * g[i];
         const double v = b2 * (1 - b2) * g1 * g1 + (1 - b2) * g[i] * g[i];
-        want[i] = th1[i] - a * wd * th1[i] - a * (mm / (1 - b1 * b1)) / (sqrt(v / (1 - b2 * b2)) + eps);
+        const double mhat = mm / (1 - b1 * b1), vhat = v / (1 - b2 * b2);
+        want[i] = th1[i] - a * wd * th1[i] - a * mhat / (sqrt(vhat) + eps);
     }
     ck_assert_msg(fabs(o[0].seg[0].clip - c[0]) < 1e-14 * c[0] && o[0].seg[1].clip == 1.0,
                   "clip %.17g, want %.17g", o[0].seg[0].clip, c[0]);
@@ -504,7 +506,8 @@ START_TEST(test_mup_rates)
     int matrices = 0;
     for (int i = 0; i < m->num_tensors; i++) {
         const tensor_info_t *ti = &m->tensors[i];
-        const int hidden = ti->rank == 2 && strcmp(ti->name, "tok_embed") && strcmp(ti->name, "lm_head");
+        const int hidden = ti->rank == 2 && strcmp(ti->name, "tok_embed") &&
+                           strcmp(ti->name, "lm_head");
         matrices += hidden;
         ck_assert_msg(t->opt.seg[i].lr_mult == (hidden ? 0.25 : 1.0) &&
                       t->opt.seg[i].offset == ti->offset, "%s: lr × %g", ti->name,
@@ -515,7 +518,8 @@ START_TEST(test_mup_rates)
 }
 END_TEST
 
-/* At d = base_width μP is the standard model but for the attention scale (docs/design.md §6f):
+/* At d = base_width μP is the standard model but for the attention scale
+ * (docs/design.md §6h):
  * with d_ff = d every parameter is drawn bit for bit alike (Xavier's 2/(2d) and 1/fan_in = 1/d
  * round to the same double; init.scheme = normal: std·√1), and the loss and every gradient
  * equal the standard model's once its attention scale is set to 1/d_head by hand — but not
@@ -646,7 +650,8 @@ START_TEST(test_new_keys)
     char text[8192], err[CONFIG_ERR_MAX];
     config_defaults(&c);
     config_to_ini(&c, text, sizeof text);
-    ck_assert(!strstr(text, "embed =") && !strstr(text, "parametrization") && !strstr(text, "base_width"));
+    ck_assert(!strstr(text, "embed =") && !strstr(text, "parametrization") &&
+              !strstr(text, "base_width"));
     ck_assert_int_eq(config_set(&c, "init.embed=xavier_uniform", err, sizeof err), 0);
     ck_assert_int_eq(config_set(&c, "init.parametrization=mup", err, sizeof err), 0);
     ck_assert_int_eq(config_set(&c, "init.base_width=64", err, sizeof err), 0);

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""test_torch_optim.py — the optimizers' side and μP against PyTorch float64 (docs/design.md §6e,
-§6f), from the repository root: /usr/bin/python3 tests/test_torch_optim.py
+"""test_torch_optim.py — the optimizers' side and μP against PyTorch float64 (docs/design.md
+§6h), from the repository root: /usr/bin/python3 tests/test_torch_optim.py
 
 1. GI-Adam (Kalra & Barkeshli 2024), StableAdamW (Wortsman et al. 2023b, Alg. 2, in its own
    β̂ form), RAdam (Liu et al. 2020, Alg. 2) and μP's Adam/AdamW (torch.optim with one param
@@ -79,7 +79,7 @@ def group(f, name):
 
 def mup_scales(m, cfg):
     """(output logit multiplier, attention scale) of a config: (base/d, 1/d_head) under μP,
-    (1, 1/√d_head) otherwise (docs/design.md §6f)."""
+    (1, 1/√d_head) otherwise (docs/design.md §6h)."""
     dh = m["d_model"] // m["heads"]
     if cfg.get("init.parametrization") != "mup":
         return 1.0, 1.0 / math.sqrt(dh)
@@ -117,7 +117,7 @@ def grads_at(P, m, tokens, targets, fn):
 # The optimizers, from their papers (state per tensor, float64).
 
 def is_hidden(name):
-    """μP's hidden matrices: every weight matrix inside a layer (docs/design.md §6f)."""
+    """μP's hidden matrices: every weight matrix inside a layer (docs/design.md §6h)."""
     return name.startswith("layers/") and name.split("/")[-1] in ("wq", "wk", "wv", "wo", "w1",
                                                                    "w2")
 

@@ -10,7 +10,8 @@ Suite *norm_suite(void);     /* tests/test_norm.c: norm backward vs FD and the p
 Suite *model_suite(void);    /* tests/test_model.c: whole-model gradients vs finite differences */
 Suite *data_suite(void);     /* tests/test_data.c: task batches */
 Suite *probe_suite(void);    /* tests/test_probe.c: Lemma 2/3 on the probe, expected-gradient bookkeeping */
-Suite *optim_suite(void);    /* tests/test_optim.c: optimizer updates and schedules vs hand-computed values; GI-Adam, StableAdamW, per-tensor rates, update RMS, RAdam ρ; μP; the new keys */
+Suite *optim_suite(void);    /* tests/test_optim.c: optimizer updates and schedules vs hand-computed values,
+                                GI-Adam, StableAdamW, per-tensor rates, update RMS, RAdam's ρ; μP; new keys */
 Suite *train_suite(void);    /* tests/test_train.c: text task split, loop determinism, resume state, divergence */
 Suite *corpus_suite(void);   /* tests/test_corpus.c: the translation corpus reader and its batches */
 Suite *schemes_suite(void);  /* tests/test_schemes.c: every scheme vs finite differences, constants, identities */

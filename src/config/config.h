@@ -23,7 +23,7 @@ typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3, OPT_GI_A
                OPT_STABLEADAMW = 5 } optimizer_t;
 /* How tok_embed (and an untied lm_head) are drawn (docs/design.md §5). */
 typedef enum { EMBED_NORMAL = 0, EMBED_XAVIER_UNIFORM = 1 } embed_init_t;
-/* The parametrization (docs/design.md §6f): standard, or μP (Yang et al. 2022). */
+/* The parametrization (docs/design.md §6h): standard, or μP (Yang et al. 2022). */
 typedef enum { PARAM_STANDARD = 0, PARAM_MUP = 1 } parametrization_t;
 typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_norm_t;
 typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2 } schedule_t;
@@ -76,7 +76,8 @@ typedef struct config {
     } data;
     struct {
         int steps;               /* 0 = measure at initialisation only (default) */
-        optimizer_t optimizer;   /* adam | adamw | sgd | radam | gi_adam | stableadamw; default adam */
+        optimizer_t optimizer;   /* adam | adamw | sgd | radam | gi_adam | stableadamw,
+                                    default adam */
         double lr;               /* peak lr, > 0                 default 5e-4 */
         int warmup;              /* steps of linear warm-up, 0 or 1 = none; default 4000 */
         schedule_t schedule;     /* default inverse_sqrt */

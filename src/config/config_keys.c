@@ -507,7 +507,7 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         if (k->off == offsetof(config_t, train.precision) &&
             cfg->train.precision == PRECISION_FLOAT64)
             continue;
-        // the embedding's draw and μP (docs/design.md §6e, §6f): written only when set
+        // the embedding's draw (docs/design.md §5) and μP: written only when set
         if ((k->off == offsetof(config_t, init.embed) && cfg->init.embed == EMBED_NORMAL) ||
             (k->off == offsetof(config_t, init.parametrization) &&
              cfg->init.parametrization == PARAM_STANDARD) ||

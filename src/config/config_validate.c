@@ -243,7 +243,7 @@ static int validate_mitigations(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
-/* μP (docs/design.md §6f): the width its hyper-parameters were tuned at, and an optimizer whose
+/* μP (docs/design.md §6h): the width its hyper-parameters were tuned at, and an optimizer whose
  * per-tensor rates it defines (Yang et al. 2022, Table 3's Adam column: the Adam family here). */
 static int validate_mup(const config_t *cfg, char *err, size_t errlen)
 {

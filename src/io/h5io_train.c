@@ -83,7 +83,7 @@ const column_t COLUMNS[NCOL] = {
     {"resid_rms", G_PROBE, 0, 1, PA_NONE, "RMS of the residual stream after each layer"},
     {"logz_max_abs", G_PROBE, 0, 0, PA_NONE, "max over scored positions of |log Z|"},
     {"logit_max", G_PROBE, 0, 0, PA_NONE, "max over scored positions of max |output logit|"},
-    // the optimizer's statistics (docs/design.md §6e); older files lack them (readers take NaN)
+    // the optimizer's statistics (docs/design.md §6h); older files lack them (readers take NaN)
     {"update_rms", G_STEP, 0, 1, PA_NONE, "RMS over each layer's tensors of the update direction m_hat/(sqrt(v_hat)+eps) (Adam family, before lr and any rectifier or clipping; Wortsman et al. 2023b); NaN for sgd and a diverged step"},
     {"update_rms_extra", G_STEP, 0, 0, PA_EXTRA, "the same RMS over each tensor outside the layers (NaN where absent)"},
     {"radam_rho", G_STEP, 0, 0, PA_NONE, "RAdam's rho_t of the update (Liu et al. 2020): the adaptive step is on when rho_t > 4 (train.optimizer = radam only)"},

@@ -132,7 +132,7 @@ static void copy_dims(model_t *m, const config_t *cfg, const batch_caps_t *c)
     m->causal = cfg->model.arch == ARCH_ENCDEC ? 1 : cfg->model.causal;   // the decoder is causal
     m->tied = cfg->model.tie_embeddings;
     m->final_norm = config_has_final_norm(cfg);
-    // μP (Yang et al. 2022; docs/design.md §6f): logits × base_width/d, attention q·k/d_head
+    // μP (Yang et al. 2022; docs/design.md §6h): logits × base_width/d, attention q·k/d_head
     const int mup = cfg->init.parametrization == PARAM_MUP && cfg->init.base_width > 0;
     m->mup_ratio = mup ? (double)cfg->init.base_width / (double)m->C : 0.0;
     m->logit_scale = mup ? m->mup_ratio : 1.0;
@@ -316,7 +316,7 @@ static void source_lengths(model_t *m, const batch_t *b)
     }
 }
 
-/* x (n) ×= s, μP's output multiplier (docs/design.md §6f); nothing when s = 1. */
+/* x (n) ×= s, μP's output multiplier (docs/design.md §6h); nothing when s = 1. */
 static void scale_logits(real *x, size_t n, double s)
 {
     if (s == 1.0) return;

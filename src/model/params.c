@@ -232,7 +232,7 @@ void params_bind(model_t *m)
  * ------------------------------------------------------------------------------------- */
 
 /* A weight matrix: init.scheme scaled by gain (Xavier/Glorot: Var = 2/(fan_in + fan_out)).
- * μP (docs/design.md §6f; Yang et al. 2022, Table 3): Var = gain²/fan_in in the scheme's
+ * μP (docs/design.md §6h; Yang et al. 2022, Table 3): Var = gain²/fan_in in the scheme's
  * distribution (normal: (gain·std)²·base_width/d, std being the base width's). At d = base_width
  * a square matrix gets the standard draw bit for bit (2/(2d) and 1/d round alike); W¹, W² differ
  * from Xavier's when d_ff ≠ d. */
@@ -267,7 +267,7 @@ static void init_matrix(real *p, const tensor_info_t *t, const config_t *cfg, do
 
 /* An embedding matrix (tok_embed, lm_head): N(0, 1/d) (fairseq; docs/design.md §5) or, with
  * init.embed = xavier_uniform, U(±√(6/(rows + cols))) (PyTorch's xavier_uniform_, as the
- * curvature anchor draws it, docs/design.md §6e); times T-Fixup's scale when not 1. */
+ * curvature anchor draws it, docs/design.md §5); times T-Fixup's scale when not 1. */
 static void init_embed(real *p, const tensor_info_t *t, const model_t *m, const config_t *cfg,
                        gsl_rng *rng)
 {

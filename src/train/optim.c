@@ -213,18 +213,21 @@ static void adam_piece(optim_t *o, real *params, const real *grads, const adam_s
     o->piece_sum[q] += sum;
     if (i >= pc->hi) return;
     size_t lane_piece[VR_LANES], r = q;
+    double lane_lr[VR_LANES];
     const int lanes = i + V <= o->n ? VR_LANES : (int)(o->n - i);
     for (int j = 0; j < lanes; j++) {   // the piece of element i + j: q or one after it
         while (i + (size_t)j >= o->piece[r].hi) r++;
         lane_piece[j] = r;
-        set_lane(&c, j, seg_lr(o, o->piece[r].seg, a->lr), a, o->weight_decay);
+        lane_lr[j] = seg_lr(o, o->piece[r].seg, a->lr);
+        set_lane(&c, j, lane_lr[j], a, o->weight_decay);
     }
     if (lanes == VR_LANES) {
         const vreal u2 = adam_block(o, params, grads, a, k, &c, i);
         for (int j = 0; j < VR_LANES; j++) o->piece_sum[lane_piece[j]] += u2[j];
-    } else {
+    } else {   // the buffer's tail: in double, with the lr in double, as the scalar loop
         for (int j = 0; j < lanes; j++)
-            o->piece_sum[lane_piece[j]] += adam_scalar(o, params, grads, a, c.lr[j], i + (size_t)j);
+            o->piece_sum[lane_piece[j]] += adam_scalar(o, params, grads, a, lane_lr[j],
+                                                       i + (size_t)j);
     }
 }
 

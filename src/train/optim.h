@@ -1,5 +1,5 @@
 /* optim.h — optimizers over the one parameter buffer, global-norm clipping, learning-rate
- * schedules (docs/design.md §4 [train], §6e, §6f). Numerics only.
+ * schedules (docs/design.md §4 [train], §6h). Numerics only.
  *
  * Update number t = 1, 2, … with gradient g (already clipped), learning rate α = optim_lr(t),
  * weight decay λ, all element-wise over the n parameters θ:
@@ -20,7 +20,7 @@
  *           al. 2023b, Alg. 2): θ ← θ − (α/c)λθ − (α/c)·m̂/(√v̂ + ε). The ε² floor keeps a
  *           coordinate without any gradient yet (g = v = 0) at 0.
  * Per tensor (optim_seg_t, from the registry by optim_set_tensors) the lr is α·lr_mult (μP's
- * rates, docs/design.md §6f; 1 by default). Every Adam-family update also leaves, per tensor,
+ * rates, docs/design.md §6h; 1 by default). Every Adam-family update also leaves, per tensor,
  * Σ (m̂/(√v̂ + ε))² — the update direction before α, rₜ and c — for its RMS (Wortsman et al.
  * 2023b), summed in an order fixed by the buffer alone, so the thread count changes no bit.
  */

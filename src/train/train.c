@@ -215,7 +215,8 @@ void train_step(train_t *t, train_record_t *r)
     if (r->updated) memcpy(t->prev, m->params, m->num_params * sizeof(real));
     optim_update(&t->opt, m->params, m->grads, r->lr);
     update_rms(t, 1);
-    if (t->opt.kind == OPT_RADAM) r->radam_rect = optim_radam_rect(t->opt.beta2, t->opt.t, &r->radam_rho);
+    if (t->opt.kind == OPT_RADAM)
+        r->radam_rect = optim_radam_rect(t->opt.beta2, t->opt.t, &r->radam_rho);
     t->step = s;
     if (r->updated) {   // DeepNet's model update on the fixed batch (no dropout)
         change_relative_update(&t->ax, m, t->prev, t->update_rel);

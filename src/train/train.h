@@ -53,8 +53,8 @@ typedef struct {
     int failed;           /* the batch had ids outside the vocabulary (t->s.error); no update */
     int diverged;         /* TRAIN_FINITE, or why the step diverged (no update was made) */
     dynamics_scalars_t dyn;   /* attention logits and entropy, log Z of the update's forward */
-    double radam_rho;     /* train.optimizer = radam: ρₜ of the update (optim_radam_rect); else NaN */
-    double radam_rect;    /* … and rₜ when ρₜ > 4 (the adaptive step), else NaN */
+    double radam_rho;     /* radam: ρₜ of the update (optim_radam_rect); else NaN */
+    double radam_rect;    /* radam: rₜ when ρₜ > 4 (the adaptive step), else NaN */
 } train_record_t;
 
 /* Per-layer measurements of one step (axes of train_t.ax). */
@@ -91,7 +91,7 @@ typedef struct {
     double *admin_omega;       /* (L,X) Admin's ω as profiled at initialisation, or NULL */
     /* The RMS of the Adam family's update direction m̂/(√v̂ + ε) over each layer row's tensors
      * and each tensor outside the layers (the probes' extra axis), after every update (Wortsman
-     * et al. 2023b; docs/design.md §6e); NaN for sgd, a diverged step, an absent tensor. */
+     * et al. 2023b; docs/design.md §6h); NaN for sgd, a diverged step, an absent tensor. */
     double *update_rms;        /* (L) */
     double *update_rms_extra;  /* (E) */
     size_t *layer_size;        /* (L) parameters of each layer row */
