@@ -284,7 +284,7 @@ static double dyn_overhead_ms(model_t *m, int reps)
             for (int k = 0; k < m->stack[0].L * m->stack[0].nsub; k++) {
                 const sublayer_t *sl = &m->stack[0].subs[k];
                 if (sl->rule.kind == SUB_FFN) continue;
-                const attention_opts_t o = {0.0, NULL, NULL, ent, mxl};
+                const attention_opts_t o = {0.0, NULL, NULL, ent, mxl, 0.0};
                 double t0 = now_s();
                 attention_forward(ctx, att, sl->qa, sl->ka, sl->v, b->B, b->T, b->T, m->C, m->H,
                                   m->causal, NULL);

@@ -10,7 +10,8 @@ Suite *norm_suite(void);     /* tests/test_norm.c: norm backward vs FD and the p
 Suite *model_suite(void);    /* tests/test_model.c: whole-model gradients vs finite differences */
 Suite *data_suite(void);     /* tests/test_data.c: task batches */
 Suite *probe_suite(void);    /* tests/test_probe.c: Lemma 2/3 on the probe, expected-gradient bookkeeping */
-Suite *optim_suite(void);    /* tests/test_optim.c: optimizer updates and schedules vs hand-computed values */
+Suite *optim_suite(void);    /* tests/test_optim.c: optimizer updates and schedules vs hand-computed values,
+                                GI-Adam, StableAdamW, per-tensor rates, update RMS, RAdam's ρ */
 Suite *train_suite(void);    /* tests/test_train.c: text task split, loop determinism, resume state, divergence */
 Suite *corpus_suite(void);   /* tests/test_corpus.c: the translation corpus reader and its batches */
 Suite *schemes_suite(void);  /* tests/test_schemes.c: every scheme vs finite differences, constants, identities */
@@ -19,5 +20,6 @@ Suite *sweep_suite(void);    /* tests/test_sweep.c: the Slurm array specificatio
 Suite *report_suite(void);   /* tests/test_report.c: seed groups, mean and 95 % band, reaching a loss */
 Suite *real_suite(void);     /* tests/test_real.c: the float32 core's layout, loss and gradients vs float64, every scheme */
 Suite *dynamics_suite(void); /* tests/test_dynamics.c: QK-norm, soft-capping, z-loss vs FD; entropy, logits, log Z */
+Suite *mup_suite(void);      /* tests/test_mup.c: μP's rates, d = base_width, draws, FD; init.embed, parametrization keys */
 
 #endif

@@ -19,7 +19,12 @@ typedef enum { FINAL_NORM_AUTO = 0, FINAL_NORM_ON = 1, FINAL_NORM_OFF = 2 } fina
 typedef enum { INIT_XAVIER_NORMAL = 0, INIT_XAVIER_UNIFORM = 1, INIT_NORMAL = 2, INIT_TFIXUP = 3 } init_scheme_t;
 typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3,
                TASK_TRANSLATION = 4, TASK_MLM = 5 } task_t;
-typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3 } optimizer_t;
+typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3, OPT_GI_ADAM = 4,
+               OPT_STABLEADAMW = 5 } optimizer_t;
+/* How tok_embed (and an untied lm_head) are drawn (docs/design.md §5). */
+typedef enum { EMBED_NORMAL = 0, EMBED_XAVIER_UNIFORM = 1 } embed_init_t;
+/* The parametrization (docs/design.md §6h): standard, or μP (Yang et al. 2022). */
+typedef enum { PARAM_STANDARD = 0, PARAM_MUP = 1 } parametrization_t;
 typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_norm_t;
 typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2 } schedule_t;
 /* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"). */
@@ -55,6 +60,9 @@ typedef struct config {
         double std;              /* for scheme = normal, > 0     default 0.02 */
         int zero_qk;             /* W_Q = W_K = 0                default false */
         unsigned long seed;      /* default 1 */
+        embed_init_t embed;      /* normal (N(0, 1/d)) | xavier_uniform   default normal */
+        parametrization_t parametrization;   /* standard | mup       default standard */
+        int base_width;          /* μP: the width d its lr was tuned at, > 0; 0 = unset */
     } init;
     struct {
         task_t task;             /* default random */
@@ -68,7 +76,8 @@ typedef struct config {
     } data;
     struct {
         int steps;               /* 0 = measure at initialisation only (default) */
-        optimizer_t optimizer;   /* default adam */
+        optimizer_t optimizer;   /* adam | adamw | sgd | radam | gi_adam | stableadamw,
+                                    default adam */
         double lr;               /* peak lr, > 0                 default 5e-4 */
         int warmup;              /* steps of linear warm-up, 0 or 1 = none; default 4000 */
         schedule_t schedule;     /* default inverse_sqrt */

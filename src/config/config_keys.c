@@ -24,7 +24,10 @@ static const char *const init_names[] = {"xavier_normal", "xavier_uniform", "nor
                                          NULL};
 static const char *const task_names[] = {"random", "copy", "reverse", "text", "translation", "mlm",
                                          NULL};
-static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", NULL};
+static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", "gi_adam",
+                                              "stableadamw", NULL};
+static const char *const embed_names[] = {"normal", "xavier_uniform", NULL};
+static const char *const parametrization_names[] = {"standard", "mup", NULL};
 static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", NULL};
 static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
@@ -75,6 +78,9 @@ const cfg_key_t cfg_keys[] = {
     KD(init, std, 0, 1, INFINITY, 0),
     KB(init, zero_qk),
     KSEED(init, seed),
+    KE(init, embed, embed_names),
+    KE(init, parametrization, parametrization_names),
+    KI(init, base_width, 0),
 
     KE(data, task, task_names),
     KS(data, path),
@@ -383,6 +389,9 @@ void config_defaults(config_t *cfg)
     cfg->init.std = 0.02;
     cfg->init.zero_qk = 0;
     cfg->init.seed = 1;
+    cfg->init.embed = EMBED_NORMAL;
+    cfg->init.parametrization = PARAM_STANDARD;
+    cfg->init.base_width = 0;   // unset: μP requires it
 
     cfg->data.task = TASK_RANDOM;
     cfg->data.path[0] = '\0';
@@ -497,6 +506,12 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         // written for float32 runs only: a float64 run's config is the text it always was
         if (k->off == offsetof(config_t, train.precision) &&
             cfg->train.precision == PRECISION_FLOAT64)
+            continue;
+        // the embedding's draw (docs/design.md §5) and μP: written only when set
+        if ((k->off == offsetof(config_t, init.embed) && cfg->init.embed == EMBED_NORMAL) ||
+            (k->off == offsetof(config_t, init.parametrization) &&
+             cfg->init.parametrization == PARAM_STANDARD) ||
+            (k->off == offsetof(config_t, init.base_width) && cfg->init.base_width == 0))
             continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);

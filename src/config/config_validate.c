@@ -243,6 +243,23 @@ static int validate_mitigations(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* μP (docs/design.md §6h): the width its hyper-parameters were tuned at, and an optimizer whose
+ * per-tensor rates it defines (Yang et al. 2022, Table 3's Adam column: the Adam family here). */
+static int validate_mup(const config_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->init.parametrization != PARAM_MUP) return 0;
+    const int par = cfg_kidx("init", "parametrization"), opt = cfg_kidx("train", "optimizer");
+    if (cfg->init.base_width <= 0)
+        return vfail(cfg, cfg_kidx("init", "base_width"), err, errlen,
+                     "must be > 0 with init.parametrization = mup: the width d whose lr and init "
+                     "the others scale from (got %d)", cfg->init.base_width);
+    if (cfg->train.optimizer == OPT_SGD)
+        return vfail(cfg, blame(cfg, par, opt), err, errlen,
+                     "muP (init.parametrization = mup) is defined here for the Adam family "
+                     "(Yang et al. 2022, Table 3, Adam column), not for train.optimizer = sgd");
+    return 0;
+}
+
 int config_validate(const config_t *cfg, char *err, size_t errlen)
 {
     char msg[CONFIG_ERR_MAX / 2];
@@ -283,6 +300,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     if (!rc) rc = validate_arch(cfg, err, errlen);
     if (!rc) rc = validate_scheme(cfg, err, errlen);
     if (!rc) rc = validate_mitigations(cfg, err, errlen);
+    if (!rc) rc = validate_mup(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {

@@ -11,6 +11,9 @@
  *   /train/jacobian_spec                     (P,L,2)   norm1 norm2
  *   /train/eval_step, val_loss               (E)       text task only
  *   /train/bleu_step, bleu                   (B)       with train.bleu_every only
+ *   /train/update_rms                        (S,L)     the update's RMS per layer (Adam family)
+ *   /train/update_rms_extra                  (S,E)     … of tok_embed lm_head final norms
+ *   /train/radam_rho, radam_rect             (S)       train.optimizer = radam only
  * Every dataset has string attributes axes and description (and the names of its last axis);
  * /train has attribute steps, and diverged_at + diverged_reason once diverged.
  *
@@ -80,6 +83,11 @@ const column_t COLUMNS[NCOL] = {
     {"resid_rms", G_PROBE, 0, 1, PA_NONE, "RMS of the residual stream after each layer"},
     {"logz_max_abs", G_PROBE, 0, 0, PA_NONE, "max over scored positions of |log Z|"},
     {"logit_max", G_PROBE, 0, 0, PA_NONE, "max over scored positions of max |output logit|"},
+    // the optimizer's statistics (docs/design.md §6h); older files lack them (readers take NaN)
+    {"update_rms", G_STEP, 0, 1, PA_NONE, "RMS over each layer's tensors of the update direction m_hat/(sqrt(v_hat)+eps) (Adam family, before lr and any rectifier or clipping; Wortsman et al. 2023b); NaN for sgd and a diverged step"},
+    {"update_rms_extra", G_STEP, 0, 0, PA_EXTRA, "the same RMS over each tensor outside the layers (NaN where absent)"},
+    {"radam_rho", G_STEP, 0, 0, PA_NONE, "RAdam's rho_t of the update (Liu et al. 2020): the adaptive step is on when rho_t > 4 (train.optimizer = radam only)"},
+    {"radam_rect", G_STEP, 0, 0, PA_NONE, "RAdam's rectification r_t of the update; NaN where rho_t <= 4 (the un-adapted momentum step); beta2 and t only, never the model"},
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 
@@ -113,6 +121,7 @@ int h5io_tw_column_present(const h5io_train_t *w, int k)
 {
     if (COLUMNS[k].group == G_EVAL && !w->text) return 0;
     if (COLUMNS[k].group == G_BLEU && !w->bleu) return 0;
+    if (!strncmp(COLUMNS[k].name, "radam_", 6) && !w->radam) return 0;
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 
@@ -256,6 +265,7 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     snprintf(w->f.path, sizeof w->f.path, "%s", path);
     w->text = t->s.data.val_batches > 0;
     w->bleu = t->s.cfg.train.bleu_every != 0;
+    w->radam = t->s.cfg.train.optimizer == OPT_RADAM;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
@@ -345,6 +355,10 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
     push(w, h5io_tw_col("min_attn_entropy"), &r->dyn.min_entropy);
     push(w, h5io_tw_col("logz_mean_abs"), &r->dyn.logz_mean_abs);
     push(w, h5io_tw_col("z_loss"), &r->dyn.z_term);
+    push(w, h5io_tw_col("update_rms"), t->update_rms);
+    push(w, h5io_tw_col("update_rms_extra"), t->update_rms_extra);
+    push(w, h5io_tw_col("radam_rho"), &r->radam_rho);
+    push(w, h5io_tw_col("radam_rect"), &r->radam_rect);
     w->pending[G_STEP]++;
     if (r->probed) {
         const train_probe_t *p = &t->probe;

@@ -21,7 +21,7 @@ typedef struct {
 
 /* The /train datasets, in file order (h5io_train.c). */
 extern const column_t COLUMNS[];
-#define NCOL 29
+#define NCOL 33
 /* Columns from this index on came with the dynamics measures (docs/design.md §6g): a file
  * written before them resumes with them NaN. */
 #define NCOL_BEFORE_DYNAMICS 20
@@ -43,6 +43,7 @@ struct h5io_train {
     char created[48];           /* ... and its created attribute */
     int text;
     int bleu;                   /* the run measures BLEU (train.bleu_every != 0) */
+    int radam;                  /* train.optimizer = radam: /train/radam_rho, radam_rect exist */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];

@@ -132,8 +132,12 @@ static void copy_dims(model_t *m, const config_t *cfg, const batch_caps_t *c)
     m->causal = cfg->model.arch == ARCH_ENCDEC ? 1 : cfg->model.causal;   // the decoder is causal
     m->tied = cfg->model.tie_embeddings;
     m->final_norm = config_has_final_norm(cfg);
+    // μP (Yang et al. 2022; docs/design.md §6h): logits × base_width/d, attention q·k/d_head
+    const int mup = cfg->init.parametrization == PARAM_MUP && cfg->init.base_width > 0;
+    m->mup_ratio = mup ? (double)cfg->init.base_width / (double)m->C : 0.0;
+    m->logit_scale = mup ? m->mup_ratio : 1.0;
     m->shape = (sublayer_shape_t){m->C, m->F, m->H, m->norm, m->norm_eps, cfg->model.activation,
-                                  NORM_NONE, cfg->model.attn_softcap};
+                                  NORM_NONE, cfg->model.attn_softcap, mup ? 1.0 / m->Dh : 0.0};
     if (cfg->model.qk_norm != QK_NORM_OFF)
         m->shape.qk_norm = cfg->model.qk_norm == QK_NORM_RMSNORM ? NORM_RMSNORM : NORM_LAYERNORM;
     m->z_loss = cfg->train.z_loss;
@@ -312,6 +316,13 @@ static void source_lengths(model_t *m, const batch_t *b)
     }
 }
 
+/* x (n) ×= s, μP's output multiplier (docs/design.md §6h); nothing when s = 1. */
+static void scale_logits(real *x, size_t n, double s)
+{
+    if (s == 1.0) return;
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
 double model_forward(model_t *m, const batch_t *b)
 {
     const size_t N = (size_t)b->B * b->T, C = (size_t)m->C, V = (size_t)m->V;
@@ -330,6 +341,7 @@ double model_forward(model_t *m, const batch_t *b)
              m->logits, (int)V);
     else
         linear_forward(m->logits, out->output, m->lm_head, NULL, N, C, V);
+    scale_logits(m->logits, N * V, m->logit_scale);
     m->loss = loss_forward_opt(m->probs, m->losses, &m->num_targets, m->logits, b->targets, N,
                                V, m->label_smoothing, m->lse, m->logit_absmax);
     m->z_term = m->z_loss > 0.0 && b->targets ? loss_z_term(m->lse, b->targets, N, m->z_loss)
@@ -364,6 +376,7 @@ void model_decode_last(model_t *m, const batch_t *b, real *last, real *logits)
              (int)V);
     else
         linear_forward(logits, last, m->lm_head, NULL, (size_t)b->B, C, V);
+    scale_logits(logits, (size_t)b->B * V, m->logit_scale);
 }
 
 int model_has_admin(const model_t *m)
@@ -404,6 +417,7 @@ void model_backward(model_t *m)
     // dlogits (N,V) = (p − q)/count
     loss_backward_z(m->dlogits, m->probs, b->targets, N, V, m->label_smoothing, m->num_targets,
                     m->z_loss, m->lse);
+    scale_logits(m->dlogits, N * V, m->logit_scale);   // μP: ∂L/∂(x·W) = s·∂L/∂logits
     if (m->tied) {
         // dfinal (N,C) = dlogits (N,V) · W_emb (V,C);  dW_emb (V,C) += dlogitsᵀ · final
         // (β = 0: OpenBLAS zero-fills, then adds — the bits of a zeroed dfinal and β = 1)

@@ -231,36 +231,60 @@ void params_bind(model_t *m)
  * Initialisation
  * ------------------------------------------------------------------------------------- */
 
-/* A weight matrix: init.scheme scaled by gain (Xavier/Glorot: Var = 2/(fan_in + fan_out)). */
-static void init_matrix(real *p, const tensor_info_t *t, const config_t *cfg, gsl_rng *rng)
+/* A weight matrix: init.scheme scaled by gain (Xavier/Glorot: Var = 2/(fan_in + fan_out)).
+ * μP (docs/design.md §6h; Yang et al. 2022, Table 3): Var = gain²/fan_in in the scheme's
+ * distribution (normal: (gain·std)²·base_width/d, std being the base width's). At d = base_width
+ * a square matrix gets the standard draw bit for bit (2/(2d) and 1/d round alike); W¹, W² differ
+ * from Xavier's when d_ff ≠ d. */
+static void init_matrix(real *p, const tensor_info_t *t, const config_t *cfg, double mup_ratio,
+                        gsl_rng *rng)
 {
     const size_t n = model_tensor_size(t);
     const double fan = (double)(t->rows + t->cols), gain = t->value;
+    const int mup = mup_ratio > 0.0;
     switch (cfg->init.scheme) {
     case INIT_XAVIER_NORMAL: {
-        double sd = sqrt(2.0 / fan);
+        double sd = mup ? sqrt(1.0 / (double)t->rows) : sqrt(2.0 / fan);
         if (gain != 1.0) sd *= gain;
         for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd);
         break;
     }
     case INIT_XAVIER_UNIFORM:
     case INIT_TFIXUP: {       // T-Fixup rescales fairseq's Xavier-uniform init (gains: placement.c)
-        double a = sqrt(6.0 / fan);
+        double a = mup ? sqrt(3.0 / (double)t->rows) : sqrt(6.0 / fan);
         if (gain != 1.0) a *= gain;
         for (size_t j = 0; j < n; j++) p[j] = gsl_ran_flat(rng, -a, a);
         break;
     }
     case INIT_NORMAL: {
-        const double sd = gain != 1.0 ? cfg->init.std * gain : cfg->init.std;
+        double sd = gain != 1.0 ? cfg->init.std * gain : cfg->init.std;
+        if (mup) sd *= sqrt(mup_ratio);
         for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd);
         break;
     }
     }
 }
 
+/* An embedding matrix (tok_embed, lm_head): N(0, 1/d) (fairseq; docs/design.md §5) or, with
+ * init.embed = xavier_uniform, U(±√(6/(rows + cols))) (PyTorch's xavier_uniform_, as the
+ * curvature anchor draws it, docs/design.md §5); times T-Fixup's scale when not 1. */
+static void init_embed(real *p, const tensor_info_t *t, const model_t *m, const config_t *cfg,
+                       gsl_rng *rng)
+{
+    const size_t n = model_tensor_size(t);
+    if (cfg->init.embed == EMBED_XAVIER_UNIFORM) {
+        double a = sqrt(6.0 / (double)(t->rows + t->cols));
+        if (t->value != 1.0) a *= t->value;
+        for (size_t j = 0; j < n; j++) p[j] = gsl_ran_flat(rng, -a, a);
+        return;
+    }
+    const double sd_embed = 1.0 / sqrt((double)m->C);
+    const double sd = t->value != 1.0 ? sd_embed * t->value : sd_embed;   // T-Fixup
+    for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd);
+}
+
 void model_init(model_t *m, const config_t *cfg, gsl_rng *rng)
 {
-    const double sd_embed = 1.0 / sqrt((double)m->C);
     int nb;
     const char *const *q_k = tensors_branch_names(SUB_SELF_ATTN, &nb);
     for (int i = 0; i < m->num_tensors; i++) {
@@ -268,13 +292,11 @@ void model_init(model_t *m, const config_t *cfg, gsl_rng *rng)
         real *p = m->params + t->offset;
         const size_t n = model_tensor_size(t);
         switch (t->init) {
-        case TENSOR_EMBED: {  // tok_embed, lm_head ~ N(0, 1/d) (fairseq; docs/design.md §5)
-            const double sd = t->value != 1.0 ? sd_embed * t->value : sd_embed;   // T-Fixup
-            for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd);
+        case TENSOR_EMBED:
+            init_embed(p, t, m, cfg, rng);
             break;
-        }
         case TENSOR_MATRIX:
-            init_matrix(p, t, cfg, rng);
+            init_matrix(p, t, cfg, m->mup_ratio, rng);
             // the theory's W_Q = W_K = 0 (drawn first, so the other tensors do not change)
             // the self-attention's W_Q, W_K: the first and third of its branch tensors
             if (cfg->init.zero_qk && (!strcmp(t->kind, q_k[0]) || !strcmp(t->kind, q_k[2])))
@@ -285,6 +307,13 @@ void model_init(model_t *m, const config_t *cfg, gsl_rng *rng)
             break;
         }
     }
+}
+
+double model_lr_scale(const model_t *m, const tensor_info_t *t)
+{
+    // μP (Yang et al. 2022, Table 3, Adam): hidden weights' lr ∝ 1/fan_in, i.e. × base_width/d
+    // (every fan_in of a matrix is d or d_ff ∝ d); embeddings, norms, biases, gains keep theirs
+    return m->mup_ratio > 0.0 && t->init == TENSOR_MATRIX ? m->mup_ratio : 1.0;
 }
 
 void model_perturb(model_t *m, gsl_rng *rng, double scale)

@@ -176,7 +176,7 @@ static void attention_branch_forward(sublayer_t *s, const sublayer_shape_t *sh,
         norm_forward(sh->qk_norm, s->kn.out, s->kn.mean, s->kn.rstd, s->k, s->kn.gamma,
                      s->kn.beta, Nk * H, Dh, sh->eps);
     }
-    const attention_opts_t o = {sh->softcap, s->capped, p->qlen, s->ent, s->amax};
+    const attention_opts_t o = {sh->softcap, s->capped, p->qlen, s->ent, s->amax, sh->attn_scale};
     attention_forward_opt(s->ctx, s->att, s->qa, s->ka, s->v, p->B, p->T, Tk, sh->C, sh->H,
                           cross ? 0 : p->causal, cross ? p->mem_len : p->len, &o);
     if (s->inner.on) norm_site_forward(&s->inner, sh, s->ctx, N);
@@ -308,7 +308,8 @@ static void attention_branch_backward(sublayer_t *s, const sublayer_shape_t *sh,
     } else {
         linear_backward_set(sc->dctx, s->gw[O], s->gb[O], df, s->ctx, s->w[O], N, C, C);
     }
-    const attention_opts_t o = {.softcap = sh->softcap, .capped = s->capped};
+    const attention_opts_t o = {.softcap = sh->softcap, .capped = s->capped,
+                                .scale = sh->attn_scale};
     real *dqa = s->qn.out ? sc->dqn : sc->dq, *dka = s->kn.out ? sc->dkn : sc->dk;
     attention_backward_opt(dqa, dka, sc->dv, sc->datt, sc->dctx, s->qa, s->ka, s->v, s->att,
                            p->B, p->T, Tk, sh->C, sh->H, &o);

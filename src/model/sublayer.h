@@ -28,6 +28,7 @@ typedef struct {
     activation_t act;
     norm_kind_t qk_norm;         /* QK-norm's kind (LayerNorm, RMSNorm), or NORM_NONE: off */
     double softcap;              /* attention logits c·tanh(s/c) when > 0 (docs/design.md §6g) */
+    double attn_scale;           /* attention logits q·kᵀ·attn_scale; 0: 1/√d_head (μP: 1/d_head) */
 } sublayer_shape_t;
 
 /* QK-norm of q or k of an attention (docs/design.md §6g): every head's d_head columns of a row

@@ -72,7 +72,7 @@ static void forward_pairs(void *ctx, int t, int nt)
 {
     const att_job_t *j = ctx;
     const int Tq = j->Tq, Tk = j->Tk, C = j->C, H = j->H, Dh = C / H;
-    const double scale = 1.0 / sqrt((double)Dh);
+    const double scale = j->o && j->o->scale > 0.0 ? j->o->scale : 1.0 / sqrt((double)Dh);
     size_t lo, hi;
     threads_part((size_t)j->B * H, t, nt, 1, &lo, &hi);
     for (size_t pair = lo; pair < hi; pair++) {
@@ -83,7 +83,7 @@ static void forward_pairs(void *ctx, int t, int nt)
         const real *vh = j->v + (size_t)b * Tk * C + (size_t)h * Dh;  // (Tk,Dh) stride C
         real *ah = j->att + ((size_t)b * H + h) * Tq * Tk;            // (Tq,Tk)
         real *ch = j->ctx + (size_t)b * Tq * C + (size_t)h * Dh;      // (Tq,Dh) stride C
-        // scores (Tq,Tk) = q_h · k_hᵀ / √Dh
+        // scores (Tq,Tk) = q_h · k_hᵀ · scale (1/√Dh, or o->scale)
         head_gemm(0, 1, Tq, Tk, Dh, scale, qh, C, kh, C, ah, Tk);
         const double cap = j->o ? j->o->softcap : 0.0;
         real *sh = cap > 0.0 ? j->o->capped + ((size_t)b * H + h) * Tq * Tk : NULL;
@@ -125,7 +125,7 @@ static void backward_pairs(void *ctx, int t, int nt)
 {
     const att_job_t *j = ctx;
     const int Tq = j->Tq, Tk = j->Tk, C = j->C, H = j->H, Dh = C / H;
-    const double scale = 1.0 / sqrt((double)Dh);
+    const double scale = j->o && j->o->scale > 0.0 ? j->o->scale : 1.0 / sqrt((double)Dh);
     size_t lo, hi;
     threads_part((size_t)j->B * H, t, nt, 1, &lo, &hi);
     for (size_t pair = lo; pair < hi; pair++) {
@@ -155,9 +155,9 @@ static void backward_pairs(void *ctx, int t, int nt)
                 dah[e] *= 1.0 - th * th;
             }
         }
-        // dq_h (Tq,Dh) = dscore (Tq,Tk) · k_h (Tk,Dh) / √Dh
+        // dq_h (Tq,Dh) = dscore (Tq,Tk) · k_h (Tk,Dh) · scale
         head_gemm(0, 0, Tq, Dh, Tk, scale, dah, Tk, j->k + ok, C, j->dq + oq, C);
-        // dk_h (Tk,Dh) = dscoreᵀ (Tk,Tq) · q_h (Tq,Dh) / √Dh
+        // dk_h (Tk,Dh) = dscoreᵀ (Tk,Tq) · q_h (Tq,Dh) · scale
         head_gemm(1, 0, Tk, Dh, Tq, scale, dah, Tk, j->q + oq, C, j->dk + ok, C);
     }
 }

@@ -23,6 +23,7 @@ typedef struct {
     real *entropy;         /* (B·H) Σ over counted queries of −Σ_j p_ij log p_ij, or NULL */
     real *max_logit;       /* (B·H) max |s| over counted queries' visible keys (after
                                 soft-capping: what the softmax sees), or NULL */
+    double scale;            /* s = q_h·k_hᵀ·scale; 0: 1/√Dh (μP: 1/Dh, docs/design.md §6h) */
 } attention_opts_t;
 
 /* Forward: fills att (B,H,Tq,Tk) and ctx (B,Tq,C). key_len (B) may be NULL. */

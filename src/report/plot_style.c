@@ -236,6 +236,8 @@ const char *plot_optimizer_label(optimizer_t o)
     case OPT_ADAMW: return "AdamW";
     case OPT_SGD: return "SGD";
     case OPT_RADAM: return "RAdam";
+    case OPT_GI_ADAM: return "GI-Adam";
+    case OPT_STABLEADAMW: return "StableAdamW";
     }
     return config_optimizer_name(o);
 }

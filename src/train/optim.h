@@ -1,5 +1,5 @@
 /* optim.h — optimizers over the one parameter buffer, global-norm clipping, learning-rate
- * schedules (docs/design.md §4 [train]). Numerics only.
+ * schedules (docs/design.md §4 [train], §6h). Numerics only.
  *
  * Update number t = 1, 2, … with gradient g (already clipped), learning rate α = optim_lr(t),
  * weight decay λ, all element-wise over the n parameters θ:
@@ -12,6 +12,17 @@
  *                   rₜ = √((ρₜ−4)(ρₜ−2)ρ∞ / ((ρ∞−4)(ρ∞−2)ρₜ));
  *           else:   θ ← θ − α·m̂                                     (Liu et al. 2020, Alg. 2;
  *           the paper's threshold 4 — PyTorch uses 5 — and PyTorch's ε beside √v̂)
+ *   gi_adam: adam (with its λθ term) whose v starts from the first gradient: v₀ = g₁², then
+ *           v₁ = β₂v₀ + (1−β₂)g₁² = g₁², both bias corrections kept, so v̂₁ = g₁²/(1−β₂) and the
+ *           first steps are ≈ √(1−β₂) of adam's                     (Kalra & Barkeshli 2024)
+ *   stableadamw: adamw whose α is, per tensor, α/c with c = max(1, √mean(g²/max(v̂, ε²))) over
+ *           that tensor, v̂ the one this update uses (AdaFactor's update clipping; Wortsman et
+ *           al. 2023b, Alg. 2): θ ← θ − (α/c)λθ − (α/c)·m̂/(√v̂ + ε). The ε² floor keeps a
+ *           coordinate without any gradient yet (g = v = 0) at 0.
+ * Per tensor (optim_seg_t, from the registry by optim_set_tensors) the lr is α·lr_mult (μP's
+ * rates, docs/design.md §6h; 1 by default). Every Adam-family update also leaves, per tensor,
+ * Σ (m̂/(√v̂ + ε))² — the update direction before α, rₜ and c — for its RMS (Wortsman et al.
+ * 2023b), summed in an order fixed by the buffer alone, so the thread count changes no bit.
  */
 #ifndef STABILITY_OPTIM_H
 #define STABILITY_OPTIM_H
@@ -20,6 +31,23 @@
 
 #include <stddef.h>
 #include "config/config.h"
+#include "model/model.h"
+
+/* One tensor of the buffer as the optimizer sees it. */
+typedef struct {
+    size_t offset, size;   /* its elements [offset, offset + size) of params and grads */
+    double lr_mult;        /* its lr = α·lr_mult (μP, model_lr_scale); 1 by default */
+    double clip;           /* stableadamw: c of the last update (≥ 1); 1 for the others */
+    double sumsq;          /* Adam family: Σ (m̂/(√v̂ + ε))² over it at the last update; NaN for
+                              sgd and before the first update */
+} optim_seg_t;
+
+/* A tensor cut at multiples of OPTIM_CHUNK elements of the buffer: the unit of the update's
+ * parts and of its sums (internal to optim.c). */
+typedef struct {
+    size_t lo, hi;
+    int seg;
+} optim_piece_t;
 
 typedef struct {
     optimizer_t kind;
@@ -28,16 +56,30 @@ typedef struct {
     long t;              /* updates taken */
     real *m;           /* (n) first moment; sgd: the momentum buffer b */
     real *v;           /* (n) second moment; NULL for sgd */
+    int nseg;            /* tensors, in buffer order, covering [0, n) */
+    optim_seg_t *seg;    /* (nseg) */
+    size_t npiece;
+    optim_piece_t *piece;   /* (npiece) the tensors cut at OPTIM_CHUNK boundaries */
+    double *piece_sum;      /* (npiece) scratch of one pass */
 } optim_t;
 
-/* Set up the optimizer of cfg->train for n parameters, moments zero, t = 0. Returns 0 or 1 (OOM). */
+/* Set up the optimizer of cfg->train for n parameters, moments zero, t = 0, the buffer one
+ * tensor with lr_mult 1. Returns 0 or 1 (OOM). */
 int optim_init(optim_t *o, const config_t *cfg, size_t n);
 
-/* Free the moment buffers. */
+/* The tensors of m's registry as the optimizer's segments, each with lr_mult =
+ * model_lr_scale (μP). n must be m->num_params. Returns 0 or 1 (OOM). */
+int optim_set_tensors(optim_t *o, const model_t *m);
+
+/* Free the moment buffers and the segments. */
 void optim_free(optim_t *o);
 
 /* One update of params (n) with grads (n) at learning rate lr; increments o->t first. */
 void optim_update(optim_t *o, real *params, const real *grads, double lr);
+
+/* RAdam's rectification at update t ≥ 1 (Liu et al. 2020, Alg. 2): *rho = ρₜ and the return
+ * rₜ when ρₜ > 4 (the adaptive step), else NaN (the un-adapted momentum step). β₂ and t only. */
+double optim_radam_rect(double beta2, long t, double *rho);
 
 /* ‖g‖₂ over all n entries (summed in a fixed order: reproducible). */
 double optim_global_norm(const real *g, size_t n);

@@ -82,15 +82,21 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     t->probe.attn_entropy = malloc((L * t->ax.nhead + 1) * sizeof(double));
     t->probe.attn_max_logit = malloc((L * t->ax.nhead + 1) * sizeof(double));
     t->probe.resid_rms = malloc(L * sizeof(double));
+    t->update_rms = malloc(L * sizeof(double));
+    t->update_rms_extra = malloc(((size_t)t->ax.nextra + 1) * sizeof(double));
+    t->layer_size = calloc(L ? L : 1, sizeof(size_t));
     t->jac = malloc(LR * sizeof(probe_jacobian_t));
     if (!t->probe.grad_fro || !t->probe.extra_grad_fro || !t->probe.hidden_sqnorm ||
         !t->probe.jacobian_spec || !t->probe.subout_grad || !t->jac || !t->probe.attn_entropy ||
-        !t->probe.attn_max_logit || !t->probe.resid_rms ||
-        optim_init(&t->opt, &t->s.cfg, m->num_params)) {
+        !t->probe.attn_max_logit || !t->probe.resid_rms || !t->update_rms ||
+        !t->update_rms_extra || !t->layer_size || optim_init(&t->opt, &t->s.cfg, m->num_params) ||
+        optim_set_tensors(&t->opt, m)) {
         snprintf(err, errlen, "out of memory");
         train_free(t);
         return 1;
     }
+    for (int i = 0; i < m->num_tensors; i++)   // the elements of each layer row (update_rms)
+        if (m->tensors[i].layer >= 0) t->layer_size[m->tensors[i].layer] += t->opt.seg[i].size;
     session_init(&t->s, cfg->init.seed);
     t->unigram = t->s.data.text ? diagnose_unigram_entropy(t->s.data.text, t->s.data.n_train)
                                 : NAN;
@@ -124,7 +130,33 @@ void train_free(train_t *t)
     free(t->prev);
     free(t->update_rel);
     free(t->admin_omega);
+    free(t->update_rms);
+    free(t->update_rms_extra);
+    free(t->layer_size);
     free(t);
+}
+
+/* train_t.update_rms and update_rms_extra from the optimizer's per-tensor sums of the update
+ * just made (updated = 0: none was, NaN). NaN also for sgd and where a row has no parameters. */
+static void update_rms(train_t *t, int updated)
+{
+    const model_t *m = t->s.model;
+    const int L = t->ax.L, E = t->ax.nextra;
+    double *row = t->update_rms, *extra = t->update_rms_extra;
+    for (int r = 0; r < L; r++) row[r] = 0.0;
+    for (int e = 0; e < E; e++) extra[e] = NAN;
+    for (int i = 0; i < m->num_tensors; i++) {
+        const tensor_info_t *ti = &m->tensors[i];
+        const optim_seg_t *sg = &t->opt.seg[i];
+        if (ti->layer >= 0) {
+            row[ti->layer] += sg->sumsq;
+        } else {
+            const int e = probe_axis_find(t->ax.extra, E, ti->name);
+            if (e >= 0 && sg->size) extra[e] = updated ? sqrt(sg->sumsq / (double)sg->size) : NAN;
+        }
+    }
+    for (int r = 0; r < L; r++)
+        row[r] = updated && t->layer_size[r] ? sqrt(row[r] / (double)t->layer_size[r]) : NAN;
 }
 
 /* The per-layer measurements of the step just run (forward activations, raw gradient). */
@@ -155,6 +187,8 @@ void train_step(train_t *t, train_record_t *r)
     r->step = s;
     r->val_loss = NAN;
     r->bleu = NAN;
+    r->radam_rho = r->radam_rect = NAN;
+    update_rms(t, 0);
     r->lr = optim_lr(c->train.schedule, c->train.lr, c->train.warmup, c->train.steps, s);
 
     if (session_next_batch(&t->s)) {   // batch, then its dropout masks, from rng_data
@@ -180,6 +214,9 @@ void train_step(train_t *t, train_record_t *r)
     r->updated = c->probe.model_update && (s <= TRAIN_UPDATE_EVERY_UNTIL || s % c->probe.every == 0);
     if (r->updated) memcpy(t->prev, m->params, m->num_params * sizeof(real));
     optim_update(&t->opt, m->params, m->grads, r->lr);
+    update_rms(t, 1);
+    if (t->opt.kind == OPT_RADAM)
+        r->radam_rect = optim_radam_rect(t->opt.beta2, t->opt.t, &r->radam_rho);
     t->step = s;
     if (r->updated) {   // DeepNet's model update on the fixed batch (no dropout)
         change_relative_update(&t->ax, m, t->prev, t->update_rel);

@@ -12,6 +12,8 @@
  * before clipping and the update). At updates 1…100 and every probe.every, DeepNet's model
  * update on a fixed batch and each tensor's relative update (measure/change.h), after it.
  * Text task: validation loss after the update at every train.eval_every-th and the last step.
+ * After every update, the RMS of its direction m̂/(√v̂ + ε) per layer (train_t.update_rms);
+ * with radam, its ρₜ and rₜ (train_record_t).
  * Streams (model/session.h): update 1 sees the batch of `stability dump`.
  */
 #ifndef STABILITY_TRAIN_H
@@ -51,6 +53,8 @@ typedef struct {
     int failed;           /* the batch had ids outside the vocabulary (t->s.error); no update */
     int diverged;         /* TRAIN_FINITE, or why the step diverged (no update was made) */
     dynamics_scalars_t dyn;   /* attention logits and entropy, log Z of the update's forward */
+    double radam_rho;     /* radam: ρₜ of the update (optim_radam_rect); else NaN */
+    double radam_rect;    /* radam: rₜ when ρₜ > 4 (the adaptive step), else NaN */
 } train_record_t;
 
 /* Per-layer measurements of one step (axes of train_t.ax). */
@@ -85,6 +89,12 @@ typedef struct {
     double model_update;       /* ‖F(x, θ_t) − F(x, θ_0)‖, mean over tokens */
     double *update_rel;        /* (L,P) ‖W_t − W_{t−1}‖_F / ‖W_{t−1}‖_F */
     double *admin_omega;       /* (L,X) Admin's ω as profiled at initialisation, or NULL */
+    /* The RMS of the Adam family's update direction m̂/(√v̂ + ε) over each layer row's tensors
+     * and each tensor outside the layers (the probes' extra axis), after every update (Wortsman
+     * et al. 2023b; docs/design.md §6h); NaN for sgd, a diverged step, an absent tensor. */
+    double *update_rms;        /* (L) */
+    double *update_rms_extra;  /* (E) */
+    size_t *layer_size;        /* (L) parameters of each layer row */
     double unigram;            /* unigram entropy of the text's training split (the plateau,
                                   measure/diagnose.h), NaN for other tasks */
 } train_t;
