@@ -328,8 +328,8 @@ END_TEST
 
 /* Decoding (model_decode_last, `stability translate`) rotates at the right positions: for a
  * rope encoder–decoder the logits of a prefix of t + 1 tokens at its last position equal the full
- * forward's logits at position t (the decoder is causal), for every t; with the positions of a
- * prefix off by one (the decoder fed from position 1) they would not. */
+ * forward's logits at position t (the decoder is causal), for every t: the prefix's queries and
+ * keys sit at the positions the training forward gave them. */
 START_TEST(test_decode_positions)
 {
     config_t c;
