@@ -13,6 +13,7 @@
 #include "tests.h"
 #include "config/config.h"
 #include "measure/gradcheck.h"
+#include "measure/probe.h"
 #include "model/model.h"
 #include "model/session.h"
 #include "nn/rope.h"
@@ -274,6 +275,73 @@ START_TEST(test_tensors)
 }
 END_TEST
 
+/* The probes' "param" axis (docs/design.md §6): a single stack's 16 columns as ever, and with
+ * SwiGLU w3 (b3 with biases) right after b2; without biases the bias columns stay (NaN). */
+START_TEST(test_probe_columns)
+{
+    static const char *const base[16] = {"wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo", "w1",
+                                         "b1", "w2", "b2", "norm1.gamma", "norm1.beta",
+                                         "norm2.gamma", "norm2.beta"};
+    for (int v = 0; v < 4; v++) {
+        config_t c;
+        block_config(&c, 0, 3);
+        c.model.activation = v >= 2 ? ACT_SWIGLU : ACT_GELU;
+        c.model.bias = v % 2 == 0;
+        c.model.positions = v ? POS_ROPE : POS_SINUSOIDAL;
+        model_t *m = model_create(&c, NULL);
+        probe_axes_t a;
+        ck_assert_int_eq(probe_axes_from_model(&a, m), 0);
+        const int extra = v == 2 ? 2 : v == 3 ? 1 : 0;
+        ck_assert_int_eq(a.nparam, 16 + extra);
+        for (int i = 0, j = 0; i < a.nparam; i++) {
+            if (i >= 12 && i < 12 + extra) {
+                ck_assert_str_eq(a.param[i], i == 12 ? "w3" : "b3");
+                continue;
+            }
+            ck_assert_str_eq(a.param[i], base[j++]);
+        }
+        probe_axes_free(&a);
+        model_free(m);
+    }
+}
+END_TEST
+
+/* Biases are constants at initialisation, not draws: for the same seed a model without them has
+ * every other tensor's initial values, and (its biases being 0) the same loss, bit for bit —
+ * lm with SwiGLU (b3) and encdec (cross-attention's cb*). */
+START_TEST(test_bias_off_same_start)
+{
+    for (int arch = 0; arch < 2; arch++) {
+        config_t a, b;
+        block_config(&a, arch, 61);
+        a.model.activation = ACT_SWIGLU;
+        a.model.positions = POS_ROPE;
+        b = a;
+        b.model.bias = 0;
+        session_t sa, sb;
+        char err[256];
+        ck_assert_int_eq(session_open(&sa, &a, err, sizeof err), 0);
+        ck_assert_int_eq(session_open(&sb, &b, err, sizeof err), 0);
+        session_init(&sa, 61);
+        session_init(&sb, 61);
+        ck_assert_int_eq(session_next_batch(&sa), 0);
+        ck_assert_int_eq(session_next_batch(&sb), 0);
+        ck_assert_int_lt(sb.model->num_tensors, sa.model->num_tensors);
+        for (int k = 0; k < sb.model->num_tensors; k++) {
+            const tensor_info_t *t = &sb.model->tensors[k], *u = model_find_tensor(sa.model, t->name);
+            ck_assert_ptr_nonnull(u);
+            ck_assert_int_eq(memcmp(sb.model->params + t->offset, sa.model->params + u->offset,
+                                    model_tensor_size(t) * sizeof(double)), 0);
+        }
+        const double la = model_forward(sa.model, &sa.batch), lb = model_forward(sb.model, &sb.batch);
+        ck_assert_msg(la == lb, "%s: loss %.17g with zero biases, %.17g without", arch ? "encdec" : "lm",
+                      la, lb);
+        session_close(&sa);
+        session_close(&sb);
+    }
+}
+END_TEST
+
 /* Sample standard deviation of tensor name of m. */
 static double tensor_sd(const model_t *m, const char *name)
 {
@@ -446,6 +514,8 @@ Suite *block_suite(void)
     TCase *tc2 = tcase_create("parts");
     tcase_add_test(tc2, test_rope_kernel);
     tcase_add_test(tc2, test_tensors);
+    tcase_add_test(tc2, test_bias_off_same_start);
+    tcase_add_test(tc2, test_probe_columns);
     tcase_add_test(tc2, test_w3_gains);
     tcase_add_test(tc2, test_decode_positions);
     tcase_add_test(tc2, test_no_added_positions);
