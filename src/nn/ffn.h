@@ -21,7 +21,8 @@ void ffn_backward(real *dx, real *dW1, real *db1, real *dW2, real *db2,
                   const real *pre, const real *act, const real *W1, const real *W2,
                   size_t N, size_t C, size_t F, activation_t kind);
 
-/* Elementwise activation of n values: relu, or exact gelu 0.5·x·(1 + erf(x/√2)). */
+/* Elementwise activation of n values: relu, or exact gelu 0.5·x·(1 + erf(x/√2)). ffn_forward,
+ * ffn_backward and these take relu or gelu; SwiGLU's two inputs go through ffn_swiglu_*. */
 void ffn_activation_forward(real *out, const real *x, size_t n, activation_t kind);
 
 /* dx (n) = dout ⊙ act'(x)  (overwrites dx). */
