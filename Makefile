@@ -240,6 +240,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_mlm.py
 	/usr/bin/python3 tests/test_torch_dynamics.py
 	/usr/bin/python3 tests/test_torch_optim.py
+	/usr/bin/python3 tests/test_torch_llama.py
 	/usr/bin/python3 tests/test_dynamics_plot.py
 	/usr/bin/python3 tests/test_torch_float32.py
 	/usr/bin/python3 tests/test_probe.py

@@ -159,6 +159,46 @@ START_TEST(test_grads_every_scheme)
 }
 END_TEST
 
+/* Today's block (docs/design.md §6i: rope, SwiGLU, no biases) on every scheme of the table ×
+ * {lm, encdec}, RMSNorm (none where a scheme has no norms), QK-norm on every other model: the
+ * float32 core against the float64 core under the same bound. */
+START_TEST(test_grads_llama_block)
+{
+    worst_t w = {0.0, 0.0, ""};
+    int n = 0, seed = 760;
+    for (int arch = 0; arch < 2; arch++) {
+        for (int i = 0; i < SCHEME_COUNT; i++) {
+            const scheme_t *s = &SCHEMES[i];
+            int p = i < PLACEMENT_COUNT ? i : 0;
+            while (i >= PLACEMENT_COUNT && s->placements && !((s->placements >> p) & 1u)) p++;
+            if (i >= PLACEMENT_COUNT && s->by == SCHEME_BY_NORM) p = PLACEMENT_PRE;
+            norm_kind_t nk = s->norms == SCHEME_NORMS_NONE ? NORM_NONE : NORM_RMSNORM;
+            if (s->by == SCHEME_BY_NORM) nk = (norm_kind_t)s->value;
+            config_t cfg;
+            real_config(&cfg, (placement_t)p, nk, arch, seed++);
+            cfg.model.positions = POS_ROPE;
+            cfg.model.activation = ACT_SWIGLU;
+            cfg.model.bias = 0;
+            cfg.model.d_ff = 40;   // ~ 8d/3 with d = 32 (heads 4: d_head 8, even)
+            if (!arch) cfg.model.causal = 1;
+            if (n % 2) cfg.model.qk_norm = QK_NORM_RMSNORM;
+            if (s->by == SCHEME_BY_INIT) {
+                cfg.init.scheme = (init_scheme_t)s->value;
+                cfg.model.norm = NORM_NONE;
+            }
+            char what[96];
+            snprintf(what, sizeof what, "%s %s/%s llama%s", arch ? "encdec" : "lm", s->name,
+                     config_norm_name(cfg.model.norm), n % 2 ? "+qk" : "");
+            compare(&cfg, what, &w);
+            n++;
+        }
+    }
+    printf("float32 vs float64, LLaMA block: %d models, worst gradient %.1f·ε·depth (%s; bound "
+           "%g), worst loss %.1f·ε (bound %g)\n", n, w.grad, w.name, GRAD_EPS_MULT, w.loss,
+           LOSS_EPS_MULT);
+}
+END_TEST
+
 Suite *real_suite(void)
 {
     Suite *s = suite_create("real");
@@ -166,6 +206,7 @@ Suite *real_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_layout_same);
     tcase_add_test(tc, test_grads_every_scheme);
+    tcase_add_test(tc, test_grads_llama_block);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -19,6 +19,7 @@ Suite *util_suite(void);     /* tests/test_util.c: file-system guards, thread co
 Suite *sweep_suite(void);    /* tests/test_sweep.c: the Slurm array specification */
 Suite *report_suite(void);   /* tests/test_report.c: seed groups, mean and 95 % band, reaching a loss */
 Suite *real_suite(void);     /* tests/test_real.c: the float32 core's layout, loss and gradients vs float64, every scheme */
+Suite *block_suite(void);    /* tests/test_block.c: rope, SwiGLU, bias-free linears vs FD; the kernel, names, decoding */
 Suite *dynamics_suite(void); /* tests/test_dynamics.c: QK-norm, soft-capping, z-loss vs FD; entropy, logits, log Z */
 Suite *mup_suite(void);      /* tests/test_mup.c: μP's rates, d = base_width, draws, FD; init.embed, parametrization keys */
 

@@ -74,6 +74,12 @@ def parse_config(text, placements=PLACEMENTS, norms=NORMS, auto_final_norm_on=("
     m["norm"] = get("model", "norm").lower()
     m["norm_eps"] = float(get("model", "norm_eps"))
     m["activation"] = get("model", "activation").lower()
+    # today's block (docs/design.md §6i), written only away from the defaults: absent = the
+    # 2017 block (sinusoidal positions, biases on)
+    m["positions"] = (cp.get("model", "positions").strip().lower()
+                      if cp.has_option("model", "positions") else "sinusoidal")
+    m["bias"] = (parse_bool(cp.get("model", "bias"), "model.bias")
+                 if cp.has_option("model", "bias") else True)
     if m["arch"] == "encdec":
         m["dec_layers"] = int(get("model", "dec_layers"))
         if m["dec_layers"] == 0:        # should have been resolved by the writer (docs/design.md §6b)
@@ -102,8 +108,10 @@ def parse_config(text, placements=PLACEMENTS, norms=NORMS, auto_final_norm_on=("
         raise ValueError(f"model.placement {m['placement']!r} not modelled here")
     if m["norm"] not in norms:
         raise ValueError(f"model.norm {m['norm']!r} not modelled here")
-    if m["activation"] not in ("relu", "gelu"):
+    if m["activation"] not in ("relu", "gelu", "swiglu"):
         raise ValueError(f"model.activation {m['activation']!r} not modelled here")
+    if m["positions"] not in ("sinusoidal", "rope", "none"):
+        raise ValueError(f"model.positions {m['positions']!r} not modelled here")
     if m["dropout"] != 0.0:
         raise ValueError("model.dropout must be 0 for the cross-check")
     if m["d_model"] % m["heads"]:
@@ -170,16 +178,44 @@ def mha(a, P, p, m, kv=None, key_pad=None, causal=None, w="", ctx_hook=None):
     return ctx @ P[p + w + "wo"] + P[p + w + "bo"]
 
 
+def linear(x, P, w, b, m):
+    """x·W + b, or x·W when the model has no biases (model.bias = off: the tensor b is absent)."""
+    y = x @ P[w]
+    return y + P[b] if m.get("bias", True) else y
+
+
 def ffn(x, P, p, m, hidden_hook=None):
-    """act(x·W¹ + b¹)·W² + b²; hidden_hook: applied to act(·) (B,T,d_ff) before W² (Sub-LN)."""
-    h = x @ P[p + "w1"] + P[p + "b1"]
+    """act(x·W¹ + b¹)·W² + b²; hidden_hook: applied to act(·) (B,T,d_ff) before W² (Sub-LN).
+    SwiGLU (Shazeer 2020; LLaMA's FeedForward w2(silu(w1(x)) * w3(x))): act(·) = SiLU(x·W¹ + b¹)
+    ⊙ (x·W³ + b³), torch's own F.silu; the hook (Sub-LN's, NormFormer's inner norm) after the
+    gated product. Without biases every b is left out."""
+    h = linear(x, P, p + "w1", p + "b1", m)
     if m["activation"] == "relu":
         h = torch.relu(h)
+    elif m["activation"] == "swiglu":
+        h = F.silu(h) * linear(x, P, p + "w3", p + "b3", m)
     else:
         h = 0.5 * h * (1.0 + torch.erf(h / math.sqrt(2.0)))               # exact GELU
     if hidden_hook is not None:
         h = hidden_hook(h)
-    return h @ P[p + "w2"] + P[p + "b2"]
+    return linear(h, P, p + "w2", p + "b2", m)
+
+
+def rope_freqs(T, Dh, base=10000.0):
+    """Meta's LLaMA precompute_freqs_cis (facebookresearch/llama model.py): e^{i·t·θ_j},
+    θ_j = base^(−2j/Dh), t < T, j < Dh/2, complex (T, Dh/2)."""
+    freqs = 1.0 / (base ** (torch.arange(0, Dh, 2, dtype=torch.float64)[: Dh // 2] / Dh))
+    angles = torch.outer(torch.arange(T, dtype=torch.float64), freqs)
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def rope(x, base=10000.0):
+    """Rotary positions (Su et al. 2021) on x (B,H,T,Dh), position t = index on axis 2: Meta's
+    apply_rotary_emb, the pairs (2j, 2j+1) of the last axis as complex numbers times e^{i·t·θ_j}
+    (view_as_complex; autograd through complex128)."""
+    B, H, T, Dh = x.shape
+    xc = torch.view_as_complex(x.contiguous().reshape(B, H, T, Dh // 2, 2))
+    return torch.view_as_real(xc * rope_freqs(T, Dh, base)).reshape(B, H, T, Dh)
 
 
 def output_loss(P, m, x_final, targets):

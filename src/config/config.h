@@ -26,6 +26,9 @@ typedef enum { EMBED_NORMAL = 0, EMBED_XAVIER_UNIFORM = 1 } embed_init_t;
 /* The parametrization (docs/design.md §6h): standard, or μP (Yang et al. 2022). */
 typedef enum { PARAM_STANDARD = 0, PARAM_MUP = 1 } parametrization_t;
 typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_norm_t;
+/* How a token's position reaches the model (model.positions; docs/design.md §6i): sinusoidal
+ * vectors added to the input, rotary positions on q and k of self-attention, or none. */
+typedef enum { POS_SINUSOIDAL = 0, POS_ROPE = 1, POS_NONE = 2 } positions_t;
 typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2 } schedule_t;
 /* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"). */
 typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1 } precision_t;
@@ -46,7 +49,7 @@ typedef struct config {
         norm_kind_t norm;        /* layernorm | rmsnorm | none | dyt  default layernorm */
         double norm_eps;         /* > 0                          default 1e-5 */
         double dyt_alpha;        /* DyT's α at initialisation, > 0   default 0.5 */
-        activation_t activation; /* relu | gelu                  default relu */
+        activation_t activation; /* relu | gelu | swiglu         default relu */
         int causal;              /* bool                         default false */
         int tie_embeddings;      /* bool                         default true */
         final_norm_t final_norm; /* auto (the scheme's default) | on | off */
@@ -54,6 +57,9 @@ typedef struct config {
         qk_norm_t qk_norm;       /* off | layernorm | rmsnorm: q, k of each head normalised
                                     over d_head (docs/design.md §6g)  default off */
         double attn_softcap;     /* c > 0: logits c·tanh(s/c) (Gemma 2); 0 = off  default 0 */
+        positions_t positions;   /* sinusoidal | rope | none (docs/design.md §6i)  default
+                                    sinusoidal */
+        int bias;                /* on: every linear map has its bias; off: none exists  default on */
     } model;
     struct {
         init_scheme_t scheme;    /* xavier_normal | xavier_uniform | normal | tfixup */
@@ -112,7 +118,7 @@ typedef struct config {
      * (model.layers = 0 ... output.overwrite = last; config.c's key table):
      * 0 = default, > 0 = line in path, -1 = a --set override. Used by config_validate to
      * name the offending key's line; not part of the configuration itself. */
-#define CONFIG_MAX_KEYS 64
+#define CONFIG_MAX_KEYS 96
     int src_line[CONFIG_MAX_KEYS];
 } config_t;
 
@@ -164,6 +170,7 @@ const char *config_arch_name(arch_t a);
 const char *config_placement_name(placement_t p);
 const char *config_norm_name(norm_kind_t n);
 const char *config_activation_name(activation_t a);
+const char *config_positions_name(positions_t p);
 const char *config_task_name(task_t t);
 const char *config_optimizer_name(optimizer_t o);
 const char *config_schedule_name(schedule_t s);

@@ -18,7 +18,8 @@
 
 static const char *const arch_names[] = {"lm", "encdec", NULL};
 static const char *const norm_names[] = {"layernorm", "rmsnorm", "none", "dyt", NULL};
-static const char *const activation_names[] = {"relu", "gelu", NULL};
+static const char *const activation_names[] = {"relu", "gelu", "swiglu", NULL};
+static const char *const positions_names[] = {"sinusoidal", "rope", "none", NULL};
 static const char *const final_norm_names[] = {"auto", "on", "off", NULL};
 static const char *const init_names[] = {"xavier_normal", "xavier_uniform", "normal", "tfixup",
                                          NULL};
@@ -73,6 +74,8 @@ const cfg_key_t cfg_keys[] = {
     KD(model, dropout, 0, 0, 1, 1),
     KE(model, qk_norm, qk_norm_names),
     KD(model, attn_softcap, 0, 0, INFINITY, 0),
+    KE(model, positions, positions_names),
+    KO(model, bias),
 
     KE(init, scheme, init_names),
     KD(init, std, 0, 1, INFINITY, 0),
@@ -384,6 +387,8 @@ void config_defaults(config_t *cfg)
     cfg->model.dropout = 0.0;
     cfg->model.qk_norm = QK_NORM_OFF;
     cfg->model.attn_softcap = 0.0;
+    cfg->model.positions = POS_SINUSOIDAL;
+    cfg->model.bias = 1;
 
     cfg->init.scheme = INIT_XAVIER_NORMAL;
     cfg->init.std = 0.02;
@@ -446,6 +451,7 @@ const char *config_placement_name(placement_t p)
 }
 const char *config_norm_name(norm_kind_t n) { return enum_name(norm_names, (int)n); }
 const char *config_activation_name(activation_t a) { return enum_name(activation_names, (int)a); }
+const char *config_positions_name(positions_t p) { return enum_name(positions_names, (int)p); }
 const char *config_task_name(task_t t) { return enum_name(task_names, (int)t); }
 const char *config_optimizer_name(optimizer_t o) { return enum_name(optimizer_names, (int)o); }
 const char *config_schedule_name(schedule_t s) { return enum_name(schedule_names, (int)s); }
@@ -513,6 +519,10 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
              cfg->init.parametrization == PARAM_STANDARD) ||
             (k->off == offsetof(config_t, init.base_width) && cfg->init.base_width == 0))
             continue;
+        // today's block (docs/design.md §6i): written only away from the 2017 block's defaults
+        if (k->off == offsetof(config_t, model.positions) && cfg->model.positions == POS_SINUSOIDAL)
+            continue;
+        if (k->off == offsetof(config_t, model.bias) && cfg->model.bias) continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);
         char num[40];

@@ -260,6 +260,23 @@ static int validate_mup(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* Today's block (docs/design.md §6i): rotary positions turn pairs of each head's dimensions,
+ * so d_head must be even. SwiGLU, model.bias and model.positions = none go with every scheme,
+ * mitigation and task. */
+static int validate_block(const config_t *cfg, char *err, size_t errlen)
+{
+    const int pos = cfg_kidx("model", "positions"), heads = cfg_kidx("model", "heads");
+    const int dh = cfg->model.d_model / cfg->model.heads;
+    if (cfg->model.positions == POS_ROPE && dh % 2 != 0) {
+        if (blame(cfg, pos, heads) == pos)
+            return vfail(cfg, pos, err, errlen, "rope rotates pairs of each head's dimensions: "
+                         "needs an even d_head = d_model/heads (got %d)", dh);
+        return vfail(cfg, heads, err, errlen, "leaves an odd d_head = %d, which model.positions "
+                     "= rope cannot split into pairs", dh);
+    }
+    return 0;
+}
+
 int config_validate(const config_t *cfg, char *err, size_t errlen)
 {
     char msg[CONFIG_ERR_MAX / 2];
@@ -301,6 +318,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     if (!rc) rc = validate_scheme(cfg, err, errlen);
     if (!rc) rc = validate_mitigations(cfg, err, errlen);
     if (!rc) rc = validate_mup(cfg, err, errlen);
+    if (!rc) rc = validate_block(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {

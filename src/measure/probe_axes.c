@@ -73,6 +73,8 @@ static void declared_columns(const model_t *m, int *used)
                                                           q / 2, q % 2))] = 1;
         }
     }
+    for (int i = 0; i < m->num_tensors; i++)   // and every layer tensor it has (SwiGLU's w3 b3)
+        if (m->tensors[i].column >= 0) used[m->tensors[i].column] = 1;
 }
 
 /* The norm axis: every site of the model in the order norm1 … norm3, norm1_out …, norm1_inner …. */

@@ -10,6 +10,7 @@
 #include "nn/gemm.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
+#include "nn/rope.h"
 #include "util/arena.h"
 
 /* ---------------------------------------------------------------------------------------
@@ -136,11 +137,24 @@ static void copy_dims(model_t *m, const config_t *cfg, const batch_caps_t *c)
     const int mup = cfg->init.parametrization == PARAM_MUP && cfg->init.base_width > 0;
     m->mup_ratio = mup ? (double)cfg->init.base_width / (double)m->C : 0.0;
     m->logit_scale = mup ? m->mup_ratio : 1.0;
-    m->shape = (sublayer_shape_t){m->C, m->F, m->H, m->norm, m->norm_eps, cfg->model.activation,
-                                  NORM_NONE, cfg->model.attn_softcap, mup ? 1.0 / m->Dh : 0.0};
+    m->bias = cfg->model.bias;
+    m->positions = cfg->model.positions;
+    m->shape = (sublayer_shape_t){.C = m->C, .F = m->F, .H = m->H, .norm = m->norm,
+                                  .eps = m->norm_eps, .act = cfg->model.activation,
+                                  .qk_norm = NORM_NONE, .softcap = cfg->model.attn_softcap,
+                                  .rope = m->positions == POS_ROPE,
+                                  .attn_scale = mup ? 1.0 / m->Dh : 0.0};
     if (cfg->model.qk_norm != QK_NORM_OFF)
         m->shape.qk_norm = cfg->model.qk_norm == QK_NORM_RMSNORM ? NORM_RMSNORM : NORM_LAYERNORM;
     m->z_loss = cfg->train.z_loss;
+}
+
+/* Reals of the position tables for P positions: sinusoidal PE (P,C), or rope's cosines and
+ * sines (P,Dh/2) each, or none. */
+static size_t position_reals(const model_t *m, int P)
+{
+    if (m->positions == POS_SINUSOIDAL) return (size_t)P * m->C;
+    return m->positions == POS_ROPE ? (size_t)P * m->Dh : 0;
 }
 
 /* Sinusoidal positions (Vaswani et al. 2017 §3.5): PE[t][2i] = sin(t/10000^(2i/d)),
@@ -171,12 +185,25 @@ model_t *model_create(const config_t *cfg, const batch_caps_t *caps)
     const int P = m->T > m->S ? m->T : m->S;
     m->act_mem = calloc(m->num_acts, sizeof(real));
     m->dact_mem = calloc(m->num_dacts, sizeof(real));
-    m->pe = calloc((size_t)P * m->C, sizeof(real));
+    const size_t npos = position_reals(m, P);
+    real *pos = npos ? calloc(npos, sizeof(real)) : NULL;
     m->src_len = calloc((size_t)m->B + 1, sizeof(int));
     m->tgt_len = calloc((size_t)m->B + 1, sizeof(int));
-    if (!m->act_mem || !m->dact_mem || !m->pe || !m->src_len || !m->tgt_len) goto fail;
+    if (!m->act_mem || !m->dact_mem || (npos && !pos) || !m->src_len || !m->tgt_len) {
+        free(pos);
+        goto fail;
+    }
     layout(m, &c, m->act_mem, m->dact_mem);
-    fill_positions(m->pe, P, m->C);
+    if (m->positions == POS_SINUSOIDAL) {   // added to the input (stack.h)
+        m->pe = pos;
+        fill_positions(m->pe, P, m->C);
+    } else if (m->positions == POS_ROPE) {   // turned into q and k (nn/rope.h), base 10 000
+        m->rope_cos = pos;
+        m->rope_sin = pos + (size_t)P * (m->Dh / 2);
+        rope_tables(m->rope_cos, m->rope_sin, P, m->Dh, 10000.0);
+        m->shape.rope_cos = m->rope_cos;
+        m->shape.rope_sin = m->rope_sin;
+    }
     return m;
 fail:
     model_free(m);
@@ -196,6 +223,7 @@ void model_free(model_t *m)
     free(m->act_mem);
     free(m->dact_mem);
     free(m->pe);
+    free(m->rope_cos);   // one block with rope_sin
     free(m->src_len);
     free(m->tgt_len);
     free(m);
@@ -212,7 +240,7 @@ double model_memory_doubles(const config_t *cfg, const batch_caps_t *caps)
         layout(&m, &c, NULL, NULL);
         const int P = m.T > m.S ? m.T : m.S;
         total = 2.0 * (double)m.num_params + (double)m.num_acts + (double)m.num_dacts +
-                (double)P * m.C;
+                (double)position_reals(&m, P);
     }
     tensors_free(&m.list);
     for (int s = 0; s < 2; s++) {

@@ -43,6 +43,8 @@ typedef struct {
                                 init.base_width / d; 0 for the standard parametrization */
     double logit_scale;      /* the output logits' multiplier: mup_ratio under μP, else 1 */
     int causal, tied, final_norm;
+    int bias;                /* model.bias: the linear maps have biases */
+    positions_t positions;   /* model.positions (docs/design.md §6i) */
     sublayer_shape_t shape;
 
     /* Parameters, gradients, and the registry of named tensors. */
@@ -63,7 +65,8 @@ typedef struct {
     /* Activations and their gradients. */
     size_t num_acts, num_dacts;
     real *act_mem, *dact_mem;
-    real *pe;              /* (max(T,S), C) sinusoidal positions */
+    real *pe;              /* (max(T,S), C) sinusoidal positions, or NULL (rope, none) */
+    real *rope_cos, *rope_sin;   /* (max(T,S), Dh/2) rotary positions' tables, or NULL */
     real *logits;          /* (N,V) */
     real *probs;           /* (N,V) softmax(logits) */
     real *losses;          /* (N) per-token loss (0 where not scored) */

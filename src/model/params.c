@@ -41,8 +41,9 @@ static int add_site_alpha(model_t *m, const char *prefix, int row, int site, int
                             m->dyt_alpha);
 }
 
-/* The branch tensors of a sub-layer, weight (gain) then bias (0): attention's q, k, v, o or the
- * FFN's W¹ (C,F), W² (F,C). */
+/* The branch tensors of a sub-layer, weight (gain) then bias (0; none with model.bias = off):
+ * attention's q, k, v, o or the FFN's W¹ (C,F), W² (F,C), and SwiGLU's W³ (C,F) after them
+ * (docs/design.md §6i). */
 static int add_branch(model_t *m, const char *prefix, int row, const sublayer_rule_t *r)
 {
     const size_t C = (size_t)m->C, F = (size_t)m->F;
@@ -55,7 +56,12 @@ static int add_branch(model_t *m, const char *prefix, int row, const sublayer_ru
         const size_t in = ffn && j == 1 ? F : C, out = ffn && j == 0 ? F : C;
         rc |= add_layer_tensor(m, prefix, row, k[2 * j], in, out, TENSOR_MATRIX,
                                ffn ? ffn_gains[j] : attn_gains[j]);
-        rc |= add_layer_tensor(m, prefix, row, k[2 * j + 1], 1, out, TENSOR_CONST, 0.0);
+        if (m->bias) rc |= add_layer_tensor(m, prefix, row, k[2 * j + 1], 1, out, TENSOR_CONST, 0.0);
+    }
+    if (ffn && m->shape.act == ACT_SWIGLU) {
+        rc |= add_layer_tensor(m, prefix, row, tensors_glu_name(0), C, F, TENSOR_MATRIX,
+                               r->gain[GAIN_W3]);
+        if (m->bias) rc |= add_layer_tensor(m, prefix, row, tensors_glu_name(1), 1, F, TENSOR_CONST, 0.0);
     }
     return rc;
 }
@@ -180,6 +186,12 @@ static void bind_sublayer(model_t *m, sublayer_t *sl, const char *prefix, int K)
         sl->gw[j] = view(m, m->grads, prefix, k[2 * j]);
         sl->b[j] = view(m, m->params, prefix, k[2 * j + 1]);
         sl->gb[j] = view(m, m->grads, prefix, k[2 * j + 1]);
+    }
+    if (sl->rule.kind == SUB_FFN) {   // SwiGLU's W³, b³ (NULL where absent)
+        sl->w[2] = view(m, m->params, prefix, tensors_glu_name(0));
+        sl->gw[2] = view(m, m->grads, prefix, tensors_glu_name(0));
+        sl->b[2] = view(m, m->params, prefix, tensors_glu_name(1));
+        sl->gb[2] = view(m, m->grads, prefix, tensors_glu_name(1));
     }
     norm_site_t *sites[3] = {&sl->norm, &sl->norm_out, &sl->inner};
     for (int t = 0; t < 3; t++) {

@@ -65,11 +65,12 @@ double placement_embed_scale(const config_t *cfg)
 }
 
 /* Gains of the matrices that carry a scheme's init scale: W_V, W_O, W¹, W² (of the
- * cross-attention too unless own_only). */
+ * cross-attention too unless own_only); SwiGLU's W³ as W¹, the other matrix that reads the
+ * branch input (docs/design.md §6i). */
 static void scale_vo_ffn(sublayer_rule_t *r, double g, int own_only)
 {
     if (own_only && r->kind == SUB_CROSS_ATTN) return;
-    if (r->kind == SUB_FFN) { r->gain[GAIN_W1] = g; r->gain[GAIN_W2] = g; }
+    if (r->kind == SUB_FFN) { r->gain[GAIN_W1] = r->gain[GAIN_W3] = g; r->gain[GAIN_W2] = g; }
     else { r->gain[GAIN_V] = g; r->gain[GAIN_O] = g; }
 }
 

@@ -19,8 +19,9 @@ typedef enum { SUB_SELF_ATTN = 0, SUB_CROSS_ATTN = 1, SUB_FFN = 2 } sublayer_kin
 
 #define PLACEMENT_MAX_SUB 3   /* sub-layers per layer: decoder = self, cross, FFN */
 
-/* Init gains of a sub-layer's weight matrices (Xavier's standard deviation times the gain). */
-enum { GAIN_Q, GAIN_K, GAIN_V, GAIN_O, GAIN_W1, GAIN_W2, GAIN_COUNT };
+/* Init gains of a sub-layer's weight matrices (Xavier's standard deviation times the gain);
+ * GAIN_W3 is SwiGLU's up projection, scaled wherever a scheme scales W¹ (docs/design.md §6i). */
+enum { GAIN_Q, GAIN_K, GAIN_V, GAIN_O, GAIN_W1, GAIN_W2, GAIN_W3, GAIN_COUNT };
 
 /* How one sub-layer is wired and initialised. */
 typedef struct {

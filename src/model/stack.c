@@ -80,12 +80,17 @@ static void embed_forward_part(void *ctx, int t, int nt)
     size_t lo, hi;
     threads_part(j->N, t, nt, 1, &lo, &hi);
     // x_1 = tok_embed[id]·√d + PE  (fairseq convention, docs/design.md §5)     // (N,C)
+    // (no PE: model.positions = rope or none, docs/design.md §6i)
     for (size_t i = lo; i < hi; i++) {
         real *x = j->st->embed + i * C;
         if (j->ids[i] < 0) { memset(x, 0, C * sizeof(real)); continue; }   // padding
         const real *e = j->tok_embed + (size_t)j->ids[i] * C;
-        const real *pos = j->pe + (i % T) * C;
-        for (size_t c = 0; c < C; c++) x[c] = e[c] * sqrtC + pos[c];
+        if (j->pe) {
+            const real *pos = j->pe + (i % T) * C;
+            for (size_t c = 0; c < C; c++) x[c] = e[c] * sqrtC + pos[c];
+        } else {
+            for (size_t c = 0; c < C; c++) x[c] = e[c] * sqrtC;
+        }
         if (j->st->mask_embed)
             for (size_t c = 0; c < C; c++) x[c] *= j->st->mask_embed[i * C + c];
     }
@@ -109,7 +114,7 @@ static void embed_backward_part(void *ctx, int t, int nt)
     }
 }
 
-/* x_1 (N,C) into st->embed. */
+/* x_1 (N,C) into st->embed; pe NULL: no positions added. */
 static void embed_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
                           const int32_t *ids, const real *tok_embed, const real *pe)
 {

@@ -1,7 +1,8 @@
 /* stack.h — a stack: embedding → L layers of sub-layers → optional final norm
  * (docs/design.md §1, §6b). arch = lm is one stack; encdec is an encoder and a decoder.
  *
- *   x_1 = drop(tok_embed[id]·√d + PE)   (a padding position, id −1, is the zero vector)
+ *   x_1 = drop(tok_embed[id]·√d + PE)   (a padding position, id −1, is the zero vector; PE only
+ *                                        with model.positions = sinusoidal, docs/design.md §6i)
  *   x_{s+1} = sublayer_s(x_s),  s = 0 … L·nsub − 1;   output = Norm_final(x_top) or x_top
  *
  * The backward keeps one gradient of the residual stream at a time: two buffers that the
@@ -48,7 +49,8 @@ void stack_draw_dropout(layer_stack_t *st, size_t N, int C, double p, gsl_rng *r
 /* Set every dropout mask of N rows to 1 (evaluation). */
 void stack_masks_off(layer_stack_t *st, size_t N, int C);
 
-/* Forward: embed ids (B,T) with tok_embed (V,C) and pe (T,C), then every sub-layer. */
+/* Forward: embed ids (B,T) with tok_embed (V,C) and pe (T,C) (NULL: no positions added), then
+ * every sub-layer. */
 void stack_forward(layer_stack_t *st, const sublayer_shape_t *sh, const sublayer_pass_t *p,
                    const int32_t *ids, const real *tok_embed, const real *pe);
 

@@ -6,10 +6,11 @@
 #include "nn/attention.h"
 #include "nn/dyt.h"
 #include "nn/linear.h"
+#include "nn/rope.h"
 #include "util/threads.h"
 #include "util/arena.h"
 
-enum { Q, K, V, O };   // attention's w[] / b[]; the FFN uses w[0] = W¹, w[1] = W²
+enum { Q, K, V, O };   // attention's w[] / b[]; the FFN uses w[0] = W¹, w[1] = W², w[2] = W³
 
 /* ReZero's α has one name per layer: the registry's, whatever the sub-layer. */
 static const char *gate_name(int K) { (void)K; return tensors_gate_name(); }
@@ -111,11 +112,17 @@ size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
             s->kn.mean = arena_take(base, &off, Nk * H);
             s->kn.rstd = arena_take(base, &off, Nk * H);
         }
-        s->qa = s->qn.out ? s->qn.out : s->q;
-        s->ka = s->kn.out ? s->kn.out : s->k;
+        s->qr = s->kr = NULL;
+        if (sh->rope && s->rule.kind == SUB_SELF_ATTN) {   // rotary positions (§6i)
+            s->qr = arena_take(base, &off, N * C);
+            s->kr = arena_take(base, &off, Nk * C);
+        }
+        s->qa = s->qr ? s->qr : s->qn.out ? s->qn.out : s->q;
+        s->ka = s->kr ? s->kr : s->kn.out ? s->kn.out : s->k;
     } else {
         s->pre = arena_take(base, &off, N * F);
         s->act = arena_take(base, &off, N * F);
+        s->up = sh->act == ACT_SWIGLU ? arena_take(base, &off, N * F) : NULL;
     }
     if (s->inner.on) layout_norm(&s->inner, N, base, &off);
     s->h = s->inner.on ? s->inner.out : is_attention(s) ? s->ctx : s->act;
@@ -151,6 +158,7 @@ size_t sublayer_scratch_layout(sublayer_scratch_t *sc, const sublayer_shape_t *s
     sc->dh = arena_take(base, &off, N * (F > C ? F : C));
     sc->dqn = sh->qk_norm != NORM_NONE ? arena_take(base, &off, N * C) : NULL;
     sc->dkn = sh->qk_norm != NORM_NONE ? arena_take(base, &off, Nk * C) : NULL;
+    sc->dup = sh->act == ACT_SWIGLU ? arena_take(base, &off, N * F) : NULL;
     return off;
 }
 
@@ -176,6 +184,12 @@ static void attention_branch_forward(sublayer_t *s, const sublayer_shape_t *sh,
         norm_forward(sh->qk_norm, s->kn.out, s->kn.mean, s->kn.rstd, s->k, s->kn.gamma,
                      s->kn.beta, Nk * H, Dh, sh->eps);
     }
+    if (s->qr) {   // rotary positions after any QK-norm (Su et al. 2021; docs/design.md §6i)
+        rope_forward(s->qr, s->qn.out ? s->qn.out : s->q, sh->rope_cos, sh->rope_sin,
+                     (size_t)p->B, p->T, sh->C, sh->H);
+        rope_forward(s->kr, s->kn.out ? s->kn.out : s->k, sh->rope_cos, sh->rope_sin,
+                     (size_t)p->B, p->T, sh->C, sh->H);
+    }
     const attention_opts_t o = {sh->softcap, s->capped, p->qlen, s->ent, s->amax, sh->attn_scale};
     attention_forward_opt(s->ctx, s->att, s->qa, s->ka, s->v, p->B, p->T, Tk, sh->C, sh->H,
                           cross ? 0 : p->causal, cross ? p->mem_len : p->len, &o);
@@ -183,18 +197,24 @@ static void attention_branch_forward(sublayer_t *s, const sublayer_shape_t *sh,
     linear_forward(s->f, s->h, s->w[O], s->b[O], N, C, C);      // (N,C)
 }
 
-/* f (N,C) = act(u·W¹ + b¹)·W² + b², with Norm before W² when the rule has an inner norm. */
+/* f (N,C) = act(u·W¹ + b¹)·W² + b² (SwiGLU: act = SiLU(u·W¹ + b¹) ⊙ (u·W³ + b³)), with Norm
+ * before W² when the rule has an inner norm (after the gated product, docs/design.md §6i). */
 static void ffn_branch_forward(sublayer_t *s, const sublayer_shape_t *sh, size_t N)
 {
     const size_t C = (size_t)sh->C, F = (size_t)sh->F;
-    if (!s->inner.on) {
+    if (!s->inner.on && !s->up) {
         ffn_forward(s->f, s->pre, s->act, s->u, s->w[0], s->b[0], s->w[1], s->b[1], N, C, F,
                     sh->act);
         return;
     }
     linear_forward(s->pre, s->u, s->w[0], s->b[0], N, C, F);   // (N,F)
-    ffn_activation_forward(s->act, s->pre, N * F, sh->act);    // (N,F)
-    norm_site_forward(&s->inner, sh, s->act, N);               // (N,F) Sub-LN
+    if (s->up) {   // SwiGLU (Shazeer 2020): the gate W¹, the up projection W³
+        linear_forward(s->up, s->u, s->w[2], s->b[2], N, C, F);   // (N,F)
+        ffn_swiglu_forward(s->act, s->pre, s->up, N * F);         // (N,F)
+    } else {
+        ffn_activation_forward(s->act, s->pre, N * F, sh->act);   // (N,F)
+    }
+    if (s->inner.on) norm_site_forward(&s->inner, sh, s->act, N);   // (N,F) Sub-LN, NormFormer
     linear_forward(s->f, s->h, s->w[1], s->b[1], N, F, C);     // (N,C)
 }
 
@@ -313,6 +333,10 @@ static void attention_branch_backward(sublayer_t *s, const sublayer_shape_t *sh,
     real *dqa = s->qn.out ? sc->dqn : sc->dq, *dka = s->kn.out ? sc->dkn : sc->dk;
     attention_backward_opt(dqa, dka, sc->dv, sc->datt, sc->dctx, s->qa, s->ka, s->v, s->att,
                            p->B, p->T, Tk, sh->C, sh->H, &o);
+    if (s->qr) {   // back through the rotations, in place: ∂L/∂(q before them) = Rᵀ·∂L/∂qr
+        rope_backward(dqa, dqa, sh->rope_cos, sh->rope_sin, (size_t)p->B, p->T, sh->C, sh->H);
+        rope_backward(dka, dka, sh->rope_cos, sh->rope_sin, (size_t)p->B, p->T, sh->C, sh->H);
+    }
     if (s->qn.out) {   // back through QK-norm: rows of (N·H, Dh)
         const size_t H = (size_t)sh->H, Dh = C / H;
         norm_backward_set(sh->qk_norm, sc->dq, s->qn.dgamma, s->qn.dbeta, sc->dqn, s->q,
@@ -332,7 +356,7 @@ static void ffn_branch_backward(sublayer_t *s, const sublayer_shape_t *sh, size_
                                 const real *df, real *du, int du_set, sublayer_scratch_t *sc)
 {
     const size_t C = (size_t)sh->C, F = (size_t)sh->F;
-    if (!s->inner.on && !du_set) {
+    if (!s->inner.on && !s->up && !du_set) {
         ffn_backward(du, s->gw[0], s->gb[0], s->gw[1], s->gb[1], sc->dpre, sc->dact, df, s->u,
                      s->pre, s->act, s->w[0], s->w[1], N, C, F, sh->act);
         return;
@@ -343,9 +367,12 @@ static void ffn_branch_backward(sublayer_t *s, const sublayer_shape_t *sh, size_
     } else {
         linear_backward_set(sc->dact, s->gw[1], s->gb[1], df, s->act, s->w[1], N, F, C);
     }
-    ffn_activation_backward(sc->dpre, sc->dact, s->pre, N * F, sh->act);
+    if (s->up) ffn_swiglu_backward(sc->dpre, sc->dup, sc->dact, s->pre, s->up, N * F);
+    else ffn_activation_backward(sc->dpre, sc->dact, s->pre, N * F, sh->act);
     if (du_set) linear_backward_set(du, s->gw[0], s->gb[0], sc->dpre, s->u, s->w[0], N, C, F);
     else linear_backward(du, s->gw[0], s->gb[0], sc->dpre, s->u, s->w[0], N, C, F);
+    if (s->up)   // SwiGLU's up projection: u reaches the product through W³ too
+        linear_backward(du, s->gw[2], s->gb[2], sc->dup, s->u, s->w[2], N, C, F);
 }
 
 /* r = skip·x + gate·drop(f') (+ x_block): dx = skip·dr (or ω ⊙ dr), dω, dgate, dxb; returns

@@ -29,6 +29,8 @@ typedef struct {
     norm_kind_t qk_norm;         /* QK-norm's kind (LayerNorm, RMSNorm), or NORM_NONE: off */
     double softcap;              /* attention logits c·tanh(s/c) when > 0 (docs/design.md §6g) */
     double attn_scale;           /* attention logits q·kᵀ·attn_scale; 0: 1/√d_head (μP: 1/d_head) */
+    int rope;                    /* rotary positions on self-attention's q and k (§6i) */
+    const real *rope_cos, *rope_sin;   /* (positions, Dh/2) their tables (nn/rope.h) */
 } sublayer_shape_t;
 
 /* QK-norm of q or k of an attention (docs/design.md §6g): every head's d_head columns of a row
@@ -76,7 +78,8 @@ typedef struct {
     sublayer_rule_t rule;
     int layer;                   /* row of the probes' layer axis */
     int index;                   /* 1-based position in its layer: normK, residK */
-    /* parameters and gradients: attention q, k, v, o; FFN w[0] = W¹, w[1] = W² */
+    /* parameters and gradients: attention q, k, v, o; FFN w[0] = W¹, w[1] = W², w[2] = W³
+     * (SwiGLU's up projection, else NULL); every b NULL with model.bias = off */
     real *w[4], *b[4], *gw[4], *gb[4];
     norm_site_t norm;            /* normK: Norm_in or Norm_after */
     norm_site_t norm_out;        /* normK_out: on the branch output (Peri-LN) */
@@ -91,12 +94,15 @@ typedef struct {
     real *q, *k, *v;           /* (N,C), (Nk,C), (Nk,C) */
     real *att;                 /* (B,H,Tq,Tk) */
     qk_site_t qn, kn;            /* QK-norm of q and k (out NULL: off) */
-    const real *qa, *ka;       /* (N,C), (Nk,C) what the attention reads: qn.out or q, … */
+    real *qr, *kr;             /* (N,C) q and k after the rotary positions (self-attention
+                                    with rope), or NULL */
+    const real *qa, *ka;       /* (N,C), (Nk,C) what the attention reads: qr, or qn.out, or q */
     real *capped;              /* (B,H,Tq,Tk) the soft-capped logits, or NULL */
     real *ent, *amax;          /* (B·H) of the last forward: Σ over counted queries of the
                                     attention entropy; max |logit| (nn/attention.h) */
     real *ctx;                 /* (N,C) */
-    real *pre, *act;           /* (N,F) */
+    real *pre, *act;           /* (N,F) x·W¹ + b¹ and act(pre) (SwiGLU: SiLU(pre) ⊙ up) */
+    real *up;                  /* (N,F) SwiGLU's x·W³ + b³, or NULL */
     const real *h;             /* the input of W_O or W²: inner.out, or ctx / act */
     real *f;                   /* (N,C) the branch output F(u) */
     real *fh;                  /* (N,C) f scaled per head (head_scale), or NULL */
@@ -138,6 +144,7 @@ typedef struct {
     real *datt;                /* (B,H,Tq,Tk) */
     real *dctx, *df, *du, *dr, *dbranch, *dfo;   /* (N,C) */
     real *dpre, *dact;         /* (N,F) */
+    real *dup;                 /* (N,F) SwiGLU's ∂L/∂up, or NULL */
     real *dh;                  /* (N,max(C,F)) ∂L/∂(the inner norm's output) */
     real *dqn, *dkn;           /* (N,C), (Nk,C) ∂L/∂(QK-norm's outputs), or NULL (off) */
 } sublayer_scratch_t;

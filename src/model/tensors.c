@@ -5,12 +5,15 @@
 #include "model/tensors.h"
 
 /* The canonical order of the tensors inside a layer; also the probes' "param" axis. The first
- * sixteen are the single stack's, in the order files of arch = lm have always had. Every name a
+ * sixteen are the single stack's, in the order files of arch = lm have always had. A probe
+ * lists only the columns its model declares, so a group inserted here (w3 b3) moves no column
+ * of a model without it. Every name a
  * layer's tensor can have is spelled here, once; the accessors below hand out these strings. */
 static const char *const COLUMNS[] = {
     "wq", "bq", "wk", "bk", "wv", "bv", "wo", "bo",                  // self-attention
     "cwq", "cbq", "cwk", "cbk", "cwv", "cbv", "cwo", "cbo",          // cross-attention
     "w1", "b1", "w2", "b2",                                          // FFN
+    "w3", "b3",                                                      // SwiGLU's up projection
     "norm1.gamma", "norm1.beta", "norm2.gamma", "norm2.beta",        // the sub-layers' norms
     "norm3.gamma", "norm3.beta",
     "norm1.alpha", "norm2.alpha", "norm3.alpha",                     // DyT's α
@@ -28,8 +31,9 @@ static const char *const COLUMNS[] = {
 };
 #define NCOLUMNS ((int)(sizeof COLUMNS / sizeof COLUMNS[0]))
 /* Where each group of COLUMNS starts. */
-enum { COL_SELF = 0, COL_CROSS = 8, COL_FFN = 16, COL_NORM = 20, COL_ALPHA = 26, COL_OUT = 29,
-       COL_INNER = 38, COL_OMEGA = 47, COL_GATE = 50, COL_HEAD = 51, COL_QK = 54, COL_END = 62 };
+enum { COL_SELF = 0, COL_CROSS = 8, COL_FFN = 16, COL_GLU = 20, COL_NORM = 22, COL_ALPHA = 28,
+       COL_OUT = 31, COL_INNER = 40, COL_OMEGA = 49, COL_GATE = 52, COL_HEAD = 53, COL_QK = 56,
+       COL_END = 64 };
 _Static_assert(NCOLUMNS == COL_END, "COLUMNS and its groups disagree");
 
 /* The names outside the layers, and a layer's prefix per stack kind (lm, encoder, decoder). */
@@ -56,7 +60,7 @@ const char *tensors_final_norm_name(int stack) { return FINAL_NORM[stack]; }
 const char *const *tensors_branch_names(int sub_kind, int *n)
 {
     static const int START[3] = {COL_SELF, COL_CROSS, COL_FFN};
-    *n = sub_kind == 2 ? COL_NORM - COL_FFN : COL_CROSS - COL_SELF;
+    *n = sub_kind == 2 ? COL_GLU - COL_FFN : COL_CROSS - COL_SELF;
     return COLUMNS + START[sub_kind];
 }
 
@@ -77,6 +81,7 @@ const char *tensors_param_suffix(int q)
     return strchr(tensors_site_param(0, 1, q), '.') + 1;   // "gamma", "beta", "alpha"
 }
 
+const char *tensors_glu_name(int q) { return COLUMNS[COL_GLU + q]; }
 const char *tensors_omega_name(int K) { return COLUMNS[COL_OMEGA + K - 1]; }
 const char *tensors_gate_name(void) { return COLUMNS[COL_GATE]; }
 const char *tensors_head_scale_name(int K) { return COLUMNS[COL_HEAD + K - 1]; }

@@ -65,6 +65,10 @@ const char *tensors_final_norm_name(int stack);  /* "final_norm", "enc_final_nor
  * buffer order, weight then bias (attention q, k, v, o; FFN W¹, W²), *n of them. */
 const char *const *tensors_branch_names(int sub_kind, int *n);
 
+/* SwiGLU's up projection (docs/design.md §6i): q = 0 its weight "w3" (C,F), 1 its bias "b3"
+ * (F). They follow the FFN's w1 b1 w2 b2 in a layer. */
+const char *tensors_glu_name(int q);
+
 /* Parameter q (0 γ, 1 β, 2 DyT's α) of norm site `site` (0 normK: before or after the branch,
  * 1 normK_out: on its output, 2 normK_inner: inside it) of the K-th sub-layer (1-based):
  * "norm2_out.gamma". */

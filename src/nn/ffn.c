@@ -1,4 +1,5 @@
-/* ffn.c — the feed-forward sub-layer: two linear maps around relu or exact-erf gelu. */
+/* ffn.c — the feed-forward sub-layer: two linear maps around relu or exact-erf gelu; SwiGLU's
+ * gated product (the three linear maps around it are model/sublayer.c's). */
 #include <math.h>
 #include <string.h>
 #include <gsl/gsl_math.h>   /* M_SQRT1_2, M_2_SQRTPI */
@@ -71,6 +72,43 @@ void ffn_activation_backward(real *dx, const real *dout, const real *x, size_t n
 {
     const act_job_t j = {.out = dx, .x = x, .dout = dout, .n = n, .kind = kind, .backward = 1};
     activation(&j);
+}
+
+/* SwiGLU's gated product over n values, forward or backward, for the parts of a region. */
+typedef struct {
+    real *out, *dgate, *dup;
+    const real *gate, *up, *dout;
+    size_t n;
+} glu_job_t;
+
+static void swiglu_part(void *ctx, int t, int nt)
+{
+    const glu_job_t *j = ctx;
+    size_t lo, hi;
+    threads_part(j->n, t, nt, 8, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) {
+        const double a = j->gate[i], sig = 1.0 / (1.0 + exp(-a)), silu = a * sig;
+        if (!j->dout) {   // SiLU(a)·b  (Shazeer 2020: Swish_1 = SiLU, Hendrycks & Gimpel 2016)
+            j->out[i] = silu * j->up[i];
+            continue;
+        }
+        const double g = j->dout[i];
+        j->dgate[i] = g * j->up[i] * sig * (1.0 + a * (1.0 - sig));   // SiLU'(a)
+        j->dup[i] = g * silu;
+    }
+}
+
+void ffn_swiglu_forward(real *out, const real *gate, const real *up, size_t n)
+{
+    const glu_job_t j = {.out = out, .gate = gate, .up = up, .n = n};
+    threads_run(threads_for(30.0 * (double)n), swiglu_part, (void *)&j);
+}
+
+void ffn_swiglu_backward(real *dgate, real *dup, const real *dout, const real *gate,
+                         const real *up, size_t n)
+{
+    const glu_job_t j = {.dgate = dgate, .dup = dup, .gate = gate, .up = up, .dout = dout, .n = n};
+    threads_run(threads_for(30.0 * (double)n), swiglu_part, (void *)&j);
 }
 
 void ffn_forward(real *out, real *pre, real *act, const real *x,
