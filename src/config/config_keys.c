@@ -108,6 +108,9 @@ const cfg_key_t cfg_keys[] = {
     KI(probe, every, 1),
     KO(probe, jacobian),
     KO(probe, model_update),
+    KI(probe, curvature_every, 0),
+    KI(probe, curvature_iters, 2),
+    KI(probe, curvature_block_iters, 0),
 
     KS(output, file),
     KB(output, plots),
@@ -415,6 +418,9 @@ void config_defaults(config_t *cfg)
     cfg->probe.every = 100;
     cfg->probe.jacobian = 1;
     cfg->probe.model_update = 1;
+    cfg->probe.curvature_every = 0;         // off (docs/design.md §10)
+    cfg->probe.curvature_iters = 20;
+    cfg->probe.curvature_block_iters = 10;
 
     cfg->output.file[0] = '\0';
     cfg->output.plots = 0;
@@ -497,6 +503,14 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         // written for float32 runs only: a float64 run's config is the text it always was
         if (k->off == offsetof(config_t, train.precision) &&
             cfg->train.precision == PRECISION_FLOAT64)
+            continue;
+        // the curvature keys (docs/design.md §10) only when set away from their defaults
+        if (k->off == offsetof(config_t, probe.curvature_every) && cfg->probe.curvature_every == 0)
+            continue;
+        if (k->off == offsetof(config_t, probe.curvature_iters) && cfg->probe.curvature_iters == 20)
+            continue;
+        if (k->off == offsetof(config_t, probe.curvature_block_iters) &&
+            cfg->probe.curvature_block_iters == 10)
             continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);

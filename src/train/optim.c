@@ -132,6 +132,18 @@ static void adam_update(optim_t *o, real *params, const real *grads, double lr,
     threads_run(threads_for(8.0 * (double)o->n), update_part, &j);
 }
 
+/* RAdam's rectifier rₜ of update t into *r; 0 (no adaptive step) while ρₜ ≤ 4: the variance
+ * of the adaptive lr is tractable only once ρₜ > 4 (Liu et al. 2020, Alg. 2). */
+static int radam_rectifier(double beta2, long t, double *r)
+{
+    const double b2t = pow(beta2, (double)t);
+    const double rho_inf = 2.0 / (1.0 - beta2) - 1.0;
+    const double rho = rho_inf - 2.0 * (double)t * b2t / (1.0 - b2t);
+    if (!(rho > 4.0)) return 0;
+    *r = sqrt((rho - 4.0) * (rho - 2.0) * rho_inf / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho));
+    return 1;
+}
+
 void optim_update(optim_t *o, real *params, const real *grads, double lr)
 {
     o->t++;
@@ -140,17 +152,9 @@ void optim_update(optim_t *o, real *params, const real *grads, double lr)
     case OPT_ADAM: adam_update(o, params, grads, lr, 0, 1.0, 1); break;
     case OPT_ADAMW: adam_update(o, params, grads, lr, 1, 1.0, 1); break;
     case OPT_RADAM: {
-        // variance of the adaptive lr is tractable only once ρₜ > 4 (Liu et al. 2020, Alg. 2)
-        const double b2t = pow(o->beta2, (double)o->t);
-        const double rho_inf = 2.0 / (1.0 - o->beta2) - 1.0;
-        const double rho = rho_inf - 2.0 * (double)o->t * b2t / (1.0 - b2t);
-        if (rho > 4.0) {
-            const double r = sqrt((rho - 4.0) * (rho - 2.0) * rho_inf /
-                                  ((rho_inf - 4.0) * (rho_inf - 2.0) * rho));
-            adam_update(o, params, grads, lr, 0, r, 1);
-        } else {
-            adam_update(o, params, grads, lr, 0, 0.0, 0);
-        }
+        double r;
+        if (radam_rectifier(o->beta2, o->t, &r)) adam_update(o, params, grads, lr, 0, r, 1);
+        else adam_update(o, params, grads, lr, 0, 0.0, 0);
         break;
     }
     }
@@ -185,4 +189,46 @@ double optim_lr(schedule_t schedule, double lr, long warmup, long steps, long t)
     case SCHED_CONSTANT: break;
     }
     return lr;
+}
+
+size_t optim_precond(const optim_t *o, const real *params, const real *grads, double *P,
+                     unsigned char *floored)
+{
+    const size_t n = o->n;
+    if (floored) memset(floored, 0, n);
+    if (o->kind == OPT_SGD) {
+        for (size_t i = 0; i < n; i++) P[i] = 1.0;
+        return 0;
+    }
+    // update t = o->t (the last one taken), or the first one (t = 1) from the gradient it takes
+    const long t = o->t > 0 ? o->t : 1;
+    const double bc1 = 1.0 - pow(o->beta1, (double)t), bc2 = 1.0 - pow(o->beta2, (double)t);
+    double rect = 1.0;
+    if (o->kind == OPT_RADAM && !radam_rectifier(o->beta2, t, &rect)) {
+        for (size_t i = 0; i < n; i++) P[i] = bc1;   // the un-adapted step θ ← θ − η·m̂
+        return 0;
+    }
+    const int l2 = o->kind != OPT_ADAMW && o->weight_decay != 0.0;
+    size_t nf = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = o->v[i];
+        if (o->t == 0) {   // v₁ = β₂·v₀ + (1 − β₂)·g², as optim_update will form it
+            const double g = l2 ? grads[i] + o->weight_decay * params[i] : grads[i];
+            v = o->beta2 * v + (1.0 - o->beta2) * g * g;
+        }
+        const double root = sqrt(v / bc2);
+        P[i] = bc1 * (root + o->eps) / rect;
+        if (root < o->eps) {
+            nf++;
+            if (floored) floored[i] = 1;
+        }
+    }
+    return nf;
+}
+
+double optim_threshold(const optim_t *o, double lr)
+{
+    if (!(lr > 0.0)) return INFINITY;
+    if (o->kind == OPT_SGD) return 2.0 * (1.0 + o->momentum) / lr;
+    return 2.0 * (1.0 + o->beta1) / ((1.0 - o->beta1) * lr);
 }
