@@ -243,6 +243,8 @@ test: test-deps
 	/usr/bin/python3 tests/test_translate.py
 	/usr/bin/python3 tests/test_torch_mlm.py
 	/usr/bin/python3 tests/test_torch_dynamics.py
+	/usr/bin/python3 tests/test_torch_hvp.py
+	/usr/bin/python3 tests/test_curvature.py
 	/usr/bin/python3 tests/test_dynamics_plot.py
 	/usr/bin/python3 tests/test_torch_float32.py
 	/usr/bin/python3 tests/test_probe.py

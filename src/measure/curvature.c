@@ -1,6 +1,7 @@
 /* curvature.c — λ_max and λ_min of the Hessian, Adam's preconditioned sharpness and the
  * diagonal blocks' maxima on a float64 copy of the model (measure/curvature.h, docs/design.md
  * §10). Float64 only: compiled once (the Makefile's CORE_F64_ONLY). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,32 +62,50 @@ static int copy_batch(curv_t *c, const batch_t *b)
     return 0;
 }
 
+/* Lanczos vectors the measure of cfg holds for n parameters (K + 1, at most n + 1). */
+static double lanczos_vectors(const config_t *cfg, size_t n)
+{
+    const int K = cfg->probe.curvature_iters > cfg->probe.curvature_block_iters
+                      ? cfg->probe.curvature_iters : cfg->probe.curvature_block_iters;
+    return fmin((double)K, (double)n) + 1.0;
+}
+
+int curv_check_memory(const config_t *cfg, const batch_caps_t *caps, size_t n, char *err,
+                      size_t errlen)
+{
+    // the copy, the Lanczos vectors, six more vectors (θ, two gradients, D, the direction, the
+    // top vector) and a byte mask, beside the run's own model
+    const double need = model_memory_doubles(cfg, caps) * sizeof(double) +
+                        (lanczos_vectors(cfg, n) + 6.0) * (double)n * sizeof(double) + (double)n;
+    const double have = session_physical_bytes();
+    if (have > 0.0 && need + session_memory_bytes(cfg) > have) {
+        snprintf(err, errlen, "probe.curvature_iters: the curvature measure needs about %.1f GiB "
+                 "(a float64 copy of the model and %.0f Lanczos vectors of %zu parameters) "
+                 "besides the run's model; this machine has %.1f GiB (reduce "
+                 "probe.curvature_iters or the model)", need / 1073741824.0,
+                 lanczos_vectors(cfg, n), n, have / 1073741824.0);
+        return 2;
+    }
+    return 0;
+}
+
 int curv_create(curv_t **out, const config_t *cfg, const batch_caps_t *caps, const batch_t *b,
                 char *err, size_t errlen)
 {
     *out = NULL;
     curv_t *c = calloc(1, sizeof *c);
     if (!c) { snprintf(err, errlen, "out of memory"); return 1; }
-    c->K = cfg->probe.curvature_iters;
-    c->Kb = cfg->probe.curvature_block_iters;
     c->m = model_create(cfg, caps);   // calloc: pages are taken only when written
     if (!c->m) { curv_free(c); snprintf(err, errlen, "out of memory"); return 1; }
     c->n = c->m->num_params;
     c->rows = c->m->rows + 1;
-    // refuse what this machine cannot hold, with the estimate: the copy, K+1 Lanczos vectors of
-    // n, six more vectors (θ, two gradients, D, the direction, the top vector) and the run's model
+    const int rc = curv_check_memory(cfg, caps, c->n, err, errlen);
+    if (rc) { curv_free(c); return rc; }
+    // a Krylov space has at most n dimensions: more steps than parameters add nothing
+    const int n = c->n < (size_t)INT_MAX ? (int)c->n : INT_MAX;
+    c->K = cfg->probe.curvature_iters < n ? cfg->probe.curvature_iters : n;
+    c->Kb = cfg->probe.curvature_block_iters < n ? cfg->probe.curvature_block_iters : n;
     const int K = c->K > c->Kb ? c->K : c->Kb;
-    const double need = model_memory_doubles(cfg, caps) * sizeof(double) +
-                        ((double)K + 7.0) * (double)c->n * sizeof(double);
-    const double have = session_physical_bytes();
-    if (have > 0.0 && need + session_memory_bytes(cfg) > have) {
-        snprintf(err, errlen, "probe.curvature_iters: the curvature measure needs about %.1f GiB "
-                 "(a float64 copy of the model and %d Lanczos vectors of %zu parameters) besides "
-                 "the run's model; this machine has %.1f GiB (reduce probe.curvature_iters or "
-                 "the model)", need / 1073741824.0, K + 1, c->n, have / 1073741824.0);
-        curv_free(c);
-        return 2;
-    }
     model_dropout_off(c->m);
     c->rng = gsl_rng_alloc(gsl_rng_mt19937);
     c->Dbuf = malloc(c->n * sizeof(double));

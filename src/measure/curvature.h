@@ -13,7 +13,8 @@
  *
  * Method: H·v by central differences of the gradient that never cross a ReLU kink
  * (measure/hvp.h); Lanczos with full re-orthogonalisation, K = probe.curvature_iters steps
- * (measure/lanczos.h), the blocks with probe.curvature_block_iters; λ_max(P⁻¹H) =
+ * (measure/lanczos.h), the blocks with probe.curvature_block_iters (both at most n, the
+ * Krylov space's largest dimension); λ_max(P⁻¹H) =
  * λ_max(P^{−1/2}·H·P^{−1/2}) (similar matrices). One measurement takes 2K forward+backward
  * passes for H, 2K for P⁻¹H, 2K for its active part (when any coordinate is floored) and
  * 2·K_b for each block and each of its two forms, plus the passes a kink check repeats.
@@ -73,8 +74,11 @@ size_t curv_num_params(const curv_t *c);
  * for the tensors outside the layers (tok_embed, lm_head, the final norms). */
 int curv_rows(const curv_t *c);
 
-/* Bytes curv_create would allocate for cfg and caps (the float64 model, the Lanczos vectors). */
-double curv_memory_bytes(const config_t *cfg, const batch_caps_t *caps);
+/* 0, or 2 with err "probe.curvature_iters: ..." when the measure of cfg (its float64 model
+ * of capacity caps, min(K, n) + 1 Lanczos vectors of the n parameters) and the run's model
+ * need more memory than this machine has: what curv_create checks, for a caller to check first. */
+int curv_check_memory(const config_t *cfg, const batch_caps_t *caps, size_t n, char *err,
+                      size_t errlen);
 
 /* Allocate a row's block arrays for c. 0 or 1. */
 int curv_row_alloc(curv_row_t *r, const curv_t *c);

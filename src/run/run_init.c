@@ -130,6 +130,14 @@ int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
         h5io_abort(f);
         return 2;
     }
+    if (cfg->probe.curvature_every > 0 &&   // before minutes of probing
+        (rc = curv_check_memory(cfg, &s.model->caps, s.model->num_params, err, sizeof err))) {
+        fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
+        if (axes) probe_axes_free(&ax);
+        session_close(&s);
+        h5io_abort(f);
+        return rc;
+    }
     probe_t *p = axes ? probe_alloc(cfg->probe.seeds, &ax) : NULL;
     if (axes) probe_axes_free(&ax);
     char *ini = config_text(cfg);
