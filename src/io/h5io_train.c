@@ -11,6 +11,9 @@
  *   /train/jacobian_spec                     (P,L,2)   norm1 norm2
  *   /train/eval_step, val_loss               (E)       text task only
  *   /train/bleu_step, bleu                   (B)       with train.bleu_every only
+ *   /train/curv_step, hessian_max, …         (C)       probe.curvature_every > 0 only: update 0
+ *                                                      and every N (docs/design.md §10)
+ *   /train/hessian_block_max, precond_block_max (C,L+1,6) layer rows + "outside" × block kind
  * Every dataset has string attributes axes and description (and the names of its last axis);
  * /train has attribute steps, and diverged_at + diverged_reason once diverged.
  *
