@@ -93,7 +93,7 @@ static int ritz(lanczos_t *l, int k, lanczos_result_t *res, double *top)
         if (l->theta[i] > l->theta[imax]) imax = i;
         if (l->theta[i] < l->theta[imin]) imin = i;
     }
-    const double bk = l->beta[k - 1];   // 0 at an invariant space
+    const double bk = l->beta[k - 1];   // ≈ 0 at an invariant space
     res->max = l->theta[imax];
     res->min = l->theta[imin];
     res->res_max = fabs(bk * l->S[(size_t)(k - 1) * k + imax]);
@@ -140,10 +140,7 @@ void lanczos_run(lanczos_t *l, lanczos_op_fn op, void *ctx, const unsigned char 
         k = j + 1;
         if (!isfinite(l->alpha[j]) || !isfinite(l->beta[j])) { nan_result(res, top, n); return; }
         scale = fmax(scale, fabs(l->alpha[j]) + l->beta[j] + (j > 0 ? l->beta[j - 1] : 0.0));
-        if (l->beta[j] <= 1e-12 * scale) {   // invariant: T's eigenvalues are A's there
-            l->beta[j] = 0.0;
-            break;
-        }
+        if (l->beta[j] <= 1e-12 * scale) break;   // invariant: T's eigenvalues are A's there
         double *next = l->Q + (size_t)(j + 1) * n;
         for (size_t i = 0; i < n; i++) next[i] = l->w[i] / l->beta[j];
     }

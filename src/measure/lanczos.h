@@ -8,8 +8,9 @@
  *
  * The K × K tridiagonal T = tridiag(β, α, β) is diagonalised by GSL (gsl_eigen_symmv); its
  * extreme Ritz values θ are the estimates and |β_K·s_K| (s the Ritz vector's last component)
- * bounds each pair's residual ‖A·y − θ·y‖ (y = Q·s, ‖y‖ = 1). When β_j vanishes (a Krylov space
- * invariant under A: K ≥ the dimension it spans) the iteration stops there, exactly.
+ * bounds each pair's residual ‖A·y − θ·y‖ (y = Q·s, ‖y‖ = 1). When β_j vanishes (below 1e-12 of
+ * the running scale |α| + β: a Krylov space invariant under A, K ≥ the dimension it spans) the
+ * iteration stops there.
  *
  * A support restricts the operator to a set of coordinates: the start vector is zero outside
  * it and A·q is cut to it, so the result is that of the principal submatrix (a diagonal block
