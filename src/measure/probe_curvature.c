@@ -59,7 +59,9 @@ static int seed_measure(session_t *s, probe_t *p, int k, probe_precond_fn precon
     measurement_batch(s, seed, &w->mb, r);
     if (model_check_batch(m, &w->mb, err, errlen)) return 2;
     curv_t *c;
-    int rc = curv_create(&c, &s->cfg, &m->caps, &w->mb, err, errlen);
+    config_t cfg = s->cfg;
+    cfg.probe.curvature_block_iters = 0;   // a probe records no block
+    int rc = curv_create(&c, &cfg, &m->caps, &w->mb, err, errlen);
     if (rc) return rc;
     curv_row_t row;
     if (curv_row_alloc(&row, c)) {
