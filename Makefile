@@ -51,7 +51,11 @@ BUILD    ?= build
 # The numerical core (docs/design.md §2, "One core, two precisions"): compiled as written
 # (float64) and again with -DSTAB_REAL_FLOAT (float32), its public names renamed NAME_f32 by
 # $(BUILD)/f32/names.h, which `nm` makes from the float64 objects. One binary holds both.
-CORE_SRC := $(wildcard src/nn/*.c src/model/*.c src/measure/*.c src/train/*.c)
+# The curvature measure (docs/design.md §10) is float64 only, whatever the run's precision: its
+# files are compiled once, and the float32 core calls them by their own names with float64 arrays.
+CORE_F64_ONLY := src/measure/hvp.c src/measure/lanczos.c src/measure/curvature.c \
+                 src/measure/probe_curvature.c
+CORE_SRC := $(filter-out $(CORE_F64_ONLY),$(wildcard src/nn/*.c src/model/*.c src/measure/*.c src/train/*.c))
 CORE_F32 := $(CORE_SRC:src/%.c=$(BUILD)/f32/%.o)
 OBJ      := $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(CORE_F32)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
@@ -241,6 +245,8 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_dynamics.py
 	/usr/bin/python3 tests/test_torch_optim.py
 	/usr/bin/python3 tests/test_torch_llama.py
+	/usr/bin/python3 tests/test_torch_hvp.py
+	/usr/bin/python3 tests/test_curvature.py
 	/usr/bin/python3 tests/test_dynamics_plot.py
 	/usr/bin/python3 tests/test_torch_float32.py
 	/usr/bin/python3 tests/test_probe.py

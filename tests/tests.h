@@ -22,5 +22,6 @@ Suite *real_suite(void);     /* tests/test_real.c: the float32 core's layout, lo
 Suite *block_suite(void);    /* tests/test_block.c: rope, SwiGLU, bias-free linears vs FD; the kernel, names, decoding */
 Suite *dynamics_suite(void); /* tests/test_dynamics.c: QK-norm, soft-capping, z-loss vs FD; entropy, logits, log Z */
 Suite *mup_suite(void);      /* tests/test_mup.c: μP's rates, d = base_width, draws, FD; init.embed, parametrization keys */
+Suite *curvature_suite(void);/* tests/test_curvature.c: HVP, Lanczos, P^-1 H, blocks vs explicit matrices; float32 route */
 
 #endif

@@ -29,6 +29,7 @@ typedef struct {
     int nsets;
     const char *out;
     int quiet, force, resume;
+    int hvp;               /* dump: --hvp */
     long entries;          /* gradcheck: entries per tensor */
     double perturb;        /* dump, gradcheck: N(0, perturb²) added to biases, γ, β */
     double tol;            /* gradcheck: tolerance */
@@ -41,7 +42,7 @@ static const char *USAGE =
     "       stability sweep FILE --slurm [--submit [--only-missing]]\n"
     "       stability plot FILE.h5... [--out DIR] [--format png,pdf,svg]\n"
     "       stability info FILE.h5... [--all]\n"
-    "       stability dump --config FILE --out FILE.h5 [--set ...] [--force]\n"
+    "       stability dump --config FILE --out FILE.h5 [--set ...] [--force] [--hvp]\n"
     "       stability gradcheck --config FILE [--set ...] [--entries N] [--tol X]\n"
     "       stability translate RUN.h5 [--beam K] [--lenpen A] [--input FILE] [--ids]\n"
     "       stability --help | VERB --help | --version\n"
@@ -77,14 +78,17 @@ static const char *HELP_RUN =
 
 static const char *HELP_DUMP =
     "usage: stability dump --config FILE --out FILE.h5 [--set section.key=value]... [--force]\n"
-    "                      [--perturb S]\n"
+    "                      [--perturb S] [--hvp]\n"
     "\n"
     "Initialises the model, draws one batch, runs forward and backward and writes\n"
     "/batch/tokens, /batch/targets (int32 [B][n]), /loss, /params/NAME and /grads/NAME\n"
     "(W stored [in][out]) with the resolved config as the root attribute 'config'.\n"
     "  --force         replace an existing output file\n"
     "  --perturb S     add N(0, S^2) to every bias, gamma and beta after initialisation, so a\n"
-    "                  cross-check sees values other than 0 and 1\n";
+    "                  cross-check sees values other than 0 and 1\n"
+    "  --hvp           also the Hessian of the objective on that batch (dropout off): a unit\n"
+    "                  Gaussian direction /hvp/v/NAME, its product /hvp/Hv/NAME, and\n"
+    "                  /hvp/hessian_max, /hvp/hessian_min by probe.curvature_iters Lanczos steps\n";
 
 static const char *HELP_GRADCHECK =
     "usage: stability gradcheck --config FILE [--set ...] [--entries N] [--tol X] [--perturb S]\n"
@@ -103,7 +107,7 @@ int cli_usage_error(const char *msg, const char *arg)
 }
 
 /* Options a verb takes besides --config, --set, --out, --force, --quiet (parse_options). */
-enum { OPT_RESUME = 1, OPT_ENTRIES = 2, OPT_TOL = 4, OPT_PERTURB = 8 };
+enum { OPT_RESUME = 1, OPT_ENTRIES = 2, OPT_TOL = 4, OPT_PERTURB = 8, OPT_HVP = 16 };
 
 int cli_check_out(const char *opt, const char *path)
 {
@@ -137,14 +141,15 @@ static int option_value(const char *opt, const char *text, long *l, double *d)
 static int parse_options(int argc, char **argv, int first, options_t *o, const char *help,
                          unsigned allow)
 {
-    static const char *const FLAG_OPT[4] = {"--resume", "--entries", "--tol", "--perturb"};
+    static const char *const FLAG_OPT[5] = {"--resume", "--entries", "--tol", "--perturb",
+                                            "--hvp"};
     memset(o, 0, sizeof *o);
     o->entries = 64;
     o->tol = 1e-6;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const int has_value = i + 1 < argc;
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 5; k++)
             if (!strcmp(a, FLAG_OPT[k]) && !(allow & (1u << k)))
                 return cli_usage_error("not an option of this verb (see its --help)", a);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -171,6 +176,8 @@ static int parse_options(int argc, char **argv, int first, options_t *o, const c
             o->force = 1;
         } else if (!strcmp(a, "--resume")) {
             o->resume = 1;
+        } else if (!strcmp(a, "--hvp")) {
+            o->hvp = 1;
         } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
                    !strcmp(a, "--entries") || !strcmp(a, "--tol") || !strcmp(a, "--perturb")) {
             return cli_usage_error("option needs a value", a);
@@ -196,7 +203,7 @@ static int load_config(const options_t *o, config_t *cfg)
 /* The options a run module takes. */
 static run_options_t run_options(const options_t *o)
 {
-    return (run_options_t){o->force, o->resume, o->quiet, o->perturb, o->entries, o->tol};
+    return (run_options_t){o->force, o->resume, o->quiet, o->perturb, o->entries, o->tol, o->hvp};
 }
 
 /* The output path of a run: --out, else [output] file, else results/<config name>.h5. */
@@ -294,7 +301,8 @@ static int dispatch(int argc, char **argv)
         return cmd_run(&o);
     }
     if (!strcmp(verb, "dump")) {
-        if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP, OPT_PERTURB))) return rc < 0 ? 0 : rc;
+        if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP, OPT_PERTURB | OPT_HVP)))
+            return rc < 0 ? 0 : rc;
         return cmd_dump(&o);
     }
     if (!strcmp(verb, "info")) return cli_info(argc, argv);

@@ -104,6 +104,10 @@ typedef struct config {
         int every;               /* steps between measurements while training, default 100 */
         int jacobian;            /* on | off                     default on */
         int model_update;        /* DeepNet's model update while training, on | off  default on */
+        int curvature_every;     /* curvature (docs/design.md §10): 0 = off; N: at update 0 and
+                                    every N updates, per probe seed at initialisation */
+        int curvature_iters;     /* Lanczos steps K, >= 2      default 20 */
+        int curvature_block_iters; /* Lanczos steps per diagonal block, 0 (none) or >= 2; default 10 */
     } probe;
     struct {
         char file[CONFIG_PATH_MAX]; /* "" = results/<name>.h5 */

@@ -117,6 +117,9 @@ const cfg_key_t cfg_keys[] = {
     KI(probe, every, 1),
     KO(probe, jacobian),
     KO(probe, model_update),
+    KI(probe, curvature_every, 0),
+    KI(probe, curvature_iters, 2),
+    KI(probe, curvature_block_iters, 0),
 
     KS(output, file),
     KB(output, plots),
@@ -429,6 +432,9 @@ void config_defaults(config_t *cfg)
     cfg->probe.every = 100;
     cfg->probe.jacobian = 1;
     cfg->probe.model_update = 1;
+    cfg->probe.curvature_every = 0;         // off (docs/design.md §10)
+    cfg->probe.curvature_iters = 20;
+    cfg->probe.curvature_block_iters = 10;
 
     cfg->output.file[0] = '\0';
     cfg->output.plots = 0;
@@ -523,6 +529,14 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         if (k->off == offsetof(config_t, model.positions) && cfg->model.positions == POS_SINUSOIDAL)
             continue;
         if (k->off == offsetof(config_t, model.bias) && cfg->model.bias) continue;
+        // the curvature keys (docs/design.md §10) only when set away from their defaults
+        if (k->off == offsetof(config_t, probe.curvature_every) && cfg->probe.curvature_every == 0)
+            continue;
+        if (k->off == offsetof(config_t, probe.curvature_iters) && cfg->probe.curvature_iters == 20)
+            continue;
+        if (k->off == offsetof(config_t, probe.curvature_block_iters) &&
+            cfg->probe.curvature_block_iters == 10)
+            continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);
         char num[40];

@@ -277,6 +277,15 @@ static int validate_block(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* The curvature measure (docs/design.md §10): Lanczos needs two steps for a residual. */
+static int validate_curvature(const config_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->probe.curvature_block_iters == 1)
+        return vfail(cfg, cfg_kidx("probe", "curvature_block_iters"), err, errlen,
+                     "must be 0 (no blocks) or >= 2 (got 1)");
+    return 0;
+}
+
 int config_validate(const config_t *cfg, char *err, size_t errlen)
 {
     char msg[CONFIG_ERR_MAX / 2];
@@ -319,6 +328,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     if (!rc) rc = validate_mitigations(cfg, err, errlen);
     if (!rc) rc = validate_mup(cfg, err, errlen);
     if (!rc) rc = validate_block(cfg, err, errlen);
+    if (!rc) rc = validate_curvature(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {

@@ -181,12 +181,23 @@ char **h5io_list_group(h5io_file_t *f, const char *path, int *n);
 /* Free what h5io_list_group returned. */
 void h5io_free_names(char **names, int n);
 
+/* What `stability dump --hvp` adds (docs/design.md §10): a direction v and H·v in the
+ * parameter buffer's layout, λ_max and λ_min of H on the dump's batch. */
+typedef struct {
+    const double *v, *Hv;    /* (num_params) */
+    double hessian_max, hessian_min;
+    double h;                /* the difference step H·v used */
+    long kinked;             /* products that crossed a ReLU kink even at the smallest step */
+    int iters;               /* Lanczos steps (probe.curvature_iters) */
+} h5io_hvp_t;
+
 /* docs/design.md §6 dump: /batch/tokens, /batch/targets (int32 [B][T]), /loss, /params/NAME,
  * /grads/NAME, root attributes (and `precision` when not NULL: the float32 core's values, held
- * exactly in float64). Returns 0, or 1/2 with err set; nothing left on failure. */
+ * exactly in float64); with hvp (may be NULL) /hvp/v/NAME, /hvp/Hv/NAME, /hvp/hessian_max,
+ * /hvp/hessian_min. Returns 0, or 1/2 with err set; nothing left on failure. */
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
-                    unsigned long seed, int overwrite, const char *precision, char *err,
-                    size_t errlen);
+                    unsigned long seed, int overwrite, const char *precision,
+                    const h5io_hvp_t *hvp, char *err, size_t errlen);
 
 /* The parameters of the checkpoint of the open training file f into m (built from the
  * file's config: every tensor by name, its shape checked); *step = its update. 0, or 1 with

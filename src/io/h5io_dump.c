@@ -3,9 +3,36 @@
 #include <stdio.h>
 #include "io/h5io.h"
 
+/* /hvp: v and H·v named as /params, λ_max and λ_min of H (docs/design.md §10). */
+static int write_hvp(h5io_file_t *f, const model_t *m, const h5io_hvp_t *h)
+{
+    int rc = 0;
+    for (int i = 0; i < m->num_tensors && !rc; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        const size_t dims[2] = {t->rank == 2 ? t->rows : t->cols, t->cols};
+        char name[96];
+        snprintf(name, sizeof name, "/hvp/v/%s", t->name);
+        rc |= h5io_write_doubles(f, name, h->v + t->offset, t->rank, dims);
+        snprintf(name, sizeof name, "/hvp/Hv/%s", t->name);
+        rc |= h5io_write_doubles(f, name, h->Hv + t->offset, t->rank, dims);
+    }
+    rc |= h5io_write_doubles(f, "/hvp/hessian_max", &h->hessian_max, 0, NULL);
+    rc |= h5io_write_doubles(f, "/hvp/hessian_min", &h->hessian_min, 0, NULL);
+    char what[400];
+    snprintf(what, sizeof what, "H v of the objective on /batch (dropout off) for a unit Gaussian "
+             "direction v (stream init.seed + 0x%lX), central differences of the gradient at "
+             "step h that cross no ReLU kink; hessian_max, hessian_min by Lanczos (iters steps)",
+             CURV_DIRECTION_OFFSET);
+    rc |= h5io_write_attr_string(f, "/hvp", "description", what);
+    rc |= h5io_write_attr_double(f, "/hvp", "h", h->h);
+    rc |= h5io_write_attr_int(f, "/hvp", "kinked", h->kinked);
+    rc |= h5io_write_attr_int(f, "/hvp", "iters", h->iters);
+    return rc;
+}
+
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
-                    unsigned long seed, int overwrite, const char *precision, char *err,
-                    size_t errlen)
+                    unsigned long seed, int overwrite, const char *precision,
+                    const h5io_hvp_t *hvp, char *err, size_t errlen)
 {
     h5io_file_t *f;
     int rc = h5io_create(&f, path, overwrite, "a dump", err, errlen);
@@ -25,6 +52,7 @@ int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
         snprintf(name, sizeof name, "/grads/%s", t->name);
         rc |= h5io_write_doubles(f, name, m->grads + t->offset, t->rank, dims);
     }
+    if (hvp && !rc) rc |= write_hvp(f, m, hvp);
     rc |= h5io_write_root_attrs(f, config_ini, seed, "done");
     if (precision) rc |= h5io_write_attr_string(f, "/", "precision", precision);
     if (rc) {

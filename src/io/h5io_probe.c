@@ -125,7 +125,8 @@ int h5io_read_probe(h5io_file_t *f, const char *prefix, probe_t **out, char *err
         const probe_array_t *a = &PROBE_ARRAYS[d];
         double **dst = (double **)((char *)p + a->field);
         snprintf(path, sizeof path, "%s/probe/%s", prefix, a->name);
-        if (!*dst || !h5io_exists(f, path)) continue;   // an array the file predates: NaN
+        // an array the file predates: NaN; the curvature's only where the file has them
+        if ((!*dst && a->only != PO_CURV) || !h5io_exists(f, path)) continue;
         double *data;
         const size_t n = (size_t)p->S * probe_array_size(&p->ax, a);
         if (h5io_read_doubles(f, path, &data, dims, &rank)) {

@@ -14,6 +14,9 @@
  *   /train/update_rms                        (S,L)     the update's RMS per layer (Adam family)
  *   /train/update_rms_extra                  (S,E)     … of tok_embed lm_head final norms
  *   /train/radam_rho, radam_rect             (S)       train.optimizer = radam only
+ *   /train/curv_step, hessian_max, …         (C)       probe.curvature_every > 0 only: update 0
+ *                                                      and every N (docs/design.md §10)
+ *   /train/hessian_block_max, precond_block_max (C,L+1,6) layer rows + "outside" × block kind
  * Every dataset has string attributes axes and description (and the names of its last axis);
  * /train has attribute steps, and diverged_at + diverged_reason once diverged.
  *
@@ -44,10 +47,10 @@
  * HDF5's metadata (chunk index blocks, object headers), which it allocates in small blocks. */
 #define METADATA_SLACK ((size_t)256 << 10)
 
-const int GROUP_CAP[G_COUNT] = {1024, 16, 64, 128, 16};
+const int GROUP_CAP[G_COUNT] = {1024, 16, 64, 128, 16, 16};
 const char *const GROUP_KEY[G_COUNT] = {"step", "probe_step", "eval_step", "update_step",
-                                        "bleu_step"};
-const char *const GROUP_AXIS[G_COUNT] = {"step", "probe", "eval", "update", "bleu"};
+                                        "bleu_step", "curv_step"};
+const char *const GROUP_AXIS[G_COUNT] = {"step", "probe", "eval", "update", "bleu", "curv"};
 
 /* The HDF5 name of a probe axis (as in /probe). */
 static const char *axis_label(probe_axis_id_t id) { return probe_axis_label(id); }
@@ -88,6 +91,23 @@ const column_t COLUMNS[NCOL] = {
     {"update_rms_extra", G_STEP, 0, 0, PA_EXTRA, "the same RMS over each tensor outside the layers (NaN where absent)"},
     {"radam_rho", G_STEP, 0, 0, PA_NONE, "RAdam's rho_t of the update (Liu et al. 2020): the adaptive step is on when rho_t > 4 (train.optimizer = radam only)"},
     {"radam_rect", G_STEP, 0, 0, PA_NONE, "RAdam's rectification r_t of the update; NaN where rho_t <= 4 (the un-adapted momentum step); beta2 and t only, never the model"},
+    // the curvature (docs/design.md §10), with probe.curvature_every > 0 only
+    {"curv_step", G_CURV, 1, 0, PA_NONE, "updates before each curvature row: 0 (at initialisation) and every probe.curvature_every"},
+    {"hessian_max", G_CURV, 0, 0, PA_NONE, "lambda_max of the Hessian of the objective on the measurement batch (Lanczos, probe.curvature_iters steps)"},
+    {"hessian_min", G_CURV, 0, 0, PA_NONE, "lambda_min of the Hessian"},
+    {"precond_max", G_CURV, 0, 0, PA_NONE, "lambda_max(P^-1 H), P Adam's preconditioner of the last update (update 0: of update 1); sgd: lambda_max(H)"},
+    {"precond_max_active", G_CURV, 0, 0, PA_NONE, "lambda_max(P^-1 H) with the eps-floored coordinates (sqrt(v_hat) < eps) left out"},
+    {"precond_eps_share", G_CURV, 0, 0, PA_NONE, "share (sum of squares) of the unit top eigenvector of P^-1/2 H P^-1/2 on eps-floored coordinates"},
+    {"stability_threshold", G_CURV, 0, 0, PA_NONE, "the optimizer's largest stable sharpness at the next update's lr: adam 2(1+beta1)/((1-beta1) lr), sgd 2(1+momentum)/lr (inf at lr 0)"},
+    {"hessian_max_residual", G_CURV, 0, 0, PA_NONE, "residual bound |beta_K s_K| of the Ritz pair of hessian_max"},
+    {"hessian_min_residual", G_CURV, 0, 0, PA_NONE, "residual bound of the Ritz pair of hessian_min"},
+    {"precond_max_residual", G_CURV, 0, 0, PA_NONE, "residual bound of the Ritz pair of precond_max"},
+    {"precond_max_active_residual", G_CURV, 0, 0, PA_NONE, "residual bound of the Ritz pair of precond_max_active"},
+    {"curv_h", G_CURV, 0, 0, PA_NONE, "the smallest central-difference step a Hessian-vector product of the row used (1e-6, divided by 10 while a ReLU unit switched)"},
+    {"curv_kinked", G_CURV, 0, 0, PA_NONE, "products at which a ReLU unit switched even at h = 1e-9: the Lanczos values they entered are NaN"},
+    {"curv_passes", G_CURV, 0, 0, PA_NONE, "forward+backward passes the row took"},
+    {"hessian_block_max", G_CURV, 0, 2, PA_KIND, "lambda_max of each diagonal block of the Hessian, layer x kind (last row: the tensors outside the layers), probe.curvature_block_iters Lanczos steps; NaN where a layer has no such kind"},
+    {"precond_block_max", G_CURV, 0, 2, PA_KIND, "lambda_max of each diagonal block of P^-1/2 H P^-1/2 with its eps-floored coordinates left out"},
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 
@@ -102,7 +122,7 @@ static double now_seconds(void)
 int h5io_tw_row_dims(const h5io_train_t *w, const column_t *c, hsize_t *d)
 {
     int n = 0;
-    if (c->layered) d[n++] = (hsize_t)w->ax.L;
+    if (c->layered) d[n++] = (hsize_t)w->ax.L + (c->layered == 2);
     if (c->axis != PA_NONE) d[n++] = (hsize_t)probe_axis_len(&w->ax, c->axis);
     return n;
 }
@@ -122,6 +142,7 @@ int h5io_tw_column_present(const h5io_train_t *w, int k)
     if (COLUMNS[k].group == G_EVAL && !w->text) return 0;
     if (COLUMNS[k].group == G_BLEU && !w->bleu) return 0;
     if (!strncmp(COLUMNS[k].name, "radam_", 6) && !w->radam) return 0;
+    if (COLUMNS[k].group == G_CURV && !w->curv) return 0;
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 
@@ -144,9 +165,17 @@ static int column_attrs(h5io_train_t *w, const column_t *c, const char *path)
                                       (const char *const *)probe_axis_names(&w->ax, c->axis),
                                       (size_t)probe_axis_len(&w->ax, c->axis));
     }
-    if (c->layered && w->ax.encdec)   // which stack each layer row belongs to
+    if (c->layered == 2) {   // the layer rows' stacks, then the tensors outside the layers
+        const char **rows = malloc(((size_t)w->ax.L + 1) * sizeof *rows);
+        if (!rows) return 1;
+        for (int i = 0; i < w->ax.L; i++) rows[i] = w->ax.stack[i];
+        rows[w->ax.L] = "outside";
+        rc |= h5io_write_attr_strings(&w->f, path, "stack", rows, (size_t)w->ax.L + 1);
+        free(rows);
+    } else if (c->layered && w->ax.encdec) {   // which stack each layer row belongs to
         rc |= h5io_write_attr_strings(&w->f, path, "stack", (const char *const *)w->ax.stack,
                                       (size_t)w->ax.L);
+    }
     rc |= h5io_write_attr_strings(&w->f, path, "axes", axes, (size_t)n);
     rc |= h5io_write_attr_string(&w->f, path, "description", c->description);
     return rc;
@@ -266,6 +295,7 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     w->text = t->s.data.val_batches > 0;
     w->bleu = t->s.cfg.train.bleu_every != 0;
     w->radam = t->s.cfg.train.optimizer == OPT_RADAM;
+    w->curv = t->s.cfg.probe.curvature_every > 0;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
@@ -341,6 +371,30 @@ int h5io_tw_col(const char *name)
     abort();
 }
 
+/* One curvature row (measure/curvature.h); flushes when its group's buffer is full, since an
+ * update may bring two (update 0's with update 1's). 0 or 1. */
+static int push_curv(h5io_train_t *w, const curv_row_t *c)
+{
+    const double step = (double)c->step, kinked = (double)c->kinked;
+    push(w, h5io_tw_col("curv_step"), &step);
+    push(w, h5io_tw_col("hessian_max"), &c->hessian_max);
+    push(w, h5io_tw_col("hessian_min"), &c->hessian_min);
+    push(w, h5io_tw_col("precond_max"), &c->precond_max);
+    push(w, h5io_tw_col("precond_max_active"), &c->precond_max_active);
+    push(w, h5io_tw_col("precond_eps_share"), &c->precond_eps_share);
+    push(w, h5io_tw_col("stability_threshold"), &c->threshold);
+    push(w, h5io_tw_col("hessian_max_residual"), &c->hessian_max_res);
+    push(w, h5io_tw_col("hessian_min_residual"), &c->hessian_min_res);
+    push(w, h5io_tw_col("precond_max_residual"), &c->precond_max_res);
+    push(w, h5io_tw_col("precond_max_active_residual"), &c->precond_active_res);
+    push(w, h5io_tw_col("curv_h"), &c->h);
+    push(w, h5io_tw_col("curv_kinked"), &kinked);
+    push(w, h5io_tw_col("curv_passes"), &c->passes);
+    push(w, h5io_tw_col("hessian_block_max"), c->hessian_block_max);
+    push(w, h5io_tw_col("precond_block_max"), c->precond_block_max);
+    return ++w->pending[G_CURV] == GROUP_CAP[G_CURV] ? h5io_train_flush(w) : 0;
+}
+
 int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r, double elapsed)
 {
     if (w->failed) return 1;
@@ -388,6 +442,8 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
         push(w, h5io_tw_col("val_loss"), &r->val_loss);
         w->pending[G_EVAL]++;
     }
+    if (w->curv && (r->curv & 1) && push_curv(w, &t->curv_row[0])) return 1;
+    if (w->curv && (r->curv & 2) && push_curv(w, &t->curv_row[1])) return 1;
     if (w->bleu && !isnan(r->bleu)) {
         push(w, h5io_tw_col("bleu_step"), &step);
         push(w, h5io_tw_col("bleu"), &r->bleu);

@@ -6,12 +6,14 @@
 #include "io/h5io_internal.h"
 
 /* Row groups: datasets of one group grow together. */
-enum { G_STEP, G_PROBE, G_EVAL, G_UPDATE, G_BLEU, G_COUNT };
+enum { G_STEP, G_PROBE, G_EVAL, G_UPDATE, G_BLEU, G_CURV, G_COUNT };
 extern const int GROUP_CAP[G_COUNT];   /* buffered rows = chunk rows */
 extern const char *const GROUP_KEY[G_COUNT];
 extern const char *const GROUP_AXIS[G_COUNT];
 
-/* A row after the first (growing) axis: [layer] [one named probe axis] (measure/probe.h). */
+/* A row after the first (growing) axis: [layer] [one named probe axis] (measure/probe.h).
+ * layered = 2: the layer rows and one more, the tensors outside the layers (the curvature's
+ * blocks, measure/curvature.h), named by a stack attribute ending in "outside". */
 typedef struct {
     const char *name;
     int group, is_int, layered;
@@ -21,7 +23,7 @@ typedef struct {
 
 /* The /train datasets, in file order (h5io_train.c). */
 extern const column_t COLUMNS[];
-#define NCOL 33
+#define NCOL 49
 /* Columns from this index on came with the dynamics measures (docs/design.md §6g): a file
  * written before them resumes with them NaN. */
 #define NCOL_BEFORE_DYNAMICS 20
@@ -44,6 +46,7 @@ struct h5io_train {
     int text;
     int bleu;                   /* the run measures BLEU (train.bleu_every != 0) */
     int radam;                  /* train.optimizer = radam: /train/radam_rho, radam_rect exist */
+    int curv;                   /* the run measures curvature (probe.curvature_every > 0) */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];

@@ -62,6 +62,13 @@ const probe_array_t PROBE_ARRAYS[] = {
     {"logz_max_abs", FIELD(logz_max_abs), 0, PA_NONE, PO_ALWAYS, "max over batches of max |log Z|"},
     {"logit_max", FIELD(logit_max), 0, PA_NONE, PO_ALWAYS,
      "max over batches and scored positions of max |output logit|"},
+    {"hessian_max", FIELD(hessian_max), 0, PA_NONE, PO_CURV,
+     "lambda_max of the Hessian of the objective on the seed's measurement batch (Lanczos, "
+     "probe.curvature_iters steps; docs/design.md section 10)"},
+    {"hessian_min", FIELD(hessian_min), 0, PA_NONE, PO_CURV, "lambda_min of the Hessian"},
+    {"precond_max_active", FIELD(precond_max_active), 0, PA_NONE, PO_CURV,
+     "lambda_max(P^-1 H), P the preconditioner of the first update (from the first batch's "
+     "gradient), its eps-floored coordinates (sqrt(v_hat) < eps) left out"},
 };
 const int PROBE_NUM_ARRAYS = (int)(sizeof PROBE_ARRAYS / sizeof PROBE_ARRAYS[0]);
 

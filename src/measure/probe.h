@@ -87,15 +87,21 @@ typedef struct {
     double *logz_mean_abs;        /* (S) mean over scored positions of |log Z| */
     double *logz_max_abs;         /* (S) max |log Z| */
     double *logit_max;            /* (S) max |output logit| over scored positions */
+    /* the curvature (probe_curvature, probe.curvature_every > 0; else NULL) */
+    double *hessian_max;          /* (S) λ_max of the Hessian on the seed's measurement batch */
+    double *hessian_min;          /* (S) λ_min */
+    double *precond_max_active;   /* (S) λ_max(P⁻¹H), P the first update's, ε-floor left out */
 } probe_t;
 
 /* One array of probe_t: its name, where it is, its shape after the seed axis. */
-typedef enum { PA_NONE, PA_PARAM, PA_SITE, PA_NORM, PA_EXTRA, PA_SUB, PA_FIELDS, PA_HEAD }
-    probe_axis_id_t;
+typedef enum { PA_NONE, PA_PARAM, PA_SITE, PA_NORM, PA_EXTRA, PA_SUB, PA_FIELDS, PA_HEAD,
+               PA_KIND } probe_axis_id_t;
 
-/* The HDF5 name of an axis: "param", "site", "norm", "tensor", "sub", "field", "head". */
+/* The HDF5 name of an axis: "param", "site", "norm", "tensor", "sub", "field", "head", "kind"
+ * (the curvature's block kinds, model/tensors.h: the same for every model). */
 const char *probe_axis_label(probe_axis_id_t id);
-typedef enum { PO_ALWAYS, PO_ENCDEC, PO_ADMIN } probe_only_t;
+typedef enum { PO_ALWAYS, PO_ENCDEC, PO_ADMIN, PO_CURV } probe_only_t;   /* PO_CURV: not
+    allocated by probe_alloc; probe_curvature_alloc does (probe.curvature_every > 0) */
 typedef struct {
     const char *name;
     size_t field;                 /* offsetof(probe_t, array) */
@@ -143,6 +149,24 @@ typedef void (*probe_progress_fn)(void *ctx, long done, long total);
 
 /* Stream of the output change's signs in seed k of a probe: init.seed + k + this. */
 #define PROBE_CHANGE_OFFSET 0x6C8E9CF5UL
+
+/* The optimizer's side of the curvature (train/optim.h), given to the probe as a function:
+ * the preconditioner P (n) the first update would use from m's gradient (m->grads, after
+ * the first batch's backward) and its ε-floored coordinates (n). Returns 1 (P written), 0 (the
+ * optimizer has none: sgd) or −1 (out of memory). */
+typedef int (*probe_precond_fn)(void *ctx, const model_t *m, double *P, unsigned char *floored);
+
+/* Allocate p's curvature arrays (NaN). 0 or 1. */
+int probe_curvature_alloc(probe_t *p);
+
+/* The curvature at initialisation of every seed k (measure/curvature.h, docs/design.md §10):
+ * initialise from init.seed + k, the gradient of the seed's first batch (the probe's batch 0,
+ * the batch of training's update 1) gives P through precond, the measurement batch comes from
+ * the stream init.seed + k + CURV_BATCH_OFFSET, the Lanczos starts from init.seed + k +
+ * CURV_START_OFFSET: seed 0 measures what training's update 0 does. Allocates p's curvature
+ * arrays. 0, 1 (out of memory), 2 (err: a batch with bad ids, or more memory than there is). */
+int probe_curvature(session_t *s, probe_t *p, probe_precond_fn precond, void *ctx,
+                    probe_progress_fn progress, void *pctx, char *err, size_t errlen);
 
 /* Run the probe of s->cfg on the open session s: for seed k = 0..probe.seeds−1 initialise
  * from init.seed + k, average over probe.batches batches (and measure the output change on the

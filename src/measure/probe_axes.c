@@ -186,6 +186,7 @@ int probe_axis_len(const probe_axes_t *a, probe_axis_id_t id)
     case PA_SUB: return a->nsub;
     case PA_FIELDS: return PROBE_JACOBIAN_FIELDS;
     case PA_HEAD: return a->nhead;
+    case PA_KIND: return TENSOR_BLOCKS;
     case PA_NONE: break;
     }
     return 1;
@@ -201,6 +202,7 @@ char *const *probe_axis_names(const probe_axes_t *a, probe_axis_id_t id)
     case PA_SUB: return a->sub;
     case PA_FIELDS: return (char *const *)PROBE_JACOBIAN_FIELD_NAMES;
     case PA_HEAD: return a->head;
+    case PA_KIND: return (char *const *)tensors_block_names();
     case PA_NONE: break;
     }
     return NULL;
@@ -209,7 +211,7 @@ char *const *probe_axis_names(const probe_axes_t *a, probe_axis_id_t id)
 const char *probe_axis_label(probe_axis_id_t id)
 {
     static const char *const LABELS[] = {"", "param", "site", "norm", "tensor", "sub", "field",
-                                         "head"};
+                                         "head", "kind"};
     return LABELS[id];
 }
 

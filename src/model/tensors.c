@@ -118,3 +118,33 @@ void tensors_free(tensor_list_t *l)
     free(l->t);
     memset(l, 0, sizeof *l);
 }
+
+/* The block kind of each group of COLUMNS, by the group's first column (a column added to
+ * COLUMNS gets its kind here: the assert below names this table when COL_END moves). */
+static const struct { int first, kind; } BLOCK_GROUPS[] = {
+    {COL_SELF, TENSOR_BLOCK_ATTN_QK}, {COL_SELF + 4, TENSOR_BLOCK_ATTN_VO},
+    {COL_CROSS, TENSOR_BLOCK_ATTN_QK}, {COL_CROSS + 4, TENSOR_BLOCK_ATTN_VO},
+    {COL_FFN, TENSOR_BLOCK_FFN}, {COL_NORM, TENSOR_BLOCK_NORM}, {COL_OMEGA, TENSOR_BLOCK_GAIN},
+};
+_Static_assert(COL_END == 64, "a new column: give its group a block kind in BLOCK_GROUPS");
+
+int tensors_block_of(const tensor_info_t *t)
+{
+    if (t->column < 0)   // outside the layers: the embedding, lm_head, the final norms
+        return strcmp(t->name, EMBED) && strcmp(t->name, HEAD) ? TENSOR_BLOCK_NORM
+                                                                : TENSOR_BLOCK_EMBED;
+    int kind = TENSOR_BLOCK_GAIN;
+    for (size_t g = 0; g < sizeof BLOCK_GROUPS / sizeof BLOCK_GROUPS[0]; g++)
+        if (t->column >= BLOCK_GROUPS[g].first) kind = BLOCK_GROUPS[g].kind;
+    return kind;
+}
+
+static const char *const BLOCK_NAMES[TENSOR_BLOCKS] = {"embed", "attn_qk", "attn_vo", "ffn",
+                                                        "norm", "gain"};
+
+const char *tensors_block_name(int kind)
+{
+    return kind >= 0 && kind < TENSOR_BLOCKS ? BLOCK_NAMES[kind] : NULL;
+}
+
+const char *const *tensors_block_names(void) { return BLOCK_NAMES; }

@@ -92,4 +92,20 @@ const char *tensors_head_scale_name(int K);
  * self-attention (cross = 0: "qnorm.gamma") or the cross-attention (cross = 1: "cknorm.beta"). */
 const char *tensors_qk_name(int cross, int key, int q);
 
+/* The kinds of parameter blocks the curvature measure takes the Hessian's diagonal blocks of
+ * (docs/design.md §10), decided here for every tensor of the registry: the embedding (tok_embed,
+ * lm_head), attention Q/K (wq bq wk bk and the cross-attention's), attention V/O (wv bv wo bo,
+ * cwv …), the FFN (w1 b1 w2 b2), norms (every norm site's γ, β and DyT's α, the final norms) and
+ * gains (the schemes' and mitigations' learnable scales: Admin's ω, ReZero's α, NormFormer's
+ * head scales, QK-norm's γ and β). */
+enum { TENSOR_BLOCK_EMBED, TENSOR_BLOCK_ATTN_QK, TENSOR_BLOCK_ATTN_VO, TENSOR_BLOCK_FFN,
+       TENSOR_BLOCK_NORM, TENSOR_BLOCK_GAIN, TENSOR_BLOCKS };
+
+/* The kind of a tensor (TENSOR_BLOCK_*). */
+int tensors_block_of(const tensor_info_t *t);
+
+/* The name of a kind: "embed", "attn_qk", "attn_vo", "ffn", "norm", "gain"; all TENSOR_BLOCKS. */
+const char *tensors_block_name(int kind);
+const char *const *tensors_block_names(void);
+
 #endif

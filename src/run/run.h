@@ -24,6 +24,7 @@ typedef struct {
     double perturb;/* dump, gradcheck: N(0, perturb²) added to biases, γ, β after the init */
     long entries;  /* gradcheck: entries per tensor */
     double tol;    /* gradcheck: tolerance */
+    int hvp;       /* dump: --hvp, a direction, its Hessian-vector product, λ_max and λ_min */
 } run_options_t;
 
 /* Draw the figures of the result file path into plots/ ([output] plots = true). Exit code. */

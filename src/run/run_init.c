@@ -1,9 +1,13 @@
 /* run_init.c — the verbs that run the model at initialisation: the probe (Xiong et al. 2020
  * §3.4), a dump of one batch, and the finite-difference check (docs/design.md §3, §8). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gsl/gsl_randist.h>
 #include "train/core_f32.h"
+#include "train/optim.h"
+#include "measure/curvature.h"
 #include "model/session.h"
 #include "io/h5io.h"
 #include "measure/gradcheck.h"
@@ -64,6 +68,41 @@ static int measure(session_t *s, probe_t *p, const run_options_t *o)
     return rc;
 }
 
+/* The preconditioner the first update of cfg's optimizer would take from m's gradient, clipped
+ * as training clips it (probe_precond_fn; train/optim.h). */
+static int first_precond(void *ctx, const model_t *m, double *P, unsigned char *floored)
+{
+    const config_t *cfg = ctx;
+    optim_t opt;
+    real *g = malloc(m->num_params * sizeof(real));
+    if (!g || optim_init(&opt, cfg, m->num_params)) { free(g); return -1; }
+    memcpy(g, m->grads, m->num_params * sizeof(real));
+    optim_clip(g, m->num_params, cfg->train.clip);
+    optim_precond(&opt, m->params, g, P, floored);
+    const int has = opt.kind != OPT_SGD;
+    optim_free(&opt);
+    free(g);
+    return has;
+}
+
+/* probe.curvature_every > 0: the curvature of every seed, with a progress bar. 0, 1 or 2. */
+static int measure_curvature(session_t *s, probe_t *p, const run_options_t *o)
+{
+    progress_t bar;
+    char label[80], err[1400];
+    snprintf(label, sizeof label, "curvature %.40s", s->cfg.name);
+    progress_start(&bar, label, o->quiet);
+    const double t0 = progress_now();
+    const int rc = probe_curvature(s, p, first_precond, &s->cfg, progress_callback, &bar, err,
+                                   sizeof err);
+    progress_end(&bar);
+    if (rc == 2) fprintf(stderr, "%s: %s\n", s->cfg.path[0] ? s->cfg.path : "config", err);
+    else if (rc) fprintf(stderr, "stability: %s\n", err);
+    else if (!o->quiet)
+        printf("curvature of %d seeds in %.1f s\n", s->cfg.probe.seeds, progress_now() - t0);
+    return rc;
+}
+
 int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
 {
     char err[1024];
@@ -91,6 +130,14 @@ int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
         h5io_abort(f);
         return 2;
     }
+    if (cfg->probe.curvature_every > 0 &&   // before minutes of probing
+        (rc = curv_check_memory(cfg, &s.model->caps, s.model->num_params, err, sizeof err))) {
+        fprintf(stderr, "%s: %s\n", cfg->path[0] ? cfg->path : "config", err);
+        if (axes) probe_axes_free(&ax);
+        session_close(&s);
+        h5io_abort(f);
+        return rc;
+    }
     probe_t *p = axes ? probe_alloc(cfg->probe.seeds, &ax) : NULL;
     if (axes) probe_axes_free(&ax);
     char *ini = config_text(cfg);
@@ -100,6 +147,7 @@ int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
     } else {
         if (!o->quiet) report_config(stdout, cfg);
         rc = measure(&s, p, o);
+        if (!rc && cfg->probe.curvature_every > 0) rc = measure_curvature(&s, p, o);
     }
     char why[200];   // an overflow is a result, recorded and said (as a diverged training run)
     const int overflow = !rc && probe_overflow(p, why, sizeof why);
@@ -155,6 +203,37 @@ static int forward_backward_f32(session_t *s)
     return 0;
 }
 
+/* dump --hvp (docs/design.md §10): a unit Gaussian direction v from the stream init.seed +
+ * CURV_DIRECTION_OFFSET, H·v and λ_max, λ_min of H on the dump's batch (dropout off), from
+ * the float64 parameters the dump writes. v and Hv (num_params) are the caller's. 0, 1 or 2. */
+static int dump_hvp(session_t *s, double *v, double *Hv, h5io_hvp_t *out)
+{
+    const model_t *m = s->model;
+    const config_t *cfg = &s->cfg;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!r) return 1;
+    gsl_rng_set(r, cfg->init.seed + CURV_DIRECTION_OFFSET);
+    double norm = 0.0;
+    for (size_t i = 0; i < m->num_params; i++) {
+        v[i] = gsl_ran_gaussian(r, 1.0);
+        norm += v[i] * v[i];
+    }
+    gsl_rng_free(r);
+    for (size_t i = 0; i < m->num_params; i++) v[i] /= sqrt(norm);
+    char err[1400];
+    curv_t *c;
+    const int rc = curv_create(&c, cfg, &m->caps, &s->batch, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", rc == 2 && cfg->path[0] ? cfg->path : "stability", err);
+        return rc;
+    }
+    *out = (h5io_hvp_t){.v = v, .Hv = Hv, .iters = cfg->probe.curvature_iters};
+    out->kinked = curv_hvp_dump(c, m->params, v, Hv, cfg->init.seed + CURV_START_OFFSET,
+                                &out->hessian_max, &out->hessian_min, &out->h);
+    curv_free(c);
+    return 0;
+}
+
 int run_dump(const config_t *cfg, const char *path, const run_options_t *o)
 {
     session_t s;
@@ -167,14 +246,27 @@ int run_dump(const config_t *cfg, const char *path, const run_options_t *o)
         model_zero_grad(s.model);
         model_backward(s.model);
     }
+    h5io_hvp_t hvp;
+    double *v = o->hvp ? malloc(s.model->num_params * sizeof(double)) : NULL;
+    double *Hv = o->hvp ? malloc(s.model->num_params * sizeof(double)) : NULL;
+    if (o->hvp && (!v || !Hv)) rc = 1;
+    else if (o->hvp) rc = dump_hvp(&s, v, Hv, &hvp);
     char *ini = config_text(cfg), err[1024];
-    if (!ini) { session_close(&s); fprintf(stderr, "stability: out of memory\n"); return 1; }
+    if (rc || !ini) {
+        if (!ini || rc == 1) fprintf(stderr, "stability: out of memory\n");
+        free(ini); free(v); free(Hv);
+        session_close(&s);
+        return rc ? rc : 1;
+    }
     rc = h5io_write_dump(path, s.model, ini, cfg->init.seed, o->force || cfg->output.overwrite,
-                         f32 ? config_precision_name(cfg->train.precision) : NULL, err, sizeof err);
+                         f32 ? config_precision_name(cfg->train.precision) : NULL,
+                         o->hvp ? &hvp : NULL, err, sizeof err);
     if (rc) fprintf(stderr, "stability: %s\n", err);
     else if (!o->quiet) printf("wrote %s (loss %.10g, %zu parameters)\n", path, s.model->loss,
                                s.model->num_params);
     free(ini);
+    free(v);
+    free(Hv);
     session_close(&s);
     return rc;
 }

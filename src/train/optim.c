@@ -381,3 +381,50 @@ double optim_lr(schedule_t schedule, double lr, long warmup, long steps, long t)
     }
     return lr;
 }
+
+size_t optim_precond(const optim_t *o, const real *params, const real *grads, double *P,
+                     unsigned char *floored)
+{
+    const size_t n = o->n;
+    if (floored) memset(floored, 0, n);
+    if (o->kind == OPT_SGD) {
+        for (size_t i = 0; i < n; i++) P[i] = 1.0;
+        return 0;
+    }
+    // update t = o->t (the last one taken), or the first one (t = 1) from the gradient it takes
+    const long t = o->t > 0 ? o->t : 1;
+    const double bc1 = 1.0 - pow(o->beta1, (double)t), bc2 = 1.0 - pow(o->beta2, (double)t);
+    double rho, rect = 1.0;
+    if (o->kind == OPT_RADAM) rect = optim_radam_rect(o->beta2, t, &rho);
+    const int adaptive = o->kind != OPT_RADAM || rho > 4.0;   // else θ ← θ − η·m̂ (RAdam)
+    const int l2 = o->kind != OPT_ADAMW && o->kind != OPT_STABLEADAMW && o->weight_decay != 0.0;
+    size_t nf = 0;
+    for (int s = 0; s < o->nseg; s++) {
+        // the tensor's step is η·lr_mult/c (μP's rate, StableAdamW's c; c = 1 at update 1)
+        const optim_seg_t *g = &o->seg[s];
+        const double mult = g->lr_mult / (o->t > 0 && o->kind == OPT_STABLEADAMW ? g->clip : 1.0);
+        for (size_t i = g->offset; i < g->offset + g->size; i++) {
+            if (!adaptive) { P[i] = bc1 / mult; continue; }
+            double v = o->v[i];
+            if (o->t == 0) {   // v₁ as optim_update will form it from the first gradient
+                const double gi = l2 ? grads[i] + o->weight_decay * params[i] : grads[i];
+                v = o->kind == OPT_GI_ADAM ? gi * gi   // GI-Adam: v₀ = g², so v₁ = g²
+                                           : o->beta2 * v + (1.0 - o->beta2) * gi * gi;
+            }
+            const double root = sqrt(v / bc2);
+            P[i] = bc1 * (root + o->eps) / (rect * mult);
+            if (root < o->eps) {
+                nf++;
+                if (floored) floored[i] = 1;
+            }
+        }
+    }
+    return nf;
+}
+
+double optim_threshold(const optim_t *o, double lr)
+{
+    if (!(lr > 0.0)) return INFINITY;
+    if (o->kind == OPT_SGD) return 2.0 * (1.0 + o->momentum) / lr;
+    return 2.0 * (1.0 + o->beta1) / ((1.0 - o->beta1) * lr);
+}

@@ -91,4 +91,26 @@ double optim_clip(real *g, size_t n, double max_norm);
  * then inverse_sqrt lr·√(w/t), linear lr·(steps−t)/(steps−w) (0 at t = steps), or constant lr. */
 double optim_lr(schedule_t schedule, double lr, long warmup, long steps, long t);
 
+/* Adam's preconditioner as the curvature measure reads it (docs/design.md §10; Cohen et al.
+ * 2022): the update t was θ_t = θ_{t−1} − η_t·P_t⁻¹·m_t (m_t without bias correction), so
+ *   adam, adamw:  P_t = (1 − β₁ᵗ)·(√(v_t/(1 − β₂ᵗ)) + ε)
+ *   radam:        the same divided by the rectifier rₜ of update t; P_t = 1 − β₁ᵗ while
+ *                 ρₜ ≤ 4 (its un-adapted step θ ← θ − η·m̂)
+ *   sgd:          P = 1 (no preconditioner)
+ * with t = o->t, the updates taken. At t = 0 it is the preconditioner the first update will use:
+ * t = 1 and v₁ = β₂·v + (1 − β₂)·g², g = grads (+ λθ for adam and radam's L2 decay) — the
+ * gradient that update will take, after clipping. Computed in double from the moments of either
+ * precision, into P (n). floored (n, may be NULL): 1 where the coordinate is ε-floored,
+ * √v̂ < ε (the ε term is the larger part of P: P⁻¹ is within 2× of its largest value
+ * 1/((1 − β₁ᵗ)ε), whatever the gradient says); always 0 for sgd and radam's un-adapted step.
+ * Returns the number of floored coordinates. */
+size_t optim_precond(const optim_t *o, const real *params, const real *grads, double *P,
+                     unsigned char *floored);
+
+/* The largest stable sharpness of the next update at learning rate lr (Cohen et al. 2021,
+ * 2022): λ_max(P⁻¹H) below it keeps the update of a quadratic stable. adam, adamw, radam
+ * (momentum β₁ as an exponential average): 2(1 + β₁)/((1 − β₁)·lr) (38/lr at β₁ = 0.9);
+ * sgd with momentum μ: 2(1 + μ)/lr (plain sgd: 2/lr). +∞ when lr = 0. */
+double optim_threshold(const optim_t *o, double lr);
+
 #endif

@@ -1,6 +1,7 @@
 /* train.c — the training loop: batch, forward, backward, clip, optimizer update, probes. */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "measure/change.h"
@@ -32,6 +33,68 @@ static int update_setup(train_t *t)
     gsl_rng_free(r);
     change_reference(m, &t->fixed, t->ref);
     return 0;
+}
+
+/* The curvature measure (measure/curvature.h): its batch from the stream init.seed +
+ * CURV_BATCH_OFFSET (drawn once, the data's position kept, so the training batches are the
+ * same with and without it), its float64 copy of the model and the arrays it is given. 0, 1 or 2. */
+static int curv_setup(train_t *t, char *err, size_t errlen)
+{
+    const model_t *m = t->s.model;
+    batch_t *b = &t->curv_batch;
+    b->tokens = malloc(m->caps.tokens * sizeof(int32_t));
+    b->targets = malloc(m->caps.tokens * sizeof(int32_t));
+    b->src = m->caps.src_tokens ? malloc(m->caps.src_tokens * sizeof(int32_t)) : NULL;
+    t->curv_theta = malloc(m->num_params * sizeof(double));
+    t->curv_P = malloc(m->num_params * sizeof(double));
+    t->curv_floored = malloc(m->num_params ? m->num_params : 1);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!b->tokens || !b->targets || (m->caps.src_tokens && !b->src) || !t->curv_theta ||
+        !t->curv_P || !t->curv_floored || !r) {
+        if (r) gsl_rng_free(r);
+        snprintf(err, errlen, "out of memory");
+        return 1;
+    }
+    gsl_rng_set(r, t->s.cfg.init.seed + CURV_BATCH_OFFSET);
+    const long drawn = t->s.data.drawn;
+    data_batch(&t->s.data, r, b);
+    data_seek(&t->s.data, drawn);
+    gsl_rng_free(r);
+    if (model_check_batch(m, b, err, errlen)) return 2;
+    const int rc = curv_create(&t->curv, &t->s.cfg, &m->caps, b, err, errlen);
+    if (rc) return rc;
+    if (curv_row_alloc(&t->curv_row[0], t->curv) || curv_row_alloc(&t->curv_row[1], t->curv)) {
+        snprintf(err, errlen, "out of memory");
+        return 1;
+    }
+    return 0;
+}
+
+/* The curvature after s updates (before update s + 1, whose learning rate is lr): θ widened to
+ * float64, the preconditioner of update s (s = 0: of update 1, from its gradient in m->grads),
+ * the start vectors from init.seed + CURV_START_OFFSET + s. */
+static void curv_at(train_t *t, long s, double lr, curv_row_t *row)
+{
+    const model_t *m = t->s.model;
+    for (size_t i = 0; i < m->num_params; i++) t->curv_theta[i] = m->params[i];
+    optim_precond(&t->opt, m->params, m->grads, t->curv_P, t->curv_floored);
+    curv_measure(t->curv, t->curv_theta, t->opt.kind == OPT_SGD ? NULL : t->curv_P,
+                 t->curv_floored, t->s.cfg.init.seed + CURV_START_OFFSET + (unsigned long)s, row);
+    row->step = s;
+    row->threshold = optim_threshold(&t->opt, lr);
+}
+
+static void curv_free_all(train_t *t)
+{
+    curv_free(t->curv);
+    curv_row_free(&t->curv_row[0]);
+    curv_row_free(&t->curv_row[1]);
+    free(t->curv_batch.src);
+    free(t->curv_batch.tokens);
+    free(t->curv_batch.targets);
+    free(t->curv_theta);
+    free(t->curv_P);
+    free(t->curv_floored);
 }
 
 static void probe_rows_free(train_probe_t *p)
@@ -111,6 +174,10 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         train_free(t);
         return rc;
     }
+    if (cfg->probe.curvature_every > 0 && (rc = curv_setup(t, err, errlen))) {
+        train_free(t);
+        return rc;
+    }
     *out = t;
     return 0;
 }
@@ -133,6 +200,7 @@ void train_free(train_t *t)
     free(t->update_rms);
     free(t->update_rms_extra);
     free(t->layer_size);
+    curv_free_all(t);
     free(t);
 }
 
@@ -206,6 +274,10 @@ void train_step(train_t *t, train_record_t *r)
         measure(t);
         r->probed = 1;
     }
+    if (s == 1 && t->curv && isfinite(r->grad_norm)) {   // update 0: θ_0, update 1's P
+        curv_at(t, 0, r->lr, &t->curv_row[0]);
+        r->curv |= 1;
+    }
     // keep θ as it was when diverged; the caller records the step and stops
     if (!isfinite(r->loss)) r->diverged = TRAIN_LOSS_NONFINITE;
     else if (!isfinite(r->grad_norm)) r->diverged = TRAIN_GRAD_NONFINITE;
@@ -221,6 +293,11 @@ void train_step(train_t *t, train_record_t *r)
     if (r->updated) {   // DeepNet's model update on the fixed batch (no dropout)
         change_relative_update(&t->ax, m, t->prev, t->update_rel);
         t->model_update = change_from_reference(m, &t->fixed, t->ref);
+    }
+    if (t->curv && s % c->probe.curvature_every == 0) {
+        curv_at(t, s, optim_lr(c->train.schedule, c->train.lr, c->train.warmup, c->train.steps,
+                               s + 1), &t->curv_row[1]);
+        r->curv |= 2;
     }
     // every eval_every updates, or at the end of every epoch (eval_every = 0), and at the end
     const long every = c->train.eval_every > 0 ? c->train.eval_every : data_epoch_batches(&t->s.data);
@@ -288,6 +365,7 @@ void train_layout(size_t *out)
         offsetof(train_t, opt), offsetof(train_t, step), offsetof(train_t, probe),
         offsetof(train_t, ax), offsetof(train_t, update_rel), offsetof(train_t, unigram),
         offsetof(session_t, model), offsetof(session_t, batch), offsetof(model_t, params),
-        offsetof(model_t, tensors), offsetof(model_t, num_targets), offsetof(optim_t, v)};
+        offsetof(model_t, tensors), offsetof(model_t, num_targets), offsetof(optim_t, v),
+        offsetof(train_t, curv_row)};
     memcpy(out, v, sizeof v);
 }

@@ -11,6 +11,9 @@
  * (measure/probe.h: gradient, hidden-state, Jacobian and sub-layer output-gradient norms;
  * before clipping and the update). At updates 1…100 and every probe.every, DeepNet's model
  * update on a fixed batch and each tensor's relative update (measure/change.h), after it.
+ * With probe.curvature_every = N > 0, the curvature (measure/curvature.h) at update 0 (in
+ * update 1, once its gradient gives the preconditioner the update will use) and after every
+ * N-th update, on a float64 copy of the model, so the training is the same bit for bit.
  * Text task: validation loss after the update at every train.eval_every-th and the last step.
  * After every update, the RMS of its direction m̂/(√v̂ + ε) per layer (train_t.update_rms);
  * with radam, its ρₜ and rₜ (train_record_t).
@@ -26,6 +29,7 @@
 #include "model/session.h"
 #include "measure/probe.h"
 #include "measure/dynamics.h"
+#include "measure/curvature.h"
 #include "train/optim.h"
 
 /* The fixed batch of the model-update measure comes from the stream init.seed + this. */
@@ -52,6 +56,8 @@ typedef struct {
     int updated;          /* train_t.model_update, update_rel hold this step's (DeepNet) */
     int failed;           /* the batch had ids outside the vocabulary (t->s.error); no update */
     int diverged;         /* TRAIN_FINITE, or why the step diverged (no update was made) */
+    int curv;             /* curvature rows of this update: bit 0 train_t.curv_row[0] (update 0,
+                             measured in update 1), bit 1 curv_row[1] (after this update) */
     dynamics_scalars_t dyn;   /* attention logits and entropy, log Z of the update's forward */
     double radam_rho;     /* radam: ρₜ of the update (optim_radam_rect); else NaN */
     double radam_rect;    /* radam: rₜ when ρₜ > 4 (the adaptive step), else NaN */
@@ -97,6 +103,13 @@ typedef struct {
     size_t *layer_size;        /* (L) parameters of each layer row */
     double unigram;            /* unigram entropy of the text's training split (the plateau,
                                   measure/diagnose.h), NaN for other tasks */
+    /* the curvature (measure/curvature.h; probe.curvature_every > 0, else curv = NULL) */
+    curv_t *curv;              /* the float64 measure, its model and its batch */
+    batch_t curv_batch;        /* the measurement batch, drawn once from a stream of its own */
+    double *curv_theta;        /* (num_params) θ in float64 (widened in a float32 run) */
+    double *curv_P;            /* (num_params) the optimizer's preconditioner (optim_precond) */
+    unsigned char *curv_floored;   /* (num_params) its ε-floored coordinates */
+    curv_row_t curv_row[2];    /* update 0's measurement; the last update's (train_record_t.curv) */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,
@@ -141,7 +154,7 @@ train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile
 /* Sizes and offsets of train_t, session_t, model_t and optim_t and of the members the layers
  * above read (TRAIN_LAYOUT_N values into out): the float32 core's must equal the float64 core's,
  * since io reads a float32 run's train_t through the float64 declaration (tests/test_real.c). */
-#define TRAIN_LAYOUT_N 16
+#define TRAIN_LAYOUT_N 17
 void train_layout(size_t *out);
 
 #if !REAL_IS_FLOAT

@@ -1,0 +1,294 @@
+/* curvature.c — λ_max and λ_min of the Hessian, Adam's preconditioned sharpness and the
+ * diagonal blocks' maxima on a float64 copy of the model (measure/curvature.h, docs/design.md
+ * §10). Float64 only: compiled once (the Makefile's CORE_F64_ONLY). */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_rng.h>
+#include "measure/curvature.h"
+#include "measure/hvp.h"
+#include "measure/lanczos.h"
+#include "model/session.h"
+
+struct curv {
+    model_t *m;               /* the float64 copy, dropout off */
+    batch_t batch;            /* the measurement batch (own buffers) */
+    hvp_t hvp;
+    lanczos_t lz;
+    gsl_rng *rng;
+    int K, Kb;                /* Lanczos steps: whole, blocks (0: no blocks) */
+    int rows;                 /* block rows: layer rows + 1 */
+    size_t n;
+    double *D;                /* (n) P^{−1/2} of the running measurement, or NULL: plain H */
+    double *u;                /* (n) scratch: the direction of a preconditioned product */
+    double *top;              /* (n) the top eigenvector of P^{−1/2}HP^{−1/2} */
+    double *Dbuf;             /* (n) storage of D */
+    unsigned char *mask;      /* (n) the support of a restricted run */
+};
+
+size_t curv_num_params(const curv_t *c) { return c->n; }
+int curv_rows(const curv_t *c) { return c->rows; }
+
+void curv_free(curv_t *c)
+{
+    if (!c) return;
+    hvp_free(&c->hvp);
+    lanczos_free(&c->lz);
+    if (c->rng) gsl_rng_free(c->rng);
+    model_free(c->m);
+    free(c->batch.src);
+    free(c->batch.tokens);
+    free(c->batch.targets);
+    free(c->Dbuf);
+    free(c->u);
+    free(c->top);
+    free(c->mask);
+    free(c);
+}
+
+/* A copy of b into c's own buffers. 0 or 1. */
+static int copy_batch(curv_t *c, const batch_t *b)
+{
+    const size_t nt = (size_t)b->B * b->T, ns = (size_t)b->B * b->S;
+    c->batch = (batch_t){b->B, b->S, b->T, NULL, malloc(nt * sizeof(int32_t)),
+                         malloc(nt * sizeof(int32_t))};
+    if (ns) c->batch.src = malloc(ns * sizeof(int32_t));
+    if (!c->batch.tokens || !c->batch.targets || (ns && !c->batch.src)) return 1;
+    memcpy(c->batch.tokens, b->tokens, nt * sizeof(int32_t));
+    memcpy(c->batch.targets, b->targets, nt * sizeof(int32_t));
+    if (ns) memcpy(c->batch.src, b->src, ns * sizeof(int32_t));
+    return 0;
+}
+
+/* Lanczos vectors the measure of cfg holds for n parameters (K + 1, at most n + 1). */
+static double lanczos_vectors(const config_t *cfg, size_t n)
+{
+    const int K = cfg->probe.curvature_iters > cfg->probe.curvature_block_iters
+                      ? cfg->probe.curvature_iters : cfg->probe.curvature_block_iters;
+    return fmin((double)K, (double)n) + 1.0;
+}
+
+int curv_check_memory(const config_t *cfg, const batch_caps_t *caps, size_t n, char *err,
+                      size_t errlen)
+{
+    // the copy, the Lanczos vectors, six more vectors (θ, two gradients, D, the direction, the
+    // top vector) and a byte mask, beside the run's own model
+    const double need = model_memory_doubles(cfg, caps) * sizeof(double) +
+                        (lanczos_vectors(cfg, n) + 6.0) * (double)n * sizeof(double) + (double)n;
+    const double have = session_physical_bytes();
+    if (have > 0.0 && need + session_memory_bytes(cfg) > have) {
+        snprintf(err, errlen, "probe.curvature_iters: the curvature measure needs about %.1f GiB "
+                 "(a float64 copy of the model and %.0f Lanczos vectors of %zu parameters) "
+                 "besides the run's model; this machine has %.1f GiB (reduce "
+                 "probe.curvature_iters or the model)", need / 1073741824.0,
+                 lanczos_vectors(cfg, n), n, have / 1073741824.0);
+        return 2;
+    }
+    return 0;
+}
+
+int curv_create(curv_t **out, const config_t *cfg, const batch_caps_t *caps, const batch_t *b,
+                char *err, size_t errlen)
+{
+    *out = NULL;
+    curv_t *c = calloc(1, sizeof *c);
+    if (!c) { snprintf(err, errlen, "out of memory"); return 1; }
+    c->m = model_create(cfg, caps);   // calloc: pages are taken only when written
+    if (!c->m) { curv_free(c); snprintf(err, errlen, "out of memory"); return 1; }
+    c->n = c->m->num_params;
+    c->rows = c->m->rows + 1;
+    const int rc = curv_check_memory(cfg, caps, c->n, err, errlen);
+    if (rc) { curv_free(c); return rc; }
+    // a Krylov space has at most n dimensions: more steps than parameters add nothing
+    const int n = c->n < (size_t)INT_MAX ? (int)c->n : INT_MAX;
+    c->K = cfg->probe.curvature_iters < n ? cfg->probe.curvature_iters : n;
+    c->Kb = cfg->probe.curvature_block_iters < n ? cfg->probe.curvature_block_iters : n;
+    const int K = c->K > c->Kb ? c->K : c->Kb;
+    model_dropout_off(c->m);
+    c->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    c->Dbuf = malloc(c->n * sizeof(double));
+    c->u = malloc(c->n * sizeof(double));
+    c->top = malloc(c->n * sizeof(double));
+    c->mask = malloc(c->n ? c->n : 1);
+    if (!c->rng || !c->Dbuf || !c->u || !c->top || !c->mask || copy_batch(c, b) ||
+        hvp_init(&c->hvp, c->m, &c->batch, HVP_H0, HVP_HMIN) || lanczos_alloc(&c->lz, c->n, K)) {
+        curv_free(c);
+        snprintf(err, errlen, "out of memory");
+        return 1;
+    }
+    *out = c;
+    return 0;
+}
+
+int curv_row_alloc(curv_row_t *r, const curv_t *c)
+{
+    memset(r, 0, sizeof *r);
+    const size_t n = (size_t)c->rows * TENSOR_BLOCKS;
+    r->hessian_block_max = malloc(n * sizeof(double));
+    r->precond_block_max = malloc(n * sizeof(double));
+    if (!r->hessian_block_max || !r->precond_block_max) { curv_row_free(r); return 1; }
+    return 0;
+}
+
+void curv_row_free(curv_row_t *r)
+{
+    free(r->hessian_block_max);
+    free(r->precond_block_max);
+    r->hessian_block_max = r->precond_block_max = NULL;
+}
+
+/* ------------------------------------------------------------------------- operators */
+
+/* y = H·x (x of unit norm: a Lanczos vector). */
+static void op_hessian(void *ctx, const double *x, double *y)
+{
+    curv_t *c = ctx;
+    hvp_apply(&c->hvp, x, y, NULL);
+}
+
+/* y = D·H·D·x, D = P^{−1/2}: the product is taken along the unit direction D·x/‖D·x‖ (so the
+ * difference step stays h) and scaled back. */
+static void op_precond(void *ctx, const double *x, double *y)
+{
+    curv_t *c = ctx;
+    double s = 0.0;
+    for (size_t i = 0; i < c->n; i++) {
+        c->u[i] = c->D[i] * x[i];
+        s += c->u[i] * c->u[i];
+    }
+    s = sqrt(s);
+    if (!(s > 0.0)) { memset(y, 0, c->n * sizeof(double)); return; }
+    for (size_t i = 0; i < c->n; i++) c->u[i] /= s;
+    hvp_apply(&c->hvp, c->u, y, NULL);
+    for (size_t i = 0; i < c->n; i++) y[i] *= c->D[i] * s;
+}
+
+/* One Lanczos run of `iters` steps on the operator (preconditioned when pre) restricted to
+ * support; a run during which a product crossed a kink gives NaN (and adds to *kinked). */
+static void run(curv_t *c, int pre, const unsigned char *support, int iters, lanczos_result_t *res,
+                double *top, long *kinked)
+{
+    const long before = c->hvp.kinked;
+    lanczos_run(&c->lz, pre ? op_precond : op_hessian, c, support, iters, c->rng, res, top);
+    if (c->hvp.kinked > before) {
+        *kinked += c->hvp.kinked - before;
+        res->max = res->min = res->res_max = res->res_min = NAN;
+        if (top)
+            for (size_t i = 0; i < c->n; i++) top[i] = NAN;
+    }
+}
+
+/* ---------------------------------------------------------------------- measurement */
+
+/* mask = the coordinates of block (row, kind), without the floored ones when floored != NULL.
+ * Returns how many. */
+static size_t block_mask(curv_t *c, int row, int kind, const unsigned char *floored)
+{
+    const model_t *m = c->m;
+    memset(c->mask, 0, c->n);
+    size_t count = 0;
+    for (int i = 0; i < m->num_tensors; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        const int r = t->layer >= 0 ? t->layer : c->rows - 1;
+        if (r != row || tensors_block_of(t) != kind) continue;
+        for (size_t j = t->offset; j < t->offset + model_tensor_size(t); j++)
+            if (!floored || !floored[j]) {
+                c->mask[j] = 1;
+                count++;
+            }
+    }
+    return count;
+}
+
+/* Every block's λ_max, plain and preconditioned (floored coordinates left out). */
+static void measure_blocks(curv_t *c, const unsigned char *floored, curv_row_t *out)
+{
+    for (int r = 0; r < c->rows; r++)
+        for (int k = 0; k < TENSOR_BLOCKS; k++) {
+            const size_t o = (size_t)r * TENSOR_BLOCKS + k;
+            out->hessian_block_max[o] = out->precond_block_max[o] = NAN;
+            if (c->Kb < 1 || !block_mask(c, r, k, NULL)) continue;
+            lanczos_result_t res;
+            run(c, 0, c->mask, c->Kb, &res, NULL, &out->kinked);
+            out->hessian_block_max[o] = res.max;
+            if (!c->D) {
+                out->precond_block_max[o] = res.max;
+                continue;
+            }
+            if (!block_mask(c, r, k, floored)) continue;
+            run(c, 1, c->mask, c->Kb, &res, NULL, &out->kinked);
+            out->precond_block_max[o] = res.max;
+        }
+}
+
+/* λ_max(P⁻¹H), its floored share and its active value (c->D set). */
+static void measure_precond(curv_t *c, const unsigned char *floored, curv_row_t *out)
+{
+    lanczos_result_t res;
+    run(c, 1, NULL, c->K, &res, c->top, &out->kinked);
+    out->precond_max = res.max;
+    out->precond_max_res = res.res_max;
+    size_t nf = 0;
+    double share = 0.0;
+    for (size_t i = 0; i < c->n; i++)
+        if (floored && floored[i]) {
+            nf++;
+            share += c->top[i] * c->top[i];
+        }
+    out->precond_eps_share = share;
+    if (nf == 0) {   // the same operator and start: the same run
+        out->precond_max_active = res.max;
+        out->precond_active_res = res.res_max;
+        return;
+    }
+    for (size_t i = 0; i < c->n; i++) c->mask[i] = !floored[i];
+    run(c, 1, c->mask, c->K, &res, NULL, &out->kinked);   // NaN when every one is floored
+    out->precond_max_active = res.max;
+    out->precond_active_res = res.res_max;
+}
+
+void curv_measure(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
+                  unsigned long seed, curv_row_t *out)
+{
+    hvp_set_point(&c->hvp, theta);
+    c->hvp.passes = 0.0;
+    c->hvp.h_smallest = 0.0;
+    out->kinked = 0;
+    gsl_rng_set(c->rng, seed);
+    lanczos_result_t res;
+    run(c, 0, NULL, c->K, &res, NULL, &out->kinked);
+    out->hessian_max = res.max;
+    out->hessian_min = res.min;
+    out->hessian_max_res = res.res_max;
+    out->hessian_min_res = res.res_min;
+    c->D = NULL;
+    if (P) {
+        for (size_t i = 0; i < c->n; i++) c->Dbuf[i] = 1.0 / sqrt(P[i]);
+        c->D = c->Dbuf;
+        measure_precond(c, floored, out);
+    } else {   // P = 1: the preconditioned sharpness is H's
+        out->precond_max = out->precond_max_active = res.max;
+        out->precond_max_res = out->precond_active_res = res.res_max;
+        out->precond_eps_share = 0.0;
+    }
+    measure_blocks(c, floored, out);
+    out->h = c->hvp.h_smallest;
+    out->passes = c->hvp.passes;
+    c->D = NULL;
+}
+
+long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
+                   unsigned long seed, double *lmax, double *lmin, double *h)
+{
+    hvp_set_point(&c->hvp, theta);
+    c->D = NULL;
+    long kinked = hvp_apply(&c->hvp, v, Hv, h) ? 1 : 0;
+    gsl_rng_set(c->rng, seed);
+    lanczos_result_t res;
+    run(c, 0, NULL, c->K, &res, NULL, &kinked);
+    *lmax = res.max;
+    *lmin = res.min;
+    return kinked;
+}

@@ -1,0 +1,99 @@
+/* curvature.h — the loss landscape's curvature on one batch (docs/design.md §10; Cohen et al.
+ * 2021, 2022; Gilmer et al. 2022; Kalra & Barkeshli 2024): λ_max and λ_min of the Hessian H of
+ * the objective, Adam's preconditioned sharpness λ_max(P⁻¹H) with the share of its top
+ * eigenvector on ε-floored coordinates and its value without them ("active"), and λ_max of
+ * every diagonal block of H (layer × kind, model/tensors.h), plain and preconditioned.
+ *
+ * Always float64, whatever the run's precision (docs/design.md §2): a curv_t owns a float64
+ * copy of the model (a "shadow"), a measurement batch and the work space, and takes the point
+ * θ and the preconditioner P as float64 arrays. The shadow is the only model it touches, so a
+ * run measures without changing one bit of its training. These functions are compiled once
+ * (the Makefile's CORE_F64_ONLY) and this header names no `real`: the float32 core calls them
+ * by these names, with its parameters widened (exact).
+ *
+ * Method: H·v by central differences of the gradient that never cross a ReLU kink
+ * (measure/hvp.h); Lanczos with full re-orthogonalisation, K = probe.curvature_iters steps
+ * (measure/lanczos.h), the blocks with probe.curvature_block_iters (both at most n, the
+ * Krylov space's largest dimension); λ_max(P⁻¹H) =
+ * λ_max(P^{−1/2}·H·P^{−1/2}) (similar matrices). One measurement takes 2K forward+backward
+ * passes for H, 2K for P⁻¹H, 2K for its active part (when any coordinate is floored) and
+ * 2·K_b for each block and each of its two forms, plus the passes a kink check repeats.
+ */
+#ifndef STABILITY_CURVATURE_H
+#define STABILITY_CURVATURE_H
+
+#include <stddef.h>
+#include "config/config.h"
+#include "data/batch.h"
+
+/* The measurement batch comes from the stream seed + this (drawn once per run, or per probe
+ * seed), so the training batches are the same with and without the measure. */
+#define CURV_BATCH_OFFSET 0x68E31DA4UL
+
+/* The Lanczos start vectors of the measurement after s updates: the stream seed + this + s. */
+#define CURV_START_OFFSET 0x3C6EF372UL
+
+/* The direction v of `stability dump --hvp`: a unit Gaussian from the stream init.seed + this. */
+#define CURV_DIRECTION_OFFSET 0x7F4A7C15UL
+
+typedef struct curv curv_t;
+
+/* One measurement. The caller sets step and threshold (the optimizer's, optim_threshold). */
+typedef struct {
+    long step;                  /* updates before it (0: at initialisation) */
+    double hessian_max, hessian_min;          /* λ_max(H), λ_min(H) */
+    double hessian_max_res, hessian_min_res;  /* their residual bounds |β_K·s_K| */
+    double precond_max, precond_max_res;      /* λ_max(P⁻¹H) */
+    double precond_max_active, precond_active_res;   /* without the ε-floored coordinates */
+    double precond_eps_share;   /* Σ u_i² over floored i, u the unit top eigenvector of
+                                   P^{−1/2}HP^{−1/2} */
+    double threshold;           /* the optimizer's at the next update's lr (caller) */
+    double h;                   /* the smallest difference step a product used */
+    long kinked;                /* products that crossed a kink even at HVP_HMIN: the values
+                                   of their Lanczos runs are NaN */
+    double passes;              /* forward+backward passes the measurement took */
+    double *hessian_block_max;  /* (rows, TENSOR_BLOCKS) λ_max of each diagonal block of H;
+                                   NaN where a row has no tensor of that kind */
+    double *precond_block_max;  /* (rows, TENSOR_BLOCKS) of P^{−1/2}HP^{−1/2}, its floored
+                                   coordinates left out (as precond_max_active) */
+} curv_row_t;
+
+/* A measure for cfg on batch b (copied) with a float64 model of capacity caps. Returns 0, 1
+ * (out of memory) or 2 with err "probe.curvature_iters: ..." (more memory than this machine
+ * has). Dropout is off in the copy. */
+int curv_create(curv_t **c, const config_t *cfg, const batch_caps_t *caps, const batch_t *b,
+                char *err, size_t errlen);
+
+/* Free (c may be NULL). */
+void curv_free(curv_t *c);
+
+/* Parameters of the model (the length of θ, P and floored). */
+size_t curv_num_params(const curv_t *c);
+
+/* Rows of the block arrays: the model's layer rows (encoder, then decoder) and one last row
+ * for the tensors outside the layers (tok_embed, lm_head, the final norms). */
+int curv_rows(const curv_t *c);
+
+/* 0, or 2 with err "probe.curvature_iters: ..." when the measure of cfg (its float64 model
+ * of capacity caps, min(K, n) + 1 Lanczos vectors of the n parameters) and the run's model
+ * need more memory than this machine has: what curv_create checks, for a caller to check first. */
+int curv_check_memory(const config_t *cfg, const batch_caps_t *caps, size_t n, char *err,
+                      size_t errlen);
+
+/* Allocate a row's block arrays for c. 0 or 1. */
+int curv_row_alloc(curv_row_t *r, const curv_t *c);
+void curv_row_free(curv_row_t *r);
+
+/* Measure at θ (n) with preconditioner P (n; NULL: none, P = 1: the preconditioned values are
+ * H's, share 0) and its floored coordinates (n flags; NULL: none), the start vectors from
+ * the stream seed. Fills every field of out but step and threshold. */
+void curv_measure(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
+                  unsigned long seed, curv_row_t *out);
+
+/* Hv (n) = H·v at θ (n), v of unit norm, and λ_max, λ_min (with residual bounds) of H by
+ * probe.curvature_iters steps of Lanczos from the stream seed (the dump's --hvp). 0, or the
+ * products that crossed a kink (the values are then NaN). */
+long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
+                   unsigned long seed, double *lmax, double *lmin, double *h);
+
+#endif
