@@ -4,8 +4,8 @@
 #include "io/h5io.h"
 
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
-                    unsigned long seed, int overwrite, const char *precision, char *err,
-                    size_t errlen)
+                    unsigned long seed, const data_identity_t *id, int overwrite,
+                    const char *precision, char *err, size_t errlen)
 {
     h5io_file_t *f;
     int rc = h5io_create(&f, path, overwrite, "a dump", err, errlen);
@@ -25,7 +25,7 @@ int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
         snprintf(name, sizeof name, "/grads/%s", t->name);
         rc |= h5io_write_doubles(f, name, m->grads + t->offset, t->rank, dims);
     }
-    rc |= h5io_write_root_attrs(f, config_ini, seed, "done");
+    rc |= h5io_write_root_attrs(f, config_ini, seed, "done", id);
     if (precision) rc |= h5io_write_attr_string(f, "/", "precision", precision);
     if (rc) {
         snprintf(err, errlen, "%s: cannot write the dump", path);
