@@ -144,11 +144,14 @@ int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int me
                   int quiet);
 
 /* Merge every complete run into results/<sweep>.h5 (/runs/NAME/... and the /sweep table);
- * lists missing, stale and failed runs on stderr with their indices. An existing merged file
- * that holds more complete runs than the run files now give is kept unless force (run files
- * lost or stale must not cost the merged results). Returns 0 if all runs were merged, 3 if
- * some are missing (the file holds the others, or was kept), 1 on I/O failure or when a
- * complete merged file was kept, 2 when the merged path is not a regular file. */
+ * lists missing, stale and failed runs on stderr with their indices. A merge never drops a
+ * run the merged file holds (sweep_merge.c): a run whose run file is missing or unfinished
+ * keeps its group from the merged file while that is the run's result (sweep_result_state);
+ * a merged file with a group the new one would lose (a run no longer in the sweep, or stale
+ * with no run file) is kept, and so is one that the run files add nothing to; force merges
+ * the run files alone. Returns 0 if all runs' run files were merged, 3 if some run files are
+ * missing (the file holds the others, or was kept), 1 on I/O failure or when a merged file
+ * was kept, 2 when the merged path is not a regular file. */
 int sweep_merge(const sweep_t *s, int force, int quiet);
 
 /* Apply one "slurm.key=value" override (command line) to the [slurm] settings.
