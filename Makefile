@@ -5,7 +5,8 @@ CC       ?= cc
 CFLAGS   ?= -O2
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -fopenmp -g
 # Dependencies (docs/cluster.md): GSL's headers and BLAS API with OpenBLAS as the CBLAS behind
-# it (never -lgslcblas: 25-45x slower), HDF5, inih; Check for the unit tests. Each is found by
+# it (never -lgslcblas: 25-45x slower), HDF5, inih, OpenSSL's libcrypto (SHA-256 of the data a
+# run reads); Check for the unit tests. Each is found by
 # pkg-config, else plain -lNAME (a module's CPATH / LIBRARY_PATH), and every variable below can
 # be set on the command line instead, e.g. make HDF5_CFLAGS=-I$$HDF5_DIR/include
 # HDF5_LIBS="-L$$HDF5_DIR/lib -lhdf5". PREFIX=DIR: a user prefix (DIR/include, DIR/lib and its
@@ -26,16 +27,18 @@ HDF5_LIBS    ?= $(or $(call pkg,hdf5,--libs),-lhdf5)
 INIH_CFLAGS  ?= $(call pkg,inih,--cflags)
 INIH_LIBS    ?= $(or $(call pkg,inih,--libs),-linih)
 BLAS_LIBS    ?= $(call pkg,openblas,--libs-only-L) -lopenblas
+CRYPTO_CFLAGS ?= $(call pkg,libcrypto,--cflags)
+CRYPTO_LIBS  ?= $(or $(call pkg,libcrypto,--libs),-lcrypto)
 CHECK_CFLAGS ?= $(call pkg,check,--cflags)
 CHECK_LIBS   ?= $(or $(call pkg,check,--libs),-lcheck -lsubunit -lrt -lm -pthread)
 # evaluated once (pkg-config runs once per make, not once per file)
-PKG_CFLAGS   := $(PREFIX_CFLAGS) $(HDF5_CFLAGS) $(GSL_CFLAGS) $(INIH_CFLAGS)
-LIB_DIRS     := $(PREFIX_LIBS) $(filter -L%,$(HDF5_LIBS) $(INIH_LIBS) $(GSL_LIBS) $(BLAS_LIBS) $(CHECK_LIBS))
+PKG_CFLAGS   := $(PREFIX_CFLAGS) $(HDF5_CFLAGS) $(GSL_CFLAGS) $(INIH_CFLAGS) $(CRYPTO_CFLAGS)
+LIB_DIRS     := $(PREFIX_LIBS) $(filter -L%,$(HDF5_LIBS) $(INIH_LIBS) $(GSL_LIBS) $(BLAS_LIBS) $(CRYPTO_LIBS) $(CHECK_LIBS))
 # DT_RPATH, not RUNPATH: it also finds the libraries' own dependencies in the prefix (libgsl's
 # libgslcblas, libhdf5's libsz), where RUNPATH serves the program's direct ones only
 RPATH_DIRS   := $(sort $(filter-out /usr/% /lib/% /lib64/%,$(patsubst -L%,%,$(LIB_DIRS))))
 RPATH        := $(if $(RPATH_DIRS),-Wl$(,)--disable-new-dtags $(foreach d,$(RPATH_DIRS),-Wl$(,)-rpath$(,)$(d)))
-PKG_LIBS     := $(PREFIX_LIBS) $(HDF5_LIBS) $(INIH_LIBS) $(GSL_LIBS) $(BLAS_LIBS) -lm $(RPATH)
+PKG_LIBS     := $(PREFIX_LIBS) $(HDF5_LIBS) $(INIH_LIBS) $(GSL_LIBS) $(BLAS_LIBS) $(CRYPTO_LIBS) -lm $(RPATH)
 CHECK_CFLAGS := $(CHECK_CFLAGS)
 CHECK_LIBS   := $(CHECK_LIBS)
 

@@ -152,11 +152,12 @@ catalogs() {
     done
 }
 
-# config_key: sha256 of everything the output depends on: this script, the helper, the
-# parameters, the package versions and (with --mo-dir) the catalogs' bytes.
+# config_key: sha256 of everything the output depends on: this script, the helper and the
+# module it reads files with, the parameters, the package versions and (with --mo-dir) the
+# catalogs' bytes.
 config_key() {
     {
-        sha256sum "${BASH_SOURCE[0]}" "$helper" | cut -d' ' -f1
+        sha256sum "${BASH_SOURCE[0]}" "$helper" "$here/userfile.py" | cut -d' ' -f1
         echo "vocab $vocab max_chars $MAX_CHARS valid_percent $VALID_PERCENT mo_dir ${mo_dir:+yes}"
         packages
         if [ -n "$mo_dir" ]; then catalogs | while read -r _ f; do sha256sum < "$f"; done; fi

@@ -23,6 +23,11 @@ The split is by the source text: valid if sha256(source) mod 100 < --valid-perce
 translations of one source are on the same side. Each split is ordered by sha256(source TAB
 target): a deterministic shuffle that does not depend on the order of the input files.
 
+Files and lines as the C side has them (scripts/userfile.py): only regular files are read and
+written (a FIFO, a device or a link is refused, exit 1, never waited for), a .po line ends at
+"\n" only (so FILE:LINE is the line sed and gettext count), and no sentence written holds a
+character that any reader could take for a line end (cleaning turns them into spaces).
+
 Writes DIR/train.en DIR/train.de DIR/valid.en DIR/valid.de (one sentence a line, UTF-8, LF) and
 prints "catalog LABEL MESSAGES" per file and "stage NAME COUNT" / "split NAME COUNT" lines on
 stdout. Exit 0; 1 on I/O errors; 2 on a .po syntax error ("FILE:LINE: po: message").
@@ -33,6 +38,9 @@ import os
 import re
 import sys
 import unicodedata
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import userfile  # noqa: E402  (scripts/userfile.py: regular files only, lines end at "\n")
 
 # printf conversions (C, positional "%1$s", gcc's "%qs" "%<" "%>" "%'"), Python "%(name)s",
 # positional brace fields "{0}", "%%". Named braces stay: gcc's "{anonymous}" is text.
@@ -89,8 +97,7 @@ KEYWORD_RE = re.compile(r'^(msgctxt|msgid_plural|msgid|msgstr(?:\[(\d+)\])?)\s+(
 def read_po(path):
     """The messages of a .po file as dicts {msgctxt, msgid, msgid_plural, msgstr[N]...}."""
     messages, cur, key = [], {}, None
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
+    lines = userfile.split_lines(userfile.read_text(path))
     for no, raw in enumerate(lines, 1):
         line = raw.strip()
         where = f"{path}:{no}"
@@ -115,7 +122,7 @@ def read_po(path):
             raise PoError(f"{where}: po: cannot parse {line[:40]!r}")
     if cur:
         if "msgid" not in cur or not any(k.startswith("msgstr") for k in cur):
-            raise PoError(f"{path}:{len(lines)}: po: incomplete message at the end")
+            raise PoError(f"{path}:{max(len(lines), 1)}: po: incomplete message at the end")
         messages.append(cur)
     return messages
 
@@ -174,8 +181,9 @@ def clean_pairs(pairs, max_chars, stages):
 def write_split(out, name, pairs):
     pairs = sorted(pairs, key=lambda p: (sha(p[0] + "\t" + p[1]), p))
     for side, k in (("en", 0), ("de", 1)):
-        with open(os.path.join(out, f"{name}.{side}"), "w", encoding="utf-8", newline="\n") as f:
+        with userfile.open_write(os.path.join(out, f"{name}.{side}")) as f:
             for p in pairs:
+                assert len(p[k].splitlines()) == 1, p[k]   # clean() leaves no line end of any kind
                 f.write(p[k] + "\n")
 
 

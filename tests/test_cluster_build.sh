@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_cluster_build.sh — the build without root (docs/cluster.md), as on a cluster with no
-# -dev packages: GSL, HDF5, inih, OpenBLAS and Check come from Debian's own .deb files,
+# -dev packages: GSL, HDF5, inih, OpenBLAS, OpenSSL's libcrypto and Check come from Debian's own .deb files,
 # downloaded (apt-get download, cached in build/cluster-debs/) and unpacked with dpkg -x, never
 # installed. In a private mount namespace every file of those packages on this machine (their
 # headers, .pc files, .so links and the libraries themselves) is hidden, and the user nobody
@@ -9,7 +9,7 @@
 #   B. builds it and the unit tests with pkg-config switched off and every library given by a
 #      make variable (as with environment modules), from the unpacked tree as Debian lays it
 #      out, and runs the unit tests (make unit);
-# and each binary runs a tiny probe and reads it back, with ldd showing every one of the four
+# and each binary runs a tiny probe and reads it back, with ldd showing every one of the five
 # libraries loaded from the prefix. Before building, the checks that the system's headers and
 # .pc files are really hidden must fail to compile / find them.
 # Needs root (the mount namespace and nobody) and Debian's archive (the first time); skipped
@@ -31,8 +31,9 @@ for t in unshare setpriv dpkg apt-get; do
 done
 ARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 # the .deb files: the -dev packages and the libraries they belong to
-DEV_PKGS=(libgsl-dev libhdf5-dev libinih-dev libopenblas-dev libopenblas-pthread-dev check libsubunit-dev)
-LIB_PKGS=(libgsl27 libgslcblas0 libhdf5-103-1 libinih1 libopenblas0-pthread libsubunit0)
+DEV_PKGS=(libgsl-dev libhdf5-dev libinih-dev libopenblas-dev libopenblas-pthread-dev libssl-dev check
+          libsubunit-dev)
+LIB_PKGS=(libgsl27 libgslcblas0 libhdf5-103-1 libinih1 libopenblas0-pthread libssl3 libsubunit0)
 DEBS=${STABILITY_DEB_CACHE:-$ROOT/build/cluster-debs}
 mkdir -p "$DEBS"
 missing=()
@@ -63,8 +64,10 @@ A=$W/local
 mkdir -p "$A/include" "$A/lib/pkgconfig"
 cp -a "$P/include/gsl" "$P/include/ini.h" "$P/include/check.h" "$P/include/check_stdint.h" "$A/include/"
 cp -a "$P/include/hdf5/serial/." "$A/include/"
+cp -a "$P/include/openssl" "$A/include/" && cp -a "$P/include/$ARCH/openssl/." "$A/include/openssl/"
 cp -a "$L"/libgsl.so* "$L"/libgslcblas.so* "$L"/libinih.so* "$L"/libcheck_pic.a "$L"/libsubunit.so* \
-      "$L"/libhdf5_serial.so* "$L"/openblas-pthread/libopenblas*.so* "$A/lib/"
+      "$L"/libhdf5_serial.so* "$L"/openblas-pthread/libopenblas*.so* "$L"/libcrypto.so* "$L"/libssl.so* \
+      "$A/lib/"   # libssl: libhdf5's libcurl needs it, and libssl3's files are hidden with libcrypto
 ln -s libhdf5_serial.so "$A/lib/libhdf5.so"
 pc() {   # pc NAME LIBS [REQUIRES-PRIVATE-FREE CFLAGS]
     printf 'prefix=%s\nlibdir=${prefix}/lib\nincludedir=${prefix}/include\n\nName: %s\nDescription: %s\nVersion: 1\nLibs: -L${libdir} %s\nCflags: -I${includedir} %s\n' \
@@ -74,6 +77,7 @@ pc gsl "-lgsl -lgslcblas -lm"
 pc hdf5 "-lhdf5"
 pc inih "-linih"
 pc openblas "-lopenblas"
+pc libcrypto "-lcrypto"
 pc check "-lcheck_pic -lsubunit -lrt -lm -pthread" "-pthread"
 chown -R 65534:65534 "$A"
 
@@ -83,7 +87,8 @@ cat > "$W/inside.sh" <<'EOF'
 set -u
 W=$1 ARCH=$2
 shift 2
-for d in /usr/include/gsl /usr/include/hdf5 /usr/include/subunit \
+for d in /usr/include/gsl /usr/include/hdf5 /usr/include/subunit /usr/include/openssl \
+         "/usr/include/$ARCH/openssl" \
          "/usr/include/$ARCH/openblas-pthread" "/usr/lib/$ARCH/hdf5" "/usr/lib/$ARCH/openblas-pthread" \
          "/usr/lib/$ARCH/pkgconfig" /usr/lib/pkgconfig /usr/share/pkgconfig; do
     [ -d "$d" ] && mount -t tmpfs -o size=64k,mode=755 tmpfs "$d"
@@ -93,7 +98,7 @@ while read -r f; do
     case "$f" in /usr/include/*|/usr/lib/*) ;; *) continue ;; esac
     if [ -f "$f" ] && [ ! -d "$f" ]; then mount --bind /dev/null "$f" && n=$((n + 1)); fi
 done < <(dpkg -L "$@" 2>/dev/null; ls -d /usr/lib/$ARCH/libopenblas* /usr/lib/$ARCH/libhdf5* \
-         /usr/lib/$ARCH/libgsl* /usr/lib/$ARCH/libinih* 2>/dev/null)
+         /usr/lib/$ARCH/libgsl* /usr/lib/$ARCH/libinih* /usr/lib/$ARCH/libcrypto* 2>/dev/null)
 echo "$n files hidden" > "$W/hidden"
 cd "$W/src" && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
     env -i PATH=/usr/bin:/bin HOME="$W" LC_ALL=C.UTF-8 bash "$W/build.sh" "$W" "$ARCH"
@@ -106,7 +111,7 @@ P=$W/deb/usr L=$W/deb/usr/lib/$ARCH A=$W/local
 say() { echo "$1" >> "$W/checks"; }
 # the system's headers and .pc files are gone: each of these must fail
 for h in "gsl/gsl_rng.h:gsl_rng_alloc(gsl_rng_mt19937)" "hdf5.h:H5open()" "ini.h:ini_parse(0,0,0)" \
-         "check.h:suite_create(0)"; do
+         "check.h:suite_create(0)" "openssl/evp.h:EVP_MD_CTX_new()"; do
     printf '#include <%s>\nint main(void){ return (int)(long)%s; }\n' "${h%%:*}" "${h#*:}" > "$W/probe.c"
     if cc -Werror -I/usr/include/hdf5/serial -c -o "$W/probe.o" "$W/probe.c" 2>/dev/null; then
         say "FAIL system header ${h%%:*} still usable"
@@ -114,7 +119,7 @@ for h in "gsl/gsl_rng.h:gsl_rng_alloc(gsl_rng_mt19937)" "hdf5.h:H5open()" "ini.h
         say "ok system header ${h%%:*} hidden"
     fi
 done
-for p in gsl hdf5 inih openblas check; do
+for p in gsl hdf5 inih openblas libcrypto check; do
     if pkg-config --exists "$p"; then say "FAIL system $p.pc still found"; else say "ok system $p.pc hidden"; fi
 done
 [ "$(id -u)" = 65534 ] && say "ok building as nobody (uid 65534)" || say "FAIL building as uid $(id -u)"
@@ -123,7 +128,7 @@ if make -j2 PREFIX="$A" stability > "$W/make-a.log" 2>&1; then
     say "ok A: make PREFIX=$A"
     mv stability "$W/stability-a"
 else
-    say "FAIL A: make PREFIX=... failed: $(grep -m1 -E 'error|Error' "$W/make-a.log")"
+    say "FAIL A: make PREFIX=... failed: $(grep -m1 -E 'error:|Error [0-9]|undefined reference' "$W/make-a.log")"
 fi
 make clean >/dev/null
 # B: no pkg-config, every library by a make variable, the Debian tree as unpacked
@@ -132,9 +137,10 @@ VARS=(PKG_CONFIG=false
       HDF5_CFLAGS="-I$P/include/hdf5/serial" HDF5_LIBS="-L$L/hdf5/serial -lhdf5"
       INIH_CFLAGS="-I$P/include" INIH_LIBS="-L$L -linih"
       BLAS_LIBS="-L$L/openblas-pthread -lopenblas"
+      CRYPTO_CFLAGS="-I$P/include -I$P/include/$ARCH" CRYPTO_LIBS="-L$L -lcrypto"
       CHECK_CFLAGS="-I$P/include -pthread" CHECK_LIBS="-L$L -lcheck_pic -lsubunit -lrt -lm -pthread")
 if make -j2 "${VARS[@]}" stability build/test_runner > "$W/make-b.log" 2>&1; then
-    say "ok B: make with PKG_CONFIG=false and GSL_/HDF5_/INIH_/BLAS_/CHECK_ variables"
+    say "ok B: make with PKG_CONFIG=false and GSL_/HDF5_/INIH_/BLAS_/CRYPTO_/CHECK_ variables"
     if make "${VARS[@]}" unit > "$W/unit.log" 2>&1; then
         say "ok B: make unit: $(grep -E '^[0-9]+%: Checks' "$W/unit.log" | tail -1)"
     else
@@ -142,16 +148,16 @@ if make -j2 "${VARS[@]}" stability build/test_runner > "$W/make-b.log" 2>&1; the
     fi
     mv stability "$W/stability-b"
 else
-    say "FAIL B: make failed: $(grep -m1 -E 'error|Error' "$W/make-b.log")"
+    say "FAIL B: make failed: $(grep -m1 -E 'error:|Error [0-9]|undefined reference' "$W/make-b.log")"
 fi
 # each binary: the four libraries from the prefix, a tiny probe written and read back
 for v in a b; do
     exe=$W/stability-$v
     [ -x "$exe" ] || continue
-    libs=$(ldd "$exe" | grep -E 'libgsl\.|libhdf5|libinih|libopenblas')
+    libs=$(ldd "$exe" | grep -E 'libgsl\.|libhdf5|libinih|libopenblas|libcrypto')
     outside=$(echo "$libs" | grep -v "=> $W/" )
-    if [ "$(echo "$libs" | wc -l)" -ge 4 ] && [ -z "$outside" ]; then
-        say "ok ${v^^}: libgsl, libhdf5, libinih, libopenblas all load from the prefix"
+    if [ "$(echo "$libs" | wc -l)" -ge 5 ] && [ -z "$outside" ]; then
+        say "ok ${v^^}: libgsl, libhdf5, libinih, libopenblas, libcrypto all load from the prefix"
     else
         say "FAIL ${v^^}: libraries: $(echo "$libs" | tr '\n' ' ')"
     fi
@@ -171,5 +177,5 @@ echo "  ($(cat "$W/hidden" 2>/dev/null); builds and tests took $((SECONDS - t0))
 while read -r status text; do
     if [ "$status" = ok ]; then ok "$text"; else notok "$text"; fi
 done < "$W/checks"
-[ "$pass" -ge 17 ] || notok "only $pass checks passed of the 17 expected (a build step did not run)"
+[ "$pass" -ge 19 ] || notok "only $pass checks passed of the 19 expected (a build step did not run)"
 finish

@@ -112,7 +112,7 @@ START_TEST(test_errors)
         {{"5\n", "5\n", "5\n\n", "5\n6\n"}, 100, 2, "valid.en.ids:2: empty sentence"},
         {{"5\n6\n7\n", "5\n6\n", "5\n", "5\n"}, 100, 2,
          "train.en.ids:3: DIR/train.de.ids has only 2 lines"},
-        {{"5\n", "5\n", "5\n", NULL}, 100, 1,
+        {{"5\n", "5\n", "5\n", NULL}, 100, 2,
          "valid.de.ids: cannot open: No such file or directory"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -2,7 +2,8 @@
 # test_faults.sh — what the program promises under faults (docs/faults.md), run from the repo
 # root as tests/test_faults.sh against ./stability (or $STABILITY). Its sections:
 #   devices    only regular files are ever replaced: a FIFO, a character device, a symbolic
-#              link and a directory at an output path are refused with exit 2, left as they were;
+#              link and a directory at an output path (and at OUT.checkpoint, the checkpoint
+#              journal) are refused with exit 2, left as they were; --out DIR/ makes nothing;
 #   disk       a full disk (a small tmpfs): training ends with exit 1 and a message, the file
 #              reads up to its last flush, --resume finishes it bit-identically once there is
 #              space; a probe, a dump leave nothing behind; a read-only file system is said
@@ -122,6 +123,34 @@ for n in $KINDS; do
         "$BIN" --config "$TINY" "${TRAIN_SETS[@]}" --out "$V/$n" --force --quiet
     refused "training --out $n --resume --force: exit 2, untouched" "$n" \
         "$BIN" --config "$TINY" "${TRAIN_SETS[@]}" --out "$V/$n" --resume --force --quiet
+done
+# the checkpoint journal OUT.checkpoint (issue 34): a FIFO, device, link or directory there is
+# said as what it is before the run starts (it was "cannot write ... free space" at the first
+# checkpoint), exit 2, no OUT made, the victim as it was
+for n in $KINDS; do
+    out="$V/j_$n.h5"
+    mv "$V/$n" "$out.checkpoint"
+    run "$BIN" --config "$TINY" --set train.steps=30 --set train.checkpoint_every=10 --out "$out" --quiet
+    why=""
+    [ "$rc" -eq 2 ] || why="exit code $rc, want 2;"
+    grep -q "$out.checkpoint: is a" "$tmp/err" || why="$why stderr '$(first_err)' does not say what $out.checkpoint is;"
+    ! grep -qi "free space\|disk" "$tmp/err" || why="$why it says disk;"
+    [ ! -e "$out" ] || why="$why $out was made;"
+    mv "$out.checkpoint" "$V/$n"
+    intact "$V" "$n" || why="$why the $n was changed;"
+    if [ -z "$why" ]; then ok "training with a $n at OUT.checkpoint: exit 2 before it starts, named as a $n"
+    else notok "training with a $n at OUT.checkpoint: $why"; fi
+done
+# --out DIR/ (issue 34): refused before any directory is made (they were, then the file refused)
+for verb in probe dump train; do
+    case $verb in
+        probe) args=(--config "$TINY" "${PROBE_SETS[@]}" --quiet) ;;
+        dump) args=(dump --config "$TINY") ;;
+        train) args=(--config "$TINY" "${TRAIN_SETS[@]}" --quiet) ;;
+    esac
+    run "$BIN" "${args[@]}" --out "$tmp/newdir_$verb/sub/x.h5/"
+    check "$verb --out NEW/DIR/x.h5/: exit 2, 'names a directory', nothing made" \
+        eval '[ "$rc" -eq 2 ] && grep -q "names a directory" "$tmp/err" && [ ! -e "$tmp/newdir_$verb" ]'
 done
 # a figure's file: gnuplot's output is opened by us, never followed or replaced
 "$BIN" --config "$TINY" "${PROBE_SETS[@]}" --out "$V/p.h5" --quiet

@@ -17,7 +17,19 @@ model trains on it for 400 updates and checkpoints. Then:
     equal to the reach computed here from the merged file (Fig. 4);
   - bad input (exit 2, nothing on stdout): no checkpoint, an lm run, a diverged run, --beam 0 and
     -1, a missing and a mismatched vocabulary; train.bleu_every on a task without sentences.
+  - the hostile round of issue 34 (docs/faults.md), each a check that failed before its fix:
+    --beam 65 (wider than a decoding batch's 64 rows) returns, with and without --input, and
+    its ids equal the PyTorch beam search at K = 65; an --input whose lines hold \f, \r,
+    \v, \x1c, U+0085, U+2028 and U+2029 gives one translation per "\n"-line, each equal to
+    PyTorch's greedy search on that line; BLEU against references holding such characters
+    equals NLTK's on the "\n"-lines; a FIFO valid.de or spm.model is refused, never waited
+    for (translate, bleu.py, training with train.bleu_every); translate in a Latin-1 locale
+    prints the same UTF-8 as in C.UTF-8; a missing corpus is exit 2 naming data.path; a
+    translation run records data_sha256 = sha256 of the `sha256sum` listing of its four id
+    files, data_bytes their size.
 Prints "ok - ..." / "FAIL - ..." per check, then "translate: N passed, M failed".
+`tests/test_translate.py hardening` runs the training run and the issue-34 checks only;
+STABILITY=PATH tests another binary (its scripts/ beside it).
 """
 import math
 import os
@@ -36,7 +48,8 @@ import torch_ref as ref  # noqa: E402  (the scaffolding the PyTorch cross-checks
 import test_torch_encdec as te  # noqa: E402
 
 REPO = ref.REPO
-BIN = os.path.join(REPO, "stability")
+BIN = os.path.abspath(os.environ.get("STABILITY", os.path.join(REPO, "stability")))
+BLEU_PY = os.path.join(os.path.dirname(BIN), "scripts", "bleu.py")   # the binary's own helper
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 passed = failed = 0
 
@@ -55,8 +68,8 @@ def run(*args, **kw):
     return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=REPO, **kw)
 
 
-def make_corpus(d, seed=1):
-    """A word-for-word En->De language: adjective after the noun in German."""
+def make_corpus(d, seed=1, now="jetzt"):
+    """A word-for-word En->De language: adjective after the noun in German ("now" -> now)."""
     import sentencepiece as spm
     rng = random.Random(seed)
     nouns = {"file": "Datei", "user": "Benutzer", "server": "Server", "key": "Schluessel",
@@ -71,7 +84,7 @@ def make_corpus(d, seed=1):
         de = (f"{verbs[v]} die {nouns[n]} {adjs[a]}" if " the " + a in en
               else f"{verbs[v]} die {nouns[n]}")
         if rng.random() < 0.3:
-            en, de = en + " now", de + " jetzt"
+            en, de = en + " now", de + " " + now
         pairs.add((en, de))
     pairs = sorted(pairs)
     rng.shuffle(pairs)
@@ -79,7 +92,7 @@ def make_corpus(d, seed=1):
     split = {"train": pairs[:380], "valid": pairs[380:]}
     for s, ps in split.items():
         for k, side in ((0, "en"), (1, "de")):
-            with open(f"{d}/{s}.{side}", "w") as f:
+            with open(f"{d}/{s}.{side}", "w", encoding="utf-8") as f:
                 f.write("".join(p[k] + "\n" for p in ps))
     spm.SentencePieceTrainer.train(
         input=f"{d}/train.en,{d}/train.de", model_prefix=f"{d}/spm", model_type="bpe",
@@ -88,7 +101,7 @@ def make_corpus(d, seed=1):
     sp = spm.SentencePieceProcessor(model_file=f"{d}/spm.model")
     for s in split:
         for side in ("en", "de"):
-            with open(f"{d}/{s}.{side}") as f, open(f"{d}/{s}.{side}.ids", "w") as g:
+            with open(f"{d}/{s}.{side}", encoding="utf-8") as f, open(f"{d}/{s}.{side}.ids", "w") as g:
                 for line in f:
                     g.write(" ".join(map(str, sp.encode(line.rstrip("\n")))) + "\n")
     return sp.get_piece_size()
@@ -381,6 +394,221 @@ def check_bad(tmp, corpus, vocab, run_file):
     bad("a mismatched vocabulary", [f"{tmp}/c2.h5"], "another vocabulary")
 
 
+# ---- the hostile round of issue 34 (docs/faults.md) -------------------------------------------
+
+def greedy_ids(P, m, ids, max_len=12):
+    """PyTorch's greedy search (beam 1) on one source's ids."""
+    return beam_search(P, m, ids + [EOS], 1, 1.0, max_len)
+
+
+def check_wide_beam(tmp, corpus, run_file):
+    """--beam 65: a decoding batch holds 64 rows, so 65 beams of one sentence fitted in none and
+    translate_all decoded batches of 0 sentences forever."""
+    m, P = load(run_file)
+    srcs = read_ids(f"{corpus}/valid.en.ids")[:12]
+    want = [beam_search(P, m, s + [EOS], 65, 1.0, 12) for s in srcs]
+    with open(f"{corpus}/valid.en", encoding="utf-8") as f:
+        lines = f.read().split("\n")[:12]
+    inp = f"{tmp}/wide.en"
+    with open(inp, "w", encoding="utf-8") as f:
+        f.write("".join(l + "\n" for l in lines))
+    for desc, extra in (("the validation split", []), ("--input", ["--input", inp])):
+        try:
+            p = run("translate", run_file, "--ids", "--beam", "65", "--max-len-a", "0",
+                    "--max-len-b", "12", *extra, timeout=300)
+            got = [[int(t) for t in l.split()] for l in p.stdout.splitlines()][:12]
+            ok, detail = p.returncode == 0 and got == want, f"exit {p.returncode}; {p.stderr[-200:]}"
+        except subprocess.TimeoutExpired:
+            ok, detail = False, "no answer within 300 s (decode_batch with B = 0, forever)"
+        check(f"translate --beam 65 ({desc}): returns, ids of the first 12 sentences equal "
+              "PyTorch's beam search at K = 65", ok, detail)
+
+
+# every character Python's splitlines() or universal newlines end a line at, but "\n"
+ODD_BREAKS = ["\f", "\r", "\v", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+def check_input_lines(tmp, corpus, run_file):
+    """translate --input: a line ends at "\n" only (the C side's count), so 5 lines holding the
+    characters Python's splitlines() also breaks at give 5 translations, in order."""
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=f"{corpus}/spm.model")
+    m, P = load(run_file)
+    lines = ["open the new file\f now", "save the\rold key", "read the\x1cline\x85now",
+             "write the\u2028table\u2029\vnow", "copy the user"]
+    inp = f"{tmp}/odd.en"
+    with open(inp, "w", encoding="utf-8", newline="") as f:   # the last line CRLF-terminated
+        f.write("\n".join(lines) + "\r\n")
+    p = run("translate", run_file, "--input", inp, "--ids", "--max-len-a", "0", "--max-len-b", "12")
+    got = [[int(t) for t in l.split()] for l in p.stdout.split("\n")[:-1]]
+    want = [greedy_ids(P, m, sp.encode(l)) for l in lines]
+    check(f"translate --input: {len(lines)} lines holding {' '.join(repr(c) for c in ODD_BREAKS[:4])}, "
+          f"... give {len(lines)} translations, each PyTorch's greedy search on its line",
+          p.returncode == 0 and got == want,
+          f"exit {p.returncode}, {len(got)} lines: {p.stderr[-200:]}")
+
+
+def corpus_copy(tmp, corpus, name, vocab, **extra):
+    """A copy of the corpus and a 400-update run on it (tiny: under a second)."""
+    c = f"{tmp}/{name}"
+    shutil.copytree(corpus, c)
+    ini = f"{tmp}/{name}.ini"
+    write_ini(ini, c, vocab, **extra)
+    return c, ini
+
+
+def check_reference_lines(tmp, corpus, vocab):
+    """BLEU's references are read line by line as the C side numbers them ("\n"): references
+    holding the other line ends must not shift every later hypothesis onto another reference."""
+    from nltk.tokenize import NLTKWordTokenizer
+    from nltk.translate.bleu_score import corpus_bleu
+    c, ini = corpus_copy(tmp, corpus, "oddrefs", vocab)
+    with open(f"{c}/valid.de", encoding="utf-8") as f:
+        refs = f.read().split("\n")[:-1]
+    for k, ch in enumerate(ODD_BREAKS):   # a word of the 2nd, 4th, ... reference joined by one
+        i = 1 + 2 * k
+        w = refs[i].split(" ")
+        refs[i] = " ".join(w[:-1]) + ch + w[-1]
+    with open(f"{c}/valid.de", "w", encoding="utf-8", newline="") as f:
+        f.write("".join(r + "\n" for r in refs))
+    out = f"{tmp}/oddrefs.h5"
+    p = run("--config", ini, "--out", out, "--quiet")
+    q = run("translate", out)
+    line = q.stderr.strip().splitlines()[-1] if q.stderr.strip() else ""
+    got = float(line.split("BLEU ")[1].split()[0]) if "BLEU " in line else float("nan")
+    tok = NLTKWordTokenizer()
+    hyps = q.stdout.split("\n")[:-1]
+    want = 100 * corpus_bleu([[tok.tokenize(r)] for r in refs], [tok.tokenize(h) for h in hyps])
+    check(f"BLEU against references holding {len(ODD_BREAKS)} other line ends: {got}, NLTK's on "
+          f"the \\n-lines {want:.2f}", p.returncode == 0 and len(hyps) == len(refs)
+          and abs(got - want) < 0.006 and want > 5, f"{line}; {q.stderr[-200:]}")
+
+
+def release(fifo):
+    """End a reader blocked in open() on fifo (what a build that waits leaves behind): open it
+    for writing, without waiting, and close it: the reader sees the end of the file."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass   # no reader
+
+
+def check_fifos(tmp, corpus, vocab, run_file):
+    """A FIFO where scripts/bleu.py reads (valid.de, spm.model) is refused at once, never waited
+    for; training with train.bleu_every refuses it before its first update."""
+    c, ini = corpus_copy(tmp, corpus, "fiforefs", vocab, train__bleu_every=100,
+                         train__checkpoint_every=100)
+    # a run on the regular corpus first, then its references become a FIFO
+    out = f"{tmp}/fiforefs.h5"
+    run("--config", ini, "--out", out, "--quiet")
+    os.unlink(f"{c}/valid.de")
+    os.mkfifo(f"{c}/valid.de")
+    try:
+        p = run("translate", out, timeout=60)
+        ok, detail = (p.returncode in (1, 2) and "valid.de" in p.stderr and "FIFO" in p.stderr,
+                      f"exit {p.returncode}: {p.stderr[-300:]}")
+    except subprocess.TimeoutExpired:
+        ok, detail = False, "blocked on the FIFO for 60 s"
+        release(f"{c}/valid.de")
+    check("translate with a FIFO valid.de: refused at once, naming it", ok, detail)
+    out2 = f"{tmp}/fiforefs2.h5"
+    try:
+        p = run("--config", ini, "--out", out2, "--quiet", timeout=60)
+        ok, detail = (p.returncode == 2 and "valid.de" in p.stderr and not os.path.exists(out2),
+                      f"exit {p.returncode}: {p.stderr[-300:]}")
+    except subprocess.TimeoutExpired:
+        ok, detail = False, "blocked on the FIFO for 60 s"
+        release(f"{c}/valid.de")
+    check("training with train.bleu_every and a FIFO valid.de: exit 2 before it starts, nothing "
+          "written", ok, detail)
+    c2 = f"{tmp}/fifospm"
+    shutil.copytree(corpus, c2)
+    os.unlink(f"{c2}/spm.model")
+    os.mkfifo(f"{c2}/spm.model")
+    try:
+        p = subprocess.run(["/usr/bin/python3", BLEU_PY, "vocab", "--dir", c2],
+                           capture_output=True, text=True, timeout=60)
+        ok, detail = (p.returncode == 2 and "FIFO" in p.stderr, f"exit {p.returncode}: {p.stderr[-300:]}")
+    except subprocess.TimeoutExpired:
+        ok, detail = False, "blocked on the FIFO for 60 s"
+        release(f"{c2}/spm.model")
+    check("bleu.py with a FIFO spm.model: exit 2 at once, naming it", ok, detail)
+
+
+def latin1_env(tmp):
+    """An environment in a Latin-1 locale (made with localedef), or Python told so."""
+    loc = f"{tmp}/locale"
+    os.makedirs(loc, exist_ok=True)
+    made = subprocess.run(["localedef", "-i", "de_DE", "-f", "ISO-8859-1", f"{loc}/de_DE.ISO-8859-1"],
+                          capture_output=True).returncode == 0 if shutil.which("localedef") else False
+    env = dict(os.environ, LC_ALL="de_DE.ISO-8859-1", LANG="de_DE.ISO-8859-1")
+    if made:
+        env["LOCPATH"] = loc
+    else:
+        env["PYTHONIOENCODING"] = "iso8859-1"
+    return env
+
+
+def check_latin1(tmp, vocab_unused):
+    """In a Latin-1 locale translate printed its translations through Python's locale encoding
+    and died of a UnicodeEncodeError at the first character Latin-1 lacks, after partial output.
+    The output is UTF-8 (as the corpus is) in every locale."""
+    c = f"{tmp}/quotes"
+    vocab = make_corpus(c, now="„jetzt“")   # German quotes: not in Latin-1
+    ini = f"{tmp}/quotes.ini"
+    write_ini(ini, c, vocab)
+    out = f"{tmp}/quotes.h5"
+    run("--config", ini, "--out", out, "--quiet")
+    utf8 = subprocess.run([BIN, "translate", out], capture_output=True, cwd=REPO,
+                          env=dict(os.environ, LC_ALL="C.UTF-8"))
+    latin = subprocess.run([BIN, "translate", out], capture_output=True, cwd=REPO, env=latin1_env(tmp))
+    check("translate in a Latin-1 locale: exit 0, the same UTF-8 bytes as in C.UTF-8 (with „ “)",
+          utf8.returncode == 0 and "„".encode() in utf8.stdout and latin.returncode == 0
+          and latin.stdout == utf8.stdout,
+          f"exit {latin.returncode}, {len(latin.stdout)} vs {len(utf8.stdout)} bytes; "
+          f"{latin.stderr.decode(errors='replace')[-300:]}")
+
+
+def check_missing_corpus(tmp, vocab):
+    ini = f"{tmp}/nocorpus.ini"
+    write_ini(ini, f"{tmp}/no/such/corpus", vocab, train__steps=3)
+    out = f"{tmp}/nocorpus.h5"
+    p = run("--config", ini, "--out", out, "--quiet")
+    check("a missing translation corpus: exit 2 naming data.path (as the text task), nothing "
+          "written", p.returncode == 2 and "data.path" in p.stderr and not os.path.exists(out),
+          f"exit {p.returncode}: {p.stderr.strip()[-300:]}")
+
+
+def check_identity(tmp, corpus, run_file):
+    """A translation run records what it read: the SHA-256 of the `sha256sum` listing of its
+    four id files (in the order train.en.ids train.de.ids valid.en.ids valid.de.ids), and their
+    size; computed here with hashlib."""
+    import hashlib
+    names = ["train.en.ids", "train.de.ids", "valid.en.ids", "valid.de.ids"]
+    listing, size = "", 0
+    for n in names:
+        with open(f"{corpus}/{n}", "rb") as f:
+            b = f.read()
+        listing += f"{hashlib.sha256(b).hexdigest()}  {n}\n"
+        size += len(b)
+    want = hashlib.sha256(listing.encode()).hexdigest()
+    with h5py.File(run_file, "r") as f:
+        got = (ref.attr_text(f.attrs["data_sha256"]) if "data_sha256" in f.attrs else None,
+               int(f.attrs["data_bytes"]) if "data_bytes" in f.attrs else None)
+    check(f"a translation run records data_sha256 {want[:12]}... and data_bytes {size}",
+          got == (want, size), str(got))
+
+
+def hardening(tmp, corpus, vocab, run_file):
+    check_wide_beam(tmp, corpus, run_file)
+    check_input_lines(tmp, corpus, run_file)
+    check_reference_lines(tmp, corpus, vocab)
+    check_fifos(tmp, corpus, vocab, run_file)
+    check_latin1(tmp, vocab)
+    check_missing_corpus(tmp, vocab)
+    check_identity(tmp, corpus, run_file)
+
+
 def main():
     if not os.path.exists(BIN):
         print(f"{BIN} missing: run make", file=sys.stderr)
@@ -394,17 +622,25 @@ def main():
         run_file = f"{tmp}/t.h5"
         p = run("--config", ini, "--out", run_file, "--quiet")
         check("the tiny translation run trains", p.returncode == 0, p.stderr)
+        if sys.argv[1:] == ["hardening"]:
+            hardening(tmp, corpus, vocab, run_file)
+            return finish()
         check_decoding(tmp, corpus, run_file)
         check_bleu(tmp, corpus, run_file)
         check_train_bleu(tmp, corpus, vocab)
         check_sweep_reach(tmp, corpus, vocab)
         check_rows_by_batch(tmp, corpus, vocab)
         check_bad(tmp, corpus, vocab, run_file)
+        hardening(tmp, corpus, vocab, run_file)
     finally:
         if os.environ.get("KEEP"):
             print("kept", tmp)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+    return finish()
+
+
+def finish():
     print(f"translate: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

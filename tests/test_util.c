@@ -14,6 +14,7 @@
 #include "util/args.h"
 #include "util/fsutil.h"
 #include "util/lines.h"
+#include "util/sha256.h"
 #include "util/threads.h"
 
 /* GSL reports a domain error as a return code, as in `stability` itself (main turns GSL's
@@ -104,6 +105,29 @@ START_TEST(test_args_parse_double_subnormal)
 END_TEST
 
 /* A sweep's share (STABILITY_SWEEP_THREADS) wins over STABILITY_THREADS and SLURM_CPUS_PER_TASK. */
+/* SHA-256 (the data's identity, data/identity.h) against FIPS 180-2's examples, whole and fed a
+ * byte at a time. */
+START_TEST(test_sha256_fips)
+{
+    static const struct { const char *text, *digest; } v[] = {
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char hex[SHA256_HEX], piecewise[SHA256_HEX];
+        ck_assert_int_eq(sha256_hex(v[i].text, strlen(v[i].text), hex), 0);
+        ck_assert_str_eq(hex, v[i].digest);
+        sha256_t h;
+        ck_assert_int_eq(sha256_begin(&h), 0);
+        for (const char *c = v[i].text; *c; c++) sha256_add(&h, c, 1);
+        ck_assert_int_eq(sha256_end(&h, piecewise), 0);
+        ck_assert_str_eq(piecewise, v[i].digest);
+    }
+}
+END_TEST
+
 START_TEST(test_threads_sweep_share_wins)
 {
     const char *names[3] = {"STABILITY_SWEEP_THREADS", "STABILITY_THREADS", "SLURM_CPUS_PER_TASK"};
@@ -132,6 +156,7 @@ Suite *util_suite(void)
     tcase_add_test(tc, test_lines_reader);
     tcase_add_test(tc, test_threads_sweep_share_wins);
     tcase_add_test(tc, test_args_parse_double_subnormal);
+    tcase_add_test(tc, test_sha256_fips);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -2,6 +2,7 @@
  * (docs/design.md §4, §6b, §6c), each error naming the key to change and where it was set. */
 #include "config/config_keys.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -277,6 +278,37 @@ static int validate_block(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* train.precision = float32 (docs/design.md §2): the core holds every value in a float, so each
+ * real value must still be itself there: not 0 (1e-300, 1e-46 underflow), not infinite (1e39),
+ * and in its key's range once rounded (beta2 = 1 - 1e-10 rounds to 1). A subnormal float
+ * (1e-40) is a number like any other. */
+static int validate_float32(const config_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->train.precision != PRECISION_FLOAT32) return 0;
+    const int prec = cfg_kidx("train", "precision");
+    for (int k = 0; k < cfg_nkeys; k++) {
+        if (cfg_keys[k].type != K_DBL) continue;
+        const double x = *(const double *)cfg_cfield(cfg, &cfg_keys[k]);
+        const float f = (float)x;
+        char msg[CONFIG_ERR_MAX / 2];
+        config_t rounded = *cfg;
+        *(double *)cfg_field(&rounded, &cfg_keys[k]) = (double)f;
+        // named by the key set last: the value, or train.precision (then the value is named too)
+        const int who = blame(cfg, k, prec);
+        char value[160];
+        if (who == k) snprintf(value, sizeof value, "%.12g", x);
+        else snprintf(value, sizeof value, "%s.%s = %.12g", cfg_keys[k].section, cfg_keys[k].name, x);
+        if (isinf(f) || (x != 0.0 && f == 0.0f))
+            return vfail(cfg, who, err, errlen, "%s is %s in float32 (train.precision = float32 "
+                         "holds magnitudes from %.2g to %.3g, and 0)", value,
+                         isinf(f) ? "infinite" : "0", (double)FLT_TRUE_MIN, (double)FLT_MAX);
+        if (cfg_check_value(&rounded, &cfg_keys[k], msg, sizeof msg) != 0)
+            return vfail(cfg, who, err, errlen, "%s is %.9g in float32 (train.precision = "
+                         "float32): %s", value, (double)f, msg);
+    }
+    return 0;
+}
+
 /* The curvature measure (docs/design.md §10): Lanczos needs two steps for a residual. */
 static int validate_curvature(const config_t *cfg, char *err, size_t errlen)
 {
@@ -291,6 +323,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     char msg[CONFIG_ERR_MAX / 2];
     for (int k = 0; k < cfg_nkeys; k++)
         if (cfg_check_value(cfg, &cfg_keys[k], msg, sizeof msg) != 0) return vfail(cfg, k, err, errlen, "%s", msg);
+    if (validate_float32(cfg, err, errlen)) return 2;
 
     const int heads = cfg_kidx("model", "heads"), d_model = cfg_kidx("model", "d_model");
     const int vocab = cfg_kidx("model", "vocab"), seq_len = cfg_kidx("model", "seq_len");

@@ -123,12 +123,12 @@ static FILE *open_regular(const char *path)
     return f;
 }
 
-/* The next line of both files into line[], or 0 at the end of both. 1 (I/O error), 2 when
- * one file ends before the other; *eof set at the common end. */
+/* The next line of both files into line[] (got[k] bytes each, with its newline), or 0 at the
+ * end of both. 1 (I/O error), 2 when one file ends before the other; *eof set at the common
+ * end. */
 static int next_lines(FILE *f[2], char *line[2], size_t cap[2], char path[2][CORPUS_PATH_MAX],
-                      long lineno, int *eof, char *err, size_t errlen)
+                      long lineno, ssize_t got[2], int *eof, char *err, size_t errlen)
 {
-    ssize_t got[2];
     for (int k = 0; k < 2; k++) {
         got[k] = getline(&line[k], &cap[k], f[k]);
         if (got[k] < 0 && ferror(f[k]))
@@ -147,8 +147,10 @@ static int next_lines(FILE *f[2], char *line[2], size_t cap[2], char path[2][COR
     return 0;
 }
 
-/* Read DIR/SPLIT.en.ids and DIR/SPLIT.de.ids into c->split[split]. 0, 1 or 2. */
-static int read_split(corpus_t *c, const char *dir, int split, char *err, size_t errlen)
+/* Read DIR/SPLIT.en.ids and DIR/SPLIT.de.ids into c->split[split], with the SHA-256 and size
+ * of each file's bytes as read into hex[side], bytes[side]. 0, 1 or 2. */
+static int read_split(corpus_t *c, const char *dir, int split, char hex[2][SHA256_HEX],
+                      unsigned long long bytes[2], char *err, size_t errlen)
 {
     char path[2][CORPUS_PATH_MAX];
     FILE *f[2] = {NULL, NULL};
@@ -156,20 +158,29 @@ static int read_split(corpus_t *c, const char *dir, int split, char *err, size_t
     size_t cap[2] = {0, 0};
     ids_t side[2] = {{0}, {0}};
     builder_t b = {.sp = &c->split[split]};
+    sha256_t h[2] = {{NULL}, {NULL}};
     int rc = 0;
+    for (int k = 0; k < 2; k++) bytes[k] = 0;
+    for (int k = 0; k < 2 && rc == 0; k++)
+        if (sha256_begin(&h[k])) rc = fail(err, errlen, 1, "corpus_open: out of memory");
     for (int k = 0; k < 2 && rc == 0; k++) {
         const int len = snprintf(path[k], sizeof path[k], "%s/%s.%s.ids", dir,
                                  SPLIT_NAME[split], SIDE_NAME[k]);
         if (len < 0 || (size_t)len >= sizeof path[k])
             rc = fail(err, errlen, 2, "corpus_open: directory name too long: %.80s...", dir);
         else if (!(f[k] = open_regular(path[k])))   // a FIFO would block, a device never end
-            rc = fail(err, errlen, 1, "%s: cannot open: %s", path[k],
+            rc = fail(err, errlen, 2, "%s: cannot open: %s", path[k],
                       errno == EINVAL ? "not a regular file" : strerror(errno));
     }
     for (long lineno = 1; rc == 0; lineno++) {
         int eof = 0;
-        rc = next_lines(f, line, cap, path, lineno, &eof, err, errlen);
+        ssize_t got[2];
+        rc = next_lines(f, line, cap, path, lineno, got, &eof, err, errlen);
         if (rc || eof) break;
+        for (int k = 0; k < 2; k++) {   // the identity of exactly the bytes parsed
+            sha256_add(&h[k], line[k], (size_t)got[k]);
+            bytes[k] += (unsigned long long)got[k];
+        }
         for (int k = 0; k < 2 && rc == 0; k++)
             rc = parse_ids(line[k], path[k], lineno, c->vocab, &side[k], err, errlen);
         if (rc) break;
@@ -181,7 +192,10 @@ static int read_split(corpus_t *c, const char *dir, int split, char *err, size_t
     if (rc == 0 && c->split[split].n == 0)
         rc = fail(err, errlen, 2, "%s: no pair fits max_src %d and max_tgt %d (%ld skipped)",
                   path[0], c->max_src, c->max_tgt, c->skipped[split]);
+    for (int k = 0; k < 2 && rc == 0; k++)
+        if (sha256_end(&h[k], hex[k])) rc = fail(err, errlen, 1, "corpus_open: out of memory");
     for (int k = 0; k < 2; k++) {
+        sha256_abort(&h[k]);
         if (f[k]) fclose(f[k]);
         free(line[k]);
         free(side[k].id);
@@ -202,12 +216,18 @@ int corpus_open(corpus_t *c, const char *dir, int vocab, int max_src, int max_tg
     c->vocab = vocab;
     c->max_src = max_src;
     c->max_tgt = max_tgt;
+    char hex[DATA_CORPUS_FILES][SHA256_HEX];   // DATA_CORPUS_FILE's order: split, then side
+    unsigned long long bytes[DATA_CORPUS_FILES];
     for (int s = 0; s < CORPUS_SPLITS; s++) {
-        const int rc = read_split(c, dir, s, err, errlen);
+        const int rc = read_split(c, dir, s, hex + 2 * s, bytes + 2 * s, err, errlen);
         if (rc) {
             corpus_close(c);
             return rc;
         }
+    }
+    if (data_identity_of_corpus(hex, bytes, &c->id)) {
+        corpus_close(c);
+        return fail(err, errlen, 1, "corpus_open: out of memory");
     }
     return 0;
 }

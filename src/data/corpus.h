@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <gsl/gsl_rng.h>
 #include "data/batch.h"
+#include "data/identity.h"
 
 enum { CORPUS_PAD = 0, CORPUS_UNK = 1, CORPUS_BOS = 2, CORPUS_EOS = 3, CORPUS_FIRST_PIECE = 4 };
 enum { CORPUS_TRAIN = 0, CORPUS_VALID = 1, CORPUS_SPLITS = 2 };
@@ -41,6 +42,7 @@ typedef struct {
     int vocab, max_src, max_tgt;          /* as given to corpus_open */
     corpus_split_t split[CORPUS_SPLITS];  /* CORPUS_TRAIN, CORPUS_VALID */
     long skipped[CORPUS_SPLITS];          /* pairs dropped: |s|+1 > max_src or |t|+1 > max_tgt */
+    data_identity_t id;                   /* of the four files' bytes as read (identity.h) */
 } corpus_t;
 
 /* A split cut into batches (fairseq's batch_by_size), and this epoch's batch order. */
@@ -53,8 +55,9 @@ typedef struct {
     int max_rows, max_S, max_T;  /* over all batches: the buffer sizes a caller needs */
 } corpus_plan_t;
 
-/* Read DIR's four .ids files, keeping pairs with |s|+1 ≤ max_src and |t|+1 ≤ max_tgt. 0; 1 (I/O,
- * OOM) or 2 (bad content) with err "DIR/train.de.ids:3: id 9000 >= model.vocab 8000", no leak. */
+/* Read DIR's four .ids files, keeping pairs with |s|+1 ≤ max_src and |t|+1 ≤ max_tgt, and the
+ * identity of the bytes read (c->id). 0; 1 (I/O, OOM) or 2 (a file that cannot be opened, bad
+ * content) with err "DIR/train.de.ids:3: id 9000 >= model.vocab 8000", no leak. */
 int corpus_open(corpus_t *c, const char *dir, int vocab, int max_src, int max_tgt,
                 char *err, size_t errlen);
 

@@ -48,9 +48,14 @@ static int read_text(data_t *d, const char *path, char *err, size_t errlen)
         rc = 2;
     }
     if (rc == 1) snprintf(err, errlen, "data.path: %s: out of memory", path);
+    if (!rc && sha256_hex(buf, n, d->id.sha256)) {   // the identity of the very bytes read
+        snprintf(err, errlen, "data.path: %s: out of memory", path);
+        rc = 1;
+    }
     if (rc) { free(buf); return rc; }
     d->text = buf;
     d->n_text = n;
+    d->id.bytes = n;
     return 0;
 }
 

@@ -27,6 +27,7 @@
 #include "config/config.h"
 #include "data/corpus.h"
 #include "data/batch.h"
+#include "data/identity.h"
 
 /* The decoder's first input token in the synthetic encdec tasks. */
 #define DATA_BOS 0
@@ -59,6 +60,7 @@ typedef struct {
     size_t n_text;               /* bytes in text */
     size_t n_train;              /* [0, n_train) training split, [n_train, n_text) validation */
     int val_batches;             /* validation batches (text, translation), 0 for the others */
+    data_identity_t id;          /* what was read: text, mlm, translation (identity.h); else "" */
     /* translation (data/translation.c) */
     corpus_t corpus;
     int max_tokens;              /* 0: batches of B pairs drawn at random; else a plan */
@@ -68,8 +70,9 @@ typedef struct {
     long drawn, epoch;           /* training batches drawn; the epoch the order is for */
 } data_t;
 
-/* Prepare the task of cfg (text: read data.path). Returns 0, or 2 with err "key: message"
- * (e.g. "data.path: FILE: cannot open: ..." or vocab too small), 1 when out of memory. */
+/* Prepare the task of cfg (text, mlm, translation: read data.path, and record the identity of
+ * the bytes read in d->id). Returns 0, or 2 with err "key: message" (e.g. "data.path: FILE:
+ * cannot open: ..." or vocab too small), 1 when out of memory or a file cannot be read. */
 int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen);
 
 /* Release what data_open allocated. */

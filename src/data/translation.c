@@ -1,14 +1,36 @@
 /* translation.c — the translation task over the corpus of scripts/translation-corpus.sh
  * (docs/design.md §6b): batches of data.batch random pairs, or with data.max_tokens the
  * training split cut by length as fairseq's batch_by_size, a new batch order every epoch. */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include "data/data.h"
+#include "util/fsutil.h"
 
 /* Epoch e's order comes from its own stream, so a resumed run finds it from the count of
  * batches drawn alone (data_seek) and the training rng is not touched. */
 static unsigned long epoch_seed(unsigned long seed, long e)
 {
     return seed * 1000003UL + 0x5851F42DUL + (unsigned long)e;
+}
+
+/* train.bleu_every: the references DIR/valid.de and the vocabulary DIR/spm.model, which
+ * scripts/bleu.py reads at every BLEU, are regular files (a FIFO would block the run at its
+ * first BLEU, hours in). 0, or 2 with err. */
+static int references_regular(const char *dir, char *err, size_t errlen)
+{
+    static const char *const NAME[2] = {"valid.de", "spm.model"};
+    for (int k = 0; k < 2; k++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, NAME[k]);
+        const int fd = fsutil_open_read(path);
+        if (fd >= 0) { close(fd); continue; }
+        snprintf(err, errlen, "data.path: %s: cannot open: %s (train.bleu_every reads it)", path,
+                 errno == EINVAL ? "not a regular file" : strerror(errno));
+        return 2;
+    }
+    return 0;
 }
 
 int translation_open(data_t *d, const config_t *cfg, char *err, size_t errlen)
@@ -18,7 +40,14 @@ int translation_open(data_t *d, const config_t *cfg, char *err, size_t errlen)
     d->seed = cfg->init.seed;
     d->epoch = -1;
     int rc = corpus_open(&d->corpus, cfg->data.path, d->V, S, T, err, errlen);
-    if (rc) return rc;
+    if (rc) {   // named as the text task names its file: the key to change first
+        char why[1400];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errlen, "data.path: %s", why);
+        return rc;
+    }
+    d->id = d->corpus.id;
+    if (cfg->train.bleu_every && (rc = references_regular(cfg->data.path, err, errlen))) return rc;
     if (d->corpus.split[CORPUS_TRAIN].n == 0 || d->corpus.split[CORPUS_VALID].n == 0) {
         snprintf(err, errlen, "data.path: %s: no sentence pair fits model.src_len = %d and "
                  "model.seq_len = %d", cfg->data.path, S, T);

@@ -49,6 +49,14 @@ int h5io_check_target(const char *path, int overwrite, char *err, size_t errlen)
                  path[0] ? "path longer than 1023 characters" : "empty output path");
         return 2;
     }
+    // a file's name, not a directory's: checked before anything is made (its parent
+    // directories would be, and the file then refused)
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+        snprintf(err, errlen, "%s: names a directory, not a file (give FILE.h5)", path);
+        return 2;
+    }
     // only a regular file may be replaced: never a device, FIFO, directory or symbolic link
     const int rc = fsutil_check_replaceable(path, err, errlen);
     if (rc) return rc;
@@ -194,7 +202,7 @@ int h5io_write_attr_double(h5io_file_t *f, const char *obj, const char *name, do
 }
 
 int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long seed,
-                          const char *status)
+                          const char *status, const data_identity_t *id)
 {
     char created[32];
     time_t now = time(NULL);
@@ -207,6 +215,10 @@ int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long 
     rc |= h5io_write_attr_int(f, "/", "seed", (long long)seed);
     rc |= h5io_write_attr_string(f, "/", "status", status);
     rc |= h5io_write_attr_string(f, "/", "blas_core", blascore_name());   // the kernels behind the bits
+    if (id && id->sha256[0]) {   // what the run read: a run is its config, seed and data
+        rc |= h5io_write_attr_string(f, "/", "data_sha256", id->sha256);
+        rc |= h5io_write_attr_int(f, "/", "data_bytes", (long long)id->bytes);
+    }
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "measure/probe.h"
 #include "train/train.h"
+#include "data/identity.h"
 
 typedef struct h5io_file h5io_file_t;
 
@@ -18,8 +19,8 @@ typedef struct h5io_file h5io_file_t;
  * crash the exit; every file is closed explicitly (docs/design.md §6). */
 void h5io_init(void);
 
-/* Whether path may become an output file: not empty, shorter than 1024 characters, missing or
- * a regular file (never a link, FIFO, device or directory, docs/design.md §6), and missing
+/* Whether path may become an output file: not empty, shorter than 1024 characters, a file's
+ * name (not ending in '/', '.' or '..'), missing or a regular file (never a link, FIFO, device or directory, docs/design.md §6), and missing
  * unless overwrite. Returns 0, or 2 with err set (1 when path cannot be examined). */
 int h5io_check_target(const char *path, int overwrite, char *err, size_t errlen);
 
@@ -56,6 +57,12 @@ int h5io_write_strings(h5io_file_t *f, const char *dset, const char *const *valu
 int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, char *err,
                         size_t errlen);
 
+/* Copy the group src of the file src_path (a run of an earlier merged file, /runs/NAME) with
+ * everything in it and its attributes into dst of f, after src_path was read through in a
+ * child (h5io_verify). 0 or 1 (err set). */
+int h5io_copy_group_from(h5io_file_t *f, const char *dst, const char *src_path, const char *src,
+                         char *err, size_t errlen);
+
 /* Status attribute of a run file, malloc'd ("done", "running", …), or NULL when the file is
  * missing, unreadable or has no status (read in a child process: h5io_summarize). */
 char *h5io_file_status(const char *path);
@@ -65,6 +72,8 @@ typedef struct {
     char *status, *config;   /* root attributes (malloc'd), NULL when absent */
     char kind[16];           /* "train" (/train), "probe", "dump" (/batch), "merged" (/runs) or "" */
     char *sweep_file;        /* a merged file's /sweep attribute file (malloc'd), or NULL */
+    char *data_sha256;       /* the data's identity (data/identity.h; malloc'd), NULL when the */
+    long long data_bytes;    /* file has none (no data read, or an older file); its bytes */
     char damaged[700];       /* why the file cannot be used ("" when it can) */
 } h5io_summary_t;
 
@@ -115,9 +124,10 @@ int h5io_write_attr_int(h5io_file_t *f, const char *obj, const char *name, long 
 int h5io_write_attr_double(h5io_file_t *f, const char *obj, const char *name, double value);
 
 /* Root attributes every file carries: config (resolved INI), version, created (UTC ISO 8601),
- * seed, status. Returns 0 or 1. */
+ * seed, status; and, when the run read data (id not NULL, id->sha256 not ""), the data's
+ * identity data_sha256 (hex) and data_bytes (data/identity.h). Returns 0 or 1. */
 int h5io_write_root_attrs(h5io_file_t *f, const char *config_ini, unsigned long seed,
-                          const char *status);
+                          const char *status, const data_identity_t *id);
 
 /* Close and rename to the final path (checked again to be missing or a regular file). Returns
  * 0, or 1 (I/O) / 2 (no longer a regular file) with err set; the temporary is removed. */
@@ -165,6 +175,11 @@ char **h5io_read_attr_strings(h5io_file_t *f, const char *obj, const char *name,
 /* Read a numeric scalar attribute of obj as double. Returns 0, or 1 if absent. */
 int h5io_read_attr_double(h5io_file_t *f, const char *obj, const char *name, double *value);
 
+/* The data identity of obj ("/" for a run file, "/runs/NAME" in a merged one): attributes
+ * data_sha256 (*sha256 malloc'd) and data_bytes. 0, or 1 with *sha256 = NULL, *bytes = −1 when
+ * it has none (a run without data, a file written before them) or a malformed one. */
+int h5io_read_data_identity(h5io_file_t *f, const char *obj, char **sha256, long long *bytes);
+
 /* The /probe group (docs/design.md §6) from p, every axis named by string attributes;
  * site_symbols [Q] (the paper's symbols of the sites) may be NULL. 0 or 1. */
 int h5io_write_probe(h5io_file_t *f, const probe_t *p, const char *const *site_symbols);
@@ -192,12 +207,13 @@ typedef struct {
 } h5io_hvp_t;
 
 /* docs/design.md §6 dump: /batch/tokens, /batch/targets (int32 [B][T]), /loss, /params/NAME,
- * /grads/NAME, root attributes (and `precision` when not NULL: the float32 core's values, held
- * exactly in float64); with hvp (may be NULL) /hvp/v/NAME, /hvp/Hv/NAME, /hvp/hessian_max,
- * /hvp/hessian_min. Returns 0, or 1/2 with err set; nothing left on failure. */
+ * /grads/NAME, root attributes with the data's identity id (h5io_write_root_attrs; and
+ * `precision` when not NULL: the float32 core's values, held exactly in float64); with hvp (may
+ * be NULL) /hvp/v/NAME, /hvp/Hv/NAME, /hvp/hessian_max, /hvp/hessian_min. Returns 0, or 1/2 with
+ * err set; nothing left on failure. */
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
-                    unsigned long seed, int overwrite, const char *precision,
-                    const h5io_hvp_t *hvp, char *err, size_t errlen);
+                    unsigned long seed, const data_identity_t *id, int overwrite,
+                    const char *precision, const h5io_hvp_t *hvp, char *err, size_t errlen);
 
 /* The parameters of the checkpoint of the open training file f into m (built from the
  * file's config: every tensor by name, its shape checked); *step = its update. 0, or 1 with
@@ -216,6 +232,8 @@ typedef struct {
     long rows;             /* updates logged in /train/step, −1 without */
     long checkpoint_step;  /* the newest usable checkpoint (the file's own, its checksums
                               verified, or its journal's, h5io_journal.c): −1 = none */
+    char *data_sha256;     /* the data it was trained on (malloc'd; NULL: none recorded) */
+    long long data_bytes;  /* ... and their bytes (−1: none recorded) */
     char why[1700];        /* why there is none */
 } h5io_train_info_t;
 

@@ -1,6 +1,7 @@
 /* h5io_copy.c — a run's file copied whole into a group of a merged sweep file (/runs/NAME;
  * docs/design.md §6): every top-level object but /checkpoint, and every root attribute, after
- * the file was read through in a child (h5io_verify.c). */
+ * the file was read through in a child (h5io_verify.c); or a run's group of an earlier merged
+ * file copied as it is. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,4 +77,26 @@ int h5io_copy_file_into(h5io_file_t *f, const char *dst, const char *src_path, c
     H5Fclose(c.src);
     if (c.rc) snprintf(err, errlen, "%s: cannot copy into %s", src_path, dst);
     return c.rc;
+}
+
+int h5io_copy_group_from(h5io_file_t *f, const char *dst, const char *src_path, const char *src,
+                         char *err, size_t errlen)
+{
+    if (!fsutil_is_regular(src_path)) {
+        snprintf(err, errlen, "%s: cannot open: not a regular file", src_path);
+        return 1;
+    }
+    if (h5io_verify(src_path, 0, err, errlen)) return 1;   // read through in a child first
+    const hid_t from = h5io_open_id(src_path);
+    if (from < 0) {
+        snprintf(err, errlen, "%s: cannot open", src_path);
+        return 1;
+    }
+    hid_t lcpl = h5io_lcpl_intermediate();
+    // the group with its datasets, subgroups and attributes, bit for bit
+    const int rc = H5Ocopy(from, src, f->id, dst, H5P_DEFAULT, lcpl) < 0;
+    H5Pclose(lcpl);
+    H5Fclose(from);
+    if (rc) snprintf(err, errlen, "%s: cannot copy %s into %s", src_path, src, dst);
+    return rc;
 }

@@ -54,9 +54,15 @@ void h5io_test_hook(const char *where);
 void h5io_journal_path(const char *path, char *buf, size_t len);
 
 /* Write t's checkpoint whole into <path>.checkpoint (via a temporary, fsync'd, renamed), tied
- * to its file by the file's config and created attributes. 0, or 1 with why (errno kept). */
+ * to its file by the file's config and created attributes. 0, or 1 with why (errno kept), or
+ * 2 when <path>.checkpoint (or its temporary) is not a regular file (why names what it is). */
 int h5io_journal_write(const char *path, const char *config, const char *created,
                        const train_t *t, char *why, size_t len);
+
+/* 0 when <path>.checkpoint is missing or a regular file (a training run may write it); else 2
+ * with err "PATH.checkpoint: is a directory; only a regular file may be replaced" (1: lstat
+ * failed). Checked before a run starts, so that none is found out at its first checkpoint. */
+int h5io_journal_check(const char *path, char *err, size_t errlen);
 
 /* Remove <path>.checkpoint (after the file's own checkpoint is complete and on disk). */
 void h5io_journal_remove(const char *path);

@@ -51,7 +51,10 @@ int h5io_journal_write(const char *path, const char *config, const char *created
     char jp[H5IO_PATH_MAX + 16], tmp[H5IO_PATH_MAX + 48];
     h5io_journal_path(path, jp, sizeof jp);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", jp, (long)getpid());
-    if (fsutil_check_replaceable(jp, why, len) || fsutil_check_replaceable(tmp, why, len)) return 1;
+    // a link, FIFO or directory there is not a full disk: 2, said as what it is
+    int rc = fsutil_check_replaceable(jp, why, len);
+    if (!rc) rc = fsutil_check_replaceable(tmp, why, len);
+    if (rc) return rc;
     tmpfiles_add(tmp);   // removed if a signal ends the process meanwhile
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);   // checksummed headers
@@ -61,7 +64,7 @@ int h5io_journal_write(const char *path, const char *config, const char *created
     // the journal's bytes reserved before they are written: on a full disk HDF5 can lose a
     // chunk of raw data without an error (it then reads back as zeros, checksum and all), so
     // a journal that would not fit is refused whole instead of written short
-    int rc = f.id < 0 || h5io_space_reserve(f.id, JOURNAL_SLACK + h5io_checkpoint_bytes(t)) ||
+    rc = f.id < 0 || h5io_space_reserve(f.id, JOURNAL_SLACK + h5io_checkpoint_bytes(t)) ||
              h5io_checkpoint_create(&f, t) ||
              h5io_write_attr_string(&f, "/", "config", config) ||
              h5io_write_attr_string(&f, "/", "created", created) ||
@@ -78,6 +81,13 @@ int h5io_journal_write(const char *path, const char *config, const char *created
     }
     tmpfiles_forget(tmp);
     return rc;
+}
+
+int h5io_journal_check(const char *path, char *err, size_t errlen)
+{
+    char jp[H5IO_PATH_MAX + 16];
+    h5io_journal_path(path, jp, sizeof jp);
+    return fsutil_check_replaceable(jp, err, errlen);
 }
 
 void h5io_journal_remove(const char *path)

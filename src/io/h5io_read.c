@@ -215,6 +215,23 @@ int h5io_read_attr_double(h5io_file_t *f, const char *obj, const char *name, dou
     return ok ? 0 : 1;
 }
 
+int h5io_read_data_identity(h5io_file_t *f, const char *obj, char **sha256, long long *bytes)
+{
+    *sha256 = NULL;
+    *bytes = -1;
+    double n;
+    if (H5Aexists_by_name(f->id, obj, "data_sha256", H5P_DEFAULT) <= 0) return 1;
+    char *s = h5io_read_attr_string(f, obj, "data_sha256");
+    if (!s || h5io_read_attr_double(f, obj, "data_bytes", &n) || !(n >= 0)) {
+        if (s) h5io_bad(f, obj, "attribute 'data_sha256' without a 'data_bytes' count");
+        free(s);
+        return 1;
+    }
+    *sha256 = s;
+    *bytes = (long long)n;
+    return 0;
+}
+
 /* The strings of attribute a (count of them, class string checked): malloc'd array of
  * malloc'd strings, or NULL (recorded). */
 static char **read_strings(h5io_file_t *f, const char *obj, const char *name, hid_t a,

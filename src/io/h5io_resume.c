@@ -99,6 +99,7 @@ int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, siz
     char *created = h5io_read_attr_string(f, "/", "created");
     snprintf(info->kind, sizeof info->kind, "%s", h5io_kind(f));
     info->rows = dataset_rows(f, "/train/step");
+    h5io_read_data_identity(f, "/", &info->data_sha256, &info->data_bytes);
     int journal;
     if (!strcmp(info->kind, "train") && !h5io_error(f))
         info->checkpoint_step = usable_checkpoint(f, path, info->config, created, &journal,
@@ -115,7 +116,8 @@ void h5io_train_info_free(h5io_train_info_t *info)
 {
     free(info->config);
     free(info->status);
-    info->config = info->status = NULL;
+    free(info->data_sha256);
+    info->config = info->status = info->data_sha256 = NULL;
 }
 
 /* Read the whole column k of f (rows × row_size doubles, malloc'd) if its row shape is right. */
@@ -217,6 +219,8 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
                  "run, an open reader?)", path);
         return 1;
     }
+    const int journal = h5io_journal_check(path, err, errlen);   // not found out mid-run
+    if (journal) return journal;
     h5io_file_t *old;
     if (h5io_open_read(&old, path, err, errlen)) return 1;
     h5io_train_t *w = h5io_tw_alloc(t, path);

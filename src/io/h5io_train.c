@@ -264,7 +264,10 @@ static void failure_message(const h5io_train_t *w, char *err, size_t errlen)
     else snprintf(ck, sizeof ck, "no checkpoint (--resume --force starts over)");
     if (w->flushed_step > 0) snprintf(rows, sizeof rows, "updates 1-%ld", w->flushed_step);
     else snprintf(rows, sizeof rows, "no updates");
-    if (w->failed == WRITER_DISK_FULL)
+    if (w->failed == WRITER_JOURNAL)
+        snprintf(err, errlen, "%s (after update %ld). The file %s holds %s and %s; move it away, "
+                 "then continue with --resume", w->why, w->last_step, w->f.path, rows, ck);
+    else if (w->failed == WRITER_DISK_FULL)
         snprintf(err, errlen, "%s: cannot write: %s (after update %ld). The file holds %s and "
                  "%s; free space, then continue with --resume", w->f.path, strerror(w->err_no),
                  w->last_step, rows, ck);
@@ -462,9 +465,8 @@ int h5io_train_checkpoint(h5io_train_t *w, const train_t *t)
     // the journal next, whole and on disk: from now on a kill at any moment leaves one
     // complete checkpoint, the file's or the journal's (h5io_journal.c)
     if (w->journal) {
-        char why[1400];
-        if (h5io_journal_write(w->f.path, w->config, w->created, t, why, sizeof why))
-            return writer_failed(w, WRITER_DISK_FULL);
+        const int rc = h5io_journal_write(w->f.path, w->config, w->created, t, w->why, sizeof w->why);
+        if (rc) return writer_failed(w, rc == 2 ? WRITER_JOURNAL : WRITER_DISK_FULL);
         w->ckpt_step = t->step;
     }
     const size_t need = METADATA_SLACK + (w->ckpt_allocated ? 0 : h5io_checkpoint_bytes(t));
@@ -488,7 +490,7 @@ int h5io_tw_create_file(h5io_train_t *w, const char *path, int trunc, const trai
     H5Pclose(fapl);
     if (w->f.id < 0) return 1;
     int rc = create_layout(w, t);
-    rc |= h5io_write_root_attrs(&w->f, config_ini, t->s.cfg.init.seed, "running");
+    rc |= h5io_write_root_attrs(&w->f, config_ini, t->s.cfg.init.seed, "running", &t->s.data.id);
     // the training core's type (docs/design.md §2); absent: float64, as in every file before it
     if (t->s.cfg.train.precision != PRECISION_FLOAT64)
         rc |= h5io_write_attr_string(&w->f, "/", "precision",
@@ -512,6 +514,7 @@ int h5io_train_create(h5io_train_t **out, const char *path, int overwrite, const
         return 2;
     }
     int rc = h5io_check_target(path, 1, err, errlen);
+    if (!rc) rc = h5io_journal_check(path, err, errlen);
     if (rc) return rc;
     if (h5io_in_use(path)) {
         snprintf(err, errlen, "%s: in use by another process (a running training run, an open reader?)", path);

@@ -29,15 +29,17 @@ extern const column_t COLUMNS[];
 #define NCOL_BEFORE_DYNAMICS 20
 
 /* Why a writer stopped writing (h5io_train_close then ends without touching the file). */
-enum { WRITER_OK, WRITER_DISK_FULL, WRITER_BROKEN };
+enum { WRITER_OK, WRITER_DISK_FULL, WRITER_BROKEN, WRITER_JOURNAL };
 
 struct h5io_train {
     h5io_file_t f;              /* f.id: the open file */
     int lock_fd;                /* holds a shared flock on the file while writing, or −1 */
     probe_axes_t ax;            /* names of the probe rows' axes (a copy of the trainer's) */
     int failed;                 /* WRITER_DISK_FULL: a reservation failed, nothing written since the
-                                   last flush; WRITER_BROKEN: an HDF5 write failed */
+                                   last flush; WRITER_BROKEN: an HDF5 write failed;
+                                   WRITER_JOURNAL: <file>.checkpoint is not a regular file */
     int err_no;                 /* errno of the failed reservation */
+    char why[1400];             /* WRITER_JOURNAL: what is at <file>.checkpoint */
     long last_step, flushed_step, ckpt_step;   /* last update buffered / on disk; checkpoint */
     int ckpt_allocated;         /* the checkpoint's data have their space in the file */
     int journal;                /* checkpoints go through <file>.checkpoint first (h5io_journal.c) */

@@ -188,8 +188,8 @@ int h5io_verify(const char *path, int flags, char *err, size_t errlen)
     return 1;
 }
 
-/* The child's side of h5io_summarize: "kind\0S status\0bad\0W sweep file\0C config" to fd
- * (S/W/C: '+' when the attribute is there, '-' when not). */
+/* The child's side of h5io_summarize: "kind\0S status\0bad\0W sweep file\0C config\0D sha256
+ * bytes" to fd (S/W/C/D: '+' when the attribute is there, '-' when not). */
 static int summary_child(void *arg, int fd)
 {
     const struct { const char *path; int full; } *a = arg;
@@ -200,6 +200,9 @@ static int summary_child(void *arg, int fd)
     char *status = h5io_read_attr_string(&f, "/", "status");
     char *config = h5io_read_attr_string(&f, "/", "config");
     char *sweep = h5io_exists(&f, "/sweep") ? h5io_read_attr_string(&f, "/sweep", "file") : NULL;
+    char *data = NULL;
+    long long bytes = -1;
+    h5io_read_data_identity(&f, "/", &data, &bytes);
     walk_t w = {0};
     const int finished = status && (!strcmp(status, "done") || !strcmp(status, "diverged"));
     if (f.bad[0]) snprintf(w.why, sizeof w.why, "%s", f.bad + strlen(f.path) + 2);
@@ -209,9 +212,9 @@ static int summary_child(void *arg, int fd)
         snprintf(w.why, sizeof w.why, "its objects cannot be listed (damaged)");
     FILE *out = fdopen(fd, "w");
     if (!out) return 1;
-    fprintf(out, "%s%c%c%s%c%s%c%c%s%c%c%s", kind, 0, status ? '+' : '-', status ? status : "", 0,
-            w.why, 0, sweep ? '+' : '-', sweep ? sweep : "", 0, config ? '+' : '-',
-            config ? config : "");
+    fprintf(out, "%s%c%c%s%c%s%c%c%s%c%c%s%c%c%s %lld", kind, 0, status ? '+' : '-',
+            status ? status : "", 0, w.why, 0, sweep ? '+' : '-', sweep ? sweep : "", 0,
+            config ? '+' : '-', config ? config : "", 0, data ? '+' : '-', data ? data : "", bytes);
     return fclose(out) == 0 ? 0 : 1;
 }
 
@@ -234,14 +237,17 @@ int h5io_summarize(const char *path, int full, h5io_summary_t *s)
         free(answer);
         return 1;
     }
-    // four fields, NUL-separated (the last one ends at the answer's NUL)
+    // six fields, NUL-separated (the last one ends at the answer's NUL)
     const char *kind = answer, *st = kind + strlen(kind) + 1, *bad = st + strlen(st) + 1;
-    const char *sw = bad + strlen(bad) + 1, *cf = sw + strlen(sw) + 1;
+    const char *sw = bad + strlen(bad) + 1, *cf = sw + strlen(sw) + 1, *id = cf + strlen(cf) + 1;
     snprintf(s->kind, sizeof s->kind, "%.15s", kind);
     if (st[0] == '+') s->status = strdup(st + 1);
     if (bad[0]) snprintf(s->damaged, sizeof s->damaged, "%.690s", bad);
     if (sw[0] == '+') s->sweep_file = strdup(sw + 1);
     if (cf[0] == '+') s->config = strdup(cf + 1);
+    s->data_bytes = -1;
+    char sha[SHA256_HEX + 8];
+    if (id[0] == '+' && sscanf(id + 1, "%70s %lld", sha, &s->data_bytes) == 2) s->data_sha256 = strdup(sha);
     free(answer);
     return 0;
 }
@@ -251,7 +257,8 @@ void h5io_summary_free(h5io_summary_t *s)
     free(s->status);
     free(s->config);
     free(s->sweep_file);
-    s->status = s->config = s->sweep_file = NULL;
+    free(s->data_sha256);
+    s->status = s->config = s->sweep_file = s->data_sha256 = NULL;
 }
 
 char *h5io_file_status(const char *path)

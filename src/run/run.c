@@ -145,7 +145,7 @@ static int decide(const config_t *cfg, const char *path, const run_options_t *o,
     *resume = 0;
     *overwrite = o->force || cfg->output.overwrite;
     h5io_train_info_t info;
-    char err[1800], diff[256];
+    char err[1800], diff[256], data[4600];
     int rc = 0;
     if (!(o->resume || cfg->train.resume) || access(path, F_OK) != 0) return 0;
     if (h5io_train_inspect(path, &info, err, sizeof err)) {
@@ -164,11 +164,21 @@ static int decide(const config_t *cfg, const char *path, const run_options_t *o,
                 *overwrite ? "" : "--resume: ", path, diff, *overwrite ? "--force: replacing it"
                 : "use --force to replace it");
         rc = *overwrite ? 0 : 2;
+    } else if (!data_identity_same(cfg, info.data_sha256, info.data_bytes, data, sizeof data)) {
+        // the data changed since the run began: continuing would train on other text
+        fprintf(stderr, "stability: %s%s was written from other data (%s); %s\n",
+                *overwrite ? "" : "--resume: ", path, data, *overwrite ? "--force: replacing it"
+                : "use --force to start it over");
+        rc = *overwrite ? 0 : 2;
     } else if (info.status && (!strcmp(info.status, "done") || !strcmp(info.status, "diverged"))) {
         if (!o->quiet) printf("%s: status %s, nothing to resume\n", path, info.status);
         rc = -1;
     } else if (info.checkpoint_step >= 0) {
         *resume = 1;
+        if (!info.data_sha256 && data_reads_files(cfg))   // a file of a build before the identity
+            fprintf(stderr, "stability: %s records no data identity (written before data_sha256 "
+                    "existed): data.path is not checked; the resumed file records the data read "
+                    "now\n", path);
     } else if (*overwrite) {
         fprintf(stderr, "stability: %s: no usable checkpoint (%s); --force: starting over\n", path,
                 info.why);

@@ -155,7 +155,8 @@ int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
         fprintf(stderr, "stability: warning: %s: the probe overflowed (%s); recorded with status "
                 "diverged\n", path, why);
     if (!rc && (h5io_write_probe(f, p, probe_site_symbols(cfg)) ||
-                h5io_write_root_attrs(f, ini, cfg->init.seed, overflow ? "diverged" : "done") ||
+                h5io_write_root_attrs(f, ini, cfg->init.seed, overflow ? "diverged" : "done",
+                                      &s.data.id) ||
                 (overflow && h5io_write_attr_string(f, "/", "diverged_reason", why)))) {
         fprintf(stderr, "stability: %s: cannot write the probe\n", path);
         rc = 1;
@@ -258,7 +259,8 @@ int run_dump(const config_t *cfg, const char *path, const run_options_t *o)
         session_close(&s);
         return rc ? rc : 1;
     }
-    rc = h5io_write_dump(path, s.model, ini, cfg->init.seed, o->force || cfg->output.overwrite,
+    rc = h5io_write_dump(path, s.model, ini, cfg->init.seed, &s.data.id,
+                         o->force || cfg->output.overwrite,
                          f32 ? config_precision_name(cfg->train.precision) : NULL,
                          o->hvp ? &hvp : NULL, err, sizeof err);
     if (rc) fprintf(stderr, "stability: %s\n", err);

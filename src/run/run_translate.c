@@ -1,5 +1,6 @@
 /* run_translate.c — decoding a trained encoder–decoder (model/decode.h) and its BLEU (report/
  * bleu.h): `stability translate RUN.h5` and the BLEU of a training run (train.bleu_every). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +12,11 @@
 #include "report/bleu.h"
 #include "run/run.h"
 #include "util/args.h"
+#include "util/fsutil.h"
 #include "util/sbuf.h"
 
 /* Rows (sentences × beams) of one decoding batch: the decoding model's activations are sized
- * for this many rows of seq_len tokens. */
+ * for this many rows of seq_len tokens, or for one sentence's K beams when K is larger. */
 #define DECODE_ROWS 64
 
 static const char *HELP_TRANSLATE =
@@ -35,11 +37,12 @@ static const char *HELP_TRANSLATE =
     "Exit: 0; 1 the file or the helper failed; 2 bad usage, or a file that cannot be\n"
     "translated (no checkpoint, an lm run, a diverged run, a missing or other vocabulary).\n";
 
-/* The decoding model of cfg (rows DECODE_ROWS of seq_len, sources up to src_len). NULL: OOM. */
-static model_t *decode_model(const config_t *cfg)
+/* The decoding model of cfg for beam K: max(DECODE_ROWS, K) rows of seq_len, sources up to
+ * src_len, so that at least one sentence's K beams always fit (decode_rows >= 1). NULL: OOM. */
+static model_t *decode_model(const config_t *cfg, int K)
 {
-    const int T = cfg->model.seq_len, S = config_src_len(cfg);
-    const batch_caps_t caps = {DECODE_ROWS, T, S, (size_t)DECODE_ROWS * T, (size_t)DECODE_ROWS * S};
+    const int T = cfg->model.seq_len, S = config_src_len(cfg), R = K > DECODE_ROWS ? K : DECODE_ROWS;
+    const batch_caps_t caps = {R, T, S, (size_t)R * T, (size_t)R * S};
     model_t *m = model_create(cfg, &caps);
     if (m) model_dropout_off(m);
     return m;
@@ -54,12 +57,14 @@ static int by_length(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
-/* Translate the sources src[i] (len[i] ids each, EOS added here) of n sentences: hyp (n, m->T)
- * ids, hlen (n). Batches of sentences of similar length (order). 0 or 1 (OOM). */
+/* Translate the sources src[i] (len[i] ids each, EOS added here) of n sentences with m (of
+ * decode_model for beam o->beam): hyp (n, m->T) ids, hlen (n). Batches of sentences of similar
+ * length (order). 0, or 1 (OOM, or a sentence that fits no batch: never a batch of none). */
 static int translate_all(model_t *m, const decode_opts_t *o, long n, const int32_t *const *src,
                          const int *len, int32_t *hyp, int *hlen)
 {
-    const int K = o->beam, T = m->T, G_max = DECODE_ROWS / K > 0 ? DECODE_ROWS / K : 1;
+    const int K = o->beam, T = m->T, G_max = m->caps.B / K;
+    if (G_max < 1) return 1;
     by_length_t *order = malloc((size_t)n * sizeof *order);
     int32_t *s = malloc((size_t)G_max * m->S * sizeof(int32_t));
     decode_t d;
@@ -68,7 +73,8 @@ static int translate_all(model_t *m, const decode_opts_t *o, long n, const int32
     qsort(order, (size_t)n, sizeof *order, by_length);
     int32_t *out = malloc((size_t)G_max * T * sizeof(int32_t));
     int *olen = malloc((size_t)G_max * sizeof(int));
-    for (long a = 0; a < n && out && olen;) {
+    long a = 0;
+    while (a < n && out && olen) {
         // the batch: as many sentences as fit at the longest one's width
         long b = a;
         int width = 0;
@@ -79,6 +85,7 @@ static int translate_all(model_t *m, const decode_opts_t *o, long n, const int32
             b++;
         }
         const int G = (int)(b - a);
+        if (G == 0) break;   // not one sentence fits: an error (a < n), never this batch again
         for (int g = 0; g < G; g++)
             for (int j = 0; j < width; j++) {
                 const int l = len[order[a + g].i];
@@ -91,7 +98,7 @@ static int translate_all(model_t *m, const decode_opts_t *o, long n, const int32
         }
         a = b;
     }
-    const int rc = !out || !olen;
+    const int rc = !out || !olen || a < n;
     free(out);
     free(olen);
     free(order);
@@ -134,7 +141,7 @@ int run_bleu(const config_t *cfg, const double *params, const decode_opts_t *o, 
     int rc = corpus_open(&c, cfg->data.path, cfg->model.vocab, config_src_len(cfg),
                          cfg->model.seq_len, err, errlen);
     if (rc) return rc;
-    model_t *m = decode_model(cfg);
+    model_t *m = decode_model(cfg, o->beam);
     sbuf_t text = {0};
     if (!m) { snprintf(err, errlen, "out of memory"); rc = 1; }
     else {
@@ -200,9 +207,9 @@ static int parse_args(int argc, char **argv, translate_args_t *a)
     return a->file ? 0 : usage("no RUN.h5 given", NULL);
 }
 
-/* The run file's config and model with its checkpoint's parameters, or exit 2 (a file that
- * cannot be translated) / 1 (unreadable) with the message printed. */
-static int open_run(const char *path, config_t *cfg, model_t **m, long *step)
+/* The run file's config and its decoding model for beam K with the checkpoint's parameters, or
+ * exit 2 (a file that cannot be translated) / 1 (unreadable) with the message printed. */
+static int open_run(const char *path, int K, config_t *cfg, model_t **m, long *step)
 {
     char err[2048], why[1024];
     h5io_train_info_t info;
@@ -233,7 +240,7 @@ static int open_run(const char *path, config_t *cfg, model_t **m, long *step)
                  "vocabulary", cfg->model.vocab, cfg->data.path, V), rc = 2;
     h5io_file_t *f = NULL;
     if (!rc && h5io_open_read(&f, path, err, sizeof err)) rc = 1;
-    if (!rc && !(*m = decode_model(cfg))) snprintf(err, sizeof err, "out of memory"), rc = 1;
+    if (!rc && !(*m = decode_model(cfg, K))) snprintf(err, sizeof err, "out of memory"), rc = 1;
     if (!rc && h5io_checkpoint_params(f, *m, step, why, sizeof why)) {
         snprintf(err, sizeof err, "no checkpoint to translate with (%s); a run writes one every "
                  "train.checkpoint_every updates, when stopped, and at its end with "
@@ -258,7 +265,7 @@ static int parse_sources(const char *ids, int S, const char *input, int32_t **po
     for (const char *p = ids; *p; p++) lines += *p == '\n';
     for (const char *p = ids; *p; p++) count += (*p >= '0' && *p <= '9') && (p == ids || p[-1] == ' ' || p[-1] == '\n');
     *pool = malloc(((size_t)count + 1) * sizeof(int32_t));
-    *len = malloc(((size_t)lines + 1) * sizeof(int));
+    *len = calloc((size_t)lines + 1, sizeof(int));
     if (!*pool || !*len) return 1;
     const char *p = ids;
     long at = 0;
@@ -282,6 +289,27 @@ static int parse_sources(const char *ids, int S, const char *input, int32_t **po
     return 0;
 }
 
+/* Lines of the regular file path as every reader of user text counts them (scripts/userfile.py
+ * for the Python side): the "\n"s, and the text after the last one when there is any. −1 with
+ * errno when path cannot be read (a FIFO is never waited for). */
+static long count_lines(const char *path)
+{
+    const int fd = fsutil_open_read(path);
+    if (fd < 0) return -1;
+    char buf[65536];
+    long lines = 0;
+    ssize_t got;
+    char last = '\n';
+    while ((got = read(fd, buf, sizeof buf)) != 0) {
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) { const int e = errno; close(fd); errno = e; return -1; }
+        for (ssize_t i = 0; i < got; i++) lines += buf[i] == '\n';
+        last = buf[got - 1];
+    }
+    close(fd);
+    return lines + (last != '\n');
+}
+
 /* --input: translate FILE's lines; "ids\n" lines into text. 0, 1 or 2 (err). */
 static int translate_input(model_t *m, const config_t *cfg, const translate_args_t *a,
                            sbuf_t *text, char *err, size_t errlen)
@@ -292,9 +320,18 @@ static int translate_input(model_t *m, const config_t *cfg, const translate_args
     long n = 0;
     if (bleu_encode(cfg->data.path, a->input, &ids, err, errlen)) return 2;
     int rc = parse_sources(ids, m->S, a->input, &pool, &len, &n, err, errlen);
-    const int32_t **src = rc ? NULL : malloc(((size_t)n + 1) * sizeof *src);
+    // one translation per line of FILE, or none: a helper that split FILE at other characters
+    // would shift every later translation (docs/faults.md)
+    const long want = rc ? 0 : count_lines(a->input);
+    if (!rc && want != n) {
+        if (want < 0) snprintf(err, errlen, "%s: cannot read: %s", a->input, strerror(errno));
+        else snprintf(err, errlen, "%s: %ld lines, but the encoder gave %ld: not translated", a->input,
+                      want, n);
+        rc = 2;
+    }
+    const int32_t **src = rc ? NULL : calloc((size_t)n + 1, sizeof *src);
     int32_t *hyp = rc ? NULL : malloc(((size_t)n + 1) * m->T * sizeof(int32_t));
-    int *hlen = rc ? NULL : malloc(((size_t)n + 1) * sizeof(int));
+    int *hlen = rc ? NULL : calloc((size_t)n + 1, sizeof(int));
     if (!rc && (!src || !hyp || !hlen)) rc = 1;
     for (long i = 0, at = 0; !rc && i < n; at += len[i], i++) src[i] = pool + at;
     if (!rc && translate_all(m, &a->o, n, src, len, hyp, hlen)) rc = 1;
@@ -328,7 +365,7 @@ int run_translate(int argc, char **argv)
     config_t cfg;
     model_t *m;
     long step;
-    if ((rc = open_run(a.file, &cfg, &m, &step))) return rc;
+    if ((rc = open_run(a.file, a.o.beam, &cfg, &m, &step))) return rc;
     char err[1400];
     sbuf_t text = {0}, ids = {0};
     corpus_t c;

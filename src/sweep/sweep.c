@@ -358,17 +358,56 @@ static int parse_text(parse_t *p)
     return validate_runs(s, p->err, p->errlen);
 }
 
-/* Every run's config must load: errors point at the sweep line of the offending key. 0 or 2. */
+/* A run's resolved configuration as a run is identified by (h5io_config_text: every key that
+ * changes its result, the seed included), and its index: sorted, equal texts are one run. */
+typedef struct { char *text; int run; } run_text_t;
+
+static int by_text(const void *a, const void *b)
+{
+    const run_text_t *x = a, *y = b;
+    const int c = strcmp(x->text, y->text);
+    return c ? c : x->run - y->run;
+}
+
+/* Runs t[0..n) (n >= 2) resolve to one configuration: "FILE:LINE: KEY: 'a', 'b' and 'c' are one
+ * value: ..." at the first swept key whose values differ between them. Returns 2. */
+static int duplicate_runs(const sweep_t *s, const run_text_t *t, int n, char *err, size_t errlen)
+{
+    int a = 0;
+    while (a < s->naxes && s->runs[t[0].run].index[a] == s->runs[t[1].run].index[a]) a++;
+    char values[1024] = "", names[1024] = "";
+    for (int k = 0; k < n; k++) {
+        const char *sep = k == 0 ? "" : k == n - 1 ? " and " : ", ";
+        size_t u = strlen(values);
+        snprintf(values + u, sizeof values - u, "%s'%s'", sep, s->axes[a].values[s->runs[t[k].run].index[a]]);
+        u = strlen(names);
+        snprintf(names + u, sizeof names - u, "%s%s", sep, s->runs[t[k].run].name);
+    }
+    snprintf(err, errlen, "%s:%d: %s: %s are one value: runs %s would be the same run (one "
+             "result counted %d times); give each value once", s->path, s->axes[a].line,
+             s->axes[a].key, values, names, n);
+    return 2;
+}
+
+/* Every run's config must load: errors point at the sweep line of the offending key; and no
+ * two runs may be the same run (values spelt two ways: 1e-3, 0.001). 0, 1 (OOM) or 2. */
 static int validate_runs(sweep_t *s, char *err, size_t errlen)
 {
     snprintf(s->results_dir, sizeof s->results_dir, "results/%s", s->name);
     snprintf(s->merged_path, sizeof s->merged_path, "results/%s.h5", s->name);
-    for (int i = 0; i < s->nruns; i++) {
+    run_text_t *t = calloc((size_t)s->nruns + 1, sizeof *t);
+    int rc = t ? 0 : 1;
+    if (rc) snprintf(err, errlen, "%s: out of memory", s->path);
+    for (int i = 0; i < s->nruns && !rc; i++) {
         sweep_sets_t sets;
         sweep_run_sets(s, i, &sets);
         config_t cfg;
         char cerr[CONFIG_ERR_MAX];
-        if (config_load(&cfg, s->base, sets.ptr, sets.n, cerr, sizeof cerr) == 0) continue;
+        if (config_load(&cfg, s->base, sets.ptr, sets.n, cerr, sizeof cerr) == 0) {
+            t[i] = (run_text_t){h5io_config_text(&cfg, 0), i};
+            if (!t[i].text) { snprintf(err, errlen, "%s: out of memory", s->path); rc = 1; }
+            continue;
+        }
         if (!strncmp(cerr, "--set ", 6)) {
             char key[64];
             sscanf(cerr + 6, "%63[^:]", key);
@@ -376,9 +415,17 @@ static int validate_runs(sweep_t *s, char *err, size_t errlen)
         } else {
             snprintf(err, errlen, "%s: base: %s", s->path, cerr);
         }
-        return 2;
+        rc = 2;
     }
-    return 0;
+    if (!rc) qsort(t, (size_t)s->nruns, sizeof *t, by_text);
+    for (int i = 0; !rc && i + 1 < s->nruns; i++) {
+        int n = 1;
+        while (i + n < s->nruns && !strcmp(t[i].text, t[i + n].text)) n++;
+        if (n > 1) rc = duplicate_runs(s, t + i, n, err, errlen);
+    }
+    for (int i = 0; t && i < s->nruns; i++) free(t[i].text);
+    free(t);
+    return rc;
 }
 
 void sweep_free(sweep_t *s)
@@ -390,6 +437,33 @@ void sweep_free(sweep_t *s)
 void sweep_run_path(const sweep_t *s, int i, char *buf, size_t len)
 {
     snprintf(buf, len, "%s/%s.h5", s->results_dir, s->runs[i].name);
+}
+
+sweep_state_t sweep_result_state(const sweep_t *s, int i, const char *kind, const char *status,
+                                 const char *config, const char *data_sha256, long long data_bytes,
+                                 char *why, size_t len)
+{
+    snprintf(why, len, "%s", status ? status : "no status");
+    if (!status || (strcmp(status, "done") && strcmp(status, "diverged"))) return SWEEP_INCOMPLETE;
+    // a result only if it is of the run the sweep asks for now (as --resume checks): the same
+    // configuration and data, and a run's file (a dump of that config is not its result)
+    sweep_sets_t sets;
+    sweep_run_sets(s, i, &sets);
+    config_t cfg;
+    char cerr[CONFIG_ERR_MAX];
+    if (config_load(&cfg, s->base, sets.ptr, sets.n, cerr, sizeof cerr)) return SWEEP_STALE;
+    const char *want = cfg.train.steps > 0 ? "train" : "probe";
+    if (strcmp(kind, want)) {
+        snprintf(why, len, "it is a %s file, not a %s", kind[0] ? kind : "foreign",
+                 cfg.train.steps > 0 ? "training run's" : "probe's");
+        return SWEEP_STALE;
+    }
+    // data that cannot be read now cannot be compared, and leave a finished result standing
+    if (!h5io_config_same(&cfg, config, why, len) ||
+        !data_identity_same(&cfg, data_sha256, data_bytes, why, len))
+        return SWEEP_STALE;
+    snprintf(why, len, "%s", status);
+    return SWEEP_COMPLETE;
 }
 
 sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len)
@@ -410,28 +484,8 @@ sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len)
         return SWEEP_DAMAGED;
     }
     if (unreadable) return SWEEP_MISSING;
-    sweep_state_t st = SWEEP_INCOMPLETE;
-    const char *status = sum.status;
-    snprintf(why, len, "%s", status ? status : "no status");
-    if (status && (!strcmp(status, "done") || !strcmp(status, "diverged"))) {
-        // a result only if it is of the run the sweep asks for now (as --resume checks): the
-        // same configuration, and a run's file (a dump of that config is not its result)
-        sweep_sets_t sets;
-        sweep_run_sets(s, i, &sets);
-        config_t cfg;
-        char cerr[CONFIG_ERR_MAX];
-        st = SWEEP_STALE;
-        if (config_load(&cfg, s->base, sets.ptr, sets.n, cerr, sizeof cerr) == 0) {
-            const char *want = cfg.train.steps > 0 ? "train" : "probe";
-            if (strcmp(sum.kind, want))
-                snprintf(why, len, "it is a %s file, not a %s", sum.kind[0] ? sum.kind : "foreign",
-                         cfg.train.steps > 0 ? "training run's" : "probe's");
-            else if (h5io_config_same(&cfg, sum.config, why, len)) {
-                st = SWEEP_COMPLETE;
-                snprintf(why, len, "%s", status);
-            }
-        }
-    }
+    const sweep_state_t st = sweep_result_state(s, i, sum.kind, sum.status, sum.config,
+                                                sum.data_sha256, sum.data_bytes, why, len);
     h5io_summary_free(&sum);
     return st;
 }

@@ -57,7 +57,9 @@ typedef struct {
 } sweep_t;
 
 /* Parse and expand a sweep file; every run's config is loaded and validated (so a bad value
- * fails before anything runs). Returns 0, or 2 with err "FILE:LINE: key: message". */
+ * fails before anything runs), and no two runs may resolve to one configuration (a value spelt
+ * twice, train.lr = 1e-3, 0.001: one run counted as two). Returns 0, or 2 with err
+ * "FILE:LINE: key: message" (1: out of memory). */
 int sweep_load(sweep_t *s, const char *path, char *err, size_t errlen);
 
 /* Free what sweep_load allocated. */
@@ -79,13 +81,22 @@ void sweep_run_path(const sweep_t *s, int i, char *buf, size_t len);
 /* What run i's file (results/<sweep>/<run>.h5) holds. */
 typedef enum { SWEEP_MISSING, SWEEP_INCOMPLETE, SWEEP_STALE, SWEEP_DAMAGED, SWEEP_COMPLETE } sweep_state_t;
 
-/* The state of run i, its file read in a child process (io/h5io.h's h5io_summarize): complete
- * when it is the run's kind of file (a probe's or a training run's, not a dump), has status
- * done or diverged, reads through, and was written with the configuration the sweep now asks
- * for (h5io_config_same); stale when it is done or diverged with another one (the sweep file
- * or its base changed since) or of another kind; damaged when it cannot be read (stale and
- * damaged runs are redone). why (may be NULL) gets the status, or what is wrong. */
+/* The state of run i, its file read in a child process (io/h5io.h's h5io_summarize): damaged
+ * when it cannot be read, else sweep_result_state's (stale and damaged runs are redone). why
+ * (may be NULL) gets the status, or what is wrong. */
 sweep_state_t sweep_run_state(const sweep_t *s, int i, char *why, size_t len);
+
+/* Whether a result (a run file's, or a merged file's /runs/NAME) with this kind ("train",
+ * "probe", ...), root attributes status and config, and data identity (data/identity.h; NULL
+ * when it records none) is run i's: complete when it is the run's kind of file (a probe's or a
+ * training run's, not a dump), has status done or diverged, and was written with the
+ * configuration the sweep now asks for (h5io_config_same) from the same data (data read now,
+ * data_identity_same; a file that records none, or data that cannot be read now, are not held
+ * against it); stale when it is done or diverged with another configuration or other data, or
+ * of another kind; else incomplete. why gets the status, or what differs. */
+sweep_state_t sweep_result_state(const sweep_t *s, int i, const char *kind, const char *status,
+                                 const char *config, const char *data_sha256, long long data_bytes,
+                                 char *why, size_t len);
 
 /* True when run i is complete (sweep_run_state; a result, never redone). */
 int sweep_run_complete(const sweep_t *s, int i);
@@ -133,11 +144,14 @@ int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int me
                   int quiet);
 
 /* Merge every complete run into results/<sweep>.h5 (/runs/NAME/... and the /sweep table);
- * lists missing, stale and failed runs on stderr with their indices. An existing merged file
- * that holds more complete runs than the run files now give is kept unless force (run files
- * lost or stale must not cost the merged results). Returns 0 if all runs were merged, 3 if
- * some are missing (the file holds the others, or was kept), 1 on I/O failure or when a
- * complete merged file was kept, 2 when the merged path is not a regular file. */
+ * lists missing, stale and failed runs on stderr with their indices. A merge never drops a
+ * run the merged file holds (sweep_merge.c): a run whose run file is missing or unfinished
+ * keeps its group from the merged file while that is the run's result (sweep_result_state);
+ * a merged file with a group the new one would lose (a run no longer in the sweep, or stale
+ * with no run file) is kept, and so is one that the run files add nothing to; force merges
+ * the run files alone. Returns 0 if all runs' run files were merged, 3 if some run files are
+ * missing (the file holds the others, or was kept), 1 on I/O failure or when a merged file
+ * was kept, 2 when the merged path is not a regular file. */
 int sweep_merge(const sweep_t *s, int force, int quiet);
 
 /* Apply one "slurm.key=value" override (command line) to the [slurm] settings.

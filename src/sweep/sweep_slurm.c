@@ -55,19 +55,45 @@ int sweep_set_slurm(sweep_t *s, const char *assignment, char *err, size_t errlen
     return 0;
 }
 
-/* Check one value; message into msg. */
+/* 1 when v is a Slurm time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S, every field digits. */
+static int slurm_time(const char *v)
+{
+    const char *dash = strchr(v, '-'), *p = v;
+    int fields = 0;
+    if (dash) {   // days first
+        if (dash == v) return 0;
+        for (; p < dash; p++) if (!isdigit((unsigned char)*p)) return 0;
+        p++;
+    }
+    for (;;) {
+        const char *start = p;
+        while (isdigit((unsigned char)*p)) p++;
+        if (p == start) return 0;   // an empty field: "", ":30", "1::2", "1-"
+        fields++;
+        if (*p != ':') break;
+        p++;
+    }
+    return !*p && fields <= 3;
+}
+
+/* Check one value; message into msg. An empty value is no value: the line is an error, as in
+ * configs ("slurm.time =" wrote "#SBATCH --time=", which sbatch refuses). */
 static int check_slurm_value(const char *key, const char *v, char *msg, size_t len)
 {
+    if (!*v) {
+        snprintf(msg, len, "empty value (remove the line for Slurm's default)");
+        return 2;
+    }
     if (!strcmp(key, "cpus_per_task") || !strcmp(key, "array_parallelism")) {
         char *end;
         const long n = strtol(v, &end, 10);
         if (*end || n < 1) { snprintf(msg, len, "must be an integer >= 1 (got '%s')", v); return 2; }
     } else if (!strcmp(key, "time")) {
-        for (const char *c = v; *c; c++)
-            if (!isdigit((unsigned char)*c) && *c != ':' && *c != '-') {
-                snprintf(msg, len, "not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH:MM:SS): '%s'", v);
-                return 2;
-            }
+        if (!slurm_time(v)) {
+            snprintf(msg, len, "not a Slurm time (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, "
+                     "D-HH:MM:SS): '%s'", v);
+            return 2;
+        }
     } else if (!strcmp(key, "mem")) {
         char *end;
         strtol(v, &end, 10);
