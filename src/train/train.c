@@ -155,7 +155,7 @@ void train_step(train_t *t, train_record_t *r)
     r->step = s;
     r->val_loss = NAN;
     r->bleu = NAN;
-    r->lr = optim_lr(c->train.schedule, c->train.lr, c->train.warmup, c->train.steps, s);
+    r->lr = optim_lr(c, s);
 
     if (session_next_batch(&t->s)) {   // batch, then its dropout masks, from rng_data
         r->failed = 1;
