@@ -51,6 +51,29 @@ static int self_path(const char *argv0, char *buf, size_t len)
     return n > 0 || (size_t)snprintf(buf, len, "%s", argv0) >= len ? -1 : 0;
 }
 
+/* Every option does what it says or is refused (never ignored): one of --slurm, --dry-run,
+ * --task, --merge (or none: run locally); the options of the others with it are errors. */
+static int check_modes(int slurm, int dry, int task, int merge, int jobs, int submit,
+                       int only_missing, int nsets, int force)
+{
+    if (slurm + dry + task + merge > 1)
+        return cli_usage_error("sweep: --slurm, --dry-run, --task and --merge are different "
+                               "actions; give one", NULL);
+    if (submit && !slurm) return cli_usage_error("--submit goes with --slurm", NULL);
+    if (only_missing && !submit)
+        return cli_usage_error("--only-missing goes with --slurm --submit (it chooses what is "
+                               "submitted)", NULL);
+    if (nsets && !slurm)
+        return cli_usage_error("--set takes slurm.KEY=VALUE for --slurm (a run's keys go in the "
+                               "sweep file)", NULL);
+    if (jobs && (slurm || dry || task || merge))
+        return cli_usage_error("--jobs goes with a local sweep (no --slurm, --dry-run, --task, "
+                               "--merge)", NULL);
+    if (force && (slurm || dry || task))
+        return cli_usage_error("--force goes with a local sweep or --merge", NULL);
+    return 0;
+}
+
 int cli_sweep(int argc, char **argv)
 {
     const char *file = NULL;
@@ -72,7 +95,9 @@ int cli_sweep(int argc, char **argv)
                 return cli_usage_error("--task: not a run index (0, 1, ...)", argv[i]);
         } else if (!strcmp(a, "--set") && i + 1 < argc) {
             if (nsets == 64) return cli_usage_error("too many --set options", NULL);
-            sets[nsets++] = argv[++i];
+            sets[nsets] = argv[++i];
+            if (cli_check_set(sets, nsets, i + 1 < argc ? argv[i + 1] : NULL)) return 2;
+            nsets++;
         } else if (!strcmp(a, "--dry-run")) dry = 1;
         else if (!strcmp(a, "--slurm")) slurm = 1;
         else if (!strcmp(a, "--submit")) submit = 1;
@@ -85,6 +110,9 @@ int cli_sweep(int argc, char **argv)
         else return cli_usage_error("sweep: more than one FILE", a);
     }
     if (!file) return cli_usage_error("sweep: missing FILE", NULL);
+    const int rc_opts = check_modes(slurm, dry, task >= 0, merge_only, jobs > 0, submit, only_missing,
+                                    nsets, force);
+    if (rc_opts) return rc_opts;
     sweep_t s;
     char err[2048], exe[4096];
     if (sweep_load(&s, file, err, sizeof err)) {
@@ -102,10 +130,6 @@ int cli_sweep(int argc, char **argv)
             sweep_free(&s);
             return 2;
         }
-    }
-    if ((submit || only_missing) && !slurm) {
-        sweep_free(&s);
-        return cli_usage_error("--submit and --only-missing go with --slurm", NULL);
     }
     int rc = 0;
     if (slurm) {
