@@ -26,6 +26,7 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, report_suite());
     srunner_add_suite(sr, dynamics_suite());
     srunner_add_suite(sr, real_suite());
+    srunner_add_suite(sr, diagnose_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -19,5 +19,6 @@ Suite *sweep_suite(void);    /* tests/test_sweep.c: the Slurm array specificatio
 Suite *report_suite(void);   /* tests/test_report.c: seed groups, mean and 95 % band, reaching a loss */
 Suite *real_suite(void);     /* tests/test_real.c: the float32 core's layout, loss and gradients vs float64, every scheme */
 Suite *dynamics_suite(void); /* tests/test_dynamics.c: QK-norm, soft-capping, z-loss vs FD; entropy, logits, log Z */
+Suite *diagnose_suite(void); /* tests/test_diagnose.c: each diagnosis rule on made-up series, its place and remedies */
 
 #endif
