@@ -20,8 +20,13 @@ static const char *HELP_SWEEP =
     "between them and set as STABILITY_SWEEP_THREADS, which wins in the runs), skipping runs\n"
     "whose file is complete (status done or diverged, written with the configuration the\n"
     "sweep now asks for; a stale one is redone), so an interrupted sweep resumes. Runs write\n"
-    "results/<sweep>/<run>.h5 and <run>.log; then all complete runs are merged into\n"
-    "results/<sweep>.h5 (/runs/NAME/... and the /sweep table of swept values).\n"
+    "results/<sweep>/<run>.h5 and <run>.log (its log lines, warnings and summary); when runs\n"
+    "end, their threads go to the runs still going. One bar counts the updates of all runs\n"
+    "with an ETA (a log instead: a line per run that ends and every minute); each run's\n"
+    "warnings come as one line naming the run; the sweep ends with a table of every run\n"
+    "(status, updates, final and validation loss, diagnosis), also written to\n"
+    "results/<sweep>/summary.txt. Then all complete runs are merged into results/<sweep>.h5\n"
+    "(/runs/NAME/... and the /sweep table of swept values).\n"
     "  --jobs N     runs at a time\n"
     "  --dry-run    list the runs and their overrides, run nothing\n"
     "  --task I     run only run I (0-based; what a Slurm array task does)\n"
@@ -33,11 +38,16 @@ static const char *HELP_SWEEP =
     "               resources from the [slurm] section (partition, time, cpus_per_task, mem,\n"
     "               array_parallelism, account, extra) or --set slurm.KEY=VALUE\n"
     "  --submit     also submit it (sbatch --parsable) and print the job id\n"
-    "  --only-missing  submit only the runs that are not complete\n"
+    "  --only-missing  with --submit: submit only the runs that are not complete\n"
+    "  --set slurm.KEY=VALUE   with --slurm: a [slurm] setting (a run's keys go in the file)\n"
+    "  --quiet      no bar, no warnings, no table (summary.txt is still written)\n"
+    "One of --slurm, --dry-run, --task, --merge at a time; an option the action would not use\n"
+    "is refused.\n"
     "SIGINT, SIGTERM, SIGHUP: passed on to the runs (training runs checkpoint), then exit\n"
     "128 + the signal; run the sweep again to resume. A second sweep of the same file at the\n"
     "same time refuses (results/<sweep>/.lock).\n"
-    "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file.\n";
+    "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file or usage,\n"
+    "3 --merge found runs missing.\n";
 
 /* Path of this executable (children of a sweep run the same binary): 0, or −1 when it does
  * not fit buf (never a truncated path). */

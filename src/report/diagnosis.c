@@ -219,7 +219,7 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
                 r.val_step ? r.val_step[r.n_val - 1] : NAN);
     if (r.time && r.n_time && r.T) {
         const double s = r.time[(r.n_time < r.T ? r.n_time : r.T) - 1];
-        fprintf(out, "; %.1f s", s);
+        fprintf(out, "; %.3g s", s);
         put_speed(out, s, (long)r.step[r.T - 1], report_tokens_per_update(c));
     }
     fprintf(out, "\n");

@@ -282,7 +282,7 @@ static void print_summary(const config_t *cfg, const run_ctx_t *c, const char *s
     char speed[96], flags[300];
     format_speed(speed, sizeof speed, s, u, c->tokens_sum);
     diagnose_flags(&c->diag, flags, sizeof flags);
-    printf("%s: %s after %ld updates in %.1f s (%s)", cfg->name, status, c->last.step,
+    printf("%s: %s after %ld updates in %.3g s (%s)", cfg->name, status, c->last.step,
            c->elapsed0 + s, speed);
     if (!isnan(c->diag.start_mean))
         printf(", loss %.4f -> %.4f", c->diag.start_mean, c->diag.end_mean);

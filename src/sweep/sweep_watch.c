@@ -137,6 +137,32 @@ void sweep_watch_poll(sweep_watch_t *w, int ms)
         if (pfd[j].revents) drain(w, slot_of[j]);
 }
 
+/* Units done and to do in all (a resumed run's earlier updates left out of both). */
+static void totals(const sweep_watch_t *w, long *done, long *all)
+{
+    *done = *all = 0;
+    for (int r = 0; r < w->s->nruns; r++) {
+        const long f = w->first[r] > 0 ? w->first[r] : 0;
+        *done += w->done[r] - f;
+        *all += w->expect[r] - f;
+    }
+}
+
+/* One line of the sweep's progress on a log: "sweep NAME: WHAT; k of n runs ended, ...". */
+static void log_progress(sweep_watch_t *w, const char *what)
+{
+    long done, all;
+    totals(w, &done, &all);
+    char el[32], eta[32] = "--:--";
+    const double t = progress_now() - w->bar.start;
+    progress_duration(el, sizeof el, t);
+    if (done > 0) progress_duration(eta, sizeof eta, t / (double)done * (double)(all - done));
+    fprintf(stderr, "sweep %s: %s; %d of %d runs ended, %ld/%ld units (%.0f %%), %s, ETA %s\n",
+            w->s->name, what, w->finished, w->todo, done, all,
+            all > 0 ? 100.0 * (double)done / (double)all : 100.0, el, eta);
+    w->logged = progress_now();
+}
+
 void sweep_watch_ended(sweep_watch_t *w, int slot, int ok)
 {
     const int i = w->run[slot];
@@ -150,21 +176,9 @@ void sweep_watch_ended(sweep_watch_t *w, int slot, int ok)
     if (ok || w->done[i] > w->expect[i]) w->done[i] = w->expect[i];
     else w->expect[i] = w->done[i];   // what it did is all it will do in this sweep
     if (w->quiet || w->bar.enabled) return;
-    // a log: one line per run that ends, with the sweep's progress
-    long done = 0, all = 0;
-    for (int r = 0; r < w->s->nruns; r++) {
-        const long f = w->first[r] > 0 ? w->first[r] : 0;
-        done += w->done[r] - f;
-        all += w->expect[r] - f;
-    }
-    char el[32], eta[32] = "--:--";
-    const double t = progress_now() - w->bar.start;
-    progress_duration(el, sizeof el, t);
-    if (done > 0) progress_duration(eta, sizeof eta, t / (double)done * (double)(all - done));
-    fprintf(stderr, "sweep %s: %s %s; %d of %d runs ended, %ld/%ld units (%.0f %%), %s, ETA %s\n",
-            w->s->name, w->s->runs[i].name, ok ? "finished" : "ended without its result",
-            w->finished, w->todo, done, all, all > 0 ? 100.0 * (double)done / (double)all : 100.0,
-            el, eta);
+    char what[200];
+    snprintf(what, sizeof what, "%s %s", w->s->runs[i].name, ok ? "finished" : "ended without its result");
+    log_progress(w, what);
 }
 
 void sweep_watch_rebalance(sweep_watch_t *w)
@@ -184,16 +198,18 @@ void sweep_watch_rebalance(sweep_watch_t *w)
 
 void sweep_watch_bar(sweep_watch_t *w, int running_runs, int failed)
 {
-    long done = 0, all = 0;
-    for (int r = 0; r < w->s->nruns; r++) {
-        if (w->expect[r] == 0 && w->done[r] == 0) continue;
-        const long f = w->first[r] > 0 ? w->first[r] : 0;   // a resumed run's earlier updates
-        done += w->done[r] - f;
-        all += w->expect[r] - f;
+    long done, all;
+    totals(w, &done, &all);
+    if (!w->bar.enabled) {   // a log: a line now and then
+        if (!w->quiet && progress_now() - (w->logged > 0 ? w->logged : w->bar.start) >= SWEEP_LOG_SECONDS) {
+            char what[64];
+            snprintf(what, sizeof what, "%d running", running_runs);
+            log_progress(w, what);
+        }
+        return;
     }
     char extra[96];
     snprintf(extra, sizeof extra, "%d running, %d/%d runs ended, %d failed", running_runs,
              w->finished, w->todo, failed);
-    // never the channel: a sweep is no sweep's run (progress_update sends only when one listens)
     progress_update(&w->bar, done, all > 0 ? all : 1, extra);
 }

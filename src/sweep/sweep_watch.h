@@ -19,6 +19,7 @@ typedef struct {
     long *expect;         /* [nruns] units a run has (train.steps or seeds × batches); 0 not to do */
     long *done, *first;   /* [nruns] units done; done when this process started it (resumes) */
     int finished, todo;   /* runs ended, runs to run */
+    double logged;        /* a log (no terminal): when the last progress line was written */
     progress_t bar;
 } sweep_watch_t;
 
@@ -49,7 +50,9 @@ void sweep_watch_rebalance(sweep_watch_t *w);
  * "RUN: warning: ..." unless quiet). */
 void sweep_watch_poll(sweep_watch_t *w, int ms);
 
-/* Redraw the bar: units done of all, the runs going, finished and failed. */
+/* Redraw the bar: units done of all, the runs going, finished and failed; where the output is a
+ * log, a progress line every SWEEP_LOG_SECONDS instead. */
+#define SWEEP_LOG_SECONDS 60.0
 void sweep_watch_bar(sweep_watch_t *w, int running, int failed);
 
 /* The units a run of s has to do: train.steps for a training run, probe.seeds × probe.batches
