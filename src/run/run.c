@@ -293,6 +293,54 @@ static void print_summary(const config_t *cfg, const run_ctx_t *c, const char *s
     printf("; diagnosis%s: %s\n", strcmp(status, "interrupted") ? "" : " so far", flags);
 }
 
+/* Start watching the run t of cfg: its diagnosis, bar or log, and the warnings known before
+ * update 1 (a warm-up longer than the run). */
+static void watch_start(run_ctx_t *c, const config_t *cfg, const train_t *t, const run_options_t *o)
+{
+    char label[80];
+    snprintf(label, sizeof label, "train %.40s", cfg->name);
+    diagnose_init(&c->diag, cfg, t->unigram);
+    diagnose_axes(&c->diag, t->ax.L, (const char *const *)t->ax.stack, t->ax.nhead,
+                  (const char *const *)t->ax.head);
+    c->quiet = o->quiet;
+    c->name = cfg->name;
+    progress_start(&c->bar, label, o->quiet);
+    progress_set_first(&c->bar, t->step);
+    // log lines where no bar is drawn: a log file, a pipe, a cluster job's output
+    c->log_every = o->quiet || isatty(STDERR_FILENO) ? 0 : cfg->output.log_every;
+    warn_events(c, diagnose_start(&c->diag));
+    c->t0 = c->log_t = progress_now();
+    c->last.step = c->log_step = t->step;
+    c->first = t->step + 1;
+}
+
+/* Whether a run stopped by sig exits 0 (resumable; what Slurm's signals and the requeue
+ * expect: TERM, USR1) or 128 + sig (the others, as a shell reports a signal). */
+static int stop_exit_code(int sig)
+{
+    return sig == SIGTERM || sig == SIGUSR1 ? 0 : 128 + sig;
+}
+
+/* The lines that end a run whose file is closed (st: how it ended, sig: the stop signal, step:
+ * the updates done): the divergence, the summary, the interruption. Returns the exit code. */
+static int say_end(const config_t *cfg, const run_ctx_t *c, const char *path,
+                   const run_options_t *o, train_status_t st, int sig, long step)
+{
+    if (st == TRAIN_DIVERGED)
+        fprintf(stderr, "%s: diverged at step %ld (%s: loss %g, grad_norm %g); status = diverged "
+                "in %s\n", cfg->name, c->last.step, train_diverged_reason(c->last.diverged),
+                c->last.loss, c->last.grad_norm, path);
+    if (!o->quiet && st != TRAIN_FAILED && st != TRAIN_BAD_BATCH) {
+        print_summary(cfg, c, st == TRAIN_DONE ? "done" : st == TRAIN_DIVERGED ? "diverged"
+                                                                               : "interrupted");
+        if (st == TRAIN_DONE) printf("wrote %s\n", path);
+    }
+    if (st != TRAIN_INTERRUPTED) return 0;
+    fprintf(stderr, "%s: %s after step %ld: checkpoint written to %s (continue with --resume)\n",
+            cfg->name, strsignal(sig), step, path);
+    return stop_exit_code(sig);
+}
+
 /* [output] plots = true: draw the figures of the file just written into plots/. */
 int run_plot(const char *path, int quiet)
 {
@@ -310,13 +358,6 @@ int run_plot(const char *path, int quiet)
     }
     if (rc) fprintf(stderr, "stability: %s (the results file is complete)\n", err);
     return rc ? 1 : 0;
-}
-
-/* Whether a run stopped by sig exits 0 (resumable; what Slurm's signals and the requeue
- * expect: TERM, USR1) or 128 + sig (the others, as a shell reports a signal). */
-static int stop_exit_code(int sig)
-{
-    return sig == SIGTERM || sig == SIGUSR1 ? 0 : 128 + sig;
 }
 
 /* run_train once path is claimed. */
@@ -358,22 +399,8 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
         core->free(t);
         return rc;
     }
-    char label[80];
-    snprintf(label, sizeof label, "train %.40s", cfg->name);
-    diagnose_init(&c.diag, cfg, t->unigram);
-    diagnose_axes(&c.diag, t->ax.L, (const char *const *)t->ax.stack, t->ax.nhead,
-                  (const char *const *)t->ax.head);
-    c.quiet = o->quiet;
-    c.name = cfg->name;
-    progress_start(&c.bar, label, o->quiet);
-    progress_set_first(&c.bar, t->step);
-    // log lines where no bar is drawn: a log file, a pipe, a cluster job's output
-    c.log_every = o->quiet || isatty(STDERR_FILENO) ? 0 : cfg->output.log_every;
     if (resume && !o->quiet) printf("%s: resuming at step %ld\n", path, t->step);
-    warn_events(&c, diagnose_start(&c.diag));
-    c.t0 = c.log_t = progress_now();
-    c.last.step = c.log_step = t->step;
-    c.first = t->step + 1;
+    watch_start(&c, cfg, t, o);
     struct sigaction old[NSTOP];
     signals_install(old);
     const train_callbacks_t cb = {&c, on_step, on_checkpoint, cfg->train.bleu_every ? on_bleu : NULL};
@@ -404,19 +431,7 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
         rc = 2;
     }
     signals_restore(old);
-    if (!rc && st == TRAIN_DIVERGED)
-        fprintf(stderr, "%s: diverged at step %ld (%s: loss %g, grad_norm %g); status = diverged "
-                "in %s\n", cfg->name, c.last.step, train_diverged_reason(c.last.diverged),
-                c.last.loss, c.last.grad_norm, path);
-    if (!rc && !o->quiet && st != TRAIN_FAILED && st != TRAIN_BAD_BATCH) {
-        print_summary(cfg, &c, status);
-        if (st == TRAIN_DONE) printf("wrote %s\n", path);
-    }
-    if (!rc && st == TRAIN_INTERRUPTED) {
-        fprintf(stderr, "%s: %s after step %ld: checkpoint written to %s (continue with --resume)\n",
-                cfg->name, strsignal(sig), t->step, path);
-        rc = stop_exit_code(sig);
-    }
+    if (!rc) rc = say_end(cfg, &c, path, o, st, sig, t->step);
     core->free(t);
     // [output] plots = true: the figures of a finished run (done or diverged)
     if (!rc && cfg->output.plots && (st == TRAIN_DONE || st == TRAIN_DIVERGED))

@@ -191,7 +191,7 @@ static int cpus_available(void)
 typedef struct {
     pid_t *pids;
     int *slot_run;
-    int *failed_run;     /* [nruns] 1 when the run failed in this sweep */
+    int *failed_run;     /* [nruns] the exit code (128 + signal) of a run that failed here, else 0 */
     int jobs, running, done, failed, stopped;
     sweep_watch_t watch; /* progress, warnings and threads of the runs (sweep_watch.h) */
 } pool_t;
