@@ -15,7 +15,8 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_watch
    log_every = 0 leave no line; on a terminal (a pty) the bar, no log line.
 3. A sweep whose output is a file: each run's log has its lines, warnings and summary; the
    runs' warnings reach the sweep's output as one line each naming the run; one line per run
-   that ends; the summary table, printed and stored as results/<sweep>/summary.txt.
+   that ends; the summary table, printed and stored as results/<sweep>/summary.txt. On a
+   terminal (a pty) its bar counts the updates of all runs (200 + 300) with an ETA.
 4. Threads: a sweep --jobs 2 on 2 threads whose last run outlives the others gets the free
    core mid-run (its log says from which update), and every dataset of its file is the same
    bits as the same run alone on 1 thread; the channel's protocol driven by hand gives the same.
@@ -271,6 +272,35 @@ model.d_ff = 64
           table)
 
 
+def test_sweep_bar(tmp):
+    """On a terminal the sweep's bar counts the updates of all its runs (200 + 300), not runs."""
+    d = os.path.join(tmp, "bar")
+    os.makedirs(d, exist_ok=True)
+    os.symlink(CONFIGS, os.path.join(d, "configs"))
+    with open(os.path.join(d, "bar.ini"), "w") as fh:
+        fh.write("[sweep]\nbase = configs/tiny.ini\nname = s{steps}\nzip = train.steps, train.warmup\n"
+                 "train.steps = 200, 300\ntrain.warmup = 20, 30\ndata.task = copy\n")
+    master, slave = pty.openpty()
+    p = subprocess.Popen([STABILITY, "sweep", "bar.ini", "--jobs", "1"], cwd=d,
+                         stdout=subprocess.DEVNULL, stderr=slave, env=ENV)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    p.wait()
+    os.close(master)
+    text = seen.decode(errors="replace")
+    counts = re.findall(r"(\d+)/500 +\S+ ETA", text)
+    check(f"a sweep's bar on a terminal counts updates across runs with an ETA (last {counts[-1:]}/500)",
+          p.returncode == 0 and counts and counts[-1] == "500" and len(set(counts)) > 2, text[-300:])
+
+
 def test_threads(tmp):
     # run r3 outlives r1 and r2: it starts on 1 thread while r2 goes, then gets the free core
     env = dict(ENV, STABILITY_THREADS="2")
@@ -349,6 +379,7 @@ def main():
             test_classes(tmp)
             test_run_log(tmp)
             test_sweep_log(tmp)
+            test_sweep_bar(tmp)
             test_threads(tmp)
     passed = sum(results)
     print(f"watch: {passed} passed, {len(results) - passed} failed")
