@@ -165,7 +165,8 @@ void report_diagnosis(FILE *out, h5io_file_t *f, const char *prefix, const confi
 static void put_speed(FILE *out, double s, long u, double tok)
 {
     if (!(s > 0) || u <= 0) return;
-    fprintf(out, ", %.3g ms/update", 1e3 * s / (double)u);
+    const double per = s / (double)u;
+    fprintf(out, ", %.3g %s/update", per >= 1 ? per : 1e3 * per, per >= 1 ? "s" : "ms");
     if (tok > 0) {
         const double r = tok * (double)u / s;
         if (r >= 1e6) fprintf(out, ", %.3gM tokens/s", r / 1e6);
