@@ -132,9 +132,20 @@ expect_error "missing config name (configs/ lookup)" "no_such_config_xyz: cannot
 
 # ------------------------------------------------------------------ help, version, usage errors
 expect_usage "--help" "$BIN" --help
-for verb in sweep plot info dump gradcheck; do
+for verb in sweep plot info dump gradcheck train probe translate; do
     expect_usage "$verb --help" "$BIN" "$verb" --help
 done
+# --help names every verb, option and exit code (issue 33): each of these words in the text
+run "$BIN" --help
+missing=""
+for w in "train CONFIG" "probe CONFIG" "info FILE.h5... --train" "--schemes" "--perturb S" \
+         "--entries N" "--tol X" "--jobs N" "--dry-run" "--task I" "--merge" "--only-missing" \
+         "--submit" "--format" "--beam K" "--lenpen A" "--max-len-a" "--input FILE" "--ids" \
+         "--resume" "--force" "--quiet" "2 bad usage" "3 sweep --merge" "130 a run stopped by SIGINT" \
+         "128 + the signal" "output.log_every"; do
+    grep -qF -- "$w" "$tmp/stdout" || missing="$missing '$w'"
+done
+if [ -z "$missing" ]; then ok "--help names every verb, option and exit code"; else notok "--help lacks$missing"; fi
 run "$BIN" --version
 if [ "$rc" -eq 0 ] && [ -s "$tmp/stdout" ]; then ok "--version"; else notok "--version: exit code $rc"; fi
 
@@ -221,6 +232,54 @@ if [ "$rc" -eq 0 ] && grep -q "warning: .*overflowed" "$tmp/stderr" && [[ "$info
 else
     notok "a probe that overflows: exit $rc, '$(head -1 "$tmp/stderr")', info '$info'"
 fi
+
+# ------------------------------------------------------------------ train and probe, --set's '=', options that would be ignored
+# (issue 33: `stability train` / `probe` as verbs; issue 34 (c): no option silently ignored)
+expect_error "--set KEY VALUE: hints at '='" "--set train.lr: expected section.key=value (did you mean --set train.lr=1e-3?)" \
+    "$tmp/run.h5" "$BIN" --config "$GOOD" --set train.lr 1e-3 --out "$tmp/run.h5"
+run "$BIN" probe "$GOOD" --set probe.seeds=1 --set probe.batches=1 --set probe.seeds=2 --out "$tmp/rep.h5" --quiet
+seeds=$(/usr/bin/python3 -c "import h5py,sys; print(h5py.File(sys.argv[1])['probe/loss'].shape[0])" "$tmp/rep.h5" 2>/dev/null)
+if [ "$rc" -eq 0 ] && [ "$seeds" = 2 ] && grep -q "probe.seeds given twice: the later, probe.seeds=2, replaces probe.seeds=1" "$tmp/stderr"; then
+    ok "a repeated --set: the later wins, and says so"
+else
+    notok "a repeated --set: exit $rc, $seeds seeds, '$(head -1 "$tmp/stderr")'"
+fi
+expect_error "train CONFIG with train.steps = 0: refused, names probe" "stability: train: " "$tmp/run.h5" \
+    "$BIN" train "$GOOD" --out "$tmp/run.h5"
+expect_error "probe CONFIG that trains: refused, names train" "stability: probe: " "$tmp/run.h5" \
+    "$BIN" probe "$GOOD" --set train.steps=5 --out "$tmp/run.h5"
+run "$BIN" train "$GOOD" --set train.steps=3 --set train.warmup=0 --out "$tmp/tr.h5" --quiet
+if [ "$rc" -eq 0 ] && [ -s "$tmp/tr.h5" ]; then ok "train CONFIG trains"; else notok "train CONFIG: exit $rc, $(head -1 "$tmp/stderr")"; fi
+run "$BIN" probe "$GOOD" --set probe.seeds=1 --set probe.batches=1 --out "$tmp/pr.h5" --quiet
+if [ "$rc" -eq 0 ] && [ -s "$tmp/pr.h5" ]; then ok "probe CONFIG probes"; else notok "probe CONFIG: exit $rc, $(head -1 "$tmp/stderr")"; fi
+expect_rc "probe refuses --resume" 2 "$BIN" probe "$GOOD" --resume --out "$tmp/run.h5"
+expect_rc "train with two configs" 2 "$BIN" train "$GOOD" "$GOOD" --out "$tmp/run.h5"
+expect_rc "gradcheck refuses --out (it writes no file)" 2 "$BIN" gradcheck --config "$GOOD" --out "$tmp/g.h5"
+expect_rc "gradcheck refuses --force" 2 "$BIN" gradcheck --config "$GOOD" --force
+expect_error "info --train --all" "stability: info: --all, --schemes and --train are different outputs" "" \
+    "$BIN" info "$tmp/tr.h5" --train --all
+expect_error "info --train --schemes" "stability: info: --all, --schemes and --train are different outputs" "" \
+    "$BIN" info "$tmp/tr.h5" --train --schemes
+expect_error "info --all --schemes" "stability: info: --all, --schemes and --train are different outputs" "" \
+    "$BIN" info "$tmp/tr.h5" --all --schemes
+expect_error "sweep --slurm --only-missing without --submit" "stability: --only-missing goes with --slurm --submit" "" \
+    "$BIN" sweep "$tmp/s.ini" --slurm --only-missing
+expect_error "sweep --set without --slurm" "stability: --set takes slurm.KEY=VALUE for --slurm" "" \
+    "$BIN" sweep "$tmp/s.ini" --set slurm.time=1:00:00
+expect_error "sweep --jobs with --merge" "stability: --jobs goes with a local sweep" "" \
+    "$BIN" sweep "$tmp/s.ini" --merge --jobs 2
+expect_error "sweep --dry-run --merge" "stability: sweep: --slurm, --dry-run, --task and --merge are different" "" \
+    "$BIN" sweep "$tmp/s.ini" --dry-run --merge
+expect_error "sweep --slurm --force" "stability: --force goes with a local sweep or --merge" "" \
+    "$BIN" sweep "$tmp/s.ini" --slurm --force
+expect_error "train.min_lr_ratio without cosine" "--set train.min_lr_ratio: the floor of the cosine decay" "$tmp/run.h5" \
+    "$BIN" train "$GOOD" --set train.steps=3 --set train.min_lr_ratio=0.1 --out "$tmp/run.h5"
+run "$BIN" train "$GOOD" --set train.steps=10 --set train.warmup=2 --set train.schedule=cosine \
+    --set train.min_lr_ratio=0.1 --set train.lr=1e-3 --out "$tmp/cos.h5" --quiet
+lrs=$(/usr/bin/python3 -c "import h5py,sys; print(' '.join('%.6g' % x for x in h5py.File(sys.argv[1])['train/lr'][:]))" "$tmp/cos.h5" 2>/dev/null)
+# warm-up 5e-4, 1e-3; then 1e-4 + 9e-4·(1 + cos(π(t−2)/8))/2 for t = 3..10
+want=$(/usr/bin/python3 -c "import math; print(' '.join('%.6g' % (1e-3*t/2 if t <= 2 else 1e-4 + 9e-4*(1 + math.cos(math.pi*(t-2)/8))/2) for t in range(1, 11)))")
+if [ "$rc" -eq 0 ] && [ "$lrs" = "$want" ]; then ok "train.schedule = cosine to min_lr_ratio: /train/lr as Loshchilov & Hutter"; else notok "cosine: exit $rc, lr '$lrs', want '$want'"; fi
 
 # ------------------------------------------------------------------ a good config by name
 # "tiny" has no slash and does not exist here: it is looked up as configs/tiny.ini.

@@ -645,8 +645,7 @@ START_TEST(test_float32_route)
     o.t = 2;
     optim_precond(&o, theta, g1, P, fl);
     curv_measure(c, theta, P, fl, cfg.init.seed + CURV_START_OFFSET + 2, &row);
-    row.threshold = optim_threshold(&o, optim_lr(cfg.train.schedule, cfg.train.lr,
-                                                 cfg.train.warmup, cfg.train.steps, 3));
+    row.threshold = optim_threshold(&o, optim_lr(&cfg, 3));
     rows_same(&row, &t->curv_row[1], nb);
     printf("curvature: float32 run, update 2: lambda_max %.10g, lambda_max(P^-1 H) active "
            "%.10g: the float64 measure of its widened state, bit for bit\n", row.hessian_max,

@@ -111,7 +111,9 @@ START_TEST(test_radam)
 }
 END_TEST
 
-/* Schedules: warm-up lr·t/w, then inverse_sqrt lr·√(w/t), linear to 0 at steps, constant. */
+/* Schedules: warm-up lr·t/w, then inverse_sqrt lr·√(w/t), linear to 0 at steps, constant,
+ * cosine to lr·min_lr_ratio at steps (Loshchilov & Hutter 2017: 1/2 (1 + cos(π/4)) a quarter
+ * of the way, 1/2 half way). */
 START_TEST(test_schedules)
 {
     const double lr = 1e-3;
@@ -133,9 +135,25 @@ START_TEST(test_schedules)
         {SCHED_CONSTANT, 0, 100, 77, 1e-3},
         {SCHED_CONSTANT, 500, 1000, 250, 5e-4},
         {SCHED_CONSTANT, 500, 1000, 900, 1e-3},
+        {SCHED_COSINE, 10, 110, 5, 5e-4},
+        {SCHED_COSINE, 10, 110, 10, 1e-3},
+        {SCHED_COSINE, 10, 110, 35, 1e-3 * 0.5 * (1 + 0.70710678118654752)},
+        {SCHED_COSINE, 10, 110, 60, 5e-4},
+        {SCHED_COSINE, 10, 110, 110, 0.0},
+        {SCHED_COSINE, 0, 100, 1, 1e-3},
+        {SCHED_COSINE, 10, 110, 60, 5.5e-4},    // min_lr_ratio 0.1 from here: 1e-4 + 9e-4 / 2
+        {SCHED_COSINE, 10, 110, 110, 1e-4},     // the floor
     };
+    const size_t with_floor = sizeof cases / sizeof cases[0] - 2;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const double got = optim_lr(cases[i].s, lr, cases[i].warmup, cases[i].steps, cases[i].t);
+        config_t c;
+        config_defaults(&c);
+        c.train.schedule = cases[i].s;
+        c.train.lr = lr;
+        c.train.warmup = (int)cases[i].warmup;
+        c.train.steps = (int)cases[i].steps;
+        c.train.min_lr_ratio = i >= with_floor ? 0.1 : 0.0;
+        const double got = optim_lr(&c, cases[i].t);
         ck_assert_msg(fabs(got - cases[i].want) <= 1e-15, "case %zu: lr(%ld) = %.17g, want %g", i,
                       cases[i].t, got, cases[i].want);
     }

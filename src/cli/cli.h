@@ -12,6 +12,12 @@ int cli_usage_error(const char *msg, const char *arg);
  * it); else a usage error (2) naming opt. */
 int cli_check_out(const char *opt, const char *path);
 
+/* Check sets[nsets], the value of a --set (next: the word after it, or NULL): a usage error (2)
+ * when it has no '=' (with the hint --set KEY=NEXT); when it sets a key one of sets[0..nsets)
+ * already set, a line on stderr says that the later replaces the earlier (it does: config_load
+ * applies them in order); else 0. */
+int cli_check_set(const char *const *sets, int nsets, const char *next);
+
 /* stability info FILE.h5... [--all] [--schemes] [--train] (cli_info.c). */
 int cli_info(int argc, char **argv);
 

@@ -12,20 +12,30 @@
 #include "cli/cli.h"
 
 static const char *HELP_INFO =
-    "usage: stability info FILE.h5... [--all] | info [FILE.h5...] --schemes | info FILE.h5... --train\n"
+    "usage: stability info FILE.h5... [--all]\n"
+    "       stability info FILE.h5... --train\n"
+    "       stability info [FILE.h5...] --schemes\n"
     "\n"
-    "For a run file, or every run of a merged sweep file (/runs/NAME):\n"
-    "Prints, per layer, mean ± 95% CI over seeds of ||E_batch dL/dW||_F for W^1 and W^2\n"
-    "(--all: every tensor), hidden-state norms / d beside Lemma 2's value or bounds, and the\n"
-    "norm Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3).\n"
-    "--schemes: the table of normalisation schemes (tab-separated), or with files each run's\n"
-    "scheme, atlas rank, family and label (scripts/atlas_table.py reads it).\n"
-    "--train: a Markdown table of the training runs, one row per configuration with its seeds\n"
-    "(runs that differ only in init.seed): last and best validation loss (training loss without\n"
-    "validation), mean ± 95% CI over the seeds, the update at which each reaches the loss\n"
-    "every run reaches, mean ± 95% CI, and how many seeds reach it; for runs that log BLEU\n"
-    "(train.bleu_every) the same for BLEU, with the epoch reaching the best BLEU every run\n"
-    "reaches (Fig. 4).\n";
+    "For a run file, or every run of a merged sweep file (/runs/NAME): its status, model and\n"
+    "data. A probe: per layer (counted from 1), mean ± 95% CI over seeds of ||E_batch dL/dW||_F\n"
+    "for W^1 and W^2, hidden-state norms / d beside Lemma 2's value or bounds, and the norm\n"
+    "Jacobian ||J||_2 beside sqrt(d)/||x-mu|| (Lemma 3). A training run: what distinguishes it\n"
+    "(optimizer, lr, schedule, warm-up, updates, batch, precision, mitigations), how it ended\n"
+    "(status, final and validation loss, time, ms/update, tokens/s) and the diagnosis: each\n"
+    "problem with the update it began, the layer and head where it applies and the keys to set\n"
+    "against it (divergence, a finite explosion, not learning, a warm-up longer than the run,\n"
+    "the unigram plateau, attention-logit growth, entropy collapse, the lower layers' gradient\n"
+    "collapse), or one line saying it is healthy.\n"
+    "  --all      every tensor's gradient, and the gradient at each sub-layer's output\n"
+    "  --schemes  the table of normalisation schemes (tab-separated), or with files each run's\n"
+    "             scheme, atlas rank, family and label (scripts/atlas_table.py reads it)\n"
+    "  --train    a Markdown table of the training runs, one row per configuration with its\n"
+    "             seeds (runs that differ only in init.seed): last and best validation loss\n"
+    "             (training loss without validation), mean ± 95% CI over the seeds, the update at\n"
+    "             which each reaches the loss every run reaches, mean ± 95% CI, and how many\n"
+    "             seeds reach it; for runs that log BLEU (train.bleu_every) the same for BLEU,\n"
+    "             with the epoch reaching the best BLEU every run reaches (Fig. 4)\n"
+    "--all, --schemes and --train are three different outputs: give at most one.\n";
 
 /* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). A malformed
  * object is an error "FILE: /object: what is wrong" (exit 1, h5io_error). */
@@ -55,13 +65,16 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
         printf("\n");
         free(core);
         report_config(stdout, &cfg);
+        snprintf(path, sizeof path, "%s/train", prefix);
+        const int training = h5io_exists(f, path);
+        if (training) report_train_header(stdout, f, prefix, &cfg);   // what was run, how it ended
         snprintf(path, sizeof path, "%s/probe", prefix);
         if (h5io_read_probe(f, prefix, &p, err, sizeof err) == 0) {
             report_probe(stdout, &cfg, p, all);
         } else if (h5io_error(f) || h5io_exists(f, path)) {
             fprintf(stderr, "stability: %s\n", err);
             rc = 1;
-        } else {
+        } else if (!training) {   // a training run has no /probe: nothing to say about it
             printf("(%s)\n", err);
         }
         report_diagnosis(stdout, f, prefix, &cfg);   // training runs: what went wrong, since when
@@ -113,6 +126,10 @@ int cli_info(int argc, char **argv)
         else if (argv[i][0] == '-') return cli_usage_error("unknown option", argv[i]);
         else nfiles++;
     }
+    if (all + schemes + train > 1)   // each is its own output: one would be ignored
+        return cli_usage_error("info: --all, --schemes and --train are different outputs; give one",
+                               train && all ? "--train --all" : train ? "--train --schemes"
+                                                                      : "--all --schemes");
     if (!nfiles && schemes) { report_scheme_table(stdout); return 0; }
     if (!nfiles) return cli_usage_error("info: missing FILE.h5", NULL);
     if (train) return info_train(argc, argv);

@@ -20,8 +20,13 @@ static const char *HELP_SWEEP =
     "between them and set as STABILITY_SWEEP_THREADS, which wins in the runs), skipping runs\n"
     "whose file is complete (status done or diverged, written with the configuration the\n"
     "sweep now asks for; a stale one is redone), so an interrupted sweep resumes. Runs write\n"
-    "results/<sweep>/<run>.h5 and <run>.log; then all complete runs are merged into\n"
-    "results/<sweep>.h5 (/runs/NAME/... and the /sweep table of swept values).\n"
+    "results/<sweep>/<run>.h5 and <run>.log (its log lines, warnings and summary); when runs\n"
+    "end, their threads go to the runs still going. One bar counts the updates of all runs\n"
+    "with an ETA (a log instead: a line per run that ends and every minute); each run's\n"
+    "warnings come as one line naming the run; the sweep ends with a table of every run\n"
+    "(status, updates, final and validation loss, diagnosis), also written to\n"
+    "results/<sweep>/summary.txt. Then all complete runs are merged into results/<sweep>.h5\n"
+    "(/runs/NAME/... and the /sweep table of swept values).\n"
     "  --jobs N     runs at a time\n"
     "  --dry-run    list the runs and their overrides, run nothing\n"
     "  --task I     run only run I (0-based; what a Slurm array task does)\n"
@@ -33,11 +38,16 @@ static const char *HELP_SWEEP =
     "               resources from the [slurm] section (partition, time, cpus_per_task, mem,\n"
     "               array_parallelism, account, extra) or --set slurm.KEY=VALUE\n"
     "  --submit     also submit it (sbatch --parsable) and print the job id\n"
-    "  --only-missing  submit only the runs that are not complete\n"
+    "  --only-missing  with --submit: submit only the runs that are not complete\n"
+    "  --set slurm.KEY=VALUE   with --slurm: a [slurm] setting (a run's keys go in the file)\n"
+    "  --quiet      no bar, no warnings, no table (summary.txt is still written)\n"
+    "One of --slurm, --dry-run, --task, --merge at a time; an option the action would not use\n"
+    "is refused.\n"
     "SIGINT, SIGTERM, SIGHUP: passed on to the runs (training runs checkpoint), then exit\n"
     "128 + the signal; run the sweep again to resume. A second sweep of the same file at the\n"
     "same time refuses (results/<sweep>/.lock).\n"
-    "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file.\n";
+    "Exit: 0 all runs done, 1 some run failed (its log is shown), 2 bad sweep file or usage,\n"
+    "3 --merge found runs missing.\n";
 
 /* Path of this executable (children of a sweep run the same binary): 0, or −1 when it does
  * not fit buf (never a truncated path). */
@@ -49,6 +59,29 @@ static int self_path(const char *argv0, char *buf, size_t len)
         return 0;
     }
     return n > 0 || (size_t)snprintf(buf, len, "%s", argv0) >= len ? -1 : 0;
+}
+
+/* Every option does what it says or is refused (never ignored): one of --slurm, --dry-run,
+ * --task, --merge (or none: run locally); the options of the others with it are errors. */
+static int check_modes(int slurm, int dry, int task, int merge, int jobs, int submit,
+                       int only_missing, int nsets, int force)
+{
+    if (slurm + dry + task + merge > 1)
+        return cli_usage_error("sweep: --slurm, --dry-run, --task and --merge are different "
+                               "actions; give one", NULL);
+    if (submit && !slurm) return cli_usage_error("--submit goes with --slurm", NULL);
+    if (only_missing && !submit)
+        return cli_usage_error("--only-missing goes with --slurm --submit (it chooses what is "
+                               "submitted)", NULL);
+    if (nsets && !slurm)
+        return cli_usage_error("--set takes slurm.KEY=VALUE for --slurm (a run's keys go in the "
+                               "sweep file)", NULL);
+    if (jobs && (slurm || dry || task || merge))
+        return cli_usage_error("--jobs goes with a local sweep (no --slurm, --dry-run, --task, "
+                               "--merge)", NULL);
+    if (force && (slurm || dry || task))
+        return cli_usage_error("--force goes with a local sweep or --merge", NULL);
+    return 0;
 }
 
 int cli_sweep(int argc, char **argv)
@@ -72,7 +105,9 @@ int cli_sweep(int argc, char **argv)
                 return cli_usage_error("--task: not a run index (0, 1, ...)", argv[i]);
         } else if (!strcmp(a, "--set") && i + 1 < argc) {
             if (nsets == 64) return cli_usage_error("too many --set options", NULL);
-            sets[nsets++] = argv[++i];
+            sets[nsets] = argv[++i];
+            if (cli_check_set(sets, nsets, i + 1 < argc ? argv[i + 1] : NULL)) return 2;
+            nsets++;
         } else if (!strcmp(a, "--dry-run")) dry = 1;
         else if (!strcmp(a, "--slurm")) slurm = 1;
         else if (!strcmp(a, "--submit")) submit = 1;
@@ -85,6 +120,9 @@ int cli_sweep(int argc, char **argv)
         else return cli_usage_error("sweep: more than one FILE", a);
     }
     if (!file) return cli_usage_error("sweep: missing FILE", NULL);
+    const int rc_opts = check_modes(slurm, dry, task >= 0, merge_only, jobs > 0, submit, only_missing,
+                                    nsets, force);
+    if (rc_opts) return rc_opts;
     sweep_t s;
     char err[2048], exe[4096];
     if (sweep_load(&s, file, err, sizeof err)) {
@@ -102,10 +140,6 @@ int cli_sweep(int argc, char **argv)
             sweep_free(&s);
             return 2;
         }
-    }
-    if ((submit || only_missing) && !slurm) {
-        sweep_free(&s);
-        return cli_usage_error("--submit and --only-missing go with --slurm", NULL);
     }
     int rc = 0;
     if (slurm) {

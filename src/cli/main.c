@@ -1,6 +1,7 @@
 /* main.c — the command line (docs/design.md §3): the verb table, and the options of the verbs
- * that read a config (a run, dump, gradcheck); info, plot and sweep parse their own (cli.h),
- * translate its own (run/run.h). Exit codes: 0 success, 1 runtime failure, 2 bad usage. */
+ * that read a config (train, probe, the --config form, dump, gradcheck); info, plot and sweep
+ * parse their own (cli.h), translate its own (run/run.h). Exit codes: 0 success, 1 runtime
+ * failure, 2 bad usage, 3 a sweep merge with runs missing, 130 (128 + the signal) stopped. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include "io/h5io.h"
 #include "util/args.h"
 #include "util/blascore.h"
+#include "util/progress.h"
 #include "report/report.h"
 #include "run/run.h"
 #include "util/threads.h"
@@ -36,68 +38,100 @@ typedef struct {
 } options_t;
 
 static const char *USAGE =
-    "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
-    "                 [--resume] [--quiet]\n"
-    "       stability sweep FILE [--jobs N] [--dry-run] [--task I] [--merge [--force]]\n"
-    "       stability sweep FILE --slurm [--submit [--only-missing]]\n"
-    "       stability plot FILE.h5... [--out DIR] [--format png,pdf,svg]\n"
-    "       stability info FILE.h5... [--all]\n"
-    "       stability dump --config FILE --out FILE.h5 [--set ...] [--force] [--hvp]\n"
-    "       stability gradcheck --config FILE [--set ...] [--entries N] [--tol X]\n"
-    "       stability translate RUN.h5 [--beam K] [--lenpen A] [--input FILE] [--ids]\n"
+    "usage: stability train CONFIG [--set section.key=value]... [--out FILE.h5] [--force]\n"
+    "                       [--resume] [--quiet]\n"
+    "       stability probe CONFIG [--set section.key=value]... [--out FILE.h5] [--force] [--quiet]\n"
+    "       stability --config CONFIG [same options]   (trains when train.steps > 0, else probes)\n"
+    "       stability sweep FILE [--jobs N] [--dry-run] [--quiet]\n"
+    "       stability sweep FILE --task I | --merge [--force]\n"
+    "       stability sweep FILE --slurm [--submit [--only-missing]] [--set slurm.KEY=VALUE]...\n"
+    "       stability plot FILE.h5... [--out DIR] [--format png,pdf,svg] [--quiet]\n"
+    "       stability info FILE.h5... [--all]     per-run tables and the diagnosis\n"
+    "       stability info FILE.h5... --train     seeds of training runs, losses +- 95% CI\n"
+    "       stability info [FILE.h5...] --schemes the scheme table, or each run's scheme\n"
+    "       stability dump --config CONFIG --out FILE.h5 [--set ...] [--force] [--perturb S] [--hvp]\n"
+    "       stability gradcheck --config CONFIG [--set ...] [--entries N] [--tol X] [--perturb S]\n"
+    "       stability translate RUN.h5 [--beam K] [--lenpen A] [--max-len-a A] [--max-len-b B]\n"
+    "                           [--input FILE] [--ids]\n"
     "       stability --help | VERB --help | --version\n"
     "\n"
     "Measures why Post-LN transformers need learning-rate warm-up and Pre-LN ones do not\n"
-    "(Xiong et al., ICML 2020). A config name without '/' is looked up in configs/.\n"
-    "Exit codes: 0 success, 1 runtime failure (I/O, HDF5), 2 bad usage or config.\n"
+    "(Xiong et al., ICML 2020). CONFIG is an INI file; a name without '/' is looked up in\n"
+    "configs/ (docs/manual.md). Each verb's options: stability VERB --help.\n"
+    "Exit codes: 0 success (a diverged training run is a result: exit 0); 1 runtime failure\n"
+    "(I/O, HDF5, gnuplot) or a failed run in a sweep; 2 bad usage or config; 3 sweep --merge\n"
+    "found runs missing (it names their task ids); 130 a run stopped by SIGINT (a training run\n"
+    "checkpoints first; SIGTERM and SIGUSR1 checkpoint and exit 0); 128 + the signal for a\n"
+    "sweep stopped by one.\n"
+    "Watching: a bar on a terminal; otherwise a log line every output.log_every updates.\n"
     "Threads: STABILITY_THREADS, else SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS /\n"
     "OPENBLAS_NUM_THREADS (the smaller), else all CPUs (docs/performance.md). A local sweep\n"
     "divides that count among its --jobs and gives each run its share in\n"
     "STABILITY_SWEEP_THREADS, which wins over all of these.\n";
 
 static const char *HELP_RUN =
-    "usage: stability --config FILE [--set section.key=value]... [--out FILE.h5] [--force]\n"
-    "                 [--resume] [--quiet]\n"
+    "usage: stability train CONFIG [--set section.key=value]... [--out FILE.h5] [--force]\n"
+    "                       [--resume] [--quiet]\n"
+    "       stability probe CONFIG [--set section.key=value]... [--out FILE.h5] [--force] [--quiet]\n"
+    "       stability --config CONFIG [the same options]\n"
     "\n"
-    "With train.steps = 0 (measure at initialisation): for probe.seeds initialisations\n"
+    "probe (train.steps = 0: measure at initialisation): for probe.seeds initialisations\n"
     "(init.seed, init.seed+1, ...) and probe.batches batches each, measures every layer's\n"
     "gradient norms ||E_batch dL/dW||_F and E_batch ||dL/dW||_F, hidden-state norms and the\n"
     "exact norm-layer Jacobian norms, writes them to one HDF5 file and prints a summary.\n"
-    "With train.steps > 0: trains, logging /train (step lr loss grad_norm per update; per-layer\n"
+    "train (train.steps > 0): trains, logging /train (step lr loss grad_norm per update; per-layer\n"
     "norms every probe.every updates; val_loss for the text task) into the file, written in\n"
     "place (HDF5 SWMR; a killed run's file opens with h5py.File(path, 'r', swmr=True)). Status\n"
     "running -> done | diverged (non-finite loss or gradient: exit 0) | interrupted (SIGINT,\n"
-    "SIGTERM, SIGUSR1: /checkpoint written; exit 0, SIGINT 130).\n"
-    "  --config FILE   INI file (docs/design.md §4); a bare name is looked up in configs/\n"
-    "  --set S.K=V     override one key, e.g. --set model.layers=12 (repeatable)\n"
+    "SIGTERM, SIGUSR1: /checkpoint written; exit 0, SIGINT 130). On a terminal a progress bar;\n"
+    "otherwise (a log file, a cluster job) a line every output.log_every updates: update, mean\n"
+    "loss and gradient norm since the last line, validation loss when measured, lr, ms/update,\n"
+    "tokens/s. Warnings (divergence, explosion, not learning, a warm-up longer than the run,\n"
+    "the unigram plateau, logit growth, entropy collapse, gradient collapse) as they happen,\n"
+    "each with its update, layer/head and the keys to set; a final summary line.\n"
+    "--config CONFIG does whichever train.steps says; train and probe refuse the other.\n"
+    "  CONFIG, --config CONFIG   INI file (docs/manual.md); a bare name is looked up in configs/\n"
+    "  --set S.K=V     override one key, e.g. --set model.layers=12 (repeatable; a later one\n"
+    "                  of a key wins, said on stderr)\n"
     "  --out FILE.h5   output file (default: [output] file, else results/<config name>.h5)\n"
     "  --force         replace an existing output file ([output] overwrite = true)\n"
     "  --resume        continue the output file's run from its /checkpoint, bit-identically\n"
     "                  ([train] resume = auto); a new run if there is no file yet\n"
-    "  --quiet         no progress bar, no summary\n";
+    "  --quiet         no progress bar or log lines, no warnings, no summary\n";
 
 static const char *HELP_DUMP =
-    "usage: stability dump --config FILE --out FILE.h5 [--set section.key=value]... [--force]\n"
-    "                      [--perturb S] [--hvp]\n"
+    "usage: stability dump --config CONFIG --out FILE.h5 [--set section.key=value]... [--force]\n"
+    "                      [--perturb S] [--hvp] [--quiet]\n"
     "\n"
     "Initialises the model, draws one batch, runs forward and backward and writes\n"
     "/batch/tokens, /batch/targets (int32 [B][n]), /loss, /params/NAME and /grads/NAME\n"
     "(W stored [in][out]) with the resolved config as the root attribute 'config'.\n"
+    "  --config CONFIG INI file; a bare name is looked up in configs/\n"
+    "  --out FILE.h5   the dump (required)\n"
+    "  --set S.K=V     override one key (repeatable; a later one of a key wins, said on stderr)\n"
     "  --force         replace an existing output file\n"
     "  --perturb S     add N(0, S^2) to every bias, gamma and beta after initialisation, so a\n"
     "                  cross-check sees values other than 0 and 1\n"
     "  --hvp           also the Hessian of the objective on that batch (dropout off): a unit\n"
     "                  Gaussian direction /hvp/v/NAME, its product /hvp/Hv/NAME, and\n"
-    "                  /hvp/hessian_max, /hvp/hessian_min by probe.curvature_iters Lanczos steps\n";
+    "                  /hvp/hessian_max, /hvp/hessian_min by probe.curvature_iters Lanczos steps\n"
+    "  --quiet         no summary line\n";
 
 static const char *HELP_GRADCHECK =
-    "usage: stability gradcheck --config FILE [--set ...] [--entries N] [--tol X] [--perturb S]\n"
+    "usage: stability gradcheck --config CONFIG [--set section.key=value]... [--entries N]\n"
+    "                           [--tol X] [--perturb S] [--quiet]\n"
     "\n"
     "Compares the analytic backward with 5-point central finite differences of the loss for\n"
     "every parameter tensor (all entries when a tensor has <= N, else N random ones;\n"
     "default N = 64) and prints the worst relative error per tensor. Exit 1 if any exceeds\n"
     "the tolerance (default 1e-6). Use a tiny model (configs/tiny.ini): each entry costs\n"
-    "four forward passes.\n";
+    "four forward passes.\n"
+    "  --config CONFIG INI file; a bare name is looked up in configs/\n"
+    "  --set S.K=V     override one key (repeatable; a later one of a key wins, said on stderr)\n"
+    "  --entries N     entries checked per tensor (default 64)\n"
+    "  --tol X         the largest relative error that passes (default 1e-6)\n"
+    "  --perturb S     add N(0, S^2) to every bias, gamma and beta first\n"
+    "  --quiet         only the verdict line, not the table\n";
 
 int cli_usage_error(const char *msg, const char *arg)
 {
@@ -106,8 +140,11 @@ int cli_usage_error(const char *msg, const char *arg)
     return 2;
 }
 
-/* Options a verb takes besides --config, --set, --out, --force, --quiet (parse_options). */
-enum { OPT_RESUME = 1, OPT_ENTRIES = 2, OPT_TOL = 4, OPT_PERTURB = 8, OPT_HVP = 16 };
+/* Options a verb takes besides --config, --set, --out, --force, --quiet (parse_options), by
+ * bit: bit k is FLAG_OPT[k]; OPT_POSITIONAL: the config may be given as the first word (train,
+ * probe). */
+enum { OPT_RESUME = 1, OPT_ENTRIES = 2, OPT_TOL = 4, OPT_PERTURB = 8, OPT_HVP = 16,
+       OPT_OUT = 32 /* --out, --force: the verbs that write a file */, OPT_POSITIONAL = 64 };
 
 int cli_check_out(const char *opt, const char *path)
 {
@@ -136,22 +173,44 @@ static int option_value(const char *opt, const char *text, long *l, double *d)
     return 2;
 }
 
+int cli_check_set(const char *const *sets, int nsets, const char *next)
+{
+    const char *a = sets[nsets];
+    const char *eq = strchr(a, '=');
+    if (!eq) {   // as config_set says it, with the likely intent: --set KEY VALUE
+        fprintf(stderr, "--set %s: expected section.key=value", a);
+        if (next && next[0] != '-' && !strchr(next, '='))
+            fprintf(stderr, " (did you mean --set %s=%s?)", a, next);
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    for (int k = 0; k < nsets; k++) {
+        const char *e = strchr(sets[k], '=');
+        if (e && e - sets[k] == eq - a && !strncmp(sets[k], a, (size_t)(eq - a)))   // an override
+            fprintf(stderr, "stability: --set %.*s given twice: the later, %s, replaces %s\n",
+                    (int)(eq - a), a, a, sets[k]);
+    }
+    return 0;
+}
+
 /* Parse the options after the verb; allow: the OPT_ flags the verb takes (the others are
  * refused, not ignored). Returns 0, 2 on a usage error, or -1 after --help. */
 static int parse_options(int argc, char **argv, int first, options_t *o, const char *help,
                          unsigned allow)
 {
-    static const char *const FLAG_OPT[5] = {"--resume", "--entries", "--tol", "--perturb",
-                                            "--hvp"};
+    static const char *const FLAG_OPT[6] = {"--resume", "--entries", "--tol", "--perturb", "--hvp",
+                                            "--out"};
     memset(o, 0, sizeof *o);
     o->entries = 64;
     o->tol = 1e-6;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const int has_value = i + 1 < argc;
-        for (int k = 0; k < 5; k++)
-            if (!strcmp(a, FLAG_OPT[k]) && !(allow & (1u << k)))
+        for (int k = 0; k < 6; k++)
+            if (FLAG_OPT[k] && !strcmp(a, FLAG_OPT[k]) && !(allow & (1u << k)))
                 return cli_usage_error("not an option of this verb (see its --help)", a);
+        if (!strcmp(a, "--force") && !(allow & OPT_OUT))
+            return cli_usage_error("not an option of this verb (it writes no file)", a);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(help, stdout);
             return -1;
@@ -160,7 +219,9 @@ static int parse_options(int argc, char **argv, int first, options_t *o, const c
             if (!o->config[0]) return cli_usage_error("--config", "empty file name");
         } else if (!strcmp(a, "--set") && has_value) {
             if (o->nsets == MAX_SETS) return cli_usage_error("too many --set options", NULL);
-            o->sets[o->nsets++] = argv[++i];
+            o->sets[o->nsets] = argv[++i];
+            if (cli_check_set(o->sets, o->nsets, i + 1 < argc ? argv[i + 1] : NULL)) return 2;
+            o->nsets++;
         } else if (!strcmp(a, "--out") && has_value) {
             o->out = argv[++i];
             if (cli_check_out("--out", o->out)) return 2;
@@ -181,6 +242,11 @@ static int parse_options(int argc, char **argv, int first, options_t *o, const c
         } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
                    !strcmp(a, "--entries") || !strcmp(a, "--tol") || !strcmp(a, "--perturb")) {
             return cli_usage_error("option needs a value", a);
+        } else if ((allow & OPT_POSITIONAL) && a[0] != '-' && !o->config) {
+            o->config = a;   // train CONFIG, probe CONFIG
+        } else if (a[0] != '-') {
+            return cli_usage_error(o->config ? "a second config, or a value without its option"
+                                             : "unexpected word (options start with --)", a);
         } else {
             return cli_usage_error("unknown option", a);
         }
@@ -214,11 +280,25 @@ static void output_path(const options_t *o, const config_t *cfg, char *buf, size
     else snprintf(buf, len, "results/%s.h5", cfg->name[0] ? cfg->name : "default");
 }
 
-static int cmd_run(const options_t *o)
+/* What a config verb insists on: train.steps > 0 (train), = 0 (probe), either (--config). */
+typedef enum { RUN_ANY, RUN_TRAIN, RUN_PROBE } run_mode_t;
+
+static int cmd_run(const options_t *o, run_mode_t mode)
 {
     config_t cfg;
     int rc = load_config(o, &cfg);
     if (rc) return rc;
+    if (mode == RUN_TRAIN && cfg.train.steps == 0) {
+        fprintf(stderr, "stability: train: %s has train.steps = 0 (it measures at initialisation): "
+                "give --set train.steps=N, or use 'stability probe'\n", o->config);
+        return 2;
+    }
+    if (mode == RUN_PROBE && cfg.train.steps > 0) {
+        fprintf(stderr, "stability: probe: %s trains (train.steps = %d): use 'stability train', or "
+                "--set train.steps=0 to probe its model at initialisation\n", o->config,
+                cfg.train.steps);
+        return 2;
+    }
     char path[CONFIG_PATH_MAX + 32];
     output_path(o, &cfg, path, sizeof path);
     const run_options_t ro = run_options(o);
@@ -251,6 +331,12 @@ static int dispatch(int argc, char **argv);
 int main(int argc, char **argv)
 {
     blascore_pin(argv);            // the same GEMM kernels, so the same bits, on every machine
+    // a run's and a sweep's stdout interleaves with their log on stderr: whole lines as they are
+    // written, in order, in a log file too (the table verbs keep stdio's buffer)
+    if (argc >= 2 && (argv[1][0] == '-' || !strcmp(argv[1], "train") || !strcmp(argv[1], "probe") ||
+                      !strcmp(argv[1], "sweep")))
+        setvbuf(stdout, NULL, _IOLBF, 0);
+    progress_channel_open();       // a run of a sweep: its progress and warnings to the sweep
     int rc = dispatch(argc, argv);
     // what was printed must have been written: a full disk or /dev/full is an error (exit 1),
     // never a silent loss of the table the user asked for
@@ -297,11 +383,17 @@ static int dispatch(int argc, char **argv)
     int rc;
     const char *verb = argv[1];
     if (verb[0] == '-') {
-        if ((rc = parse_options(argc, argv, 1, &o, HELP_RUN, OPT_RESUME))) return rc < 0 ? 0 : rc;
-        return cmd_run(&o);
+        if ((rc = parse_options(argc, argv, 1, &o, HELP_RUN, OPT_RESUME | OPT_OUT))) return rc < 0 ? 0 : rc;
+        return cmd_run(&o, RUN_ANY);
+    }
+    if (!strcmp(verb, "train") || !strcmp(verb, "probe")) {
+        const int train = verb[0] == 't';
+        if ((rc = parse_options(argc, argv, 2, &o, HELP_RUN, OPT_POSITIONAL | OPT_OUT | (train ? OPT_RESUME : 0))))
+            return rc < 0 ? 0 : rc;
+        return cmd_run(&o, train ? RUN_TRAIN : RUN_PROBE);
     }
     if (!strcmp(verb, "dump")) {
-        if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP, OPT_PERTURB | OPT_HVP)))
+        if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP, OPT_PERTURB | OPT_HVP | OPT_OUT)))
             return rc < 0 ? 0 : rc;
         return cmd_dump(&o);
     }

@@ -29,7 +29,7 @@ typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_
 /* How a token's position reaches the model (model.positions; docs/design.md §6i): sinusoidal
  * vectors added to the input, rotary positions on q and k of self-attention, or none. */
 typedef enum { POS_SINUSOIDAL = 0, POS_ROPE = 1, POS_NONE = 2 } positions_t;
-typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2 } schedule_t;
+typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2, SCHED_COSINE = 3 } schedule_t;
 /* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"). */
 typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1 } precision_t;
 
@@ -87,6 +87,7 @@ typedef struct config {
         double lr;               /* peak lr, > 0                 default 5e-4 */
         int warmup;              /* steps of linear warm-up, 0 or 1 = none; default 4000 */
         schedule_t schedule;     /* default inverse_sqrt */
+        double min_lr_ratio;     /* cosine: the floor it decays to, × lr, in [0, 1)  default 0 */
         double beta1, beta2, eps;/* defaults 0.9, 0.98, 1e-8 */
         double weight_decay;     /* >= 0                         default 0 */
         double clip;             /* global-norm clip, 0 = off    default 0 */
@@ -113,6 +114,8 @@ typedef struct config {
         char file[CONFIG_PATH_MAX]; /* "" = results/<name>.h5 */
         int plots;               /* bool                         default false */
         int overwrite;           /* bool                         default false */
+        int log_every;           /* a log line every N updates when stderr is not a
+                                    terminal, 0 = none            default 100 */
     } output;
 
     /* Provenance (not keys). */

@@ -29,7 +29,7 @@ static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", "
                                               "stableadamw", NULL};
 static const char *const embed_names[] = {"normal", "xavier_uniform", NULL};
 static const char *const parametrization_names[] = {"standard", "mup", NULL};
-static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", NULL};
+static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine", NULL};
 static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
 static const char *const precision_names[] = {"float64", "float32", NULL};
@@ -99,6 +99,7 @@ const cfg_key_t cfg_keys[] = {
     KD(train, lr, 0, 1, INFINITY, 0),
     KI(train, warmup, 0),
     KE(train, schedule, schedule_names),
+    KD(train, min_lr_ratio, 0, 0, 1, 1),
     KD(train, beta1, 0, 0, 1, 1),
     KD(train, beta2, 0, 0, 1, 1),
     KD(train, eps, 0, 1, INFINITY, 0),
@@ -124,6 +125,7 @@ const cfg_key_t cfg_keys[] = {
     KS(output, file),
     KB(output, plots),
     KB(output, overwrite),
+    KI(output, log_every, 0),
 };
 const int cfg_nkeys = (int)(sizeof cfg_keys / sizeof cfg_keys[0]);
 _Static_assert(sizeof cfg_keys / sizeof cfg_keys[0] <= CONFIG_MAX_KEYS, "raise CONFIG_MAX_KEYS in config.h");
@@ -415,6 +417,7 @@ void config_defaults(config_t *cfg)
     cfg->train.lr = 5e-4;
     cfg->train.warmup = 4000;
     cfg->train.schedule = SCHED_INVERSE_SQRT;
+    cfg->train.min_lr_ratio = 0.0;   // Loshchilov & Hutter 2017: η_min = 0
     cfg->train.beta1 = 0.9;
     cfg->train.beta2 = 0.98;
     cfg->train.eps = 1e-8;
@@ -439,6 +442,7 @@ void config_defaults(config_t *cfg)
     cfg->output.file[0] = '\0';
     cfg->output.plots = 0;
     cfg->output.overwrite = 0;
+    cfg->output.log_every = 100;
 
     cfg->path[0] = '\0';
     snprintf(cfg->name, sizeof cfg->name, "default");
@@ -537,6 +541,9 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         if (k->off == offsetof(config_t, probe.curvature_block_iters) &&
             cfg->probe.curvature_block_iters == 10)
             continue;
+        // keys added after results were written: only when set away from their default
+        if (k->off == offsetof(config_t, train.min_lr_ratio) && cfg->train.min_lr_ratio == 0.0) continue;
+        if (k->off == offsetof(config_t, output.log_every) && cfg->output.log_every == 100) continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);
         char num[40];

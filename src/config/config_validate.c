@@ -318,6 +318,18 @@ static int validate_curvature(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* The cosine schedule's floor means nothing to the other schedules: refused, not ignored. */
+static int validate_schedule(const config_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->train.min_lr_ratio == 0 || cfg->train.schedule == SCHED_COSINE) return 0;
+    const int ratio = cfg_kidx("train", "min_lr_ratio"), sched = cfg_kidx("train", "schedule");
+    if (blame(cfg, ratio, sched) == ratio)
+        return vfail(cfg, ratio, err, errlen, "the floor of the cosine decay: needs train.schedule "
+                     "= cosine (got %s)", config_schedule_name(cfg->train.schedule));
+    return vfail(cfg, sched, err, errlen, "train.min_lr_ratio = %g needs cosine (got %s)",
+                 cfg->train.min_lr_ratio, config_schedule_name(cfg->train.schedule));
+}
+
 int config_validate(const config_t *cfg, char *err, size_t errlen)
 {
     char msg[CONFIG_ERR_MAX / 2];
@@ -362,6 +374,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     if (!rc) rc = validate_mup(cfg, err, errlen);
     if (!rc) rc = validate_block(cfg, err, errlen);
     if (!rc) rc = validate_curvature(cfg, err, errlen);
+    if (!rc) rc = validate_schedule(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {

@@ -21,6 +21,7 @@ char *h5io_config_text(const config_t *cfg, int any_seed)
     c.output.file[0] = '\0';
     c.output.overwrite = 0;
     c.output.plots = 0;
+    c.output.log_every = 100;   // how often a run logs is not what it computes
     if (any_seed) c.init.seed = 0;
     const size_t len = config_to_ini(&c, NULL, 0) + 1;
     char *ini = malloc(len);

@@ -1,8 +1,10 @@
-/* diagnosis.c — `stability info` on a training run: what went wrong and since when
- * (measure/diagnose.h; docs/design.md §6g), from the file's /train rows. */
+/* diagnosis.c — `stability info` on a training run: the line that says what was run and how it
+ * ended, and what went wrong and since when (measure/diagnose.h; docs/design.md §6g), from the
+ * file's /train rows. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "data/data.h"
 #include "io/h5io.h"
 #include "measure/diagnose.h"
@@ -19,51 +21,209 @@ static double unigram_of(const config_t *cfg)
     return h;
 }
 
-void report_diagnosis(FILE *out, h5io_file_t *f, const char *prefix, const config_t *cfg)
+/* The /train columns the diagnosis reads (NULL where a file has none). */
+typedef struct {
+    size_t T, P, L, K, H;                 /* updates, probe rows, layers, tensors, heads */
+    double *step, *loss, *lr, *gnorm, *mx, *ent, *time, *val, *val_step;
+    size_t n_lr, n_gnorm, n_mx, n_ent, n_time, n_val;
+    double *pstep, *grad, *hlogit, *hent;
+    size_t n_grad, n_hlogit, n_hent, Kh, He;
+    char **stack, **head;                 /* axis names (attributes), or NULL */
+    size_t nstack, nhead;
+} rows_t;
+
+static void rows_free(rows_t *r)
 {
+    free(r->step); free(r->loss); free(r->lr); free(r->gnorm); free(r->mx); free(r->ent);
+    free(r->time); free(r->val); free(r->val_step); free(r->pstep); free(r->grad);
+    free(r->hlogit); free(r->hent);
+    for (size_t i = 0; r->stack && i < r->nstack; i++) free(r->stack[i]);
+    for (size_t i = 0; r->head && i < r->nhead; i++) free(r->head[i]);
+    free(r->stack);
+    free(r->head);
+}
+
+/* Read the rows of the run at prefix; 0, or 1 when it is not a training run. */
+static int rows_read(rows_t *r, h5io_file_t *f, const char *prefix)
+{
+    size_t n, nl, w, v, np;
+    memset(r, 0, sizeof *r);
+    r->step = h5io_read_train(f, prefix, "step", &n, &w, &v);
+    r->loss = h5io_read_train(f, prefix, "loss", &nl, &w, &v);
+    if (!r->step || !r->loss) { rows_free(r); return 1; }
+    r->T = n < nl ? n : nl;
+    r->lr = h5io_read_train(f, prefix, "lr", &r->n_lr, &w, &v);
+    r->gnorm = h5io_read_train(f, prefix, "grad_norm", &r->n_gnorm, &w, &v);
+    r->mx = h5io_read_train(f, prefix, "max_attn_logit", &r->n_mx, &w, &v);
+    r->ent = h5io_read_train(f, prefix, "min_attn_entropy", &r->n_ent, &w, &v);
+    r->time = h5io_read_train(f, prefix, "time", &r->n_time, &w, &v);
+    r->val = h5io_read_train(f, prefix, "val_loss", &r->n_val, &w, &v);
+    r->val_step = h5io_read_train(f, prefix, "eval_step", &n, &w, &v);
+    if (n < r->n_val) r->n_val = n;
+    r->pstep = h5io_read_train(f, prefix, "probe_step", &np, &w, &v);
+    r->P = np;
+    r->grad = h5io_read_train(f, prefix, "grad_fro", &r->n_grad, &r->L, &r->K);   // (P, layer, param)
+    r->hlogit = h5io_read_train(f, prefix, "attn_max_logit", &r->n_hlogit, &w, &r->H);
+    if (r->hlogit && r->L && w != r->L) { free(r->hlogit); r->hlogit = NULL; r->n_hlogit = 0; }
+    if (!r->L) r->L = w;
+    r->hent = h5io_read_train(f, prefix, "attn_entropy", &r->n_hent, &r->Kh, &r->He);
+    if (r->hent && (r->Kh != r->L || r->He != r->H)) { free(r->hent); r->hent = NULL; r->n_hent = 0; }
+    char path[600];
+    snprintf(path, sizeof path, "%s/train/grad_fro", prefix);
+    r->stack = h5io_read_attr_strings(f, path, "stack", &r->nstack);
+    if (r->stack && r->nstack != r->L) { for (size_t i = 0; i < r->nstack; i++) free(r->stack[i]); free(r->stack); r->stack = NULL; }
+    snprintf(path, sizeof path, "%s/train/attn_max_logit", prefix);
+    r->head = h5io_read_attr_strings(f, path, "head", &r->nhead);
+    if (r->head && r->nhead != r->H) { for (size_t i = 0; i < r->nhead; i++) free(r->head[i]); free(r->head); r->head = NULL; }
+    return 0;
+}
+
+/* Every /train row through the rules of measure/diagnose.h, as the run itself fed them. */
+static void rows_diagnose(const rows_t *r, diagnose_t *d)
+{
+    diagnose_axes(d, (int)r->L, (const char *const *)r->stack, (int)r->H, (const char *const *)r->head);
+    diagnose_start(d);
+    size_t p = 0;
+    for (size_t t = 0; t < r->T; t++) {
+        diagnose_update_t u = {
+            .step = (long)r->step[t], .loss = r->loss[t],
+            .lr = r->lr && t < r->n_lr ? r->lr[t] : NAN,
+            .grad_norm = r->gnorm && t < r->n_gnorm ? r->gnorm[t] : NAN,
+            .max_logit = r->mx && t < r->n_mx ? r->mx[t] : NAN,
+            .min_entropy = r->ent && t < r->n_ent ? r->ent[t] : NAN};
+        while (r->pstep && p < r->P && r->pstep[p] < r->step[t]) p++;
+        if (r->pstep && p < r->P && r->pstep[p] == r->step[t]) {
+            if (r->grad && p < r->n_grad) { u.grad = r->grad + p * r->L * r->K; u.K = (int)r->K; }
+            if (r->hlogit && p < r->n_hlogit) u.head_logit = r->hlogit + p * r->L * r->H;
+            if (r->hent && p < r->n_hent) u.head_entropy = r->hent + p * r->L * r->H;
+        }
+        diagnose_step(d, &u);
+    }
+}
+
+/* Diagnose the training run at prefix into d with its rows in r (kept: d points at their axis
+ * names). 0, or 1 when it is not a training run. */
+static int diagnose_file(h5io_file_t *f, const char *prefix, const config_t *cfg, diagnose_t *d,
+                         rows_t *r)
+{
+    if (rows_read(r, f, prefix)) return 1;
     char tr[512];
     snprintf(tr, sizeof tr, "%s/train", prefix);
-    size_t n, nl, nm, ne, np, ng, w, v, L, K;
-    double *step = h5io_read_train(f, prefix, "step", &n, &w, &v);
-    double *loss = h5io_read_train(f, prefix, "loss", &nl, &w, &v);
-    if (!step || !loss) { free(step); free(loss); return; }   // not a training run
-    double *mx = h5io_read_train(f, prefix, "max_attn_logit", &nm, &w, &v);
-    double *ent = h5io_read_train(f, prefix, "min_attn_entropy", &ne, &w, &v);
-    double *pstep = h5io_read_train(f, prefix, "probe_step", &np, &w, &v);
-    double *grad = h5io_read_train(f, prefix, "grad_fro", &ng, &L, &K);   // (P, layer, param)
     double unigram = NAN, div = NAN;
     if (h5io_read_attr_double(f, tr, "unigram_entropy", &unigram) != 0) unigram = unigram_of(cfg);
-    diagnose_t d;
-    diagnose_init(&d, unigram);
-    const size_t T = n < nl ? n : nl;
-    size_t p = 0;
-    for (size_t t = 0; t < T; t++) {
-        diagnose_step(&d, (long)step[t], loss[t], mx && t < nm ? mx[t] : NAN,
-                      ent && t < ne ? ent[t] : NAN);
-        for (; grad && pstep && p < np && p < ng && pstep[p] <= step[t]; p++)
-            if (pstep[p] == step[t])
-                diagnose_probe(&d, (long)step[t], grad + p * L * K, (int)L, (int)K);
-    }
-    fprintf(out, "diagnosis over %zu updates:\n", T);
+    diagnose_init(d, cfg, unigram);
+    rows_diagnose(r, d);
+    char *status = h5io_read_attr_string(f, prefix[0] ? prefix : "/", "status");
     if (h5io_read_attr_double(f, tr, "diverged_at", &div) == 0 && div > 0) {
         char *why = h5io_read_attr_string(f, tr, "diverged_reason");
-        fprintf(out, "  diverged at update %.0f (%s); the last finite loss before it %.4g\n", div,
-                why ? why : "?", T >= 2 ? loss[T - 2] : NAN);
+        diagnose_diverged(d, (long)div, why);
         free(why);
     }
-    for (int e = 1; e <= DIAG_GRAD_COLLAPSE; e <<= 1) {
-        char msg[400];
-        if (!(d.events & e)) continue;
-        diagnose_message(&d, e, msg, sizeof msg);
+    const int ended = (status && !strcmp(status, "done")) || div > 0;
+    diagnose_finish(d, ended);
+    free(status);
+    return 0;
+}
+
+int report_diagnose_run(struct h5io_file *f, const char *prefix, const config_t *cfg, diagnose_t *d)
+{
+    rows_t r;
+    if (diagnose_file(f, prefix, cfg, d, &r)) return 1;
+    diagnose_axes(d, d->L, NULL, d->H, NULL);
+    rows_free(&r);
+    return 0;
+}
+
+void report_diagnosis(FILE *out, h5io_file_t *f, const char *prefix, const config_t *cfg)
+{
+    diagnose_t d;
+    rows_t r;
+    if (diagnose_file(f, prefix, cfg, &d, &r)) return;   // not a training run
+    fprintf(out, "diagnosis over %ld updates:\n", d.seen);
+    static const int ORDER[DIAG_NEVENTS] = {DIAG_WARMUP_LONG, DIAG_DIVERGED, DIAG_EXPLODED,
+        DIAG_NOT_LEARNING, DIAG_PLATEAU, DIAG_LOGIT_GROWTH, DIAG_ENTROPY_COLLAPSE, DIAG_GRAD_COLLAPSE};
+    for (int k = 0; k < DIAG_NEVENTS; k++) {
+        char msg[1200];
+        if (!(d.events & ORDER[k])) continue;
+        diagnose_message(&d, ORDER[k], msg, sizeof msg);
         fprintf(out, "  %s\n", msg);
     }
     if (d.events & DIAG_PLATEAU)
         fprintf(out, "  on the plateau %ld updates in all (the longest stretch %ld, the last at "
                 "update %ld)\n", d.plateau_total, d.plateau_longest, d.plateau_last);
-    if (isnan(unigram)) fprintf(out, "  (no unigram plateau test: not a text run)\n");
-    else fprintf(out, "  the unigram plateau: %.3f nats (the byte entropy of the training split)\n",
-                 unigram);
-    if (!mx) fprintf(out, "  (no attention logits or entropies: a file from before them)\n");
-    if (!d.events && !(div > 0)) fprintf(out, "  nothing went wrong by these measures\n");
-    free(step); free(loss); free(mx); free(ent); free(pstep); free(grad);
+    if (!r.mx && d.seen > 0) fprintf(out, "  (no attention logits or entropies: a file from before them)\n");
+    if (!d.events) {
+        char msg[400];
+        diagnose_healthy(&d, msg, sizeof msg);
+        fprintf(out, "  %s\n", msg);
+    }
+    rows_free(&r);
+}
+
+/* "12.3 ms/update, 41.6k tokens/s" of seconds s over u updates of tok tokens each (tok 0: no
+ * tokens/s). */
+static void put_speed(FILE *out, double s, long u, double tok)
+{
+    if (!(s > 0) || u <= 0) return;
+    const double per = s / (double)u;
+    fprintf(out, ", %.3g %s/update", per >= 1 ? per : 1e3 * per, per >= 1 ? "s" : "ms");
+    if (tok > 0) {
+        const double r = tok * (double)u / s;
+        if (r >= 1e6) fprintf(out, ", %.3gM tokens/s", r / 1e6);
+        else if (r >= 1e3) fprintf(out, ", %.3gk tokens/s", r / 1e3);
+        else fprintf(out, ", %.3g tokens/s", r);
+    }
+}
+
+double report_tokens_per_update(const config_t *cfg)
+{
+    if (cfg->model.arch == ARCH_ENCDEC) return 0;   // rows of varying length: not from the config
+    return (double)cfg->data.batch * cfg->model.seq_len;
+}
+
+void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const config_t *cfg)
+{
+    const config_t *c = cfg;
+    fprintf(out, "train: %s", config_optimizer_name(c->train.optimizer));
+    if (c->train.optimizer == OPT_SGD) fprintf(out, " (momentum %g)", c->train.momentum);
+    else fprintf(out, " (beta %g, %g, eps %g)", c->train.beta1, c->train.beta2, c->train.eps);
+    fprintf(out, ", lr %g, %s schedule, ", c->train.lr, config_schedule_name(c->train.schedule));
+    if (c->train.warmup > 1) fprintf(out, "warm-up %d", c->train.warmup);
+    else fprintf(out, "no warm-up");
+    if (c->train.schedule == SCHED_COSINE) fprintf(out, " (to %g x lr)", c->train.min_lr_ratio);
+    fprintf(out, ", %d updates, batch %d, %s", c->train.steps, c->data.batch,
+            config_precision_name(c->train.precision));
+    if (c->train.weight_decay > 0) fprintf(out, ", weight decay %g", c->train.weight_decay);
+    fprintf(out, "; mitigations:");
+    int any = 0;
+    if (c->model.qk_norm != QK_NORM_OFF) any = fprintf(out, " qk_norm %s", c->model.qk_norm == QK_NORM_LAYERNORM ? "layernorm" : "rmsnorm");
+    if (c->model.attn_softcap > 0) any = fprintf(out, "%s attn_softcap %g", any ? "," : "", c->model.attn_softcap);
+    if (c->train.z_loss > 0) any = fprintf(out, "%s z_loss %g", any ? "," : "", c->train.z_loss);
+    if (c->train.clip > 0) any = fprintf(out, "%s clip %g", any ? "," : "", c->train.clip);
+    if (c->model.dropout > 0) any = fprintf(out, "%s dropout %g", any ? "," : "", c->model.dropout);
+    if (c->data.label_smoothing > 0) any = fprintf(out, "%s label smoothing %g", any ? "," : "", c->data.label_smoothing);
+    fprintf(out, "%s\n", any ? "" : " none");
+
+    rows_t r;
+    if (rows_read(&r, f, prefix)) return;
+    char *status = h5io_read_attr_string(f, prefix[0] ? prefix : "/", "status");
+    fprintf(out, "result: %s after %ld of %d updates", status ? status : "?",
+            r.T ? (long)r.step[r.T - 1] : 0L, c->train.steps);
+    if (r.T) {
+        const size_t k = r.T >= DIAG_PLATEAU_WINDOW ? DIAG_PLATEAU_WINDOW : r.T;
+        double s = 0;
+        for (size_t i = r.T - k; i < r.T; i++) s += r.loss[i];
+        fprintf(out, ", final loss %.4f (mean of the last %zu: %.4f)", r.loss[r.T - 1], k, s / (double)k);
+    }
+    if (r.val && r.n_val)
+        fprintf(out, ", validation loss %.4f at update %.0f", r.val[r.n_val - 1],
+                r.val_step ? r.val_step[r.n_val - 1] : NAN);
+    if (r.time && r.n_time && r.T) {
+        const double s = r.time[(r.n_time < r.T ? r.n_time : r.T) - 1];
+        fprintf(out, "; %.3g s", s);
+        put_speed(out, s, (long)r.step[r.T - 1], report_tokens_per_update(c));
+    }
+    fprintf(out, "\n");
+    free(status);
+    rows_free(&r);
 }

@@ -19,13 +19,14 @@ static void print_ci(FILE *out, const double *x, size_t stride, int S)
     else fprintf(out, " %10.3e ±%8.1e", mean, half);
 }
 
-/* The row label: the layer index, with its stack in an encoder–decoder ("dec 3"). */
+/* The row label: the layer, counted from 1 as the figures count it, with its stack in an
+ * encoder–decoder ("dec 3", the decoder's third layer). */
 static void print_row(FILE *out, const probe_axes_t *ax, int r)
 {
-    if (!ax->encdec) { fprintf(out, "%5d", r); return; }
+    if (!ax->encdec) { fprintf(out, "%5d", r + 1); return; }
     int first = r;
     while (first > 0 && !strcmp(ax->stack[first - 1], ax->stack[r])) first--;
-    fprintf(out, "%3s%2d", ax->stack[r], r - first);
+    fprintf(out, "%3s%2d", ax->stack[r], r - first + 1);
 }
 
 static void report_gradients(FILE *out, const probe_t *p, int all)

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include "config/config.h"
+#include "measure/diagnose.h"
 #include "measure/probe.h"
 
 /* One line: the model and data of cfg (placement, norm, sizes, task, seed). */
@@ -21,11 +22,27 @@ void report_scheme_table(FILE *out);
  * family and label. */
 void report_scheme_of(FILE *out, const char *run, const config_t *cfg);
 
-/* For a training run at prefix of f ("" or "/runs/NAME"): what went wrong and since when —
- * divergence, the unigram plateau, attention-logit growth, entropy collapse, the lower
- * layers' gradient collapse (measure/diagnose.h). Nothing for a file without /train. cfg: the
- * run's (a text run's plateau when the file predates /train@unigram_entropy). */
+/* For a training run at prefix of f ("" or "/runs/NAME"): what went wrong, since when and
+ * where, with the keys to set against it — divergence, a finite explosion, not learning, a
+ * warm-up longer than the run, the unigram plateau, attention-logit growth, entropy collapse,
+ * the lower layers' gradient collapse (measure/diagnose.h) — or one line saying it is healthy.
+ * Nothing for a file without /train. cfg: the run's (a text run's plateau when the file
+ * predates /train@unigram_entropy). */
 struct h5io_file;
 void report_diagnosis(FILE *out, struct h5io_file *f, const char *prefix, const config_t *cfg);
+
+/* The diagnosis of the training run at prefix of f into d (cfg must outlive d; no axis names
+ * are kept): its rows fed through measure/diagnose.h as the run fed them, then the file's
+ * divergence and diagnose_finish. 0, or 1 when it is not a training run. */
+int report_diagnose_run(struct h5io_file *f, const char *prefix, const config_t *cfg, diagnose_t *d);
+
+/* Two lines for a training run: what distinguishes it (optimizer, lr, schedule, warm-up,
+ * updates, batch, precision, mitigations) and how it ended (status, final and validation
+ * loss, time, ms/update, tokens/s). */
+void report_train_header(FILE *out, struct h5io_file *f, const char *prefix, const config_t *cfg);
+
+/* Tokens of one training batch as the config fixes them (B·n of a single stack), or 0 when
+ * rows vary in length (encdec). */
+double report_tokens_per_update(const config_t *cfg);
 
 #endif

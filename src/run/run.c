@@ -1,4 +1,5 @@
-/* run.c — a training run: fresh or resumed file, signals, progress, the final status. */
+/* run.c — a training run: fresh or resumed file, signals, progress (a bar on a terminal, log
+ * lines otherwise, a sweep's channel), the diagnosis as it happens, the final status. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "run/run.h"
 #include "train/train.h"
 #include "util/fsutil.h"
+#include "util/threads.h"
 
 static volatile sig_atomic_t stop_signal = 0;
 
@@ -63,24 +65,112 @@ typedef struct {
     progress_t bar;
     double t0, elapsed0;   /* monotonic start; seconds already spent before a resume */
     long steps, signal_at;
+    long first;            /* the first update of this process (> 1 after a resume) */
     train_record_t last;   /* the last update's record */
     double last_val;       /* the last validation loss (NaN before the first) */
     double last_bleu;      /* the last BLEU (NaN before the first) */
+    double tokens;         /* tokens of the last training batch */
+    double tokens_sum;     /* ... summed over this process's updates */
     diagnose_t diag;       /* what went wrong so far (measure/diagnose.h) */
-    int quiet;             /* no warnings */
+    int quiet;             /* no warnings, no log, no summary */
     const char *name;      /* the run's name in warnings */
+    /* the log: a line every log_every updates when stderr is not a terminal */
+    int log_every;         /* 0: no lines */
+    double log_t, log_tokens;   /* time and tokens at the last line */
+    long log_step;         /* the update of the last line */
+    double log_loss, log_gnorm; /* sums of loss and finite gradient norms since the last line */
+    long log_n, log_ng;
 } run_ctx_t;
 
-/* One warning line on stderr the first time each diagnosis happens (not with --quiet). */
+/* One warning line on stderr the first time each diagnosis happens (not with --quiet), and
+ * the same line to a sweep that listens (util/progress.h). */
 static void warn_events(run_ctx_t *c, int events)
 {
-    for (int e = 1; e <= DIAG_GRAD_COLLAPSE && !c->quiet; e <<= 1) {
+    for (int e = 1; e < (1 << DIAG_NEVENTS); e <<= 1) {
         if (!(events & e)) continue;
-        char msg[400];
+        char msg[1200];
         diagnose_message(&c->diag, e, msg, sizeof msg);
-        progress_end(&c->bar);   // the warning on a line of its own
+        progress_channel_send('W', msg);
+        if (c->quiet) continue;
+        progress_clear(&c->bar);   // the warning takes the bar's line; the next update redraws it
         fprintf(stderr, "%s: warning: %s\n", c->name, msg);
     }
+}
+
+/* Tokens of the batch of update r (non-padding ids of the input and the source). */
+static double batch_tokens(const train_t *t)
+{
+    const batch_t *b = &t->s.batch;
+    long n = 0;
+    for (long i = 0; i < (long)b->B * b->T; i++) n += b->tokens[i] >= 0;
+    for (long i = 0; b->src && i < (long)b->B * b->S; i++) n += b->src[i] >= 0;
+    return (double)n;
+}
+
+/* "12.3 ms/update, 41.6k tokens/s" (from a second on: "2.43 s/update") of u updates and tok
+ * tokens in s seconds. */
+static void format_speed(char *buf, size_t len, double s, long u, double tok)
+{
+    const double r = s > 0 ? tok / s : 0, per = u > 0 ? s / (double)u : 0.0;
+    snprintf(buf, len, "%.3g %s/update, %.3g%s tokens/s", per >= 1 ? per : 1e3 * per,
+             per >= 1 ? "s" : "ms", r >= 1e6 ? r / 1e6 : r >= 1e3 ? r / 1e3 : r,
+             r >= 1e6 ? "M" : r >= 1e3 ? "k" : "");
+}
+
+/* The log line of update r (docs/manual.md, "Watching a run"): the mean loss and gradient
+ * norm since the previous line, the validation loss and BLEU when measured now, the lr, the
+ * speed since the previous line. */
+static void log_line(run_ctx_t *c, const train_record_t *r)
+{
+    const double now = progress_now();
+    char speed[96];
+    format_speed(speed, sizeof speed, now - c->log_t, r->step - c->log_step,
+                 c->tokens_sum - c->log_tokens);
+    fprintf(stderr, "%s: update %ld/%ld | loss %.4f", c->name, r->step, c->steps,
+            c->log_n ? c->log_loss / (double)c->log_n : r->loss);
+    if (!isnan(r->val_loss)) fprintf(stderr, " | val_loss %.4f", r->val_loss);
+    if (!isnan(r->bleu)) fprintf(stderr, " | bleu %.2f", r->bleu);
+    fprintf(stderr, " | lr %.4g | grad_norm %.4g | %s\n", r->lr,
+            c->log_ng ? c->log_gnorm / (double)c->log_ng : r->grad_norm, speed);
+    c->log_t = now;
+    c->log_step = r->step;
+    c->log_tokens = c->tokens_sum;
+    c->log_loss = c->log_gnorm = 0;
+    c->log_n = c->log_ng = 0;
+}
+
+/* The update's log line, when one is due (and a thread count a sweep asks for). */
+static void log_step(run_ctx_t *c, const train_record_t *r)
+{
+    const int threads = progress_channel_threads();   // a sweep gives this run its free cores
+    if (threads && threads != threads_get()) {
+        if (c->log_every && !c->quiet)
+            fprintf(stderr, "%s: threads %d -> %d from update %ld\n", c->name, threads_get(),
+                    threads, r->step + 1);
+        threads_set(threads);   // between updates: the bits do not depend on it (design §7)
+    }
+    c->log_loss += r->loss;
+    c->log_n++;
+    if (isfinite(r->grad_norm)) { c->log_gnorm += r->grad_norm; c->log_ng++; }
+    if (!c->log_every || c->quiet) return;
+    if (r->step == c->first || r->step % c->log_every == 0 || r->step == c->steps ||
+        !isnan(r->val_loss) || !isnan(r->bleu) || r->diverged)
+        log_line(c, r);
+}
+
+/* The probe row of update r (or none) and its scalars, as the diagnosis reads them. */
+static diagnose_update_t diagnose_row(const train_t *t, const train_record_t *r)
+{
+    diagnose_update_t u = {.step = r->step, .loss = r->loss, .lr = r->lr,
+                           .grad_norm = r->grad_norm, .max_logit = r->dyn.max_logit,
+                           .min_entropy = r->dyn.min_entropy};
+    if (r->probed) {
+        u.grad = t->probe.grad_fro;
+        u.K = t->ax.nparam;
+        u.head_logit = t->probe.attn_max_logit;
+        u.head_entropy = t->probe.attn_entropy;
+    }
+    return u;
 }
 
 static int on_step(void *ctx, const train_t *t, const train_record_t *r)
@@ -91,9 +181,12 @@ static int on_step(void *ctx, const train_t *t, const train_record_t *r)
     if (!isnan(r->val_loss)) c->last_val = r->val_loss;
     if (!isnan(r->bleu)) c->last_bleu = r->bleu;
     if (h5io_train_append(c->w, t, r, elapsed)) return 1;
-    int ev = diagnose_step(&c->diag, r->step, r->loss, r->dyn.max_logit, r->dyn.min_entropy);
-    if (r->probed)
-        ev |= diagnose_probe(&c->diag, r->step, t->probe.grad_fro, t->ax.L, t->ax.nparam);
+    if (isnan(r->val_loss)) c->tokens = batch_tokens(t);   // else the batch is a validation one
+    c->tokens_sum += c->tokens;
+    const diagnose_update_t u = diagnose_row(t, r);
+    int ev = diagnose_step(&c->diag, &u);
+    if (r->diverged) ev = (ev | diagnose_diverged(&c->diag, r->step, train_diverged_reason(r->diverged))) & c->diag.events;
+    log_step(c, r);
     warn_events(c, ev);
     char extra[96];
     snprintf(extra, sizeof extra, "loss %.4f  lr %.3g", r->loss, r->lr);
@@ -192,13 +285,72 @@ static int decide(const config_t *cfg, const char *path, const run_options_t *o,
     return rc;
 }
 
-static void print_summary(const config_t *cfg, const run_ctx_t *c, const char *path)
+/* The final line: status, updates, time and speed, loss from first to last, validation loss,
+ * BLEU, the diagnosis' flags (measure/diagnose.h). */
+static void print_summary(const config_t *cfg, const run_ctx_t *c, const char *status)
 {
-    printf("%s: %ld steps in %.1f s, last loss %.4f", cfg->name, c->last.step,
-           c->elapsed0 + progress_now() - c->t0, c->last.loss);
+    const double s = progress_now() - c->t0;
+    const long u = c->last.step - c->first + 1;
+    char speed[96], flags[300];
+    format_speed(speed, sizeof speed, s, u, c->tokens_sum);
+    diagnose_flags(&c->diag, flags, sizeof flags);
+    printf("%s: %s after %ld updates in %.3g s (%s)", cfg->name, status, c->last.step,
+           c->elapsed0 + s, speed);
+    if (!isnan(c->diag.start_mean))
+        printf(", loss %.4f -> %.4f", c->diag.start_mean, c->diag.end_mean);
+    else
+        printf(", last loss %.4f", c->last.loss);
     if (!isnan(c->last_val)) printf(", validation loss %.4f", c->last_val);
     if (!isnan(c->last_bleu)) printf(", BLEU %.2f", c->last_bleu);
-    printf("\nwrote %s\n", path);
+    printf("; diagnosis%s: %s\n", strcmp(status, "interrupted") ? "" : " so far", flags);
+}
+
+/* Start watching the run t of cfg: its diagnosis, bar or log, and the warnings known before
+ * update 1 (a warm-up longer than the run). */
+static void watch_start(run_ctx_t *c, const config_t *cfg, const train_t *t, const run_options_t *o)
+{
+    char label[80];
+    snprintf(label, sizeof label, "train %.40s", cfg->name);
+    diagnose_init(&c->diag, cfg, t->unigram);
+    diagnose_axes(&c->diag, t->ax.L, (const char *const *)t->ax.stack, t->ax.nhead,
+                  (const char *const *)t->ax.head);
+    c->quiet = o->quiet;
+    c->name = cfg->name;
+    progress_start(&c->bar, label, o->quiet);
+    progress_set_first(&c->bar, t->step);
+    // log lines where no bar is drawn: a log file, a pipe, a cluster job's output
+    c->log_every = o->quiet || isatty(STDERR_FILENO) ? 0 : cfg->output.log_every;
+    warn_events(c, diagnose_start(&c->diag));
+    c->t0 = c->log_t = progress_now();
+    c->last.step = c->log_step = t->step;
+    c->first = t->step + 1;
+}
+
+/* Whether a run stopped by sig exits 0 (resumable; what Slurm's signals and the requeue
+ * expect: TERM, USR1) or 128 + sig (the others, as a shell reports a signal). */
+static int stop_exit_code(int sig)
+{
+    return sig == SIGTERM || sig == SIGUSR1 ? 0 : 128 + sig;
+}
+
+/* The lines that end a run whose file is closed (st: how it ended, sig: the stop signal, step:
+ * the updates done): the divergence, the summary, the interruption. Returns the exit code. */
+static int say_end(const config_t *cfg, const run_ctx_t *c, const char *path,
+                   const run_options_t *o, train_status_t st, int sig, long step)
+{
+    if (st == TRAIN_DIVERGED)
+        fprintf(stderr, "%s: diverged at step %ld (%s: loss %g, grad_norm %g); status = diverged "
+                "in %s\n", cfg->name, c->last.step, train_diverged_reason(c->last.diverged),
+                c->last.loss, c->last.grad_norm, path);
+    if (!o->quiet && st != TRAIN_FAILED && st != TRAIN_BAD_BATCH) {
+        print_summary(cfg, c, st == TRAIN_DONE ? "done" : st == TRAIN_DIVERGED ? "diverged"
+                                                                               : "interrupted");
+        if (st == TRAIN_DONE) printf("wrote %s\n", path);
+    }
+    if (st != TRAIN_INTERRUPTED) return 0;
+    fprintf(stderr, "%s: %s after step %ld: checkpoint written to %s (continue with --resume)\n",
+            cfg->name, strsignal(sig), step, path);
+    return stop_exit_code(sig);
 }
 
 /* [output] plots = true: draw the figures of the file just written into plots/. */
@@ -218,13 +370,6 @@ int run_plot(const char *path, int quiet)
     }
     if (rc) fprintf(stderr, "stability: %s (the results file is complete)\n", err);
     return rc ? 1 : 0;
-}
-
-/* Whether a run stopped by sig exits 0 (resumable; what Slurm's signals and the requeue
- * expect: TERM, USR1) or 128 + sig (the others, as a shell reports a signal). */
-static int stop_exit_code(int sig)
-{
-    return sig == SIGTERM || sig == SIGUSR1 ? 0 : 128 + sig;
 }
 
 /* run_train once path is claimed. */
@@ -266,22 +411,16 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
         core->free(t);
         return rc;
     }
-    char label[80];
-    snprintf(label, sizeof label, "train %.40s", cfg->name);
-    diagnose_init(&c.diag, t->unigram);
-    c.quiet = o->quiet;
-    c.name = cfg->name;
-    progress_start(&c.bar, label, o->quiet);
-    progress_set_first(&c.bar, t->step);
     if (resume && !o->quiet) printf("%s: resuming at step %ld\n", path, t->step);
-    c.t0 = progress_now();
-    c.last.step = t->step;
+    watch_start(&c, cfg, t, o);
     struct sigaction old[NSTOP];
     signals_install(old);
     const train_callbacks_t cb = {&c, on_step, on_checkpoint, cfg->train.bleu_every ? on_bleu : NULL};
     const train_status_t st = core->run(t, &cb, &stop_signal);
     const int sig = stop_signal;
     progress_end(&c.bar);
+    // the events judged at the end (not learning) and those still waiting for their place
+    warn_events(&c, diagnose_finish(&c.diag, st == TRAIN_DONE || st == TRAIN_DIVERGED));
 
     const char *status = st == TRAIN_DONE ? "done" : st == TRAIN_DIVERGED ? "diverged" : "interrupted";
     // with BLEU logged, the final parameters are checkpointed too: `stability translate` then
@@ -304,16 +443,7 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
         rc = 2;
     }
     signals_restore(old);
-    if (!rc && st == TRAIN_DIVERGED)
-        fprintf(stderr, "%s: diverged at step %ld (%s: loss %g, grad_norm %g); status = diverged "
-                "in %s\n", cfg->name, c.last.step, train_diverged_reason(c.last.diverged),
-                c.last.loss, c.last.grad_norm, path);
-    if (!rc && st == TRAIN_INTERRUPTED) {
-        fprintf(stderr, "%s: %s after step %ld: checkpoint written to %s (continue with --resume)\n",
-                cfg->name, strsignal(sig), t->step, path);
-        rc = stop_exit_code(sig);
-    }
-    if (!rc && st == TRAIN_DONE && !o->quiet) print_summary(cfg, &c, path);
+    if (!rc) rc = say_end(cfg, &c, path, o, st, sig, t->step);
     core->free(t);
     // [output] plots = true: the figures of a finished run (done or diverged)
     if (!rc && cfg->output.plots && (st == TRAIN_DONE || st == TRAIN_DIVERGED))

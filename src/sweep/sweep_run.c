@@ -1,5 +1,6 @@
-/* sweep_run.c — executing a sweep: child processes (local, N at a time, or one Slurm array
- * task) and the merge of the finished runs into one HDF5 file. */
+/* sweep_run.c — executing a sweep: child processes (local, N at a time, watched through their
+ * channels, sweep_watch.h; or one Slurm array task) and the merge of the finished runs into one
+ * HDF5 file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -19,6 +21,7 @@
 #include "util/fsutil.h"
 #include "util/proc.h"
 #include "util/progress.h"
+#include "sweep/sweep_watch.h"
 
 /* The last stop signal (SIGINT, SIGTERM, SIGHUP; SIGUSR1 for a task) and how many came. */
 static volatile sig_atomic_t stop_signal = 0, stop_count = 0;
@@ -57,11 +60,13 @@ static void nap(void)
     nanosleep(&ts, NULL);
 }
 
-/* Start run i as `exe --config BASE --set ... --out results/<sweep>/<run>.h5 --force --resume
- * --quiet`, with stdout and stderr in <run>.log and threads BLAS/OpenMP threads: a share of a
- * local sweep (> 0: it wins over the environment), or −threads for a Slurm task (the run's own
- * STABILITY_THREADS or SLURM_CPUS_PER_TASK win, as for any run). Returns the pid or −1. */
-static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads)
+/* Start run i as `exe --config BASE --set ... --out results/<sweep>/<run>.h5 --force --resume`,
+ * with stdout and stderr in <run>.log (its log lines, warnings and summary: the log is not a
+ * terminal) and threads BLAS/OpenMP threads: a share of a local sweep (> 0: it wins over the
+ * environment), or −threads for a Slurm task (the run's own STABILITY_THREADS or
+ * SLURM_CPUS_PER_TASK win, as for any run). chan (NULL: none): the sweep's end of the run's
+ * channel (util/progress.h), −1 when it could not be made. Returns the pid or −1. */
+static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads, int *chan)
 {
     char out[1400], log[1400], nthreads[16];
     sweep_run_path(s, i, out, sizeof out);
@@ -81,11 +86,23 @@ static pid_t spawn_run(const sweep_t *s, const char *exe, int i, int threads)
     argv[argc++] = out;
     argv[argc++] = "--force";   // a file here is incomplete (complete runs are never started)
     argv[argc++] = "--resume";  // ... but a pre-empted training run continues from its checkpoint
-    argv[argc++] = "--quiet";
     argv[argc] = NULL;
+    int sv[2] = {-1, -1};
+    if (chan && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) sv[0] = sv[1] = -1;
     fflush(NULL);
     const pid_t parent = getpid(), pid = fork();
-    if (pid != 0) return pid;
+    if (pid != 0) {
+        if (sv[1] >= 0) close(sv[1]);
+        if (pid < 0 && sv[0] >= 0) close(sv[0]);
+        if (chan) *chan = pid > 0 ? sv[0] : -1;
+        return pid;
+    }
+    if (sv[1] >= 0) {   // the run's end of its channel survives the exec; the sweep's does not
+        char fd[16];
+        fcntl(sv[1], F_SETFD, 0);
+        snprintf(fd, sizeof fd, "%d", sv[1]);
+        setenv("STABILITY_SWEEP_FD", fd, 1);
+    }
     // child: a SIGTERM when the sweep dies (even by kill -9), so no run outlives it: a training
     // run checkpoints, a probe ends (docs/design.md §3)
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -174,11 +191,13 @@ static int cpus_available(void)
 typedef struct {
     pid_t *pids;
     int *slot_run;
+    int *failed_run;     /* [nruns] the exit code (128 + signal) of a run that failed here, else 0 */
     int jobs, running, done, failed, stopped;
+    sweep_watch_t watch; /* progress, warnings and threads of the runs (sweep_watch.h) */
 } pool_t;
 
 /* A child that ended: counted as done, stopped (by the sweep's stop) or failed (reported). */
-static void pool_reap(const sweep_t *s, pool_t *p, pid_t pid, int status, const progress_t *bar)
+static void pool_reap(const sweep_t *s, pool_t *p, pid_t pid, int status)
 {
     for (int k = 0; k < p->jobs; k++) {
         if (p->pids[k] != pid) continue;
@@ -192,32 +211,38 @@ static void pool_reap(const sweep_t *s, pool_t *p, pid_t pid, int status, const 
         if (stop_signal && (sig == SIGTERM || sig == SIGINT || code == 130 || code == 143 ||
                             (!sig && !code && !sweep_run_complete(s, p->slot_run[k])))) {
             p->stopped++;
+            sweep_watch_ended(&p->watch, k, 0);
             return;
         }
+        sweep_watch_ended(&p->watch, k, !sig && !code);
         if (!sig && !code) return;
         p->failed++;
-        if (bar->enabled) fputc('\n', stderr);
+        p->failed_run[p->slot_run[k]] = code ? code : 128 + sig;
+        if (p->watch.bar.enabled) fputc('\n', stderr);
         report_failure(s, p->slot_run[k], status);
     }
 }
 
 /* Run todo[0..ntodo) p->jobs at a time until done or stopped; every stop signal is forwarded
  * to the running children as SIGTERM (the first makes a training run checkpoint and end; a
- * second kills). Returns the number not started, or −1 if a process could not be started. */
-static int pool_run(const sweep_t *s, const char *exe, pool_t *p, const int *todo, int ntodo,
-                    int threads, progress_t *bar)
+ * second kills). The cores of a run that ends go to the runs still going. Returns the number
+ * not started, or −1 if a process could not be started. */
+static int pool_run(const sweep_t *s, const char *exe, pool_t *p, const int *todo, int ntodo)
 {
     int next = 0, forwarded = 0, rc = 0;
-    char extra[64];
     while ((next < ntodo && !stop_signal) || p->running > 0) {
+        int changed = 0;
         while (p->running < p->jobs && next < ntodo && !stop_signal) {
-            int slot = 0;
+            int slot = 0, chan;
             while (p->pids[slot]) slot++;
-            const pid_t pid = spawn_run(s, exe, todo[next], threads);
+            const int threads = sweep_watch_share(&p->watch, ntodo - next);
+            const pid_t pid = spawn_run(s, exe, todo[next], threads, &chan);
             if (pid < 0) { rc = -1; stop_signal = SIGTERM; break; }
             p->pids[slot] = pid;
             p->slot_run[slot] = todo[next++];
             p->running++;
+            sweep_watch_started(&p->watch, slot, p->slot_run[slot], chan, threads);
+            changed = 1;
         }
         // and SIGCONT after it, as Slurm does: a stopped run (SIGSTOP, ^Z) would never see it
         for (; forwarded < stop_count; forwarded++)
@@ -226,16 +251,15 @@ static int pool_run(const sweep_t *s, const char *exe, pool_t *p, const int *tod
                     kill(p->pids[k], SIGTERM);
                     kill(p->pids[k], SIGCONT);
                 }
-        snprintf(extra, sizeof extra, "%d running, %d failed", p->running, p->failed);
-        progress_update(bar, p->done, ntodo, extra);
         int status;
         const pid_t pid = waitpid(-1, &status, WNOHANG);   // polled: no signal is missed
-        if (pid > 0) pool_reap(s, p, pid, status, bar);
-        else if (pid == 0) nap();
-        else if (errno != EINTR) break;
+        if (pid > 0) { pool_reap(s, p, pid, status); changed = 1; }
+        if (changed && !stop_signal) sweep_watch_rebalance(&p->watch);
+        sweep_watch_bar(&p->watch, p->running, p->failed);
+        if (pid == 0) sweep_watch_poll(&p->watch, 50);   // messages, or a short nap
+        else if (pid < 0 && errno != EINTR) break;
     }
-    snprintf(extra, sizeof extra, "%d failed", p->failed);
-    progress_update(bar, p->done, ntodo, extra);
+    sweep_watch_bar(&p->watch, p->running, p->failed);
     return rc < 0 ? rc : ntodo - next;
 }
 
@@ -252,8 +276,11 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
     const int threads = cores / jobs > 0 ? cores / jobs : 1;
     int *todo = malloc((size_t)s->nruns * sizeof(int));
     pool_t p = {.pids = calloc((size_t)jobs, sizeof(pid_t)), .slot_run = calloc((size_t)jobs, sizeof(int)),
-                .jobs = jobs};
-    if (!todo || !p.pids || !p.slot_run) { free(todo); free(p.pids); free(p.slot_run); return -1; }
+                .failed_run = calloc((size_t)s->nruns, sizeof(int)), .jobs = jobs};
+    if (!todo || !p.pids || !p.slot_run || !p.failed_run) {
+        free(todo); free(p.pids); free(p.slot_run); free(p.failed_run);
+        return -1;
+    }
     int ntodo = 0, skipped = 0;
     for (int i = 0; i < s->nruns; i++) {
         char why[256];
@@ -268,13 +295,14 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
     static const int SIGS[3] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction old[3];
     stop_signals_install(SIGS, 3, old);
-    progress_t bar;
-    char label[160];
-    snprintf(label, sizeof label, "sweep %.100s", s->name);
-    progress_start(&bar, label, quiet);
-    const int left = pool_run(s, exe, &p, todo, ntodo, threads, &bar);
-    progress_end(&bar);
+    int left = -1;
+    if (!sweep_watch_init(&p.watch, s, todo, ntodo, jobs, cores, quiet)) {
+        left = pool_run(s, exe, &p, todo, ntodo);
+        progress_end(&p.watch.bar);
+        sweep_watch_free(&p.watch);
+    }
     stop_signals_restore(SIGS, 3, old);
+    if (left >= 0) sweep_summary(s, p.failed_run, quiet);   // every run: status, losses, diagnosis
     if (stop_signal)
         fprintf(stderr, "sweep %s: stopped by %s: %d runs stopped (training runs checkpointed), %d "
                 "not started; run the sweep again to resume\n", s->name, strsignal(stop_signal),
@@ -282,6 +310,7 @@ int sweep_run_local(const sweep_t *s, const char *exe, int jobs, int quiet)
     free(todo);
     free(p.pids);
     free(p.slot_run);
+    free(p.failed_run);
     return left < 0 ? left : p.failed + (stop_signal ? p.stopped + left : 0);
 }
 
@@ -344,7 +373,7 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet)
     static const int SIGS[4] = {SIGUSR1, SIGTERM, SIGINT, SIGHUP};
     struct sigaction old[4];
     stop_signals_install(SIGS, 4, old);
-    const pid_t pid = spawn_run(s, exe, i, -cores_available());
+    const pid_t pid = spawn_run(s, exe, i, -cores_available(), NULL);
     if (pid < 0) {
         stop_signals_restore(SIGS, 4, old);
         return 1;

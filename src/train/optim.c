@@ -368,15 +368,22 @@ double optim_clip(real *g, size_t n, double max_norm)
     return norm;
 }
 
-double optim_lr(schedule_t schedule, double lr, long warmup, long steps, long t)
+double optim_lr(const config_t *cfg, long t)
 {
-    const long w = warmup > 1 ? warmup : 1;
+    const double lr = cfg->train.lr;
+    const long steps = cfg->train.steps;
+    const long w = cfg->train.warmup > 1 ? cfg->train.warmup : 1;
     if (t <= w) return lr * (double)t / (double)w;   // w = 1: lr at t = 1, no warm-up
-    switch (schedule) {
+    switch (cfg->train.schedule) {
     case SCHED_INVERSE_SQRT: return lr * sqrt((double)w / (double)t);
     case SCHED_LINEAR:
         if (t >= steps) return 0.0;
         return lr * (double)(steps - t) / (double)(steps - w);
+    case SCHED_COSINE: {   // Loshchilov & Hutter 2017, Eq. 5, one period from the warm-up's end
+        const double floor = lr * cfg->train.min_lr_ratio, pi = 3.14159265358979323846;
+        if (t >= steps) return floor;
+        return floor + 0.5 * (lr - floor) * (1.0 + cos(pi * (double)(t - w) / (double)(steps - w)));
+    }
     case SCHED_CONSTANT: break;
     }
     return lr;

@@ -87,9 +87,11 @@ double optim_global_norm(const real *g, size_t n);
 /* Scale g by max_norm/norm when norm = ‖g‖₂ exceeds max_norm > 0 (0 = off). Returns norm. */
 double optim_clip(real *g, size_t n, double max_norm);
 
-/* Learning rate of update t ≥ 1: linear warm-up lr·t/w for t ≤ w (warmup 0 or 1: none, w = 1),
- * then inverse_sqrt lr·√(w/t), linear lr·(steps−t)/(steps−w) (0 at t = steps), or constant lr. */
-double optim_lr(schedule_t schedule, double lr, long warmup, long steps, long t);
+/* Learning rate of update t ≥ 1 of cfg->train: linear warm-up lr·t/w for t ≤ w (warmup 0 or 1:
+ * none, w = 1), then inverse_sqrt lr·√(w/t), linear lr·(steps−t)/(steps−w) (0 at t = steps),
+ * constant lr, or cosine (Loshchilov & Hutter 2017, without restarts) from lr at t = w to the
+ * floor f = lr·min_lr_ratio at t = steps: f + (lr − f)·(1 + cos(π(t−w)/(steps−w)))/2. */
+double optim_lr(const config_t *cfg, long t);
 
 /* Adam's preconditioner as the curvature measure reads it (docs/design.md §10; Cohen et al.
  * 2022): the update t was θ_t = θ_{t−1} − η_t·P_t⁻¹·m_t (m_t without bias correction), so

@@ -257,7 +257,7 @@ void train_step(train_t *t, train_record_t *r)
     r->bleu = NAN;
     r->radam_rho = r->radam_rect = NAN;
     update_rms(t, 0);
-    r->lr = optim_lr(c->train.schedule, c->train.lr, c->train.warmup, c->train.steps, s);
+    r->lr = optim_lr(c, s);
 
     if (session_next_batch(&t->s)) {   // batch, then its dropout masks, from rng_data
         r->failed = 1;
@@ -295,8 +295,7 @@ void train_step(train_t *t, train_record_t *r)
         t->model_update = change_from_reference(m, &t->fixed, t->ref);
     }
     if (t->curv && s % c->probe.curvature_every == 0) {
-        curv_at(t, s, optim_lr(c->train.schedule, c->train.lr, c->train.warmup, c->train.steps,
-                               s + 1), &t->curv_row[1]);
+        curv_at(t, s, optim_lr(c, s + 1), &t->curv_row[1]);
         r->curv |= 2;
     }
     // every eval_every updates, or at the end of every epoch (eval_every = 0), and at the end

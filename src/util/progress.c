@@ -1,6 +1,11 @@
-/* progress.c — terminal progress bar: "label [#####.....] 42% 12/30  ETA 0:31". */
+/* progress.c — terminal progress bar "label [#####.....] 42% 12/30  ETA 0:31", and the channel
+ * to a parent sweep (progress.h). */
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "util/progress.h"
@@ -17,6 +22,7 @@ void progress_start(progress_t *p, const char *label, int quiet)
     p->enabled = !quiet && isatty(STDERR_FILENO);
     p->start = progress_now();
     p->last = 0.0;
+    p->sent = 0.0;
     p->first = 0;
     snprintf(p->label, sizeof p->label, "%s", label);
 }
@@ -26,7 +32,7 @@ void progress_set_first(progress_t *p, long first)
     p->first = first;
 }
 
-static void format_duration(char *buf, size_t len, double s)
+void progress_duration(char *buf, unsigned long len, double s)
 {
     const long t = (long)(s + 0.5);
     if (t >= 3600) snprintf(buf, len, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
@@ -35,8 +41,15 @@ static void format_duration(char *buf, size_t len, double s)
 
 void progress_update(progress_t *p, long done, long total, const char *extra)
 {
-    if (!p->enabled || total <= 0) return;
+    if (total <= 0) return;
     const double now = progress_now();
+    if (progress_channel_active() && (done >= total || now - p->sent >= 0.25)) {
+        char line[64];
+        snprintf(line, sizeof line, "%ld %ld", done, total);
+        progress_channel_send('P', line);
+        p->sent = now;
+    }
+    if (!p->enabled) return;
     if (done < total && now - p->last < 0.1) return;
     p->last = now;
     const int width = 30;
@@ -47,8 +60,8 @@ void progress_update(progress_t *p, long done, long total, const char *extra)
     bar[width] = '\0';
     const double elapsed = now - p->start;
     if (done > p->first)
-        format_duration(eta, sizeof eta, elapsed / (double)(done - p->first) * (double)(total - done));
-    format_duration(el, sizeof el, elapsed);
+        progress_duration(eta, sizeof eta, elapsed / (double)(done - p->first) * (double)(total - done));
+    progress_duration(el, sizeof el, elapsed);
     fprintf(stderr, "\r%s [%s] %3.0f%% %ld/%ld  %s ETA %s%s%s\033[K", p->label, bar, 100 * frac,
             done, total, el, eta, extra ? "  " : "", extra ? extra : "");
     fflush(stderr);
@@ -59,7 +72,70 @@ void progress_end(progress_t *p)
     if (p->enabled) fputc('\n', stderr);
 }
 
+void progress_clear(progress_t *p)
+{
+    if (p->enabled) fputs("\r\033[K", stderr);
+}
+
 void progress_callback(void *ctx, long done, long total)
 {
     progress_update((progress_t *)ctx, done, total, NULL);
+}
+
+/* ---------------------------------------------------------------- the channel to a sweep */
+
+static int channel = -1;           /* the socket, or −1 */
+static double channel_polled;      /* last read of the socket */
+
+void progress_channel_open(void)
+{
+    const char *s = getenv("STABILITY_SWEEP_FD");
+    if (!s) return;
+    char *end;
+    const long fd = strtol(s, &end, 10);
+    struct stat st;
+    int type = 0;
+    socklen_t len = sizeof type;
+    const int ok = *s && !*end && fd > 2 && fd < 1024 && fstat((int)fd, &st) == 0 &&
+                   S_ISSOCK(st.st_mode) && getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+                   type == SOCK_SEQPACKET;
+    unsetenv("STABILITY_SWEEP_FD");   // the run's own children (gnuplot, the BLEU scorer) are not runs
+    if (!ok) return;
+    channel = (int)fd;
+    fcntl(channel, F_SETFD, FD_CLOEXEC);
+}
+
+int progress_channel_active(void)
+{
+    return channel >= 0;
+}
+
+void progress_channel_send(char kind, const char *text)
+{
+    if (channel < 0) return;
+    char line[PROGRESS_LINE_MAX];
+    const int n = snprintf(line, sizeof line, "%c %s", kind, text);
+    const size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    for (size_t i = 0; i < len; i++)
+        if (line[i] == '\n' || line[i] == '\r') line[i] = ' ';
+    // a packet socket: each line is one record, sent whole or (buffer full, sweep gone) not at all
+    (void)send(channel, line, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+int progress_channel_threads(void)
+{
+    if (channel < 0) return 0;
+    const double now = progress_now();
+    if (now - channel_polled < 0.05) return 0;
+    channel_polled = now;
+    int threads = 0;
+    char msg[64];
+    ssize_t n;
+    while ((n = recv(channel, msg, sizeof msg - 1, MSG_DONTWAIT)) > 0) {
+        msg[n] = '\0';
+        char *end;
+        const long t = msg[0] == 'T' && msg[1] == ' ' ? strtol(msg + 2, &end, 10) : 0;
+        if (t >= 1 && t <= 4096) threads = (int)t;   // the last one counts
+    }
+    return threads;
 }
