@@ -243,8 +243,9 @@ static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
-    blascore_pin(argv);            // the same GEMM kernels, so the same bits, on every machine
-    int rc = dispatch(argc, argv);
+    // the same GEMM kernels, so the same bits, on every machine of a class (util/blascore.h)
+    int rc = blascore_pin(argv);
+    if (!rc) rc = dispatch(argc, argv);
     // what was printed must have been written: a full disk or /dev/full is an error (exit 1),
     // never a silent loss of the table the user asked for
     errno = 0;
