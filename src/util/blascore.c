@@ -18,9 +18,9 @@ char *openblas_get_corename(void);
 static char **saved_argv;
 
 /* The families whose needs are known: what OpenBLAS compiles their kernels for (its
- * Makefile.x86_64: SkylakeX and Cooperlake with -march=skylake-avx512 / cooperlake, Haswell
- * and Zen with AVX2 and FMA). Cooperlake's DGEMM is SkylakeX's, its SGEMM blocks K otherwise
- * (docs/performance.md). */
+ * kernel/Makefile: SkylakeX with -march=skylake-avx512, Cooperlake with -march=cooperlake,
+ * Haswell and Zen with AVX2 and FMA). Cooperlake's DGEMM is SkylakeX's, its SGEMM blocks K
+ * otherwise (docs/performance.md, "Kernel families"). */
 static const struct {
     const char *name;
     unsigned needs;
@@ -173,18 +173,18 @@ int blascore_require(const char *family, char *err, size_t errlen)
     const char *asked = setting > 0 ? blascore_class(blascore_cpu(), setting == 2) : NULL;
     char lack[128];
     const int nlack = blascore_missing(family, blascore_cpu(), lack, sizeof lack);
-    if (ct && !pinned_by_us())
+    if (nlack > 0)   // first: no setting would help
+        snprintf(err, errlen, "this CPU lacks %s, which they need (continue on a CPU that has "
+                 "them)", lack);
+    else if (nlack < 0)
+        snprintf(err, errlen, "the program does not know which CPU features they need "
+                 "(OPENBLAS_CORETYPE=%s tries them)", family);
+    else if (ct && !pinned_by_us())
         snprintf(err, errlen, "OPENBLAS_CORETYPE=%s asks for %s (unset it to continue with %s)",
                  ct, now, family);
     else if (asked && strcasecmp(asked, family))
         snprintf(err, errlen, "STABILITY_KERNELS=%s asks for %s (unset it to continue with %s)",
                  getenv("STABILITY_KERNELS"), asked, family);
-    else if (nlack < 0)
-        snprintf(err, errlen, "the program does not know which CPU features they need "
-                 "(OPENBLAS_CORETYPE=%s tries them)", family);
-    else if (nlack > 0)
-        snprintf(err, errlen, "this CPU lacks %s, which they need (continue on a CPU that has "
-                 "them)", lack);
     else if (ct && !strcasecmp(ct, family))   // re-executed for them already
         snprintf(err, errlen, "this OpenBLAS does not load them: told OPENBLAS_CORETYPE=%s, it "
                  "runs %s", family, now);
