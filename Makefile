@@ -120,6 +120,10 @@ $(BUILD)/bench/%.o: bench/%.c $(HEADERS) | $(BUILD)/bench
 $(BUILD)/bench/bench: $(OBJ) $(BUILD)/bench/bench.o
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
+# OpenBLAS's kernel families at the model's GEMM shapes (bench/families.py; docs/performance.md)
+$(BUILD)/bench/families: $(BUILD)/bench/families.o
+	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
+
 $(BUILD):
 	mkdir -p $(BUILD)/tests
 

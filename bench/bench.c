@@ -732,7 +732,7 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-    blascore_pin(argv);   // the kernels the program runs (util/blascore.h)
+    if (blascore_pin(argv)) return 2;   // the kernels the program runs (util/blascore.h)
     bench_opts_t o = {.threads = 0, .steps = 10, .warmup = 5, .torch = 1, .csv = NULL,
                       .python = "/usr/bin/python3", .only = NULL, .retries = 2, .wait = 0.0};
     const char *run = NULL;

@@ -7,7 +7,8 @@
 int main(int argc, char **argv)
 {
     (void)argc;
-    blascore_pin(argv);   // the kernels `stability` runs (util/blascore.h): the same bits
+    // the kernels `stability` runs (util/blascore.h): the same bits as it gives
+    if (blascore_pin(argv)) return EXIT_FAILURE;
     // as in `stability`'s main: GSL errors are return codes, handled where they occur, never
     // an abort() of the whole runner (CK_FORK=no runs every suite in this one process)
     gsl_set_error_handler_off();

@@ -1,8 +1,14 @@
 /* test_gemm.c — nn/gemm.h: every product shared among the pool gives the bytes of one
- * single-threaded call, at 1, 2, 3 and 16 threads, in float64 and in float32. */
+ * single-threaded call, at 1, 2, 3 and 16 threads, in float64 and in float32, under the kernel
+ * family the machine pins and (the suite again in a child) under STABILITY_KERNELS=portable;
+ * and util/blascore.h's classes of CPU. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "tests.h"
 #include "nn/gemm.h"
 #include "util/blascore.h"
@@ -20,9 +26,23 @@ static const int SHAPES[][5] = {   // ta, tb, M, N, K
     {0, 0, 1000, 70, 520},
 };
 
+/* 1 when OpenBLAS runs one of the families whose cuts nn/gemm.c measured (util/blascore.h):
+ * SkylakeX's (and Cooperlake's, the same kernels) or Haswell's (and Zen's); there every shape
+ * of SHAPES must be shared. Other kernels may keep a product whole. */
+static int family_measured(void)
+{
+    const char *f = blascore_name();
+    return !strcasecmp(f, "SkylakeX") || !strcasecmp(f, "Cooperlake") ||
+           !strcasecmp(f, "Haswell") || !strcasecmp(f, "Zen");
+}
+
+static int family_skylakex(void)
+{
+    return !strcasecmp(blascore_name(), "SkylakeX") || !strcasecmp(blascore_name(), "Cooperlake");
+}
+
 /* One element type's three functions behind void pointers (the float64 core's and the float32
- * core's, nn/gemm.h), and whether its products must be shared here: float32 cuts are checked
- * exact for the pinned Haswell SGEMM (nn/gemm.c); other kernels may keep every product whole. */
+ * core's, nn/gemm.h), and whether its products must be shared here. */
 typedef struct {
     const char *name;
     size_t size;
@@ -116,10 +136,12 @@ static void check_type(const type_t *ty)
 START_TEST(test_gemm_same_bits_any_threads)
 {
     const int saved = threads_get();
+    const char *expect = getenv("STABILITY_TEST_KERNELS");   // set by the portable rerun below
+    ck_assert_msg(!expect || !strcmp(expect, blascore_name()), "expected kernels %s, run %s",
+                  expect ? expect : "", blascore_name());
     const type_t types[] = {
-        {"float64", sizeof(double), product_double, gemm_blocks, fill_double, 1},
-        {"float32", sizeof(float), product_float, gemm_blocks_f32, fill_float,
-         strcmp(blascore_name(), BLASCORE_PINNED) == 0},
+        {"float64", sizeof(double), product_double, gemm_blocks, fill_double, family_measured()},
+        {"float32", sizeof(float), product_float, gemm_blocks_f32, fill_float, family_measured()},
     };
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) check_type(&types[t]);
     threads_set(saved);
@@ -134,10 +156,71 @@ START_TEST(test_gemm_small_not_shared)
     ck_assert_int_eq(gemm_blocks(0, 0, 16, 16, 16), 0);
     ck_assert_int_eq(gemm_blocks(0, 1, 7, 3, 1000), 0);   // no side long enough for two blocks
     ck_assert_int_eq(gemm_blocks_f32(0, 0, 16, 16, 16), 0);
-    // too few rows for two blocks: float64 cuts the columns, float32 never does
+    // too few rows for two blocks: float64 cuts the columns, float32 only under SkylakeX (the
+    // Haswell SGEMM keeps no column cut exact)
     ck_assert_int_eq(gemm_blocks(0, 0, 20, 4096, 64), 2);
-    ck_assert_int_eq(gemm_blocks_f32(0, 0, 20, 4096, 64), 0);
+    ck_assert_int_eq(gemm_blocks_f32(0, 0, 20, 4096, 64), family_skylakex() ? 2 : 0);
+    // SkylakeX: blocks of at most 100³ multiply-adds would take OpenBLAS's small-matrix kernels
+    // (another order than the whole call's): 256 × 64 × 64 stays one call, Haswell halves it
+    ck_assert_int_eq(gemm_blocks(0, 0, 256, 64, 64), family_skylakex() ? 0 : 2);
     threads_set(saved);
+}
+END_TEST
+
+/* The suite again under STABILITY_KERNELS=portable, in a child (OpenBLAS picks its kernels
+ * when it loads): where the machine pins another family than the portable one, the same
+ * sharing and byte-identity must hold under Haswell's kernels too. */
+START_TEST(test_gemm_portable_kernels)
+{
+    if (!strcmp(blascore_name(), BLASCORE_PORTABLE) ||
+        blascore_class(blascore_cpu(), 1) == NULL) {
+        printf("# test_gemm: the machine runs %s already (or lacks AVX2): no portable rerun\n",
+               blascore_name());
+        return;
+    }
+    fflush(NULL);
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        unsetenv("OPENBLAS_CORETYPE");   // the pin of the child's main chooses again
+        unsetenv("STABILITY_PINNED_CORETYPE");
+        setenv("STABILITY_KERNELS", "portable", 1);
+        setenv("STABILITY_TEST_KERNELS", BLASCORE_PORTABLE, 1);
+        setenv("CK_RUN_SUITE", "gemm", 1);
+        char *const argv[] = {"test_runner", NULL};
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the gemm suite under STABILITY_KERNELS=portable failed (status %d)", status);
+}
+END_TEST
+
+/* The families of util/blascore.h's classes, on feature sets of real CPUs. */
+START_TEST(test_blascore_classes)
+{
+    const unsigned avx2 = BLASCORE_SSE3 | BLASCORE_SSSE3 | BLASCORE_SSE42 | BLASCORE_AVX |
+                          BLASCORE_AVX2 | BLASCORE_FMA;
+    const unsigned skx = avx2 | BLASCORE_AVX512F | BLASCORE_AVX512CD | BLASCORE_AVX512BW |
+                         BLASCORE_AVX512DQ | BLASCORE_AVX512VL;
+    const unsigned knl = avx2 | BLASCORE_AVX512F | BLASCORE_AVX512CD;   // Xeon Phi: no BW, DQ, VL
+    char lack[128];
+    ck_assert_str_eq(blascore_class(skx, 0), "SkylakeX");
+    ck_assert_str_eq(blascore_class(skx, 1), "Haswell");   // STABILITY_KERNELS=portable
+    ck_assert_str_eq(blascore_class(knl, 0), "Haswell");
+    ck_assert_str_eq(blascore_class(avx2, 0), "Haswell");
+    ck_assert_ptr_null(blascore_class(avx2 & ~BLASCORE_FMA, 0));   // Sandy/Ivy Bridge: OpenBLAS's own
+    ck_assert_int_eq(blascore_missing("SkylakeX", knl, lack, sizeof lack), 3);
+    ck_assert_str_eq(lack, "AVX512BW AVX512DQ AVX512VL");
+    ck_assert_int_eq(blascore_missing("Cooperlake", skx, lack, sizeof lack), 1);
+    ck_assert_str_eq(lack, "AVX512_BF16");
+    ck_assert_int_eq(blascore_missing("haswell", avx2, lack, sizeof lack), 0);
+    ck_assert_int_eq(blascore_missing("Bogus", skx, lack, sizeof lack), -1);
+    // this machine: the family it pins is one it runs
+    const char *mine = blascore_class(blascore_cpu(), 0);
+    if (mine) ck_assert_int_eq(blascore_missing(mine, blascore_cpu(), lack, sizeof lack), 0);
 }
 END_TEST
 
@@ -147,6 +230,8 @@ Suite *gemm_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_gemm_same_bits_any_threads);
     tcase_add_test(tc, test_gemm_small_not_shared);
+    tcase_add_test(tc, test_gemm_portable_kernels);
+    tcase_add_test(tc, test_blascore_classes);
     suite_add_tcase(s, tc);
     return s;
 }

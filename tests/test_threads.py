@@ -3,9 +3,10 @@
 
 Every float64 result is defined by the program, not by the thread count (docs/performance.md,
 "Same bits at every thread count"). A representative subset of scripts/same_results.py's cases,
-big enough that the GEMMs are shared among the pool (256 and 320 rows at d = 64, nn/gemm.h),
-runs at 1, 2, 3 and 16 threads (STABILITY_THREADS), and every dataset and attribute of each
-file must equal the 1-thread file's, byte for byte:
+big enough that GEMMs are shared among the pool (256 and 320 rows at d = 64, nn/gemm.h; under
+the SkylakeX kernels only those beyond OpenBLAS's small-matrix size, 100³ multiply-adds, are),
+runs at 1, 2, 3 and 16 threads (STABILITY_THREADS) under the kernels the machine pins, and every
+dataset and attribute of each file must equal the 1-thread file's, byte for byte:
 1. training runs: lm Post-LN, DeepNorm, dropout with Zipf tokens; enc-dec Pre-LN and Post-LN
    with dropout and label smoothing; a dump with the logits cut by columns (V = 1000) and K
    between one and two of OpenBLAS's K blocks (320 rows); an enc-dec probe;
@@ -14,10 +15,22 @@ file must equal the 1-thread file's, byte for byte:
    straight through;
 3. a sweep of two runs with --jobs 2 at STABILITY_THREADS = 2, 4, 6, 32 (runs at 1, 2, 3 and
    16 threads each): the same merged file;
-4. the same kernels on every machine (util/blascore.h): without OPENBLAS_CORETYPE a run records
-   blas_core = Haswell on a CPU with AVX2 and FMA and equals, byte for byte, a run told
-   OPENBLAS_CORETYPE=Haswell; a user's OPENBLAS_CORETYPE=Prescott wins, is recorded, and gives
-   other bits (why the program pins one set of kernels).
+4. one family of kernels per class of CPU (util/blascore.h): without settings a run records
+   blas_core = SkylakeX on a CPU with AVX-512 F, CD, BW, DQ and VL, Haswell on one with AVX2
+   and FMA, and equals, byte for byte, a run told OPENBLAS_CORETYPE=that family;
+   STABILITY_KERNELS=portable records Haswell and equals a run told OPENBLAS_CORETYPE=Haswell;
+   a user's OPENBLAS_CORETYPE=Prescott wins, is recorded, and gives other bits (why the
+   program pins);
+5. a run keeps its family: started under another family than the machine's (Haswell through
+   STABILITY_KERNELS=portable where the class is SkylakeX, else Prescott), stopped after update
+   6 and resumed without settings, it re-executes with its family: the file equals the run
+   straight through under that family. Resumed with a setting that asks for other kernels
+   (OPENBLAS_CORETYPE, STABILITY_KERNELS), it is refused: exit 2, the family named, the file
+   unchanged;
+6. a sweep keeps its family: a sweep run under the other family records it
+   (results/<sweep>/.blas_core); a later `--task 1` without settings re-executes with it (its
+   run's file equals the first sweep's), and with a setting asking for others is refused
+   (exit 2, no run file written).
 The float32 core (train.precision = float32, its GEMMs through cblas_sgemm in the same blocks)
 is held to the same as in 1 (a float32 run resumed is checked in tests/test_float32.py): lm
 Post-LN and enc-dec Post-LN with dropout, trained, and the dump with the logits cut by columns,
@@ -151,17 +164,19 @@ def test_sweep(tmp):
                   "; ".join(d[:3]))
 
 
-def run_with_core(name, sets, out, core):
-    """The case at one thread with OPENBLAS_CORETYPE = core (None: unset)."""
-    saved = os.environ.pop("OPENBLAS_CORETYPE", None)
-    if core:
-        os.environ["OPENBLAS_CORETYPE"] = core
+KERNEL_VARS = ("OPENBLAS_CORETYPE", "STABILITY_KERNELS", "STABILITY_PINNED_CORETYPE")
+
+
+def run_with(name, sets, out, **settings):
+    """The case at one thread under the kernel settings given (none: the machine's pin)."""
+    saved = {k: os.environ.pop(k) for k in KERNEL_VARS if k in os.environ}
+    os.environ.update(settings)
     try:
         rc, err = sr.run_case(STABILITY, "train", sets, out, 1)
     finally:
-        os.environ.pop("OPENBLAS_CORETYPE", None)
-        if saved is not None:
-            os.environ["OPENBLAS_CORETYPE"] = saved
+        for k in KERNEL_VARS:
+            os.environ.pop(k, None)
+        os.environ.update(saved)
     if rc:
         check(f"{name}: exit 0", False, err[-300:])
     return rc == 0
@@ -173,18 +188,43 @@ def blas_core(path):
     return v.decode() if isinstance(v, bytes) else v
 
 
-def test_kernels(tmp):
-    sets = next(s for n, _, s, _ in sr.cases() if n == CASES[0])
+def cpu_class():
+    """The family util/blascore.h pins on this CPU (None: OpenBLAS's own choice)."""
     with open("/proc/cpuinfo") as f:
         flags = set(next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), []))
-    files = {c: os.path.join(tmp, f"kernels.{c or 'default'}.h5") for c in (None, "Haswell", "Prescott")}
-    if not all(run_with_core(f"{CASES[0]}, OPENBLAS_CORETYPE={c}", sets, p, c) for c, p in files.items()):
+    if {"avx2", "fma", "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        return "SkylakeX"
+    return "Haswell" if {"avx2", "fma"} <= flags else None
+
+
+def other_family(mine):
+    """Another family this CPU runs, the setting that starts a run with it, and the settings
+    that ask for other kernels than it."""
+    if mine == "SkylakeX":
+        return ("Haswell", {"STABILITY_KERNELS": "portable"},
+                [{"OPENBLAS_CORETYPE": "SkylakeX"}, {"STABILITY_KERNELS": "fast"}])
+    return "Prescott", {"OPENBLAS_CORETYPE": "Prescott"}, [{"OPENBLAS_CORETYPE": mine}]
+
+
+def test_kernels(tmp):
+    sets = next(s for n, _, s, _ in sr.cases() if n == CASES[0])
+    mine = cpu_class()
+    runs = {"default": {}, "told": {"OPENBLAS_CORETYPE": mine or "Haswell"},
+            "portable": {"STABILITY_KERNELS": "portable"}, "Haswell": {"OPENBLAS_CORETYPE": "Haswell"},
+            "Prescott": {"OPENBLAS_CORETYPE": "Prescott"}}
+    files = {k: os.path.join(tmp, f"kernels.{k}.h5") for k in runs}
+    if not all(run_with(f"{CASES[0]}, {k}", sets, files[k], **v) for k, v in runs.items()):
         return
-    core = blas_core(files[None])
-    if {"avx2", "fma"} <= flags:
-        check("without OPENBLAS_CORETYPE: the run records blas_core = Haswell (the pinned kernels)",
-              core == "Haswell", str(core))
-        d = sr.diff_files(files[None], files["Haswell"])
+    core = blas_core(files["default"])
+    if mine:
+        check(f"without settings: the run records blas_core = {mine} (this CPU's class)",
+              core == mine, str(core))
+        d = sr.diff_files(files["default"], files["told"])
+        check(f"... and equals a run told OPENBLAS_CORETYPE={mine}, byte for byte", not d,
+              "; ".join(d[:3]))
+        check("STABILITY_KERNELS=portable: the run records blas_core = Haswell",
+              blas_core(files["portable"]) == "Haswell", str(blas_core(files["portable"])))
+        d = sr.diff_files(files["portable"], files["Haswell"])
         check("... and equals a run told OPENBLAS_CORETYPE=Haswell, byte for byte", not d,
               "; ".join(d[:3]))
     else:
@@ -192,11 +232,106 @@ def test_kernels(tmp):
     check("OPENBLAS_CORETYPE=Prescott: the user's choice wins and is recorded",
           blas_core(files["Prescott"]) == "Prescott", str(blas_core(files["Prescott"])))
     d = sr.diff_files(files["Haswell"], files["Prescott"])
-    check("... and its bits differ from Haswell's (the kernels change a result: why one set is "
-          "pinned)", any(": data" in x for x in d), "; ".join(d[:3]) or "identical")
+    check("... and its bits differ from Haswell's (the kernels change a result: why the program "
+          "pins them)", any(": data" in x for x in d), "; ".join(d[:3]) or "identical")
+
+
+def kernel_env(threads, **settings):
+    env = env_for(threads)
+    for k in KERNEL_VARS:
+        env.pop(k, None)
+    env.update(settings)
+    return env
+
+
+def test_resume_family(tmp):
+    mine = cpu_class()
+    if not mine:
+        print("# this CPU lacks AVX2 or FMA: a run's family on resume is not checked")
+        return
+    family, start, against = other_family(mine)
+    sets = next(s for n, _, s, _ in sr.cases() if n == RESUMED)
+    args = [STABILITY, "--config", "tiny", *[x for s in sets for x in ("--set", s)], "--quiet"]
+    straight, out = os.path.join(tmp, "family.straight.h5"), os.path.join(tmp, "family.h5")
+    r0 = subprocess.run(args + ["--out", straight], capture_output=True, text=True,
+                        env=kernel_env(2, **start), timeout=300)
+    r1 = subprocess.run(args + ["--out", out], capture_output=True, text=True,
+                        env=kernel_env(2, STABILITY_SIGNAL_AT_STEP="6", **start), timeout=300)
+    if r0.returncode or r1.returncode:
+        check(f"a run under {family} (straight, and stopped after update 6): exit 0", False,
+              r0.stderr + r1.stderr)
+        return
+    with open(out, "rb") as f:
+        stopped = f.read()
+    for setting in against:
+        r = subprocess.run(args + ["--out", out, "--resume"], capture_output=True, text=True,
+                           env=kernel_env(2, **setting), timeout=300)
+        with open(out, "rb") as f:
+            same = f.read() == stopped
+        name = " ".join(f"{k}={v}" for k, v in setting.items())
+        check(f"a {family} run resumed under {name}: refused (exit 2, names {family}), the file "
+              "unchanged", r.returncode == 2 and family in r.stderr and same,
+              f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    r2 = subprocess.run(args + ["--out", out, "--resume"], capture_output=True, text=True,
+                        env=kernel_env(2), timeout=300)
+    if r2.returncode:
+        check(f"a {family} run resumed without settings: exit 0", False, r2.stderr)
+        return
+    d = without_checkpoint(sr.diff_files(straight, out))
+    check(f"a {family} run resumed without settings continues with {family} (re-executed): the "
+          "run straight through under it, all but /checkpoint", not d and blas_core(out) == family,
+          "; ".join(d[:3]) or str(blas_core(out)))
+
+
+def test_sweep_family(tmp):
+    mine = cpu_class()
+    if not mine:
+        return
+    family, start, against = other_family(mine)
+    name = "threads_family_test"
+    ini = os.path.join(tmp, name + ".ini")
+    with open(ini, "w") as f:
+        f.write(SWEEP)
+    run = f"results/{name}/pre.h5"
+    shutil.rmtree(f"results/{name}", ignore_errors=True)
+    try:
+        r = subprocess.run([STABILITY, "sweep", ini, "--jobs", "2", "--quiet"], capture_output=True,
+                           text=True, env=kernel_env(2, **start), timeout=300)
+        if r.returncode or not os.path.exists(run):
+            check(f"a sweep under {family}: exit 0", False, r.stderr)
+            return
+        with open(f"results/{name}/.blas_core") as f:
+            rec = f.read().strip()
+        check(f"the sweep records its family: results/<sweep>/.blas_core = {family}", rec == family,
+              rec)
+        first = os.path.join(tmp, "family.sweep.pre.h5")
+        shutil.move(run, first)
+        for setting in against:
+            r = subprocess.run([STABILITY, "sweep", ini, "--task", "1", "--quiet"],
+                               capture_output=True, text=True, env=kernel_env(1, **setting),
+                               timeout=300)
+            label = " ".join(f"{k}={v}" for k, v in setting.items())
+            check(f"its task 1 under {label}: refused (exit 2, names {family}), no run written",
+                  r.returncode == 2 and family in r.stderr and not os.path.exists(run),
+                  f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
+        r = subprocess.run([STABILITY, "sweep", ini, "--task", "1", "--quiet"], capture_output=True,
+                           text=True, env=kernel_env(1), timeout=300)
+        if r.returncode or not os.path.exists(run):
+            check("its task 1 without settings: exit 0", False, r.stderr)
+            return
+        d = sr.diff_files(first, run)
+        check(f"its task 1 without settings runs under {family} (re-executed): the first sweep's "
+              "run file, byte for byte", not d and blas_core(run) == family,
+              "; ".join(d[:3]) or str(blas_core(run)))
+    finally:
+        shutil.rmtree(f"results/{name}", ignore_errors=True)
+        if os.path.exists(f"results/{name}.h5"):
+            os.remove(f"results/{name}.h5")
 
 
 def main():
+    for k in KERNEL_VARS:   # the kernels the machine pins, whatever the caller's shell says
+        os.environ.pop(k, None)
     if not os.access(STABILITY, os.X_OK):
         check(f"{STABILITY} exists (run make first)", False)
     else:
@@ -206,6 +341,8 @@ def main():
             test_resume(tmp)
             test_sweep(tmp)
             test_kernels(tmp)
+            test_resume_family(tmp)
+            test_sweep_family(tmp)
         print(f"({time.time() - t0:.1f} s)")
     passed = sum(results)
     print(f"threads: {passed} passed, {len(results) - passed} failed")

@@ -330,14 +330,15 @@ static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
-    blascore_pin(argv);            // the same GEMM kernels, so the same bits, on every machine
+    // the same GEMM kernels, so the same bits, on every machine of a class (util/blascore.h)
+    int rc = blascore_pin(argv);
     // a run's and a sweep's stdout interleaves with their log on stderr: whole lines as they are
     // written, in order, in a log file too (the table verbs keep stdio's buffer)
     if (argc >= 2 && (argv[1][0] == '-' || !strcmp(argv[1], "train") || !strcmp(argv[1], "probe") ||
                       !strcmp(argv[1], "sweep")))
         setvbuf(stdout, NULL, _IOLBF, 0);
-    progress_channel_open();       // a run of a sweep: its progress and warnings to the sweep
-    int rc = dispatch(argc, argv);
+    if (!rc) progress_channel_open();   // a run of a sweep: its progress and warnings to the sweep
+    if (!rc) rc = dispatch(argc, argv);
     // what was printed must have been written: a full disk or /dev/full is an error (exit 1),
     // never a silent loss of the table the user asked for
     errno = 0;

@@ -250,6 +250,11 @@ int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, siz
 /* Free the strings of info. */
 void h5io_train_info_free(h5io_train_info_t *info);
 
+/* The OpenBLAS kernels a --resume of path must run (its root attribute blas_core, malloc'd;
+ * util/blascore.h), or NULL when there is nothing to continue (no file, unreadable, done or
+ * diverged) or the file predates the attribute. Read before the file is claimed. */
+char *h5io_train_resume_core(const char *path);
+
 /* Load path's newest usable checkpoint (its own or its journal's) into t, rewrite the file with
  * its /train rows up to that step (new file renamed over the old one) and continue writing
  * it; *elapsed = its time at that step. Returns 0, or 1 with err set. */

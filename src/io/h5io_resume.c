@@ -113,6 +113,20 @@ int h5io_train_inspect(const char *path, h5io_train_info_t *info, char *err, siz
     return bad;
 }
 
+char *h5io_train_resume_core(const char *path)
+{
+    h5io_file_t *f;
+    char err[1400];
+    if (access(path, F_OK) != 0 || h5io_open_read(&f, path, err, sizeof err)) return NULL;
+    char *status = h5io_read_attr_string(f, "/", "status");
+    char *core = NULL;
+    if (!status || (strcmp(status, "done") && strcmp(status, "diverged")))
+        core = h5io_read_attr_string(f, "/", "blas_core");
+    free(status);
+    h5io_close(f);
+    return core;
+}
+
 void h5io_train_info_free(h5io_train_info_t *info)
 {
     free(info->config);

@@ -3,15 +3,17 @@
  *
  * The plan of a shape (which side of C is cut, in blocks of how many, and whether the blocks
  * give the whole call's bytes) is written for any element type: a type is its size, its BLAS
- * call, its pseudo-random fill and the sides its kernels can be cut on (gemm_type_t): DOUBLE
- * (cblas_dgemm) in the float64 core, FLOAT (cblas_sgemm) in the float32 one (util/real.h); both
- * share the layout, the check, the cache and the split below, and each build's plans are its
- * own. */
+ * call and its pseudo-random fill (gemm_type_t): DOUBLE (cblas_dgemm) in the float64 core,
+ * FLOAT (cblas_sgemm) in the float32 one (util/real.h); where C may be cut is the kernel
+ * family's, per type (cuts_t). Both share the layout, the check, the cache and the split
+ * below, and each build's plans are its own. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <gsl/gsl_cblas.h>
 #include "nn/gemm.h"
+#include "util/blascore.h"
 #include "util/threads.h"
 
 typedef struct gemm_type gemm_type_t;
@@ -26,13 +28,23 @@ typedef struct {
     int lda, ldb, ldc;
 } call_t;
 
+/* How one kernel family's GEMM of one type may be cut (measured: docs/performance.md, "Where
+ * a product may be cut"): blocks of C in multiples of `rows` rows or `cols` columns (0: never
+ * that side), each block at least `min_call` multiply-adds. */
+typedef struct {
+    int rows, cols;
+    double min_call;
+} cuts_t;
+
 struct gemm_type {
     int id;                                 /* the cache's key */
     size_t size;                            /* bytes per element */
-    int align_rows, align_cols;             /* blocks of C are multiples of these (0: never cut) */
+    int family_cuts;                        /* which of a family's cuts (CUTS_DOUBLE, CUTS_FLOAT) */
     void (*call)(const call_t *c);          /* one single-threaded BLAS call */
     void (*fill)(void *x, size_t n, size_t first, uint64_t seed);   /* values first.. of a stream */
 };
+
+enum { CUTS_DOUBLE, CUTS_FLOAT };
 
 /* Value i of the pseudo-random stream `seed`, in [−1, 1) (splitmix64 of the counter: any value
  * of the stream can be made again without the ones before it). */
@@ -61,9 +73,7 @@ static void fill_double(void *x, size_t n, size_t first, uint64_t seed)
     for (size_t i = 0; i < n; i++) d[i] = stream_value(seed, first + i);
 }
 
-/* OpenBLAS's DGEMM kernels work in tiles of 4 or 8 rows or columns (SkylakeX's in 16): a block
- * that breaks a tile sums some of its entries in another order. */
-static const gemm_type_t DOUBLE = {0, sizeof(double), 16, 16, call_double, fill_double};
+static const gemm_type_t DOUBLE = {0, sizeof(double), CUTS_DOUBLE, call_double, fill_double};
 #define REAL_TYPE DOUBLE
 
 #else
@@ -83,13 +93,42 @@ static void fill_float(void *x, size_t n, size_t first, uint64_t seed)
     for (size_t i = 0; i < n; i++) f[i] = (float)stream_value(seed, first + i);
 }
 
-/* The pinned Haswell SGEMM gives the whole call's bits for rows cut in multiples of 12 (its
- * kernel's tile along them) and for no column cut at all; rows cut in multiples of 4, 8 or 16
- * differ (measured on tests/test_gemm.c's shapes and on 1276 model-sized ones: with 12 every
- * one passes the check, with 4 only 168), so float32 products are cut by rows only. */
-static const gemm_type_t FLOAT = {1, sizeof(float), 12, 0, call_float, fill_float};
+static const gemm_type_t FLOAT = {1, sizeof(float), CUTS_FLOAT, call_float, fill_float};
 #define REAL_TYPE FLOAT
 #endif
+
+/* ------------------------------------------------------------------------------------------
+ * The cuts of each kernel family (util/blascore.h), measured on random operands at the
+ * model's shapes (docs/performance.md, "Where a product may be cut"). A block that breaks a
+ * kernel's tile, or that OpenBLAS sends down another path than the whole product, sums some
+ * entries in another order; the check below still guards every layout. */
+
+/* Haswell (and Zen, the same kernels): DGEMM tiles of 4 × 8, so blocks of 16 rows or columns;
+ * the SGEMM keeps the whole call's bits for rows cut in multiples of 12 (3 of its 4-column
+ * tiles, what OpenBLAS's driver hands the kernel at once) and for no column cut at all (on
+ * tests/test_gemm.c's shapes and 1276 model-sized ones, with 4 rows only 168 pass). */
+static const cuts_t HASWELL[2] = {{16, 16, 0}, {12, 0, 0}};
+
+/* SkylakeX (and Cooperlake, the same kernels): OpenBLAS 0.3.21 sends a product of at most
+ * 100³ multiply-adds down its small-matrix kernels, which sum otherwise, so every block is
+ * larger than that. The DGEMM's 16 × 2 kernel does the last (N mod 16) columns of C in strips
+ * of 12, 10, ... rows: rows are cut in multiples of 12, columns of 16 (exact when N is a
+ * multiple of 16; the check refuses the rest). The SGEMM's 16 × 4 kernel keeps any cut in
+ * multiples of 4: 16 on both sides. */
+static const cuts_t SKYLAKEX[2] = {{12, 16, 1e6 + 1}, {16, 16, 1e6 + 1}};
+
+/* The cuts of type ty under the kernels OpenBLAS runs (fixed for the process; other
+ * families get Haswell's, under the same check). */
+static const cuts_t *cuts_of(const gemm_type_t *ty)
+{
+    static const cuts_t *family = NULL;
+    if (!family) {
+        const char *name = blascore_name();
+        family = !strcasecmp(name, "SkylakeX") || !strcasecmp(name, "Cooperlake") ? SKYLAKEX
+                                                                                   : HASWELL;
+    }
+    return &family[ty->family_cuts];
+}
 
 /* ------------------------------------------------------------------------------------------
  * The layout: blocks from the shape alone */
@@ -102,29 +141,32 @@ enum { SIDE_NONE, SIDE_ROWS, SIDE_COLS };
 
 typedef struct {
     int side;   /* SIDE_*: rows or columns of C, or one call (SIDE_NONE) */
-    int bs;     /* rows (columns) per block; the last may be shorter */
+    int bs;     /* rows (columns) per block; the last block runs to the end of C */
     int nb;     /* blocks */
 } layout_t;
 
-/* The blocks of a shape for nt threads: the longer side of C the type can cut (gemm_type_t)
- * in at most nt blocks (bs ≥ ⌈len/nt⌉), one per thread (more would only add calls: each block is one
+/* The blocks of a shape for nt threads: the longer side of C the family's cuts allow, in at
+ * most nt blocks (bs ≥ ⌈len/nt⌉), one per thread (more would only add calls: each block is one
  * single-threaded call, and fewer, larger calls run closer to the kernel's peak), each of at
- * least BLOCK_MIN_WORK; fewer than two blocks is one call. */
-static layout_t layout_of(const gemm_type_t *ty, int M, int N, int K, int nt)
+ * least BLOCK_MIN_WORK and min_call (a last block short of min_call joins the one before);
+ * fewer than two blocks is one call. */
+static layout_t layout_of(const cuts_t *cu, int M, int N, int K, int nt)
 {
     const layout_t one = {SIDE_NONE, 0, 1};
     int side = M >= N ? SIDE_ROWS : SIDE_COLS;
-    if (side == SIDE_ROWS && !ty->align_rows) side = SIDE_COLS;
-    if (side == SIDE_COLS && !ty->align_cols) side = ty->align_rows ? SIDE_ROWS : SIDE_NONE;
+    if (side == SIDE_ROWS && !cu->rows) side = SIDE_COLS;
+    if (side == SIDE_COLS && !cu->cols) side = cu->rows ? SIDE_ROWS : SIDE_NONE;
     if (side == SIDE_NONE || nt < 2) return one;
     const long len = side == SIDE_ROWS ? M : N, other = side == SIDE_ROWS ? N : M;
-    const long align = side == SIDE_ROWS ? ty->align_rows : ty->align_cols;
+    const long align = side == SIDE_ROWS ? cu->rows : cu->cols;
     if (len < 2 * align || other < 1 || K < 1) return one;
+    const double least = BLOCK_MIN_WORK > cu->min_call ? BLOCK_MIN_WORK : cu->min_call;
     const long by_count = (len + nt - 1) / nt;
-    const long by_work = (long)(BLOCK_MIN_WORK / ((double)other * K)) + 1;
+    const long by_work = (long)(least / ((double)other * K)) + 1;
     long bs = by_count > by_work ? by_count : by_work;
     bs = (bs + align - 1) / align * align;
-    const long nb = (len + bs - 1) / bs;
+    long nb = (len + bs - 1) / bs;
+    if (nb >= 2 && (double)(len - (nb - 1) * bs) * other * K < cu->min_call) nb--;
     if (nb < 2) return one;
     return (layout_t){side, (int)bs, (int)nb};
 }
@@ -135,13 +177,13 @@ static call_t block_of(const call_t *c, layout_t l, int b)
 {
     call_t p = *c;
     const size_t sz = c->type->size, lo = (size_t)b * l.bs;
+    const size_t len = (size_t)(l.side == SIDE_ROWS ? c->M : c->N);
+    const size_t hi = b == l.nb - 1 ? len : lo + l.bs;
     if (l.side == SIDE_ROWS) {
-        const size_t hi = lo + l.bs < (size_t)c->M ? lo + l.bs : (size_t)c->M;
         p.M = (int)(hi - lo);
         p.A = (const char *)c->A + (c->ta ? lo : lo * (size_t)c->lda) * sz;
         p.C = (char *)c->C + lo * (size_t)c->ldc * sz;
     } else {
-        const size_t hi = lo + l.bs < (size_t)c->N ? lo + l.bs : (size_t)c->N;
         p.N = (int)(hi - lo);
         p.B = (const char *)c->B + (c->tb ? lo * (size_t)c->ldb : lo) * sz;
         p.C = (char *)c->C + lo * sz;
@@ -198,7 +240,9 @@ static void check_part(void *ctx, int t, int nt)
 static int blocks_exact(const gemm_type_t *ty, int ta, int tb, int M, int N, int K, layout_t l)
 {
     const size_t MK = (size_t)M * K, KN = (size_t)K * N, MN = (size_t)M * N;
-    const size_t blk = l.side == SIDE_ROWS ? (size_t)l.bs * N : (size_t)M * l.bs;
+    const size_t last = (size_t)(l.side == SIDE_ROWS ? M : N) - (size_t)(l.nb - 1) * l.bs;
+    const size_t widest = last > (size_t)l.bs ? last : (size_t)l.bs;   // the last may be longer
+    const size_t blk = widest * (size_t)(l.side == SIDE_ROWS ? N : M);
     const int nt = threads_ready(l.nb);   // a layout has at most one block per thread
     if ((MK + KN + MN) * ty->size > CHECK_MAX) return 0;
     char *A = malloc(MK * ty->size), *B = malloc(KN * ty->size), *C = malloc(MN * ty->size);
@@ -253,7 +297,7 @@ static const plan_t *plan_of(const gemm_type_t *ty, int nt, int ta, int tb, int 
         nplans = 0;
         i = (size_t)(h % PLANS);
     }
-    layout_t l = layout_of(ty, M, N, K, nt);
+    layout_t l = layout_of(cuts_of(ty), M, N, K, nt);
     if (l.side != SIDE_NONE && !blocks_exact(ty, ta, tb, M, N, K, l))
         l = (layout_t){SIDE_NONE, 0, 1};
     plans[i] = (plan_t){1, ty->id, nt, ta, tb, M, N, K, l};

@@ -8,9 +8,11 @@
  * differs from one thread in 1786 of its 262144 entries).
  *
  * The pool still shares a product: gemm() cuts C into at most one block per thread, of rows or
- * of columns, in multiples of the kernels' tiles (float64: 16 rows or columns, OpenBLAS's DGEMM
- * tiles are 4 or 8; float32: 12 rows and never columns, the only cuts the pinned SGEMM keeps
- * exact), each block one single-threaded call. Once per shape, type, thread count and process,
+ * of columns, where the pinned kernel family (util/blascore.h) keeps every entry's order: in
+ * multiples of its tiles (Haswell: float64 16 rows or columns, float32 12 rows and never
+ * columns; SkylakeX: float64 12 rows or 16 columns, float32 16 of either, each block beyond
+ * OpenBLAS's small-matrix size), each block one single-threaded call. Once per shape, type,
+ * thread count and process,
  * before the first split, gemm() checks on pseudo-random operands that the blocks give the bytes
  * of the whole call (the order of the additions depends on the shape and the blocks only, never
  * on the values, and random operands expose any difference in order); a shape whose blocks do

@@ -13,6 +13,7 @@
 #include "report/plot.h"
 #include "run/run.h"
 #include "train/train.h"
+#include "util/blascore.h"
 #include "util/fsutil.h"
 #include "util/threads.h"
 
@@ -451,15 +452,31 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
     return rc;
 }
 
+/* --resume continues a run with the OpenBLAS kernels it was computed with (docs/design.md §7):
+ * re-executes the program with them when they are not these (does not return), or returns 2
+ * after saying why it cannot; 0 when they are these. Before anything is written. */
+static int run_kernels(const char *path)
+{
+    char *core = h5io_train_resume_core(path), why[400];
+    const int rc = blascore_require(core, why, sizeof why);
+    if (rc)
+        fprintf(stderr, "stability: --resume: %s was computed with OpenBLAS's %s kernels, and only "
+                "they continue it bit for bit: %s; or start it over with this machine's (%s): "
+                "--force without --resume\n", path, core, why, blascore_name());
+    free(core);
+    return rc;
+}
+
 int run_train(const config_t *cfg, const char *path, const run_options_t *o)
 {
     char err[1400];
     // the file will be written or replaced: only a regular file may be (docs/design.md §6)
-    const int rc = h5io_check_target(path, 1, err, sizeof err);
+    int rc = h5io_check_target(path, 1, err, sizeof err);
     if (rc) {
         fprintf(stderr, "stability: %s\n", err);
         return rc;
     }
+    if ((o->resume || cfg->train.resume) && (rc = run_kernels(path))) return rc;
     // the claim before anything is read or created: a second writer refuses, naming this one
     const int claim = h5io_claim(path, "a training run", err, sizeof err);
     if (claim < 0) {

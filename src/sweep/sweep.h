@@ -108,6 +108,12 @@ int sweep_make_dir(const sweep_t *s);
  * another sweep file of the same name, which still exists, owns it; 1 on I/O failure. */
 int sweep_own_dir(const sweep_t *s, char *err, size_t errlen);
 
+/* The sweep's OpenBLAS kernel family, results/<sweep>/.blas_core (written by its first run or
+ * task, the family that process runs; util/blascore.h): 0 when this process runs it; else
+ * re-executes the program with it (does not return), or returns 2 with err when it cannot
+ * (this CPU lacks what they need, a setting asks for others), 1 on I/O failure. */
+int sweep_kernels(const sweep_t *s, char *err, size_t errlen);
+
 /* 0 when results/<sweep>.h5 is missing or this sweep's merged file; else 1 with err (a
  * training run's file of the same name, another sweep's merged file, a damaged file). */
 int sweep_merged_ours(const sweep_t *s, char *err, size_t errlen);

@@ -1,7 +1,8 @@
 /* sweep_dir.c — where a sweep writes (docs/design.md §3): results/<sweep>/ is made, belongs to
  * one sweep file (its .sweep names it: a sweep of the same name elsewhere refuses instead of
- * calling the other's runs stale and redoing them), and is locked while a sweep works in it;
- * results/<sweep>.h5 is replaced only when it is this sweep's merged file. */
+ * calling the other's runs stale and redoing them) and to one family of OpenBLAS kernels (its
+ * .blas_core, docs/design.md §7), and is locked while a sweep works in it; results/<sweep>.h5
+ * is replaced only when it is this sweep's merged file. */
 #define _XOPEN_SOURCE 700   /* realpath */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 #include "sweep/sweep.h"
 #include "io/h5io.h"
+#include "util/blascore.h"
 #include "util/fsutil.h"
 
 int sweep_make_dir(const sweep_t *s)
@@ -113,6 +115,56 @@ int sweep_merged_ours(const sweep_t *s, char *err, size_t errlen)
     }
     h5io_summary_free(&sum);
     return rc;
+}
+
+/* The family name in path (one line of letters and digits) into buf: 0, −1 with errno when
+ * it cannot be read (ENOENT: none yet), −2 when it holds something else. */
+static int read_family(const char *path, char *buf, size_t len)
+{
+    const int fd = fsutil_open_regular(path, O_RDONLY, 0);
+    if (fd < 0) return -1;
+    const ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    if (!buf[0]) return -2;
+    for (const char *p = buf; *p; p++)
+        if (!(*p >= 'A' && *p <= 'Z') && !(*p >= 'a' && *p <= 'z') && !(*p >= '0' && *p <= '9'))
+            return -2;
+    return 0;
+}
+
+int sweep_kernels(const sweep_t *s, char *err, size_t errlen)
+{
+    char path[1100], family[64], why[400];
+    snprintf(path, sizeof path, "%s/.blas_core", s->results_dir);
+    int got = read_family(path, family, sizeof family);
+    if (got == -1 && errno == ENOENT) {   // the sweep's first run: its kernels are the sweep's
+        char tmp[1200];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+        FILE *f = fopen(tmp, "wx");
+        const int ok = f && fprintf(f, "%s\n", blascore_name()) > 0;
+        // link: of two first tasks at once, one record wins and the other follows it
+        if ((f && fclose(f) != 0) || !ok ||
+            (link(tmp, path) != 0 && errno != EEXIST && rename(tmp, path) != 0)) {
+            snprintf(err, errlen, "stability: %s: cannot write: %s", path, strerror(errno));
+            unlink(tmp);
+            return 1;
+        }
+        unlink(tmp);
+        got = read_family(path, family, sizeof family);
+    }
+    if (got) {
+        snprintf(err, errlen, "stability: %s: %s", path, got == -2 ? "not the name of a kernel "
+                 "family (move it away to record this machine's)" : strerror(errno));
+        return got == -2 ? 2 : 1;
+    }
+    if (blascore_require(family, why, sizeof why) == 0) return 0;
+    snprintf(err, errlen, "stability: %s/ was started with OpenBLAS's %s kernels (%s), and only "
+             "they continue its runs bit for bit: %s; or move %s/ away to start the sweep over "
+             "with this machine's (%s)", s->results_dir, family, path, why, s->results_dir,
+             blascore_name());
+    return 2;
 }
 
 int sweep_lock(const sweep_t *s, int exclusive)

@@ -320,6 +320,14 @@ int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int me
     const int lock = sweep_lock(s, task < 0 && !merge_only);
     if (lock < 0) return lock == -2 ? 2 : 1;
     char err[2600];
+    // its runs continue with the kernels the sweep started with: re-executes with them before
+    // a run starts (the lock is O_CLOEXEC), or refuses (docs/design.md §7)
+    const int krc = merge_only ? 0 : sweep_kernels(s, err, sizeof err);
+    if (krc) {
+        fprintf(stderr, "%s\n", err);
+        close(lock);
+        return krc;
+    }
     // results/<sweep>.h5 that is not this sweep's merged file (a config's default output of the
     // same name, another sweep's): refused before any run starts, unless --force
     if (task < 0 && !force && sweep_merged_ours(s, err, sizeof err)) {

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "sweep/sweep.h"
+#include "util/blascore.h"
 #include "util/fsutil.h"
 #include "util/proc.h"
 
@@ -350,6 +351,7 @@ int sweep_array_spec_next(const int *ids, int n, int *pos, char *spec, size_t le
 
 int sweep_slurm_submit(const sweep_t *s, const char *script, int only_missing, int quiet)
 {
+    blascore_unpin_children();   // each task pins its own node's kernels; the first records them
     const int max = max_array_size();   // indices must be < max
     const char *par = slurm_get(s, "array_parallelism", NULL);
     int *ids = malloc((size_t)s->nruns * sizeof *ids);
