@@ -190,7 +190,7 @@ static void drop_duplicates(plot_set_t *set)
     free(text);
     set->n = kept;
     if (dropped)
-        fprintf(stderr, "stability: %d run%s given twice, counted once (same config, seed and "
+        fprintf(stderr, "stability: %d run%s given again, counted once (same config, seed and "
                         "data): %s%s\n", dropped, dropped > 1 ? "s" : "",
                 note.data ? note.data : "", dropped > 3 ? "; …" : "");
     sbuf_free(&note);
@@ -278,7 +278,8 @@ void plot_set_free(plot_set_t *set)
  * so one layout (report/plot_layout.h) fits them all. */
 static const char *terminal_for(const char *fmt)
 {
-    if (!strcmp(fmt, "png")) return "pngcairo size 1400,900 enhanced font 'Sans,15' linewidth 2";
+    if (!strcmp(fmt, "png") || !strcmp(fmt, "gp"))   // gp: the script itself, for a PNG
+        return "pngcairo size 1400,900 enhanced font 'Sans,15' linewidth 2";
     if (!strcmp(fmt, "pdf")) return "pdfcairo size 9in,5.8in enhanced font 'Sans,7' linewidth 1";
     if (!strcmp(fmt, "svg")) return "svg size 1400,900 enhanced font 'Sans,15' linewidth 2";
     return NULL;
@@ -325,7 +326,7 @@ static void append_script(sbuf_t *text, const char *script, int svg)
  * script, so no file or directory name can end gnuplot's quoting (docs/design.md §3); a figure
  * is replaced by rename (a hard link to the old one keeps it), and when gnuplot or a write
  * fails (a full disk) the old figure stays as it was. Returns 0, −1 (failed), −2 (out refused). */
-static int render_one(const char *term, const char *script, const char *out, char *err,
+static int render_one(const char *term, const char *script, const char *out, int raw, char *err,
                       size_t errlen)
 {
     if (fsutil_check_replaceable(out, err, errlen)) return -2;   // never a link, FIFO, device
@@ -345,7 +346,13 @@ static int render_one(const char *term, const char *script, const char *out, cha
     const char *const argv[] = {"gnuplot", NULL};
     int werr = 0;
     const proc_io_t io = {.input = text.data, .out_fd = -1, .copy_fd = fd, .copy_errno = &werr};
-    const int status = text.failed ? -1 : proc_run(argv, &io);
+    int status = text.failed ? -1 : 0;
+    if (!status && !raw) status = proc_run(argv, &io);
+    for (size_t done = 0, n = raw && !status ? text.len : 0; done < n && !werr;) {   // the script
+        const ssize_t w = write(fd, text.data + done, n - done);
+        if (w < 0 && errno != EINTR) werr = errno;
+        else if (w > 0) done += (size_t)w;
+    }
     sbuf_free(&text);
     struct stat st;
     if (!werr && status == 0 && (fstat(fd, &st) != 0 || st.st_size == 0)) werr = EIO;   // nothing drawn
@@ -381,7 +388,7 @@ int plot_render(const char *script, const char *dir, const char *name, const cha
     for (char *save = NULL, *fmt = strtok_r(list, ",", &save); fmt; fmt = strtok_r(NULL, ",", &save)) {
         const char *term = terminal_for(fmt);
         if (!term) {
-            snprintf(err, errlen, "--format: unknown format '%s' (png, pdf, svg)", fmt);
+            snprintf(err, errlen, "--format: unknown format '%s' (png, pdf, svg, gp)", fmt);
             return -2;
         }
         char out[1400];
@@ -389,7 +396,7 @@ int plot_render(const char *script, const char *dir, const char *name, const cha
             snprintf(err, errlen, "%.100s...: output path too long", out);
             return -2;
         }
-        const int rc = render_one(term, script, out, err, errlen);
+        const int rc = render_one(term, script, out, !strcmp(fmt, "gp"), err, errlen);
         if (rc) return rc;
         if (!quiet) printf("wrote %s\n", out);
     }
@@ -407,7 +414,7 @@ int plot_check_formats(const char *formats, char *err, size_t errlen)
     for (char *f = list, *comma; f; f = comma ? comma + 1 : NULL) {
         if ((comma = strchr(f, ','))) *comma = '\0';
         if (!terminal_for(f)) {
-            snprintf(err, errlen, "--format: not png, pdf or svg: %s", f[0] ? f : "(empty)");
+            snprintf(err, errlen, "--format: not png, pdf, svg or gp: %s", f[0] ? f : "(empty)");
             return 2;
         }
     }

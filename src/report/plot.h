@@ -77,12 +77,13 @@ int plot_same_run(const plot_run_t *a, const plot_run_t *b);
 /* Free what plot_load allocated. */
 void plot_set_free(plot_set_t *set);
 
-/* 0 when formats is a comma-separated list of png, pdf and svg, with no empty item ('' would
- * draw nothing and succeed); else 2 with err. */
+/* 0 when formats is a comma-separated list of png, pdf, svg and gp (the gnuplot script itself,
+ * its data inline: `gnuplot F.gp > F.png` draws the PNG), with no empty item ('' would draw
+ * nothing and succeed); else 2 with err. */
 int plot_check_formats(const char *formats, char *err, size_t errlen);
 
 /* Draw every figure the runs support into dir/<prefix>-<figure>.<fmt> for each format of the
- * comma-separated list formats (png, pdf, svg). Prints each file written unless quiet; a figure
+ * comma-separated list formats (png, pdf, svg, gp). Prints each file written unless quiet; a figure
  * whose data hold no finite value (a run that diverged at once) is skipped with a note on
  * stderr, never an error. Returns the number of figures the runs support (drawn or skipped so),
  * or −1 with err set (gnuplot missing or failing), or −2 (dir not a directory, an output path

@@ -295,8 +295,8 @@ int plot_band_table(FILE *out, const plot_set_t *set, const plot_curve_t *c)
     const double target = plot_band_common_target(set, g, ng, c->f, c->up);
     char reach[64];
     if (isnan(target))   // no BLEU ever left 0: nothing every run reaches
-        snprintf(reach, sizeof reach, "%s reaching (none: no %s to reach)",
-                 epochs ? "epoch" : "update", c->what);
+        snprintf(reach, sizeof reach, "%s reaching (%s)", epochs ? "epoch" : "update",
+                 c->up ? "no run's BLEU left 0" : "no finite value");
     else snprintf(reach, sizeof reach, "%s reaching %.4g", epochs ? "epoch" : "update", target);
     fprintf(out, "| run | seeds | diverged | last %s | best %s | %s | seeds reaching |\n"
                  "|---|---|---|---|---|---|---|\n", c->what, c->what, reach);
