@@ -286,6 +286,9 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_range_init(&y);
     plot_range_init(&x);
     int any_div = 0;
+    char *marks = calloc((size_t)a->ns * a->nd * a->nv, 1);   // which × blocks have rows
+    if (!marks) { atlas_free(a); return 0; }
+#define MARK(sc, d, v) marks[((size_t)(sc) * a->nd + (d)) * a->nv + (v)]
     for (int sc = 0; sc < a->ns; sc++)
         for (int d = 0; d < a->nd; d++)
             for (int v = 0; v < a->nv; v++) {
@@ -294,6 +297,7 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
                 for (int l = 0; l < a->nl; l++) {
                     mean[l] = atlas_point(a, sc, d, l, v, &h[l], &div[l]);
                     any_div |= div[l];
+                    MARK(sc, d, v) |= (char)div[l];
                     if (isfinite(mean[l])) {
                         plot_range_add(&y, mean[l] - (isfinite(h[l]) ? h[l] : 0.0));
                         plot_range_add(&y, mean[l] + (isfinite(h[l]) ? h[l] : 0.0));
@@ -368,13 +372,17 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
                 const char *col = palette_scheme(a->scheme[sc], sc);
                 const int pt = palette_scheme_point(a->scheme[sc], sc);
                 sbuf_printf(s, ", $f%d_%d_%d using 1:2:3:4 with yerrorlines lw 1.5 pt %d ps 0.9 "
-                               "lc rgb '%s' notitle, $x%d_%d_%d using 1:(%.10g) with points pt 2 "
-                               "ps 1.6 lc rgb '%s' notitle", sc, d, v, pt, col, sc, d, v, top, col);
+                               "lc rgb '%s' notitle", sc, d, v, pt, col);
+                if (MARK(sc, d, v))
+                    sbuf_printf(s, ", $x%d_%d_%d using 1:(%.10g) with points pt 2 ps 1.6 lc rgb "
+                                   "'%s' notitle", sc, d, v, top, col);
             }
             sbuf_printf(s, "\n");
         }
     plot_end(s, &g, rows, &keys);
     sbuf_free(&keys);
+    free(marks);
+#undef MARK
     atlas_free(a);
     return 1;
 }

@@ -207,8 +207,6 @@ static int fig_heat(const plot_set_t *set, sbuf_t *s, char *name, size_t len, co
                    "screen 0.02, screen %.4f\nset xlabel 'update'\nset ylabel 'layer (1 = input "
                    "side)'\nunset key\n", g.bottom + g.below,
                 g.top - g.above - g.bottom - g.below);
-    const int L = set->runs[m[0]].dyn->L;
-    sbuf_printf(s, "set yrange [0.5:%g]\nset ytics 1, %d, %d\n", L + 0.5, L <= 16 ? 1 : L / 8, L);
     sbuf_printf(s, "set xrange [%.10g:%.10g]\nset xtics %g\n", x.lo, x.hi,
                 fmax(1.0, plot_tic_step(x.hi - x.lo, cols > 2 ? 3 : 4)));
     for (int i = 0; i < n; i++) {
@@ -216,6 +214,8 @@ static int fig_heat(const plot_set_t *set, sbuf_t *s, char *name, size_t len, co
         plot_key(&d, &set->runs[m[i]], 1, key, sizeof key);
         plot_panel(s, &g, i);
         plot_set(s, "title", key);
+        const int L = set->runs[m[i]].dyn->L;   // each run its own depth
+        sbuf_printf(s, "set yrange [0.5:%g]\nset ytics 1, %d, %d\n", L + 0.5, L <= 16 ? 1 : L / 8, L);
         sbuf_printf(s, "plot $h%d using 1:2:3:4:5:6:7 with boxxy fs solid noborder lc palette "
                        "notitle\n", i);
     }

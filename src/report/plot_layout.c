@@ -11,9 +11,16 @@
 
 void plot_range_init(plot_range_t *r)
 {
-    r->lo = INFINITY;
-    r->hi = -INFINITY;
-    r->pos_lo = INFINITY;
+    r->lo = r->mid_lo = r->pos_lo = INFINITY;
+    r->hi = r->mid_hi = -INFINITY;
+}
+
+void plot_range_mid(plot_range_t *r, double v)
+{
+    if (!isfinite(v)) return;
+    plot_range_add(r, v);
+    r->mid_lo = fmin(r->mid_lo, v);
+    r->mid_hi = fmax(r->mid_hi, v);
 }
 
 void plot_range_add(plot_range_t *r, double v)
@@ -31,6 +38,7 @@ int plot_range_empty(const plot_range_t *r)
 
 int plot_range_log(const plot_range_t *r)
 {
+    if (r->mid_lo <= r->mid_hi) return r->mid_lo > 0 && r->mid_hi >= 10.0 * r->mid_lo;
     return !plot_range_empty(r) && r->lo > 0 && r->hi >= 10.0 * r->lo;
 }
 
@@ -39,7 +47,9 @@ void plot_axis(sbuf_t *s, const char *axis, const plot_range_t *r, int log, doub
 {
     double a = 0.0, b = 1.0;
     if (!plot_range_empty(r) && log && r->pos_lo <= r->hi) {
-        const double la = log10(r->pos_lo), lb = log10(r->hi);
+        const double lowest = r->mid_lo > 0 && r->mid_lo <= r->mid_hi
+                                  ? fmax(r->pos_lo, r->mid_lo / 10.0) : r->pos_lo;
+        const double la = log10(lowest), lb = log10(r->hi);
         const double m = la < lb ? frac * (lb - la) : 0.05;
         a = pow(10.0, la - m);
         b = pow(10.0, lb + m);

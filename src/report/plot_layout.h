@@ -13,6 +13,7 @@
 typedef struct {
     double lo, hi;
     double pos_lo;   /* the smallest positive value (a log axis's lower end) */
+    double mid_lo, mid_hi;   /* the points themselves, without their intervals (plot_range_mid) */
 } plot_range_t;
 
 void plot_range_init(plot_range_t *r);
@@ -20,10 +21,16 @@ void plot_range_init(plot_range_t *r);
 /* Widen r to v (NaN and ±Inf ignored). */
 void plot_range_add(plot_range_t *r, double v);
 
+/* Widen r to a point v that intervals surround (a mean): whether an axis is logarithmic is
+ * decided by the points, and a log axis reaches no lower than a tenth of the lowest point (an
+ * interval that reaches towards 0 ends at the frame). */
+void plot_range_mid(plot_range_t *r, double v);
+
 /* Whether r has seen no value. */
 int plot_range_empty(const plot_range_t *r);
 
-/* Whether the values of r call for a log axis: all positive and spanning a decade or more. */
+/* Whether the values of r call for a log axis: all positive and spanning a decade or more
+ * (the points', plot_range_mid, when r has any). */
 int plot_range_log(const plot_range_t *r);
 
 /* "set <axis>range [a:b]" (axis "x", "y", "cb") from r with a margin of frac of the span each

@@ -158,7 +158,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     plot_range_init(&y);
     double slope[PLOT_ATLAS_MAX], ci[PLOT_ATLAS_MAX];
     for (int j = 0; j < nl; j++) {
-        double xs[512], ys[512], rows[PLOT_ATLAS_MAX][3];   // rows: depth, mean, CI half-width
+        double xs[512], ys[512], rows[PLOT_ATLAS_MAX][4];   // rows: depth, mean, 95 % CI
         size_t np = 0;
         int nr = 0;
         for (int i = 0; i < n && nr < PLOT_ATLAS_MAX; i++) {
@@ -168,12 +168,15 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
             size_t cnt;
             fit_mean_ci(r->probe->output_change, 1, (size_t)r->probe->S, &mean, &half, &cnt);
             if (!cnt) continue;
+            if (isnan(half)) half = 0.0;
             rows[nr][0] = r->cfg.model.layers;
             rows[nr][1] = mean;
-            rows[nr++][2] = isnan(half) ? 0.0 : half;
+            rows[nr][2] = fmax(0.0, mean - half);   // a norm: its interval never below 0
+            rows[nr++][3] = mean + half;
             plot_range_add(&x, r->cfg.model.layers);
-            plot_range_add(&y, mean - (isnan(half) ? 0.0 : half));
-            plot_range_add(&y, mean + (isnan(half) ? 0.0 : half));
+            plot_range_add(&y, fmax(0.0, mean - half));
+            plot_range_add(&y, mean + half);
+            plot_range_mid(&y, mean);
             for (int k = 0; k < r->probe->S && np < 512; k++) {
                 xs[np] = r->cfg.model.layers;
                 ys[np++] = r->probe->output_change[k];
@@ -182,7 +185,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
         qsort(rows, (size_t)nr, sizeof rows[0], plot_cmp_double);   // by depth (a merged file
         sbuf_printf(s, "$c%d << EOD\n", j);                   // lists runs by name)
         for (int k = 0; k < nr; k++)
-            sbuf_printf(s, "%g %.10g %.10g\n", rows[k][0], rows[k][1], rows[k][2]);
+            sbuf_printf(s, "%g %.10g %.10g %.10g\n", rows[k][0], rows[k][1], rows[k][2], rows[k][3]);
         sbuf_printf(s, "EOD\n");
         double A;
         fit_power_law(xs, ys, np, &slope[j], &ci[j], &A);
@@ -199,8 +202,8 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
         if (d.n == 1) snprintf(st[j].color, sizeof st[j].color, "%s", palette_scheme(nm, j));
         st[j].pt = palette_scheme_point(nm, j);
         const size_t used = strlen(st[j].key);
-        snprintf(st[j].key + used, sizeof st[j].key - used, ": ∝ %s^%.2f ± %.2f", encdec ? "N" : "L",
-                 slope[j], isnan(ci[j]) ? 0.0 : ci[j]);
+        snprintf(st[j].key + used, sizeof st[j].key - used, ": exponent %.2f ± %.2f", slope[j],
+                 isnan(ci[j]) ? 0.0 : ci[j]);
     }
     plot_diff_t all;
     plot_diff(set, m, n, PLOT_DIFF_INIT, &all);
@@ -222,7 +225,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     sbuf_printf(s, "set grid\nunset key\nset xlabel '%s'\nset ylabel 'E_{token} ‖ΔF‖'\n",
                 encdec ? "encoder layers = decoder layers N" : "layers L");
     plot_axis(s, "x", &x, 1, 0.05, NAN, NAN);
-    plot_axis(s, "y", &y, plot_range_log(&y), 0.05, NAN, NAN);
+    plot_axis(s, "y", &y, plot_range_log(&y), 0.05, 0.0, NAN);
     sbuf_printf(s, "set xtics (");
     double seen[PLOT_ATLAS_MAX];
     int nseen = 0;
@@ -233,7 +236,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     }
     sbuf_printf(s, ")\nplot ");
     for (int j = 0; j < nl; j++)
-        sbuf_printf(s, "%s$c%d using 1:2:3 with yerrorlines pt %d ps 0.9 lw 1.5 lc rgb '%s' notitle",
+        sbuf_printf(s, "%s$c%d using 1:2:3:4 with yerrorlines pt %d ps 0.9 lw 1.5 lc rgb '%s' notitle",
                     j ? ", " : "", j, st[j].pt, st[j].color);
     sbuf_printf(s, "\n");
     plot_end(s, &g, rows, &keys);

@@ -247,7 +247,7 @@ void plot_block_split(sbuf_t *s, const char *name, const double *data, int S, in
         if (rg) {
             plot_range_add(rg, lo);
             plot_range_add(rg, hi);
-            plot_range_add(rg, mean * scale);
+            plot_range_mid(rg, mean * scale);
         }
     }
     sbuf_printf(s, "EOD\n");

@@ -127,6 +127,7 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
         sbuf_printf(s, "%g %.10g %.10g\n", x, mean, isnan(half) ? 0.0 : half);
         plot_range_add(&sc.y, mean - (isnan(half) ? 0.0 : half));
         plot_range_add(&sc.y, mean + (isnan(half) ? 0.0 : half));
+        plot_range_mid(&sc.y, mean);
         if (isnan(sc.y0)) sc.y0 = mean;
         sc.xmin = fmin(sc.xmin, x);
         sc.xmax = fmax(sc.xmax, x);
@@ -245,6 +246,8 @@ static void scan_panel(sbuf_t *s, sbuf_t *keys, const plot_set_t *set, const int
     plot_range_t y = post.y, x;
     plot_range_add(&y, pre.y.lo);
     plot_range_add(&y, pre.y.hi);
+    plot_range_mid(&y, pre.y.mid_lo);
+    plot_range_mid(&y, pre.y.mid_hi);
     plot_range_init(&x);
     plot_range_add(&x, xmin);
     plot_range_add(&x, xmax);
