@@ -414,7 +414,8 @@ int plot_check_formats(const char *formats, char *err, size_t errlen)
     for (char *f = list, *comma; f; f = comma ? comma + 1 : NULL) {
         if ((comma = strchr(f, ','))) *comma = '\0';
         if (!terminal_for(f)) {
-            snprintf(err, errlen, "--format: not png, pdf, svg or gp: %s", f[0] ? f : "(empty)");
+            snprintf(err, errlen, "--format: not png, pdf or svg (or gp, the script): %s",
+                     f[0] ? f : "(empty)");
             return 2;
         }
     }

@@ -309,9 +309,10 @@ int plot_band_table(FILE *out, const plot_set_t *set, const plot_curve_t *c)
     free(d);
     const double plateau = c->up ? NAN : plateau_of(set, g, ng);
     if (!isnan(target) && target >= plateau - DIAG_PLATEAU_BAND)
-        fprintf(out, "\nEvery run reaches %.4g only on the unigram plateau (%.3f nats, the byte "
-                     "entropy of the training split): the %s reaching it says nothing about "
-                     "learning, and a stuck run reaches it first.\n", target, plateau,
-                epochs ? "epoch" : "update");
+        fprintf(out, "\n%.4g, the value every run reaches, is not below the unigram plateau "
+                     "(%.3f nats, the byte entropy of the training split) by more than %g nats: "
+                     "a run reaches it without learning more than the bytes' frequencies, so the "
+                     "%s reaching it says nothing about learning (a stuck run reaches it first).\n",
+                target, plateau, DIAG_PLATEAU_BAND, epochs ? "epoch" : "update");
     return ng;
 }

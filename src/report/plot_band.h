@@ -118,9 +118,8 @@ void plot_train_subtitle(const plot_set_t *set, const plot_group_t *g, int n, co
  * value of curve c (mean ± 95 % half-width over the seeds), the update (or epoch, c->epochs) at
  * which each reaches the value every run reaches (plot_band_common_target), mean ± half-width,
  * and how many seeds reach it. When no such value exists (no BLEU ever left 0) the column says
- * so; when it lies on the runs' unigram plateau (a loss no lower than the plateau less
- * DIAG_PLATEAU_BAND: reaching it is not learning, and a stuck run reaches it first) a line
- * after the table says so. Returns the number of rows (0: no run has the curve). */
+ * so; when it is not below the runs' unigram plateau by more than DIAG_PLATEAU_BAND (reaching
+ * it is not learning, and a stuck run reaches it first) a line after the table says so. Returns the number of rows (0: no run has the curve). */
 int plot_band_table(FILE *out, const plot_set_t *set, const plot_curve_t *c);
 
 #endif
