@@ -272,6 +272,40 @@ static void atlas_subtitle(const plot_set_t *set, const atlas_t *a, const char *
     else snprintf(buf, len, "%s", shared);
 }
 
+/* Blocks $f<scheme>_<depth>_<variant> ("lr mean lo hi" over the seeds) and $x… (the rates where
+ * a seed diverged) of every curve of the atlas; marks[(sc·nd + d)·nv + v] set where an $x block
+ * has rows; x, y the values drawn. Returns whether a run diverged. */
+static int lr_blocks(sbuf_t *s, const atlas_t *a, char *marks, plot_range_t *x, plot_range_t *y)
+{
+    int any_div = 0;
+    plot_range_init(y);
+    plot_range_init(x);
+    for (int sc = 0; sc < a->ns; sc++)
+        for (int d = 0; d < a->nd; d++)
+            for (int v = 0; v < a->nv; v++) {
+                double mean[ATLAS_MAX], h[ATLAS_MAX];
+                int div[ATLAS_MAX];
+                sbuf_printf(s, "$f%d_%d_%d << EOD\n", sc, d, v);
+                for (int l = 0; l < a->nl; l++) {
+                    mean[l] = atlas_point(a, sc, d, l, v, &h[l], &div[l]);
+                    any_div |= div[l];
+                    marks[((size_t)sc * a->nd + d) * a->nv + v] |= (char)div[l];
+                    if (!isfinite(mean[l])) continue;
+                    const double hw = isfinite(h[l]) ? h[l] : 0.0;   // rows: lr, loss, ± CI
+                    sbuf_printf(s, "%g %.10g %.10g %.10g\n", a->lr[l], mean[l], mean[l] - hw,
+                                mean[l] + hw);
+                    plot_range_add(y, mean[l] - hw);
+                    plot_range_add(y, mean[l] + hw);
+                    plot_range_add(x, a->lr[l]);
+                }
+                sbuf_printf(s, "EOD\n$x%d_%d_%d << EOD\n", sc, d, v);
+                for (int l = 0; l < a->nl; l++)   // diverged: × at the top edge
+                    if (div[l]) sbuf_printf(s, "%g\n", a->lr[l]);
+                sbuf_printf(s, "EOD\n");
+            }
+    return any_div;
+}
+
 int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     atlas_t *a = malloc(sizeof *a);
@@ -283,38 +317,10 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     }
     snprintf(name, len, "atlas_lr");
     plot_range_t y, x;
-    plot_range_init(&y);
-    plot_range_init(&x);
-    int any_div = 0;
     char *marks = calloc((size_t)a->ns * a->nd * a->nv, 1);   // which × blocks have rows
     if (!marks) { atlas_free(a); return 0; }
+    const int any_div = lr_blocks(s, a, marks, &x, &y);
 #define MARK(sc, d, v) marks[((size_t)(sc) * a->nd + (d)) * a->nv + (v)]
-    for (int sc = 0; sc < a->ns; sc++)
-        for (int d = 0; d < a->nd; d++)
-            for (int v = 0; v < a->nv; v++) {
-                double mean[ATLAS_MAX], h[ATLAS_MAX];
-                int div[ATLAS_MAX];
-                for (int l = 0; l < a->nl; l++) {
-                    mean[l] = atlas_point(a, sc, d, l, v, &h[l], &div[l]);
-                    any_div |= div[l];
-                    MARK(sc, d, v) |= (char)div[l];
-                    if (isfinite(mean[l])) {
-                        plot_range_add(&y, mean[l] - (isfinite(h[l]) ? h[l] : 0.0));
-                        plot_range_add(&y, mean[l] + (isfinite(h[l]) ? h[l] : 0.0));
-                        plot_range_add(&x, a->lr[l]);
-                    }
-                }
-                sbuf_printf(s, "$f%d_%d_%d << EOD\n", sc, d, v);
-                for (int l = 0; l < a->nl; l++)   // rows: lr, loss, loss − CI, loss + CI
-                    if (isfinite(mean[l]))
-                        sbuf_printf(s, "%g %.10g %.10g %.10g\n", a->lr[l], mean[l],
-                                    mean[l] - (isfinite(h[l]) ? h[l] : 0.0),
-                                    mean[l] + (isfinite(h[l]) ? h[l] : 0.0));
-                sbuf_printf(s, "EOD\n$x%d_%d_%d << EOD\n", sc, d, v);
-                for (int l = 0; l < a->nl; l++)   // diverged: × at the top edge
-                    if (div[l]) sbuf_printf(s, "%g\n", a->lr[l]);
-                sbuf_printf(s, "EOD\n");
-            }
     for (int l = 0; l < a->nl; l++) plot_range_add(&x, a->lr[l]);
     if (plot_range_empty(&y)) plot_range_add(&y, 0.0);   // every run diverged: the ×s only
     double plateau = NAN;   // the text runs' unigram plateau, dotted
@@ -387,18 +393,11 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     return 1;
 }
 
-int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+/* Block $h of the sensitivity map: "x y sensitivity best label colour" per cell, x = depth ×
+ * variant, y = scheme (top to bottom as listed); a stuck, diverged or empty cell has NaN (not
+ * coloured: the grey behind shows) and says so. Returns the colour scale's top. */
+static double sensitivity_cells(sbuf_t *s, const atlas_t *a)
 {
-    atlas_t *a = malloc(sizeof *a);
-    const int got = a ? atlas_collect(set, a) : 0;
-    if (got <= 0) {
-        atlas_free(a);
-        if (got < 0) snprintf(name, len, "atlas_sensitivity: two runs in one cell");
-        return got;
-    }
-    snprintf(name, len, "atlas_sensitivity");
-    // cells: x = depth × variant, y = scheme (top to bottom as listed); columns x, y,
-    // sensitivity (NaN: not coloured), best loss, label, the label's colour
     plot_range_t v;
     plot_range_init(&v);
     plot_range_add(&v, 0.0);
@@ -415,22 +414,35 @@ int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, siz
                         continue;
                     }
                     const int cx = d * a->nv + w, cy = a->ns - 1 - sc;
+                    if (!isfinite(best)) best = NAN;
                     if (kind == CELL_TRAINED && isfinite(x)) {
                         const int white = palette_text_white(x / (v.hi > 0 ? v.hi : 1.0));
                         char lab[64];
                         if (a->nk > 1) snprintf(lab, sizeof lab, "%.2f ± %.2f", x, isfinite(half) ? half : 0.0);
                         else snprintf(lab, sizeof lab, "%.2f", x);
-                        sbuf_printf(s, "%d %d %.6g %.6g \"%s\" %d\n", cx, cy, x,
-                                    isfinite(best) ? best : NAN, lab,
+                        sbuf_printf(s, "%d %d %.6g %.6g \"%s\" %d\n", cx, cy, x, best, lab,
                                     white ? 0xffffff : 0x000000);
                     } else {
                         static const char *const WHY[] = {"", "stuck", "diverged", "–"};
-                        sbuf_printf(s, "%d %d NaN %.6g \"%s\" %d\n", cx, cy, isfinite(best) ? best : NAN,
-                                    WHY[kind], 0x333333);
+                        sbuf_printf(s, "%d %d NaN %.6g \"%s\" %d\n", cx, cy, best, WHY[kind], 0x333333);
                     }
                 }
         if (pass) sbuf_printf(s, "EOD\n");
     }
+    return v.hi > 0 ? v.hi : 1.0;
+}
+
+int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    atlas_t *a = malloc(sizeof *a);
+    const int got = a ? atlas_collect(set, a) : 0;
+    if (got <= 0) {
+        atlas_free(a);
+        if (got < 0) snprintf(name, len, "atlas_sensitivity: two runs in one cell");
+        return got;
+    }
+    snprintf(name, len, "atlas_sensitivity");
+    const double vmax = sensitivity_cells(s, a);
     char title[400], sub[900];
     atlas_title(set, "LR sensitivity per scheme and depth (Wortsman et al. 2023)", title,
                 sizeof title);
@@ -472,7 +484,7 @@ int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, siz
                 a->ns - 0.5);
     palette_heat(s, "LR sensitivity (nats)", 0);
     sbuf_printf(s, "set cbrange [0:%g]\nset colorbox user origin screen 0.875, screen %.4f size "
-                   "screen 0.02, screen %.4f\n", v.hi > 0 ? v.hi : 1.0, g.bottom + g.below,
+                   "screen 0.02, screen %.4f\n", vmax, g.bottom + g.below,
                 g.top - g.above - g.bottom - g.below);
     sbuf_printf(s, "set object 1 rectangle from graph 0, graph 0 to graph 1, graph 1 behind "
                    "fc rgb '#d9d9d9' fs pattern 2 border lc rgb '#bdbdbd'\n"

@@ -303,6 +303,47 @@ static void multiples(const plot_set_t *set, const int *m, int n, const plot_dif
     free(k);
 }
 
+/* Block $d<i>: "update max-logit min-entropy loss" of run r (at most about 500 rows); x, y[3]
+ * widened. */
+static void lines_block(sbuf_t *s, int i, const plot_run_t *r, plot_range_t *x, plot_range_t *y)
+{
+    const plot_dyn_t *d = r->dyn;
+    const size_t T = d->nsteps < r->nsteps ? d->nsteps : r->nsteps, every = T > 500 ? T / 500 : 1;
+    sbuf_printf(s, "$d%d << EOD\n", i);
+    for (size_t t = 0; t < T; t++)
+        if (t % every == 0 || t + 1 == T) {
+            const double v[3] = {d->max_logit[t], d->min_entropy[t], r->loss[t]};
+            sbuf_printf(s, "%.10g %.8g %.8g %.8g\n", r->step[t], v[0], v[1], v[2]);
+            plot_range_add(x, r->step[t]);
+            for (int p = 0; p < 3; p++) plot_range_add(&y[p], v[p]);
+        }
+    sbuf_printf(s, "EOD\n");
+}
+
+/* The key of the small multiples: an entry per colour (and dash), not per run, in the order of
+ * the colour's item. Returns the entries. */
+static int lines_keys(sbuf_t *keys, const plot_set_t *set, const int *m, int n,
+                      const plot_diff_t *d, const multiples_t *mu)
+{
+    int first[DYN_MAX_LINES], nk = 0;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= !strcmp(mu->st[j].color, mu->st[i].color) && mu->st[j].dt == mu->st[i].dt;
+        if (!seen) first[nk++] = i;
+    }
+    const int c = plot_colour_item(d);
+    for (int a = 1; c >= 0 && a < nk; a++)
+        for (int b = a; b > 0 && plot_item_value(&set->runs[m[first[b]]], d->item[c]) <
+                                     plot_item_value(&set->runs[m[first[b - 1]]], d->item[c]); b--) {
+            const int t = first[b];
+            first[b] = first[b - 1];
+            first[b - 1] = t;
+        }
+    for (int k = 0; k < nk; k++) plot_keyentry(keys, &mu->st[first[k]], "lines");
+    return nk;
+}
+
 int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int m[DYN_MAX_LINES], n = 0;
@@ -313,20 +354,7 @@ int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_range_t x, y[3];
     plot_range_init(&x);
     for (int p = 0; p < 3; p++) plot_range_init(&y[p]);
-    for (int i = 0; i < n; i++) {
-        const plot_run_t *r = &set->runs[m[i]];
-        const plot_dyn_t *d = r->dyn;
-        const size_t T = d->nsteps < r->nsteps ? d->nsteps : r->nsteps, every = T > 500 ? T / 500 : 1;
-        sbuf_printf(s, "$d%d << EOD\n", i);
-        for (size_t t = 0; t < T; t++)
-            if (t % every == 0 || t + 1 == T) {
-                const double v[3] = {d->max_logit[t], d->min_entropy[t], r->loss[t]};
-                sbuf_printf(s, "%.10g %.8g %.8g %.8g\n", r->step[t], v[0], v[1], v[2]);
-                plot_range_add(&x, r->step[t]);
-                for (int p = 0; p < 3; p++) plot_range_add(&y[p], v[p]);
-            }
-        sbuf_printf(s, "EOD\n");
-    }
+    for (int i = 0; i < n; i++) lines_block(s, i, &set->runs[m[i]], &x, y);
     if (plot_range_empty(&y[0]) && plot_range_empty(&y[1]) && plot_range_empty(&y[2])) {
         snprintf(name, len, "dyn_lines: no finite value");
         return -1;
@@ -340,23 +368,8 @@ int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_title(set, m, n, &d, "Attention-logit growth and entropy collapse", NULL, title, sizeof title);
     plot_shared(&d, &set->runs[m[0]], PLOT_SHARED_TRAIN, 1, shared, sizeof shared);
     snprintf(sub, sizeof sub, "%s", shared);
-    sbuf_t keys = {0};   // one entry per colour (and dash), not per run, in the colour's order
-    int first[DYN_MAX_LINES], nk = 0;
-    for (int i = 0; i < n; i++) {
-        int seen = 0;
-        for (int j = 0; j < i; j++)
-            seen |= !strcmp(mu->st[j].color, mu->st[i].color) && mu->st[j].dt == mu->st[i].dt;
-        if (!seen) first[nk++] = i;
-    }
-    const int c = plot_colour_item(&d);
-    for (int a = 1; c >= 0 && a < nk; a++)
-        for (int b = a; b > 0 && plot_item_value(&set->runs[m[first[b]]], d.item[c]) <
-                                     plot_item_value(&set->runs[m[first[b - 1]]], d.item[c]); b--) {
-            const int t = first[b];
-            first[b] = first[b - 1];
-            first[b - 1] = t;
-        }
-    for (int k = 0; k < nk; k++) plot_keyentry(&keys, &mu->st[first[k]], "lines");
+    sbuf_t keys = {0};
+    const int nk = lines_keys(&keys, set, m, n, &d, mu);
     const int rows = plot_key_rows(nk, plot_styles_longest(mu->st, n));
     plot_grid_t g;
     plot_grid(&g, 3, mu->np, plot_title_lines(sub), rows);
@@ -430,6 +443,38 @@ static double final_loss(const plot_run_t *r, int *div)
     return n ? sum / n : NAN;
 }
 
+/* Block $f<j>: "lr mean-final-loss any-diverged" of the runs m[i] of series j (of[i] == j) over
+ * the rates lrs[0..nl); x, y widened, seeds per point into *lo, *hi (their fewest and most),
+ * *div set when a run diverged. */
+static void lr_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, const int *of, int j,
+                     const double *lrs, int nl, plot_range_t *x, plot_range_t *y, int *lo,
+                     int *hi, int *div)
+{
+    sbuf_printf(s, "$f%d << EOD\n", j);
+    for (int q = 0; q < nl; q++) {
+        double sum = 0.0;
+        int cnt = 0, runs = 0, anydiv = 0;
+        for (int i = 0; i < n; i++) {
+            const plot_run_t *r = &set->runs[m[i]];
+            if (of[i] != j || r->cfg.train.lr != lrs[q]) continue;
+            int dv;
+            const double f = final_loss(r, &dv);
+            if (isfinite(f)) { sum += f; cnt++; }
+            anydiv |= dv;
+            runs++;
+        }
+        if (!runs) continue;
+        *lo = runs < *lo ? runs : *lo;
+        *hi = runs > *hi ? runs : *hi;
+        *div |= anydiv;
+        if (!cnt) continue;
+        sbuf_printf(s, "%.10g %.8g %d\n", lrs[q], sum / cnt, anydiv);
+        plot_range_add(x, lrs[q]);
+        plot_range_add(y, sum / cnt);
+    }
+    sbuf_printf(s, "EOD\n");
+}
+
 int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int m[DYN_MAX_LINES * 4], n = 0;
@@ -443,16 +488,8 @@ int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     // a series per configuration but the lr (and seed): every key that differs tells one apart
     plot_diff_t by = all;
     plot_diff_drop(&by, "train.lr");
-    int rep[DYN_MAX_LINES], of[DYN_MAX_LINES * 4], ns = 0;
-    char (*key)[300] = malloc((size_t)n * sizeof *key);
-    if (!key) return 0;
-    for (int i = 0; i < n; i++) {
-        plot_key(&by, &set->runs[m[i]], 0, key[i], sizeof key[i]);
-        of[i] = -1;
-        for (int j = 0; j < ns; j++)
-            if (!strcmp(key[rep[j]], key[i])) { of[i] = j; break; }
-        if (of[i] < 0 && ns < DYN_MAX_LINES) { rep[ns] = i; of[i] = ns++; }
-    }
+    int rep[DYN_MAX_LINES], of[DYN_MAX_LINES * 4], reps[DYN_MAX_LINES];
+    const int ns = plot_group_by(set, m, n, &by, of, rep, DYN_MAX_LINES);
     double lrs[DYN_MAX_LINES * 4];
     int nl = 0;
     for (int i = 0; i < n; i++) plot_intern_value(lrs, &nl, set->runs[m[i]].cfg.train.lr);
@@ -462,38 +499,13 @@ int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_range_init(&y);
     int seeds_lo = 1 << 30, seeds_hi = 0, any_div = 0;
     for (int j = 0; j < ns; j++) {
-        sbuf_printf(s, "$f%d << EOD\n", j);
-        for (int q = 0; q < nl; q++) {
-            double sum = 0.0;
-            int cnt = 0, runs = 0, anydiv = 0;
-            for (int i = 0; i < n; i++) {
-                const plot_run_t *r = &set->runs[m[i]];
-                if (of[i] != j || r->cfg.train.lr != lrs[q]) continue;
-                int div;
-                const double f = final_loss(r, &div);
-                if (isfinite(f)) { sum += f; cnt++; }
-                anydiv |= div;
-                runs++;
-            }
-            if (!runs) continue;
-            seeds_lo = runs < seeds_lo ? runs : seeds_lo;
-            seeds_hi = runs > seeds_hi ? runs : seeds_hi;
-            any_div |= anydiv;
-            if (cnt) {
-                sbuf_printf(s, "%.10g %.8g %d\n", lrs[q], sum / cnt, anydiv);
-                plot_range_add(&x, lrs[q]);
-                plot_range_add(&y, sum / cnt);
-            }
-        }
-        sbuf_printf(s, "EOD\n");
+        lr_block(s, set, m, n, of, j, lrs, nl, &x, &y, &seeds_lo, &seeds_hi, &any_div);
+        reps[j] = m[rep[j]];
     }
     if (plot_range_empty(&y)) {
-        free(key);
         snprintf(name, len, "dyn_lr: no finite final loss");
         return -1;
     }
-    int reps[DYN_MAX_LINES];
-    for (int j = 0; j < ns; j++) reps[j] = m[rep[j]];
     plot_style_t st[DYN_MAX_LINES];
     plot_styles(set, reps, ns, &by, st);
     char title[400], sub[700], shared[400], seeds[80] = "";
@@ -527,6 +539,5 @@ int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     sbuf_printf(s, "\n");
     plot_end(s, &g, rows, &keys);
     sbuf_free(&keys);
-    free(key);
     return 1;
 }

@@ -140,6 +140,37 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 
 /* ------------------------------------------------------------------ Lemma 2 */
 
+/* Blocks $h<i>_a (the block's output: x⁵ for Post-LN, x_{l+1} for Pre-LN) and $h<i>_b (after
+ * attention: x², x³) of E‖x‖²/d per layer, and $bounds, Lemma 2's Pre-LN bounds; rg[post] the
+ * values of each panel, Lemma 2's lines with them. */
+static void hidden_blocks(sbuf_t *s, const plot_set_t *set, const int *m, int n, plot_range_t *rg)
+{
+    const config_t *c0 = &set->runs[m[0]].cfg;
+    const int dm = c0->model.d_model, dff = c0->model.d_ff, L = c0->model.layers;
+    plot_range_init(&rg[0]);
+    plot_range_init(&rg[1]);
+    for (int i = 0; i < n; i++) {
+        const probe_t *p = set->runs[m[i]].probe;
+        const int post = plot_theory(&set->runs[m[i]]) == SCHEME_THEORY_POST;
+        char block[32];
+        snprintf(block, sizeof block, "h%d_a", i);
+        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.nsite,
+                             plot_site_col(p, post ? "resid2" : "output"), 1.0 / dm, &rg[post]);
+        snprintf(block, sizeof block, "h%d_b", i);
+        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.nsite,
+                             plot_site_col(p, "resid1"), 1.0 / dm, &rg[post]);
+    }
+    sbuf_printf(s, "$bounds << EOD\n");
+    for (int l = 0; l <= L + 1; l++) {
+        double lo, hi;
+        fit_lemma2_pre_bounds(dm, dff, l, fit_input_sqnorm(), &lo, &hi);
+        sbuf_printf(s, "%d %.10g %.10g\n", l, lo, hi);
+        if (l >= 1 && l <= L) { plot_range_add(&rg[0], lo); plot_range_add(&rg[0], hi); }
+    }
+    sbuf_printf(s, "EOD\n");
+    plot_range_add(&rg[1], fit_lemma2_post(dm, dff));
+}
+
 int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int m[PLOT_MAX_SERIES], n = plot_pick_layer_group(set, ARCH_LM, m), k = 0;
@@ -169,28 +200,7 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     const config_t *c0 = &set->runs[m[0]].cfg;
     const int dm = c0->model.d_model, dff = c0->model.d_ff, L = c0->model.layers;
     plot_range_t rg[2];   // [post]
-    plot_range_init(&rg[0]);
-    plot_range_init(&rg[1]);
-    for (int i = 0; i < n; i++) {
-        const probe_t *p = set->runs[m[i]].probe;
-        const int post = plot_theory(&set->runs[m[i]]) == SCHEME_THEORY_POST;
-        char block[32];
-        snprintf(block, sizeof block, "h%d_a", i);
-        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.nsite,
-                             plot_site_col(p, post ? "resid2" : "output"), 1.0 / dm, &rg[post]);
-        snprintf(block, sizeof block, "h%d_b", i);
-        plot_block_per_layer(s, block, p->hidden_sqnorm, p->S, p->ax.L, p->ax.nsite,
-                             plot_site_col(p, "resid1"), 1.0 / dm, &rg[post]);
-    }
-    sbuf_printf(s, "$bounds << EOD\n");
-    for (int l = 0; l <= L + 1; l++) {
-        double lo, hi;
-        fit_lemma2_pre_bounds(dm, dff, l, fit_input_sqnorm(), &lo, &hi);
-        sbuf_printf(s, "%d %.10g %.10g\n", l, lo, hi);
-        if (l >= 1 && l <= L) { plot_range_add(&rg[0], lo); plot_range_add(&rg[0], hi); }
-    }
-    sbuf_printf(s, "EOD\n");
-    plot_range_add(&rg[1], fit_lemma2_post(dm, dff));
+    hidden_blocks(s, set, m, n, rg);
     char title[400], sub[700];
     plot_title(set, m, n, &d, "Hidden-state norms E‖x‖^2/d per layer beside Lemma 2", NULL, title,
                sizeof title);

@@ -62,6 +62,12 @@ int plot_colour_item(const plot_diff_t *d);
 void plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
                  plot_style_t *st);
 
+/* Group runs m[0..n) by their key over d (plot_key: equal keys, one group): of[i] the group
+ * of run i (−1 past max groups), rep[g] the index (into m) of group g's first run. Returns the
+ * number of groups. */
+int plot_group_by(const plot_set_t *set, const int *m, int n, const plot_diff_t *d, int *of,
+                  int *rep, int max);
+
 /* Append to keys the key entry of st drawn as with ("lines", "linespoints", "points"). */
 void plot_keyentry(sbuf_t *keys, const plot_style_t *st, const char *with);
 

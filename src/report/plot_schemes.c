@@ -123,11 +123,50 @@ int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len
     return 1;
 }
 
+/* Block $c<j> of the runs m[i] of group j (of[i] == j): "depth mean lo hi", the 95 % interval
+ * of the output change over seeds never below 0; x and y widened; the power law fitted to every
+ * seed's value into *slope ± *ci. */
+static void output_change_block(sbuf_t *s, const plot_set_t *set, const int *m, int n,
+                                const int *of, int j, plot_range_t *x, plot_range_t *y,
+                                double *slope, double *ci)
+{
+    double xs[512], ys[512], rows[PLOT_ATLAS_MAX][4];   // rows: depth, mean, 95 % CI
+    size_t np = 0;
+    int nr = 0;
+    for (int i = 0; i < n && nr < PLOT_ATLAS_MAX; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        if (of[i] != j) continue;
+        double mean, half;
+        size_t cnt;
+        fit_mean_ci(r->probe->output_change, 1, (size_t)r->probe->S, &mean, &half, &cnt);
+        if (!cnt) continue;
+        if (isnan(half)) half = 0.0;
+        rows[nr][0] = r->cfg.model.layers;
+        rows[nr][1] = mean;
+        rows[nr][2] = fmax(0.0, mean - half);   // a norm: its interval never below 0
+        rows[nr++][3] = mean + half;
+        plot_range_add(x, r->cfg.model.layers);
+        plot_range_add(y, fmax(0.0, mean - half));
+        plot_range_add(y, mean + half);
+        plot_range_mid(y, mean);
+        for (int k = 0; k < r->probe->S && np < 512; k++) {
+            xs[np] = r->cfg.model.layers;
+            ys[np++] = r->probe->output_change[k];
+        }
+    }
+    qsort(rows, (size_t)nr, sizeof rows[0], plot_cmp_double);   // by depth (a merged file
+    sbuf_printf(s, "$c%d << EOD\n", j);                   // lists runs by name)
+    for (int k = 0; k < nr; k++)
+        sbuf_printf(s, "%g %.10g %.10g %.10g\n", rows[k][0], rows[k][1], rows[k][2], rows[k][3]);
+    sbuf_printf(s, "EOD\n");
+    double A;
+    fit_power_law(xs, ys, np, slope, ci, &A);
+}
+
 int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int m[512], n = 0;
+    int m[512], n = 0, ns = 0;
     char names[PLOT_ATLAS_MAX][32];
-    int ns = 0;
     for (int i = 0; i < set->n && n < 512; i++) {
         const plot_run_t *r = &set->runs[i];
         if (!r->probe || !r->probe->output_change || isnan(r->probe->output_change[0])) continue;
@@ -143,59 +182,20 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     plot_diff(set, m, n, PLOT_DIFF_INIT, &d);
     plot_diff_drop(&d, "model.layers");
     plot_diff_drop(&d, "model.dec_layers");
-    int rep[PLOT_ATLAS_MAX], of[512], nl = 0;
-    char (*key)[300] = malloc((size_t)n * sizeof *key);
-    if (!key) return 0;
-    for (int i = 0; i < n; i++) {
-        plot_key(&d, &set->runs[m[i]], 0, key[i], sizeof key[i]);
-        of[i] = -1;
-        for (int j = 0; j < nl && of[i] < 0; j++)
-            if (!strcmp(key[rep[j]], key[i])) of[i] = j;
-        if (of[i] < 0 && nl < PLOT_ATLAS_MAX) { rep[nl] = i; of[i] = nl++; }
-    }
+    int rep[PLOT_ATLAS_MAX], of[512], reps[PLOT_ATLAS_MAX];
+    const int nl = plot_group_by(set, m, n, &d, of, rep, PLOT_ATLAS_MAX);
     plot_range_t x, y;
     plot_range_init(&x);
     plot_range_init(&y);
     double slope[PLOT_ATLAS_MAX], ci[PLOT_ATLAS_MAX];
     for (int j = 0; j < nl; j++) {
-        double xs[512], ys[512], rows[PLOT_ATLAS_MAX][4];   // rows: depth, mean, 95 % CI
-        size_t np = 0;
-        int nr = 0;
-        for (int i = 0; i < n && nr < PLOT_ATLAS_MAX; i++) {
-            const plot_run_t *r = &set->runs[m[i]];
-            if (of[i] != j) continue;
-            double mean, half;
-            size_t cnt;
-            fit_mean_ci(r->probe->output_change, 1, (size_t)r->probe->S, &mean, &half, &cnt);
-            if (!cnt) continue;
-            if (isnan(half)) half = 0.0;
-            rows[nr][0] = r->cfg.model.layers;
-            rows[nr][1] = mean;
-            rows[nr][2] = fmax(0.0, mean - half);   // a norm: its interval never below 0
-            rows[nr++][3] = mean + half;
-            plot_range_add(&x, r->cfg.model.layers);
-            plot_range_add(&y, fmax(0.0, mean - half));
-            plot_range_add(&y, mean + half);
-            plot_range_mid(&y, mean);
-            for (int k = 0; k < r->probe->S && np < 512; k++) {
-                xs[np] = r->cfg.model.layers;
-                ys[np++] = r->probe->output_change[k];
-            }
-        }
-        qsort(rows, (size_t)nr, sizeof rows[0], plot_cmp_double);   // by depth (a merged file
-        sbuf_printf(s, "$c%d << EOD\n", j);                   // lists runs by name)
-        for (int k = 0; k < nr; k++)
-            sbuf_printf(s, "%g %.10g %.10g %.10g\n", rows[k][0], rows[k][1], rows[k][2], rows[k][3]);
-        sbuf_printf(s, "EOD\n");
-        double A;
-        fit_power_law(xs, ys, np, &slope[j], &ci[j], &A);
+        output_change_block(s, set, m, n, of, j, &x, &y, &slope[j], &ci[j]);
+        reps[j] = m[rep[j]];
     }
-    int reps[PLOT_ATLAS_MAX];
-    for (int j = 0; j < nl; j++) reps[j] = m[rep[j]];
     plot_style_t st[PLOT_ATLAS_MAX];
     plot_styles(set, reps, nl, &d, st);
-    const config_t *c = &set->runs[m[0]].cfg;
-    const int encdec = c->model.arch == ARCH_ENCDEC;
+    const int encdec = set->runs[m[0]].cfg.model.arch == ARCH_ENCDEC;
+    sbuf_t keys = {0};
     for (int j = 0; j < nl; j++) {   // the scheme's colour and marker; the fit in the key
         char nm[32];
         scheme_name(&set->runs[reps[j]].cfg, nm, sizeof nm);
@@ -204,6 +204,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
         const size_t used = strlen(st[j].key);
         snprintf(st[j].key + used, sizeof st[j].key - used, ": exponent %.2f ± %.2f", slope[j],
                  isnan(ci[j]) ? 0.0 : ci[j]);
+        plot_keyentry(&keys, &st[j], "linespoints");
     }
     plot_diff_t all;
     plot_diff(set, m, n, PLOT_DIFF_INIT, &all);
@@ -215,8 +216,6 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     snprintf(sub, sizeof sub, "E_{token} ‖F(x,W) − F(x,W*)‖, W* = W − 10^{-4}·sign(N(0,1)), F the "
              "%s; %s\nkey: the fitted exponent ± 95%% CI (½: an O(N) squared change)",
              encdec ? "decoder's output" : "last hidden state", shared);
-    sbuf_t keys = {0};
-    for (int j = 0; j < nl; j++) plot_keyentry(&keys, &st[j], "linespoints");
     const int rows = plot_key_rows(nl, plot_styles_longest(st, nl));
     plot_grid_t g;
     plot_grid(&g, 1, 1, plot_title_lines(sub), rows);
@@ -241,7 +240,6 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     sbuf_printf(s, "\n");
     plot_end(s, &g, rows, &keys);
     sbuf_free(&keys);
-    free(key);
     return 1;
 }
 

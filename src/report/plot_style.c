@@ -189,6 +189,22 @@ void plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t
     free(other);
 }
 
+int plot_group_by(const plot_set_t *set, const int *m, int n, const plot_diff_t *d, int *of,
+                  int *rep, int max)
+{
+    char (*key)[300] = malloc((size_t)(n > 0 ? n : 1) * sizeof *key);
+    int ng = 0;
+    for (int i = 0; key && i < n; i++) {
+        plot_key(d, &set->runs[m[i]], 0, key[i], sizeof key[i]);
+        of[i] = -1;
+        for (int g = 0; g < ng && of[i] < 0; g++)
+            if (!strcmp(key[rep[g]], key[i])) of[i] = g;
+        if (of[i] < 0 && ng < max) { rep[ng] = i; of[i] = ng++; }
+    }
+    free(key);
+    return ng;
+}
+
 void plot_keyentry(sbuf_t *keys, const plot_style_t *st, const char *with)
 {
     char q[620];
