@@ -65,7 +65,7 @@ int plot_fig_bleu(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_diff_t d;
     plot_diff(set, m, n, 0, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    plot_styles(set, m, n, &d, st);
+    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "bleu", n);
     char title[400], sub[900], extra[300] = "greedy decoding, NLTK corpus BLEU on detokenised text";
     plot_title(set, m, n, &d, "BLEU on the validation split",
                plot_paper_figure(set, m, n, &d, PLOT_KIND_TRAIN), title, sizeof title);

@@ -246,8 +246,10 @@ int plot_fig_dyn_logit(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 /* ------------------------------------------------------------------- lines and lr scans */
 
 /* The small multiples of runs m[0..n): colour by the ordered item c of d (−1: a colour per
- * run), a panel per value of the other items (pkey: their text per run), at most DYN_MAX_PANELS;
- * when there would be more, panels by the first other item and a dash per value of the rest. */
+ * run), a panel per value of the other items, at most DYN_MAX_PANELS; when there would be more,
+ * panels by the first other item and a dash per value of the rest (named in the key). Returns 0
+ * when the runs cannot be told apart so (more configurations than panels, colours or dashes):
+ * the figure is then not drawn (an atlas-sized set has its own figures). */
 #define DYN_MAX_PANELS 6
 typedef struct {
     int np;                        /* panels */
@@ -256,25 +258,19 @@ typedef struct {
     plot_style_t st[DYN_MAX_LINES];
 } multiples_t;
 
-static void multiples(const plot_set_t *set, const int *m, int n, const plot_diff_t *d,
-                      multiples_t *mu)
+static int multiples(const plot_set_t *set, const int *m, int n, const plot_diff_t *d,
+                     multiples_t *mu)
 {
     const int c = plot_colour_item(d);
+    if (c < 0 && n > PLOT_QUAL_COUNT) return 0;   // more runs than colours: none told apart
     plot_diff_t rest = *d, first = *d, dash = *d;
     if (c >= 0) plot_diff_drop(&rest, d->item[c]);
     first.n = rest.n ? 1 : 0;   // the fallback: panels by the first other item,
     if (rest.n) snprintf(first.item[0], sizeof first.item[0], "%s", rest.item[0]);
     dash = rest;                //   dashes by the others
     if (rest.n) plot_diff_drop(&dash, rest.item[0]);
-    char (*k)[300] = malloc((size_t)n * sizeof *k);
-    int distinct = 0;
-    for (int i = 0; k && i < n; i++) {
-        plot_key(&rest, &set->runs[m[i]], 0, k[i], sizeof k[i]);
-        int j = 0;
-        while (j < i && strcmp(k[j], k[i])) j++;
-        distinct += j == i;
-    }
-    const int fallback = distinct > DYN_MAX_PANELS;
+    int of[DYN_MAX_LINES], rep[DYN_MAX_LINES];
+    const int fallback = plot_group_by(set, m, n, &rest, of, rep, DYN_MAX_LINES) > DYN_MAX_PANELS;
     plot_diff_t colour = {0};
     if (c >= 0) { colour.n = 1; snprintf(colour.item[0], sizeof colour.item[0], "%s", d->item[c]); }
     plot_styles(set, m, n, c >= 0 ? &colour : d, mu->st);
@@ -289,18 +285,22 @@ static void multiples(const plot_set_t *set, const int *m, int n, const plot_dif
         else plot_key(fallback ? &first : &rest, &set->runs[m[i]], 0, p, sizeof p);
         int j = 0;
         while (j < mu->np && strcmp(mu->panel[j], p)) j++;
-        if (j == mu->np && mu->np < DYN_MAX_PANELS) snprintf(mu->panel[mu->np++], sizeof mu->panel[0], "%s", p);
-        mu->of[i] = j < DYN_MAX_PANELS ? j : DYN_MAX_PANELS - 1;
-        if (fallback && dash.n) {
+        if (j == DYN_MAX_PANELS) return 0;   // more configurations than panels
+        if (j == mu->np) snprintf(mu->panel[mu->np++], sizeof mu->panel[0], "%s", p);
+        mu->of[i] = j;
+        if (fallback && dash.n) {   // a dash per value of the others, said in the key
             char q[300];
             plot_key(&dash, &set->runs[m[i]], 0, q, sizeof q);
             int e = 0;
             while (e < nd && strcmp(dk[e], q)) e++;
+            if (e == 5) return 0;   // more than five dashes: some would look alike
             if (e == nd) snprintf(dk[nd++], sizeof dk[0], "%s", q);
             mu->st[i].dt = palette_dash(e);
+            const size_t used = strlen(mu->st[i].key);
+            snprintf(mu->st[i].key + used, sizeof mu->st[i].key - used, ", %s", q);
         }
     }
-    free(k);
+    return 1;
 }
 
 /* Block $d<i>: "update max-logit min-entropy loss" of run r (at most about 500 rows); x, y[3]
@@ -347,8 +347,11 @@ static int lines_keys(sbuf_t *keys, const plot_set_t *set, const int *m, int n,
 int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int m[DYN_MAX_LINES], n = 0;
-    for (int i = 0; i < set->n && n < DYN_MAX_LINES; i++)
-        if (set->runs[i].dyn && set->runs[i].dyn->nsteps > 0 && set->runs[i].nsteps > 0) m[n++] = i;
+    for (int i = 0; i < set->n; i++)
+        if (set->runs[i].dyn && set->runs[i].dyn->nsteps > 0 && set->runs[i].nsteps > 0) {
+            if (n == DYN_MAX_LINES) return 0;   // more curves than can be told apart: the atlas's
+            m[n++] = i;
+        }
     if (!n) return 0;
     snprintf(name, len, "dyn_lines");
     plot_range_t x, y[3];
@@ -362,8 +365,10 @@ int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_diff_t d;
     plot_diff(set, m, n, PLOT_DIFF_SEED, &d);
     multiples_t *mu = malloc(sizeof *mu);
-    if (!mu) return 0;
-    multiples(set, m, n, &d, mu);
+    if (!mu || !multiples(set, m, n, &d, mu)) {
+        free(mu);
+        return 0;
+    }
     char title[400], sub[600], shared[400];
     plot_title(set, m, n, &d, "Attention-logit growth and entropy collapse", NULL, title, sizeof title);
     plot_shared(&d, &set->runs[m[0]], PLOT_SHARED_TRAIN, 1, shared, sizeof shared);
@@ -489,7 +494,8 @@ int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_diff_t by = all;
     plot_diff_drop(&by, "train.lr");
     int rep[DYN_MAX_LINES], of[DYN_MAX_LINES * 4], reps[DYN_MAX_LINES];
-    const int ns = plot_group_by(set, m, n, &by, of, rep, DYN_MAX_LINES);
+    const int ns = plot_group_by(set, m, n, &by, of, rep, PLOT_MAX_SERIES + 1);
+    if (ns > PLOT_MAX_SERIES) return PLOT_TOO_MANY(name, len, "dyn_lr", n);   // a key per line
     double lrs[DYN_MAX_LINES * 4];
     int nl = 0;
     for (int i = 0; i < n; i++) plot_intern_value(lrs, &nl, set->runs[m[i]].cfg.train.lr);
@@ -507,7 +513,7 @@ int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         return -1;
     }
     plot_style_t st[DYN_MAX_LINES];
-    plot_styles(set, reps, ns, &by, st);
+    if (!plot_styles(set, reps, ns, &by, st)) return PLOT_TOO_MANY(name, len, "dyn_lr", ns);
     char title[400], sub[700], shared[400], seeds[80] = "";
     plot_title(set, m, n, &by, "Final loss vs learning rate", "Wortsman et al. 2023, Fig. 1",
                title, sizeof title);

@@ -55,12 +55,19 @@ typedef struct {
 int plot_colour_item(const plot_diff_t *d);
 
 /* The styles of n curves, curve i standing for run rep[i], from what differs between them (d):
- * one ordered item (lr, warm-up, depth, …) → ordinal colours by its value; only the scheme →
- * each scheme's colour and marker; else up to PLOT_QUAL_COUNT curves → Okabe–Ito by curve,
- * more → ordinal colour by the first ordered item and a dash per value of the rest. Keys:
- * plot_key. */
-void plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
-                 plot_style_t *st);
+ * one ordered item (lr, warm-up, depth, …) → ordinal colours by its value; each curve its own
+ * scheme → the scheme's colour and marker; else up to PLOT_QUAL_COUNT curves → Okabe–Ito by
+ * curve, more → ordinal colour by the ordered item plot_colour_item picks and a dash per value
+ * of the rest. Keys: plot_key. Returns 0 when two curves would look alike (more
+ * configurations than colours and dashes tell apart): the figure then says so and is not
+ * drawn (PLOT_TOO_MANY). */
+int plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
+                plot_style_t *st);
+
+/* A figure whose curves plot_styles cannot tell apart: its note, and −1 (plot_figure_fn). */
+#define PLOT_TOO_MANY(name, len, fig, n) \
+    (snprintf(name, len, "%s: more curves than colours and dashes tell apart (%d runs; the " \
+              "atlas's figures draw such sets)", fig, n), -1)
 
 /* Group runs m[0..n) by their key over d (plot_key: equal keys, one group): of[i] the group
  * of run i (−1 past max groups), rep[g] the index (into m) of group g's first run. Returns the

@@ -7,7 +7,7 @@
 /* Text height and width per character on the canvas at the key's font (@F80): the terminals'
  * fonts are 1/60 of the canvas's height (plot.c); the canvas is 14:9. */
 #define LINE_H (0.8 / 60.0 * 1.3)
-#define CHAR_W (0.8 / 60.0 * 0.56 * 9.0 / 14.0)
+#define CHAR_W (0.8 / 60.0 * 0.62 * 9.0 / 14.0)
 
 void plot_range_init(plot_range_t *r)
 {

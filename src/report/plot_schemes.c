@@ -184,6 +184,8 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     plot_diff_drop(&d, "model.dec_layers");
     int rep[PLOT_ATLAS_MAX], of[512], reps[PLOT_ATLAS_MAX];
     const int nl = plot_group_by(set, m, n, &d, of, rep, PLOT_ATLAS_MAX);
+    for (int i = 0; i < n; i++)
+        if (of[i] < 0) return PLOT_TOO_MANY(name, len, "output_change", n);   // none left out
     plot_range_t x, y;
     plot_range_init(&x);
     plot_range_init(&y);
@@ -193,7 +195,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
         reps[j] = m[rep[j]];
     }
     plot_style_t st[PLOT_ATLAS_MAX];
-    plot_styles(set, reps, nl, &d, st);
+    if (!plot_styles(set, reps, nl, &d, st)) return PLOT_TOO_MANY(name, len, "output_change", nl);
     const int encdec = set->runs[m[0]].cfg.model.arch == ARCH_ENCDEC;
     sbuf_t keys = {0};
     for (int j = 0; j < nl; j++) {   // the scheme's colour and marker; the fit in the key
@@ -297,7 +299,7 @@ int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     plot_diff_t d;
     plot_diff(set, m, n, PLOT_DIFF_SEED, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    plot_styles(set, m, n, &d, st);
+    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "model_update", n);
     char title[400], sub[700], shared[400];
     plot_title(set, m, n, &d, "Model update during training", "DeepNet, Wang et al. 2022",
                title, sizeof title);

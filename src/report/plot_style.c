@@ -138,8 +138,8 @@ int plot_colour_item(const plot_diff_t *d)
     return -1;
 }
 
-void plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
-                 plot_style_t *st)
+int plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
+                plot_style_t *st)
 {
     const int ordered = plot_colour_item(d);
     int only_scheme = plot_diff_has(d, "scheme");   // each curve its own scheme: its colour
@@ -187,6 +187,11 @@ void plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t
     }
     free(val);
     free(other);
+    for (int i = 0; i < n; i++)   // two curves of one look: the figure cannot tell them apart
+        for (int j = 0; j < i; j++)
+            if (!strcmp(st[i].color, st[j].color) && st[i].dt == st[j].dt && st[i].pt == st[j].pt)
+                return 0;
+    return 1;
 }
 
 int plot_group_by(const plot_set_t *set, const int *m, int n, const plot_diff_t *d, int *of,
