@@ -6,12 +6,16 @@
  *   grad_vs_width  Theorem 1    gradient vs d with d·√(ln d) (Post) and d·√(ln d/L) (Pre)
  *   jacobian       Lemma 3      ‖J‖₂ per layer beside √d/‖x−μ‖
  *   hidden_norms   Lemma 2      E‖x‖²/d per layer beside the lemma's value and bounds
- *   loss           Fig. 2       training loss vs step per run, diverged runs marked, lr panel
+ *   loss           Fig. 2       training loss vs update per configuration, diverged runs marked,
+ *                               lr panel
  *   grad_vs_layer_encdec, subout, val_loss   the encoder–decoder's (docs/design.md §6b)
  *   bleu           Fig. 2, 4    BLEU vs epochs, seeds as bands, the epoch reaching a BLEU (§6e)
  *   atlas_*, model_update        the schemes' measures and the atlas (§6c, §6d)
  *   mlm_val_loss   Fig. 5       validation masked-LM loss vs updates, seeds as bands (§6e, §6f)
  * The data reach gnuplot as inline data blocks; nothing is left on disk but the figures.
+ * Titles, subtitles and keys say what the runs share and what tells them apart, from their
+ * configs (report/plot_label.h); colours and layout: plot_palette.h, plot_layout.h
+ * (docs/design.md §6h).
  */
 #ifndef STABILITY_PLOT_H
 #define STABILITY_PLOT_H
