@@ -83,18 +83,19 @@ static void diff_add(plot_diff_t *d, const char *item)
         snprintf(d->item[d->n++], sizeof d->item[0], "%s", item);
 }
 
-/* Whether key differs between runs (its() per run), and whether only between schemes. */
+/* Whether key differs between runs (its[] per run); *within_scheme: also between two runs of
+ * one scheme (asked only when covered: O(n²)). */
 static int key_differs(items_t *const *its, char (*scheme)[32], int n, const char *key,
-                       int *within_scheme)
+                       int covered, int *within_scheme)
 {
     int differs = 0;
     *within_scheme = 0;
-    for (int i = 1; i < n; i++)
-        for (int j = 0; j < i; j++) {
-            if (same(items_get(its[i], key), items_get(its[j], key))) continue;
-            differs = 1;
-            if (!strcmp(scheme[i], scheme[j])) *within_scheme = 1;
-        }
+    const char *v0 = n ? items_get(its[0], key) : NULL;
+    for (int i = 1; i < n && !differs; i++) differs = !same(items_get(its[i], key), v0);
+    for (int i = 1; differs && covered && i < n && !*within_scheme; i++)
+        for (int j = 0; j < i && !*within_scheme; j++)
+            *within_scheme = !strcmp(scheme[i], scheme[j]) &&
+                             !same(items_get(its[i], key), items_get(its[j], key));
     return differs;
 }
 
@@ -134,10 +135,11 @@ void plot_diff(const plot_set_t *set, const int *m, int n, int flags, plot_diff_
         for (int k = 0; k < its[i]->n; k++) {
             const char *key = its[i]->key[k];
             int within;
+            const int covered = scheme_differs && listed(COVERED, key);
             if (skipped(key, flags) || plot_diff_has(d, key) ||
-                !key_differs(its, scheme, n, key, &within))
+                !key_differs(its, scheme, n, key, covered, &within))
                 continue;
-            if (scheme_differs && listed(COVERED, key) && !within) continue;
+            if (covered && !within) continue;
             if (!strcmp(key, "model.dec_layers") && plot_diff_has(d, "model.layers") &&
                 n_by_n(set, m, n))
                 continue;   // N-N encoder–decoders: "model.layers" says both
