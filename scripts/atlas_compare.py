@@ -7,7 +7,8 @@ that trained in both lie apart; the runs whose status differs (diverged in one o
 of scripts/atlas_table.py's table whose verdict moves (needs warm-up, the largest lr that trains,
 the diverged count, the best lr); and per depth and warm-up the order of the schemes by LR
 sensitivity in A and B with Spearman's rank correlation and the pairs that swap. Exit 1 when the
-two files do not hold the same runs.
+two files do not hold the same runs. Runs and cells follow scripts/run_identity.py's rule
+(docs/design.md §6j): a run given twice counts once, a cell is keyed by every key that differs.
 """
 import argparse
 import os
@@ -73,38 +74,40 @@ def main():
     print("\n**Cells whose verdict moves** (scheme, L: what, A → B)\n")
     moved = 0
     top = lambda t: f"{t:g}" if t > 0 else "none"
-    for s in schemes:
-        for L in depths:
-            x, y = ca[s, L], cb[s, L]
-            what = []
-            if x["needs"] != y["needs"]:
-                what.append(f"needs warm-up {x['needs']} → {y['needs']}")
-            for w, label in ((True, "warm-up"), (False, "none")):
-                if x[w]["top"] != y[w]["top"]:
-                    what.append(f"largest lr that trains, {label}, {top(x[w]['top'])} → "
-                                f"{top(y[w]['top'])}")
-                if x[w]["div"] != y[w]["div"]:
-                    what.append(f"diverged, {label}, {x[w]['div']} → {y[w]['div']}")
-                bx, by = x[w]["best"], y[w]["best"]   # (nan, nan): no run of the cell finished
-                if bx[1] != by[1] and (np.isfinite(bx[1]) or np.isfinite(by[1])):
-                    what.append(f"best lr, {label}, {bx[1]:g} → {by[1]:g} "
-                                f"(loss {bx[0]:.3f} → {by[0]:.3f})")
-            if what:
-                moved += 1
-                print(f"- {s}, {L}: " + "; ".join(what))
-    print(f"\n{moved} of {len(schemes) * len(depths)} cells move.\n")
+    for key in [k for k in ca if k in cb]:
+        (s, L, label), x, y = key, ca[key], cb[key]
+        what = []
+        if x["needs"] != y["needs"]:
+            what.append(f"needs warm-up {x['needs']} → {y['needs']}")
+        for w, half in ((True, "warm-up"), (False, "none")):
+            if x[w]["top"] != y[w]["top"]:
+                what.append(f"largest lr that trains, {half}, {top(x[w]['top'])} → "
+                            f"{top(y[w]['top'])}")
+            if x[w]["div"] != y[w]["div"]:
+                what.append(f"diverged, {half}, {x[w]['div']} → {y[w]['div']}")
+            bx, by = x[w]["best"], y[w]["best"]   # (nan, nan): no run of the cell finished
+            if bx[1] != by[1] and (np.isfinite(bx[1]) or np.isfinite(by[1])):
+                what.append(f"best lr, {half}, {bx[1]:g} → {by[1]:g} "
+                            f"(loss {bx[0]:.3f} → {by[0]:.3f})")
+        if what:
+            moved += 1
+            print(f"- {s}{f' ({label})' if label else ''}, {L}: " + "; ".join(what))
+    print(f"\n{moved} of {len(ca)} cells move.\n")
     print("**Order of the schemes by LR sensitivity** (least sensitive first)\n")
     print("| L | warm-up | Spearman ρ | pairs that swap (A's order) |")
     print("|---|---|---|---|")
+    rows = [k for k in ca if k in cb]
     for L in depths:
         for w, label in ((True, "yes"), (False, "no")):
-            sa = np.array([ca[s, L][w]["sens"] for s in schemes])
-            sb = np.array([cb[s, L][w]["sens"] for s in schemes])
+            keys = [k for k in rows if k[1] == L]   # every scheme and variant at this depth
+            names = [k[0] + (f" ({k[2]})" if k[2] else "") for k in keys]
+            sa = np.array([ca[k][w]["sens"] for k in keys])
+            sb = np.array([cb[k][w]["sens"] for k in keys])
             qa, qb = ranks(sa), ranks(sb)   # a scheme with no finished run ranks last
             rho = float(np.corrcoef(qa, qb)[0, 1])
-            swaps = [f"{schemes[i]} / {schemes[j]} ({sa[i]:.3f} / {sa[j]:.3f} → "
+            swaps = [f"{names[i]} / {names[j]} ({sa[i]:.3f} / {sa[j]:.3f} → "
                      f"{sb[i]:.3f} / {sb[j]:.3f})"
-                     for i in range(len(schemes)) for j in range(len(schemes))
+                     for i in range(len(keys)) for j in range(len(keys))
                      if qa[i] < qa[j] and qb[i] > qb[j]]
             print(f"| {L} | {label} | {rho:.3f} | {'; '.join(swaps) or '—'} |")
     return 0

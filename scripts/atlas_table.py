@@ -12,6 +12,12 @@ With several seeds a cell (experiments/atlas_seeds.ini, `init.seed` swept), the 
 is the seeds' mean ± 95 % half-width and the verdicts come from each lr's mean final loss, with
 how many seeds alone agree (atlas_cells).
 
+A cell is keyed by every config key that differs between the runs (scripts/run_identity.py,
+docs/design.md §6j): a row is a scheme, a depth and the other keys that differ (precision, a
+mitigation), and when several warm-ups were run, a row per warm-up against each without one
+("post (warm-up 20)"); a run given twice counts once. The standard atlas has neither: its
+table is as it always was.
+
 Each run's scheme and the atlas's order of schemes come from the program's own table of schemes
 (src/config/scheme.c), through `stability info FILE --schemes`: this script keeps no list.
 """
@@ -26,6 +32,9 @@ import sys
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_identity   # noqa: E402  (the rule of which runs are one, and what tells runs apart)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -60,15 +69,51 @@ def read_runs(path, schemes):
             # (a task without a held-out split) the mean of the last tenth of training losses
             final = (float(val[-1]) if len(val) and np.isfinite(val[-1])
                      else float(np.mean(loss[-max(len(loss) // 10, 1):])))
+            ident = run_identity.identity(g.attrs)
             runs.append({
                 "name": name, "scheme": schemes[name][0], "rank": schemes[name][1],
                 "L": int(cfg["model"]["layers"]),
                 "seed": int(cfg["init"]["seed"]) if cfg.has_option("init", "seed") else 1,
-                "lr": float(cfg["train"]["lr"]), "warm": int(cfg["train"]["warmup"]) > 1,
+                "lr": float(cfg["train"]["lr"]), "warmup": int(cfg["train"]["warmup"]),
                 "final": np.nan if status == "diverged" else final,
                 "loss0": float(loss[0]), "diverged": status == "diverged",
+                "identity": ident, "items": dict(ident[0]),
             })
-    return runs
+    return run_identity.unique(runs)
+
+
+# The atlas's axes: not keys of a row of their own (the scheme's keys, the depth, the rate, the
+# seed), and the warm-up, which pairs a row's two halves.
+AXES = ("model.layers", "model.dec_layers", "train.lr", "init.seed", "train.warmup")
+
+
+def rows_of(runs):
+    """The table's rows: [(scheme, L, label, with-warm-up runs, without runs)], label "" for
+    the standard atlas (one warm-up and none), else what tells the row apart ("warm-up 20",
+    "precision float32")."""
+    rank = {r["scheme"]: r["rank"] for r in runs}   # the table's order; others after, as met
+    schemes = sorted(dict.fromkeys(r["scheme"] for r in runs), key=lambda x: rank[x])
+    depths = sorted({r["L"] for r in runs})
+    other = run_identity.differing([r["items"] for r in runs], [r["scheme"] for r in runs],
+                                   skip=AXES)
+    for r in runs:
+        r["other"] = tuple(run_identity.words(k, r["items"].get(k)) for k in other)
+    warm = sorted({r["warmup"] for r in runs if r["warmup"] > 1}, reverse=True) or [None]
+    cold = sorted({r["warmup"] for r in runs if r["warmup"] <= 1}) or [None]
+    rows = []
+    for s in schemes:
+        for L in depths:
+            mine = [r for r in runs if r["scheme"] == s and r["L"] == L]
+            for o in dict.fromkeys(r["other"] for r in mine):
+                for w in warm:
+                    for c in cold:
+                        label = list(o)
+                        if len(warm) > 1: label.append(run_identity.words("train.warmup", w))
+                        if len(cold) > 1: label.append(run_identity.words("train.warmup", c))
+                        rows.append((s, L, ", ".join(label),
+                                     [r for r in mine if r["other"] == o and r["warmup"] == w],
+                                     [r for r in mine if r["other"] == o and r["warmup"] == c]))
+    return schemes, depths, rows
 
 
 def sensitivity(final, loss0):
@@ -126,45 +171,44 @@ def needs(w, n):
 
 
 def atlas_cells(runs, trains):
-    """(schemes in the table's order, depths, {(scheme, L): cell}); a cell holds, for warm-up
-    True and False, the LR sensitivity 'sens', the best (final loss, lr) 'best', the number of
-    diverged runs 'div' and the largest lr whose final loss is below `trains` 'top' (0: none),
-    and 'needs': whether the scheme needs warm-up there.
+    """(schemes in the table's order, depths, {(scheme, L, label): cell} in the table's order);
+    a cell holds, for warm-up True and False, the LR sensitivity 'sens', the best (final loss,
+    lr) 'best', the number of diverged runs 'div' and the largest lr whose final loss is below
+    `trains` 'top' (0: none), and 'needs': whether the scheme needs warm-up there. label is ""
+    for the standard atlas, else what tells the row apart (rows_of).
 
     With several seeds (init.seed swept), each lr's final loss is the mean over the seeds (NaN
     when a seed diverged there) and 'best', 'top' and 'needs' are read from those means; 'sens'
     is the mean of the seeds' own sensitivities with its 95 % half-width 'sens_ci', 'div'
     counts every seed's runs, and 'seeds' / 'agree' say how many seeds there are and how many
     reach the same 'needs' on their own. One seed: exactly the single-seed table."""
-    rank = {r["scheme"]: r["rank"] for r in runs}   # the table's order; others after, as met
-    schemes = sorted(dict.fromkeys(r["scheme"] for r in runs), key=lambda x: rank[x])
-    depths = sorted({r["L"] for r in runs})
+    schemes, depths, rows = rows_of(runs)
     cells = {}
-    for s in schemes:
-        for L in depths:
-            mine = [r for r in runs if r["scheme"] == s and r["L"] == L]
-            seeds = sorted({r["seed"] for r in mine})
-            per = {k: {w: one_row(sorted((r for r in mine if r["seed"] == k and r["warm"] == w),
-                                         key=lambda r: r["lr"]), trains)
-                       for w in (True, False)} for k in seeds}
-            cell = {}
-            for w in (True, False):
-                if len(seeds) == 1:
-                    cell[w] = dict(per[seeds[0]][w], sens_ci=np.nan)
-                    continue
-                rs = [r for r in mine if r["warm"] == w]
-                lrs = sorted({r["lr"] for r in rs})
-                means = [{"lr": lr, "loss0": float(np.mean([r["loss0"] for r in rs if r["lr"] == lr])),
-                          "final": (np.nan if any(r["diverged"] for r in rs if r["lr"] == lr) else
-                                    float(np.mean([r["final"] for r in rs if r["lr"] == lr]))),
-                          "diverged": False} for lr in lrs]
-                cell[w] = one_row(means, trains)
-                cell[w]["div"] = sum(r["diverged"] for r in rs)
-                cell[w]["sens"], cell[w]["sens_ci"] = mean_ci([per[k][w]["sens"] for k in seeds])
-            cell["needs"] = needs(cell[True], cell[False])
-            cell["seeds"] = len(seeds)
-            cell["agree"] = sum(needs(per[k][True], per[k][False]) == cell["needs"] for k in seeds)
-            cells[s, L] = cell
+    for s, L, label, with_w, without in rows:
+        half = {True: with_w, False: without}
+        seeds = sorted({r["seed"] for r in with_w + without})
+        per = {k: {w: one_row(sorted((r for r in half[w] if r["seed"] == k), key=lambda r: r["lr"]),
+                              trains) for w in (True, False)} for k in seeds}
+        cell = {}
+        for w in (True, False):
+            if len(seeds) == 1:
+                cell[w] = dict(per[seeds[0]][w], sens_ci=np.nan)
+                continue
+            rs = half[w]
+            lrs = sorted({r["lr"] for r in rs})
+            means = [{"lr": lr, "loss0": float(np.mean([r["loss0"] for r in rs if r["lr"] == lr])),
+                      "final": (np.nan if any(r["diverged"] for r in rs if r["lr"] == lr) else
+                                float(np.mean([r["final"] for r in rs if r["lr"] == lr]))),
+                      "diverged": False} for lr in lrs]
+            cell[w] = one_row(means, trains)
+            cell[w]["div"] = sum(r["diverged"] for r in rs)
+            cell[w]["sens"], cell[w]["sens_ci"] = mean_ci([per[k][w]["sens"] for k in seeds])
+        # one half not run (every run with warm-up, or none): nothing to compare
+        cell["needs"] = needs(cell[True], cell[False]) if with_w and without else "—"
+        cell["seeds"] = len(seeds)
+        cell["agree"] = (sum(needs(per[k][True], per[k][False]) == cell["needs"] for k in seeds)
+                         if with_w and without else len(seeds))
+        cells[s, L, label] = cell
     return schemes, depths, cells
 
 
@@ -190,14 +234,13 @@ def main():
     fmt = lambda b: "-" if not np.isfinite(b[0]) else f"{b[0]:.3f} ({b[1]:g})"
     top = lambda t: f"{t:g}" if t > 0 else "none"
     sens = lambda x: f"{x['sens']:.3f}" + (f" ± {x['sens_ci']:.3f}" if np.isfinite(x["sens_ci"]) else "")
-    for s in schemes:
-        for L in depths:
-            c = cells[s, L]
-            w, n = c[True], c[False]
-            agree = f" ({c['agree']} of {c['seeds']} seeds)" if c["seeds"] > 1 else ""
-            print(f"| {s} | {L} | {sens(w)} | {sens(n)} | {fmt(w['best'])} | "
-                  f"{fmt(n['best'])} | {top(w['top'])} / {top(n['top'])} | {w['div']} / {n['div']} | "
-                  f"{c['needs']}{agree} |")
+    for (s, L, label), c in cells.items():
+        w, n = c[True], c[False]
+        agree = f" ({c['agree']} of {c['seeds']} seeds)" if c["seeds"] > 1 else ""
+        name = f"{s} ({label})" if label else s
+        print(f"| {name} | {L} | {sens(w)} | {sens(n)} | {fmt(w['best'])} | "
+              f"{fmt(n['best'])} | {top(w['top'])} / {top(n['top'])} | {w['div']} / {n['div']} | "
+              f"{c['needs']}{agree} |")
     seeds = max(c["seeds"] for c in cells.values())
     if seeds > 1:
         print(f"\n{seeds} seeds a cell: LR sensitivity as mean ± 95 % half-width over the seeds "

@@ -7,12 +7,21 @@ which that moving average first falls below 2.5 nats, final and best validation 
 ratio of layer 1's to layer L's ||grad W2||_F at update 100 (the Post-LN collapse; the decoder's
 layers for an encoder-decoder), wall time.
 Reads files with h5py only (swmr=True, so a running or killed run can be listed too).
+Runs follow scripts/run_identity.py's rule (docs/design.md §6j): a run given twice (the same
+file twice) is one row, and runs that differ in a key besides the placement, lr and warm-up
+get a column that names it, so no two rows read alike.
 """
 import configparser
+import os
 import sys
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_identity   # noqa: E402  (the rule of which runs are one, and what tells runs apart)
+
+SHOWN = ("model.placement", "train.lr", "train.warmup", "init.seed")   # the table's own columns
 
 
 def row(path):
@@ -37,6 +46,7 @@ def row(path):
                 g = g[[i for i, x in enumerate(st) if x == st[-1]]]
             ratio = g[0] / g[-1]
         return {
+            "identity": run_identity.identity(f.attrs), "path": path,
             "run": path.rsplit("/", 1)[-1].removesuffix(".h5"),
             "placement": cfg["model"]["placement"], "lr": cfg["train"]["lr"],
             "warmup": cfg["train"]["warmup"], "status": status, "steps": len(loss),
@@ -48,15 +58,21 @@ def row(path):
 
 
 def main(paths):
+    rows = run_identity.unique([row(p) for p in paths], where=lambda r: r["path"])
+    items = [dict(r["identity"][0]) for r in rows]
+    schemes = [f"{it.get('model.placement')}+{it.get('model.norm')}" for it in items]
+    other = [k for k in run_identity.differing(items, schemes) if k not in SHOWN]
+    more = " also differ |" if other else ""
     print("| run | LN | lr | warm-up | status | updates | final loss | best loss | updates to < 2.5 "
-          "| final val | best val | ‖∇W²‖ layer 1 / layer L at 100 | wall (s) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for p in paths:
-        r = row(p)
+          f"| final val | best val | ‖∇W²‖ layer 1 / layer L at 100 | wall (s) |{more}")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if other else ""))
+    for r, it in zip(rows, items):
         to25 = str(r["to25"]) if r["to25"] is not None else "never"
+        extra = (" " + ", ".join(run_identity.words(k, it.get(k)) for k in other) + " |"
+                 if other else "")
         print(f"| {r['run']} | {r['placement']} | {r['lr']} | {r['warmup']} | {r['status']} | "
               f"{r['steps']} | {r['final']:.3f} | {r['best']:.3f} | {to25} | {r['val_final']:.3f} | "
-              f"{r['val_best']:.3f} | {r['ratio']:.3g} | {r['time']:.0f} |")
+              f"{r['val_best']:.3f} | {r['ratio']:.3g} | {r['time']:.0f} |{extra}")
 
 
 if __name__ == "__main__":

@@ -321,17 +321,45 @@ def test_plots(tmp):
             want = b"\x89PNG" if fmt == "png" else b"%PDF"
             check(f"plot: {fig}.{fmt} non-empty", size > 1000 and magic == want, f"{size} bytes")
     check("plot exits 0", r.returncode == 0, r.stderr.strip())
+    gpd = os.path.join(tmp, "gp")
+    r = run("plot", *files, train, "--out", gpd, "--format", "gp")
+    scripts = {os.path.basename(p)[len("post_L1-"):-3]: open(p).read()
+               for p in glob.glob(os.path.join(gpd, "*.gp"))}
+    check("every figure is written as its gnuplot script (--format gp)", r.returncode == 0 and
+          set(figures) <= set(scripts), r.stderr.strip() or str(sorted(scripts)))
+    fig3 = scripts.get("grad_vs_layer", "")
+    blocks = re.findall(r"\$g\d+_(\d) << EOD\n(.*?)EOD", fig3, re.S)
+    panels = fig3.split("\nunset border")[0]   # the panels; the key strip follows them
+    ranges = re.findall(r"set yrange \[([-\d.e+]+):([-\d.e+]+)\]", panels)
+    inside = len(ranges) == 2 and all(
+        float(ranges[int(p)][0]) <= float(row.split()[2]) and float(row.split()[3]) <= float(ranges[int(p)][1])
+        for p, rows in blocks for row in rows.strip().splitlines())
+    check("Fig. 3(a,b): every error bar inside its panel's range, layers from 1, keys only in the "
+          "strip below the panels (no key over data)", inside and all(
+              rows.startswith("1 ") for _, rows in blocks)
+          and "\nset key" not in panels and not re.search(r"with yerrorlines[^,\n]* title", panels),
+          str(ranges))
+    jac = scripts.get("jacobian", "")
+    check("jacobian: no log axis for values within a decade", jac and
+          not re.search(r"^set logscale y", jac, re.M) and "unset logscale y" in jac)
+    check("no figure's x axis is 'step'", not any("'step'" in t for t in scripts.values()))
     env = dict(os.environ, PATH="/nonexistent")
     r = run("plot", files[0], "--out", os.path.join(tmp, "noplot"), env=env)
     check("gnuplot missing: exit 1, clear message, the result file untouched",
           r.returncode == 1 and "gnuplot" in r.stderr and h5py.is_hdf5(files[0]), r.stderr.strip())
 
 
+def svg_texts(path):
+    """The texts of an SVG (well-formed XML): each <text> element's."""
+    return ["".join(e.itertext()) for e in ET.parse(path).getroot().iter() if e.tag.endswith("text")]
+
+
 def test_training_titles(tmp):
-    """A training figure says what its runs ask: warm-up within one scheme is Fig. 2 ("with and
-    without warm-up"), Post-LN with warm-up beside Pre-LN without is Fig. 4; an optimizer that
-    differs between curves is in each curve's key ("Post-LN, SGD, no warm-up") and not in the
-    subtitle (Fig. 2(b) beside Adam)."""
+    """A training figure says what its runs ask, from their configs (docs/design.md §6j): its
+    title names what varies and the paper's figure whose set the runs are (warm-up within
+    Post-LN is Fig. 2; Post-LN with warm-up beside Pre-LN without is Fig. 4), each curve's key
+    only what differs (the optimizer when it does: Fig. 2(b), SGD beside Adam), the subtitle
+    what the runs share."""
     def loss_svg(name, runs):
         files = []
         for rn, sets in runs:
@@ -344,22 +372,26 @@ def test_training_titles(tmp):
         out = os.path.join(tmp, f"{name}_plots")
         r = run("plot", *files, "--out", out, "--format", "svg", "--quiet")
         path = glob.glob(os.path.join(out, "*-loss.svg"))
-        return r, open(path[0]).read() if path else ""
-    r, svg = loss_svg("fig2b", [("a1", ["model.placement=post", "train.warmup=1"]),
-                                ("s1", ["model.placement=post", "train.warmup=1", "train.optimizer=sgd"]),
-                                ("a5", ["model.placement=post", "train.warmup=5"])])
-    check("Adam and SGD, warm-up within Post-LN: 'with and without warm-up (Fig. 2)', each key names "
-          "its optimizer, the subtitle none", r.returncode == 0
-          and "Training loss with and without warm-up (Fig. 2)" in svg
-          and all(k in svg for k in ("Post-LN, Adam, no warm-up", "Post-LN, SGD, no warm-up",
-                                     "Post-LN, Adam, warm-up 5"))
-          and "optimizer as keyed" in svg and ", adam;" not in svg, r.stderr.strip())
-    r, svg = loss_svg("fig4", [("post", ["model.placement=post", "train.warmup=5"]),
-                               ("pre", ["model.placement=pre", "train.warmup=1"])])
+        return r, svg_texts(path[0]) if path else []
+    r, texts = loss_svg("fig2b", [("a1", ["model.placement=post", "train.warmup=1"]),
+                                  ("s1", ["model.placement=post", "train.warmup=1", "train.optimizer=sgd"]),
+                                  ("a5", ["model.placement=post", "train.warmup=5"])])
+    check("Adam and SGD, warm-up within Post-LN: 'by optimizer and warm-up (Fig. 2)', each key its "
+          "optimizer and warm-up, the subtitle Post-LN and no optimizer", r.returncode == 0
+          and "Training loss by optimizer and warm-up (Fig. 2)" in texts
+          and all(k in texts for k in ("Adam, no warm-up", "SGD, no warm-up", "Adam, warm-up 5"))
+          and any(t.startswith("Post-LN, d = 8") and "Adam" not in t for t in texts), str(texts))
+    r, texts = loss_svg("fig4", [("post", ["model.placement=post", "train.warmup=5"]),
+                                 ("pre", ["model.placement=pre", "train.warmup=1"])])
     check("Post-LN with warm-up beside Pre-LN without: '(Fig. 4)', keys without the optimizer",
-          r.returncode == 0 and "Training loss: each scheme with or without warm-up (Fig. 4)" in svg
-          and "Post-LN, warm-up 5" in svg and "Pre-LN, no warm-up" in svg and "Adam" not in svg,
-          r.stderr.strip())
+          r.returncode == 0 and "Training loss by scheme and warm-up (Fig. 4)" in texts
+          and "Post-LN, warm-up 5" in texts and "Pre-LN, no warm-up" in texts
+          and not any("Adam" in t and "warm-up" in t and "d = " not in t for t in texts), str(texts))
+    r, texts = loss_svg("fig2x", [("a", ["model.placement=post", "train.warmup=1"]),
+                                  ("b", ["model.placement=post", "train.warmup=5", "model.layers=4"])])
+    check("warm-up and depth both varying: not titled as the paper's Fig. 2", r.returncode == 0
+          and "Training loss by depth and warm-up" in texts and not any("Fig." in t for t in texts),
+          str(texts))
 
 
 def test_atlas(tmp):

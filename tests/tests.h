@@ -18,6 +18,7 @@ Suite *schemes_suite(void);  /* tests/test_schemes.c: every scheme vs finite dif
 Suite *util_suite(void);     /* tests/test_util.c: file-system guards, thread counts, line reader, GSL errors */
 Suite *sweep_suite(void);    /* tests/test_sweep.c: the Slurm array specification */
 Suite *report_suite(void);   /* tests/test_report.c: seed groups, mean and 95 % band, reaching a loss */
+Suite *figures_suite(void);  /* tests/test_figures.c: keys and titles from the configs, palette, cells, ranges */
 Suite *real_suite(void);     /* tests/test_real.c: the float32 core's layout, loss and gradients vs float64, every scheme */
 Suite *block_suite(void);    /* tests/test_block.c: rope, SwiGLU, bias-free linears vs FD; the kernel, names, decoding */
 Suite *dynamics_suite(void); /* tests/test_dynamics.c: QK-norm, soft-capping, z-loss vs FD; entropy, logits, log Z */

@@ -6,18 +6,23 @@
 #include "cli/cli.h"
 
 static const char *HELP_PLOT =
-    "usage: stability plot FILE.h5... [--out DIR] [--format png,pdf,svg] [--quiet]\n"
+    "usage: stability plot FILE.h5... [--out DIR] [--format png,pdf,svg,gp] [--quiet]\n"
     "\n"
     "Draws, with gnuplot, every figure the files support (run files or merged sweep files):\n"
     "gradient vs layer (Fig. 3a,b), gradient vs depth with fitted exponents and theory\n"
     "(Fig. 3c,d), gradient vs width with Theorem 1's curves, Jacobian norms (Lemma 3),\n"
-    "hidden-state norms (Lemma 2), training and validation loss (Fig. 2); the gradient at\n"
-    "every sub-layer's output (Liu et al.), per stack for an encoder-decoder; the output\n"
-    "change vs depth and DeepNet's model update; the atlas's final loss vs lr, LR\n"
-    "sensitivity and every scheme's gradient per layer.\n"
+    "hidden-state norms (Lemma 2), training and validation loss, BLEU, the masked-LM loss;\n"
+    "the gradient at every sub-layer's output (Liu et al.), per stack for an encoder-decoder;\n"
+    "the output change vs depth and DeepNet's model update; the training dynamics' heat maps\n"
+    "and lines; the atlas's final loss vs lr, LR sensitivity and every scheme's gradient.\n"
+    "Titles, subtitles and keys say what the runs share and what tells them apart, from their\n"
+    "configs (a sweep file's [sweep] title = ... titles its figures). A run given twice (the\n"
+    "same file twice, a merged file with its run files) counts once. A figure with nothing\n"
+    "finite to draw is skipped with a note.\n"
     "Files: DIR/<first file's name>-<figure>.<format>.\n"
     "  --out DIR       output directory (default plots/)\n"
-    "  --format LIST   comma-separated: png, pdf, svg (default png,pdf)\n";
+    "  --format LIST   comma-separated: png, pdf, svg, gp (the gnuplot script, data inline)\n"
+    "                  (default png,pdf)\n";
 
 int cli_plot(int argc, char **argv)
 {

@@ -10,39 +10,40 @@ static const char *const PRE_SITES[4] = {"x_l", "x^3_l", "x_{l+1}", "x_{l+1}"};
 
 #define BIT(p) (1u << (p))
 
-/* The rows: placements in the enum's order, then the variants; the order is the atlas's. */
+/* The rows: placements in the enum's order, then the variants; the order is the atlas's. The
+ * colours: Okabe & Ito's set and Tol's muted set, each scheme its own (report/plot_palette.h). */
 const scheme_t SCHEMES[] = {
     {.name = "post", .label = "Post-LN", .family = SCHEME_POST_LIKE, .final_norm = 0,
      .norms = SCHEME_NORMS_ANY, .theory = SCHEME_THEORY_POST, .site_symbols = POST_SITES,
-     .color = "#c0392b"},
+     .color = "#d55e00"},
     {.name = "pre", .label = "Pre-LN", .family = SCHEME_PRE_LIKE, .final_norm = 1,
      .norms = SCHEME_NORMS_ANY, .theory = SCHEME_THEORY_PRE, .site_symbols = PRE_SITES,
-     .color = "#1f5fa8"},
+     .color = "#0072b2"},
     {.name = "peri", .label = "peri", .family = SCHEME_PRE_LIKE, .final_norm = 1,
-     .norms = SCHEME_NORMS_PLACED, .color = "#27ae60"},
+     .norms = SCHEME_NORMS_PLACED, .color = "#56b4e9"},
     {.name = "deepnorm", .label = "deepnorm", .family = SCHEME_POST_LIKE, .final_norm = 0,
-     .norms = SCHEME_NORMS_PLACED, .color = "#8e44ad"},
+     .norms = SCHEME_NORMS_PLACED, .color = "#cc79a7"},
     {.name = "admin", .label = "admin", .family = SCHEME_POST_LIKE, .final_norm = 0,
-     .norms = SCHEME_NORMS_PLACED, .color = "#e67e22"},
+     .norms = SCHEME_NORMS_PLACED, .color = "#e69f00"},
     {.name = "rezero", .label = "rezero", .family = SCHEME_NORM_FREE, .final_norm = 0,
      .norms = SCHEME_NORMS_NONE, .why_none = "replaces the norms by a learnable residual scale",
-     .color = "#16a085"},
+     .color = "#009e73"},
     {.name = "subln", .label = "subln", .family = SCHEME_PRE_LIKE, .final_norm = 1,
-     .norms = SCHEME_NORMS_PLACED, .color = "#7f8c8d"},
+     .norms = SCHEME_NORMS_PLACED, .color = "#332288"},
     {.name = "mixln", .label = "mixln", .family = SCHEME_MIXED, .final_norm = 1,
-     .norms = SCHEME_NORMS_PLACED, .own_key = "model.mix_ratio", .color = "#d35400"},
+     .norms = SCHEME_NORMS_PLACED, .own_key = "model.mix_ratio", .color = "#882255"},
     {.name = "b2t", .label = "b2t", .family = SCHEME_POST_LIKE, .final_norm = 0,
-     .norms = SCHEME_NORMS_PLACED, .color = "#2c3e50"},
+     .norms = SCHEME_NORMS_PLACED, .color = "#000000"},
     {.name = "normformer", .label = "normformer", .family = SCHEME_PRE_LIKE, .final_norm = 1,
-     .norms = SCHEME_NORMS_PLACED, .color = "#6ab04c"},
+     .norms = SCHEME_NORMS_PLACED, .color = "#44aa99"},
     // variants: DyT (model.norm = dyt on any placement; the atlas's row is pre+dyt), T-Fixup
     {.name = "pre+dyt", .label = "pre+dyt", .family = SCHEME_FAMILY_OF_PLACEMENT,
      .norms = SCHEME_NORMS_ANY, .by = SCHEME_BY_NORM, .value = NORM_DYT,
-     .own_key = "model.dyt_alpha", .color = "#f1c40f"},
+     .own_key = "model.dyt_alpha", .color = "#999933"},
     {.name = "tfixup", .label = "tfixup", .family = SCHEME_NORM_FREE, .norms = SCHEME_NORMS_NONE,
      .why_none = "is an initialisation for a model without norms", .by = SCHEME_BY_INIT,
      .value = INIT_TFIXUP, .placements = BIT(PLACEMENT_POST) | BIT(PLACEMENT_PRE),
-     .color = "#e84393"},
+     .color = "#aa4499"},
 };
 const int SCHEME_COUNT = (int)(sizeof SCHEMES / sizeof SCHEMES[0]);
 _Static_assert(sizeof SCHEMES / sizeof SCHEMES[0] >= PLACEMENT_COUNT, "a row per placement");

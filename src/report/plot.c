@@ -40,15 +40,23 @@ static void load_series(h5io_file_t *f, const char *prefix, const char *xname, c
     *y = b;
 }
 
-static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_run_t *r,
-                    char *err, size_t errlen)
+static int load_run(h5io_file_t *f, const char *file, const char *prefix, const char *name,
+                    plot_run_t *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
+    snprintf(r->origin, sizeof r->origin, "%s%s%s", file, prefix[0] ? ":" : "", prefix);
     r->diverged_at = NAN;
     r->epoch_batches = NAN;
+    r->unigram = NAN;
     snprintf(r->name, sizeof r->name, "%s", name);
-    char *ini = h5io_read_attr_string(f, prefix[0] ? prefix : "/", "config");
-    char *status = h5io_read_attr_string(f, prefix[0] ? prefix : "/", "status");
+    const char *obj = prefix[0] ? prefix : "/";
+    char *ini = h5io_read_attr_string(f, obj, "config");
+    char *status = h5io_read_attr_string(f, obj, "status");
+    char *sha = h5io_read_attr_string(f, obj, "data_sha256");   // absent before the identity
+    double bytes = NAN;
+    if (sha) h5io_read_attr_double(f, obj, "data_bytes", &bytes);
+    if (sha) snprintf(r->data_id, sizeof r->data_id, "%.64s:%.0f", sha, bytes);
+    free(sha);
     char cerr[CONFIG_ERR_MAX];
     const int bad = !ini || config_parse_string(&r->cfg, ini, name, cerr, sizeof cerr);
     snprintf(r->status, sizeof r->status, "%s", status ? status : "?");
@@ -78,11 +86,16 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
             // a live run's datasets grow one after another: the rows all of them have
             r->nsteps = dims[0];
             snprintf(p2, sizeof p2, "%s/train/step", prefix);
-            if (h5io_read_doubles(f, p2, &step, dims, &rank) == 0 && rank == 1) {
+            if (h5io_exists(f, p2) && h5io_read_doubles(f, p2, &step, dims, &rank) == 0 &&
+                rank == 1) {
                 r->step = step;
                 if (dims[0] < r->nsteps) r->nsteps = dims[0];
-            } else {
+            } else {   // no update axis: no training curve (the figures read step with loss)
                 free(step);
+                if (!h5io_error(f))
+                    fprintf(stderr, "stability: %s: no /train/step: its training curves are left "
+                                    "out\n", r->origin);
+                r->nsteps = 0;
             }
             snprintf(p2, sizeof p2, "%s/train/lr", prefix);
             if (h5io_read_doubles(f, p2, &lr, dims, &rank) == 0 && rank == 1) {
@@ -97,18 +110,90 @@ static int load_run(h5io_file_t *f, const char *prefix, const char *name, plot_r
                 r->diverged_at = div;
             if (h5io_read_attr_double(f, p2, "epoch_batches", &div) == 0 && div > 0)
                 r->epoch_batches = div;
+            if (h5io_read_attr_double(f, p2, "unigram_entropy", &div) == 0 && isfinite(div))
+                r->unigram = div;
         }
     }
     load_series(f, prefix, "eval_step", "val_loss", &r->nevals, &r->eval_step, &r->val_loss);
     load_series(f, prefix, "update_step", "model_update", &r->nupdates, &r->update_step,
                 &r->model_update);
     load_series(f, prefix, "bleu_step", "bleu", &r->nbleu, &r->bleu_step, &r->bleu);
-    if (r->nsteps) plot_dyn_load(f, prefix, r);
+    if (r->loss) plot_dyn_load(f, prefix, r);
     if (h5io_error(f)) {   // a malformed dataset or attribute (h5io_read.c)
         snprintf(err, errlen, "%s", h5io_error(f));
         return 1;
     }
     return 0;
+}
+
+static void run_free(plot_run_t *r)
+{
+    probe_free(r->probe);
+    free(r->step);
+    free(r->loss);
+    free(r->lr);
+    free(r->eval_step);
+    free(r->val_loss);
+    free(r->bleu_step);
+    free(r->bleu);
+    free(r->update_step);
+    free(r->model_update);
+    plot_dyn_free(r->dyn);
+}
+
+/* One run's identity against another's: config texts (h5io_config_text, seed kept) and data. */
+static int same_identity(const plot_run_t *a, const char *ta, const plot_run_t *b, const char *tb)
+{
+    if (a->data_id[0] && b->data_id[0] && strcmp(a->data_id, b->data_id)) return 0;
+    return ta && tb && !strcmp(ta, tb);
+}
+
+int plot_same_run(const plot_run_t *a, const plot_run_t *b)
+{
+    char *x = h5io_config_text(&a->cfg, 0), *y = h5io_config_text(&b->cfg, 0);
+    const int same = same_identity(a, x, b, y);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* Keep the first of every run given more than once (plot_same_run), in order, and say on one
+ * line of stderr which were counted once (docs/design.md §6j). */
+static void drop_duplicates(plot_set_t *set)
+{
+    char **text = calloc((size_t)set->n, sizeof *text);
+    if (!text) return;
+    for (int i = 0; i < set->n; i++) text[i] = h5io_config_text(&set->runs[i].cfg, 0);
+    int kept = 0, dropped = 0;
+    sbuf_t note = {0};
+    for (int i = 0; i < set->n; i++) {
+        int twin = -1;
+        for (int k = 0; k < kept && twin < 0; k++)
+            if (same_identity(&set->runs[k], text[k], &set->runs[i], text[i])) twin = k;
+        if (twin < 0) {
+            if (kept != i) {
+                set->runs[kept] = set->runs[i];
+                free(text[kept]);
+                text[kept] = text[i];
+                text[i] = NULL;
+            }
+            kept++;
+            continue;
+        }
+        if (dropped < 3)
+            sbuf_printf(&note, "%s%s = %s", dropped ? "; " : "", set->runs[i].origin,
+                        set->runs[twin].origin);
+        dropped++;
+        run_free(&set->runs[i]);
+    }
+    for (int i = 0; i < set->n; i++) free(text[i]);
+    free(text);
+    set->n = kept;
+    if (dropped)
+        fprintf(stderr, "stability: %d run%s given again, counted once (same config, seed and "
+                        "data): %s%s\n", dropped, dropped > 1 ? "s" : "",
+                note.data ? note.data : "", dropped > 3 ? "; …" : "");
+    sbuf_free(&note);
 }
 
 static const char *basename_of(const char *path)
@@ -136,11 +221,15 @@ int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, 
         if (!grown) { h5io_close(f); h5io_free_names(names, nnames); plot_set_free(set); return 1; }
         set->runs = grown;
         int rc = 0;
+        char *title = names ? h5io_read_attr_string(f, "/sweep", "title") : NULL;   // [sweep] title
         if (names) {
             for (int k = 0; k < nnames && !rc; k++) {
                 char prefix[300];
                 snprintf(prefix, sizeof prefix, "/runs/%s", names[k]);
-                rc = load_run(f, prefix, names[k], &set->runs[set->n], err, errlen);
+                rc = load_run(f, files[i], prefix, names[k], &set->runs[set->n], err, errlen);
+                if (!rc && title)
+                    snprintf(set->runs[set->n].sweep_title, sizeof set->runs[0].sweep_title, "%s",
+                             title);
                 if (!rc) set->n++;
             }
         } else {
@@ -148,10 +237,15 @@ int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, 
             snprintf(name, sizeof name, "%s", basename_of(files[i]));
             char *dot = strrchr(name, '.');
             if (dot) *dot = '\0';
-            rc = load_run(f, "", name, &set->runs[set->n], err, errlen);
+            rc = load_run(f, files[i], "", name, &set->runs[set->n], err, errlen);
             if (!rc) set->n++;
         }
+        free(title);
         h5io_free_names(names, nnames);
+        if (!rc && h5io_error(f)) {   // a malformed /sweep@title
+            snprintf(err, errlen, "%s", h5io_error(f));
+            rc = 1;
+        }
         h5io_close(f);
         if (rc) {
             char tmp[1200];
@@ -167,41 +261,44 @@ int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, 
         snprintf(err, errlen, "no runs in the given files");
         return 1;
     }
+    drop_duplicates(set);
     return 0;
 }
 
 void plot_set_free(plot_set_t *set)
 {
-    for (int i = 0; i < set->n; i++) {
-        probe_free(set->runs[i].probe);
-        free(set->runs[i].step);
-        free(set->runs[i].loss);
-        free(set->runs[i].lr);
-        free(set->runs[i].eval_step);
-        free(set->runs[i].val_loss);
-        free(set->runs[i].bleu_step);
-        free(set->runs[i].bleu);
-        free(set->runs[i].update_step);
-        free(set->runs[i].model_update);
-        plot_dyn_free(set->runs[i].dyn);
-    }
+    for (int i = 0; i < set->n; i++) run_free(&set->runs[i]);
     free(set->runs);
     memset(set, 0, sizeof *set);
 }
 
 /* ------------------------------------------------------------------ gnuplot pipe */
 
+/* The terminals: every one's font 1/60 of its canvas's height (15 px of 900, 7 pt of 5.8 in),
+ * so one layout (report/plot_layout.h) fits them all. */
 static const char *terminal_for(const char *fmt)
 {
-    if (!strcmp(fmt, "png")) return "pngcairo size 1400,900 enhanced font 'Sans,15' linewidth 2";
-    if (!strcmp(fmt, "pdf")) return "pdfcairo size 9in,5.8in enhanced font 'Sans,11' linewidth 1.5";
+    if (!strcmp(fmt, "png") || !strcmp(fmt, "gp"))   // gp: the script itself, for a PNG
+        return "pngcairo size 1400,900 enhanced font 'Sans,15' linewidth 2";
+    if (!strcmp(fmt, "pdf")) return "pdfcairo size 9in,5.8in enhanced font 'Sans,7' linewidth 1";
     if (!strcmp(fmt, "svg")) return "svg size 1400,900 enhanced font 'Sans,15' linewidth 2";
     return NULL;
 }
 
-/* Append script to text. For SVG, every escaped '&' of a name (plot_escape_name's \&) becomes
- * \&amp;: gnuplot's svg terminal writes an enhanced-text '&' as it is, which is not XML (a
- * run named "a&b" made an SVG no browser shows); other formats get the script unchanged. */
+/* The font-size macros of a terminal (plot_layout.h): @F100 … @F70. */
+static void font_macros(sbuf_t *text, const char *term)
+{
+    const double base = strstr(term, "pdfcairo") ? 7.0 : 15.0;
+    static const int PCT[] = {100, 90, 80, 70};
+    for (int k = 0; k < 4; k++)
+        sbuf_printf(text, "F%d = \"font ',%.3g'\"\n", PCT[k], base * PCT[k] / 100.0);
+}
+
+/* Append script to text. For SVG, every escaped '&' of enhanced text (plot_escape_name's \&,
+ * or \\& inside a double-quoted title) becomes \&amp;: gnuplot's svg terminal writes an
+ * enhanced-text '&' as it is, which is not XML (a run named "a&b" made an SVG no browser
+ * shows). Keys are noenhanced text, whose '&' gnuplot escapes itself. Other formats get the
+ * script unchanged. */
 static void append_script(sbuf_t *text, const char *script, int svg)
 {
     if (!svg || !strstr(script, "\\&")) {
@@ -212,6 +309,9 @@ static void append_script(sbuf_t *text, const char *script, int svg)
         if (c[0] == '\\' && c[1] == '&') {
             sbuf_printf(text, "\\&amp;");
             c++;
+        } else if (c[0] == '\\' && c[1] == '\\' && c[2] == '&') {   // "\\&": inside "…", an
+            sbuf_printf(text, "\\\\&amp;");                         // escaped '&' too
+            c += 2;
         } else if (c[0] == '\\' && c[1]) {   // another escape pair (\\ of a name's backslash) as it is
             sbuf_printf(text, "%c%c", c[0], c[1]);
             c++;
@@ -226,7 +326,7 @@ static void append_script(sbuf_t *text, const char *script, int svg)
  * script, so no file or directory name can end gnuplot's quoting (docs/design.md §3); a figure
  * is replaced by rename (a hard link to the old one keeps it), and when gnuplot or a write
  * fails (a full disk) the old figure stays as it was. Returns 0, −1 (failed), −2 (out refused). */
-static int render_one(const char *term, const char *script, const char *out, char *err,
+static int render_one(const char *term, const char *script, const char *out, int raw, char *err,
                       size_t errlen)
 {
     if (fsutil_check_replaceable(out, err, errlen)) return -2;   // never a link, FIFO, device
@@ -240,12 +340,19 @@ static int render_one(const char *term, const char *script, const char *out, cha
     tmpfiles_add(tmp);   // removed if a signal ends the process meanwhile
     sbuf_t text = {0};
     sbuf_printf(&text, "set terminal %s\n", term);
+    font_macros(&text, term);
     append_script(&text, script, strncmp(term, "svg", 3) == 0);
     sbuf_printf(&text, "\n");
     const char *const argv[] = {"gnuplot", NULL};
     int werr = 0;
     const proc_io_t io = {.input = text.data, .out_fd = -1, .copy_fd = fd, .copy_errno = &werr};
-    const int status = text.failed ? -1 : proc_run(argv, &io);
+    int status = text.failed ? -1 : 0;
+    if (!status && !raw) status = proc_run(argv, &io);
+    for (size_t done = 0, n = raw && !status ? text.len : 0; done < n && !werr;) {   // the script
+        const ssize_t w = write(fd, text.data + done, n - done);
+        if (w < 0 && errno != EINTR) werr = errno;
+        else if (w > 0) done += (size_t)w;
+    }
     sbuf_free(&text);
     struct stat st;
     if (!werr && status == 0 && (fstat(fd, &st) != 0 || st.st_size == 0)) werr = EIO;   // nothing drawn
@@ -281,7 +388,7 @@ int plot_render(const char *script, const char *dir, const char *name, const cha
     for (char *save = NULL, *fmt = strtok_r(list, ",", &save); fmt; fmt = strtok_r(NULL, ",", &save)) {
         const char *term = terminal_for(fmt);
         if (!term) {
-            snprintf(err, errlen, "--format: unknown format '%s' (png, pdf, svg)", fmt);
+            snprintf(err, errlen, "--format: unknown format '%s' (png, pdf, svg, gp)", fmt);
             return -2;
         }
         char out[1400];
@@ -289,7 +396,7 @@ int plot_render(const char *script, const char *dir, const char *name, const cha
             snprintf(err, errlen, "%.100s...: output path too long", out);
             return -2;
         }
-        const int rc = render_one(term, script, out, err, errlen);
+        const int rc = render_one(term, script, out, !strcmp(fmt, "gp"), err, errlen);
         if (rc) return rc;
         if (!quiet) printf("wrote %s\n", out);
     }
@@ -307,7 +414,8 @@ int plot_check_formats(const char *formats, char *err, size_t errlen)
     for (char *f = list, *comma; f; f = comma ? comma + 1 : NULL) {
         if ((comma = strchr(f, ','))) *comma = '\0';
         if (!terminal_for(f)) {
-            snprintf(err, errlen, "--format: not png, pdf or svg: %s", f[0] ? f : "(empty)");
+            snprintf(err, errlen, "--format: not png, pdf or svg (or gp, the script): %s",
+                     f[0] ? f : "(empty)");
             return 2;
         }
     }
@@ -362,9 +470,17 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         if (many && figures[k].post_pre) continue;
         sbuf_t script = {0};
         char name[256];
+        name[0] = '\0';
         const int has = figures[k].fn(set, &script, name, sizeof name);
         if (script.failed) { sbuf_free(&script); snprintf(err, errlen, "out of memory"); return -1; }
-        if (has) {
+        if (has < 0) {   // the runs have the figure's data, but no finite value of it: a note
+            const char *why = strstr(name, ": ");   // "figure: why"
+            fprintf(stderr, "stability: %s-%.*s skipped: %s\n", prefix,
+                    why ? (int)(why - name) : (int)strlen(name), name,
+                    why ? why + 2 : "nothing to draw");
+            drawn++;
+        }
+        if (has > 0) {
             char full[600];
             snprintf(full, sizeof full, "%s-%s", prefix, name);
             const int rc = plot_render(script.data, dir, full, formats, quiet, err, errlen);

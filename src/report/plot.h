@@ -6,12 +6,16 @@
  *   grad_vs_width  Theorem 1    gradient vs d with d·√(ln d) (Post) and d·√(ln d/L) (Pre)
  *   jacobian       Lemma 3      ‖J‖₂ per layer beside √d/‖x−μ‖
  *   hidden_norms   Lemma 2      E‖x‖²/d per layer beside the lemma's value and bounds
- *   loss           Fig. 2       training loss vs step per run, diverged runs marked, lr panel
+ *   loss           Fig. 2       training loss vs update per configuration, diverged runs marked,
+ *                               lr panel
  *   grad_vs_layer_encdec, subout, val_loss   the encoder–decoder's (docs/design.md §6b)
  *   bleu           Fig. 2, 4    BLEU vs epochs, seeds as bands, the epoch reaching a BLEU (§6e)
  *   atlas_*, model_update        the schemes' measures and the atlas (§6c, §6d)
  *   mlm_val_loss   Fig. 5       validation masked-LM loss vs updates, seeds as bands (§6e, §6f)
  * The data reach gnuplot as inline data blocks; nothing is left on disk but the figures.
+ * Titles, subtitles and keys say what the runs share and what tells them apart, from their
+ * configs (report/plot_label.h); colours and layout: plot_palette.h, plot_layout.h
+ * (docs/design.md §6j).
  */
 #ifndef STABILITY_PLOT_H
 #define STABILITY_PLOT_H
@@ -37,7 +41,11 @@ typedef struct plot_dyn {
 /* One run as read from a file (a single-run file, or /runs/NAME of a merged sweep). */
 typedef struct {
     char name[160];          /* run name, or the file's basename */
+    char origin[400];        /* where it was read: "FILE" or "FILE:/runs/NAME" */
     config_t cfg;            /* from the run's resolved `config` attribute */
+    char data_id[100];       /* the data's identity, "SHA256:BYTES" (root attributes data_sha256,
+                                data_bytes), or "" in a file that predates them */
+    char sweep_title[256];   /* the sweep file's [sweep] title (/sweep@title of a merged file) */
     char status[32];
     probe_t *probe;          /* NULL without /probe */
     size_t nsteps;           /* training log length (0 without /train) */
@@ -50,6 +58,7 @@ typedef struct {
     double *bleu_step, *bleu;/* (nbleu) train.bleu_every's BLEU */
     double epoch_batches;    /* updates per epoch (translation by length), or NaN */
     double diverged_at;      /* step, or NaN */
+    double unigram;          /* /train@unigram_entropy: a text run's plateau (nats), or NaN */
     plot_dyn_t *dyn;         /* the training dynamics, or NULL without /train */
 } plot_run_t;
 
@@ -58,20 +67,31 @@ typedef struct {
     int n;
 } plot_set_t;
 
-/* Read every run of every file. Returns 0, or 1 with err set (unreadable file, no runs). */
+/* Read every run of every file. A run is identified by its resolved config without the output
+ * keys, its seed and its data (plot_same_run): one given twice (the same file twice, a merged
+ * file with its own run files) is read once, and one line on stderr says so. A run without
+ * /train/step keeps no training curve (a note on stderr). Returns 0, or 1 with err set
+ * (unreadable file, no runs). */
 int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, size_t errlen);
+
+/* Whether a and b are one run: the same resolved config (output keys and train.resume aside,
+ * init.seed and train.precision included) and, where both files record it, the same data. */
+int plot_same_run(const plot_run_t *a, const plot_run_t *b);
 
 /* Free what plot_load allocated. */
 void plot_set_free(plot_set_t *set);
 
-/* 0 when formats is a comma-separated list of png, pdf and svg, with no empty item ('' would
- * draw nothing and succeed); else 2 with err. */
+/* 0 when formats is a comma-separated list of png, pdf, svg and gp (the gnuplot script itself,
+ * its data inline: `gnuplot F.gp > F.png` draws the PNG), with no empty item ('' would draw
+ * nothing and succeed); else 2 with err. */
 int plot_check_formats(const char *formats, char *err, size_t errlen);
 
 /* Draw every figure the runs support into dir/<prefix>-<figure>.<fmt> for each format of the
- * comma-separated list formats (png, pdf, svg). Prints each file written unless quiet.
- * Returns the number of figures, or −1 with err set (gnuplot missing or failing), or −2 (dir
- * not a directory, an output path that is not a regular file: a usage error). */
+ * comma-separated list formats (png, pdf, svg, gp). Prints each file written unless quiet; a figure
+ * whose data hold no finite value (a run that diverged at once) is skipped with a note on
+ * stderr, never an error. Returns the number of figures the runs support (drawn or skipped so),
+ * or −1 with err set (gnuplot missing or failing), or −2 (dir not a directory, an output path
+ * that is not a regular file: a usage error). */
 int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
                   const char *formats, int quiet, char *err, size_t errlen);
 

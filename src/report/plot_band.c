@@ -7,6 +7,7 @@
 #include "report/plot_band.h"
 #include "report/plot_internal.h"
 #include "io/h5io.h"
+#include "measure/diagnose.h"
 #include "measure/fit.h"
 
 size_t plot_series_loss(const plot_run_t *r, const double **x, const double **y)
@@ -79,10 +80,15 @@ size_t plot_band_stride(size_t n)
     return n > PLOT_BAND_MAX_ROWS ? n / PLOT_BAND_MAX_ROWS : 1;
 }
 
-void plot_band_seeds_note(const plot_group_t *g, char *label, size_t len)
+void plot_band_key_note(const plot_set_t *set, const plot_group_t *g, char *label, size_t len)
 {
+    int nd = 0;
+    for (int k = 0; k < g->n; k++) nd += !isnan(set->runs[g->run[k]].diverged_at);
     const size_t used = strlen(label);
-    if (g->n > 1 && used < len) snprintf(label + used, len - used, " (%d seeds)", g->n);
+    if (used >= len) return;
+    if (g->n > 1 && nd) snprintf(label + used, len - used, " (%d seeds, %d diverged)", g->n, nd);
+    else if (g->n > 1) snprintf(label + used, len - used, " (%d seeds)", g->n);
+    else if (nd) snprintf(label + used, len - used, " (diverged)");
 }
 
 void plot_band_caption(const plot_group_t *g, int ngroups, char *buf, size_t len)
@@ -108,7 +114,8 @@ static double value_at(const double *x, const double *y, size_t n, size_t k, dou
 }
 
 size_t plot_band_block(sbuf_t *s, const char *name, const plot_set_t *set, const plot_group_t *g,
-                       plot_series_fn f, double xscale)
+                       plot_series_fn f, double xscale, double floor, plot_range_t *rx,
+                       plot_range_t *ry)
 {
     const double *gx = NULL;
     size_t glen = 0;
@@ -133,8 +140,14 @@ size_t plot_band_block(sbuf_t *s, const char *name, const plot_set_t *set, const
         fit_mean_ci(v, 1, (size_t)g->n, &mean, &half, &count);
         if (!count) continue;
         if (isnan(half)) half = 0.0;
-        sbuf_printf(s, "%.10g %.10g %.10g %.10g %zu\n", gx[k] * xscale, mean, mean - half,
-                    mean + half, count);
+        const double lo = isnan(floor) ? mean - half : fmax(floor, mean - half);
+        sbuf_printf(s, "%.10g %.10g %.10g %.10g %zu\n", gx[k] * xscale, mean, lo, mean + half,
+                    count);
+        if (rx) plot_range_add(rx, gx[k] * xscale);
+        if (ry) {
+            plot_range_add(ry, lo);
+            plot_range_add(ry, mean + half);
+        }
         rows++;
     }
     sbuf_printf(s, "EOD\n");
@@ -142,13 +155,13 @@ size_t plot_band_block(sbuf_t *s, const char *name, const plot_set_t *set, const
 }
 
 void plot_band_clause(sbuf_t *s, const char *name, const plot_group_t *g, const char *color,
-                      const char *style, const char *title, int first)
+                      const char *style, int first)
 {
     if (!first) sbuf_printf(s, ", ");
     if (g->n > 1)
         sbuf_printf(s, "$%s using 1:3:4 with filledcurves fc rgb '%s' fs transparent solid 0.22 "
                        "noborder notitle, ", name, color);
-    sbuf_printf(s, "$%s using 1:2 with %s lc rgb '%s' title '%s'", name, style, color, title);
+    sbuf_printf(s, "$%s using 1:2 with %s lc rgb '%s' notitle", name, style, color);
 }
 
 double plot_band_reach(const double *x, const double *y, size_t n, double target, int up)
@@ -217,10 +230,9 @@ static void mean_pm(const double *v, int n, int digits, char *buf, size_t len)
     else snprintf(buf, len, "%.*f ± %.*f", digits, mean, digits, half);
 }
 
-/* Row k of plot_band_table: group g[k] of ng (legends from each group's first seed). */
+/* Row k of plot_band_table: group g[k] (its key from its first seed and what differs, d). */
 static void table_row(FILE *out, const plot_set_t *set, const plot_curve_t *c,
-                      const plot_group_t *g, const int *first, int ng, int k, double target,
-                      int epochs)
+                      const plot_group_t *g, const plot_diff_t *d, int k, double target, int epochs)
 {
     double last[PLOT_MAX_SEEDS], best[PLOT_MAX_SEEDS];
     int nd = 0;
@@ -236,19 +248,34 @@ static void table_row(FILE *out, const plot_set_t *set, const plot_curve_t *c,
             }
         nd += !isnan(r->diverged_at);
     }
-    double mean, half;
-    int reached;
-    plot_band_reach_ci(set, &g[k], c->f, target, c->up, &mean, &half, &reached);
+    double mean = NAN, half = NAN;
+    int reached = 0;
+    if (!isnan(target)) plot_band_reach_ci(set, &g[k], c->f, target, c->up, &mean, &half, &reached);
     char label[300], a[80], b[80], at[80];
-    plot_train_label(set, first, ng, k, label, sizeof label);
+    const plot_run_t *r = &set->runs[g[k].run[0]];
+    static const char *const ONE[] = {"scheme", "train.warmup", "train.lr", NULL};
+    if (d->n) plot_key(d, r, 0, label, sizeof label);
+    else plot_shared(d, r, ONE, 0, label, sizeof label);   // one configuration: what it is
     mean_pm(last, g[k].n, c->digits, a, sizeof a);
     mean_pm(best, g[k].n, c->digits, b, sizeof b);
     // the seeds of one configuration share its updates per epoch
-    plot_band_reach_text(mean, half, reached,
-                         epochs ? 1.0 / set->runs[g[k].run[0]].epoch_batches : 1.0,
+    plot_band_reach_text(mean, half, reached, epochs ? 1.0 / r->epoch_batches : 1.0,
                          epochs ? 2 : 0, at, sizeof at);
+    if (isnan(target)) snprintf(at, sizeof at, "–");
     fprintf(out, "| %s | %d | %d | %s | %s | %s | %d of %d |\n", label, g[k].n, nd, a, b, at,
             reached, g[k].n);
+}
+
+/* The unigram plateau of the runs of groups g (the highest a run records), or NaN. */
+static double plateau_of(const plot_set_t *set, const plot_group_t *g, int ng)
+{
+    double u = NAN;
+    for (int k = 0; k < ng; k++)
+        for (int i = 0; i < g[k].n; i++) {
+            const double x = set->runs[g[k].run[i]].unigram;
+            if (isfinite(x) && !(x <= u)) u = x;
+        }
+    return u;
 }
 
 int plot_band_table(FILE *out, const plot_set_t *set, const plot_curve_t *c)
@@ -266,11 +293,26 @@ int plot_band_table(FILE *out, const plot_set_t *set, const plot_curve_t *c)
     const int ng = nr ? plot_band_groups(set, m, nr, g, PLOT_BAND_MAX_RUNS) : 0;
     if (ng <= 0) return 0;
     const double target = plot_band_common_target(set, g, ng, c->f, c->up);
-    fprintf(out, "| run | seeds | diverged | last %s | best %s | %s reaching %.4g | seeds reaching "
-                 "|\n|---|---|---|---|---|---|---|\n", c->what, c->what,
-            epochs ? "epoch" : "update", target);
+    char reach[64];
+    if (isnan(target))   // no BLEU ever left 0: nothing every run reaches
+        snprintf(reach, sizeof reach, "%s reaching (%s)", epochs ? "epoch" : "update",
+                 c->up ? "no run's BLEU left 0" : "no finite value");
+    else snprintf(reach, sizeof reach, "%s reaching %.4g", epochs ? "epoch" : "update", target);
+    fprintf(out, "| run | seeds | diverged | last %s | best %s | %s | seeds reaching |\n"
+                 "|---|---|---|---|---|---|---|\n", c->what, c->what, reach);
     int first[PLOT_BAND_MAX_RUNS];
     for (int k = 0; k < ng; k++) first[k] = g[k].run[0];
-    for (int k = 0; k < ng; k++) table_row(out, set, c, g, first, ng, k, target, epochs);
+    plot_diff_t *d = malloc(sizeof *d);
+    if (!d) return 0;
+    plot_diff(set, first, ng, 0, d);
+    for (int k = 0; k < ng; k++) table_row(out, set, c, g, d, k, target, epochs);
+    free(d);
+    const double plateau = c->up ? NAN : plateau_of(set, g, ng);
+    if (!isnan(target) && target >= plateau - DIAG_PLATEAU_BAND)
+        fprintf(out, "\n%.4g, the value every run reaches, is not below the unigram plateau "
+                     "(%.3f nats, the byte entropy of the training split) by more than %g nats: "
+                     "a run reaches it without learning more than the bytes' frequencies, so the "
+                     "%s reaching it says nothing about learning (a stuck run reaches it first).\n",
+                target, plateau, DIAG_PLATEAU_BAND, epochs ? "epoch" : "update");
     return ng;
 }

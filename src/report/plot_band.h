@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "report/plot.h"
+#include "report/plot_label.h"
+#include "report/plot_layout.h"
 #include "util/sbuf.h"
 
 #define PLOT_MAX_SEEDS 32
@@ -57,9 +59,6 @@ int plot_band_groups(const plot_set_t *set, const int *m, int n, plot_group_t *g
 /* The group's members of the most seeds (for a title: "3 seeds"); 1 when none has more. */
 int plot_band_max_seeds(const plot_group_t *g, int ngroups);
 
-/* Append " (3 seeds)" to a legend when the group has several seeds (nothing for one). */
-void plot_band_seeds_note(const plot_group_t *g, char *label, size_t len);
-
 /* "; mean of 3 seeds, band: 95 % CI" for a figure's subtitle when a group has several seeds
  * ("mean of 2–3 seeds" when they differ), else "". */
 void plot_band_caption(const plot_group_t *g, int ngroups, char *buf, size_t len);
@@ -69,15 +68,23 @@ void plot_band_caption(const plot_group_t *g, int ngroups, char *buf, size_t len
 size_t plot_band_stride(size_t n);
 
 /* Data block $name: rows "x·xscale mean lo hi count" at the x values of the group's longest
- * curve (every plot_band_stride-th and the last); mean and the 95 % band over the seeds with a finite value at that x (lo = hi = mean
- * with one seed). Returns the rows written. */
+ * curve (every plot_band_stride-th and the last); mean and the 95 % band over the seeds with a
+ * finite value at that x (lo = hi = mean with one seed), the band never below floor (NaN: no
+ * floor; BLEU's 0: an interval respects the metric's range). The x and y drawn widen rx, ry
+ * (NULL: not kept). Returns the rows written. */
 size_t plot_band_block(sbuf_t *s, const char *name, const plot_set_t *set, const plot_group_t *g,
-                       plot_series_fn f, double xscale);
+                       plot_series_fn f, double xscale, double floor, plot_range_t *rx,
+                       plot_range_t *ry);
 
 /* The plot clause of block $name: a shaded band (when the group has two seeds or more) and
- * the mean line in color with title; prefixed ", " unless first. */
+ * the mean line in color, with style (gnuplot's "lines dt 2 …"), no title (the key is the
+ * figure's strip); prefixed ", " unless first. */
 void plot_band_clause(sbuf_t *s, const char *name, const plot_group_t *g, const char *color,
-                      const char *style, const char *title, int first);
+                      const char *style, int first);
+
+/* " (3 seeds, 1 diverged)", " (diverged)", " (3 seeds)" or "" for a key: the group's seeds and
+ * how many diverged. Appended to label. */
+void plot_band_key_note(const plot_set_t *set, const plot_group_t *g, char *label, size_t len);
 
 /* The first x at which the curve reaches target from above (up = 0, a loss: y ≤ target) or
  * from below (up = 1, BLEU: y ≥ target), interpolated linearly between the two points that
@@ -100,11 +107,19 @@ void plot_band_reach_text(double mean, double half, int reached, double xscale, 
 double plot_band_common_target(const plot_set_t *set, const plot_group_t *g, int ngroups,
                                plot_series_fn f, int up);
 
-/* A Markdown table of the training runs in set, one row per group of seeds: the legend, seeds,
- * diverged seeds, the last and the best value of curve c (mean ± 95 % half-width over the
- * seeds), the update (or epoch, c->epochs) at which each reaches the value every run reaches
- * (plot_band_common_target), mean ± half-width, and how many seeds reach it. Returns the
- * number of rows (0: no run has the curve). */
+/* The subtitle of a training figure (gnuplot enhanced text): what its n groups' runs share
+ * (plot_shared, PLOT_SHARED_TRAIN, d the items that differ), the seeds, "×: diverged" when
+ * diverged, and extra on a line of its own ("": none). */
+void plot_train_subtitle(const plot_set_t *set, const plot_group_t *g, int n, const plot_diff_t *d,
+                         int diverged, const char *extra, char *buf, size_t len);
+
+/* A Markdown table of the training runs in set, one row per group of seeds: its key (plain
+ * text: what tells it apart, report/plot_label.h), seeds, diverged seeds, the last and the best
+ * value of curve c (mean ± 95 % half-width over the seeds), the update (or epoch, c->epochs) at
+ * which each reaches the value every run reaches (plot_band_common_target), mean ± half-width,
+ * and how many seeds reach it. When no such value exists (no BLEU ever left 0) the column says
+ * so; when it is not below the runs' unigram plateau by more than DIAG_PLATEAU_BAND (reaching
+ * it is not learning, and a stuck run reaches it first) a line after the table says so. Returns the number of rows (0: no run has the curve). */
 int plot_band_table(FILE *out, const plot_set_t *set, const plot_curve_t *c);
 
 #endif

@@ -1,36 +1,30 @@
-/* plot_bleu.c — BLEU against epochs (Fig. 2 and Fig. 4 of Xiong et al. 2020, as the paper
- * draws them beside the validation loss): /train/bleu of every run that logged it
- * (train.bleu_every, docs/paper_training.md), each configuration the mean of its seeds with a
- * 95 % band (report/plot_band.h), and the epoch at which each first reaches the BLEU every run
- * reaches (§4.1: Pre-LN without warm-up reaches a given BLEU in fewer epochs). */
+/* plot_bleu.c — BLEU against epochs (as Xiong et al. 2020's Fig. 2 and Fig. 4 draw it beside
+ * the validation loss): /train/bleu of every run that logged it (train.bleu_every,
+ * docs/paper_training.md), each configuration the mean of its seeds with a 95 % band that
+ * never goes below 0 (report/plot_band.h), and the epoch at which each first reaches the BLEU
+ * every run reaches (§4.1: Pre-LN without warm-up reaches a given BLEU in fewer epochs). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "report/plot_internal.h"
 #include "report/plot_band.h"
 
-/* The legend of group i: its label, seeds, diverged seeds and the epoch (update) at which its
- * seeds reach target, mean ± 95 % half-width (docs/design.md §6e). */
-static void bleu_label(const plot_set_t *set, const plot_group_t *g, const int *m, int n, int i,
-                       double target, double xscale, int epochs, char *label, size_t len)
+/* The key of group i: what tells it apart, its seeds and diverged seeds, and the epoch (update)
+ * at which its seeds reach target, mean ± 95 % half-width (docs/design.md §6e). */
+static void bleu_key(const plot_set_t *set, const plot_group_t *g, int i, double target,
+                     double xscale, int epochs, char *label, size_t len)
 {
-    plot_train_label(set, m, n, i, label, len);
-    plot_band_seeds_note(&g[i], label, len);
-    int nd = 0;
-    for (int k = 0; k < g[i].n; k++) nd += !isnan(set->runs[g[i].run[k]].diverged_at);
-    size_t used = strlen(label);
-    if (nd && used < len)
-        snprintf(label + used, len - used, g[i].n > 1 ? " (%d diverged)" : " (diverged)", nd);
+    plot_band_key_note(set, &g[i], label, len);
     if (!isfinite(target)) return;
     double at, half;
     int reached;
     plot_band_reach_ci(set, &g[i], plot_series_bleu, target, 1, &at, &half, &reached);
     char when[64];
     plot_band_reach_text(at, half, reached, xscale, epochs ? 2 : 0, when, sizeof when);
-    used = strlen(label);
+    size_t used = strlen(label);
     if (used < len)
-        snprintf(label + used, len - used, reached ? ": %.2f at %s %s" : ": never %.2f", target,
-                 epochs ? "epoch" : "update", when);
+        snprintf(label + used, len - used, reached ? ": %s %s" : ": never", epochs ? "epoch" : "update",
+                 when);
     used = strlen(label);
     if (reached && reached < g[i].n && used < len)
         snprintf(label + used, len - used, " (%d of %d seeds)", reached, g[i].n);
@@ -47,53 +41,77 @@ int plot_fig_bleu(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         }
     plot_group_t g[PLOT_MAX_SERIES];
     const int n = logged ? plot_band_groups(set, m, nr, g, PLOT_MAX_SERIES) : 0;
-    if (n <= 0) return 0;   // more curves than a legend can tell apart
+    if (n <= 0) return 0;   // more curves than a key can tell apart
     snprintf(name, len, "bleu");
     // the BLEU every run reaches (the smallest of the runs' best from 0.01 up): each seed's epoch there
     const double target = plot_band_common_target(set, g, n, plot_series_bleu, 1);
-    size_t rows[PLOT_MAX_SERIES], any = 0;
+    size_t rows_of[PLOT_MAX_SERIES], any = 0;
+    plot_range_t rx, ry;
+    plot_range_init(&rx);
+    plot_range_init(&ry);
     for (int i = 0; i < n; i++) {
         char block[16];
         snprintf(block, sizeof block, "b%d", i);
         const plot_run_t *r = &set->runs[g[i].run[0]];
-        rows[i] = plot_band_block(s, block, set, &g[i], plot_series_bleu,
-                                  epochs ? 1.0 / r->epoch_batches : 1.0);
-        m[i] = g[i].run[0];   // legends from each group's first seed
-        any += rows[i];
+        rows_of[i] = plot_band_block(s, block, set, &g[i], plot_series_bleu,
+                                     epochs ? 1.0 / r->epoch_batches : 1.0, 0.0, &rx, &ry);
+        m[i] = g[i].run[0];   // keys from each group's first seed
+        any += rows_of[i];
     }
-    if (!any) return 0;   // no finite BLEU at all
-    const config_t *c = &set->runs[m[0]].cfg;
-    char data[64], seeds[64];
-    plot_data_text(c, data, sizeof data);
-    plot_band_caption(g, n, seeds, sizeof seeds);
-    sbuf_printf(s, "set title \"BLEU on the validation split (Fig. 2, Fig. 4)\\n{/*0.8 %d-%d "
-                   "encoder–decoder, d = %d, %s; greedy, NLTK corpus BLEU on detokenised "
-                   "text%s}", c->model.layers, config_dec_layers(c), c->model.d_model, data,
-                seeds);
+    if (!any) {
+        snprintf(name, len, "bleu: no finite BLEU");
+        return -1;
+    }
+    plot_diff_t d;
+    plot_diff(set, m, n, 0, &d);
+    plot_style_t st[PLOT_MAX_SERIES];
+    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "bleu", n);
+    char title[400], sub[900], extra[300] = "greedy decoding, NLTK corpus BLEU on detokenised text";
+    plot_title(set, m, n, &d, "BLEU on the validation split",
+               plot_paper_figure(set, m, n, &d, PLOT_KIND_TRAIN), title, sizeof title);
     if (isfinite(target))
-        sbuf_printf(s, "\\n{/*0.8 dotted: BLEU %.2f, the lowest of the runs' best from 0.01 up}"
-                       "\\n{/*0.8 key: the %s each configuration first reaches it, mean ± 95%% "
-                       "CI over its seeds (linear between evaluations)}", target,
-                    epochs ? "epoch" : "update");
-    sbuf_printf(s, "\"\nset grid\nset key top left box opaque\nset xlabel '%s'\n"
-                   "set ylabel 'BLEU'\nset yrange [0:*<100]\n", epochs ? "epoch" : "update");
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; dotted: BLEU %.2f, the "
+                 "lowest of the runs' best; key: the %s each first reaches it (mean ± 95 %% CI)",
+                 target, epochs ? "epoch" : "update");
+    else
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "; no run's BLEU left 0");
+    plot_train_subtitle(set, g, n, &d, 0, extra, sub, sizeof sub);
+    sbuf_t keys = {0};
+    int nk = 0;
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        bleu_key(set, g, i, target, epochs ? 1.0 / r->epoch_batches : 1.0, epochs, st[i].key,
+                 sizeof st[i].key);
+        plot_keyentry(&keys, &st[i], "linespoints");
+        nk++;
+    }
+    const int rows = plot_key_rows(nk, plot_styles_longest(st, n));
+    plot_grid_t gr;
+    plot_grid(&gr, 1, 1, plot_title_lines(sub), rows);
+    plot_begin(s, title, sub);
+    plot_panel(s, &gr, 0);
+    sbuf_printf(s, "set grid\nunset key\nset xlabel '%s'\nset ylabel 'BLEU'\n",
+                epochs ? "epoch" : "update");
+    plot_axis(s, "x", &rx, 0, 0.03, NAN, NAN);
+    plot_update_tics(s, &rx, !epochs);
+    plot_range_add(&ry, 0.0);
+    plot_range_add(&ry, 1.0);   // a BLEU that never left 0 is drawn at 0, not magnified
+    plot_axis(s, "y", &ry, 0, 0.05, 0.0, 100.0);
     if (isfinite(target))
         sbuf_printf(s, "set arrow 1 from graph 0, first %.10g to graph 1, first %.10g nohead "
                        "dt 3 lc rgb 'gray40'\n", target, target);
     sbuf_printf(s, "plot ");
     int first = 1;
     for (int i = 0; i < n; i++) {
-        if (!rows[i]) continue;   // every seed diverged before its first BLEU: `info --train`
-        const plot_run_t *r = &set->runs[m[i]];
-        char label[400], block[16], style[64];
-        bleu_label(set, g, m, n, i, target, epochs ? 1.0 / r->epoch_batches : 1.0, epochs,
-                   label, sizeof label);
+        if (!rows_of[i]) continue;   // every seed diverged before its first BLEU: `info --train`
+        char block[16], style[80];
         snprintf(block, sizeof block, "b%d", i);
-        snprintf(style, sizeof style, "linespoints pt %d lw 2", plot_point_type(r));
-        plot_band_clause(s, block, &g[i], plot_run_color(r, plot_family_rank(set, m, n, i)),
-                         style, label, first);
+        snprintf(style, sizeof style, "linespoints pt %d lw %g dt %d", st[i].pt, st[i].lw, st[i].dt);
+        plot_band_clause(s, block, &g[i], st[i].color, style, first);
         first = 0;
     }
     sbuf_printf(s, "\n");
+    plot_end(s, &gr, rows, &keys);
+    sbuf_free(&keys);
     return 1;
 }

@@ -1,47 +1,92 @@
-/* plot_internal.h — shared between plot.c (loading, gnuplot pipe) and plot_figs.c (figures). */
+/* plot_internal.h — shared between plot.c (loading, gnuplot pipe) and the figures. Every figure
+ * takes its title, subtitle and keys from report/plot_label.h, its colours from
+ * report/plot_palette.h and its layout and ranges from report/plot_layout.h (docs/design.md
+ * §6j); the helpers here put them together. */
 #ifndef STABILITY_PLOT_INTERNAL_H
 #define STABILITY_PLOT_INTERNAL_H
 
 #include <stddef.h>
 #include "report/plot.h"
+#include "report/plot_label.h"
+#include "report/plot_layout.h"
+#include "report/plot_palette.h"
 #include "util/sbuf.h"
 #include "io/h5io.h"
 
-/* The gnuplot script with its inline data blocks: a growing sbuf_t (util/sbuf.h). */
-/* ---- plot_style.c: shared by the figures ---- */
-
 #define PLOT_MAX_SERIES 16
-#define PLOT_NCOLORS 8
 #define PLOT_ATLAS_MAX 32   /* schemes, depths, learning rates of the atlas's figures */
-extern const char *const PLOT_COLORS[PLOT_NCOLORS];
+
+/* ---- plot_style.c: shared by the figures ---- */
 
 /* The line of Xiong et al. 2020 stated for the run's scheme (scheme_theory_t: Post-LN's,
  * Pre-LN's or none): the lemmas' and Theorem 1's figures draw only runs with one. */
 int plot_theory(const plot_run_t *r);
 
-/* The point type of the run's family (config/scheme.h): Post-LN-like circles, Pre-LN-like
- * squares, norm-free triangles, mixed diamonds. */
-int plot_point_type(const plot_run_t *r);
-
 /* Column of a layer tensor ("w2") / a hidden-state site ("resid1") in a probe, or −1. */
 int plot_param_col(const plot_run_t *r, const char *name);
 int plot_site_col(const probe_t *p, const char *name);
 
-/* The run's colour: its family's shade number rank_in_family (Post-LN-like warm from Post-LN's
- * red, Pre-LN-like cold from Pre-LN's blue, norm-free and mixed their own). */
-const char *plot_run_color(const plot_run_t *r, int rank_in_family);
+/* in as literal gnuplot enhanced text (its operators _ ^ { } @ & ~ \ escaped, control
+ * characters as '?'), for a double-quoted title (plot_begin, plot_set). */
+void plot_enh(const char *in, char *out, size_t len);
 
 /* in as literal text inside a single-quoted gnuplot string in enhanced mode. */
 void plot_escape_name(const char *in, char *out, size_t len);
 
-/* "Post-LN (RMSNorm)", "deepnorm", or "Post-LN: name" (with_name) for a legend. */
-void plot_run_label(const plot_run_t *r, int with_name, char *buf, size_t len);
+/* "Zipf(1.1) tokens", "text task", … (+ ", untied output"). */
+void plot_data_text(const config_t *c, char *buf, size_t len);
 
-/* What the n configurations (first runs m[]) of a training figure ask, for its title after
- * "Validation loss": warm-up within one scheme is Fig. 2's question (" with and without
- * warm-up (Fig. 2)"); warm-up only between schemes, Post-LN with and Pre-LN without, is §4.1's
- * (": each scheme with or without warm-up (Fig. 4)"); else "". */
-const char *plot_warmup_question(const plot_set_t *set, const int *m, int n);
+/* An optimizer as a key names it: "Adam", "SGD". */
+const char *plot_optimizer_label(optimizer_t o);
+
+/* Probe runs of arch with the most common (d, L) into members; returns the count. */
+int plot_pick_layer_group(const plot_set_t *set, arch_t arch, int *members);
+
+/* How a curve is drawn and keyed. */
+typedef struct {
+    char color[8];
+    int dt, pt;             /* dash type, point type */
+    double lw;
+    char key[300];          /* plain text (plot_label.h) */
+} plot_style_t;
+
+/* The item of d an ordinal colour shows: lr, warm-up, depth, width first, then any other
+ * ordered item, a seed last; −1 when none is ordered. */
+int plot_colour_item(const plot_diff_t *d);
+
+/* The styles of n curves, curve i standing for run rep[i], from what differs between them (d):
+ * one ordered item (lr, warm-up, depth, …) → ordinal colours by its value; each curve its own
+ * scheme → the scheme's colour and marker; else up to PLOT_QUAL_COUNT curves → Okabe–Ito by
+ * curve, more → ordinal colour by the ordered item plot_colour_item picks and a dash per value
+ * of the rest. Keys: plot_key. Returns 0 when two curves would look alike (more
+ * configurations than colours and dashes tell apart): the figure then says so and is not
+ * drawn (PLOT_TOO_MANY). */
+int plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
+                plot_style_t *st);
+
+/* A figure whose curves plot_styles cannot tell apart: its note, and −1 (plot_figure_fn). */
+#define PLOT_TOO_MANY(name, len, fig, n) \
+    (snprintf(name, len, "%s: more curves than colours and dashes tell apart (%d runs; the " \
+              "atlas's figures draw such sets)", fig, n), -1)
+
+/* Group runs m[0..n) by their key over d (plot_key: equal keys, one group): of[i] the group
+ * of run i (−1 past max groups), rep[g] the index (into m) of group g's first run. Returns the
+ * number of groups. */
+int plot_group_by(const plot_set_t *set, const int *m, int n, const plot_diff_t *d, int *of,
+                  int *rep, int max);
+
+/* Append to keys the key entry of st drawn as with ("lines", "linespoints", "points"). */
+void plot_keyentry(sbuf_t *keys, const plot_style_t *st, const char *with);
+
+/* Append a key entry of fixed text (plain) in colour color drawn as with (a style clause). */
+void plot_keyentry_text(sbuf_t *keys, const char *with, const char *text);
+
+/* The subtitle's seed part: "10 seeds × 5 batches" (probe) or "mean of 3 seeds, band: 95 % CI"
+ * (groups of seeds); "" for one seed of training. */
+void plot_probe_seeds(const plot_run_t *r, char *buf, size_t len);
+
+/* The longest key text (characters) of st[0..n) (for plot_key_rows). */
+int plot_styles_longest(const plot_style_t *st, int n);
 
 /* Index of name in names[*n], appended when absent; -1 when PLOT_ATLAS_MAX are taken. */
 int plot_intern_name(char names[][32], int *n, const char *name);
@@ -56,53 +101,24 @@ int plot_cmp_double(const void *a, const void *b);
  * scheme table's rows, names of no row after them): a stable insertion sort, n is a dozen. */
 void plot_sort_schemes(char names[][32], int *m, int n);
 
-/* A scheme's colour, the same in every figure: its row's (config/scheme.c); a name of no row
- * takes the rows' colours in turn by its index i in the figure. */
-const char *plot_scheme_color(const char *name, int i);
-
-/* Whether the runs m[0..n) share one optimizer (else each curve's key names its own: Fig. 2(b),
- * SGD beside Adam). */
-int plot_same_optimizer(const plot_set_t *set, const int *m, int n);
-
-/* An optimizer as a legend names it: "Adam", "SGD". */
-const char *plot_optimizer_label(optimizer_t o);
-
-/* A training run's legend from what tells it apart from the others (m[0..n)): "Post-LN, no
- * warm-up", "deepnorm, warm-up 100, lr 0.003" (lr only when the runs' differ), "Post-LN, SGD,
- * no warm-up" (the optimizer only when the runs' differ), the run's name when two runs agree
- * in all of these. */
-void plot_train_label(const plot_set_t *set, const int *m, int n, int i, char *buf, size_t len);
-
-/* "; not drawn: deepnorm, admin (WHAT is stated for Post-LN and Pre-LN)" for the members
- * m[0..n) whose scheme has no line of the paper; "" when every member has one. */
-void plot_skipped_note(const plot_set_t *set, const int *m, int n, const char *what, char *buf,
-                       size_t len);
-
-/* "Zipf(1.1) tokens", "translation task", … (+ ", untied output"). */
-void plot_data_text(const config_t *c, char *buf, size_t len);
-
-/* Probe runs of arch with the most common (d, L) into members; returns the count. */
-int plot_pick_layer_group(const plot_set_t *set, arch_t arch, int *members);
-
-/* Rank of member k among those of its family (for colours); whether two members' legends
- * would read the same (then they need run names). */
-int plot_family_rank(const plot_set_t *set, const int *members, int n, int k);
-int plot_labels_need_names(const plot_set_t *set, const int *members, int n);
-
-/* Data block $name: rows "l+1 mean ci" over L layer rows of column k of width K (over S seeds). */
+/* Data block $name: rows "l+1 mean lo hi" over L layer rows of column k of width K (over S
+ * seeds): the mean and its 95 % interval, never below 0 (a norm); the values' range into rg,
+ * unless NULL. */
 void plot_block_per_layer(sbuf_t *s, const char *name, const double *data, int S, int L, int K,
-                          int k, double scale);
+                          int k, double scale, plot_range_t *rg);
 
 /* The same with an empty line before row split (> 0): gnuplot does not join the two parts
  * (an encoder's last layer and a decoder's first). */
 void plot_block_split(sbuf_t *s, const char *name, const double *data, int S, int L, int K,
-                      int k, double scale, int split);
+                      int k, double scale, int split, plot_range_t *rg);
 
-/* "d = …, d_ff = …, L = … (or N-M encoder–decoder), data, seeds × batches, bars: 95% CI". */
-void plot_subtitle(const plot_run_t *r, char *buf, size_t len);
+/* The layer axis 1 … L (x): a tic per layer (every few past 16), margins of half a layer. */
+void plot_layer_axis(sbuf_t *s, int L);
 
-/* Write one figure's script: returns 1 and fills name when the runs support the figure,
- * 0 otherwise. */
+/* Write one figure's script: returns 1 and fills name when the runs support the figure, 0
+ * when they do not; −1 when they do but it would have nothing to draw (no finite value: a run
+ * that diverged at once, every max logit 0), name then "figure: why" (plot_draw_all notes it
+ * on stderr and goes on: never an error). */
 typedef int (*plot_figure_fn)(const plot_set_t *set, sbuf_t *script, char *name, size_t len);
 
 int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t len);

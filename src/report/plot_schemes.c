@@ -1,6 +1,7 @@
 /* plot_schemes.c — every scheme side by side (docs/design.md §6c, §6d): the gradient per layer
  * at initialisation, Liu et al.'s output change vs depth, and DeepNet's model update in the
- * first updates. */
+ * first updates. Runs that differ in any other key are panels or curves of their own
+ * (report/plot_label.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,9 +9,24 @@
 #include "report/plot_internal.h"
 #include "measure/fit.h"
 
-/* The single-stack probe runs of ≥ 3 schemes at one depth (the most common; ties: the
- * deeper), one run per scheme, into m (in the atlas's order of schemes). Returns the count. */
-static int pick_scheme_probes(const plot_set_t *set, int *m, char names[][32])
+/* Sort m[0..n) by scheme (the atlas's order), stable. */
+static void sort_by_scheme(const plot_set_t *set, int *m, int n)
+{
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0; b--) {
+            char x[32], y[32];
+            scheme_name(&set->runs[m[b]].cfg, x, sizeof x);
+            scheme_name(&set->runs[m[b - 1]].cfg, y, sizeof y);
+            if (scheme_rank(x) >= scheme_rank(y)) break;
+            const int t = m[b];
+            m[b] = m[b - 1];
+            m[b - 1] = t;
+        }
+}
+
+/* The single-stack probe runs at one depth (the most common; ties: the deeper) when they are of
+ * ≥ 3 schemes, into m (in the atlas's order of schemes). Returns the count. */
+static int pick_scheme_probes(const plot_set_t *set, int *m)
 {
     double depth[PLOT_ATLAS_MAX];
     int count[PLOT_ATLAS_MAX] = {0}, nd = 0, best = -1;
@@ -23,17 +39,18 @@ static int pick_scheme_probes(const plot_set_t *set, int *m, char names[][32])
         if (best < 0 || count[d] > count[best] || (count[d] == count[best] && depth[d] > depth[best]))
             best = d;
     int n = 0, ns = 0;
+    char names[PLOT_ATLAS_MAX][32];
     for (int i = 0; best >= 0 && i < set->n && n < PLOT_ATLAS_MAX; i++) {
         const plot_run_t *r = &set->runs[i];
         if (!r->probe || r->cfg.model.arch != ARCH_LM || r->cfg.model.layers != depth[best])
             continue;
         char name[32];
         scheme_name(&r->cfg, name, sizeof name);
-        const int before = ns;
-        if (plot_intern_name(names, &ns, name) == before) m[n++] = i;   // the first run of each scheme
+        plot_intern_name(names, &ns, name);
+        m[n++] = i;
     }
-    plot_sort_schemes(names, m, n);
-    return n >= 3 ? n : 0;   // two schemes are Fig. 3(a,b)'s own figure
+    sort_by_scheme(set, m, n);
+    return ns >= 3 ? n : 0;   // two schemes are Fig. 3(a,b)'s own figure
 }
 
 /* Whether every seed's gradient of parameter column k is exactly zero in every layer (ReZero's
@@ -49,128 +66,188 @@ static int grad_all_zero(const plot_run_t *r, int k)
 int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int m[PLOT_ATLAS_MAX];
-    char names[PLOT_ATLAS_MAX][32];
-    const int n = pick_scheme_probes(set, m, names);
+    const int n = pick_scheme_probes(set, m);
     if (!n) return 0;
     snprintf(name, len, "atlas_grad");
+    plot_range_t rg[PLOT_ATLAS_MAX];
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
+        plot_range_init(&rg[i]);
         for (int p = 0; p < 2; p++) {
             char block[32];
             snprintf(block, sizeof block, "g%d_%d", i, p);
             plot_block_per_layer(s, block, r->probe->grad_fro, r->probe->S, r->probe->ax.L,
-                                 r->probe->ax.nparam, plot_param_col(r, p ? "w2" : "w1"), 1.0);
+                                 r->probe->ax.nparam, plot_param_col(r, p ? "w2" : "w1"), 1.0,
+                                 &rg[i]);
         }
     }
-    const plot_run_t *r0 = &set->runs[m[0]];
-    char sub[256];
-    plot_subtitle(r0, sub, sizeof sub);
-    const int cols = n > 8 ? 4 : 3, rows = (n + cols - 1) / cols;
-    sbuf_printf(s, "set multiplot layout %d,%d title \"Expected gradient of the FFN weights per "
-                   "layer at initialisation, every scheme\\n{/*0.8 %s}\"\n", rows, cols, sub);
-    sbuf_printf(s, "set grid\nset key top left font ',9' box opaque\nset xlabel 'layer' font ',10'\n"
-                   "set ylabel '‖E ∂L/∂W‖_F' font ',10'\nset tics font ',9'\nset yrange [0:*]\n");
+    plot_diff_t d;
+    plot_diff(set, m, n, PLOT_DIFF_INIT, &d);
+    char title[400], sub[600], shared[300], seeds[80];
+    plot_title(set, m, n, &d, "Expected gradient of the FFN weights per layer at initialisation",
+               NULL, title, sizeof title);
+    plot_shared(&d, &set->runs[m[0]], PLOT_SHARED_INIT, 1, shared, sizeof shared);
+    plot_probe_seeds(&set->runs[m[0]], seeds, sizeof seeds);
+    snprintf(sub, sizeof sub, "%s; %s", shared, seeds);
+    const char *c1 = palette_qualitative(0), *c2 = palette_qualitative(1);
+    sbuf_t keys = {0};
+    sbuf_printf(&keys, ", keyentry with linespoints pt 7 lc rgb '%s' title 'W^1'"
+                       ", keyentry with linespoints pt 5 lc rgb '%s' title 'W^2'", c1, c2);
+    const int cols = n > 12 ? 5 : n > 8 ? 4 : 3, rows = (n + cols - 1) / cols;
+    plot_grid_t g;
+    plot_grid(&g, rows, cols, plot_title_lines(sub), 1);
+    plot_begin(s, title, sub);
+    sbuf_printf(s, "set grid\nunset key\nset tics @F70\n");
+    plot_layer_axis(s, set->runs[m[0]].cfg.model.layers);
     for (int i = 0; i < n; i++) {
-        char label[64];
-        plot_escape_name(names[i], label, sizeof label);
         const plot_run_t *r = &set->runs[m[i]];
+        char key[300];
+        plot_key(&d, r, 1, key, sizeof key);
+        plot_panel(s, &g, i);
+        plot_set(s, "title", key);
+        sbuf_printf(s, "set title @F80\n%s\n%s\n",
+                    i % cols == 0 ? "set ylabel '‖E ∂L/∂W‖_F' @F70" : "unset ylabel",
+                    i / cols == rows - 1 || i + cols >= n ? "set xlabel 'layer' @F70" : "unset xlabel");
         const int zero = grad_all_zero(r, plot_param_col(r, "w1")) &&
                          grad_all_zero(r, plot_param_col(r, "w2"));
-        if (zero)   // an explicit range (gnuplot cannot autoscale zeros) and what they mean
-            sbuf_printf(s, "set yrange [0:1]\nset label 1 'exactly 0 at initialisation' at graph "
-                           "0.5,0.5 center font ',9'\n");
-        sbuf_printf(s, "set title '%s' font ',12'\nplot $g%d_0 using 1:2:3 with yerrorlines pt 7 "
-                       "ps 0.6 lc rgb '%s' title 'W^1', $g%d_1 using 1:2:3 with yerrorlines pt 5 "
-                       "ps 0.6 lc rgb '%s' title 'W^2'\n", label, i, PLOT_COLORS[0], i,
-                    PLOT_COLORS[1]);
-        if (zero) sbuf_printf(s, "unset label 1\nset yrange [0:*]\n");
+        if (zero)   // what the zeros mean
+            sbuf_printf(s, "set label 1 'exactly 0 at initialisation' at graph 0.5,0.5 center @F70\n");
+        plot_axis(s, "y", &rg[i], 0, 0.06, 0.0, NAN);
+        sbuf_printf(s, "plot $g%d_0 using 1:2:3:4 with yerrorlines pt 7 ps 0.6 lc rgb '%s' notitle, "
+                       "$g%d_1 using 1:2:3:4 with yerrorlines pt 5 ps 0.6 lc rgb '%s' notitle\n", i,
+                    c1, i, c2);
+        if (zero) sbuf_printf(s, "unset label 1\n");
     }
-    sbuf_printf(s, "unset multiplot\n");
+    plot_end(s, &g, 1, &keys);
+    sbuf_free(&keys);
     return 1;
+}
+
+/* Block $c<j> of the runs m[i] of group j (of[i] == j): "depth mean lo hi", the 95 % interval
+ * of the output change over seeds never below 0; x and y widened; the power law fitted to every
+ * seed's value into *slope ± *ci. */
+static void output_change_block(sbuf_t *s, const plot_set_t *set, const int *m, int n,
+                                const int *of, int j, plot_range_t *x, plot_range_t *y,
+                                double *slope, double *ci)
+{
+    double xs[512], ys[512], rows[PLOT_ATLAS_MAX][4];   // rows: depth, mean, 95 % CI
+    size_t np = 0;
+    int nr = 0;
+    for (int i = 0; i < n && nr < PLOT_ATLAS_MAX; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        if (of[i] != j) continue;
+        double mean, half;
+        size_t cnt;
+        fit_mean_ci(r->probe->output_change, 1, (size_t)r->probe->S, &mean, &half, &cnt);
+        if (!cnt) continue;
+        if (isnan(half)) half = 0.0;
+        rows[nr][0] = r->cfg.model.layers;
+        rows[nr][1] = mean;
+        rows[nr][2] = fmax(0.0, mean - half);   // a norm: its interval never below 0
+        rows[nr++][3] = mean + half;
+        plot_range_add(x, r->cfg.model.layers);
+        plot_range_add(y, fmax(0.0, mean - half));
+        plot_range_add(y, mean + half);
+        plot_range_mid(y, mean);
+        for (int k = 0; k < r->probe->S && np < 512; k++) {
+            xs[np] = r->cfg.model.layers;
+            ys[np++] = r->probe->output_change[k];
+        }
+    }
+    qsort(rows, (size_t)nr, sizeof rows[0], plot_cmp_double);   // by depth (a merged file
+    sbuf_printf(s, "$c%d << EOD\n", j);                   // lists runs by name)
+    for (int k = 0; k < nr; k++)
+        sbuf_printf(s, "%g %.10g %.10g %.10g\n", rows[k][0], rows[k][1], rows[k][2], rows[k][3]);
+    sbuf_printf(s, "EOD\n");
+    double A;
+    fit_power_law(xs, ys, np, slope, ci, &A);
 }
 
 int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
+    int m[512], n = 0, ns = 0;
     char names[PLOT_ATLAS_MAX][32];
-    int ns = 0, any = 0;
-    for (int i = 0; i < set->n; i++) {
+    for (int i = 0; i < set->n && n < 512; i++) {
         const plot_run_t *r = &set->runs[i];
         if (!r->probe || !r->probe->output_change || isnan(r->probe->output_change[0])) continue;
         char nm[32];
         scheme_name(&r->cfg, nm, sizeof nm);
         plot_intern_name(names, &ns, nm);
-        any++;
+        m[n++] = i;
     }
-    if (ns < 2 || any < 3 * ns) return 0;   // at least 3 depths a scheme on average
-    plot_sort_schemes(names, NULL, ns);
+    if (ns < 2 || n < 3 * ns) return 0;   // at least 3 depths a scheme on average
     snprintf(name, len, "output_change");
-    double slope[PLOT_ATLAS_MAX], ci[PLOT_ATLAS_MAX], lo = INFINITY, hi = 0.0;
-    for (int sc = 0; sc < ns; sc++) {
-        double xs[512], ys[512], rows[PLOT_ATLAS_MAX][3];   // rows: depth, mean, CI half-width
-        size_t np = 0;
-        int nr = 0;
-        for (int i = 0; i < set->n && nr < PLOT_ATLAS_MAX; i++) {
-            const plot_run_t *r = &set->runs[i];
-            char nm[32];
-            if (!r->probe || !r->probe->output_change) continue;
-            scheme_name(&r->cfg, nm, sizeof nm);
-            if (strcmp(nm, names[sc])) continue;
-            double mean, half;
-            size_t cnt;
-            fit_mean_ci(r->probe->output_change, 1, (size_t)r->probe->S, &mean, &half, &cnt);
-            if (!cnt) continue;
-            rows[nr][0] = r->cfg.model.layers;
-            rows[nr][1] = mean;
-            rows[nr++][2] = isnan(half) ? 0.0 : half;
-            lo = fmin(lo, r->cfg.model.layers);
-            hi = fmax(hi, r->cfg.model.layers);
-            for (int k = 0; k < r->probe->S && np < 512; k++) {
-                xs[np] = r->cfg.model.layers;
-                ys[np++] = r->probe->output_change[k];
-            }
-        }
-        qsort(rows, (size_t)nr, sizeof rows[0], plot_cmp_double);   // by depth (a merged file
-        sbuf_printf(s, "$c%d << EOD\n", sc);                   // lists runs by name)
-        for (int k = 0; k < nr; k++)
-            sbuf_printf(s, "%g %.10g %.10g\n", rows[k][0], rows[k][1], rows[k][2]);
-        sbuf_printf(s, "EOD\n");
-        double A;
-        fit_power_law(xs, ys, np, &slope[sc], &ci[sc], &A);
+    sort_by_scheme(set, m, n);
+    plot_diff_t d;   // a line per configuration but the depth
+    plot_diff(set, m, n, PLOT_DIFF_INIT, &d);
+    plot_diff_drop(&d, "model.layers");
+    plot_diff_drop(&d, "model.dec_layers");
+    int rep[PLOT_ATLAS_MAX], of[512], reps[PLOT_ATLAS_MAX];
+    const int nl = plot_group_by(set, m, n, &d, of, rep, PLOT_ATLAS_MAX);
+    for (int i = 0; i < n; i++)
+        if (of[i] < 0) return PLOT_TOO_MANY(name, len, "output_change", n);   // none left out
+    plot_range_t x, y;
+    plot_range_init(&x);
+    plot_range_init(&y);
+    double slope[PLOT_ATLAS_MAX], ci[PLOT_ATLAS_MAX];
+    for (int j = 0; j < nl; j++) {
+        output_change_block(s, set, m, n, of, j, &x, &y, &slope[j], &ci[j]);
+        reps[j] = m[rep[j]];
     }
-    const config_t *c = NULL;
-    for (int i = 0; i < set->n && !c; i++) if (set->runs[i].probe) c = &set->runs[i].cfg;
-    const int encdec = c->model.arch == ARCH_ENCDEC;
-    sbuf_printf(s, "set title \"Output change at initialisation vs depth (Liu et al. 2020)\\n{/*0.8 "
-                   "E_{token} ‖F(x,W) − F(x,W*)‖, W* = W − 10^{-4}·sign(N(0,1)), F the %s, d = %d; "
-                   "legend: fitted exponent ± 95%% CI (½: an O(N) squared change)}\"\n",
-                encdec ? "decoder's output" : "last hidden state", c->model.d_model);
-    sbuf_printf(s, "set grid\nset logscale xy\nset xlabel '%s'\nset ylabel "
-                   "'E_{token} ‖ΔF‖'\nset key outside right top font ',10' box opaque\n"
-                   "set xrange [%g:%g]\nset xtics (", encdec ? "encoder layers = decoder layers N"
-                   : "layers L", lo / 1.15, hi * 1.15);
-    for (int i = 0, first = 1; i < set->n; i++) {   // a tic at every depth measured
-        const plot_run_t *r = &set->runs[i];
-        int seen = 0;
-        for (int j = 0; j < i; j++) seen |= set->runs[j].cfg.model.layers == r->cfg.model.layers;
-        if (!r->probe || seen) continue;
-        sbuf_printf(s, "%s%d", first ? "" : ", ", r->cfg.model.layers);
-        first = 0;
+    plot_style_t st[PLOT_ATLAS_MAX];
+    if (!plot_styles(set, reps, nl, &d, st)) return PLOT_TOO_MANY(name, len, "output_change", nl);
+    const int encdec = set->runs[m[0]].cfg.model.arch == ARCH_ENCDEC;
+    sbuf_t keys = {0};
+    for (int j = 0; j < nl; j++) {   // the scheme's colour and marker; the fit in the key
+        char nm[32];
+        scheme_name(&set->runs[reps[j]].cfg, nm, sizeof nm);
+        if (d.n == 1) snprintf(st[j].color, sizeof st[j].color, "%s", palette_scheme(nm, j));
+        st[j].pt = palette_scheme_point(nm, j);
+        const size_t used = strlen(st[j].key);
+        snprintf(st[j].key + used, sizeof st[j].key - used, ": exponent %.2f ± %.2f", slope[j],
+                 isnan(ci[j]) ? 0.0 : ci[j]);
+        plot_keyentry(&keys, &st[j], "linespoints");
+    }
+    plot_diff_t all;
+    plot_diff(set, m, n, PLOT_DIFF_INIT, &all);
+    char title[400], sub[700], shared[300];
+    plot_title(set, m, n, &d, "Output change at initialisation vs depth", "Liu et al. 2020",
+               title, sizeof title);
+    static const char *const SHARED[] = {"model.d_model", "data.task", "model.tie_embeddings", NULL};
+    plot_shared(&all, &set->runs[m[0]], SHARED, 1, shared, sizeof shared);
+    snprintf(sub, sizeof sub, "E_{token} ‖F(x,W) − F(x,W*)‖, W* = W − 10^{-4}·sign(N(0,1)), F the "
+             "%s; %s\nkey: the fitted exponent ± 95%% CI (½: an O(N) squared change)",
+             encdec ? "decoder's output" : "last hidden state", shared);
+    const int rows = plot_key_rows(nl, plot_styles_longest(st, nl));
+    plot_grid_t g;
+    plot_grid(&g, 1, 1, plot_title_lines(sub), rows);
+    plot_begin(s, title, sub);
+    plot_panel(s, &g, 0);
+    sbuf_printf(s, "set grid\nunset key\nset xlabel '%s'\nset ylabel 'E_{token} ‖ΔF‖'\n",
+                encdec ? "encoder layers = decoder layers N" : "layers L");
+    plot_axis(s, "x", &x, 1, 0.05, NAN, NAN);
+    plot_axis(s, "y", &y, plot_range_log(&y), 0.05, 0.0, NAN);
+    sbuf_printf(s, "set xtics (");
+    double seen[PLOT_ATLAS_MAX];
+    int nseen = 0;
+    for (int i = 0; i < n; i++) {   // a tic at every depth measured
+        const int before = nseen;
+        if (plot_intern_value(seen, &nseen, set->runs[m[i]].cfg.model.layers) == before)
+            sbuf_printf(s, "%s%d", before ? ", " : "", set->runs[m[i]].cfg.model.layers);
     }
     sbuf_printf(s, ")\nplot ");
-    for (int sc = 0; sc < ns; sc++) {
-        char label[64];
-        plot_escape_name(names[sc], label, sizeof label);
-        sbuf_printf(s, "%s$c%d using 1:2:3 with yerrorlines pt 7 ps 0.8 lc rgb '%s' "
-                       "title '%s: %s^{%.2f ± %.2f}'", sc ? ", " : "", sc, plot_scheme_color(names[sc], sc),
-                    label, encdec ? "N" : "L", slope[sc], isnan(ci[sc]) ? 0.0 : ci[sc]);
-    }
+    for (int j = 0; j < nl; j++)
+        sbuf_printf(s, "%s$c%d using 1:2:3:4 with yerrorlines pt %d ps 0.9 lw 1.5 lc rgb '%s' notitle",
+                    j ? ", " : "", j, st[j].pt, st[j].color);
     sbuf_printf(s, "\n");
+    plot_end(s, &g, rows, &keys);
+    sbuf_free(&keys);
     return 1;
 }
 
 /* DeepNet's Fig. 1 (Wang et al. 2022): the model update ‖F(x, θ_t) − F(x, θ_0)‖ on a fixed
- * batch during the first updates, one line per training run that measured it; × marks a run
- * that diverged (at its last finite value). */
+ * batch during the first updates, one line per training run that measured it, keyed by what
+ * tells it apart; × marks a run that diverged (at its last finite value). */
 int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int m[PLOT_MAX_SERIES], n = 0, more = 0;
@@ -193,11 +270,10 @@ int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t l
             m[b] = m[b - 1];
             m[b - 1] = k;
         }
-    int same_lr = 1;   // lr and warm-up in the legend only when they vary
-    for (int i = 1; i < n; i++)
-        same_lr &= set->runs[m[i]].cfg.train.lr == set->runs[m[0]].cfg.train.lr &&
-                   set->runs[m[i]].cfg.train.warmup == set->runs[m[0]].cfg.train.warmup;
-    int diverged[PLOT_MAX_SERIES] = {0};
+    plot_range_t x, y;
+    plot_range_init(&x);
+    plot_range_init(&y);
+    int diverged[PLOT_MAX_SERIES] = {0}, any_div = 0;
     for (int i = 0; i < n; i++) {
         const plot_run_t *r = &set->runs[m[i]];
         double lx = NAN, ly = NAN;
@@ -205,48 +281,58 @@ int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t l
         for (size_t k = 0; k < r->nupdates; k++)
             if (isfinite(r->model_update[k]) && r->model_update[k] > 0) {
                 sbuf_printf(s, "%.10g %.10g\n", r->update_step[k], r->model_update[k]);
+                plot_range_add(&x, r->update_step[k]);
+                plot_range_add(&y, r->model_update[k]);
                 lx = r->update_step[k];
                 ly = r->model_update[k];
             }
         sbuf_printf(s, "EOD\n");
         if (!isnan(r->diverged_at) && !isnan(lx)) {
             sbuf_printf(s, "$ux%d << EOD\n%.10g %.10g\nEOD\n", i, lx, ly);
-            diverged[i] = 1;
+            any_div = diverged[i] = 1;
         }
     }
-    const config_t *c = &set->runs[m[0]].cfg;
-    char data[64], lrw[64] = "";
-    plot_data_text(c, data, sizeof data);
-    if (same_lr)
-        snprintf(lrw, sizeof lrw, ", lr %g, %s", c->train.lr,
-                 c->train.warmup > 1 ? "with warm-up" : "no warm-up");
-    sbuf_printf(s, "set title \"Model update during training (DeepNet, Wang et al. 2022)\\n{/*0.8 "
-                   "E_{token} ‖F(x,θ_t) − F(x,θ_0)‖ on a fixed batch, F the last hidden state; "
-                   "d = %d, %s, %s%s; × = diverged}\"\n", c->model.d_model, data,
-                config_optimizer_name(c->train.optimizer), lrw);
-    sbuf_printf(s, "set grid\nset logscale xy\nset xlabel 'update t'\nset ylabel "
-                   "'E_{token} ‖F(x,θ_t) − F(x,θ_0)‖'\nset key outside right top font ',10' box "
-                   "opaque\nplot ");
-    // a colour per scheme, a dash pattern per depth (deepest solid)
-    int maxL = 0;
-    for (int i = 0; i < n; i++)
-        if (set->runs[m[i]].cfg.model.layers > maxL) maxL = set->runs[m[i]].cfg.model.layers;
+    if (plot_range_empty(&y)) {
+        snprintf(name, len, "model_update: no finite model update");
+        return -1;
+    }
+    plot_diff_t d;
+    plot_diff(set, m, n, PLOT_DIFF_SEED, &d);
+    plot_style_t st[PLOT_MAX_SERIES];
+    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "model_update", n);
+    char title[400], sub[700], shared[400];
+    plot_title(set, m, n, &d, "Model update during training", "DeepNet, Wang et al. 2022",
+               title, sizeof title);
+    plot_shared(&d, &set->runs[m[0]], PLOT_SHARED_TRAIN, 1, shared, sizeof shared);
+    snprintf(sub, sizeof sub, "E_{token} ‖F(x,θ_t) − F(x,θ_0)‖ on a fixed batch, F the last hidden "
+             "state; %s%s", shared, any_div ? "; ×: diverged" : "");
+    sbuf_t keys = {0};
     for (int i = 0; i < n; i++) {
-        const plot_run_t *r = &set->runs[m[i]];
-        char scheme[32], label[160], esc[256];
-        scheme_name(&r->cfg, scheme, sizeof scheme);
-        if (same_lr) snprintf(label, sizeof label, "%s, L = %d", scheme, r->cfg.model.layers);
-        else snprintf(label, sizeof label, "%s, L = %d, lr %g, warm-up %d", scheme,
-                      r->cfg.model.layers, r->cfg.train.lr, r->cfg.train.warmup);
-        plot_escape_name(label, esc, sizeof esc);
-        const char *col = plot_scheme_color(scheme, i);
-        sbuf_printf(s, "%s$u%d using 1:2 with lines lw 2 dt %d lc rgb '%s' title '%s%s'",
-                    i ? ", " : "", i, r->cfg.model.layers == maxL ? 1 : 2, col, esc,
-                    diverged[i] ? " (diverged)" : "");
+        if (diverged[i]) {
+            const size_t used = strlen(st[i].key);
+            snprintf(st[i].key + used, sizeof st[i].key - used, " (diverged)");
+        }
+        plot_keyentry(&keys, &st[i], "lines");
+    }
+    const int rows = plot_key_rows(n, plot_styles_longest(st, n));
+    plot_grid_t g;
+    plot_grid(&g, 1, 1, plot_title_lines(sub), rows);
+    plot_begin(s, title, sub);
+    plot_panel(s, &g, 0);
+    sbuf_printf(s, "set grid\nunset key\nset xlabel 'update'\n"
+                   "set ylabel 'E_{token} ‖F(x,θ_t) − F(x,θ_0)‖'\n");
+    plot_axis(s, "x", &x, plot_range_log(&x), 0.03, NAN, NAN);
+    plot_axis(s, "y", &y, plot_range_log(&y), 0.04, NAN, NAN);
+    sbuf_printf(s, "plot ");
+    for (int i = 0; i < n; i++) {
+        sbuf_printf(s, "%s$u%d using 1:2 with lines lw 2 dt %d lc rgb '%s' notitle", i ? ", " : "",
+                    i, st[i].dt, st[i].color);
         if (diverged[i])
-            sbuf_printf(s, ", $ux%d using 1:2 with points pt 2 ps 3 lw 3 lc rgb '%s' notitle", i,
-                        col);
+            sbuf_printf(s, ", $ux%d using 1:2 with points pt 2 ps 2 lw 2 lc rgb '%s' notitle", i,
+                        st[i].color);
     }
     sbuf_printf(s, "\n");
+    plot_end(s, &g, rows, &keys);
+    sbuf_free(&keys);
     return 1;
 }

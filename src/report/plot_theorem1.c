@@ -78,6 +78,7 @@ typedef struct {
     double C;                 /* the smallest C with every point ≤ C·fit_theorem1 */
     int has_jac;              /* Pre-LN: block <name>j holds ‖J_LN(x_{L+1})‖₂ scaled to y0 */
     double jac_slope, jac_ci; /* its fitted exponent */
+    plot_range_t y;           /* the values drawn (points ± CI, the scaled Jacobian) */
 } scan_t;
 
 /* Pre-LN's mechanism (Theorem 1's proof): the final norm's ‖J_LN(x_{L+1})‖₂ = O(√d/‖x_{L+1}‖),
@@ -95,6 +96,7 @@ static void jacobian_block(sbuf_t *s, const plot_set_t *set, const int *m, int n
         fit_mean_ci(r->probe->final_jacobian, 5, (size_t)r->probe->S, &mean, &half, &cnt);
         if (!sc->has_jac) { sbuf_printf(s, "$%sj << EOD\n", block); j0 = mean; sc->has_jac = 1; }
         sbuf_printf(s, "%d %.10g\n", r->cfg.model.layers, mean * sc->y0 / j0);
+        plot_range_add(&sc->y, mean * sc->y0 / j0);
         for (int seed = 0; seed < r->probe->S && nj < 4096; seed++) {
             jx[nj] = r->cfg.model.layers;
             jy[nj++] = r->probe->final_jacobian[seed * 5];
@@ -110,6 +112,7 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
                          const char *k, const char *block)
 {
     scan_t sc = {.n = n, .y0 = NAN, .xmin = INFINITY, .xmax = -INFINITY};
+    plot_range_init(&sc.y);
     double xs[4096], ys[4096], means[64], fs[64];
     size_t np = 0, nm = 0;
     sbuf_printf(s, "$%s << EOD\n", block);
@@ -122,6 +125,9 @@ static scan_t scan_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, 
         if (!last_layer(r, k, &mean, &half, &last, &stride)) continue;
         const double x = depth ? L : d;
         sbuf_printf(s, "%g %.10g %.10g\n", x, mean, isnan(half) ? 0.0 : half);
+        plot_range_add(&sc.y, mean - (isnan(half) ? 0.0 : half));
+        plot_range_add(&sc.y, mean + (isnan(half) ? 0.0 : half));
+        plot_range_mid(&sc.y, mean);
         if (isnan(sc.y0)) sc.y0 = mean;
         sc.xmin = fmin(sc.xmin, x);
         sc.xmax = fmax(sc.xmax, x);
@@ -157,59 +163,104 @@ static arch_t pick_scans(const plot_set_t *set, int depth, int *mp, int *np, int
     return arch;
 }
 
-/* The figure's title: Fig. 3(c,d) (depth; an N-N encoder–decoder's last decoder FFN) or the
- * width scan, and what the dashed bounds are. */
-static void scan_title(sbuf_t *s, const plot_run_t *ref, int depth, arch_t arch)
+/* The figure's title and subtitle (gnuplot enhanced text): the last FFN's gradient vs depth
+ * (an N-N encoder–decoder's last decoder FFN) or width, Fig. 3(c,d) when the runs are its set. */
+static void scan_title(const plot_set_t *set, const int *mp, int np, const int *mq, int nq,
+                       int depth, arch_t arch, char *title, size_t tlen, char *sub, size_t slen)
 {
-    char data[64];
-    plot_data_text(&ref->cfg, data, sizeof data);
-    static const char *const BOUNDS = "dashed: Theorem 1's bounds, each with the least constant "
-                                      "that keeps every point under it";
-    if (depth && arch == ARCH_ENCDEC)
-        sbuf_printf(s, "set multiplot layout 1,2 title \"Gradient of the last decoder FFN sub-layer vs "
-                       "depth of an N-N encoder–decoder (Fig. 3c,d)\\n{/*0.8 d = %d, %s, %d seeds, "
-                       "bars: 95%% CI; %s}\"\n", ref->cfg.model.d_model, data, ref->probe->S, BOUNDS);
-    else if (depth)
-        sbuf_printf(s, "set multiplot layout 1,2 title \"Gradient of the last FFN sub-layer vs depth "
-                       "(Fig. 3c,d)\\n{/*0.8 d = %d, %s, %d seeds, bars: 95%% CI; %s}\"\n",
-                    ref->cfg.model.d_model, data, ref->probe->S, BOUNDS);
-    else
-        sbuf_printf(s, "set multiplot layout 1,2 title \"Gradient of the last FFN sub-layer vs width "
-                       "(Theorem 1)\\n{/*0.8 L = %d, %s, %d seeds, bars: 95%% CI; %s}\"\n",
-                    ref->cfg.model.layers, data, ref->probe->S, BOUNDS);
+    int m[128], n = 0;
+    for (int i = 0; i < np; i++) m[n++] = mp[i];
+    for (int i = 0; i < nq; i++) m[n++] = mq[i];
+    plot_diff_t d;
+    plot_diff(set, m, n, PLOT_DIFF_INIT, &d);
+    const char *paper = depth ? plot_paper_figure(set, m, n, &d, PLOT_KIND_DEPTH) : "Theorem 1";
+    plot_diff_drop(&d, "scheme");   // Post-LN and Pre-LN: the two lines
+    plot_diff_drop(&d, depth ? "model.layers" : "model.d_model");   // the x axis
+    plot_diff_drop(&d, "model.dec_layers");
+    plot_diff_drop(&d, "model.d_ff");   // a width scan scales d_ff with d
+    const char *what = !depth ? "Gradient of the last FFN sub-layer vs width"
+                       : arch == ARCH_ENCDEC ? "Gradient of the last decoder FFN sub-layer vs depth "
+                                               "of an N-N encoder–decoder"
+                                             : "Gradient of the last FFN sub-layer vs depth";
+    plot_title(set, m, n, &d, what, paper, title, tlen);
+    static const char *const SHARED_DEPTH[] = {"model.d_model", "model.d_ff", "data.task",
+                                               "model.tie_embeddings", NULL};
+    static const char *const SHARED_WIDTH[] = {"model.layers", "data.task", "model.tie_embeddings",
+                                               NULL};
+    char shared[300], seeds[80];
+    plot_shared(&d, &set->runs[m[0]], depth ? SHARED_DEPTH : SHARED_WIDTH, 1, shared, sizeof shared);
+    plot_probe_seeds(&set->runs[m[0]], seeds, sizeof seeds);
+    snprintf(sub, slen, "%s; %s\ndashed: Theorem 1's bounds, each with the least constant that "
+             "keeps every point under it", shared, seeds);
 }
 
-/* Theorem 1's bound of one line (post: O(d√(ln d)), else O(d√(ln d/L))) as a gnuplot function of
- * x (L for a depth scan, d for a width scan), C·fit_theorem1, C from the scan: every point under it. */
-static void bound_line(sbuf_t *s, const scan_t *sc, int post, int depth, int d, int L,
-                       const char *dv, const char *color)
+/* Theorem 1's bound of one line (post: O(d√(ln d)), else O(d√(ln d/L))) at x (L for a depth
+ * scan, d for a width scan): C·fit_theorem1, C from the scan, every point under it. */
+static double bound_at(const scan_t *sc, int post, int depth, int d, int L, double x)
 {
-    if (post && depth)        // independent of L: the level of the highest point
-        sbuf_printf(s, ", %.10g title 'Theorem 1: O(d√(ln d)), ∝ %s^0' with lines dt 2 lc rgb '%s'",
-                    sc->C * fit_theorem1(1, d, L), dv, color);
-    else if (depth)           // C·d·√(ln d / x)
-        sbuf_printf(s, ", %.10g/sqrt(x) title 'Theorem 1: O(d√(ln d/%s)), ∝ %s^{-1/2}' with lines "
-                       "dt 2 lc rgb '%s'", sc->C * d * sqrt(log((double)d)), dv, dv, color);
-    else if (post)
-        sbuf_printf(s, ", %.10g*x*sqrt(log(x)) title 'Theorem 1: O(d√(ln d))' with lines dt 2 "
-                       "lc rgb '%s'", sc->C, color);
-    else
-        sbuf_printf(s, ", %.10g*x*sqrt(log(x)/%d) title 'Theorem 1: O(d√(ln d / L))' with lines "
-                       "dt 2 lc rgb '%s'", sc->C, L, color);
+    if (post && depth) return sc->C * fit_theorem1(1, d, L);   // independent of L
+    if (depth) return sc->C * d * sqrt(log((double)d) / x);
+    if (post) return sc->C * x * sqrt(log(x));
+    return sc->C * x * sqrt(log(x) / L);
+}
+
+/* The bound as a gnuplot function of x drawn dashed in color, and its key entry. */
+static void bound_line(sbuf_t *s, sbuf_t *keys, const scan_t *sc, int post, int depth, int d,
+                       int L, const char *dv, const char *color)
+{
+    char what[80];
+    if (post && depth) {
+        sbuf_printf(s, ", %.10g with lines dt 2 lc rgb '%s' notitle", sc->C * fit_theorem1(1, d, L),
+                    color);
+        snprintf(what, sizeof what, "O(d√(ln d)), ∝ %s^0", dv);
+    } else if (depth) {
+        sbuf_printf(s, ", %.10g/sqrt(x) with lines dt 2 lc rgb '%s' notitle",
+                    sc->C * d * sqrt(log((double)d)), color);
+        snprintf(what, sizeof what, "O(d√(ln d/%s)), ∝ %s^{-1/2}", dv, dv);
+    } else if (post) {
+        sbuf_printf(s, ", %.10g*x*sqrt(log(x)) with lines dt 2 lc rgb '%s' notitle", sc->C, color);
+        snprintf(what, sizeof what, "O(d√(ln d))");
+    } else {
+        sbuf_printf(s, ", %.10g*x*sqrt(log(x)/%d) with lines dt 2 lc rgb '%s' notitle", sc->C, L,
+                    color);
+        snprintf(what, sizeof what, "O(d√(ln d / L))");
+    }
+    sbuf_printf(keys, ", keyentry with lines dt 2 lc rgb '%s' title '%s, Theorem 1: %s'", color,
+                post ? "Post-LN" : "Pre-LN", what);
 }
 
 /* One panel (p = 0: W¹, 1: W²) of the scan: the axis, both lines' points and fits, and on W²,
- * which the theorem states, its bounds. */
-static void scan_panel(sbuf_t *s, const plot_set_t *set, const int *mp, int np, const int *mq,
-                       int nq, int depth, int p, const char *dv)
+ * which the theorem states, its bounds; its key entries into keys. */
+static void scan_panel(sbuf_t *s, sbuf_t *keys, const plot_set_t *set, const int *mp, int np,
+                       const int *mq, int nq, int depth, int p, const char *dv)
 {
     static const char *const params[2] = {"w1", "w2"};
+    const char *cpost = palette_scheme("post", 0), *cpre = palette_scheme("pre", 1);
     scan_t post = {0}, pre = {0};
+    plot_range_init(&post.y);
+    plot_range_init(&pre.y);
     if (np) post = scan_block(s, set, mp, np, depth, params[p], p ? "post2" : "post1");
     if (nq) pre = scan_block(s, set, mq, nq, depth, params[p], p ? "pre2" : "pre1");
     const double xmin = fmin(np ? post.xmin : INFINITY, nq ? pre.xmin : INFINITY);
     const double xmax = fmax(np ? post.xmax : -INFINITY, nq ? pre.xmax : -INFINITY);
-    sbuf_printf(s, "set xrange [%g:%g]\nset xtics (", xmin / 1.12, xmax * 1.12);
+    plot_range_t y = post.y, x;
+    plot_range_add(&y, pre.y.lo);
+    plot_range_add(&y, pre.y.hi);
+    plot_range_mid(&y, pre.y.mid_lo);
+    plot_range_mid(&y, pre.y.mid_hi);
+    plot_range_init(&x);
+    plot_range_add(&x, xmin);
+    plot_range_add(&x, xmax);
+    for (int k = 0; p && k < 2; k++) {   // the bounds where they are drawn
+        const double at = k ? xmax : xmin;
+        if (np) plot_range_add(&y, bound_at(&post, 1, depth, set->runs[mp[0]].cfg.model.d_model,
+                                            set->runs[mp[0]].cfg.model.layers, at));
+        if (nq) plot_range_add(&y, bound_at(&pre, 0, depth, set->runs[mq[0]].cfg.model.d_model,
+                                            set->runs[mq[0]].cfg.model.layers, at));
+    }
+    plot_axis(s, "x", &x, 1, 0.06, NAN, NAN);
+    plot_axis(s, "y", &y, 1, 0.06, NAN, NAN);   // log–log: the exponents are slopes
+    sbuf_printf(s, "set xtics (");
     for (int i = 0; i < (np ? np : nq); i++) {   // a tic at every value scanned
         const config_t *c = &set->runs[np ? mp[i] : mq[i]].cfg;
         sbuf_printf(s, "%s%d", i ? ", " : "", depth ? c->model.layers : c->model.d_model);
@@ -219,21 +270,26 @@ static void scan_panel(sbuf_t *s, const plot_set_t *set, const int *mp, int np, 
                 p + 1, top, p ? "" : " (Theorem 1 states W^2)", p + 1, top);
     if (np) {
         const config_t *c = &set->runs[mp[0]].cfg;
-        sbuf_printf(s, "$post%d using 1:2:3 with yerrorlines lc rgb '%s' pt 7 ps 1.3 "
-                       "title 'Post-LN: fit ∝ %s^{%.2f ± %.2f}'", p + 1, PLOT_COLORS[0],
-                    dv, post.slope, post.slope_ci);
-        if (p) bound_line(s, &post, 1, depth, c->model.d_model, c->model.layers, dv, PLOT_COLORS[0]);
+        sbuf_printf(s, "$post%d using 1:2:3 with yerrorlines lc rgb '%s' pt 7 ps 1.3 notitle",
+                    p + 1, cpost);
+        sbuf_printf(keys, ", keyentry with linespoints lc rgb '%s' pt 7 ps 1.3 title 'Post-LN: "
+                          "fit ∝ %s^{%.2f ± %.2f}'", cpost, dv, post.slope, post.slope_ci);
+        if (p) bound_line(s, keys, &post, 1, depth, c->model.d_model, c->model.layers, dv, cpost);
     }
     if (nq) {
         const config_t *c = &set->runs[mq[0]].cfg;
-        sbuf_printf(s, "%s$pre%d using 1:2:3 with yerrorlines lc rgb '%s' pt 5 ps 1.3 "
-                       "title 'Pre-LN: fit ∝ %s^{%.2f ± %.2f}'", np ? ", " : "", p + 1,
-                    PLOT_COLORS[1], dv, pre.slope, pre.slope_ci);
-        if (p) bound_line(s, &pre, 0, depth, c->model.d_model, c->model.layers, dv, PLOT_COLORS[1]);
-        if (pre.has_jac)
-            sbuf_printf(s, ", $pre%dj using 1:2 with linespoints dt 3 pt 6 lc rgb '%s' "
-                           "title '‖J_{LN}(x_{%s+1})‖_2 (scaled) ∝ %s^{%.2f ± %.2f}'",
-                        p + 1, PLOT_COLORS[3], dv, dv, pre.jac_slope, pre.jac_ci);
+        sbuf_printf(s, "%s$pre%d using 1:2:3 with yerrorlines lc rgb '%s' pt 5 ps 1.3 notitle",
+                    np ? ", " : "", p + 1, cpre);
+        sbuf_printf(keys, ", keyentry with linespoints lc rgb '%s' pt 5 ps 1.3 title 'Pre-LN: "
+                          "fit ∝ %s^{%.2f ± %.2f}'", cpre, dv, pre.slope, pre.slope_ci);
+        if (p) bound_line(s, keys, &pre, 0, depth, c->model.d_model, c->model.layers, dv, cpre);
+        if (pre.has_jac) {
+            sbuf_printf(s, ", $pre%dj using 1:2 with linespoints dt 3 pt 6 lc rgb '%s' notitle",
+                        p + 1, palette_qualitative(2));
+            sbuf_printf(keys, ", keyentry with linespoints dt 3 pt 6 lc rgb '%s' title "
+                              "'‖J_{LN}(x_{%s+1})‖_2 (scaled) ∝ %s^{%.2f ± %.2f}'",
+                        palette_qualitative(2), dv, dv, pre.jac_slope, pre.jac_ci);
+        }
     }
     sbuf_printf(s, "\n");
 }
@@ -243,16 +299,26 @@ static int scan_figure(const plot_set_t *set, sbuf_t *s, int depth)
     int mp[64], mq[64], np, nq;
     const arch_t arch = pick_scans(set, depth, mp, &np, mq, &nq);
     if (!np && !nq) return 0;
-    scan_title(s, &set->runs[np ? mp[0] : mq[0]], depth, arch);
-    sbuf_printf(s, "set grid\nset logscale xy\nset key top left Left reverse samplen 2 "
-                   "font ',12' box opaque\nset xlabel '%s'\n"
-                   "set offsets graph 0.05, graph 0.05, graph 0.45, graph 0.02\n",
-                !depth ? "width d" : arch == ARCH_ENCDEC ? "encoder layers = decoder layers N"
-                                                         : "number of layers L");
+    char title[400], sub[600];
+    scan_title(set, mp, np, mq, nq, depth, arch, title, sizeof title, sub, sizeof sub);
     // the depth's letter: N for an encoder-decoder's N-N sweep, L for a single stack
     const char *dv = !depth ? "d" : arch == ARCH_ENCDEC ? "N" : "L";
-    for (int p = 0; p < 2; p++) scan_panel(s, set, mp, np, mq, nq, depth, p, dv);
-    sbuf_printf(s, "unset multiplot\n");
+    const int entries = 2 * (np > 0) + 2 * (nq > 0) + (nq > 0);   // W²'s: fits, bounds, ‖J‖
+    const int rows = plot_key_rows_in(entries, 44, 0.47);
+    plot_grid_t g;
+    plot_grid(&g, 1, 2, plot_title_lines(sub), rows);
+    plot_begin(s, title, sub);
+    sbuf_printf(s, "set grid\nunset key\nset xlabel '%s'\n",
+                !depth ? "width d" : arch == ARCH_ENCDEC ? "encoder layers = decoder layers N"
+                                                         : "number of layers L");
+    sbuf_t keys[2] = {{0}, {0}};
+    for (int p = 0; p < 2; p++) {
+        plot_panel(s, &g, p);
+        scan_panel(s, &keys[p], set, mp, np, mq, nq, depth, p, dv);
+    }
+    plot_end_columns(s, &g, rows, keys);
+    sbuf_free(&keys[0]);
+    sbuf_free(&keys[1]);
     return 1;
 }
 
@@ -273,7 +339,7 @@ int plot_fig_grad_vs_width(const plot_set_t *set, sbuf_t *s, char *name, size_t 
 /* The Post-LN / Pre-LN ratio of one scan: its points, range and fitted exponent. */
 typedef struct {
     int n;
-    double x[64], y[64];
+    double x[64], y[64], ci[64];
     double b, b_ci;           /* the ratio ∝ x^b */
 } ratio_t;
 
@@ -302,24 +368,30 @@ static ratio_t ratio_block(sbuf_t *s, const plot_set_t *set, const int *mp, int 
                          rel_q = isnan(half_q) ? 0.0 : half_q / mean_q;
             rt.x[rt.n] = depth ? p->cfg.model.layers : p->cfg.model.d_model;
             rt.y[rt.n] = ratio;
-            sbuf_printf(s, "%g %.10g %.10g\n", rt.x[rt.n++], ratio,
-                        ratio * sqrt(rel_p * rel_p + rel_q * rel_q));
+            rt.ci[rt.n] = ratio * sqrt(rel_p * rel_p + rel_q * rel_q);
+            sbuf_printf(s, "%g %.10g %.10g %.10g\n", rt.x[rt.n], ratio,
+                        fmax(0.0, ratio - rt.ci[rt.n]), ratio + rt.ci[rt.n]);   // a ratio ≥ 0
+            rt.n++;
         }
     sbuf_printf(s, "EOD\n");
     fit_power_law(rt.x, rt.y, (size_t)rt.n, &rt.b, &rt.b_ci, &A);
     return rt;
 }
 
-/* One panel of the ratio figure: the points, the fit, and √L (against L) or the flat √L. */
-static void ratio_panel(sbuf_t *s, const ratio_t *rt, const config_t *c, int depth, arch_t arch)
+/* One panel of the ratio figure: the points, the fit, and √L (against L) or the flat √L;
+ * its key entries into keys. */
+static void ratio_panel(sbuf_t *s, sbuf_t *keys, const ratio_t *rt, const config_t *c, int depth,
+                        arch_t arch)
 {
     const char *dv = !depth ? "d" : arch == ARCH_ENCDEC ? "N" : "L";
-    double xmin = INFINITY, xmax = 0.0, ymax = 0.0;
+    plot_range_t x, y;
+    plot_range_init(&x);
+    plot_range_init(&y);
     for (int i = 0; i < rt->n; i++) {
-        const double th = depth ? sqrt(rt->x[i]) : sqrt((double)c->model.layers);
-        xmin = fmin(xmin, rt->x[i]);
-        xmax = fmax(xmax, rt->x[i]);
-        ymax = fmax(ymax, fmax(rt->y[i], th));
+        plot_range_add(&x, rt->x[i]);
+        plot_range_add(&y, fmax(0.0, rt->y[i] - rt->ci[i]));
+        plot_range_add(&y, rt->y[i] + rt->ci[i]);
+        plot_range_add(&y, depth ? sqrt(rt->x[i]) : sqrt((double)c->model.layers));
     }
     if (depth)
         sbuf_printf(s, "set title 'against the depth (d = %d)'\nset xlabel '%s'\n", c->model.d_model,
@@ -327,16 +399,25 @@ static void ratio_panel(sbuf_t *s, const ratio_t *rt, const config_t *c, int dep
     else
         sbuf_printf(s, "set title 'against the width (L = %d)'\nset xlabel 'width d'\n",
                     c->model.layers);
-    sbuf_printf(s, "set xrange [%g:%g]\nset yrange [0:%g]\nset xtics (", xmin / 1.12, xmax * 1.12,
-                ymax * 1.6);
+    plot_axis(s, "x", &x, 1, 0.06, NAN, NAN);
+    plot_axis(s, "y", &y, 0, 0.08, 0.0, NAN);
+    sbuf_printf(s, "set xtics (");
     for (int i = 0; i < rt->n; i++) sbuf_printf(s, "%s%g", i ? ", " : "", rt->x[i]);
     char fit[64] = "";
     if (!isnan(rt->b_ci)) snprintf(fit, sizeof fit, ": fit ∝ %s^{%.2f ± %.2f}", dv, rt->b, rt->b_ci);
-    sbuf_printf(s, ")\nplot $%s using 1:2:3 with yerrorlines lc rgb '%s' pt 7 ps 1.3 title "
-                   "'measured%s', ", depth ? "rd" : "rw", PLOT_COLORS[4], fit);
-    if (depth) sbuf_printf(s, "sqrt(x) title '√%s (no constant)' with lines dt 2 lc rgb 'black'\n", dv);
-    else sbuf_printf(s, "%.10g title '√L = %.2f (no constant)' with lines dt 2 lc rgb 'black'\n",
-                     sqrt((double)c->model.layers), sqrt((double)c->model.layers));
+    const char *col = palette_qualitative(0);
+    sbuf_printf(s, ")\nplot $%s using 1:2:3:4 with yerrorlines lc rgb '%s' pt 7 ps 1.3 notitle, ",
+                depth ? "rd" : "rw", col);
+    sbuf_printf(keys, ", keyentry with linespoints lc rgb '%s' pt 7 ps 1.3 title 'measured%s'", col,
+                fit);
+    if (depth) {
+        sbuf_printf(s, "sqrt(x) with lines dt 2 lc rgb 'black' notitle\n");
+        sbuf_printf(keys, ", keyentry with lines dt 2 lc rgb 'black' title '√%s (no constant)'", dv);
+    } else {
+        sbuf_printf(s, "%.10g with lines dt 2 lc rgb 'black' notitle\n", sqrt((double)c->model.layers));
+        sbuf_printf(keys, ", keyentry with lines dt 2 lc rgb 'black' title '√L = %.2f (no "
+                          "constant)'", sqrt((double)c->model.layers));
+    }
 }
 
 /* Theorem 1 without its constants (docs/design.md §1): Post-LN's bound over Pre-LN's is √L,
@@ -355,18 +436,34 @@ int plot_fig_grad_ratio(const plot_set_t *set, sbuf_t *s, char *name, size_t len
     }
     if (rt[0].n < 2 && rt[1].n < 2) return 0;
     snprintf(name, len, "grad_ratio");
-    const plot_run_t *ref = &set->runs[rt[1].n >= 2 ? mp[1][0] : mp[0][0]];
-    char data[64];
-    plot_data_text(&ref->cfg, data, sizeof data);
-    sbuf_printf(s, "set multiplot layout 1,%d title \"Post-LN over Pre-LN: the last FFN's ‖E_{batch} "
-                   "∂L/∂W^2‖_F (Theorem 1 without its constants: √L, independent of d)\\n{/*0.8 %s, "
-                   "%d seeds, bars: 95%% CI of the ratio}\"\n", (rt[0].n >= 2) + (rt[1].n >= 2),
-                data, ref->probe->S);
-    sbuf_printf(s, "set grid\nset logscale x\nset key top left Left reverse samplen 2 font ',12' "
-                   "box opaque\nset ylabel 'Post-LN / Pre-LN'\n");
+    const int ref = rt[1].n >= 2;
+    int m[128], n = 0;
+    for (int i = 0; i < np[ref]; i++) m[n++] = mp[ref][i];
+    for (int i = 0; i < nq[ref]; i++) m[n++] = mq[ref][i];
+    plot_diff_t d;
+    plot_diff(set, m, n, PLOT_DIFF_INIT, &d);
+    static const char *const SHARED[] = {"data.task", "model.tie_embeddings", NULL};
+    char shared[300], seeds[80], title[400], sub[600];
+    plot_shared(&d, &set->runs[m[0]], SHARED, 1, shared, sizeof shared);
+    plot_probe_seeds(&set->runs[m[0]], seeds, sizeof seeds);
+    snprintf(sub, sizeof sub, "%s; %s of the ratio", shared, seeds);
+    snprintf(title, sizeof title, "Post-LN over Pre-LN: the last FFN's ‖E_{batch} ∂L/∂W^2‖_F "
+             "(Theorem 1 without its constants: √L, independent of d)");
+    const int panels = (rt[0].n >= 2) + (rt[1].n >= 2);
+    const int rows = plot_key_rows_in(2, 36, 0.96 / panels);
+    plot_grid_t g;
+    plot_grid(&g, 1, panels, plot_title_lines(sub), rows);
+    plot_begin(s, title, sub);
+    sbuf_printf(s, "set grid\nunset key\nset ylabel 'Post-LN / Pre-LN'\n");
+    sbuf_t keys[2] = {{0}, {0}};
+    int k = 0;
     for (int depth = 1; depth >= 0; depth--)
-        if (rt[depth].n >= 2)
-            ratio_panel(s, &rt[depth], &set->runs[mp[depth][0]].cfg, depth, arch[depth]);
-    sbuf_printf(s, "unset multiplot\n");
+        if (rt[depth].n >= 2) {
+            plot_panel(s, &g, k);
+            ratio_panel(s, &keys[k++], &rt[depth], &set->runs[mp[depth][0]].cfg, depth, arch[depth]);
+        }
+    plot_end_columns(s, &g, rows, keys);
+    sbuf_free(&keys[0]);
+    sbuf_free(&keys[1]);
     return 1;
 }

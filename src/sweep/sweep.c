@@ -147,13 +147,17 @@ static int on_entry(void *user, const char *section, const char *key, const char
     } else if (!strcmp(key, "name")) {
         snprintf(s->pattern, sizeof s->pattern, "%s", value);
         p->name_line = line;
+    } else if (!strcmp(key, "title")) {   // the figures' title (report/plot_label.h)
+        if (strlen(value) >= sizeof s->title) fail(p, line, "sweep.title", "longer than 255 bytes");
+        else snprintf(s->title, sizeof s->title, "%s", value);
     } else if (!strcmp(key, "zip")) {
         snprintf(p->zip, sizeof p->zip, "%s", value);
         p->zip_line = line;
     } else if (strchr(key, '.')) {
         on_run_key(p, key, value, line);
     } else {
-        fail(p, line, key, "unknown key in [sweep] (base, name, zip, or section.key = values)");
+        fail(p, line, key, "unknown key in [sweep] (base, name, title, zip, or section.key = "
+                           "values)");
     }
     return 1;
 }

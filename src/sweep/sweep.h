@@ -9,6 +9,7 @@
  *   model.layers = 6, 8, 10, 12, 14
  *   probe.seeds = 10                      ; one value: set for every run
  *   zip = model.d_model, model.d_ff       ; these lists are paired (zipped), not crossed
+ *   title = Depth scan of the paper's LM   ; optional: the figures' title (/sweep@title)
  *   [slurm]                               ; job-array resources
  *   partition = ...
  * Runs go to results/<sweep>/<run>.h5 (log beside it), the merge to results/<sweep>.h5.
@@ -41,6 +42,7 @@ typedef struct {
     char name[128];                      /* basename without .ini */
     char base[1024];                     /* base config */
     char pattern[256];                   /* run-name pattern ("" = automatic) */
+    char title[256];                     /* [sweep] title: the figures' ("" = none) */
     int naxes;
     sweep_axis_t axes[SWEEP_MAX_KEYS];   /* swept keys, in file order */
     int nfixed;

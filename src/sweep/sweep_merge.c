@@ -122,6 +122,7 @@ static int merge_write(const sweep_t *s, const source_t *from, char (*status)[32
         }
         rc |= h5io_write_attr_string(f, "/sweep", "base", s->base);
         rc |= h5io_write_attr_string(f, "/sweep", "file", s->path);
+        if (s->title[0]) rc |= h5io_write_attr_string(f, "/sweep", "title", s->title);
         rc |= h5io_write_attr_string(f, "/", "status", missing ? "partial" : "done");
         rc |= h5io_write_attr_int(f, "/", "runs", merged);
     }
