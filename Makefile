@@ -258,6 +258,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_float32.py
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
+	/usr/bin/python3 tests/test_sweep_reuse.py
 	/usr/bin/python3 tests/test_train.py
 	/usr/bin/python3 tests/test_watch.py
 	/usr/bin/python3 tests/test_hostile.py
