@@ -114,10 +114,12 @@ $(BUILD)/tests/%.o: tests/%.c $(HEADERS) tests/tests.h | $(BUILD)
 $(BUILD)/test_runner: $(OBJ) $(TEST_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
 
-$(BUILD)/bench/%.o: bench/%.c $(HEADERS) | $(BUILD)/bench
+$(BUILD)/bench/%.o: bench/%.c $(HEADERS) bench/bench.h | $(BUILD)/bench
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c -o $@ $<
 
-$(BUILD)/bench/bench: $(OBJ) $(BUILD)/bench/bench.o
+BENCH_OBJ = $(addprefix $(BUILD)/bench/,bench.o bench_cases.o bench_child.o bench_proc.o \
+	bench_torch.o bench_report.o)
+$(BUILD)/bench/bench: $(OBJ) $(BENCH_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # OpenBLAS's kernel families at the model's GEMM shapes (bench/families.py; docs/performance.md)
