@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include "bench.h"
 #include "config/config.h"
 #include "model/session.h"
@@ -43,12 +44,22 @@ static const core_t CORE32 = {session_open_f32, session_close_f32, session_init_
 /* What one child reports. */
 typedef struct {
     double ms_median, ms_min, ms_max;   /* per forward+backward (probe: per batch) */
+    double cpu_ms;                      /* median CPU time of the process per step (all threads) */
     double total_s;                     /* probe: wall time of the whole probe */
     long rss_kb;                        /* peak resident set (VmHWM) */
     double params, acts;                /* doubles in the parameter and activation buffers */
     double gflop;                       /* nominal GFLOP per forward+backward */
     double faults;                      /* page faults per timed step */
 } result_t;
+
+/* CPU seconds of this process, all its threads (CLOCK_PROCESS_CPUTIME_ID): on a machine others
+ * load, the steadier measure of a change (an A/B at one thread). */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
 
 /* Peak resident set size of this process in KiB (VmHWM), or -1. */
 static long peak_rss_kb(void)
@@ -172,20 +183,24 @@ int bench_child(const char *name, const bench_opts_t *o)
         free(bc.ms);
     } else {
         double *ms = malloc((size_t)o->steps * sizeof *ms);
+        double *cpu = malloc((size_t)o->steps * sizeof *cpu);
         optim_t opt;
-        if (!ms || k->optim_init(&opt, &cfg, m->num_params)) return 1;
+        if (!ms || !cpu || k->optim_init(&opt, &cfg, m->num_params)) return 1;
         k->init(&ses, cfg.init.seed);
         k->next(&ses);
         struct rusage ru0, ru1;
         for (int s = 0; s < o->warmup + o->steps; s++) {
             if (s == o->warmup) getrusage(RUSAGE_SELF, &ru0);
-            const double t0 = bench_now();
+            const double t0 = bench_now(), c0 = cpu_now();
             k->forward(m, &ses.batch);
             k->zero_grad(m);
             k->backward(m);
             if (c->kind == K_UPDATE || c->kind == K_DYN)
                 k->optim_update(&opt, m->params, m->grads, 1e-4);
-            if (s >= o->warmup) ms[s - o->warmup] = 1e3 * (bench_now() - t0);
+            if (s >= o->warmup) {
+                ms[s - o->warmup] = 1e3 * (bench_now() - t0);
+                cpu[s - o->warmup] = 1e3 * (cpu_now() - c0);
+            }
         }
         k->optim_free(&opt);
         getrusage(RUSAGE_SELF, &ru1);
@@ -193,6 +208,8 @@ int bench_child(const char *name, const bench_opts_t *o)
         r.faults = (double)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt) /
                    o->steps;
         r.ms_median = bench_median(ms, o->steps);
+        r.cpu_ms = bench_median(cpu, o->steps);
+        free(cpu);
         r.ms_min = ms[0];
         r.ms_max = ms[o->steps - 1];
         free(ms);
@@ -204,10 +221,12 @@ int bench_child(const char *name, const bench_opts_t *o)
     k->close(&ses);
     r.rss_kb = peak_rss_kb();   // before the SGEMM's buffers
     double sgemm_best, sgemm = NAN;
-    if (o->f32) sgemm = bench_gemm_rate(1024, BENCH_GEMM_REPS, 1, &sgemm_best);
-    printf("RESULT ms_median=%.4f ms_min=%.4f ms_max=%.4f total_s=%.4f rss_kb=%ld params=%.0f "
-           "acts=%.0f gflop=%.6f faults=%.1f dyn_ms=%.4f sgemm=%.2f\n", r.ms_median, r.ms_min,
-           r.ms_max, r.total_s, r.rss_kb, r.params, r.acts, r.gflop, r.faults, dyn_ms, sgemm);
+    if (o->f32 && !getenv("BENCH_NO_GEMM"))   // BENCH_NO_GEMM: a profile of the updates alone
+        sgemm = bench_gemm_rate(1024, BENCH_GEMM_REPS, 1, &sgemm_best);
+    printf("RESULT ms_median=%.4f cpu_ms=%.4f ms_min=%.4f ms_max=%.4f total_s=%.4f rss_kb=%ld "
+           "params=%.0f acts=%.0f gflop=%.6f faults=%.1f dyn_ms=%.4f sgemm=%.2f\n", r.ms_median,
+           r.cpu_ms, r.ms_min, r.ms_max, r.total_s, r.rss_kb, r.params, r.acts, r.gflop, r.faults,
+           dyn_ms, sgemm);
     return 0;
 }
 

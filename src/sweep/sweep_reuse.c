@@ -1,5 +1,5 @@
 /* sweep_reuse.c — a sweep's run taken from another sweep's identical run instead of computed
- * again (docs/design.md §3, "Reuse"; docs/atlas.md, "Seeds"): `[sweep] reuse = OTHER.ini, ...`
+ * again (docs/design.md §6d, "Reuse"; docs/atlas.md, "Seeds"): `[sweep] reuse = OTHER.ini, ...`
  * names sweep files whose runs may stand for this sweep's. A run is its configuration, its seed,
  * its data and its kernels (docs/design.md §6, §7), so a run file of another sweep is this
  * sweep's run when all four are the same; then it is copied, byte for byte, to this sweep's
