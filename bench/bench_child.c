@@ -135,6 +135,71 @@ static double dyn_overhead_ms(model_t *m, int reps)
     return total;
 }
 
+/* The probe case: its batches' times into *r (0, or 1 out of memory). */
+static int time_probe(session_t *ses, const config_t *cfg, result_t *r)
+{
+    model_t *m = ses->model;
+    probe_axes_t ax;
+    probe_t *p = probe_axes_from_model(&ax, m) ? NULL : probe_alloc(cfg->probe.seeds, &ax);
+    const int nb = cfg->probe.seeds * cfg->probe.batches;
+    batch_clock_t bc = {.ms = malloc((size_t)nb * sizeof(double)), .cap = nb};
+    if (!p || !bc.ms) return 1;
+    probe_axes_free(&ax);
+    const double t0 = bench_now();
+    bc.last = t0;
+    if (probe_run(ses, p, batch_tick, &bc)) {
+        fprintf(stderr, "bench: out of memory\n");
+        return 1;
+    }
+    r->total_s = bench_now() - t0;
+    r->ms_median = bench_median(bc.ms, bc.n);
+    r->ms_min = bc.ms[0];
+    r->ms_max = bc.ms[bc.n - 1];
+    probe_free(p);
+    free(bc.ms);
+    return 0;
+}
+
+/* o->warmup then o->steps forward+backward passes (+ Adam for an update) in core k: their
+ * median wall and CPU times and page faults into *r (0, or 1 out of memory). */
+static int time_steps(const bench_opts_t *o, const bench_case_t *c, const core_t *k,
+                      session_t *ses, const config_t *cfg, result_t *r)
+{
+    model_t *m = ses->model;
+    double *ms = malloc((size_t)o->steps * sizeof *ms);
+    double *cpu = malloc((size_t)o->steps * sizeof *cpu);
+    optim_t opt;
+    if (!ms || !cpu || k->optim_init(&opt, cfg, m->num_params)) return 1;
+    k->init(ses, cfg->init.seed);
+    k->next(ses);
+    struct rusage ru0, ru1;
+    for (int s = 0; s < o->warmup + o->steps; s++) {
+        if (s == o->warmup) getrusage(RUSAGE_SELF, &ru0);
+        const double t0 = bench_now(), c0 = cpu_now();
+        k->forward(m, &ses->batch);
+        k->zero_grad(m);
+        k->backward(m);
+        if (c->kind == K_UPDATE || c->kind == K_DYN)
+            k->optim_update(&opt, m->params, m->grads, 1e-4);
+        if (s >= o->warmup) {
+            ms[s - o->warmup] = 1e3 * (bench_now() - t0);
+            cpu[s - o->warmup] = 1e3 * (cpu_now() - c0);
+        }
+    }
+    k->optim_free(&opt);
+    getrusage(RUSAGE_SELF, &ru1);
+    // page faults in the timed steps: 0 when a step allocates (and first touches) nothing
+    r->faults = (double)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt) /
+                o->steps;
+    r->ms_median = bench_median(ms, o->steps);
+    r->cpu_ms = bench_median(cpu, o->steps);
+    free(cpu);
+    r->ms_min = ms[0];
+    r->ms_max = ms[o->steps - 1];
+    free(ms);
+    return 0;
+}
+
 /* Child: run case name, print one RESULT line (a float32 child adds the SGEMM 1024^3 rate it
  * measures right after its updates, so that %SGEMM compares two rates of the same minute: this
  * machine's speed drifts up to 2x within minutes). Returns the exit code. */
@@ -162,61 +227,12 @@ int bench_child(const char *name, const bench_opts_t *o)
     r.acts = (double)m->num_acts;
     r.gflop = 1e-9 * bench_step_flops(m, c->kind == K_UPDATE || c->kind == K_DYN);
     double dyn_ms = NAN;
-    if (c->kind == K_PROBE) {
-        probe_axes_t ax;
-        probe_t *p = probe_axes_from_model(&ax, m) ? NULL : probe_alloc(cfg.probe.seeds, &ax);
-        const int nb = cfg.probe.seeds * cfg.probe.batches;
-        batch_clock_t bc = {.ms = malloc((size_t)nb * sizeof(double)), .cap = nb};
-        if (!p || !bc.ms) return 1;
-        probe_axes_free(&ax);
-        const double t0 = bench_now();
-        bc.last = t0;
-        if (probe_run(&ses, p, batch_tick, &bc)) {
-            fprintf(stderr, "bench: out of memory\n");
-            return 1;
-        }
-        r.total_s = bench_now() - t0;
-        r.ms_median = bench_median(bc.ms, bc.n);
-        r.ms_min = bc.ms[0];
-        r.ms_max = bc.ms[bc.n - 1];
-        probe_free(p);
-        free(bc.ms);
-    } else {
-        double *ms = malloc((size_t)o->steps * sizeof *ms);
-        double *cpu = malloc((size_t)o->steps * sizeof *cpu);
-        optim_t opt;
-        if (!ms || !cpu || k->optim_init(&opt, &cfg, m->num_params)) return 1;
-        k->init(&ses, cfg.init.seed);
-        k->next(&ses);
-        struct rusage ru0, ru1;
-        for (int s = 0; s < o->warmup + o->steps; s++) {
-            if (s == o->warmup) getrusage(RUSAGE_SELF, &ru0);
-            const double t0 = bench_now(), c0 = cpu_now();
-            k->forward(m, &ses.batch);
-            k->zero_grad(m);
-            k->backward(m);
-            if (c->kind == K_UPDATE || c->kind == K_DYN)
-                k->optim_update(&opt, m->params, m->grads, 1e-4);
-            if (s >= o->warmup) {
-                ms[s - o->warmup] = 1e3 * (bench_now() - t0);
-                cpu[s - o->warmup] = 1e3 * (cpu_now() - c0);
-            }
-        }
-        k->optim_free(&opt);
-        getrusage(RUSAGE_SELF, &ru1);
-        // page faults in the timed steps: 0 when a step allocates (and first touches) nothing
-        r.faults = (double)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt - ru0.ru_majflt) /
-                   o->steps;
-        r.ms_median = bench_median(ms, o->steps);
-        r.cpu_ms = bench_median(cpu, o->steps);
-        free(cpu);
-        r.ms_min = ms[0];
-        r.ms_max = ms[o->steps - 1];
-        free(ms);
-        if (c->kind == K_DYN) {   // lm only: the model's last forward is on ses.batch
-            model_forward(m, &ses.batch);
-            dyn_ms = dyn_overhead_ms(m, o->steps);
-        }
+    const int rc = c->kind == K_PROBE ? time_probe(&ses, &cfg, &r)
+                                      : time_steps(o, c, k, &ses, &cfg, &r);
+    if (rc) return rc;
+    if (c->kind == K_DYN) {   // lm only: the model's last forward is on ses.batch
+        model_forward(m, &ses.batch);
+        dyn_ms = dyn_overhead_ms(m, o->steps);
     }
     k->close(&ses);
     r.rss_kb = peak_rss_kb();   // before the SGEMM's buffers
