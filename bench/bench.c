@@ -4,6 +4,7 @@
  *   build/bench/bench [--threads N] [--steps S] [--warmup W] [--csv FILE] [--python PATH]
  *                     [--only SUB[,SUB...]] [--precision f64|f32|both] [--no-torch]
  *                     [--torch-kernels LIST] [--torch-policies LIST] [--torch-loaded]
+ *                     [--torch-steps S]
  *                     [--retries N] [--wait SECONDS]
  *
  * The driver measures DGEMM and SGEMM at 1024³ through the BLAS the model uses, then runs every
@@ -44,7 +45,8 @@ static int usage(void)
                     "[--python PATH] [--only SUB[,SUB...]]\n"
                     "             [--precision f64|f32|both] [--no-torch] [--torch-kernels "
                     "LIST] [--torch-policies LIST]\n"
-                    "             [--torch-loaded] [--retries N] [--wait SECONDS]\n");
+                    "             [--torch-loaded] [--torch-steps S] [--retries N] "
+                    "[--wait SECONDS]\n");
     return 2;
 }
 
@@ -65,6 +67,7 @@ static int parse(int argc, char **argv, bench_opts_t *o, const char **run, int *
         else if (!strcmp(argv[i], "--torch-kernels") && more) o->torch_kernels = argv[++i];
         else if (!strcmp(argv[i], "--torch-policies") && more) o->torch_policies = argv[++i];
         else if (!strcmp(argv[i], "--torch-loaded")) o->torch_search = 0;
+        else if (!strcmp(argv[i], "--torch-steps") && more) o->torch_steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-torch")) o->torch = 0;
         else if (!strcmp(argv[i], "--f32")) o->f32 = 1;
         else if (!strcmp(argv[i], "--precision") && more) {
@@ -74,6 +77,7 @@ static int parse(int argc, char **argv, bench_opts_t *o, const char **run, int *
         } else return usage();
     }
     if (o->threads < 1) o->threads = threads_from_env();
+    if (o->torch_steps < 1) o->torch_steps = o->steps;
     return o->steps < 1 || o->warmup < 0 ? usage() : 0;
 }
 
@@ -105,7 +109,8 @@ int main(int argc, char **argv)
     bench_opts_t o = {.threads = 0, .steps = 10, .warmup = 5, .torch = 1, .csv = NULL,
                       .python = "/usr/bin/python3", .only = NULL, .retries = 2, .wait = 0.0,
                       .torch_kernels = "loaded,Haswell,SkylakeX",
-                      .torch_policies = "passive,default", .torch_search = 1};
+                      .torch_policies = "passive,default", .torch_search = 1,
+                      .torch_steps = 6};
     const char *run = NULL;
     int precision = 3;
     if (parse(argc, argv, &o, &run, &precision)) return 2;
@@ -124,9 +129,10 @@ int main(int argc, char **argv)
     }
     bench_cpu_model(cpu, sizeof cpu);
     const double t_start = bench_now();
-    printf("bench: %s, %d threads, %d steps after %d warm-up\nBLAS: %s, stability's kernels "
-           "%s\nPyTorch searched over kernels {%s} x OMP_WAIT_POLICY {%s} x threads split\n",
-           cpu, o.threads, o.steps, o.warmup, openblas_get_config(), blascore_name(),
+    printf("bench: %s, %d threads, %d steps after %d warm-up (PyTorch: %d a setting)\nBLAS: %s, "
+           "stability's kernels %s\nPyTorch searched over kernels {%s} x OMP_WAIT_POLICY {%s} x "
+           "threads split\n", cpu, o.threads, o.steps, o.warmup, o.torch_steps,
+           openblas_get_config(), blascore_name(),
            o.torch_search ? o.torch_kernels : "loaded",
            o.torch_search ? o.torch_policies : "default");
     const double busy = bench_machine_busy();
@@ -153,7 +159,7 @@ int main(int argc, char **argv)
         const torch_setting_t *hint = c->kind == K_STEP && have512[pre] ? &won512[pre] : NULL;
         for (int f32 = 0; f32 < 2; f32++) {
             if (!(precision & (1 << f32)) || (f32 && !bench_case_f32(c))) continue;
-            if (shown != (int)c->kind) bench_print_header(c->kind, 0);
+            if (shown != (int)c->kind) bench_print_header(c->kind);
             shown = (int)c->kind;
             bench_row_t *r = &rows[nrows];
             if (measure(&o, self, c, f32, dgemm, hint, r)) continue;

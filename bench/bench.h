@@ -57,6 +57,7 @@ typedef struct {
     const char *torch_kernels;  /* PyTorch's OpenBLAS families searched ("loaded,Haswell,...") */
     const char *torch_policies; /* OMP_WAIT_POLICY values searched ("passive,default") */
     int torch_search;           /* 0: PyTorch only as loaded (--torch-loaded) */
+    int torch_steps;            /* PyTorch's timed updates per setting (--torch-steps) */
 } bench_opts_t;
 
 /* ---- child processes and rates (bench_proc.c) ---- */
@@ -144,8 +145,8 @@ typedef struct {
     torch_times_t torch;
 } bench_row_t;
 
-/* The header of a table of rows of kind `kind` in precision f32. */
-void bench_print_header(case_kind_t kind, int f32);
+/* The header of a table of rows of kind `kind` (both precisions). */
+void bench_print_header(case_kind_t kind);
 
 /* One row of the table (and the lines under it: PyTorch's winner, a probe's or the dynamics'
  * extras). */

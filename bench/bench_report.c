@@ -5,11 +5,11 @@
 #include <string.h>
 #include "bench.h"
 
-void bench_print_header(case_kind_t kind, int f32)
+void bench_print_header(case_kind_t kind)
 {
     printf("\n%-21s %4s %8s %8s %7s %6s %9s %6s %9s %6s %-21s %7s %7s %6s\n",
            kind == K_UPDATE || kind == K_DYN ? "per update (+Adam)" : "per forward+backward",
-           "", "ms", "ms/layer", "GFLOP/s", f32 ? "%SGEMM" : "%DGEMM", "torch ld", "x",
+           "", "ms", "ms/layer", "GFLOP/s", "%GEMM", "torch ld", "x",
            "torch best", "x", "best setting", "RSS MB", "est. MB", "other");
 }
 
@@ -66,9 +66,9 @@ void bench_print_notes(void)
            "precision. torch ld: PyTorch as\nloaded (OpenBLAS's own kernels and threads, "
            "torch.set_num_threads(N), OMP_WAIT_POLICY unset); torch best: the\nfastest setting "
            "searched (OpenBLAS kernels x OpenBLAS threads b x torch threads t x OMP_WAIT_POLICY "
-           "pas|def),\nits median at every setting under the row (* won). %%DGEMM of the DGEMM "
-           "1024^3 rate at the start; %%SGEMM of\nthe SGEMM 1024^3 rate the float32 child "
-           "measures right after its updates. RSS = peak resident set of the\ncase's process; "
+           "pas|def),\nits median at every setting under the row (* won). %%GEMM: f64 rows of the "
+           "DGEMM 1024^3 rate at the start,\nf32 rows of the SGEMM 1024^3 rate the float32 "
+           "child measures right after its updates. RSS = peak resident set of the\ncase's process; "
            "est. = (params + grads + Adam's 2 moments + saved activations) x the element size.\n"
            "other = largest share of the CPUs other processes used during the case's runs "
            "(! > 5%%: disturbed).\n");

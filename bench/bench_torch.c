@@ -64,7 +64,7 @@ static void torch_process(const bench_opts_t *o, const bench_case_t *c, int f32,
              "--d-model %d --d-ff %d --vocab %d --causal %d --update %d --settings %s",
              strcmp(policy, "passive") ? "" : "OMP_WAIT_POLICY=PASSIVE", coretype, o->threads,
              o->threads, o->python, c->layers, c->placement, f32 ? "float32" : "float64",
-             o->threads, o->steps, o->warmup, c->encdec ? "encdec" : "lm", c->d, 2 * c->d,
+             o->threads, o->torch_steps, o->warmup, c->encdec ? "encdec" : "lm", c->d, 2 * c->d,
              c->vocab, c->causal, c->kind == K_UPDATE, pairs);
     const int n = bench_run_measured(o, cmd, "TORCH", &lines[0][0], 8, sizeof lines[0], &others);
     if (!n) {

@@ -174,9 +174,9 @@ def main():
         blas.openblas_set_num_threads(setting[0])
         torch.set_num_threads(setting[1])
 
-    for st in settings:   # PyTorch's first updates are 2-3x slow, and each setting's pools start
-        use(st)
-        for _ in range(a.warmup):
+    for i, st in enumerate(settings):   # PyTorch's first updates are 2-3x slow; after a switch,
+        use(st)                          # one update starts the setting's pools
+        for _ in range(a.warmup if i == 0 else 1):
             update()
     ms = {st: [] for st in settings}
     for r in range(a.steps):
