@@ -78,7 +78,9 @@ PRECISION ?= float64
 SEEDS ?= 1
 ATLAS := $(if $(filter float32,$(PRECISION)),atlas_f32,atlas)$(if $(filter 3,$(SEEDS)),_seeds)
 ATLAS_F64 := $(subst atlas_f32,atlas,$(ATLAS))
-ATLAS_EXPERIMENTS := atlas_init $(ATLAS) model_update
+# SEEDS=3: the single-seed atlas first, whose runs are seed 1's: the seeds sweep takes them
+# ([sweep] reuse; docs/atlas.md, "Seeds") and computes seeds 2 and 3 only
+ATLAS_EXPERIMENTS := atlas_init $(if $(filter 3,$(SEEDS)),$(subst _seeds,,$(ATLAS))) $(ATLAS) model_update
 
 .PHONY: all deps test-deps run figures figures-single atlas dynamics test unit asan-unit bench clean
 all: stability
@@ -114,10 +116,12 @@ $(BUILD)/tests/%.o: tests/%.c $(HEADERS) tests/tests.h | $(BUILD)
 $(BUILD)/test_runner: $(OBJ) $(TEST_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) $(CHECK_LIBS)
 
-$(BUILD)/bench/%.o: bench/%.c $(HEADERS) | $(BUILD)/bench
+$(BUILD)/bench/%.o: bench/%.c $(HEADERS) bench/bench.h | $(BUILD)/bench
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Isrc -c -o $@ $<
 
-$(BUILD)/bench/bench: $(OBJ) $(BUILD)/bench/bench.o
+BENCH_OBJ = $(addprefix $(BUILD)/bench/,bench.o bench_cases.o bench_child.o bench_proc.o \
+	bench_torch.o bench_report.o)
+$(BUILD)/bench/bench: $(OBJ) $(BENCH_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # OpenBLAS's kernel families at the model's GEMM shapes (bench/families.py; docs/performance.md)
@@ -258,6 +262,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_float32.py
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
+	/usr/bin/python3 tests/test_sweep_reuse.py
 	/usr/bin/python3 tests/test_train.py
 	/usr/bin/python3 tests/test_watch.py
 	/usr/bin/python3 tests/test_hostile.py
@@ -281,15 +286,21 @@ asan-unit:
 # Speed (issue 7, docs/performance.md): ms per forward+backward, GFLOP/s against DGEMM at 1024^3,
 # PyTorch float64/float32 on the same model and threads, peak RSS; table + results/bench.csv;
 # the updates at d = 64, 128, 256 again in the float32 core (train.precision = float32).
-# Never part of `make test`. BENCH_ARGS e.g. "--threads 1 --steps 20 --only a_". Then the
-# sweep's split, and the update time before/after GEMM bits were made independent of the thread
-# count (bench/split_cost.sh; builds that commit's benchmark once, in build/before-*).
+# PyTorch as loaded and at its fastest (a search over OpenBLAS kernels x threads x OMP wait
+# policy; bench/bench_torch.c). Never part of `make test`. BENCH_ARGS narrows it, e.g.
+# "--only u_lm --precision f64 --torch-kernels loaded,SkylakeX". Then the sweep's split, the
+# update time before/after GEMM bits were made independent of the thread count
+# (bench/split_cost.sh; builds that commit's benchmark once, in build/before-*), one curvature
+# measurement at the anchor's size (bench/curvature_cost.py) and the log line's cost per update
+# (scripts/bench_log.py).
 BENCH_ARGS ?=
 bench: $(BUILD)/bench/bench stability
 	mkdir -p results
 	$(BUILD)/bench/bench --csv results/bench.csv $(BENCH_ARGS)
 	bench/sweep_split.sh
 	bench/split_cost.sh
+	/usr/bin/python3 bench/curvature_cost.py ./stability
+	/usr/bin/python3 scripts/bench_log.py ./stability
 
 clean:
 	rm -rf build build-asan stability

@@ -10,17 +10,22 @@ cross-attention to the encoder's output, S = T); --causal 1: a causal lm. Idioma
 F.layer_norm, batched matmul attention (masked_fill for causal), F.cross_entropy,
 torch.optim.Adam; gradients dropped (grad = None) before every step, as a training loop does.
 
-    OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/bench_torch.py --layers 6 --placement post \
-        --dtype float64 --threads 2
+    OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=2 \
+        /usr/bin/python3 bench/bench_torch.py --layers 6 --placement post --dtype float64 \
+        --threads 2 --settings 1:2,2:2,2:1
 
-(bench.c runs it twice, under OMP_WAIT_POLICY=PASSIVE and with it unset, libgomp's default, and
-takes the faster median: with the default its workers and the OpenBLAS threads it calls can fight
-for the cores, yet an issue saw the default the faster; docs/performance.md, "PyTorch's thread
-policy".)
+--settings B:T,...: the thread settings to time in this one process, alternately (round r times
+every setting once, in an order rotated each round, so that drift slows all alike): OpenBLAS's
+threads B (openblas_set_num_threads of the OpenBLAS torch loaded, libopenblas.so.0; the process
+starts with OPENBLAS_NUM_THREADS = the largest B, so its pool exists) and torch.set_num_threads(T).
+The kernels (OPENBLAS_CORETYPE) and OMP_WAIT_POLICY are read when the libraries load, so bench.c
+starts one process per kernel family and policy (docs/performance.md, "PyTorch at its fastest").
 
-Prints one line: TORCH ms_median=... ms_min=... ms_max=... rss_kb=... threads=...
+Prints one line per setting: TORCH blas=B intra=T core=FAMILY ms_median=... ms_min=... ms_max=...
+rss_kb=... (core: the family OpenBLAS runs, openblas_get_corename; rss_kb: the process's peak).
 """
 import argparse
+import ctypes
 import math
 import resource
 import time
@@ -131,7 +136,13 @@ def main():
     ap.add_argument("--arch", choices=("lm", "encdec"), default="lm")
     ap.add_argument("--causal", type=int, default=0)
     ap.add_argument("--update", type=int, default=0, help="1: time forward+backward+Adam")
+    ap.add_argument("--settings", default="", help="B:T,... OpenBLAS:torch threads (default N:N)")
     a = ap.parse_args()
+    settings = [tuple(int(x) for x in st.split(":")) for st in a.settings.split(",") if st]
+    settings = settings or [(a.threads, a.threads)]
+    blas = ctypes.CDLL("libopenblas.so.0")   # the library torch's BLAS calls run in (ldd)
+    blas.openblas_get_corename.restype = ctypes.c_char_p
+    core = blas.openblas_get_corename().decode()
     torch.set_num_threads(a.threads)
     dtype = getattr(torch, a.dtype)
     gen = torch.Generator().manual_seed(1)
@@ -148,8 +159,8 @@ def main():
         src = torch.multinomial(w, a.batch * a.seq_len, replacement=True, generator=gen)
         src = src.view(a.batch, a.seq_len)
     pe = positional_encoding(a.seq_len, a.d_model, dtype)
-    ms = []
-    for s in range(a.warmup + a.steps):
+
+    def update():
         t0 = time.perf_counter()
         for t in P.values():
             t.grad = None
@@ -157,16 +168,29 @@ def main():
         loss.backward()
         if opt is not None:
             opt.step()
-        dt = 1e3 * (time.perf_counter() - t0)
-        if s >= a.warmup:
-            ms.append(dt)
-    ms.sort()
-    n = len(ms)
-    med = ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"TORCH ms_median={med:.4f} ms_min={ms[0]:.4f} ms_max={ms[-1]:.4f} rss_kb={rss} "
-          f"threads={torch.get_num_threads()} loss={loss.item():.6f}")
+        return 1e3 * (time.perf_counter() - t0)
 
+    def use(setting):
+        blas.openblas_set_num_threads(setting[0])
+        torch.set_num_threads(setting[1])
+
+    for i, st in enumerate(settings):   # PyTorch's first updates are 2-3x slow; after a switch,
+        use(st)                          # one update starts the setting's pools
+        for _ in range(a.warmup if i == 0 else 1):
+            update()
+    ms = {st: [] for st in settings}
+    for r in range(a.steps):
+        for i in range(len(settings)):
+            st = settings[(i + r) % len(settings)]
+            use(st)
+            ms[st].append(update())
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for st in settings:
+        v = sorted(ms[st])
+        n = len(v)
+        med = v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+        print(f"TORCH blas={st[0]} intra={st[1]} core={core} ms_median={med:.4f} "
+              f"ms_min={v[0]:.4f} ms_max={v[-1]:.4f} rss_kb={rss}")
 
 if __name__ == "__main__":
     main()

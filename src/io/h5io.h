@@ -74,6 +74,7 @@ typedef struct {
     char *sweep_file;        /* a merged file's /sweep attribute file (malloc'd), or NULL */
     char *data_sha256;       /* the data's identity (data/identity.h; malloc'd), NULL when the */
     long long data_bytes;    /* file has none (no data read, or an older file); its bytes */
+    char *blas_core;         /* the kernels behind its bits (malloc'd), NULL when absent */
     char damaged[700];       /* why the file cannot be used ("" when it can) */
 } h5io_summary_t;
 

@@ -189,7 +189,7 @@ int h5io_verify(const char *path, int flags, char *err, size_t errlen)
 }
 
 /* The child's side of h5io_summarize: "kind\0S status\0bad\0W sweep file\0C config\0D sha256
- * bytes" to fd (S/W/C/D: '+' when the attribute is there, '-' when not). */
+ * bytes\0B blas_core" to fd (S/W/C/D/B: '+' when the attribute is there, '-' when not). */
 static int summary_child(void *arg, int fd)
 {
     const struct { const char *path; int full; } *a = arg;
@@ -203,6 +203,7 @@ static int summary_child(void *arg, int fd)
     char *data = NULL;
     long long bytes = -1;
     h5io_read_data_identity(&f, "/", &data, &bytes);
+    char *core = h5io_read_attr_string(&f, "/", "blas_core");   // absent before issue 35
     walk_t w = {0};
     const int finished = status && (!strcmp(status, "done") || !strcmp(status, "diverged"));
     if (f.bad[0]) snprintf(w.why, sizeof w.why, "%s", f.bad + strlen(f.path) + 2);
@@ -212,9 +213,10 @@ static int summary_child(void *arg, int fd)
         snprintf(w.why, sizeof w.why, "its objects cannot be listed (damaged)");
     FILE *out = fdopen(fd, "w");
     if (!out) return 1;
-    fprintf(out, "%s%c%c%s%c%s%c%c%s%c%c%s%c%c%s %lld", kind, 0, status ? '+' : '-',
+    fprintf(out, "%s%c%c%s%c%s%c%c%s%c%c%s%c%c%s %lld%c%c%s", kind, 0, status ? '+' : '-',
             status ? status : "", 0, w.why, 0, sweep ? '+' : '-', sweep ? sweep : "", 0,
-            config ? '+' : '-', config ? config : "", 0, data ? '+' : '-', data ? data : "", bytes);
+            config ? '+' : '-', config ? config : "", 0, data ? '+' : '-', data ? data : "", bytes,
+            0, core ? '+' : '-', core ? core : "");
     return fclose(out) == 0 ? 0 : 1;
 }
 
@@ -237,9 +239,10 @@ int h5io_summarize(const char *path, int full, h5io_summary_t *s)
         free(answer);
         return 1;
     }
-    // six fields, NUL-separated (the last one ends at the answer's NUL)
+    // seven fields, NUL-separated (the last one ends at the answer's NUL)
     const char *kind = answer, *st = kind + strlen(kind) + 1, *bad = st + strlen(st) + 1;
     const char *sw = bad + strlen(bad) + 1, *cf = sw + strlen(sw) + 1, *id = cf + strlen(cf) + 1;
+    const char *bc = id + strlen(id) + 1;
     snprintf(s->kind, sizeof s->kind, "%.15s", kind);
     if (st[0] == '+') s->status = strdup(st + 1);
     if (bad[0]) snprintf(s->damaged, sizeof s->damaged, "%.690s", bad);
@@ -248,6 +251,7 @@ int h5io_summarize(const char *path, int full, h5io_summary_t *s)
     s->data_bytes = -1;
     char sha[SHA256_HEX + 8];
     if (id[0] == '+' && sscanf(id + 1, "%70s %lld", sha, &s->data_bytes) == 2) s->data_sha256 = strdup(sha);
+    if (bc[0] == '+') s->blas_core = strdup(bc + 1);
     free(answer);
     return 0;
 }
@@ -258,7 +262,8 @@ void h5io_summary_free(h5io_summary_t *s)
     free(s->config);
     free(s->sweep_file);
     free(s->data_sha256);
-    s->status = s->config = s->sweep_file = s->data_sha256 = NULL;
+    free(s->blas_core);
+    s->status = s->config = s->sweep_file = s->data_sha256 = s->blas_core = NULL;
 }
 
 char *h5io_file_status(const char *path)

@@ -121,6 +121,37 @@ void attention_forward(real *ctx, real *att, const real *q, const real *k,
     attention_forward_opt(ctx, att, q, k, v, B, Tq, Tk, C, H, causal, key_len, NULL);
 }
 
+/* Softmax backward of a pair's Tq rows, in place: dscore_ij = a_ij·(datt_ij − Σ_j' a_ij'·datt_ij')
+ * (masked entries have a_ij = 0, so they get no gradient). The dot products of ROWS rows run
+ * together, each its own sum in its own order (the bits of one row at a time), so that ROWS
+ * chains of additions are in flight instead of one. */
+#define ROWS 4
+static void softmax_backward(const real *att, real *datt, int Tq, int Tk)
+{
+    double dot[ROWS];
+    for (int i = 0; i < Tq; i++) {
+        const real *arow = att + (size_t)i * Tk;
+        real *drow = datt + (size_t)i * Tk;
+        const int k = i % ROWS;   // the row's place in its group
+        if (k == 0 && i + ROWS <= Tq) {   // scalars: registers, not the stack
+            const real *a1 = arow + Tk, *a2 = arow + 2 * Tk, *a3 = arow + 3 * Tk;
+            const real *d1 = drow + Tk, *d2 = drow + 2 * Tk, *d3 = drow + 3 * Tk;
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+            for (int c = 0; c < Tk; c++) {
+                s0 += arow[c] * drow[c];
+                s1 += a1[c] * d1[c];
+                s2 += a2[c] * d2[c];
+                s3 += a3[c] * d3[c];
+            }
+            dot[0] = s0, dot[1] = s1, dot[2] = s2, dot[3] = s3;
+        } else if (i + ROWS - k > Tq) {   // a short last group: row by row
+            dot[k] = 0.0;
+            for (int c = 0; c < Tk; c++) dot[k] += arow[c] * drow[c];
+        }
+        for (int c = 0; c < Tk; c++) drow[c] = arow[c] * (drow[c] - dot[k]);
+    }
+}
+
 static void backward_pairs(void *ctx, int t, int nt)
 {
     const att_job_t *j = ctx;
@@ -138,15 +169,7 @@ static void backward_pairs(void *ctx, int t, int nt)
         head_gemm(0, 1, Tq, Tk, Dh, 1.0, j->dctx + oq, C, j->v + ok, C, dah, Tk);
         // dv_h (Tk,Dh) = att_hᵀ (Tk,Tq) · dctx_h (Tq,Dh)   (β = 0: linear.c)
         head_gemm(1, 0, Tk, Dh, Tq, 1.0, ah, Tk, j->dctx + oq, C, j->dv + ok, C);
-        // softmax backward, in place: dscore_ij = a_ij·(datt_ij − Σ_j' a_ij'·datt_ij')
-        // (masked entries have a_ij = 0, so they get no gradient)
-        for (int i = 0; i < Tq; i++) {
-            const real *arow = ah + (size_t)i * Tk;
-            real *drow = dah + (size_t)i * Tk;
-            double dot = 0.0;
-            for (int c = 0; c < Tk; c++) dot += arow[c] * drow[c];
-            for (int c = 0; c < Tk; c++) drow[c] = arow[c] * (drow[c] - dot);
-        }
+        softmax_backward(ah, dah, Tq, Tk);
         if (j->o && j->o->softcap > 0.0) {   // s' = c·tanh(s/c): ∂s'/∂s = 1 − (s'/c)²
             const double c = j->o->softcap;
             const real *sh = j->o->capped + ((size_t)b * H + h) * Tq * Tk;

@@ -60,17 +60,62 @@ typedef struct {
     double eps;
 } norm_job_t;
 
+/* row_stats of the ROWS rows x, x + C, ... at once: each row's two sums are its own, the same
+ * operations in the same order as row_stats, so the same bits; four chains of additions in
+ * flight instead of one (a sum's additions wait on each other: latency, not throughput, bounds
+ * a row of 64 or 128). */
+#define ROWS 4
+static void row_stats_rows(int layernorm, const real *x, size_t C, double eps, double *mean,
+                           double *var, double *rstd)
+{
+    const real *x0 = x, *x1 = x + C, *x2 = x + 2 * C, *x3 = x + 3 * C;   // (C) each
+    double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;   // scalars: registers, not the stack
+    if (layernorm) {
+        for (size_t i = 0; i < C; i++) {
+            m0 += x0[i];
+            m1 += x1[i];
+            m2 += x2[i];
+            m3 += x3[i];
+        }
+        m0 /= (double)C;
+        m1 /= (double)C;
+        m2 /= (double)C;
+        m3 /= (double)C;
+    }
+    double v0 = 0.0, v1 = 0.0, v2 = 0.0, v3 = 0.0;
+    for (size_t i = 0; i < C; i++) {
+        double d0 = x0[i] - m0, d1 = x1[i] - m1, d2 = x2[i] - m2, d3 = x3[i] - m3;
+        v0 += d0 * d0;
+        v1 += d1 * d1;
+        v2 += d2 * d2;
+        v3 += d3 * d3;
+    }
+    const double m[ROWS] = {m0, m1, m2, m3}, v[ROWS] = {v0, v1, v2, v3};
+    for (int k = 0; k < ROWS; k++) {
+        mean[k] = m[k];
+        var[k] = v[k] / (double)C;
+        rstd[k] = 1.0 / sqrt(var[k] + eps);
+    }
+}
+
 /* Rows [n0, n1) of the forward. */
 static void forward_rows(const norm_job_t *j, size_t n0, size_t n1)
 {
     const size_t C = j->C;
     const int ln = (j->kind == NORM_LAYERNORM);
     const real *gamma = j->gamma, *b = ln ? j->beta : NULL;   // RMSNorm has no β
+    double ms[ROWS], vs[ROWS], rs[ROWS];
     for (size_t n = n0; n < n1; n++) {
         const real *xr = j->x + n * C;  // (C)
         real *o = j->out + n * C;       // (C)
-        double m, v, r;
-        row_stats(ln, xr, C, j->eps, &m, &v, &r);
+        const size_t k = (n - n0) % ROWS;   // the row's place in its group of ROWS rows
+        if (k == 0) {   // the group's statistics: together when the group is whole
+            const size_t rows = n1 - n < ROWS ? n1 - n : ROWS;
+            if (rows == ROWS) row_stats_rows(ln, xr, C, j->eps, ms, vs, rs);
+            else for (size_t q = 0; q < rows; q++)
+                row_stats(ln, xr + q * C, C, j->eps, ms + q, vs + q, rs + q);
+        }
+        const double m = ms[k], r = rs[k];
         // y = γ ⊙ (x − μ)·r + β   (Ba et al.: x̂_i = (x_i − μ)/√(σ²+ε), y_i = γ x̂_i + β)
         // y = γ ⊙ x·r             (Zhang & Sennrich: x / √(mean(x²) + ε) · γ)
         size_t i = 0;
@@ -116,6 +161,54 @@ void norm_forward(norm_kind_t kind, real *out, real *mean, real *rstd,
     threads_run(threads_for(6.0 * (double)N * C), forward_part, &j);
 }
 
+/* Row n's sums of the backward: *s1 = Σ_i dx̂_i, *s2 = Σ_i dx̂_i·x̂_i, in order. */
+static void backward_sums(const norm_job_t *j, size_t n, int ln, double *s1, double *s2)
+{
+    const size_t C = j->C;
+    const real *xr = j->x + n * C, *dor = j->dout + n * C, *gamma = j->gamma;   // (C)
+    const double m = ln ? j->smean[n] : 0.0, r = j->srstd[n];
+    double a = 0.0, b = 0.0;
+    for (size_t i = 0; i < C; i++) {
+        double xhat = (xr[i] - m) * r;
+        double dnorm = dor[i] * gamma_at(gamma, i);
+        a += dnorm;
+        b += dnorm * xhat;
+    }
+    *s1 = a;
+    *s2 = b;
+}
+
+/* backward_sums of the ROWS rows from n at once: each row's the same operations in the same
+ * order, so the same bits, with ROWS chains of additions in flight (row_stats_rows). */
+static void backward_sums_rows(const norm_job_t *j, size_t n, int ln, double *s1, double *s2)
+{
+    const size_t C = j->C;
+    const real *x = j->x + n * C, *dout = j->dout + n * C, *gamma = j->gamma;   // (ROWS,C)
+    const real *x0 = x, *x1 = x + C, *x2 = x + 2 * C, *x3 = x + 3 * C;
+    const real *d0 = dout, *d1 = dout + C, *d2 = dout + 2 * C, *d3 = dout + 3 * C;
+    const double m0 = ln ? j->smean[n] : 0.0, m1 = ln ? j->smean[n + 1] : 0.0;
+    const double m2 = ln ? j->smean[n + 2] : 0.0, m3 = ln ? j->smean[n + 3] : 0.0;
+    const double r0 = j->srstd[n], r1 = j->srstd[n + 1], r2 = j->srstd[n + 2];
+    const double r3 = j->srstd[n + 3];
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, b0 = 0.0, b1 = 0.0, b2 = 0.0, b3 = 0.0;
+    for (size_t i = 0; i < C; i++) {
+        const double g = gamma_at(gamma, i);
+        double xh0 = (x0[i] - m0) * r0, xh1 = (x1[i] - m1) * r1;
+        double xh2 = (x2[i] - m2) * r2, xh3 = (x3[i] - m3) * r3;
+        double dn0 = d0[i] * g, dn1 = d1[i] * g, dn2 = d2[i] * g, dn3 = d3[i] * g;
+        a0 += dn0;
+        a1 += dn1;
+        a2 += dn2;
+        a3 += dn3;
+        b0 += dn0 * xh0;
+        b1 += dn1 * xh1;
+        b2 += dn2 * xh2;
+        b3 += dn3 * xh3;
+    }
+    s1[0] = a0, s1[1] = a1, s1[2] = a2, s1[3] = a3;
+    s2[0] = b0, s2[1] = b1, s2[2] = b2, s2[3] = b3;
+}
+
 /* Rows [n0, n1) of the backward: dx, and with params the parameter gradients of those rows too
  * (the serial form: one pass). set: dx = 0 + (the gradient) instead of dx += it. 0.0 + v is v
  * but for v = −0 (→ +0), exactly what zeroing dx and accumulating gave, without that pass.
@@ -128,22 +221,21 @@ static void backward_rows(const norm_job_t *j, size_t n0, size_t n1, int params)
     const int ln = (j->kind == NORM_LAYERNORM), set = j->set;
     const real *gamma = j->gamma;
     real *dgamma = params ? j->dgamma : NULL, *db = params && ln ? j->dbeta : NULL;
+    double s1[ROWS], s2[ROWS];
     for (size_t n = n0; n < n1; n++) {
         const real *xr = j->x + n * C;       // (C)
         const real *dor = j->dout + n * C;   // (C)
         real *dxr = j->dx + n * C;           // (C)
         const double m = ln ? j->smean[n] : 0.0;
         const double r = j->srstd[n];
-        double dnorm_mean = 0.0;               // mean(dx̂)
-        double dnorm_norm_mean = 0.0;          // mean(dx̂ ⊙ x̂)
-        for (size_t i = 0; i < C; i++) {
-            double xhat = (xr[i] - m) * r;
-            double dnorm = dor[i] * gamma_at(gamma, i);
-            dnorm_mean += dnorm;
-            dnorm_norm_mean += dnorm * xhat;
+        const size_t k = (n - n0) % ROWS;   // the row's place in its group of ROWS rows
+        if (k == 0) {   // the group's sums: together when the group is whole
+            const size_t rows = n1 - n < ROWS ? n1 - n : ROWS;
+            if (rows == ROWS) backward_sums_rows(j, n, ln, s1, s2);
+            else for (size_t q = 0; q < rows; q++) backward_sums(j, n + q, ln, s1 + q, s2 + q);
         }
-        dnorm_mean = ln ? dnorm_mean / (double)C : 0.0;
-        dnorm_norm_mean /= (double)C;
+        const double dnorm_mean = ln ? s1[k] / (double)C : 0.0;   // mean(dx̂)
+        const double dnorm_norm_mean = s2[k] / (double)C;        // mean(dx̂ ⊙ x̂)
         size_t i = 0;
         if (gamma) {   // VR_LANES lanes, each the scalar expression below
             const vreal vm = vr_set1(m), vr = vr_set1(r), zero = vr_set1(0.0);

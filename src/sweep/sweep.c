@@ -16,6 +16,7 @@
 #include "sweep/sweep.h"
 #include "config/config.h"
 #include "io/h5io.h"
+#include "util/fsutil.h"
 #include "util/lines.h"
 #include "util/progress.h"
 
@@ -122,6 +123,24 @@ static void on_run_key(parse_t *p, const char *key, const char *value, int line)
     ax->line = line;
 }
 
+/* [sweep] reuse: a list of sweep files, each a readable regular file. */
+static void on_reuse(parse_t *p, const char *value, int line)
+{
+    char vals[SWEEP_MAX_VALUES][128], why[160];
+    const int n = split_list(value, vals, SWEEP_MAX_VALUES, why, sizeof why);
+    if (n < 0) { fail(p, line, "sweep.reuse", "%s", why); return; }
+    if (n > SWEEP_MAX_REUSE || strlen(value) >= sizeof p->s->reuse) {
+        fail(p, line, "sweep.reuse", "more than %d sweep files", SWEEP_MAX_REUSE);
+        return;
+    }
+    for (int k = 0; k < n; k++)
+        if (!fsutil_is_regular(vals[k]) || access(vals[k], R_OK) != 0) {
+            fail(p, line, "sweep.reuse", "%s: not a readable sweep file", vals[k]);
+            return;
+        }
+    snprintf(p->s->reuse, sizeof p->s->reuse, "%s", value);
+}
+
 static int on_entry(void *user, const char *section, const char *key, const char *value)
 {
     parse_t *p = user;
@@ -150,14 +169,16 @@ static int on_entry(void *user, const char *section, const char *key, const char
     } else if (!strcmp(key, "title")) {   // the figures' title (report/plot_label.h)
         if (strlen(value) >= sizeof s->title) fail(p, line, "sweep.title", "longer than 255 bytes");
         else snprintf(s->title, sizeof s->title, "%s", value);
+    } else if (!strcmp(key, "reuse")) {   // sweeps whose identical runs are taken (sweep_reuse.c)
+        on_reuse(p, value, line);
     } else if (!strcmp(key, "zip")) {
         snprintf(p->zip, sizeof p->zip, "%s", value);
         p->zip_line = line;
     } else if (strchr(key, '.')) {
         on_run_key(p, key, value, line);
     } else {
-        fail(p, line, key, "unknown key in [sweep] (base, name, title, zip, or section.key = "
-                           "values)");
+        fail(p, line, key, "unknown key in [sweep] (base, name, title, zip, reuse, or "
+                           "section.key = values)");
     }
     return 1;
 }

@@ -10,6 +10,7 @@
  *   probe.seeds = 10                      ; one value: set for every run
  *   zip = model.d_model, model.d_ff       ; these lists are paired (zipped), not crossed
  *   title = Depth scan of the paper's LM   ; optional: the figures' title (/sweep@title)
+ *   reuse = experiments/other.ini         ; optional: sweeps whose identical runs are taken
  *   [slurm]                               ; job-array resources
  *   partition = ...
  * Runs go to results/<sweep>/<run>.h5 (log beside it), the merge to results/<sweep>.h5.
@@ -23,6 +24,7 @@
 #define SWEEP_MAX_VALUES 64
 #define SWEEP_MAX_RUNS 4096
 #define SWEEP_MAX_SLURM 32
+#define SWEEP_MAX_REUSE 8
 
 typedef struct {
     char key[64];                        /* section.key */
@@ -43,6 +45,7 @@ typedef struct {
     char base[1024];                     /* base config */
     char pattern[256];                   /* run-name pattern ("" = automatic) */
     char title[256];                     /* [sweep] title: the figures' ("" = none) */
+    char reuse[1024];                    /* [sweep] reuse: sweep files, comma-separated ("") */
     int naxes;
     sweep_axis_t axes[SWEEP_MAX_KEYS];   /* swept keys, in file order */
     int nfixed;
@@ -150,6 +153,14 @@ int sweep_run_task(const sweep_t *s, const char *exe, int i, int quiet);
  * holds more complete runs). Returns the exit code (128 + the signal when one stopped it). */
 int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int merge_only, int force,
                   int quiet);
+
+/* Take every incomplete run (run < 0), or run `run` only, from the sweeps [sweep] reuse names
+ * where one of their run files is this run's in configuration, seed, data and kernels
+ * (sweep_reuse.c: complete, identity recorded and equal to the data now, blas_core = the
+ * family this process runs, undamaged, unchanged while copied): copied byte for byte to
+ * results/<sweep>/<run>.h5, a line in its log. Call after sweep_kernels. Says each run taken
+ * or passed over (and why) unless quiet. Returns how many were taken. */
+int sweep_reuse(const sweep_t *s, int run, int quiet);
 
 /* Merge every complete run into results/<sweep>.h5 (/runs/NAME/... and the /sweep table);
  * lists missing, stale and failed runs on stderr with their indices. A merge never drops a

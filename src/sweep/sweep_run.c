@@ -336,6 +336,8 @@ int sweep_execute(const sweep_t *s, const char *exe, long task, int jobs, int me
         return 2;
     }
     int rc;
+    // runs of other sweeps that are these runs, bit for bit, are taken instead of computed
+    if (!merge_only) sweep_reuse(s, task >= 0 ? (int)task : -1, quiet);
     if (task >= 0) {
         rc = sweep_run_task(s, exe, (int)task, quiet);
     } else if (merge_only) {

@@ -1,0 +1,143 @@
+/* bench_torch.c — PyTorch at its fastest on this machine (issue 35; docs/performance.md,
+ * "PyTorch at its fastest"): Debian's PyTorch does its matmuls in the same OpenBLAS as the
+ * program, and as loaded it runs the kernels OpenBLAS detects (generic ones on a CPU it does not
+ * know), at OpenBLAS's thread count, under libgomp's default wait policy. The search times it
+ * under every OpenBLAS family asked for (OPENBLAS_CORETYPE) × OMP_WAIT_POLICY, one process each
+ * (both are read when the libraries load), and in each process under every split of the N
+ * threads between OpenBLAS and torch.set_num_threads (bench/bench_torch.py, alternately). */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "bench.h"
+#include "util/blascore.h"
+
+#define MAX_LIST 16
+
+/* Split the comma-separated list s into at most MAX_LIST names of up to 23 characters. */
+static int split_list(const char *s, char out[][24])
+{
+    int n = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < MAX_LIST;
+         t = strtok_r(NULL, ",", &save))
+        snprintf(out[n++], 24, "%.23s", t);
+    return n;
+}
+
+/* Whether name is a plain word (it reaches a shell). */
+static int plain(const char *name)
+{
+    for (const char *p = name; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_') return 0;
+    return *name != '\0';
+}
+
+/* Whether this CPU can run the kernels of family (1), or not (0, said on stderr once). */
+static int runs_here(const char *family)
+{
+    static char said[MAX_LIST][24];
+    static int nsaid = 0;
+    char miss[128];
+    if (!strcmp(family, "loaded")) return 1;
+    if (blascore_missing(family, blascore_cpu(), miss, sizeof miss) <= 0) return 1;
+    for (int i = 0; i < nsaid; i++) if (!strcmp(said[i], family)) return 0;
+    if (nsaid < MAX_LIST) snprintf(said[nsaid++], 24, "%.23s", family);
+    fprintf(stderr, "bench: PyTorch not timed under %s: this CPU lacks %s\n", family, miss);
+    return 0;
+}
+
+/* One PyTorch process: kernels, policy, and the thread splits pairs ("1:2,2:2"); its TORCH
+ * lines appended to t. */
+static void torch_process(const bench_opts_t *o, const bench_case_t *c, int f32,
+                          const char *kernels, const char *policy, const char *pairs,
+                          torch_times_t *t, double *worst)
+{
+    char cmd[2048], lines[8][1024], coretype[48] = "";
+    double others;
+    if (strcmp(kernels, "loaded")) snprintf(coretype, sizeof coretype, "OPENBLAS_CORETYPE=%s",
+                                            kernels);
+    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u OPENBLAS_CORETYPE %s %s "
+             "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' bench/bench_torch.py --layers %d "
+             "--placement %s --dtype %s --threads %d --steps %d --warmup %d --arch %s "
+             "--d-model %d --d-ff %d --vocab %d --causal %d --update %d --settings %s",
+             strcmp(policy, "passive") ? "" : "OMP_WAIT_POLICY=PASSIVE", coretype, o->threads,
+             o->threads, o->python, c->layers, c->placement, f32 ? "float32" : "float64",
+             o->threads, o->torch_steps, o->warmup, c->encdec ? "encdec" : "lm", c->d, 2 * c->d,
+             c->vocab, c->causal, c->kind == K_UPDATE, pairs);
+    const int n = bench_run_measured(o, cmd, "TORCH", &lines[0][0], 8, sizeof lines[0], &others);
+    if (!n) {
+        fprintf(stderr, "bench: PyTorch failed under %s, %s\n", kernels, policy);
+        return;
+    }
+    *worst = fmax(*worst, others);
+    for (int i = 0; i < n && t->n < TORCH_MAX_SETTINGS; i++) {
+        torch_setting_t *s = &t->set[t->n];
+        snprintf(s->kernels, sizeof s->kernels, "%s", kernels);
+        snprintf(s->policy, sizeof s->policy, "%s", policy);
+        bench_field_str(lines[i], "core", s->core, sizeof s->core);
+        s->blas = (int)bench_field(lines[i], "blas");
+        s->intra = (int)bench_field(lines[i], "intra");
+        if (strcmp(kernels, "loaded") && strcmp(kernels, s->core)) {   // OpenBLAS fell back
+            if (i == 0)
+                fprintf(stderr, "bench: OPENBLAS_CORETYPE=%s ran %s: not counted\n", kernels,
+                        s->core);
+            continue;
+        }
+        t->ms[t->n] = bench_field(lines[i], "ms_median");
+        t->rss[t->n] = bench_field(lines[i], "rss_kb") / 1024.0;
+        t->n++;
+    }
+}
+
+void bench_torch(const bench_opts_t *o, const bench_case_t *c, int f32,
+                 const torch_setting_t *hint, torch_times_t *t, double *worst)
+{
+    char kernels[MAX_LIST + 1][24], policies[MAX_LIST + 1][24], pairs[64], loaded_pair[16];
+    const int N = o->threads;
+    t->n = 0;
+    t->loaded = t->best = -1;
+    if (!o->torch || c->kind == K_PROBE || c->kind == K_DYN) return;
+    snprintf(loaded_pair, sizeof loaded_pair, "%d:%d", N, N);
+    if (N > 1) snprintf(pairs, sizeof pairs, "%d:%d,1:%d,%d:1", N, N, N, N);
+    else snprintf(pairs, sizeof pairs, "1:1");
+    if (hint) {   // as loaded, and the setting that won a larger case
+        torch_process(o, c, f32, "loaded", "default", loaded_pair, t, worst);
+        char hp[16];
+        snprintf(hp, sizeof hp, "%d:%d", hint->blas, hint->intra);
+        if (strcmp(hint->kernels, "loaded") || strcmp(hint->policy, "default") ||
+            strcmp(hp, loaded_pair))
+            torch_process(o, c, f32, hint->kernels, hint->policy, hp, t, worst);
+    } else {
+        // "loaded" and "default" first, whether listed or not: "as loaded" is always timed
+        int nk = 1, np = 1;
+        snprintf(kernels[0], 24, "loaded");
+        snprintf(policies[0], 24, "default");
+        char list[MAX_LIST][24];
+        const int lk = o->torch_search ? split_list(o->torch_kernels, list) : 0;
+        for (int i = 0; i < lk; i++)
+            if (strcmp(list[i], "loaded") && plain(list[i]) && runs_here(list[i]))
+                snprintf(kernels[nk++], 24, "%.23s", list[i]);
+        const int lp = o->torch_search ? split_list(o->torch_policies, list) : 0;
+        for (int i = 0; i < lp; i++)
+            if (!strcmp(list[i], "passive")) snprintf(policies[np++], 24, "passive");
+        for (int k = 0; k < nk; k++)
+            for (int p = 0; p < np; p++)
+                torch_process(o, c, f32, kernels[k], policies[p],
+                              o->torch_search ? pairs : loaded_pair, t, worst);
+    }
+    for (int i = 0; i < t->n; i++) {
+        if (!isfinite(t->ms[i])) continue;
+        const torch_setting_t *s = &t->set[i];
+        if (t->loaded < 0 && !strcmp(s->kernels, "loaded") && !strcmp(s->policy, "default") &&
+            s->blas == N && s->intra == N)
+            t->loaded = i;
+        if (t->best < 0 || t->ms[i] < t->ms[t->best]) t->best = i;   // a tie keeps the first
+    }
+}
+
+void bench_torch_tag(const torch_setting_t *s, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s b%d t%d %.3s", s->core, s->blas, s->intra, s->policy);
+}
