@@ -228,7 +228,7 @@ dynamics: deps
 
 # The size axis (docs/proxies.md; Wortsman et al. 2023): final loss against lr for widths 32, 64,
 # 128, with and without QK-norm and the z-loss, standard and muP, on the 2017 block and today's
-# (experiments/proxies_2017.ini, proxies_llama.ini: 432 runs, float32, about 45 min on 2 idle
+# (experiments/proxies_2017.ini, proxies_llama.ini: 432 runs, float32, about 40 min on 2 idle
 # cores), then the table of numbers (scripts/proxies_table.py). PROXIES=trial: a 108-run part of
 # it that checks the pipeline (*_trial.ini); PROXIES=full: the full grid (*_full.ini, 2688 runs: a
 # cluster's job, ./stability sweep experiments/proxies_2017_full.ini --slurm --submit). Figures:
