@@ -237,6 +237,37 @@ dynamics: deps
 	@mkdir -p docs/figures; for f in $(DYNAMICS_FIGURES); do \
 	  if [ -f plots/$(DYNAMICS_SWEEP)-$$f.png ]; then cp plots/$(DYNAMICS_SWEEP)-$$f.png docs/figures/; fi; done
 
+# The size axis (docs/proxies.md; Wortsman et al. 2023): final loss against lr for widths 32, 64,
+# 128, with and without QK-norm and the z-loss, standard and muP, on the 2017 block and today's
+# (experiments/proxies_2017.ini, proxies_llama.ini: 432 runs, float32, about 40 min on 2 idle
+# cores), then the table of numbers (scripts/proxies_table.py). PROXIES=trial: a 108-run part of
+# it that checks the pipeline (*_trial.ini); PROXIES=full: the full grid (*_full.ini, 2688 runs: a
+# cluster's job, ./stability sweep experiments/proxies_2017_full.ini --slurm --submit). Figures:
+# next round, on the labelling module.
+PROXIES ?= reduced
+PROXIES_SUFFIX := $(if $(filter trial,$(PROXIES)),_trial,$(if $(filter full,$(PROXIES)),_full,))
+PROXIES_SWEEPS := proxies_2017$(PROXIES_SUFFIX) proxies_llama$(PROXIES_SUFFIX)
+.PHONY: proxies atlas-llama
+proxies: deps
+	@case "$(PROXIES)" in reduced|trial|full) ;; \
+	  *) echo "make proxies: PROXIES must be reduced, trial or full, not '$(PROXIES)'" >&2; exit 2;; esac
+	$(MAKE) stability
+	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the runs train on
+	@set -e; for f in $(PROXIES_SWEEPS); do ./stability sweep experiments/$$f.ini; done
+	/usr/bin/python3 scripts/proxies_table.py --curves $(PROXIES_SWEEPS:%=results/%.h5)
+
+# The atlas on today's block (docs/atlas.md, docs/proxies.md): experiments/atlas_llama.ini, the
+# atlas's 288 training runs with rope, SwiGLU, no biases and RMSNorm, in float32; its table, and
+# the 2017 block's float32 atlas (make atlas PRECISION=float32) beside it when it is there.
+atlas-llama: deps
+	$(MAKE) stability
+	@[ -s results/licenses.txt ] || scripts/corpus.sh
+	./stability sweep experiments/atlas_llama.ini
+	./stability plot results/atlas_llama.h5
+	/usr/bin/python3 scripts/atlas_blocks.py results/atlas_llama.h5
+	@if [ -f results/atlas_f32.h5 ]; then \
+	  /usr/bin/python3 scripts/atlas_blocks.py results/atlas_f32.h5 results/atlas_llama.h5; fi
+
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
 # training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
 # (tests/test_threads.py), training in float32 (tests/test_float32.py, test_torch_float32.py),
@@ -263,6 +294,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_sweep_reuse.py
+	/usr/bin/python3 tests/test_proxies.py
 	/usr/bin/python3 tests/test_train.py
 	/usr/bin/python3 tests/test_watch.py
 	/usr/bin/python3 tests/test_hostile.py
