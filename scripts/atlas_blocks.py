@@ -51,14 +51,14 @@ def schemes_ranked(stability, path):
 
 def load_by_cell(stability, path):
     """The training runs of one merged atlas file, keyed by their cell
-    'SCHEME_L{L}_lr{lr}_w{warm-up: 100 or 1}_s{seed}' (SCHEME without '+rmsnorm'); two runs of
+    'SCHEME_L{L}_lr{lr}_w{warm-up}_s{seed}' (SCHEME without '+rmsnorm'); two runs of
     one cell are an error."""
     ranks = table_ranks(stability)
     out = {}
     for name, r in _load_by_name(stability, path).items():
         r["scheme"] = base_scheme(r["scheme"])
         r["rank"] = ranks.get(r["scheme"], r["rank"])
-        key = f"{r['scheme']}_L{r['L']}_lr{r['lr']:g}_w{'100' if r['warm'] else '1'}_s{r['seed']}"
+        key = f"{r['scheme']}_L{r['L']}_lr{r['lr']:g}_w{r['warmup']}_s{r['seed']}"
         if key in out:
             sys.exit(f"{path}: runs {out[key]['name']} and {name} are the same cell ({key})")
         out[key] = r
