@@ -523,6 +523,42 @@ START_TEST(test_optim_precond)
 }
 END_TEST
 
+/* The relative floor of optim_precond (docs/design.md §10) by hand: two tensors, adam at
+ * t = 0 (v̂ = g²). Tensor A: |g| = 1, 1, 1, 1, 5e-3, 2e-2, 0, so RMS(√v̂) = √(4.000425/7) and
+ * the floor 1e-2 of it is 7.56e-3: 5e-3 and 0 are floored, 2e-2 is not. Tensor B: every |g|
+ * 1e-6 but one 2e-9: its RMS·1e-2 ≈ 1e-8 is at ε, so only the 2e-9 (below ε) is floored —
+ * the floor is per tensor, never below ε. P itself does not depend on the floor. */
+START_TEST(test_optim_precond_floor)
+{
+    config_t cfg;
+    config_defaults(&cfg);
+    cfg.train.beta1 = 0.9;
+    cfg.train.beta2 = 0.98;
+    cfg.train.eps = 1e-8;
+    const double g[11] = {1, -1, 1, 1, 5e-3, -2e-2, 0, 1e-6, -1e-6, 1e-6, 2e-9};
+    const unsigned char want[11] = {0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1};
+    double theta[11] = {0}, P[11];
+    unsigned char fl[11];
+    optim_t o;
+    ck_assert_int_eq(optim_init(&o, &cfg, 11), 0);
+    optim_seg_t *seg = realloc(o.seg, 2 * sizeof *seg);   // two tensors: [0, 7), [7, 11)
+    ck_assert_ptr_nonnull(seg);
+    o.seg = seg;
+    o.nseg = 2;
+    o.seg[1] = o.seg[0];
+    o.seg[0].size = 7;
+    o.seg[1].offset = 7;
+    o.seg[1].size = 4;
+    ck_assert_double_eq_tol(OPTIM_FLOOR_REL * sqrt(4.000425 / 7.0), 7.5596e-3, 1e-7);
+    ck_assert_uint_eq(optim_precond(&o, theta, g, P, fl), 3);
+    for (int i = 0; i < 11; i++) {
+        ck_assert_msg(fl[i] == want[i], "floored[%d] = %d", i, fl[i]);
+        ck_assert_msg(fabs(P[i] - 0.1 * (fabs(g[i]) + 1e-8)) <= 1e-15 * P[i], "P[%d]", i);
+    }
+    optim_free(&o);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ training */
 
 static void train_config(config_t *cfg, int every)
@@ -630,6 +666,12 @@ START_TEST(test_float32_route)
     const size_t nb = (size_t)curv_rows(c) * TENSOR_BLOCKS;
     optim_t o;
     ck_assert_int_eq(optim_init(&o, &cfg, n), 0);
+    // the run's tensors (the floor is per tensor, docs/design.md §10)
+    optim_seg_t *seg = realloc(o.seg, (size_t)t->opt.nseg * sizeof *seg);
+    ck_assert_ptr_nonnull(seg);
+    memcpy(seg, t->opt.seg, (size_t)t->opt.nseg * sizeof *seg);
+    o.seg = seg;
+    o.nseg = t->opt.nseg;
     // update 0: θ_0 and the first gradient, widened
     optim_precond(&o, theta0, g1, P, fl);
     curv_measure(c, theta0, P, fl, cfg.init.seed + CURV_START_OFFSET, &row);
@@ -670,6 +712,7 @@ Suite *curvature_suite(void)
     tcase_add_test(tc, test_precond_and_blocks);
     tcase_add_test(tc, test_kink_check);
     tcase_add_test(tc, test_optim_precond);
+    tcase_add_test(tc, test_optim_precond_floor);
     tcase_add_test(tc, test_training_unchanged);
     tcase_add_test(tc, test_float32_route);
     suite_add_tcase(s, tc);

@@ -120,6 +120,8 @@ const cfg_key_t cfg_keys[] = {
     KI(probe, curvature_every, 0),
     KI(probe, curvature_iters, 2),
     KI(probe, curvature_block_iters, 0),
+    KI(probe, curvature_until, 0),
+    KO(probe, curvature_active_only),
 
     KS(output, file),
     KB(output, plots),
@@ -435,6 +437,8 @@ void config_defaults(config_t *cfg)
     cfg->probe.curvature_every = 0;         // off (docs/design.md §10)
     cfg->probe.curvature_iters = 20;
     cfg->probe.curvature_block_iters = 10;
+    cfg->probe.curvature_until = 0;         // every row to the end
+    cfg->probe.curvature_active_only = 0;
 
     cfg->output.file[0] = '\0';
     cfg->output.plots = 0;
@@ -536,6 +540,10 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
             continue;
         if (k->off == offsetof(config_t, probe.curvature_block_iters) &&
             cfg->probe.curvature_block_iters == 10)
+            continue;
+        if ((k->off == offsetof(config_t, probe.curvature_until) && cfg->probe.curvature_until == 0) ||
+            (k->off == offsetof(config_t, probe.curvature_active_only) &&
+             !cfg->probe.curvature_active_only))
             continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);

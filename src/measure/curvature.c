@@ -279,6 +279,37 @@ void curv_measure(curv_t *c, const double *theta, const double *P, const unsigne
     c->D = NULL;
 }
 
+void curv_measure_active(curv_t *c, const double *theta, const double *P,
+                         const unsigned char *floored, unsigned long seed, curv_row_t *out)
+{
+    hvp_set_point(&c->hvp, theta);
+    c->hvp.passes = 0.0;
+    c->hvp.h_smallest = 0.0;
+    out->kinked = 0;
+    gsl_rng_set(c->rng, seed);
+    out->hessian_max = out->hessian_min = out->hessian_max_res = out->hessian_min_res = NAN;
+    out->precond_max = out->precond_max_res = out->precond_eps_share = NAN;
+    for (size_t o = 0; o < (size_t)c->rows * TENSOR_BLOCKS; o++)
+        out->hessian_block_max[o] = out->precond_block_max[o] = NAN;
+    c->D = NULL;
+    if (P) {
+        for (size_t i = 0; i < c->n; i++) c->Dbuf[i] = 1.0 / sqrt(P[i]);
+        c->D = c->Dbuf;
+    }
+    const unsigned char *support = NULL;
+    if (P && floored) {
+        for (size_t i = 0; i < c->n; i++) c->mask[i] = !floored[i];
+        support = c->mask;
+    }
+    lanczos_result_t res;
+    run(c, c->D != NULL, support, c->K, &res, NULL, &out->kinked);
+    out->precond_max_active = res.max;
+    out->precond_active_res = res.res_max;
+    out->h = c->hvp.h_smallest;
+    out->passes = c->hvp.passes;
+    c->D = NULL;
+}
+
 long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
                    unsigned long seed, double *lmax, double *lmin, double *h)
 {
