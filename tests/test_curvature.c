@@ -620,6 +620,78 @@ START_TEST(test_training_unchanged)
 }
 END_TEST
 
+/* optim_precond gives the P each optimizer's update implies (docs/design.md §10, §6h): after
+ * update s, P_i = −η_s·m_i/(θ_s − θ_{s−1})_i (m without bias correction, weight decay 0), for
+ * adam, gi_adam (whose first v is g², so update 1's P is bc1·(|g| + ε)), stableadamw (the
+ * tensor's lr divided by its c) and μP's per-tensor rates (divided by lr_mult); at update 1 also
+ * the t = 0 route (a fresh optimizer, the same tensors, the first gradient). Checked on every
+ * coordinate whose step is not lost to rounding (|Δθ| > 1e-9·|θ|), to 1e-7 relative. */
+START_TEST(test_optim_precond_implied)
+{
+    const optimizer_t kinds[4] = {OPT_ADAM, OPT_GI_ADAM, OPT_STABLEADAMW, OPT_ADAM};
+    const char *label[4] = {"adam", "gi_adam", "stableadamw", "adam, mup"};
+    for (int k = 0; k < 4; k++) {
+        config_t cfg;
+        train_config(&cfg, 0);
+        cfg.model.dropout = 0.0;
+        cfg.train.optimizer = kinds[k];
+        cfg.train.lr = 3e-2;
+        cfg.train.steps = 5;
+        if (k == 3) {
+            cfg.init.parametrization = PARAM_MUP;
+            cfg.init.base_width = 4;   // d = 8: the matrices train at lr·½
+        }
+        train_t *t;
+        char err[512];
+        ck_assert_int_eq(train_create(&t, &cfg, err, sizeof err), 0);
+        model_t *m = t->s.model;
+        const size_t n = m->num_params;
+        double *before = malloc(n * sizeof(double)), *P = malloc(n * sizeof(double));
+        double *P0 = malloc(n * sizeof(double));
+        unsigned char *fl = malloc(n);
+        double worst = 0.0, mults = 1.0, clips = 1.0;
+        size_t checked = 0;
+        for (long s = 1; s <= cfg.train.steps; s++) {
+            memcpy(before, m->params, n * sizeof(double));
+            train_record_t r;
+            train_step(t, &r);
+            ck_assert_int_eq(r.diverged, 0);
+            optim_precond(&t->opt, m->params, m->grads, P, fl);
+            if (s == 1) {   // the t = 0 route: the P the first update will use
+                optim_t o0;
+                ck_assert_int_eq(optim_init(&o0, &cfg, n), 0);
+                ck_assert_int_eq(optim_set_tensors(&o0, m), 0);
+                optim_precond(&o0, before, m->grads, P0, NULL);
+                for (size_t i = 0; i < n; i++)
+                    ck_assert_msg(fabs(P0[i] - P[i]) <= 1e-14 * P[i], "%s: t = 0 route [%zu]",
+                                  label[k], i);
+                optim_free(&o0);
+            }
+            for (int g = 0; g < t->opt.nseg; g++) {
+                mults = fmin(mults, t->opt.seg[g].lr_mult);
+                clips = fmax(clips, t->opt.seg[g].clip);
+            }
+            for (size_t i = 0; i < n; i++) {
+                const double d = m->params[i] - before[i];
+                if (!(fabs(d) > 1e-9 * fabs(m->params[i])) || t->opt.m[i] == 0.0) continue;
+                const double implied = -r.lr * t->opt.m[i] / d;
+                worst = fmax(worst, fabs(implied - P[i]) / P[i]);
+                checked++;
+            }
+        }
+        printf("curvature: optim_precond against the P implied by %s's updates: %zu "
+               "coordinate-updates, worst %.2e relative (smallest lr_mult %g, largest c %.4g)\n",
+               label[k], checked, worst, mults, clips);
+        ck_assert_msg(worst <= 1e-7, "%s: P off by %.3g", label[k], worst);
+        ck_assert(checked > n);
+        if (k == 3) ck_assert(mults == 0.5);
+        if (k == 2) ck_assert(clips > 1.0);   // StableAdamW's c was at work
+        train_free(t);
+        free(before); free(P); free(P0); free(fl);
+    }
+}
+END_TEST
+
 /* Every field of a row, bit for bit (NaN equal to NaN). */
 static void rows_same(const curv_row_t *a, const curv_row_t *b, size_t nblocks)
 {
@@ -713,6 +785,7 @@ Suite *curvature_suite(void)
     tcase_add_test(tc, test_kink_check);
     tcase_add_test(tc, test_optim_precond);
     tcase_add_test(tc, test_optim_precond_floor);
+    tcase_add_test(tc, test_optim_precond_implied);
     tcase_add_test(tc, test_training_unchanged);
     tcase_add_test(tc, test_float32_route);
     suite_add_tcase(s, tc);
