@@ -260,9 +260,13 @@ def measure(a, P, names, sizes, batch, pe, root, bc1, s, lr_next):
         if a.verbose:
             idx = torch.argsort(-w)[:8]
             off = np.cumsum([0] + sizes)
-            row[f"{f}_coords"] = [(names[int(np.searchsorted(off, int(i), "right")) - 1],
-                                   int(i - off[np.searchsorted(off, int(i), "right") - 1]),
-                                   round(float(w[i]), 4), float(root[i])) for i in idx]
+            rms = [float(torch.sqrt((r * r).mean())) for r in torch.split(root, sizes)]
+            coords = []
+            for i in idx.tolist():   # (tensor, index, u_i², √v̂_i, √v̂_i / RMS of its tensor)
+                j = int(np.searchsorted(off, i, "right")) - 1
+                coords.append((names[j], i - int(off[j]), round(float(w[i]), 4),
+                               float(root[i]), float(root[i]) / rms[j]))
+            row[f"{f}_coords"] = coords
     row["passes"] = H.products
     return row
 
@@ -340,12 +344,23 @@ def check(a):
         tgt = torch.tensor(f["batch/targets"][()], dtype=torch.int64)
         loss_c = float(np.asarray(f["loss"][()]).reshape(-1)[0])
         G = {k: np.asarray(f["grads/" + k][()]).reshape(s) for k, s in shapes}
-    loss = loss_fn(P, a, tok, tgt, pos_enc(tok.shape[1], a.d))
+        hv = None
+        if "hvp" in f:   # dump --hvp: the program's direction and H·v
+            v = torch.cat([torch.tensor(np.asarray(f["hvp/v/" + k][()])).reshape(-1) for k, _ in shapes])
+            hv = np.concatenate([np.asarray(f["hvp/Hv/" + k][()]).reshape(-1) for k, _ in shapes])
+    pe = pos_enc(tok.shape[1], a.d)
+    loss = loss_fn(P, a, tok, tgt, pe)
     loss.backward()
     gmax = max(float(np.abs(P[k].grad.numpy()).max()) for k, _ in shapes)
     err = max(float(np.abs(P[k].grad.numpy() - G[k]).max()) / gmax for k, _ in shapes)
-    print(json.dumps({"loss_torch": float(loss), "loss_c": loss_c,
-                      "loss_rel": abs(float(loss) - loss_c) / loss_c, "grad_rel": err}))
+    out = {"loss_torch": float(loss), "loss_c": loss_c,
+           "loss_rel": abs(float(loss) - loss_c) / loss_c, "grad_rel": err}
+    if hv is not None:   # the anchor's exact H·v against the program's kink-checked difference
+        names = [k for k, _ in shapes]
+        H = Hessian({k: P[k].detach() for k in names}, names, a, (tok, tgt), pe)
+        mine = H(v).numpy()
+        out["hvp_rel"] = float(np.linalg.norm(mine - hv) / np.linalg.norm(mine))
+    print(json.dumps(out))
 
 
 def main():
