@@ -549,12 +549,19 @@ START_TEST(test_optim_precond_floor)
     o.seg[0].size = 7;
     o.seg[1].offset = 7;
     o.seg[1].size = 4;
-    ck_assert_double_eq_tol(OPTIM_FLOOR_REL * sqrt(4.000425 / 7.0), 7.5596e-3, 1e-7);
+    ck_assert(o.floor_rel == 1e-2);   // probe.curvature_floor's default
+    ck_assert_double_eq_tol(o.floor_rel * sqrt(4.000425 / 7.0), 7.5596e-3, 1e-7);
     ck_assert_uint_eq(optim_precond(&o, theta, g, P, fl), 3);
     for (int i = 0; i < 11; i++) {
         ck_assert_msg(fl[i] == want[i], "floored[%d] = %d", i, fl[i]);
         ck_assert_msg(fabs(P[i] - 0.1 * (fabs(g[i]) + 1e-8)) <= 1e-15 * P[i], "P[%d]", i);
     }
+    o.floor_rel = 0.0;   // probe.curvature_floor = 0: ε alone (0 and 2e-9)
+    ck_assert_uint_eq(optim_precond(&o, theta, g, P, fl), 2);
+    for (int i = 0; i < 11; i++) ck_assert_int_eq(fl[i], i == 6 || i == 10);
+    o.floor_rel = 0.5;   // a larger τ: A's cut 0.378 also takes 2e-2; B's 4.3e-7 still not 1e-6
+    ck_assert_uint_eq(optim_precond(&o, theta, g, P, fl), 4);
+    for (int i = 0; i < 11; i++) ck_assert_int_eq(fl[i], i == 4 || i == 5 || i == 6 || i == 10);
     optim_free(&o);
 }
 END_TEST

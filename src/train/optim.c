@@ -60,6 +60,7 @@ int optim_init(optim_t *o, const config_t *cfg, size_t n)
     o->eps = cfg->train.eps;
     o->weight_decay = cfg->train.weight_decay;
     o->momentum = cfg->train.momentum;
+    o->floor_rel = cfg->probe.curvature_floor;
     o->n = n;
     o->m = calloc(n ? n : 1, sizeof(real));
     if (o->kind != OPT_SGD) o->v = calloc(n ? n : 1, sizeof(real));
@@ -419,9 +420,9 @@ size_t optim_precond(const optim_t *o, const real *params, const real *grads, do
             sum += v / bc2;
             P[i] = sqrt(v / bc2);
         }
-        // floored: √v̂ below max(ε, OPTIM_FLOOR_REL·RMS of √v̂ over the tensor) (design §10)
+        // floored: √v̂ below max(ε, τ·RMS of √v̂ over the tensor) (design §10)
         const double rms = g->size ? sqrt(sum / (double)g->size) : 0.0;
-        const double below = fmax(o->eps, OPTIM_FLOOR_REL * rms);
+        const double below = fmax(o->eps, o->floor_rel * rms);
         for (size_t i = g->offset; i < end; i++) {
             const double root = P[i];
             P[i] = bc1 * (root + o->eps) / (rect * mult);
