@@ -27,7 +27,9 @@ same lr trains. The indicators (higher = predicts failure), each from the run's 
             same number for every cell, so its AUC is 0.5 by construction
   kosson    max over updates 1…20, layers and weight matrices of ‖W_t − W_{t−1}‖_F/‖W_{t−1}‖_F
             (Kosson et al. 2024)
-  update_rms  max over updates 1…20 and layers of the RMS of m̂/(√v̂ + ε) (Wortsman et al. 2023b)
+  update_rms  max over updates 2…20 and layers of the RMS of m̂/(√v̂ + ε) (Wortsman et al.
+            2023b); update 1 is left out: there m̂/(√v̂ + ε) = g/(|g| + ε) ≈ ±1, RMS ≈ 1 in
+            every run by construction
   deepnet   ‖F(x, θ_1) − F(x, θ_0)‖ after the first update (Wang et al. 2022's model update)
 
 AUC = P(indicator of a failing cell > that of a training cell) + ½ P(equal) (Mann–Whitney);
@@ -213,7 +215,7 @@ def read_indicators(path, upto=20):
                 ind["deepnet"] = float(mu[0]) if len(mu) and us[0] == 1 else math.nan
             if "update_rms" in t:
                 steps = t["step"][:]
-                ind["update_rms"] = finite_max(t["update_rms"][:][steps <= upto])
+                ind["update_rms"] = finite_max(t["update_rms"][:][(steps >= 2) & (steps <= upto)])
             out[key] = ind
     # Theorem 1's ratio: against Pre-LN at the same depth and lr
     for (s, L, lr), ind in out.items():
