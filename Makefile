@@ -200,6 +200,7 @@ warmup-explained: deps
 	@[ -f results/atlas.h5 ] || { echo "make warmup-explained: results/atlas.h5 is missing: make atlas gives the outcomes" >&2; exit 2; }
 	/usr/bin/python3 scripts/warmup_explained.py results/atlas.h5 results/warmup_explained.h5 \
 	  $$([ -f results/atlas_init.h5 ] && echo --init results/atlas_init.h5) \
+	  --fig2 results/warmup_explained_fig2.h5 \
 	  --cells results/warmup_explained_cells.tsv > results/warmup_explained.md
 	@cat results/warmup_explained.md
 

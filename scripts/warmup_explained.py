@@ -122,8 +122,11 @@ def config_of(g):
     return cfg
 
 
-def cell_key(name):
-    """(scheme, L, lr) from a run name {placement}-{norm}-{init.scheme}_L{layers}_lr{lr}[_w…]."""
+def cell_key(name, cfg=None):
+    """(scheme, L, lr) from a run name {placement}-{norm}-{init.scheme}_L{layers}_lr{lr}[_w…];
+    a name of another form (Fig. 2's runs) is its own scheme, L and lr from its config."""
+    if "_L" not in name and cfg is not None:
+        return name, int(cfg["model"]["layers"]), float(cfg["train"]["lr"])
     scheme, rest = name.split("_L", 1)
     L, rest = rest.split("_lr", 1)
     return scheme, int(L), float(rest.split("_w", 1)[0])
@@ -192,7 +195,7 @@ def read_indicators(path, upto=20):
             if "train" not in g:
                 continue
             t, cfg = g["train"], config_of(g)
-            key = cell_key(name)
+            key = cell_key(name, cfg)
             L = key[1]
             ind = {"lr": key[2]}
             w2 = param_index(t["grad_fro"], "w2") if "grad_fro" in t else None
@@ -274,6 +277,8 @@ def main():
     ap.add_argument("--bootstrap", type=int, default=2000, help="bootstrap replicates B")
     ap.add_argument("--seed", type=int, default=1, help="the bootstrap's generator seed")
     ap.add_argument("--cells", help="also write every cell's outcome and indicators (TSV)")
+    ap.add_argument("--fig2", help="also print the indicators of Fig. 2's runs "
+                    "(experiments/warmup_explained_fig2.ini's merged file)")
     a = ap.parse_args()
     cells = read_outcomes(a.atlas, a.trains)
     inds = read_indicators(a.indicators)
@@ -291,6 +296,14 @@ def main():
     print("|---|---|---|---|---|---|")
     for name, n, *aucs in table:
         print(f"| {name} | {n} | " + " | ".join(fmt(x) for x in aucs) + " |")
+    if a.fig2:   # three or four runs: their values, no AUC
+        runs = read_indicators(a.fig2)
+        names = [n for n in INDICATORS if n not in ("admin", "xiong_ratio")]
+        print("\nFig. 2's runs (outcomes: Fig. 2 itself, docs/warmup.md):\n")
+        print("| run | " + " | ".join(names) + " |")
+        print("|---|" + "---|" * len(names))
+        for k in sorted(runs):
+            print(f"| {k[0]} | " + " | ".join(f"{runs[k].get(n, math.nan):.3g}" for n in names) + " |")
     if a.cells:
         with open(a.cells, "w") as f:
             f.write("scheme\tL\tlr\toutcome\tneeds_warmup\t" + "\t".join(INDICATORS) + "\n")
