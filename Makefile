@@ -198,6 +198,23 @@ atlas: deps
 BLEU_EXPERIMENTS := fig2_bleu_short fig4_bleu_short
 BLEU_FIGURES := fig2_bleu_short-val_loss fig2_bleu_short-bleu fig4_bleu_short-val_loss \
                 fig4_bleu_short-bleu
+# Which published explanation of warm-up predicts which failure (docs/curvature.md): the
+# indicators' sweeps (every atlas cell without warm-up, 20 measured updates; Fig. 2's runs
+# through the curvature lens; the per-block heat map's runs), then the table of ROC AUCs
+# against the atlas's outcomes (make atlas first: results/atlas.h5, results/atlas_init.h5).
+WARMUP_EXPLAINED := warmup_explained warmup_explained_fig2 warmup_explained_blocks
+.PHONY: warmup-explained
+warmup-explained: deps
+	$(MAKE) stability
+	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text every run trains on
+	@set -e; for f in $(WARMUP_EXPLAINED); do ./stability sweep experiments/$$f.ini; done
+	@[ -f results/atlas.h5 ] || { echo "make warmup-explained: results/atlas.h5 is missing: make atlas gives the outcomes" >&2; exit 2; }
+	/usr/bin/python3 scripts/warmup_explained.py results/atlas.h5 results/warmup_explained.h5 \
+	  $$([ -f results/atlas_init.h5 ] && echo --init results/atlas_init.h5) \
+	  --fig2 results/warmup_explained_fig2.h5 \
+	  --cells results/warmup_explained_cells.tsv > results/warmup_explained.md
+	@cat results/warmup_explained.md
+
 .PHONY: figures-bleu figures-train
 figures-bleu: deps
 	$(MAKE) stability
@@ -289,6 +306,8 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_llama.py
 	/usr/bin/python3 tests/test_torch_hvp.py
 	/usr/bin/python3 tests/test_curvature.py
+	/usr/bin/python3 tests/test_warmup_explained.py
+	/usr/bin/python3 tests/test_curvature_anchor.py
 	/usr/bin/python3 tests/test_dynamics_plot.py
 	/usr/bin/python3 tests/test_torch_float32.py
 	/usr/bin/python3 tests/test_probe.py

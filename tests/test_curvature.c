@@ -523,6 +523,49 @@ START_TEST(test_optim_precond)
 }
 END_TEST
 
+/* The relative floor of optim_precond (docs/design.md §10) by hand: two tensors, adam at
+ * t = 0 (v̂ = g²). Tensor A: |g| = 1, 1, 1, 1, 5e-3, 2e-2, 0, so RMS(√v̂) = √(4.000425/7) and
+ * the floor 1e-2 of it is 7.56e-3: 5e-3 and 0 are floored, 2e-2 is not. Tensor B: every |g|
+ * 1e-6 but one 2e-9: its RMS·1e-2 ≈ 1e-8 is at ε, so only the 2e-9 (below ε) is floored —
+ * the floor is per tensor, never below ε. P itself does not depend on the floor. */
+START_TEST(test_optim_precond_floor)
+{
+    config_t cfg;
+    config_defaults(&cfg);
+    cfg.train.beta1 = 0.9;
+    cfg.train.beta2 = 0.98;
+    cfg.train.eps = 1e-8;
+    const double g[11] = {1, -1, 1, 1, 5e-3, -2e-2, 0, 1e-6, -1e-6, 1e-6, 2e-9};
+    const unsigned char want[11] = {0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1};
+    double theta[11] = {0}, P[11];
+    unsigned char fl[11];
+    optim_t o;
+    ck_assert_int_eq(optim_init(&o, &cfg, 11), 0);
+    optim_seg_t *seg = realloc(o.seg, 2 * sizeof *seg);   // two tensors: [0, 7), [7, 11)
+    ck_assert_ptr_nonnull(seg);
+    o.seg = seg;
+    o.nseg = 2;
+    o.seg[1] = o.seg[0];
+    o.seg[0].size = 7;
+    o.seg[1].offset = 7;
+    o.seg[1].size = 4;
+    ck_assert(o.floor_rel == 1e-2);   // probe.curvature_floor's default
+    ck_assert_double_eq_tol(o.floor_rel * sqrt(4.000425 / 7.0), 7.5596e-3, 1e-7);
+    ck_assert_uint_eq(optim_precond(&o, theta, g, P, fl), 3);
+    for (int i = 0; i < 11; i++) {
+        ck_assert_msg(fl[i] == want[i], "floored[%d] = %d", i, fl[i]);
+        ck_assert_msg(fabs(P[i] - 0.1 * (fabs(g[i]) + 1e-8)) <= 1e-15 * P[i], "P[%d]", i);
+    }
+    o.floor_rel = 0.0;   // probe.curvature_floor = 0: ε alone (0 and 2e-9)
+    ck_assert_uint_eq(optim_precond(&o, theta, g, P, fl), 2);
+    for (int i = 0; i < 11; i++) ck_assert_int_eq(fl[i], i == 6 || i == 10);
+    o.floor_rel = 0.5;   // a larger τ: A's cut 0.378 also takes 2e-2; B's 4.3e-7 still not 1e-6
+    ck_assert_uint_eq(optim_precond(&o, theta, g, P, fl), 4);
+    for (int i = 0; i < 11; i++) ck_assert_int_eq(fl[i], i == 4 || i == 5 || i == 6 || i == 10);
+    optim_free(&o);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ training */
 
 static void train_config(config_t *cfg, int every)
@@ -584,6 +627,78 @@ START_TEST(test_training_unchanged)
 }
 END_TEST
 
+/* optim_precond gives the P each optimizer's update implies (docs/design.md §10, §6h): after
+ * update s, P_i = −η_s·m_i/(θ_s − θ_{s−1})_i (m without bias correction, weight decay 0), for
+ * adam, gi_adam (whose first v is g², so update 1's P is bc1·(|g| + ε)), stableadamw (the
+ * tensor's lr divided by its c) and μP's per-tensor rates (divided by lr_mult); at update 1 also
+ * the t = 0 route (a fresh optimizer, the same tensors, the first gradient). Checked on every
+ * coordinate whose step is not lost to rounding (|Δθ| > 1e-9·|θ|), to 1e-7 relative. */
+START_TEST(test_optim_precond_implied)
+{
+    const optimizer_t kinds[4] = {OPT_ADAM, OPT_GI_ADAM, OPT_STABLEADAMW, OPT_ADAM};
+    const char *label[4] = {"adam", "gi_adam", "stableadamw", "adam, mup"};
+    for (int k = 0; k < 4; k++) {
+        config_t cfg;
+        train_config(&cfg, 0);
+        cfg.model.dropout = 0.0;
+        cfg.train.optimizer = kinds[k];
+        cfg.train.lr = 3e-2;
+        cfg.train.steps = 5;
+        if (k == 3) {
+            cfg.init.parametrization = PARAM_MUP;
+            cfg.init.base_width = 4;   // d = 8: the matrices train at lr·½
+        }
+        train_t *t;
+        char err[512];
+        ck_assert_int_eq(train_create(&t, &cfg, err, sizeof err), 0);
+        model_t *m = t->s.model;
+        const size_t n = m->num_params;
+        double *before = malloc(n * sizeof(double)), *P = malloc(n * sizeof(double));
+        double *P0 = malloc(n * sizeof(double));
+        unsigned char *fl = malloc(n);
+        double worst = 0.0, mults = 1.0, clips = 1.0;
+        size_t checked = 0;
+        for (long s = 1; s <= cfg.train.steps; s++) {
+            memcpy(before, m->params, n * sizeof(double));
+            train_record_t r;
+            train_step(t, &r);
+            ck_assert_int_eq(r.diverged, 0);
+            optim_precond(&t->opt, m->params, m->grads, P, fl);
+            if (s == 1) {   // the t = 0 route: the P the first update will use
+                optim_t o0;
+                ck_assert_int_eq(optim_init(&o0, &cfg, n), 0);
+                ck_assert_int_eq(optim_set_tensors(&o0, m), 0);
+                optim_precond(&o0, before, m->grads, P0, NULL);
+                for (size_t i = 0; i < n; i++)
+                    ck_assert_msg(fabs(P0[i] - P[i]) <= 1e-14 * P[i], "%s: t = 0 route [%zu]",
+                                  label[k], i);
+                optim_free(&o0);
+            }
+            for (int g = 0; g < t->opt.nseg; g++) {
+                mults = fmin(mults, t->opt.seg[g].lr_mult);
+                clips = fmax(clips, t->opt.seg[g].clip);
+            }
+            for (size_t i = 0; i < n; i++) {
+                const double d = m->params[i] - before[i];
+                if (!(fabs(d) > 1e-9 * fabs(m->params[i])) || t->opt.m[i] == 0.0) continue;
+                const double implied = -r.lr * t->opt.m[i] / d;
+                worst = fmax(worst, fabs(implied - P[i]) / P[i]);
+                checked++;
+            }
+        }
+        printf("curvature: optim_precond against the P implied by %s's updates: %zu "
+               "coordinate-updates, worst %.2e relative (smallest lr_mult %g, largest c %.4g)\n",
+               label[k], checked, worst, mults, clips);
+        ck_assert_msg(worst <= 1e-7, "%s: P off by %.3g", label[k], worst);
+        ck_assert(checked > n);
+        if (k == 3) ck_assert(mults == 0.5);
+        if (k == 2) ck_assert(clips > 1.0);   // StableAdamW's c was at work
+        train_free(t);
+        free(before); free(P); free(P0); free(fl);
+    }
+}
+END_TEST
+
 /* Every field of a row, bit for bit (NaN equal to NaN). */
 static void rows_same(const curv_row_t *a, const curv_row_t *b, size_t nblocks)
 {
@@ -630,6 +745,12 @@ START_TEST(test_float32_route)
     const size_t nb = (size_t)curv_rows(c) * TENSOR_BLOCKS;
     optim_t o;
     ck_assert_int_eq(optim_init(&o, &cfg, n), 0);
+    // the run's tensors (the floor is per tensor, docs/design.md §10)
+    optim_seg_t *seg = realloc(o.seg, (size_t)t->opt.nseg * sizeof *seg);
+    ck_assert_ptr_nonnull(seg);
+    memcpy(seg, t->opt.seg, (size_t)t->opt.nseg * sizeof *seg);
+    o.seg = seg;
+    o.nseg = t->opt.nseg;
     // update 0: θ_0 and the first gradient, widened
     optim_precond(&o, theta0, g1, P, fl);
     curv_measure(c, theta0, P, fl, cfg.init.seed + CURV_START_OFFSET, &row);
@@ -669,6 +790,8 @@ Suite *curvature_suite(void)
     tcase_add_test(tc, test_precond_and_blocks);
     tcase_add_test(tc, test_kink_check);
     tcase_add_test(tc, test_optim_precond);
+    tcase_add_test(tc, test_optim_precond_floor);
+    tcase_add_test(tc, test_optim_precond_implied);
     tcase_add_test(tc, test_training_unchanged);
     tcase_add_test(tc, test_float32_route);
     suite_add_tcase(s, tc);

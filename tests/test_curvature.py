@@ -11,7 +11,13 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_curva
    byte for byte.
 4. A probe's seed 0 measures what training's update 0 does (the same batch, P and start vectors).
 5. Bad values: probe.curvature_iters = 1, probe.curvature_block_iters = 1, a measure larger than
-   this machine's memory: exit 2 naming the key, nothing written. Files without the keys carry
+   this machine's memory, probe.curvature_until < 0, probe.curvature_floor outside [0, 1):
+   exit 2 naming the key, nothing written.
+7. probe.curvature_until stops the rows after that update; probe.curvature_active_only leaves
+   update 0 complete and gives the later rows the active value alone (the very value of a full
+   row: the same operator, support and start), every other value NaN, in K products (2K
+   passes) each; probe.curvature_floor = 0 (ε alone) floors fewer coordinates, so its active
+   value is at least the default's; each key appears in the stored config only when set. Files without the keys carry
    no curvature dataset and no curvature line in their config.
 6. dump --hvp of a float32 config: a unit direction, finite values, the precision attribute.
 Prints "ok"/"not ok" per check, then "curvature: N passed, M failed"; exit 1 if M > 0.
@@ -171,13 +177,55 @@ def errors(tmp):
              ("probe.curvature_iters", {"probe.curvature_every": 1,
                                         "probe.curvature_iters": 100000000,
                                         "model.d_model": 256, "model.d_ff": 512,
-                                        "model.vocab": 256})]
+                                        "model.vocab": 256}),
+             ("probe.curvature_until", {"probe.curvature_every": 1, "probe.curvature_until": -1}),
+             ("probe.curvature_floor", {"probe.curvature_every": 1, "probe.curvature_floor": 1})]
     for key, d in cases:
         for steps in (0, 3):
             r = run(["--config", "tiny", *sets({**LM, **d, "train.steps": steps}), "--out", out])
             check(f"{key} = {d.get(key)} (steps {steps}): exit 2 naming the key, nothing written",
                   r.returncode == 2 and key in r.stderr and not os.path.exists(out),
                   f"exit {r.returncode}: {r.stderr.strip()[-200:]}")
+
+
+def new_keys(tmp):
+    base = {**LM, "probe.curvature_iters": 6, "probe.curvature_block_iters": 0,
+            "probe.curvature_every": 1, "train.steps": 5}
+    paths = {}
+    for name, d in (("full", {}), ("until", {"probe.curvature_until": 3}),
+                    ("active", {"probe.curvature_active_only": "on"}),
+                    ("eps", {"probe.curvature_floor": 0})):
+        paths[name] = os.path.join(tmp, f"keys-{name}.h5")
+        r = run(["--config", "tiny", *sets({**base, **d}), "--out", paths[name], "--quiet"])
+        check(f"curvature keys: the {name} run exits 0", r.returncode == 0, r.stderr)
+    with h5py.File(paths["full"], "r") as f, h5py.File(paths["until"], "r") as u, \
+            h5py.File(paths["active"], "r") as a, h5py.File(paths["eps"], "r") as e:
+        full, until, act, eps = f["train"], u["train"], a["train"], e["train"]
+        check("curvature_until = 3: rows at updates 0-3 only, the full run's values",
+              list(until["curv_step"][()]) == [0, 1, 2, 3] and
+              same(until["precond_max_active"][()], full["precond_max_active"][:4]))
+        check("curvature_active_only: update 0 complete, its rows the same as the full run's",
+              same(act["hessian_max"][:1], full["hessian_max"][:1]) and
+              same(act["precond_max"][:1], full["precond_max"][:1]))
+        later = [k for k in ("hessian_max", "hessian_min", "precond_max", "precond_eps_share")
+                 if not np.all(np.isnan(act[k][1:]))]
+        check("curvature_active_only: later rows' other values NaN", not later, f"finite: {later}")
+        check("curvature_active_only: later rows' active value is the full run's",
+              np.allclose(act["precond_max_active"][1:], full["precond_max_active"][1:],
+                          rtol=1e-12, atol=0),
+              f'{act["precond_max_active"][1:]} vs {full["precond_max_active"][1:]}')
+        check("curvature_active_only: 2K passes a later row (K = 6), blocks NaN",
+              np.all(act["curv_passes"][1:] == 12) and np.all(np.isnan(act["hessian_block_max"][1:])),
+              str(act["curv_passes"][()]))
+        check("curvature_floor = 0: the active value at least the default's at every row",
+              np.all(eps["precond_max_active"][()] >= full["precond_max_active"][()] * (1 - 1e-9)),
+              f'{eps["precond_max_active"][()]} vs {full["precond_max_active"][()]}')
+        cf = [x.attrs["config"] for x in (f, u, a, e)]
+        check("the new keys in the stored config only when set",
+              not any(k in cf[0] for k in ("curvature_until", "curvature_active_only",
+                                           "curvature_floor")) and
+              "curvature_until = 3" in cf[1] and "curvature_active_only = on" in cf[2] and
+              "curvature_floor = 0" in cf[3], str(cf[3][-300:]))
 
 
 def dump_f32(tmp):
@@ -200,6 +248,7 @@ def main():
         resume(tmp)
         probe_vs_update0(tmp)
         errors(tmp)
+        new_keys(tmp)
         dump_f32(tmp)
     failed = results.count(False)
     print(f"curvature: {len(results) - failed} passed, {failed} failed")

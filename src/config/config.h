@@ -109,6 +109,11 @@ typedef struct config {
                                     every N updates, per probe seed at initialisation */
         int curvature_iters;     /* Lanczos steps K, >= 2      default 20 */
         int curvature_block_iters; /* Lanczos steps per diagonal block, 0 (none) or >= 2; default 10 */
+        double curvature_floor;  /* the relative floor τ of the active value, 0 = ε only;
+                                    default 1e-2 (docs/design.md §10) */
+        int curvature_until;     /* no curvature row after this update, 0 = none     default 0 */
+        int curvature_active_only; /* on: rows after update 0 measure only precond_max_active
+                                    (docs/design.md §10)   default off */
     } probe;
     struct {
         char file[CONFIG_PATH_MAX]; /* "" = results/<name>.h5 */

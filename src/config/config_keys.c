@@ -121,6 +121,9 @@ const cfg_key_t cfg_keys[] = {
     KI(probe, curvature_every, 0),
     KI(probe, curvature_iters, 2),
     KI(probe, curvature_block_iters, 0),
+    KD(probe, curvature_floor, 0, 0, 1, 1),
+    KI(probe, curvature_until, 0),
+    KO(probe, curvature_active_only),
 
     KS(output, file),
     KB(output, plots),
@@ -438,6 +441,9 @@ void config_defaults(config_t *cfg)
     cfg->probe.curvature_every = 0;         // off (docs/design.md §10)
     cfg->probe.curvature_iters = 20;
     cfg->probe.curvature_block_iters = 10;
+    cfg->probe.curvature_floor = 1e-2;      // τ of the floor (docs/design.md §10)
+    cfg->probe.curvature_until = 0;         // every row to the end
+    cfg->probe.curvature_active_only = 0;
 
     cfg->output.file[0] = '\0';
     cfg->output.plots = 0;
@@ -544,6 +550,12 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         // keys added after results were written: only when set away from their default
         if (k->off == offsetof(config_t, train.min_lr_ratio) && cfg->train.min_lr_ratio == 0.0) continue;
         if (k->off == offsetof(config_t, output.log_every) && cfg->output.log_every == 100) continue;
+        if ((k->off == offsetof(config_t, probe.curvature_until) && cfg->probe.curvature_until == 0) ||
+            (k->off == offsetof(config_t, probe.curvature_floor) &&
+             cfg->probe.curvature_floor == 1e-2) ||
+            (k->off == offsetof(config_t, probe.curvature_active_only) &&
+             !cfg->probe.curvature_active_only))
+            continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);
         char num[40];

@@ -223,10 +223,13 @@ static void measure_blocks(curv_t *c, const unsigned char *floored, curv_row_t *
         }
 }
 
-/* λ_max(P⁻¹H), its floored share and its active value (c->D set). */
-static void measure_precond(curv_t *c, const unsigned char *floored, curv_row_t *out)
+/* λ_max(P⁻¹H), its floored share and its active value (c->D set); both runs start from the
+ * stream seed + 1, as curv_measure_active's, so an active-only row has a complete row's value. */
+static void measure_precond(curv_t *c, const unsigned char *floored, unsigned long seed,
+                            curv_row_t *out)
 {
     lanczos_result_t res;
+    gsl_rng_set(c->rng, seed + 1);
     run(c, 1, NULL, c->K, &res, c->top, &out->kinked);
     out->precond_max = res.max;
     out->precond_max_res = res.res_max;
@@ -244,6 +247,7 @@ static void measure_precond(curv_t *c, const unsigned char *floored, curv_row_t 
         return;
     }
     for (size_t i = 0; i < c->n; i++) c->mask[i] = !floored[i];
+    gsl_rng_set(c->rng, seed + 1);
     run(c, 1, c->mask, c->K, &res, NULL, &out->kinked);   // NaN when every one is floored
     out->precond_max_active = res.max;
     out->precond_active_res = res.res_max;
@@ -267,13 +271,44 @@ void curv_measure(curv_t *c, const double *theta, const double *P, const unsigne
     if (P) {
         for (size_t i = 0; i < c->n; i++) c->Dbuf[i] = 1.0 / sqrt(P[i]);
         c->D = c->Dbuf;
-        measure_precond(c, floored, out);
+        measure_precond(c, floored, seed, out);
     } else {   // P = 1: the preconditioned sharpness is H's
         out->precond_max = out->precond_max_active = res.max;
         out->precond_max_res = out->precond_active_res = res.res_max;
         out->precond_eps_share = 0.0;
     }
     measure_blocks(c, floored, out);
+    out->h = c->hvp.h_smallest;
+    out->passes = c->hvp.passes;
+    c->D = NULL;
+}
+
+void curv_measure_active(curv_t *c, const double *theta, const double *P,
+                         const unsigned char *floored, unsigned long seed, curv_row_t *out)
+{
+    hvp_set_point(&c->hvp, theta);
+    c->hvp.passes = 0.0;
+    c->hvp.h_smallest = 0.0;
+    out->kinked = 0;
+    gsl_rng_set(c->rng, P ? seed + 1 : seed);   // measure_precond's start, or (sgd) H's
+    out->hessian_max = out->hessian_min = out->hessian_max_res = out->hessian_min_res = NAN;
+    out->precond_max = out->precond_max_res = out->precond_eps_share = NAN;
+    for (size_t o = 0; o < (size_t)c->rows * TENSOR_BLOCKS; o++)
+        out->hessian_block_max[o] = out->precond_block_max[o] = NAN;
+    c->D = NULL;
+    if (P) {
+        for (size_t i = 0; i < c->n; i++) c->Dbuf[i] = 1.0 / sqrt(P[i]);
+        c->D = c->Dbuf;
+    }
+    const unsigned char *support = NULL;
+    if (P && floored) {
+        for (size_t i = 0; i < c->n; i++) c->mask[i] = !floored[i];
+        support = c->mask;
+    }
+    lanczos_result_t res;
+    run(c, c->D != NULL, support, c->K, &res, NULL, &out->kinked);
+    out->precond_max_active = res.max;
+    out->precond_active_res = res.res_max;
     out->h = c->hvp.h_smallest;
     out->passes = c->hvp.passes;
     c->D = NULL;

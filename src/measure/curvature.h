@@ -90,6 +90,13 @@ void curv_row_free(curv_row_t *r);
 void curv_measure(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
                   unsigned long seed, curv_row_t *out);
 
+/* Only the active value (probe.curvature_active_only, docs/design.md §10): precond_max_active
+ * and its residual by one Lanczos run of K steps on P^{−1/2}HP^{−1/2} without the floored
+ * coordinates (P = NULL: on H); every other value of out NaN (blocks too), share NaN. One
+ * third of curv_measure's passes without blocks. */
+void curv_measure_active(curv_t *c, const double *theta, const double *P,
+                         const unsigned char *floored, unsigned long seed, curv_row_t *out);
+
 /* Hv (n) = H·v at θ (n), v of unit norm, and λ_max, λ_min (with residual bounds) of H by
  * probe.curvature_iters steps of Lanczos from the stream seed (the dump's --hvp). 0, or the
  * products that crossed a kink (the values are then NaN). */

@@ -69,13 +69,15 @@ static int measure(session_t *s, probe_t *p, const run_options_t *o)
 }
 
 /* The preconditioner the first update of cfg's optimizer would take from m's gradient, clipped
- * as training clips it (probe_precond_fn; train/optim.h). */
+ * as training clips it, over the model's tensors as training's (probe_precond_fn; train/optim.h). */
 static int first_precond(void *ctx, const model_t *m, double *P, unsigned char *floored)
 {
     const config_t *cfg = ctx;
     optim_t opt;
     real *g = malloc(m->num_params * sizeof(real));
+    // the model's tensors: μP's rates and the floor per tensor (docs/design.md §10)
     if (!g || optim_init(&opt, cfg, m->num_params)) { free(g); return -1; }
+    if (optim_set_tensors(&opt, m)) { optim_free(&opt); free(g); return -1; }
     memcpy(g, m->grads, m->num_params * sizeof(real));
     optim_clip(g, m->num_params, cfg->train.clip);
     optim_precond(&opt, m->params, g, P, floored);

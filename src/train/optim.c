@@ -60,6 +60,7 @@ int optim_init(optim_t *o, const config_t *cfg, size_t n)
     o->eps = cfg->train.eps;
     o->weight_decay = cfg->train.weight_decay;
     o->momentum = cfg->train.momentum;
+    o->floor_rel = cfg->probe.curvature_floor;
     o->n = n;
     o->m = calloc(n ? n : 1, sizeof(real));
     if (o->kind != OPT_SGD) o->v = calloc(n ? n : 1, sizeof(real));
@@ -410,17 +411,29 @@ size_t optim_precond(const optim_t *o, const real *params, const real *grads, do
         // the tensor's step is η·lr_mult/c (μP's rate, StableAdamW's c; c = 1 at update 1)
         const optim_seg_t *g = &o->seg[s];
         const double mult = g->lr_mult / (o->t > 0 && o->kind == OPT_STABLEADAMW ? g->clip : 1.0);
-        for (size_t i = g->offset; i < g->offset + g->size; i++) {
-            if (!adaptive) { P[i] = bc1 / mult; continue; }
+        const size_t end = g->offset + g->size;
+        if (!adaptive) {
+            for (size_t i = g->offset; i < end; i++) P[i] = bc1 / mult;
+            continue;
+        }
+        double sum = 0.0;   // Σ v̂ over the tensor; P holds √v̂ until the second pass
+        for (size_t i = g->offset; i < end; i++) {
             double v = o->v[i];
             if (o->t == 0) {   // v₁ as optim_update will form it from the first gradient
                 const double gi = l2 ? grads[i] + o->weight_decay * params[i] : grads[i];
                 v = o->kind == OPT_GI_ADAM ? gi * gi   // GI-Adam: v₀ = g², so v₁ = g²
                                            : o->beta2 * v + (1.0 - o->beta2) * gi * gi;
             }
-            const double root = sqrt(v / bc2);
+            sum += v / bc2;
+            P[i] = sqrt(v / bc2);
+        }
+        // floored: √v̂ below max(ε, τ·RMS of √v̂ over the tensor) (design §10)
+        const double rms = g->size ? sqrt(sum / (double)g->size) : 0.0;
+        const double below = fmax(o->eps, o->floor_rel * rms);
+        for (size_t i = g->offset; i < end; i++) {
+            const double root = P[i];
             P[i] = bc1 * (root + o->eps) / (rect * mult);
-            if (root < o->eps) {
+            if (root < below) {
                 nf++;
                 if (floored) floored[i] = 1;
             }

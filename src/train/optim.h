@@ -61,6 +61,7 @@ typedef struct {
     size_t npiece;
     optim_piece_t *piece;   /* (npiece) the tensors cut at OPTIM_CHUNK boundaries */
     double *piece_sum;      /* (npiece) scratch of one pass */
+    double floor_rel;       /* optim_precond's relative floor τ (probe.curvature_floor) */
 } optim_t;
 
 /* Set up the optimizer of cfg->train for n parameters, moments zero, t = 0, the buffer one
@@ -102,9 +103,12 @@ double optim_lr(const config_t *cfg, long t);
  * with t = o->t, the updates taken. At t = 0 it is the preconditioner the first update will use:
  * t = 1 and v₁ = β₂·v + (1 − β₂)·g², g = grads (+ λθ for adam and radam's L2 decay) — the
  * gradient that update will take, after clipping. Computed in double from the moments of either
- * precision, into P (n). floored (n, may be NULL): 1 where the coordinate is ε-floored,
- * √v̂ < ε (the ε term is the larger part of P: P⁻¹ is within 2× of its largest value
- * 1/((1 − β₁ᵗ)ε), whatever the gradient says); always 0 for sgd and radam's un-adapted step.
+ * precision, into P (n). floored (n, may be NULL): 1 where the coordinate is floored,
+ * √v̂_i < max(ε, τ·√mean_T(v̂)), τ = o->floor_rel (probe.curvature_floor), T its tensor (the optimizer's
+ * tensors, optim_set_tensors): the ε term is the larger part of P_i, or the coordinate has had
+ * almost none of the gradient its tensor had (a dead or rarely firing ReLU unit, a byte not
+ * yet seen, b_K's rounding noise), so P_i⁻¹ is set by ε or by a few samples, not by the
+ * gradient's scale (docs/design.md §10); always 0 for sgd and radam's un-adapted step.
  * Returns the number of floored coordinates. */
 size_t optim_precond(const optim_t *o, const real *params, const real *grads, double *P,
                      unsigned char *floored);

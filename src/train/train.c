@@ -78,8 +78,12 @@ static void curv_at(train_t *t, long s, double lr, curv_row_t *row)
     const model_t *m = t->s.model;
     for (size_t i = 0; i < m->num_params; i++) t->curv_theta[i] = m->params[i];
     optim_precond(&t->opt, m->params, m->grads, t->curv_P, t->curv_floored);
-    curv_measure(t->curv, t->curv_theta, t->opt.kind == OPT_SGD ? NULL : t->curv_P,
-                 t->curv_floored, t->s.cfg.init.seed + CURV_START_OFFSET + (unsigned long)s, row);
+    // probe.curvature_active_only: every row but update 0's measures the active value alone
+    void (*fn)(curv_t *, const double *, const double *, const unsigned char *, unsigned long,
+               curv_row_t *) = s > 0 && t->s.cfg.probe.curvature_active_only ? curv_measure_active
+                                                                           : curv_measure;
+    fn(t->curv, t->curv_theta, t->opt.kind == OPT_SGD ? NULL : t->curv_P, t->curv_floored,
+       t->s.cfg.init.seed + CURV_START_OFFSET + (unsigned long)s, row);
     row->step = s;
     row->threshold = optim_threshold(&t->opt, lr);
 }
@@ -294,7 +298,8 @@ void train_step(train_t *t, train_record_t *r)
         change_relative_update(&t->ax, m, t->prev, t->update_rel);
         t->model_update = change_from_reference(m, &t->fixed, t->ref);
     }
-    if (t->curv && s % c->probe.curvature_every == 0) {
+    if (t->curv && s % c->probe.curvature_every == 0 &&
+        (c->probe.curvature_until == 0 || s <= c->probe.curvature_until)) {
         curv_at(t, s, optim_lr(c, s + 1), &t->curv_row[1]);
         r->curv |= 2;
     }
