@@ -103,6 +103,93 @@ static int measure(const bench_opts_t *o, const char *self, const bench_case_t *
     return 0;
 }
 
+/* This program's path into self (len bytes), for its children: 0; 1 when it cannot be read; 2
+ * when it or the Python path holds a single quote (both reach popen's shell inside single
+ * quotes: a quote in either would end them). */
+static int self_path(const bench_opts_t *o, char *self, size_t len)
+{
+    const ssize_t sl = readlink("/proc/self/exe", self, len - 1);
+    if (sl <= 0) return 1;
+    self[sl] = '\0';
+    if (strchr(self, '\'') || strchr(o->python, '\'')) {
+        fprintf(stderr, "bench: a path with a single quote cannot be run: %s\n",
+                strchr(self, '\'') ? self : o->python);
+        return 2;
+    }
+    return 0;
+}
+
+/* The header: CPU, BLAS and kernels, PyTorch's search, the machine's other load, then DGEMM and
+ * SGEMM at 1024³. Returns the DGEMM rate (the reference of %DGEMM). */
+static double print_machine(const bench_opts_t *o, const char *cpu)
+{
+    printf("bench: %s, %d threads, %d steps after %d warm-up (PyTorch: %d a setting)\nBLAS: %s, "
+           "stability's kernels %s\nPyTorch searched over kernels {%s} x OMP_WAIT_POLICY {%s} x "
+           "threads split\n", cpu, o->threads, o->steps, o->warmup, o->torch_steps,
+           openblas_get_config(), blascore_name(),
+           o->torch_search ? o->torch_kernels : "loaded",
+           o->torch_search ? o->torch_policies : "default");
+    const double busy = bench_machine_busy();
+    printf("other load before the start: %.0f%% of the CPUs busy%s\n", 100.0 * busy,
+           busy > 0.1 ? "  -- WARNING: the machine is not idle, the times are not reliable" : "");
+    double dgemm_best, dgemm_others, sgemm_best, sgemm_others;
+    const double dgemm = bench_measure_gemm(o, 0, &dgemm_best, &dgemm_others);
+    printf("DGEMM 1024^3: %.1f GFLOP/s median of %d (best %.1f)%s\n", dgemm, BENCH_GEMM_REPS,
+           dgemm_best, dgemm_others > 0.05 ? "  ! disturbed by other processes" : "");
+    const double sgemm = bench_measure_gemm(o, 1, &sgemm_best, &sgemm_others);
+    printf("SGEMM 1024^3: %.1f GFLOP/s median (best %.1f), %.2f x DGEMM: float32's ceiling%s\n",
+           sgemm, sgemm_best, sgemm / dgemm,
+           sgemm_others > 0.05 ? "  ! disturbed by other processes" : "");
+    fflush(stdout);
+    return dgemm;
+}
+
+/* Every case --only picks, in each precision asked (1 f64, 2 f32, 3 both), a row each into
+ * rows (room for cap); the forward+backward cases time PyTorch at the setting that won the
+ * float64 d = 512 update of their placement. Returns the rows. */
+static int run_cases(const bench_opts_t *o, const char *self, int precision, double dgemm,
+                     bench_row_t *rows, int cap)
+{
+    torch_setting_t won512[2];   // PyTorch's float64 winner of the d = 512 updates, post/pre
+    int have512[2] = {0, 0}, nrows = 0, shown = -1;
+    for (int i = 0; i < BENCH_NUM_CASES && nrows + 2 <= cap; i++) {
+        const bench_case_t *c = &BENCH_CASES[i];
+        if (o->only && !only_matches(o->only, c->name)) continue;
+        const int pre = !strcmp(c->placement, "pre");
+        const torch_setting_t *hint = c->kind == K_STEP && have512[pre] ? &won512[pre] : NULL;
+        for (int f32 = 0; f32 < 2; f32++) {
+            if (!(precision & (1 << f32)) || (f32 && !bench_case_f32(c))) continue;
+            if (shown != (int)c->kind) bench_print_header(c->kind);
+            shown = (int)c->kind;
+            bench_row_t *r = &rows[nrows];
+            if (measure(o, self, c, f32, dgemm, hint, r)) continue;
+            nrows++;
+            if (c->kind == K_UPDATE && c->d == 512 && !f32 && r->torch.best >= 0) {
+                won512[pre] = r->torch.set[r->torch.best];
+                have512[pre] = 1;
+            }
+        }
+    }
+    return nrows;
+}
+
+/* The closing lines: DGEMM again (the machine's drift), the most page faults of a timed step,
+ * the time taken since t_start. Returns DGEMM's rate at the end (the CSV's). */
+static double print_end(const bench_opts_t *o, const bench_row_t *rows, int nrows, double dgemm,
+                        double t_start)
+{
+    double end_best, end_others, max_faults = 0.0;
+    const double dgemm_end = bench_measure_gemm(o, 0, &end_best, &end_others);
+    printf("DGEMM 1024^3 again at the end: %.1f GFLOP/s (start %.1f; %%DGEMM uses the start)%s\n",
+           dgemm_end, dgemm, end_others > 0.05 ? "  ! disturbed" : "");
+    for (int i = 0; i < nrows; i++)
+        if (rows[i].c->kind != K_PROBE)
+            max_faults = fmax(max_faults, bench_field(rows[i].line, "faults"));
+    printf("page faults per timed step: %.1f at most (0: a step allocates and first-touches "
+           "nothing)\nbench took %.0f s\n", max_faults, bench_now() - t_start);
+    return dgemm_end;
+}
+
 int main(int argc, char **argv)
 {
     if (blascore_pin(argv)) return 2;   // the kernels the program runs (util/blascore.h)
@@ -118,69 +205,17 @@ int main(int argc, char **argv)
 
     threads_set(o.threads);
     char self[1024], cpu[256];
-    const ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (sl <= 0) return 1;
-    self[sl] = '\0';
-    // both reach popen's shell inside single quotes: a quote in either would end them
-    if (strchr(self, '\'') || strchr(o.python, '\'')) {
-        fprintf(stderr, "bench: a path with a single quote cannot be run: %s\n",
-                strchr(self, '\'') ? self : o.python);
-        return 2;
-    }
+    const int bad_path = self_path(&o, self, sizeof self);
+    if (bad_path) return bad_path;
     bench_cpu_model(cpu, sizeof cpu);
     const double t_start = bench_now();
-    printf("bench: %s, %d threads, %d steps after %d warm-up (PyTorch: %d a setting)\nBLAS: %s, "
-           "stability's kernels %s\nPyTorch searched over kernels {%s} x OMP_WAIT_POLICY {%s} x "
-           "threads split\n", cpu, o.threads, o.steps, o.warmup, o.torch_steps,
-           openblas_get_config(), blascore_name(),
-           o.torch_search ? o.torch_kernels : "loaded",
-           o.torch_search ? o.torch_policies : "default");
-    const double busy = bench_machine_busy();
-    printf("other load before the start: %.0f%% of the CPUs busy%s\n", 100.0 * busy,
-           busy > 0.1 ? "  -- WARNING: the machine is not idle, the times are not reliable" : "");
-    double dgemm_best, dgemm_others, sgemm_best, sgemm_others;
-    const double dgemm = bench_measure_gemm(&o, 0, &dgemm_best, &dgemm_others);
-    printf("DGEMM 1024^3: %.1f GFLOP/s median of %d (best %.1f)%s\n", dgemm, BENCH_GEMM_REPS,
-           dgemm_best, dgemm_others > 0.05 ? "  ! disturbed by other processes" : "");
-    const double sgemm = bench_measure_gemm(&o, 1, &sgemm_best, &sgemm_others);
-    printf("SGEMM 1024^3: %.1f GFLOP/s median (best %.1f), %.2f x DGEMM: float32's ceiling%s\n",
-           sgemm, sgemm_best, sgemm / dgemm,
-           sgemm_others > 0.05 ? "  ! disturbed by other processes" : "");
-    fflush(stdout);
-
+    const double dgemm = print_machine(&o, cpu);
     static bench_row_t rows[2 * 64];
-    torch_setting_t won512[2];   // PyTorch's float64 winner of the d = 512 updates, post/pre
-    int have512[2] = {0, 0}, nrows = 0, shown = -1;
-    for (int i = 0; i < BENCH_NUM_CASES && nrows + 2 <= (int)(sizeof rows / sizeof rows[0]);
-         i++) {
-        const bench_case_t *c = &BENCH_CASES[i];
-        if (o.only && !only_matches(o.only, c->name)) continue;
-        const int pre = !strcmp(c->placement, "pre");
-        const torch_setting_t *hint = c->kind == K_STEP && have512[pre] ? &won512[pre] : NULL;
-        for (int f32 = 0; f32 < 2; f32++) {
-            if (!(precision & (1 << f32)) || (f32 && !bench_case_f32(c))) continue;
-            if (shown != (int)c->kind) bench_print_header(c->kind);
-            shown = (int)c->kind;
-            bench_row_t *r = &rows[nrows];
-            if (measure(&o, self, c, f32, dgemm, hint, r)) continue;
-            nrows++;
-            if (c->kind == K_UPDATE && c->d == 512 && !f32 && r->torch.best >= 0) {
-                won512[pre] = r->torch.set[r->torch.best];
-                have512[pre] = 1;
-            }
-        }
-    }
+    const int nrows = run_cases(&o, self, precision, dgemm, rows,
+                                (int)(sizeof rows / sizeof rows[0]));
     bench_print_summary(rows, nrows, cpu, blascore_name());
     bench_print_notes();
-    double end_best, end_others, max_faults = 0.0;
-    const double dgemm_end = bench_measure_gemm(&o, 0, &end_best, &end_others);
-    printf("DGEMM 1024^3 again at the end: %.1f GFLOP/s (start %.1f; %%DGEMM uses the start)%s\n",
-           dgemm_end, dgemm, end_others > 0.05 ? "  ! disturbed" : "");
-    for (int i = 0; i < nrows; i++)
-        if (rows[i].c->kind != K_PROBE)
-            max_faults = fmax(max_faults, bench_field(rows[i].line, "faults"));
-    printf("page faults per timed step: %.1f at most (0: a step allocates and first-touches "
-           "nothing)\nbench took %.0f s\n", max_faults, bench_now() - t_start);
+    const double dgemm_end = print_end(&o, rows, nrows, dgemm, t_start);
     if (o.csv && bench_write_csv(o.csv, rows, nrows, &o, cpu, blascore_name(), dgemm_end))
         return 1;
     return 0;

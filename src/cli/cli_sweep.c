@@ -84,14 +84,19 @@ static int check_modes(int slurm, int dry, int task, int merge, int jobs, int su
     return 0;
 }
 
-int cli_sweep(int argc, char **argv)
+/* What the command line asks (defaults: a local sweep, a job per core). */
+typedef struct {
+    const char *file;
+    int jobs, dry, merge_only, quiet, slurm, submit, only_missing, force;
+    long task;                  /* −1: none */
+    const char *sets[64];       /* --set slurm.KEY=VALUE */
+    int nsets;
+} sweep_opts_t;
+
+/* Parse argv[2..] into o. −1 to go on; else the exit code (0 after --help, 2 bad usage). */
+static int parse_options(int argc, char **argv, sweep_opts_t *o)
 {
-    const char *file = NULL;
-    int jobs = 0, dry = 0, merge_only = 0, quiet = 0, slurm = 0, submit = 0, only_missing = 0;
-    int force = 0;
-    long task = -1;
-    const char *sets[64];
-    int nsets = 0;
+    *o = (sweep_opts_t){.task = -1};
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_SWEEP, stdout); return 0; }
@@ -99,33 +104,67 @@ int cli_sweep(int argc, char **argv)
             long v;
             if (args_parse_long(argv[++i], 1, SWEEP_MAX_RUNS, &v))
                 return cli_usage_error("--jobs: not an integer in 1..4096", argv[i]);
-            jobs = (int)v;
+            o->jobs = (int)v;
         } else if (!strcmp(a, "--task") && i + 1 < argc) {
-            if (args_parse_long(argv[++i], 0, SWEEP_MAX_RUNS - 1, &task))
+            if (args_parse_long(argv[++i], 0, SWEEP_MAX_RUNS - 1, &o->task))
                 return cli_usage_error("--task: not a run index (0, 1, ...)", argv[i]);
         } else if (!strcmp(a, "--set") && i + 1 < argc) {
-            if (nsets == 64) return cli_usage_error("too many --set options", NULL);
-            sets[nsets] = argv[++i];
-            if (cli_check_set(sets, nsets, i + 1 < argc ? argv[i + 1] : NULL)) return 2;
-            nsets++;
-        } else if (!strcmp(a, "--dry-run")) dry = 1;
-        else if (!strcmp(a, "--slurm")) slurm = 1;
-        else if (!strcmp(a, "--submit")) submit = 1;
-        else if (!strcmp(a, "--only-missing")) only_missing = 1;
-        else if (!strcmp(a, "--merge")) merge_only = 1;
-        else if (!strcmp(a, "--force")) force = 1;
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+            if (o->nsets == 64) return cli_usage_error("too many --set options", NULL);
+            o->sets[o->nsets] = argv[++i];
+            if (cli_check_set(o->sets, o->nsets, i + 1 < argc ? argv[i + 1] : NULL)) return 2;
+            o->nsets++;
+        } else if (!strcmp(a, "--dry-run")) o->dry = 1;
+        else if (!strcmp(a, "--slurm")) o->slurm = 1;
+        else if (!strcmp(a, "--submit")) o->submit = 1;
+        else if (!strcmp(a, "--only-missing")) o->only_missing = 1;
+        else if (!strcmp(a, "--merge")) o->merge_only = 1;
+        else if (!strcmp(a, "--force")) o->force = 1;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = 1;
         else if (a[0] == '-') return cli_usage_error("unknown option", a);
-        else if (!file) file = a;
+        else if (!o->file) o->file = a;
         else return cli_usage_error("sweep: more than one FILE", a);
     }
-    if (!file) return cli_usage_error("sweep: missing FILE", NULL);
-    const int rc_opts = check_modes(slurm, dry, task >= 0, merge_only, jobs > 0, submit, only_missing,
-                                    nsets, force);
-    if (rc_opts) return rc_opts;
+    if (!o->file) return cli_usage_error("sweep: missing FILE", NULL);
+    const int rc = check_modes(o->slurm, o->dry, o->task >= 0, o->merge_only, o->jobs > 0,
+                               o->submit, o->only_missing, o->nsets, o->force);
+    return rc ? rc : -1;
+}
+
+/* --dry-run: every run with its state and overrides. */
+static void list_runs(const sweep_t *s)
+{
+    printf("sweep %s: base %s, %d runs -> %s/\n", s->name, s->base, s->nruns, s->results_dir);
+    for (int i = 0; i < s->nruns; i++) {
+        sweep_sets_t sets;
+        sweep_run_sets(s, i, &sets);
+        const sweep_state_t st = sweep_run_state(s, i, NULL, 0);
+        printf("%4d %-32s %s", i, s->runs[i].name, st == SWEEP_COMPLETE ? "[complete]"
+                                                   : st == SWEEP_STALE ? "[stale]" : "");
+        for (int k = 0; k < sets.n; k++) printf(" %s", sets.ptr[k]);
+        printf("\n");
+    }
+}
+
+/* --slurm: the job script, and with --submit its submission. The exit code. */
+static int slurm_job(sweep_t *s, const sweep_opts_t *o, const char *exe)
+{
+    char script[1200], err[2048];
+    int rc = sweep_slurm_write(s, exe, script, sizeof script, err, sizeof err);
+    if (rc) fprintf(stderr, "%s\n", err);
+    else if (!o->submit && !o->quiet)
+        printf("wrote %s (submit with: sbatch %s, or add --submit)\n", script, script);
+    if (!rc && o->submit) rc = sweep_slurm_submit(s, script, o->only_missing, o->quiet);
+    return rc;
+}
+
+int cli_sweep(int argc, char **argv)
+{
+    sweep_opts_t o;
+    const int rc_opts = parse_options(argc, argv, &o);
+    if (rc_opts >= 0) return rc_opts;
     sweep_t s;
     char err[2048], exe[4096];
-    if (sweep_load(&s, file, err, sizeof err)) {
+    if (sweep_load(&s, o.file, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         sweep_free(&s);
         return 2;
@@ -134,37 +173,24 @@ int cli_sweep(int argc, char **argv)
         sweep_free(&s);
         return cli_usage_error("sweep: the path of this program is too long", NULL);
     }
-    for (int k = 0; k < nsets; k++) {
-        if (sweep_set_slurm(&s, sets[k], err, sizeof err)) {
+    for (int k = 0; k < o.nsets; k++) {
+        if (sweep_set_slurm(&s, o.sets[k], err, sizeof err)) {
             fprintf(stderr, "%s\n", err);
             sweep_free(&s);
             return 2;
         }
     }
     int rc = 0;
-    if (slurm) {
-        char script[1200];
-        rc = sweep_slurm_write(&s, exe, script, sizeof script, err, sizeof err);
-        if (rc) fprintf(stderr, "%s\n", err);
-        else if (!submit && !quiet) printf("wrote %s (submit with: sbatch %s, or add --submit)\n", script, script);
-        if (!rc && submit) rc = sweep_slurm_submit(&s, script, only_missing, quiet);
-    } else if (dry) {
-        printf("sweep %s: base %s, %d runs -> %s/\n", s.name, s.base, s.nruns, s.results_dir);
-        for (int i = 0; i < s.nruns; i++) {
-            sweep_sets_t sets;
-            sweep_run_sets(&s, i, &sets);
-            const sweep_state_t st = sweep_run_state(&s, i, NULL, 0);
-            printf("%4d %-32s %s", i, s.runs[i].name, st == SWEEP_COMPLETE ? "[complete]"
-                                                      : st == SWEEP_STALE ? "[stale]" : "");
-            for (int k = 0; k < sets.n; k++) printf(" %s", sets.ptr[k]);
-            printf("\n");
-        }
-    } else if (task >= s.nruns) {
-        fprintf(stderr, "stability: --task %ld: the sweep has %d runs (0..%d)\n", task, s.nruns,
+    if (o.slurm) {
+        rc = slurm_job(&s, &o, exe);
+    } else if (o.dry) {
+        list_runs(&s);
+    } else if (o.task >= s.nruns) {
+        fprintf(stderr, "stability: --task %ld: the sweep has %d runs (0..%d)\n", o.task, s.nruns,
                 s.nruns - 1);
         rc = 2;
     } else {
-        rc = sweep_execute(&s, exe, task, jobs, merge_only, force, quiet);
+        rc = sweep_execute(&s, exe, o.task, o.jobs, o.merge_only, o.force, o.quiet);
     }
     sweep_free(&s);
     return rc;

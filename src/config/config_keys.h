@@ -1,6 +1,6 @@
 /* config_keys.h — the key table and the helpers the config module's files share (private to
  * src/config: config.c parses, config_validate.c checks, config_keys.c holds the table, the
- * values' parsing and range checks, the defaults and the INI writer). */
+ * defaults and the INI writer, config_value.c a value's parsing and range checks). */
 #ifndef STABILITY_CONFIG_KEYS_H
 #define STABILITY_CONFIG_KEYS_H
 
@@ -55,7 +55,8 @@ const char *cfg_enum_name(const cfg_key_t *k, int v);
 /* Format into err (nothing when err is NULL or errlen 0). */
 void cfg_set_err(char *err, size_t errlen, const char *fmt, ...);
 
-/* Parse text v (already stripped) into key k of cfg. Returns 0, or −1 with msg. */
+/* Parse text v (already stripped) into key k of cfg (config_value.c). Returns 0, or −1 with
+ * msg. */
 int cfg_parse_value(config_t *cfg, const cfg_key_t *k, const char *v, char *msg, size_t mlen);
 /* Range/enum check of the value stored in cfg for key k. 0, or −1 with msg. */
 int cfg_check_value(const config_t *cfg, const cfg_key_t *k, char *msg, size_t mlen);

@@ -1,5 +1,6 @@
 /* h5io_train_internal.h — what the training-file writer (h5io_train.c) shares with its resume
- * (h5io_resume.c): the /train column table and the writer. Not for other modules. */
+ * (h5io_resume.c) and its column table (h5io_train_columns.c): the /train columns and the
+ * writer. Not for other modules. */
 #ifndef STABILITY_H5IO_TRAIN_INTERNAL_H
 #define STABILITY_H5IO_TRAIN_INTERNAL_H
 
@@ -21,7 +22,7 @@ typedef struct {
     const char *description;
 } column_t;
 
-/* The /train datasets, in file order (h5io_train.c). */
+/* The /train datasets, in file order (h5io_train_columns.c). */
 extern const column_t COLUMNS[];
 #define NCOL 49
 /* Columns from this index on came with the dynamics measures (docs/design.md §6g): a file
@@ -58,6 +59,9 @@ struct h5io_train {
 /* Inner dims of a column's row ([layer] [axis]); returns their count (0..2). */
 int h5io_tw_row_dims(const h5io_train_t *w, const column_t *c, hsize_t *d);
 
+/* Doubles in one row of column c (the product of its inner dims; 1 for a scalar). */
+size_t h5io_tw_row_size(const h5io_train_t *w, const column_t *c);
+
 /* Column k exists in w's file (validation columns with validation data, no empty axis). */
 int h5io_tw_column_present(const h5io_train_t *w, int k);
 
@@ -83,5 +87,9 @@ int h5io_tw_append_rows(hid_t ds, const double *rows, hsize_t n);
 
 /* Index of the column named name (the table is fixed: a miss aborts). */
 int h5io_tw_col(const char *name);
+
+/* Create every present column's /train dataset with its attributes axes, description and its
+ * axis names (before SWMR writing). 0; 1 when an attribute failed; −1 when a dataset failed. */
+int h5io_tw_create_columns(h5io_train_t *w);
 
 #endif

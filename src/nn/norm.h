@@ -1,4 +1,5 @@
-/* norm.h — LayerNorm / RMSNorm over the last axis: forward, backward, Jacobian norms.
+/* norm.h — LayerNorm / RMSNorm over the last axis: forward, backward (norm.c), the Jacobian of
+ * one row and its norms (norm_jacobian.c).
  *
  * Rows are tokens: x is (N, C) row-major, one normalisation per row.
  * LayerNorm (Ba et al. 2016):  y = γ ⊙ (x − μ)·r + β,  r = 1/√(σ² + ε), σ² biased (÷C).

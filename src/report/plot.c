@@ -40,15 +40,10 @@ static void load_series(h5io_file_t *f, const char *prefix, const char *xname, c
     *y = b;
 }
 
-static int load_run(h5io_file_t *f, const char *file, const char *prefix, const char *name,
-                    plot_run_t *r, char *err, size_t errlen)
+/* The run's identity: its config (parsed), status and data identity. 0, or 1 with err. */
+static int load_identity(h5io_file_t *f, const char *prefix, const char *name, plot_run_t *r,
+                         char *err, size_t errlen)
 {
-    memset(r, 0, sizeof *r);
-    snprintf(r->origin, sizeof r->origin, "%s%s%s", file, prefix[0] ? ":" : "", prefix);
-    r->diverged_at = NAN;
-    r->epoch_batches = NAN;
-    r->unigram = NAN;
-    snprintf(r->name, sizeof r->name, "%s", name);
     const char *obj = prefix[0] ? prefix : "/";
     char *ini = h5io_read_attr_string(f, obj, "config");
     char *status = h5io_read_attr_string(f, obj, "status");
@@ -70,50 +65,70 @@ static int load_run(h5io_file_t *f, const char *file, const char *prefix, const 
         snprintf(err, errlen, "%s: no valid config attribute", name);
         return 1;
     }
+    return 0;
+}
+
+/* The training curve, when the run has /train/loss: loss, step and lr (the rows all three
+ * have), and /train's attributes diverged_at, epoch_batches, unigram_entropy. */
+static void load_training(h5io_file_t *f, const char *prefix, plot_run_t *r)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/train/loss", prefix);
+    if (!h5io_exists(f, path)) return;
+    size_t dims[8];
+    int rank;
+    double *step = NULL, *lr = NULL;
+    char p2[512];
+    if (h5io_read_doubles(f, path, &r->loss, dims, &rank) != 0 || rank != 1) return;
+    // a live run's datasets grow one after another: the rows all of them have
+    r->nsteps = dims[0];
+    snprintf(p2, sizeof p2, "%s/train/step", prefix);
+    if (h5io_exists(f, p2) && h5io_read_doubles(f, p2, &step, dims, &rank) == 0 &&
+        rank == 1) {
+        r->step = step;
+        if (dims[0] < r->nsteps) r->nsteps = dims[0];
+    } else {   // no update axis: no training curve (the figures read step with loss)
+        free(step);
+        if (!h5io_error(f))
+            fprintf(stderr, "stability: %s: no /train/step: its training curves are left "
+                            "out\n", r->origin);
+        r->nsteps = 0;
+    }
+    snprintf(p2, sizeof p2, "%s/train/lr", prefix);
+    if (h5io_read_doubles(f, p2, &lr, dims, &rank) == 0 && rank == 1) {
+        r->lr = lr;
+        if (dims[0] < r->nsteps) r->nsteps = dims[0];
+    } else {
+        free(lr);
+    }
+    snprintf(p2, sizeof p2, "%s/train", prefix);
+    double div;
+    if (h5io_read_attr_double(f, p2, "diverged_at", &div) == 0 && div >= 0)
+        r->diverged_at = div;
+    if (h5io_read_attr_double(f, p2, "epoch_batches", &div) == 0 && div > 0)
+        r->epoch_batches = div;
+    if (h5io_read_attr_double(f, p2, "unigram_entropy", &div) == 0 && isfinite(div))
+        r->unigram = div;
+}
+
+/* Everything the figures read of the run at prefix of file f. 0, or 1 with err. */
+static int load_run(h5io_file_t *f, const char *file, const char *prefix, const char *name,
+                    plot_run_t *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->origin, sizeof r->origin, "%s%s%s", file, prefix[0] ? ":" : "", prefix);
+    r->diverged_at = NAN;
+    r->epoch_batches = NAN;
+    r->unigram = NAN;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    if (load_identity(f, prefix, name, r, err, errlen)) return 1;
     char path[512], perr[256];
     snprintf(path, sizeof path, "%s/probe", prefix);
     if (h5io_exists(f, path) && h5io_read_probe(f, prefix, &r->probe, perr, sizeof perr)) {
         snprintf(err, errlen, "%s: %s", name, perr);
         return 1;
     }
-    snprintf(path, sizeof path, "%s/train/loss", prefix);
-    if (h5io_exists(f, path)) {
-        size_t dims[8];
-        int rank;
-        double *step = NULL, *lr = NULL;
-        char p2[512];
-        if (h5io_read_doubles(f, path, &r->loss, dims, &rank) == 0 && rank == 1) {
-            // a live run's datasets grow one after another: the rows all of them have
-            r->nsteps = dims[0];
-            snprintf(p2, sizeof p2, "%s/train/step", prefix);
-            if (h5io_exists(f, p2) && h5io_read_doubles(f, p2, &step, dims, &rank) == 0 &&
-                rank == 1) {
-                r->step = step;
-                if (dims[0] < r->nsteps) r->nsteps = dims[0];
-            } else {   // no update axis: no training curve (the figures read step with loss)
-                free(step);
-                if (!h5io_error(f))
-                    fprintf(stderr, "stability: %s: no /train/step: its training curves are left "
-                                    "out\n", r->origin);
-                r->nsteps = 0;
-            }
-            snprintf(p2, sizeof p2, "%s/train/lr", prefix);
-            if (h5io_read_doubles(f, p2, &lr, dims, &rank) == 0 && rank == 1) {
-                r->lr = lr;
-                if (dims[0] < r->nsteps) r->nsteps = dims[0];
-            } else {
-                free(lr);
-            }
-            snprintf(p2, sizeof p2, "%s/train", prefix);
-            double div;
-            if (h5io_read_attr_double(f, p2, "diverged_at", &div) == 0 && div >= 0)
-                r->diverged_at = div;
-            if (h5io_read_attr_double(f, p2, "epoch_batches", &div) == 0 && div > 0)
-                r->epoch_batches = div;
-            if (h5io_read_attr_double(f, p2, "unigram_entropy", &div) == 0 && isfinite(div))
-                r->unigram = div;
-        }
-    }
+    load_training(f, prefix, r);
     load_series(f, prefix, "eval_step", "val_loss", &r->nevals, &r->eval_step, &r->val_loss);
     load_series(f, prefix, "update_step", "model_update", &r->nupdates, &r->update_step,
                 &r->model_update);

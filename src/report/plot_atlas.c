@@ -306,6 +306,59 @@ static int lr_blocks(sbuf_t *s, const atlas_t *a, char *marks, plot_range_t *x, 
     return any_div;
 }
 
+/* The text runs' unigram plateau (NaN: none), drawn dotted. */
+static double lr_plateau(const plot_set_t *set)
+{
+    double plateau = NAN;
+    for (int i = 0; i < set->n; i++)
+        if (set->runs[i].nsteps > 0 && isfinite(set->runs[i].unigram))
+            plateau = set->runs[i].unigram;
+    return plateau;
+}
+
+/* The key: a line per scheme in its colour and marker, and the diverged ×. Returns its rows. */
+static int lr_keys(sbuf_t *keys, const atlas_t *a, int any_div)
+{
+    for (int sc = 0; sc < a->ns; sc++) {
+        plot_style_t st = {.dt = 1, .lw = 1.5, .pt = palette_scheme_point(a->scheme[sc], sc)};
+        snprintf(st.color, sizeof st.color, "%s", palette_scheme(a->scheme[sc], sc));
+        snprintf(st.key, sizeof st.key, "%s", a->scheme[sc]);
+        plot_keyentry(keys, &st, "linespoints");
+    }
+    if (any_div) plot_keyentry_text(keys, "points pt 2 ps 1.6 lc rgb 'black'", "diverged");
+    return plot_key_rows(a->ns + any_div, 12);
+}
+
+/* Panel k of grid g: depth d and variant v, each scheme's final loss against the rate with its
+ * interval, its diverged rates as ×s at the top (y = top) where marks says it has any. */
+static void lr_panel(sbuf_t *s, const atlas_t *a, const plot_grid_t *g, int k, int d, int v,
+                     const char *marks, double plateau, double top)
+{
+    plot_panel(s, g, k);
+    char t[300], esc[300];
+    snprintf(t, sizeof t, "L = %g%s%s", a->depth[d], a->variant[v][0] ? ", " : "", a->variant[v]);
+    plot_enh(t, esc, sizeof esc);
+    plot_set(s, "title", esc);
+    sbuf_printf(s, "set title @F90\n%s\n%s\n",
+                k % g->cols == 0 ? "set ylabel 'final validation loss' @F80" : "unset ylabel",
+                k / g->cols == g->rows - 1 ? "set xlabel 'peak learning rate' @F80"
+                                           : "unset xlabel");
+    if (isfinite(plateau))
+        sbuf_printf(s, "set arrow 1 from graph 0, first %.10g to graph 1, first %.10g "
+                       "nohead dt 3 lc rgb 'gray40'\n", plateau, plateau);
+    sbuf_printf(s, "plot 1/0 notitle");
+    for (int sc = 0; sc < a->ns; sc++) {
+        const char *col = palette_scheme(a->scheme[sc], sc);
+        const int pt = palette_scheme_point(a->scheme[sc], sc);
+        sbuf_printf(s, ", $f%d_%d_%d using 1:2:3:4 with yerrorlines lw 1.5 pt %d ps 0.9 "
+                       "lc rgb '%s' notitle", sc, d, v, pt, col);
+        if (marks[((size_t)sc * a->nd + d) * a->nv + v])
+            sbuf_printf(s, ", $x%d_%d_%d using 1:(%.10g) with points pt 2 ps 1.6 lc rgb "
+                           "'%s' notitle", sc, d, v, top, col);
+    }
+    sbuf_printf(s, "\n");
+}
+
 int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     atlas_t *a = malloc(sizeof *a);
@@ -320,12 +373,9 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     char *marks = calloc((size_t)a->ns * a->nd * a->nv, 1);   // which × blocks have rows
     if (!marks) { atlas_free(a); return 0; }
     const int any_div = lr_blocks(s, a, marks, &x, &y);
-#define MARK(sc, d, v) marks[((size_t)(sc) * a->nd + (d)) * a->nv + (v)]
     for (int l = 0; l < a->nl; l++) plot_range_add(&x, a->lr[l]);
     if (plot_range_empty(&y)) plot_range_add(&y, 0.0);   // every run diverged: the ×s only
-    double plateau = NAN;   // the text runs' unigram plateau, dotted
-    for (int i = 0; i < set->n; i++)
-        if (set->runs[i].nsteps > 0 && isfinite(set->runs[i].unigram)) plateau = set->runs[i].unigram;
+    const double plateau = lr_plateau(set);   // the text runs' unigram plateau, dotted
     if (isfinite(plateau)) plot_range_add(&y, plateau);
     const double top = y.hi + 0.08 * (y.hi - y.lo > 0 ? y.hi - y.lo : 1.0);   // the ×s' row
     plot_range_add(&y, top);
@@ -338,14 +388,7 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
              isfinite(plateau) ? "; dotted: the unigram plateau" : "");
     snprintf(sub + strlen(sub), sizeof sub - strlen(sub), "%s", extra);
     sbuf_t keys = {0};
-    for (int sc = 0; sc < a->ns; sc++) {
-        plot_style_t st = {.dt = 1, .lw = 1.5, .pt = palette_scheme_point(a->scheme[sc], sc)};
-        snprintf(st.color, sizeof st.color, "%s", palette_scheme(a->scheme[sc], sc));
-        snprintf(st.key, sizeof st.key, "%s", a->scheme[sc]);
-        plot_keyentry(&keys, &st, "linespoints");
-    }
-    if (any_div) plot_keyentry_text(&keys, "points pt 2 ps 1.6 lc rgb 'black'", "diverged");
-    const int rows = plot_key_rows(a->ns + any_div, 12);
+    const int rows = lr_keys(&keys, a, any_div);
     const int prow = a->nv < 4 ? a->nv : 4;   // panel rows: a variant each (at most 4 shown)
     const int one = a->nd == 1;   // one depth: the variants side by side
     plot_grid_t g;
@@ -358,37 +401,11 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     for (int l = 0; l < a->nl; l++) sbuf_printf(s, "%s%g", l ? ", " : "", a->lr[l]);
     sbuf_printf(s, ")\n");
     for (int v = 0; v < prow; v++)
-        for (int d = 0; d < a->nd; d++) {
-            const int k = one ? v : v * a->nd + d;
-            plot_panel(s, &g, k);
-            char t[300], esc[300];
-            snprintf(t, sizeof t, "L = %g%s%s", a->depth[d], a->variant[v][0] ? ", " : "",
-                     a->variant[v]);
-            plot_enh(t, esc, sizeof esc);
-            plot_set(s, "title", esc);
-            sbuf_printf(s, "set title @F90\n%s\n%s\n",
-                        k % g.cols == 0 ? "set ylabel 'final validation loss' @F80" : "unset ylabel",
-                        k / g.cols == g.rows - 1 ? "set xlabel 'peak learning rate' @F80"
-                                                 : "unset xlabel");
-            if (isfinite(plateau))
-                sbuf_printf(s, "set arrow 1 from graph 0, first %.10g to graph 1, first %.10g "
-                               "nohead dt 3 lc rgb 'gray40'\n", plateau, plateau);
-            sbuf_printf(s, "plot 1/0 notitle");
-            for (int sc = 0; sc < a->ns; sc++) {
-                const char *col = palette_scheme(a->scheme[sc], sc);
-                const int pt = palette_scheme_point(a->scheme[sc], sc);
-                sbuf_printf(s, ", $f%d_%d_%d using 1:2:3:4 with yerrorlines lw 1.5 pt %d ps 0.9 "
-                               "lc rgb '%s' notitle", sc, d, v, pt, col);
-                if (MARK(sc, d, v))
-                    sbuf_printf(s, ", $x%d_%d_%d using 1:(%.10g) with points pt 2 ps 1.6 lc rgb "
-                                   "'%s' notitle", sc, d, v, top, col);
-            }
-            sbuf_printf(s, "\n");
-        }
+        for (int d = 0; d < a->nd; d++)
+            lr_panel(s, a, &g, one ? v : v * a->nd + d, d, v, marks, plateau, top);
     plot_end(s, &g, rows, &keys);
     sbuf_free(&keys);
     free(marks);
-#undef MARK
     atlas_free(a);
     return 1;
 }

@@ -344,14 +344,79 @@ static int lines_keys(sbuf_t *keys, const plot_set_t *set, const int *m, int n,
     return nk;
 }
 
-int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+/* The runs with dynamics and a training curve into m. Returns their count; 0 when they are more
+ * than DYN_MAX_LINES (more curves than can be told apart: the atlas's figures). */
+static int lines_members(const plot_set_t *set, int *m)
 {
-    int m[DYN_MAX_LINES], n = 0;
+    int n = 0;
     for (int i = 0; i < set->n; i++)
         if (set->runs[i].dyn && set->runs[i].dyn->nsteps > 0 && set->runs[i].nsteps > 0) {
-            if (n == DYN_MAX_LINES) return 0;   // more curves than can be told apart: the atlas's
+            if (n == DYN_MAX_LINES) return 0;
             m[n++] = i;
         }
+    return n;
+}
+
+/* The grid: three rows (max logit, entropy, loss) sharing the x axis, a column per panel sharing
+ * the y axis, room above the first row for titles of an item a line. */
+static void lines_grid(plot_grid_t *g, const multiples_t *mu, const char *sub, int rows)
+{
+    plot_grid(g, 3, mu->np, plot_title_lines(sub), rows);
+    g->bottom += 0.065;   // the bottom row's tics and label; the rows above share the x axis
+    g->below = 0.025;
+    if (mu->np > 1) {     // the columns share the y axis: its label on the first only
+        g->left = 0.075;
+        g->left_inner = 0.035;
+    }
+    int lines = 1;        // the panels' titles: an item a line when the panels are narrow
+    for (int c = 0; mu->np > 3 && c < mu->np; c++) {
+        int k = 1;
+        for (const char *p = mu->panel[c]; (p = strstr(p, ", ")); p += 2) k++;
+        lines = k > lines ? k : lines;
+    }
+    g->top -= (lines - 1) * 0.02;   // room above the first row only
+}
+
+/* Panel (p, c): quantity p (0 the max logit, 1 the lowest entropy, 2 the loss; range y) of the
+ * n runs that mu puts in column c; the first row titled by the column's configuration. */
+static void lines_panel(sbuf_t *s, const plot_grid_t *g, const multiples_t *mu, int n, int p,
+                        int c, const plot_range_t *y)
+{
+    static const char *const LABEL[3] = {"max |attention logit|", "lowest layer-mean entropy (nats)",
+                                         "training loss (nats)"};
+    const int log = plot_range_log(y);
+    plot_panel(s, g, p * mu->np + c);
+    plot_axis(s, "y", y, log, 0.05, p < 2 ? 0.0 : NAN, NAN);
+    const double span = y->hi - y->lo > 0 ? y->hi - y->lo : 0.2 * fabs(y->hi) + 1.0;
+    if (!log) sbuf_printf(s, "set ytics %g\n", plot_tic_step(span, 3));
+    if (c == 0) sbuf_printf(s, "set ylabel '%s' @F80\n", LABEL[p]);
+    else sbuf_printf(s, "unset ylabel\n");
+    if (p == 2) sbuf_printf(s, "set xlabel 'update' @F80\nset format x '%%g'\n");
+    else sbuf_printf(s, "unset xlabel\nset format x ''\n");
+    if (p == 0) {   // the panel's configuration, an item a line when panels are narrow
+        char t[320], *sep;
+        plot_enh(mu->panel[c], t, sizeof t);
+        while (mu->np > 3 && (sep = strstr(t, ", "))) {
+            *sep = '\n';
+            memmove(sep + 1, sep + 2, strlen(sep + 2) + 1);
+        }
+        plot_set(s, "title", t);
+        sbuf_printf(s, "set title @F70\n");
+    } else {
+        sbuf_printf(s, "unset title\n");
+    }
+    sbuf_printf(s, "plot 1/0 notitle");
+    for (int i = 0; i < n; i++)
+        if (mu->of[i] == c)
+            sbuf_printf(s, ", $d%d using 1:%d with lines lc rgb '%s' dt %d lw 1.5 notitle", i,
+                        p + 2, mu->st[i].color, mu->st[i].dt);
+    sbuf_printf(s, "\n");
+}
+
+int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int m[DYN_MAX_LINES];
+    const int n = lines_members(set, m);
     if (!n) return 0;
     snprintf(name, len, "dyn_lines");
     plot_range_t x, y[3];
@@ -377,57 +442,13 @@ int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     const int nk = lines_keys(&keys, set, m, n, &d, mu);
     const int rows = plot_key_rows(nk, plot_styles_longest(mu->st, n));
     plot_grid_t g;
-    plot_grid(&g, 3, mu->np, plot_title_lines(sub), rows);
-    g.bottom += 0.065;   // the bottom row's tics and label; the rows above share the x axis
-    g.below = 0.025;
-    if (mu->np > 1) {    // the columns share the y axis: its label on the first only
-        g.left = 0.075;
-        g.left_inner = 0.035;
-    }
-    int lines = 1;       // the panels' titles: an item a line when the panels are narrow
-    for (int c = 0; mu->np > 3 && c < mu->np; c++) {
-        int k = 1;
-        for (const char *p = mu->panel[c]; (p = strstr(p, ", ")); p += 2) k++;
-        lines = k > lines ? k : lines;
-    }
-    g.top -= (lines - 1) * 0.02;   // room above the first row only
+    lines_grid(&g, mu, sub, rows);
     plot_begin(s, title, sub);
     sbuf_printf(s, "set grid\nunset key\nset tics @F80\n");
     plot_axis(s, "x", &x, 0, 0.0, NAN, NAN);
     sbuf_printf(s, "set xtics %g\n", fmax(1.0, plot_tic_step(x.hi - x.lo, mu->np > 3 ? 3 : 5)));
-    static const char *const LABEL[3] = {"max |attention logit|", "lowest layer-mean entropy (nats)",
-                                         "training loss (nats)"};
-    for (int p = 0; p < 3; p++) {
-        const int log = plot_range_log(&y[p]);
-        for (int c = 0; c < mu->np; c++) {
-            plot_panel(s, &g, p * mu->np + c);
-            plot_axis(s, "y", &y[p], log, 0.05, p < 2 ? 0.0 : NAN, NAN);
-            const double span = y[p].hi - y[p].lo > 0 ? y[p].hi - y[p].lo : 0.2 * fabs(y[p].hi) + 1.0;
-            if (!log) sbuf_printf(s, "set ytics %g\n", plot_tic_step(span, 3));
-            if (c == 0) sbuf_printf(s, "set ylabel '%s' @F80\n", LABEL[p]);
-            else sbuf_printf(s, "unset ylabel\n");
-            if (p == 2) sbuf_printf(s, "set xlabel 'update' @F80\nset format x '%%g'\n");
-            else sbuf_printf(s, "unset xlabel\nset format x ''\n");
-            if (p == 0) {   // the panel's configuration, an item a line when panels are narrow
-                char t[320], *sep;
-                plot_enh(mu->panel[c], t, sizeof t);
-                while (mu->np > 3 && (sep = strstr(t, ", "))) {
-                    *sep = '\n';
-                    memmove(sep + 1, sep + 2, strlen(sep + 2) + 1);
-                }
-                plot_set(s, "title", t);
-                sbuf_printf(s, "set title @F70\n");
-            } else {
-                sbuf_printf(s, "unset title\n");
-            }
-            sbuf_printf(s, "plot 1/0 notitle");
-            for (int i = 0; i < n; i++)
-                if (mu->of[i] == c)
-                    sbuf_printf(s, ", $d%d using 1:%d with lines lc rgb '%s' dt %d lw 1.5 notitle", i,
-                                p + 2, mu->st[i].color, mu->st[i].dt);
-            sbuf_printf(s, "\n");
-        }
-    }
+    for (int p = 0; p < 3; p++)
+        for (int c = 0; c < mu->np; c++) lines_panel(s, &g, mu, n, p, c, &y[p]);
     plot_end(s, &g, rows, &keys);
     sbuf_free(&keys);
     free(mu);

@@ -281,6 +281,72 @@ void plot_train_subtitle(const plot_set_t *set, const plot_group_t *g, int n, co
              "value)" : "", extra[0] ? "\n" : "", extra);
 }
 
+/* Blocks of each group i: l<i> its loss band, r<i> its learning rate (the seeds share the
+ * schedule), x<i> the ×s of its diverged seeds (diverged[i] of them). rx, ry (loss) and rl (lr)
+ * set. Returns the diverged seeds of all. */
+static int loss_blocks(sbuf_t *s, const plot_set_t *set, const plot_group_t *g, int n,
+                       int *diverged, plot_range_t *rx, plot_range_t *ry, plot_range_t *rl)
+{
+    int any_div = 0;
+    plot_range_init(rx);
+    plot_range_init(ry);
+    plot_range_init(rl);
+    for (int i = 0; i < n; i++) {
+        char block[16];
+        snprintf(block, sizeof block, "l%d", i);
+        plot_band_block(s, block, set, &g[i], plot_series_loss, 1.0, NAN, rx, ry);
+        const plot_run_t *r = &set->runs[g[i].run[0]];   // the seeds share the schedule
+        sbuf_printf(s, "$r%d << EOD\n", i);
+        const size_t every = plot_band_stride(r->nsteps);
+        for (size_t t = 0; r->lr && t < r->nsteps; t++)
+            if ((t % every == 0 || t + 1 == r->nsteps) && isfinite(r->lr[t])) {
+                sbuf_printf(s, "%.10g %.10g\n", r->step[t], r->lr[t]);
+                plot_range_add(rl, r->lr[t]);
+            }
+        sbuf_printf(s, "EOD\n$x%d << EOD\n", i);
+        any_div += diverged[i] = mark_diverged(s, set, &g[i]);
+        sbuf_printf(s, "EOD\n");
+    }
+    return any_div;
+}
+
+/* The two panels: the loss (log when it spans decades) above, the learning rate below, on one
+ * update axis. */
+static void loss_panels(sbuf_t *s, const plot_grid_t *gr, const plot_group_t *g, int n,
+                        const plot_style_t *st, const int *diverged, const plot_range_t *rx,
+                        const plot_range_t *ry, plot_range_t *rl)
+{
+    const double h = gr->top - gr->bottom, split = gr->bottom + 0.3 * h;   // the lr panel below
+    sbuf_printf(s, "set grid\nunset key\n");
+    plot_axis(s, "x", rx, 0, 0.01, 0.0, NAN);
+    plot_update_tics(s, rx, 1);
+    sbuf_printf(s, "set lmargin at screen %.4f\nset rmargin at screen 0.985\n"
+                   "set tmargin at screen %.4f\nset bmargin at screen %.4f\n"
+                   "set format x ''\nunset xlabel\nset ylabel 'training loss (nats)'\n",
+                gr->left, gr->top - 0.01, split + 0.01);
+    plot_axis(s, "y", ry, plot_range_log(ry), 0.04, NAN, NAN);   // a spike of 10× stays readable
+    sbuf_printf(s, "plot ");
+    for (int i = 0; i < n; i++) {
+        char block[16], style[64];
+        snprintf(block, sizeof block, "l%d", i);
+        snprintf(style, sizeof style, "lines lw %g dt %d", st[i].lw, st[i].dt);
+        plot_band_clause(s, block, &g[i], st[i].color, style, i == 0);
+        if (diverged[i])
+            sbuf_printf(s, ", $x%d using 1:2 with points pt 2 ps 2 lw 2 lc rgb '%s' notitle", i,
+                        st[i].color);
+    }
+    sbuf_printf(s, "\nset tmargin at screen %.4f\nset bmargin at screen %.4f\nset format x '%%g'\n"
+                   "set xlabel 'update'\nset ylabel 'learning rate'\n",
+                split - 0.01, gr->bottom + gr->below);
+    plot_range_add(rl, 0.0);
+    plot_axis(s, "y", rl, 0, 0.1, 0.0, NAN);
+    sbuf_printf(s, "set ytics %g\nset format y '%%.0e'\nplot ", plot_tic_step(rl->hi, 2));
+    for (int i = 0; i < n; i++)
+        sbuf_printf(s, "%s$r%d using 1:2 with lines lw %g dt %d lc rgb '%s' notitle", i ? ", " : "",
+                    i, st[i].lw, st[i].dt, st[i].color);
+    sbuf_printf(s, "\nset format y '%%g'\n");
+}
+
 int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int m[PLOT_BAND_MAX_RUNS], nr = 0;
@@ -291,27 +357,9 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     if (n <= 0) return 0;   // more curves than a key can tell apart: the atlas' figures
     snprintf(name, len, "loss");
     plot_range_t rx, ry, rl;
-    plot_range_init(&rx);
-    plot_range_init(&ry);
-    plot_range_init(&rl);
-    int diverged[PLOT_MAX_SERIES], any_div = 0;
-    for (int i = 0; i < n; i++) {
-        char block[16];
-        snprintf(block, sizeof block, "l%d", i);
-        plot_band_block(s, block, set, &g[i], plot_series_loss, 1.0, NAN, &rx, &ry);
-        const plot_run_t *r = &set->runs[g[i].run[0]];   // the seeds share the schedule
-        sbuf_printf(s, "$r%d << EOD\n", i);
-        const size_t every = plot_band_stride(r->nsteps);
-        for (size_t t = 0; r->lr && t < r->nsteps; t++)
-            if ((t % every == 0 || t + 1 == r->nsteps) && isfinite(r->lr[t])) {
-                sbuf_printf(s, "%.10g %.10g\n", r->step[t], r->lr[t]);
-                plot_range_add(&rl, r->lr[t]);
-            }
-        sbuf_printf(s, "EOD\n$x%d << EOD\n", i);
-        any_div += diverged[i] = mark_diverged(s, set, &g[i]);
-        sbuf_printf(s, "EOD\n");
-        m[i] = g[i].run[0];   // keys from each group's first seed
-    }
+    int diverged[PLOT_MAX_SERIES];
+    const int any_div = loss_blocks(s, set, g, n, diverged, &rx, &ry, &rl);
+    for (int i = 0; i < n; i++) m[i] = g[i].run[0];   // keys from each group's first seed
     if (plot_range_empty(&ry)) {
         snprintf(name, len, "loss: no finite training loss");
         return -1;
@@ -334,35 +382,7 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_grid_t gr;
     plot_grid(&gr, 1, 1, plot_title_lines(sub), rows);
     plot_begin(s, title, sub);
-    const double h = gr.top - gr.bottom, split = gr.bottom + 0.3 * h;   // the lr panel below
-    sbuf_printf(s, "set grid\nunset key\n");
-    plot_axis(s, "x", &rx, 0, 0.01, 0.0, NAN);
-    plot_update_tics(s, &rx, 1);
-    sbuf_printf(s, "set lmargin at screen %.4f\nset rmargin at screen 0.985\n"
-                   "set tmargin at screen %.4f\nset bmargin at screen %.4f\n"
-                   "set format x ''\nunset xlabel\nset ylabel 'training loss (nats)'\n",
-                gr.left, gr.top - 0.01, split + 0.01);
-    plot_axis(s, "y", &ry, plot_range_log(&ry), 0.04, NAN, NAN);   // a spike of 10× stays readable
-    sbuf_printf(s, "plot ");
-    for (int i = 0; i < n; i++) {
-        char block[16], style[64];
-        snprintf(block, sizeof block, "l%d", i);
-        snprintf(style, sizeof style, "lines lw %g dt %d", st[i].lw, st[i].dt);
-        plot_band_clause(s, block, &g[i], st[i].color, style, i == 0);
-        if (diverged[i])
-            sbuf_printf(s, ", $x%d using 1:2 with points pt 2 ps 2 lw 2 lc rgb '%s' notitle", i,
-                        st[i].color);
-    }
-    sbuf_printf(s, "\nset tmargin at screen %.4f\nset bmargin at screen %.4f\nset format x '%%g'\n"
-                   "set xlabel 'update'\nset ylabel 'learning rate'\n",
-                split - 0.01, gr.bottom + gr.below);
-    plot_range_add(&rl, 0.0);
-    plot_axis(s, "y", &rl, 0, 0.1, 0.0, NAN);
-    sbuf_printf(s, "set ytics %g\nset format y '%%.0e'\nplot ", plot_tic_step(rl.hi, 2));
-    for (int i = 0; i < n; i++)
-        sbuf_printf(s, "%s$r%d using 1:2 with lines lw %g dt %d lc rgb '%s' notitle", i ? ", " : "",
-                    i, st[i].lw, st[i].dt, st[i].color);
-    sbuf_printf(s, "\nset format y '%%g'\n");
+    loss_panels(s, &gr, g, n, st, diverged, &rx, &ry, &rl);
     plot_end(s, &gr, rows, &keys);
     sbuf_free(&keys);
     return 1;

@@ -163,18 +163,72 @@ static void output_change_block(sbuf_t *s, const plot_set_t *set, const int *m, 
     fit_power_law(xs, ys, np, slope, ci, &A);
 }
 
-int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+/* The probe runs that measured the output change into m (at most 512); *ns their schemes.
+ * Returns their count. */
+static int output_change_members(const plot_set_t *set, int *m, int *ns)
 {
-    int m[512], n = 0, ns = 0;
+    int n = 0;
     char names[PLOT_ATLAS_MAX][32];
+    *ns = 0;
     for (int i = 0; i < set->n && n < 512; i++) {
         const plot_run_t *r = &set->runs[i];
         if (!r->probe || !r->probe->output_change || isnan(r->probe->output_change[0])) continue;
         char nm[32];
         scheme_name(&r->cfg, nm, sizeof nm);
-        plot_intern_name(names, &ns, nm);
+        plot_intern_name(names, ns, nm);
         m[n++] = i;
     }
+    return n;
+}
+
+/* The key: a line per group (representative run reps[j]) in its scheme's colour (when the scheme
+ * is all that differs) and marker, with its fitted exponent slope[j] ± ci[j]. */
+static void output_change_keys(sbuf_t *keys, const plot_set_t *set, const int *reps, int nl,
+                               const plot_diff_t *d, plot_style_t *st, const double *slope,
+                               const double *ci)
+{
+    for (int j = 0; j < nl; j++) {   // the scheme's colour and marker; the fit in the key
+        char nm[32];
+        scheme_name(&set->runs[reps[j]].cfg, nm, sizeof nm);
+        if (d->n == 1) snprintf(st[j].color, sizeof st[j].color, "%s", palette_scheme(nm, j));
+        st[j].pt = palette_scheme_point(nm, j);
+        const size_t used = strlen(st[j].key);
+        snprintf(st[j].key + used, sizeof st[j].key - used, ": exponent %.2f ± %.2f", slope[j],
+                 isnan(ci[j]) ? 0.0 : ci[j]);
+        plot_keyentry(keys, &st[j], "linespoints");
+    }
+}
+
+/* The panel: the output change against the depth (log-log), a tic at every depth measured, a
+ * line per group (blocks $c<j>). */
+static void output_change_panel(sbuf_t *s, const plot_grid_t *g, const plot_set_t *set,
+                                const int *m, int n, int nl, const plot_style_t *st, int encdec,
+                                const plot_range_t *x, const plot_range_t *y)
+{
+    plot_panel(s, g, 0);
+    sbuf_printf(s, "set grid\nunset key\nset xlabel '%s'\nset ylabel 'E_{token} ‖ΔF‖'\n",
+                encdec ? "encoder layers = decoder layers N" : "layers L");
+    plot_axis(s, "x", x, 1, 0.05, NAN, NAN);
+    plot_axis(s, "y", y, plot_range_log(y), 0.05, 0.0, NAN);
+    sbuf_printf(s, "set xtics (");
+    double seen[PLOT_ATLAS_MAX];
+    int nseen = 0;
+    for (int i = 0; i < n; i++) {   // a tic at every depth measured
+        const int before = nseen;
+        if (plot_intern_value(seen, &nseen, set->runs[m[i]].cfg.model.layers) == before)
+            sbuf_printf(s, "%s%d", before ? ", " : "", set->runs[m[i]].cfg.model.layers);
+    }
+    sbuf_printf(s, ")\nplot ");
+    for (int j = 0; j < nl; j++)
+        sbuf_printf(s, "%s$c%d using 1:2:3:4 with yerrorlines pt %d ps 0.9 lw 1.5 lc rgb '%s' notitle",
+                    j ? ", " : "", j, st[j].pt, st[j].color);
+    sbuf_printf(s, "\n");
+}
+
+int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int m[512], ns;
+    const int n = output_change_members(set, m, &ns);
     if (ns < 2 || n < 3 * ns) return 0;   // at least 3 depths a scheme on average
     snprintf(name, len, "output_change");
     sort_by_scheme(set, m, n);
@@ -198,16 +252,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     if (!plot_styles(set, reps, nl, &d, st)) return PLOT_TOO_MANY(name, len, "output_change", nl);
     const int encdec = set->runs[m[0]].cfg.model.arch == ARCH_ENCDEC;
     sbuf_t keys = {0};
-    for (int j = 0; j < nl; j++) {   // the scheme's colour and marker; the fit in the key
-        char nm[32];
-        scheme_name(&set->runs[reps[j]].cfg, nm, sizeof nm);
-        if (d.n == 1) snprintf(st[j].color, sizeof st[j].color, "%s", palette_scheme(nm, j));
-        st[j].pt = palette_scheme_point(nm, j);
-        const size_t used = strlen(st[j].key);
-        snprintf(st[j].key + used, sizeof st[j].key - used, ": exponent %.2f ± %.2f", slope[j],
-                 isnan(ci[j]) ? 0.0 : ci[j]);
-        plot_keyentry(&keys, &st[j], "linespoints");
-    }
+    output_change_keys(&keys, set, reps, nl, &d, st, slope, ci);
     plot_diff_t all;
     plot_diff(set, m, n, PLOT_DIFF_INIT, &all);
     char title[400], sub[700], shared[300];
@@ -222,27 +267,74 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     plot_grid_t g;
     plot_grid(&g, 1, 1, plot_title_lines(sub), rows);
     plot_begin(s, title, sub);
-    plot_panel(s, &g, 0);
-    sbuf_printf(s, "set grid\nunset key\nset xlabel '%s'\nset ylabel 'E_{token} ‖ΔF‖'\n",
-                encdec ? "encoder layers = decoder layers N" : "layers L");
-    plot_axis(s, "x", &x, 1, 0.05, NAN, NAN);
-    plot_axis(s, "y", &y, plot_range_log(&y), 0.05, 0.0, NAN);
-    sbuf_printf(s, "set xtics (");
-    double seen[PLOT_ATLAS_MAX];
-    int nseen = 0;
-    for (int i = 0; i < n; i++) {   // a tic at every depth measured
-        const int before = nseen;
-        if (plot_intern_value(seen, &nseen, set->runs[m[i]].cfg.model.layers) == before)
-            sbuf_printf(s, "%s%d", before ? ", " : "", set->runs[m[i]].cfg.model.layers);
-    }
-    sbuf_printf(s, ")\nplot ");
-    for (int j = 0; j < nl; j++)
-        sbuf_printf(s, "%s$c%d using 1:2:3:4 with yerrorlines pt %d ps 0.9 lw 1.5 lc rgb '%s' notitle",
-                    j ? ", " : "", j, st[j].pt, st[j].color);
-    sbuf_printf(s, "\n");
+    output_change_panel(s, &g, set, m, n, nl, st, encdec, &x, &y);
     plot_end(s, &g, rows, &keys);
     sbuf_free(&keys);
     return 1;
+}
+
+/* Sort m[0..n) by scheme (the atlas's order), the deepest first within a scheme; stable. */
+static void sort_by_scheme_depth(const plot_set_t *set, int *m, int n)
+{
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0; b--) {
+            const config_t *x = &set->runs[m[b]].cfg, *y = &set->runs[m[b - 1]].cfg;
+            char nx[32], ny[32];
+            scheme_name(x, nx, sizeof nx);
+            scheme_name(y, ny, sizeof ny);
+            const int rx = scheme_rank(nx), ry = scheme_rank(ny);
+            if (rx > ry || (rx == ry && x->model.layers <= y->model.layers)) break;
+            const int k = m[b];
+            m[b] = m[b - 1];
+            m[b - 1] = k;
+        }
+}
+
+/* Block $u<i> of run m[i]'s finite, positive model updates ("update value"), and $ux<i> the ×
+ * at its last one when it diverged (diverged[i] = 1). x, y widened. Returns whether any did. */
+static int model_update_blocks(sbuf_t *s, const plot_set_t *set, const int *m, int n,
+                               int *diverged, plot_range_t *x, plot_range_t *y)
+{
+    int any_div = 0;
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[m[i]];
+        double lx = NAN, ly = NAN;
+        sbuf_printf(s, "$u%d << EOD\n", i);
+        for (size_t k = 0; k < r->nupdates; k++)
+            if (isfinite(r->model_update[k]) && r->model_update[k] > 0) {
+                sbuf_printf(s, "%.10g %.10g\n", r->update_step[k], r->model_update[k]);
+                plot_range_add(x, r->update_step[k]);
+                plot_range_add(y, r->model_update[k]);
+                lx = r->update_step[k];
+                ly = r->model_update[k];
+            }
+        sbuf_printf(s, "EOD\n");
+        if (!isnan(r->diverged_at) && !isnan(lx)) {
+            sbuf_printf(s, "$ux%d << EOD\n%.10g %.10g\nEOD\n", i, lx, ly);
+            any_div = diverged[i] = 1;
+        }
+    }
+    return any_div;
+}
+
+/* The panel: each run's model update against the update (log axes when they span decades). */
+static void model_update_panel(sbuf_t *s, const plot_grid_t *g, int n, const plot_style_t *st,
+                               const int *diverged, const plot_range_t *x, const plot_range_t *y)
+{
+    plot_panel(s, g, 0);
+    sbuf_printf(s, "set grid\nunset key\nset xlabel 'update'\n"
+                   "set ylabel 'E_{token} ‖F(x,θ_t) − F(x,θ_0)‖'\n");
+    plot_axis(s, "x", x, plot_range_log(x), 0.03, NAN, NAN);
+    plot_axis(s, "y", y, plot_range_log(y), 0.04, NAN, NAN);
+    sbuf_printf(s, "plot ");
+    for (int i = 0; i < n; i++) {
+        sbuf_printf(s, "%s$u%d using 1:2 with lines lw 2 dt %d lc rgb '%s' notitle", i ? ", " : "",
+                    i, st[i].dt, st[i].color);
+        if (diverged[i])
+            sbuf_printf(s, ", $ux%d using 1:2 with points pt 2 ps 2 lw 2 lc rgb '%s' notitle", i,
+                        st[i].color);
+    }
+    sbuf_printf(s, "\n");
 }
 
 /* DeepNet's Fig. 1 (Wang et al. 2022): the model update ‖F(x, θ_t) − F(x, θ_0)‖ on a fixed
@@ -258,40 +350,12 @@ int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     }
     if (!n || more) return 0;   // an atlas-sized set has its own figures
     snprintf(name, len, "model_update");
-    for (int a = 1; a < n; a++)   // by scheme (the atlas's order), the deepest first
-        for (int b = a; b > 0; b--) {
-            const config_t *x = &set->runs[m[b]].cfg, *y = &set->runs[m[b - 1]].cfg;
-            char nx[32], ny[32];
-            scheme_name(x, nx, sizeof nx);
-            scheme_name(y, ny, sizeof ny);
-            const int rx = scheme_rank(nx), ry = scheme_rank(ny);
-            if (rx > ry || (rx == ry && x->model.layers <= y->model.layers)) break;
-            const int k = m[b];
-            m[b] = m[b - 1];
-            m[b - 1] = k;
-        }
+    sort_by_scheme_depth(set, m, n);
     plot_range_t x, y;
     plot_range_init(&x);
     plot_range_init(&y);
-    int diverged[PLOT_MAX_SERIES] = {0}, any_div = 0;
-    for (int i = 0; i < n; i++) {
-        const plot_run_t *r = &set->runs[m[i]];
-        double lx = NAN, ly = NAN;
-        sbuf_printf(s, "$u%d << EOD\n", i);
-        for (size_t k = 0; k < r->nupdates; k++)
-            if (isfinite(r->model_update[k]) && r->model_update[k] > 0) {
-                sbuf_printf(s, "%.10g %.10g\n", r->update_step[k], r->model_update[k]);
-                plot_range_add(&x, r->update_step[k]);
-                plot_range_add(&y, r->model_update[k]);
-                lx = r->update_step[k];
-                ly = r->model_update[k];
-            }
-        sbuf_printf(s, "EOD\n");
-        if (!isnan(r->diverged_at) && !isnan(lx)) {
-            sbuf_printf(s, "$ux%d << EOD\n%.10g %.10g\nEOD\n", i, lx, ly);
-            any_div = diverged[i] = 1;
-        }
-    }
+    int diverged[PLOT_MAX_SERIES] = {0};
+    const int any_div = model_update_blocks(s, set, m, n, diverged, &x, &y);
     if (plot_range_empty(&y)) {
         snprintf(name, len, "model_update: no finite model update");
         return -1;
@@ -318,20 +382,7 @@ int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     plot_grid_t g;
     plot_grid(&g, 1, 1, plot_title_lines(sub), rows);
     plot_begin(s, title, sub);
-    plot_panel(s, &g, 0);
-    sbuf_printf(s, "set grid\nunset key\nset xlabel 'update'\n"
-                   "set ylabel 'E_{token} ‖F(x,θ_t) − F(x,θ_0)‖'\n");
-    plot_axis(s, "x", &x, plot_range_log(&x), 0.03, NAN, NAN);
-    plot_axis(s, "y", &y, plot_range_log(&y), 0.04, NAN, NAN);
-    sbuf_printf(s, "plot ");
-    for (int i = 0; i < n; i++) {
-        sbuf_printf(s, "%s$u%d using 1:2 with lines lw 2 dt %d lc rgb '%s' notitle", i ? ", " : "",
-                    i, st[i].dt, st[i].color);
-        if (diverged[i])
-            sbuf_printf(s, ", $ux%d using 1:2 with points pt 2 ps 2 lw 2 lc rgb '%s' notitle", i,
-                        st[i].color);
-    }
-    sbuf_printf(s, "\n");
+    model_update_panel(s, &g, n, st, diverged, &x, &y);
     plot_end(s, &g, rows, &keys);
     sbuf_free(&keys);
     return 1;
