@@ -257,13 +257,17 @@ dynamics: deps
 # The size axis (docs/proxies.md; Wortsman et al. 2023): final loss against lr for widths 32, 64,
 # 128, with and without QK-norm and the z-loss, standard and muP, on the 2017 block and today's
 # (experiments/proxies_2017.ini, proxies_llama.ini: 432 runs, float32, about 40 min on 2 idle
-# cores), then the table of numbers (scripts/proxies_table.py). PROXIES=trial: a 108-run part of
-# it that checks the pipeline (*_trial.ini); PROXIES=full: the full grid (*_full.ini, 2688 runs: a
-# cluster's job, ./stability sweep experiments/proxies_2017_full.ini --slurm --submit). Figures:
-# next round, on the labelling module.
+# cores), its figures and the table of numbers (scripts/proxies_table.py). PROXIES=trial: a 108-run
+# part of it that checks the pipeline (*_trial.ini); PROXIES=full: the full grid (*_full.ini, 2688
+# runs: a cluster's job, ./stability sweep experiments/proxies_2017_full.ini --slurm --submit).
+# Figures (docs/proxies.md#figures): each block's into plots/proxies_<block>-size_*.png, both blocks
+# at once into plots/proxies_2017-size_*_by_block.png; those docs/proxies.md shows are copied to
+# docs/figures/proxies-size_*_by_block.png, but never a trial's (PROXIES=trial draws them only).
 PROXIES ?= reduced
 PROXIES_SUFFIX := $(if $(filter trial,$(PROXIES)),_trial,$(if $(filter full,$(PROXIES)),_full,))
 PROXIES_SWEEPS := proxies_2017$(PROXIES_SUFFIX) proxies_llama$(PROXIES_SUFFIX)
+PROXIES_FIGURES := size_lr_by_block size_sensitivity_by_block size_best_lr_by_block \
+                   size_logit_by_block
 .PHONY: proxies atlas-llama
 proxies: deps
 	@case "$(PROXIES)" in reduced|trial|full) ;; \
@@ -271,7 +275,12 @@ proxies: deps
 	$(MAKE) stability
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the runs train on
 	@set -e; for f in $(PROXIES_SWEEPS); do ./stability sweep experiments/$$f.ini; done
+	@set -e; for f in $(PROXIES_SWEEPS); do ./stability plot results/$$f.h5; done
+	./stability plot $(PROXIES_SWEEPS:%=results/%.h5)
 	/usr/bin/python3 scripts/proxies_table.py --curves $(PROXIES_SWEEPS:%=results/%.h5)
+	@if [ "$(PROXIES)" != trial ]; then mkdir -p docs/figures; for f in $(PROXIES_FIGURES); do \
+	  if [ -f plots/$(firstword $(PROXIES_SWEEPS))-$$f.png ]; then \
+	    cp plots/$(firstword $(PROXIES_SWEEPS))-$$f.png docs/figures/proxies-$$f.png; fi; done; fi
 
 # The atlas on today's block (docs/atlas.md, docs/proxies.md): experiments/atlas_llama.ini, the
 # atlas's 288 training runs with rope, SwiGLU, no biases and RMSNorm, in float32; its table, and
@@ -314,6 +323,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_sweep.py
 	/usr/bin/python3 tests/test_sweep_reuse.py
 	/usr/bin/python3 tests/test_proxies.py
+	/usr/bin/python3 tests/test_proxies_plot.py
 	/usr/bin/python3 tests/test_train.py
 	/usr/bin/python3 tests/test_watch.py
 	/usr/bin/python3 tests/test_hostile.py

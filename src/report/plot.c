@@ -478,6 +478,8 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         {plot_fig_output_change, 0}, {plot_fig_model_update, 0}, {plot_fig_mlm, 0},
         {plot_fig_dyn_grad, 0}, {plot_fig_dyn_update, 0}, {plot_fig_dyn_entropy, 0},
         {plot_fig_dyn_logit, 0}, {plot_fig_dyn_lines, 0}, {plot_fig_dyn_lr, 0},
+        {plot_fig_size_lr, 0}, {plot_fig_size_sensitivity, 0}, {plot_fig_size_best_lr, 0},
+        {plot_fig_size_logit, 0},
     };
     const int many = many_schemes(set);
     int drawn = 0;

@@ -1,0 +1,346 @@
+#!/usr/bin/python3
+"""test_proxies_plot.py — the size study's figures (docs/proxies.md; src/report/plot_proxies*.c),
+from the repository root: /usr/bin/python3 tests/test_proxies_plot.py
+
+1. A trial-sized sweep run here (the `tiny` model on the copy task, widths 16, 32, 64 with
+   d_head = 8 and d_ff = 4d, x {standard, QK-norm, muP} x lr 1e-3, 1e-2, 1e-1 x seeds 1, 2, 20
+   updates: 54 runs in seconds): `stability plot` draws size_lr, size_sensitivity, size_best_lr
+   and size_logit as PNG, PDF and SVG; the keys name the widths (size_lr, size_logit) and the
+   remedies (size_sensitivity, size_best_lr), the panels the remedies; every LR sensitivity the
+   figure draws (mean and 95 % half-width over the seeds) equals scripts/proxies_table.py's
+   within 1e-9, and so do the best lr (geometric mean of the seeds' parabola-refined minima) and
+   the peak attention logit (median over the seeds).
+2. Constructed files (h5py) whose numbers are known: the sensitivity against its definition
+   (mean over lr of min(final, loss_0) - best; diverged = loss_0) and the 95 % half-width of
+   Student t with 1 degree of freedom (12.706); a diverged seed excluded from the mean, marked x at
+   its lr and keyed, and no mark, key or caption when none diverged; a final loss above the
+   initial loss drawn at it and keyed; two blocks at once: *_by_block figures, a row of panels
+   per block, QK-norm one arm ("QK-RMSNorm" in today's block's panel titles; with no μP arm the
+   remedies alone name the arms); runs of one width draw no size figure.
+3. The study's own trial files (results/proxies_2017_trial.h5, proxies_llama_trial.h5), when
+   present: every sensitivity the figure draws equals the script's.
+Prints "ok - ..." / "FAIL - ..." per check, then "proxies plot: N passed, M failed".
+"""
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+import h5py
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(REPO, "stability")
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import proxies_table   # noqa: E402
+mean_ci = proxies_table.atlas_table.mean_ci
+T975_1 = 12.706204736174707   # Student t, 0.975 quantile, 1 degree of freedom
+FIGS = ("size_lr", "size_sensitivity", "size_best_lr", "size_logit")
+passed = failed = 0
+
+
+def check(desc, ok, detail=""):
+    global passed, failed
+    passed += bool(ok)
+    failed += not ok
+    print(("ok - " if ok else "FAIL - ") + desc + (f": {detail}" if detail and not ok else ""))
+
+
+def run(*args):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=REPO,
+                          env=dict(os.environ, STABILITY_THREADS="1"))
+
+
+def blocks(gp):
+    """{name: rows of floats} of a gnuplot script's inline data blocks."""
+    out = {}
+    for name, body in re.findall(r"^\$(\w+) << EOD\n(.*?)^EOD$", gp, re.S | re.M):
+        out[name] = [[float(x) for x in line.split()] for line in body.splitlines() if line.strip()]
+    return out
+
+
+def key_titles(gp):
+    return re.findall(r"keyentry with [^,]*? title '((?:[^']|'')*)'", gp)
+
+
+def panel_titles(gp):
+    return [t.replace("\\n", "\n") for t in re.findall(r'^set title "((?:[^"\\]|\\.)*)"', gp, re.M)]
+
+
+def read(path):
+    return open(path).read() if os.path.exists(path) else ""
+
+
+def arm_name(arm):
+    """The figure's words for a proxies_table arm (block, L, param, qk, z)."""
+    qk = {"off": "", "rmsnorm": " + QK-RMSNorm"}.get(arm[3], " + QK-norm")
+    return "μP" if arm[2] == "mup" else "standard" + qk
+
+
+def compare_with_script(tag, files, gp_sens, gp_best, gp_logit, block_of_ctx=None):
+    """The numbers the figures draw against scripts/proxies_table.py's, arm by arm and width by
+    width: sensitivity mean and half-width, the best lr's geometric mean, the peak logit's median."""
+    runs = proxies_table.read_study(files, BIN)
+    st = proxies_table.Study(runs, 0.2)
+    names = key_titles(gp_sens)
+    bs, bb, bl = blocks(gp_sens), blocks(gp_best), blocks(gp_logit)
+    blocks_in = sorted({a[0] for a in st.order})
+    worst_s = worst_b = worst_l = 0.0
+    count = 0
+    for arm in st.order:
+        c = blocks_in.index(arm[0]) if len(blocks_in) > 1 else 0
+        a = names.index(arm_name(arm))
+        rows = {int(r[0]): r for r in bs.get(f"s{c}_{a}", [])}
+        brow = {int(r[0]): r for r in bb.get(f"b{c}_{a}", [])}
+        for w, d in enumerate(st.widths):
+            m, h = mean_ci(list(st.per_seed(arm, d, "sens").values()))
+            r = rows.get(d)
+            if r is None:
+                worst_s = math.inf
+                continue
+            worst_s = max(worst_s, abs(r[2] - m), abs(r[5] - h) if np.isfinite(h) else 0.0)
+            count += 1
+            if d in brow:
+                g = 10 ** mean_ci(np.log10(list(st.per_seed(arm, d, "best_lr").values())))[0]
+                worst_b = max(worst_b, abs(math.log10(brow[d][2]) - math.log10(g)))
+            for row in bl.get(f"v{c}_{a}_{w}", []):
+                v = [x["peak_logit"] for x in st.at(arm, d, row[4]) if np.isfinite(x["peak_logit"])]
+                worst_l = max(worst_l, abs(row[1] - np.median(v)) / np.median(v))
+    check(f"{tag}: every LR sensitivity size_sensitivity draws (mean, 95 % half-width) = "
+          f"scripts/proxies_table.py's ({count} arm × width points)", count and worst_s < 1e-9,
+          f"worst difference {worst_s:.2e}")
+    check(f"{tag}: size_best_lr's geometric mean of the seeds' best lr = the script's",
+          worst_b < 1e-9, f"worst |Δ log10| {worst_b:.2e}")
+    check(f"{tag}: size_logit's median peak attention logit = the script's", worst_l < 1e-9,
+          f"worst relative difference {worst_l:.2e}")
+
+
+# ---- 1. a trial-sized sweep --------------------------------------------------------------------
+
+SWEEP = """[sweep]
+base = configs/tiny.ini
+name = d{d_model}_{parametrization}_qk{qk_norm}_lr{lr}_s{seed}
+init.seed = 1, 2
+zip = model.d_model, model.heads, model.d_ff, init.parametrization, model.qk_norm
+model.d_model = 16, 16, 16, 32, 32, 32, 64, 64, 64
+model.heads = 2, 2, 2, 4, 4, 4, 8, 8, 8
+model.d_ff = 64, 64, 64, 128, 128, 128, 256, 256, 256
+init.parametrization = standard, standard, mup, standard, standard, mup, standard, standard, mup
+model.qk_norm = off, layernorm, off, off, layernorm, off, off, layernorm, off
+train.lr = 1e-3, 1e-2, 1e-1
+init.base_width = 16
+model.layers = 2
+model.placement = pre
+data.task = copy
+train.optimizer = adamw
+train.steps = 20
+train.warmup = 5
+"""
+
+
+def test_sweep(tmp):
+    name = "proxies_plot_test"
+    ini = os.path.join(tmp, name + ".ini")
+    with open(ini, "w") as f:
+        f.write(SWEEP)
+    shutil.rmtree(os.path.join(REPO, "results", name), ignore_errors=True)
+    r = run("sweep", ini, "--jobs", "2", "--quiet")
+    merged = os.path.join(REPO, "results", name + ".h5")
+    check("the 54-run size sweep runs and merges", r.returncode == 0 and os.path.exists(merged),
+          r.stderr[-400:])
+    if r.returncode:
+        return
+    pd = os.path.join(tmp, "plots")
+    r = run("plot", merged, "--out", pd, "--format", "png,pdf,svg,gp")
+    files = {f: [os.path.join(pd, f"{name}-{f}.{x}") for x in ("png", "pdf", "svg")] for f in FIGS}
+    svg_ok = all(os.path.exists(p[2]) and ET.parse(p[2]) is not None for p in files.values())
+    check("stability plot draws the four size figures as PNG, PDF and SVG (well-formed)",
+          r.returncode == 0 and all(os.path.getsize(x) > 0 for p in files.values() for x in p
+                                    if os.path.exists(x))
+          and all(os.path.exists(x) for p in files.values() for x in p) and svg_ok, r.stderr[-300:])
+    gp = {f: read(os.path.join(pd, f"{name}-{f}.gp")) for f in FIGS}
+    widths = ["d = 16", "d = 32", "d = 64"]
+    arms = ["standard", "standard + QK-norm", "μP"]
+    for f in ("size_lr", "size_logit"):
+        check(f"{f}: the key names the widths in order, the panels the remedies",
+              key_titles(gp[f]) == widths and panel_titles(gp[f]) == arms,
+              f"{key_titles(gp[f])} {panel_titles(gp[f])}")
+    check("size_sensitivity: the key names the remedies", key_titles(gp["size_sensitivity"]) == arms,
+          str(key_titles(gp["size_sensitivity"])))
+    check("size_best_lr: standard vs μP (the pair of parametrizations), each seed keyed",
+          key_titles(gp["size_best_lr"]) == ["standard", "μP", "one seed"],
+          str(key_titles(gp["size_best_lr"])))
+    title = re.search(r'set multiplot title "([^"]*)', gp["size_lr"]).group(1)
+    check("size_lr's title says what it is and whose figure: Wortsman et al. 2023, Fig. 1",
+          "Final loss vs learning rate by width, a panel per remedy (Wortsman et al. 2023, Fig. 1)"
+          in title and "mean of 2 seeds, bars: 95 % CI" in title and "diverged" not in title, title)
+    check("axes: lr on a log axis, width on a log-2 axis with a tic per width, logit log",
+          "set logscale x\n" in gp["size_lr"] and "set logscale x 2" in gp["size_sensitivity"]
+          and "set xtics (16, 32, 64)" in gp["size_sensitivity"]
+          and "set logscale y" in gp["size_logit"] and "set logscale y" in gp["size_best_lr"])
+    compare_with_script("trial-sized sweep", [merged], gp["size_sensitivity"], gp["size_best_lr"],
+                        gp["size_logit"])
+    shutil.rmtree(os.path.join(REPO, "results", name), ignore_errors=True)
+    os.remove(merged)
+
+
+# ---- 2. constructed files ----------------------------------------------------------------------
+
+LRS = [1e-3, 1e-2, 1e-1]
+LOSS0 = 5.5
+
+
+def write_study(path, finals, block="2017", logits=None):
+    """A merged file of runs {(d, arm, lr, seed): final} (final None: diverged), arm 'standard' or
+    'qk'; max_attn_logit of each run [1, peak, NaN] (logits[(d, arm, lr, seed)], default 10)."""
+    with h5py.File(path, "w") as f:
+        for (d, arm, lr, s), fin in finals.items():
+            qk = "off" if arm == "standard" else ("layernorm" if block == "2017" else "rmsnorm")
+            extra = ("positions = rope\nactivation = swiglu\nbias = off\nnorm = rmsnorm\n"
+                     if block == "today" else "activation = gelu\n")
+            g = f.create_group(f"runs/{block}_d{d}_{arm}_lr{lr:g}_s{s}")
+            g.attrs["config"] = (f"[model]\nlayers = 2\nd_model = {d}\nheads = {d // 32}\n"
+                                 f"d_ff = {4 * d}\nplacement = pre\nqk_norm = {qk}\n{extra}"
+                                 f"[init]\nseed = {s}\n[train]\nlr = {lr!r}\nwarmup = 5\n"
+                                 f"steps = 3\noptimizer = adamw\n")
+            g.attrs["status"] = "diverged" if fin is None else "done"
+            t = g.create_group("train")
+            t["step"] = np.array([1.0, 2.0, 3.0])
+            t["loss"] = np.array([LOSS0, 3.0, np.nan if fin is None else 2.5])
+            t["lr"] = np.array([lr, lr, lr])
+            t["eval_step"] = np.array([3.0])
+            t["val_loss"] = np.array([np.nan if fin is None else fin])
+            peak = (logits or {}).get((d, arm, lr, s), 10.0)
+            t["max_attn_logit"] = np.array([1.0, peak, np.nan])
+            t["min_attn_entropy"] = np.array([2.0, 1.0, np.nan])
+            if fin is None:
+                t.attrs["diverged_at"] = 3.0
+
+
+def sens(fins):
+    """The definition (docs/design.md §6c): fins over the lr grid, None = diverged."""
+    capped = [LOSS0 if x is None else min(x, LOSS0) for x in fins]
+    return np.mean(capped) - min(x for x in fins if x is not None)
+
+
+def plot_gp(tmp, tag, *paths):
+    pd = os.path.join(tmp, tag)
+    r = run("plot", *paths, "--out", pd, "--format", "gp")
+    prefix = os.path.splitext(os.path.basename(paths[0]))[0]
+    return r, (lambda fig: read(os.path.join(pd, f"{prefix}-{fig}.gp"))), pd
+
+
+def constructed_finals():
+    fin = {}
+    for d in (32, 64):
+        for arm in ("standard", "qk"):
+            for s in (1, 2):
+                base = 2.0 + 0.1 * s + (0.05 if arm == "qk" else 0.0) + (0.02 * d / 32)
+                for i, lr in enumerate(LRS):
+                    fin[d, arm, lr, s] = base + (0.0, -0.2, 1.0 + 0.3 * s)[i]
+    return fin
+
+
+def test_constructed(tmp):
+    fin = constructed_finals()
+    fin[64, "standard", 1e-1, 2] = None          # a seed diverges
+    logits = {(32, "standard", 1e-1, 1): 400.0, (32, "standard", 1e-1, 2): 100.0}
+    path = os.path.join(tmp, "div.h5")
+    write_study(path, fin, logits=logits)
+    r, gp, _ = plot_gp(tmp, "div", path)
+    check("constructed study: plotted, the four size figures", r.returncode == 0
+          and all(gp(f) for f in FIGS), r.stderr[-300:])
+    b = blocks(gp("size_sensitivity"))
+    worst = 0.0
+    for a, arm in enumerate(("standard", "qk")):
+        rows = {int(x[0]): x for x in b.get(f"s0_{a}", [])}
+        for d in (32, 64):
+            per = [sens([fin[d, arm, lr, s] for lr in LRS]) for s in (1, 2)]
+            m, h = np.mean(per), T975_1 * np.std(per, ddof=1) / math.sqrt(2)
+            worst = max(worst, abs(rows[d][2] - m), abs(rows[d][5] - h)) if d in rows else math.inf
+    check("size_sensitivity draws the definition's sensitivity and Student t's half-width "
+          "(t(0.975, 1) = 12.706)", worst < 1e-9, f"worst {worst:.2e}")
+    lr_gp = gp("size_lr")
+    v = blocks(lr_gp)
+    row = [x for x in v["v0_0_1"] if abs(x[4] - 0.1) < 1e-12]
+    x = v.get("x0_0_1", [])
+    others = [k for k, rows in v.items() if k.startswith("x") and rows and k != "x0_0_1"]
+    check("a diverged seed: left out of the mean (the other seed's loss), marked × at its lr, "
+          "keyed and said in the subtitle", row and abs(row[0][1] - fin[64, "standard", 0.1, 1]) < 1e-9
+          and len(x) == 1 and abs(math.log10(x[0][0]) + 1) < 0.05 and not others
+          and "a seed diverged there" in key_titles(lr_gp) and "×: a seed diverged" in lr_gp,
+          f"{row} {x} {others}")
+    lg = blocks(gp("size_logit"))
+    row = [x for x in lg["v0_0_0"] if abs(x[4] - 0.1) < 1e-12]
+    check("size_logit: the median of the seeds' peak max |attention logit| (250 of 400 and 100), "
+          "bars their range", row and row[0][1:4] == [250.0, 100.0, 400.0], str(row))
+    path = os.path.join(tmp, "clean.h5")
+    write_study(path, constructed_finals())
+    r, gp, _ = plot_gp(tmp, "clean", path)
+    lr_gp = gp("size_lr")
+    check("no divergence: no ×, no key entry, no caption for it",
+          r.returncode == 0 and lr_gp and "diverged" not in lr_gp and "×" not in lr_gp
+          and not any(rows for k, rows in blocks(lr_gp).items() if k.startswith("x")))
+    high = constructed_finals()
+    high[32, "qk", 1e-1, 1] = high[32, "qk", 1e-1, 2] = 9.0
+    path = os.path.join(tmp, "high.h5")
+    write_study(path, high)
+    r, gp, _ = plot_gp(tmp, "high", path)
+    row = [x for x in blocks(gp("size_lr")).get("v0_1_0", []) if abs(x[4] - 0.1) < 1e-12]
+    check("a mean above the initial loss: drawn at it (5.5), flagged and keyed",
+          row and row[0][1] == LOSS0 and row[0][5] == 1 and "above the initial loss" in
+          key_titles(gp("size_lr")), str(row))
+    # two blocks at once
+    p1, p2 = os.path.join(tmp, "b2017.h5"), os.path.join(tmp, "btoday.h5")
+    write_study(p1, constructed_finals())
+    write_study(p2, constructed_finals(), block="today")
+    r, gp, pd = plot_gp(tmp, "blocks", p1, p2)
+    names = sorted(f for f in os.listdir(pd) if f.endswith(".gp"))
+    t = panel_titles(gp("size_lr_by_block"))
+    check("two blocks: *_by_block figures, a row of panels per block, QK-norm one arm "
+          "(QK-RMSNorm in today's block)", r.returncode == 0
+          and all(f"b2017-{f}_by_block.gp" in names for f in FIGS)
+          and t == ["2017 block\nstandard", "2017 block\nQK-norm", "today's block\nstandard",
+                    "today's block\nQK-RMSNorm"]
+          and key_titles(gp("size_sensitivity_by_block")) == ["standard", "QK-norm"]
+          and panel_titles(gp("size_sensitivity_by_block")) == ["2017 block", "today's block"],
+          f"{names} {t}")
+    one = {k: v for k, v in constructed_finals().items() if k[0] == 32}
+    path = os.path.join(tmp, "one.h5")
+    write_study(path, one)
+    r, gp, pd = plot_gp(tmp, "one", path)
+    check("runs of one width: no size figure", r.returncode == 0
+          and not any("-size_" in f for f in os.listdir(pd)), r.stderr[-300:])
+
+
+# ---- 3. the study's trial files ----------------------------------------------------------------
+
+def test_trials(tmp):
+    files = [os.path.join(REPO, "results", f"proxies_{b}_trial.h5") for b in ("2017", "llama")]
+    for f in files:
+        if not os.path.exists(f):
+            print(f"skip - {os.path.relpath(f, REPO)} absent (make proxies PROXIES=trial)")
+            continue
+        r, gp, _ = plot_gp(tmp, os.path.basename(f), f)
+        compare_with_script(os.path.basename(f), [f], gp("size_sensitivity"), gp("size_best_lr"),
+                            gp("size_logit"))
+
+
+def main():
+    if not os.access(BIN, os.X_OK):
+        print(f"{BIN}: not built (make stability)")
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        test_constructed(tmp)
+        test_sweep(tmp)
+        test_trials(tmp)
+    print(f"proxies plot: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
