@@ -100,6 +100,54 @@ START_TEST(test_diff_keys)
 }
 END_TEST
 
+/* Keys that split the runs alike (a data set and the vocabulary, length and batch it comes
+ * with) are named once, by the data, in keys and titles; the subtitle says the rest per data
+ * set. Two items alone stay apart. */
+START_TEST(test_covary)
+{
+    plot_run_t r[4];
+    plot_set_t set;
+    for (int i = 0; i < 4; i++) {
+        run(&r[i], i, "x", 20, 1e-3, 2.0);
+        if (i % 2) {
+            r[i].cfg.model.placement = PLACEMENT_PRE;
+            r[i].cfg.model.final_norm = FINAL_NORM_AUTO;
+        }
+        if (i >= 2) {
+            r[i].cfg.data.task = TASK_COPY;
+            r[i].cfg.model.vocab = 777;
+            r[i].cfg.model.seq_len = 48;
+            r[i].cfg.data.batch = 5;
+        }
+    }
+    set_of(&set, r, 4);
+    const int m[4] = {0, 1, 2, 3};
+    plot_diff_t d;
+    plot_diff(&set, m, 4, 0, &d);
+    ck_assert(plot_diff_has(&d, "model.vocab") && plot_diff_has(&d, "data.batch"));
+    ck_assert_int_eq(d.nf, 3);   // vocabulary, length, batch follow the task
+    char a[300], b[300], t[400], sub[900];
+    plot_key(&d, &r[3], 0, a, sizeof a);
+    plot_item_text(&r[3], "data.task", 0, b, sizeof b);
+    char want[400];
+    snprintf(want, sizeof want, "Pre-LN, %s", b);
+    ck_assert_str_eq(a, want);
+    ck_assert(!strstr(a, "777") && !strstr(a, "batch"));
+    plot_title(&set, m, 4, &d, "Training loss", NULL, t, sizeof t);
+    ck_assert_str_eq(t, "Training loss by scheme and task");
+    const char *const none[] = {NULL};
+    plot_shared(&d, &r[0], none, 0, sub, sizeof sub);
+    snprintf(want, sizeof want, "%s: V = 777, n = 48, batch 5", b);
+    ck_assert_msg(strstr(sub, want) != NULL, "%s", sub);
+    run(&r[0], 0, "a", 20, 1e-3, 2.0);   // two items alone: both in the key
+    run(&r[1], 1, "b", 50, 1e-2, 2.0);
+    plot_diff(&set, m, 2, 0, &d);
+    ck_assert_int_eq(d.nf, 0);
+    plot_key(&d, &r[1], 0, a, sizeof a);
+    ck_assert_str_eq(a, "lr 0.01, warm-up 50");
+}
+END_TEST
+
 /* The paper's figure is the set of runs' (their configs), not the code path's. */
 START_TEST(test_paper_figure)
 {
@@ -402,6 +450,7 @@ Suite *figures_suite(void)
     Suite *s = suite_create("figures");
     TCase *tc = tcase_create("labels");
     tcase_add_test(tc, test_diff_keys);
+    tcase_add_test(tc, test_covary);
     tcase_add_test(tc, test_paper_figure);
     tcase_add_test(tc, test_palette);
     tcase_add_test(tc, test_same_run);

@@ -118,9 +118,107 @@ static int skipped(const char *key, int flags)
     return 0;
 }
 
+static void item_plain(const plot_run_t *r, const char *item, int quiet, char *buf, size_t len);
+
+/* Item k's value for run i ("" when its config does not write the key). */
+static const char *item_value(const plot_set_t *set, const int *m, items_t *const *its,
+                              char (*scheme)[32], int i, const char *item)
+{
+    if (!strcmp(item, "scheme")) return scheme[i];
+    if (!strcmp(item, "data")) return set->runs[m[i]].data_id;
+    const char *v = items_get(its[i], item);
+    return v ? v : "";
+}
+
+/* Whether items a and b split the runs alike: any two runs differ in a iff they differ in b. */
+static int split_alike(const plot_set_t *set, const int *m, int n, items_t *const *its,
+                       char (*scheme)[32], const char *a, const char *b)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = 0; j < i; j++) {
+            const int da = strcmp(item_value(set, m, its, scheme, i, a),
+                                  item_value(set, m, its, scheme, j, a)) != 0;
+            const int db = strcmp(item_value(set, m, its, scheme, i, b),
+                                  item_value(set, m, its, scheme, j, b)) != 0;
+            if (da != db) return 0;
+        }
+    return 1;
+}
+
+/* Items that lead a group of items which split the runs alike, best first: a data set's
+ * vocabulary, lengths and batch come with it (docs/design.md §6j). */
+static const char *const LEADERS[] = {"scheme", "data.task", "data.path", "model.d_model",
+                                      "model.layers", "train.lr", "train.warmup", NULL};
+
+static int leader_rank(const char *item)
+{
+    for (int k = 0; LEADERS[k]; k++)
+        if (!strcmp(LEADERS[k], item)) return k;
+    return !strcmp(item, "data") ? 1000 : 100;   // the data's hash leads only itself
+}
+
+/* Group d's items that split the runs alike; a group led by a data key (any size), or of three
+ * or more items, is named by its leader alone in keys and titles, the others go to d->follower
+ * and, per value of the leader, to d->covary for the subtitle. Two items alone stay apart
+ * (two runs differing in lr and warm-up read "lr 0.01, no warm-up"). */
+static void covary(const plot_set_t *set, const int *m, int n, items_t *const *its,
+                   char (*scheme)[32], plot_diff_t *d)
+{
+    int group[PLOT_DIFF_MAX];
+    for (int k = 0; k < d->n; k++) group[k] = -1;
+    size_t used = 0;
+    for (int k = 0; k < d->n; k++) {
+        if (group[k] >= 0) continue;
+        int lead = k, size = 1;
+        group[k] = k;
+        for (int j = k + 1; j < d->n; j++)
+            if (group[j] < 0 && split_alike(set, m, n, its, scheme, d->item[k], d->item[j])) {
+                group[j] = k;
+                size++;
+                if (leader_rank(d->item[j]) < leader_rank(d->item[lead])) lead = j;
+            }
+        const int data_led = !strncmp(d->item[lead], "data.", 5);
+        if (size < 2 || (size < 3 && !data_led)) continue;
+        for (int i = 0; i < n; i++) {   // one clause per value of the leader, in run order
+            int seen = 0;
+            for (int j = 0; j < i && !seen; j++)
+                seen = !strcmp(item_value(set, m, its, scheme, i, d->item[lead]),
+                               item_value(set, m, its, scheme, j, d->item[lead]));
+            if (seen) continue;
+            char w[256];
+            item_plain(&set->runs[m[i]], d->item[lead], 0, w, sizeof w);
+            if (used < sizeof d->covary)
+                used += (size_t)snprintf(d->covary + used, sizeof d->covary - used, "%s%s:",
+                                         used ? "; " : "", w);
+            int first = 1;
+            for (int j = 0; j < d->n; j++) {
+                if (group[j] != k || j == lead || !strcmp(d->item[j], "data")) continue;
+                char lw[256];
+                item_plain(&set->runs[m[i]], d->item[lead], 0, lw, sizeof lw);
+                item_plain(&set->runs[m[i]], d->item[j], 0, w, sizeof w);
+                if (strstr(lw, w)) continue;   // data.zipf says what data.task says
+                if (used < sizeof d->covary && w[0])
+                    used += (size_t)snprintf(d->covary + used, sizeof d->covary - used, "%s %s",
+                                             first ? "" : ",", w);
+                first = 0;
+            }
+        }
+        for (int j = 0; j < d->n; j++)
+            if (group[j] == k && j != lead && d->nf < PLOT_DIFF_MAX)
+                snprintf(d->follower[d->nf++], sizeof d->follower[0], "%s", d->item[j]);
+    }
+}
+
+static int is_follower(const plot_diff_t *d, const char *item)
+{
+    for (int k = 0; k < d->nf; k++)
+        if (!strcmp(d->follower[k], item)) return 1;
+    return 0;
+}
+
 void plot_diff(const plot_set_t *set, const int *m, int n, int flags, plot_diff_t *d)
 {
-    d->n = 0;
+    memset(d, 0, sizeof *d);
     items_t **its = calloc((size_t)(n > 0 ? n : 1), sizeof *its);
     char (*scheme)[32] = calloc((size_t)(n > 0 ? n : 1), sizeof *scheme);
     int ok = its && scheme;
@@ -147,6 +245,7 @@ void plot_diff(const plot_set_t *set, const int *m, int n, int flags, plot_diff_
         }
     for (int i = 1; ok && i < n; i++)
         if (strcmp(set->runs[m[i]].data_id, set->runs[m[0]].data_id)) diff_add(d, "data");
+    if (ok) covary(set, m, n, its, scheme, d);
     for (int i = 0; its && i < n; i++) {
         if (its[i]) free(its[i]->text);
         free(its[i]);
@@ -348,13 +447,14 @@ void plot_item_text(const plot_run_t *r, const char *item, int enhanced, char *b
 
 /* Join the words of items (n of them, or NULL-terminated when n < 0) of run r. */
 static void join(const plot_run_t *r, const char (*items)[48], const char *const *list, int n,
-                 const plot_diff_t *skip, int quiet, int enhanced, char *buf, size_t len)
+                 const plot_diff_t *skip, const plot_diff_t *fol, int quiet, int enhanced,
+                 char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
     for (int k = 0; n < 0 ? list[k] != NULL : k < n; k++) {
         const char *item = n < 0 ? list[k] : items[k];
-        if (skip && plot_diff_has(skip, item)) continue;
+        if ((skip && plot_diff_has(skip, item)) || (fol && is_follower(fol, item))) continue;
         char w[256];
         item_plain(r, item, quiet, w, sizeof w);
         if (!w[0] || used >= len) continue;
@@ -373,7 +473,7 @@ static void join(const plot_run_t *r, const char (*items)[48], const char *const
 
 void plot_key(const plot_diff_t *d, const plot_run_t *r, int enhanced, char *buf, size_t len)
 {
-    if (d->n) join(r, d->item, NULL, d->n, NULL, 0, enhanced, buf, len);
+    if (d->n) join(r, d->item, NULL, d->n, NULL, d, 0, enhanced, buf, len);
     else if (enhanced) plot_enh(r->name, buf, len);
     else snprintf(buf, len, "%s", r->name);
 }
@@ -381,7 +481,13 @@ void plot_key(const plot_diff_t *d, const plot_run_t *r, int enhanced, char *buf
 void plot_shared(const plot_diff_t *d, const plot_run_t *r, const char *const *items, int enhanced,
                  char *buf, size_t len)
 {
-    join(r, NULL, items, -1, d, 1, enhanced, buf, len);
+    join(r, NULL, items, -1, d, NULL, 1, enhanced, buf, len);
+    if (!d->covary[0]) return;
+    const size_t used = strlen(buf);
+    char esc[1200];
+    if (enhanced) plot_enh(d->covary, esc, sizeof esc);
+    else snprintf(esc, sizeof esc, "%s", d->covary);
+    snprintf(buf + used, len - used, "%s%s", used ? "\n" : "", esc);   // a line of its own
 }
 
 const char *const PLOT_SHARED_INIT[] = {"scheme", "model.d_model", "model.d_ff", "model.layers",
@@ -411,6 +517,7 @@ void plot_title(const plot_set_t *set, const int *m, int n, const plot_diff_t *d
     const char *words[PLOT_DIFF_MAX];
     int nw = 0;
     for (int k = 0; k < d->n; k++) {
+        if (is_follower(d, d->item[k])) continue;
         const word_t *w = word_of(d->item[k]);
         const char *dot = strrchr(d->item[k], '.');
         const char *word = w ? w->word : dot ? dot + 1 : d->item[k];

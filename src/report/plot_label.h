@@ -28,6 +28,12 @@ enum {
 typedef struct {
     int n;                                /* items */
     char item[PLOT_DIFF_MAX][48];
+    /* 1: the item co-varies with another (every pair of runs that differ in one differs in the
+     * other, e.g. the vocabulary, length and batch that come with a data set): keys and the
+     * title name the group once, by its leader, and `covary` (the subtitle's) says the rest */
+    int nf;
+    char follower[PLOT_DIFF_MAX][48];
+    char covary[600];                     /* "En→De corpus (BPE 8000): V = 8000, batch 16; …" */
 } plot_diff_t;
 
 /* Fill d with the items whose values differ between the runs m[0..n) (flags PLOT_DIFF_*). A
