@@ -316,6 +316,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_hvp.py
 	/usr/bin/python3 tests/test_curvature.py
 	/usr/bin/python3 tests/test_warmup_explained.py
+	/usr/bin/python3 tests/test_indicators_plot.py
 	/usr/bin/python3 tests/test_curvature_anchor.py
 	/usr/bin/python3 tests/test_dynamics_plot.py
 	/usr/bin/python3 tests/test_torch_float32.py

@@ -310,8 +310,11 @@ def main():
             for k in keys:
                 v = [admin.get(k[:2], math.nan) if n == "admin" else inds[k].get(n, math.nan)
                      for n in INDICATORS]
+                # every value to the last bit (repr: the shortest string that reads back the
+                # same double): tests/test_indicators_plot.py holds the figure to it
                 f.write(f"{k[0]}\t{k[1]}\t{k[2]:g}\t{cells[k]['outcome']}\t"
-                        f"{int(cells[k]['needs_warmup'])}\t" + "\t".join(f"{x:.6g}" for x in v) + "\n")
+                        f"{int(cells[k]['needs_warmup'])}\t" + "\t".join(repr(float(x)) for x in v)
+                        + "\n")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@
  *   bleu           Fig. 2, 4    BLEU vs epochs, seeds as bands, the epoch reaching a BLEU (§6e)
  *   atlas_*, model_update        the schemes' measures and the atlas (§6c, §6d)
  *   mlm_val_loss   Fig. 5       validation masked-LM loss vs updates, seeds as bands (§6e, §6f)
+ *   warmup_indicators            each explanation of warm-up's indicator against the atlas's
+ *                               outcome (docs/curvature.md; report/plot_indicators.c)
  * The data reach gnuplot as inline data blocks; nothing is left on disk but the figures.
  * Titles, subtitles and keys say what the runs share and what tells them apart, from their
  * configs (report/plot_label.h); colours and layout: plot_palette.h, plot_layout.h
@@ -60,6 +62,8 @@ typedef struct {
     double diverged_at;      /* step, or NaN */
     double unigram;          /* /train@unigram_entropy: a text run's plateau (nats), or NaN */
     plot_dyn_t *dyn;         /* the training dynamics, or NULL without /train */
+    struct plot_ind *ind;    /* warm-up's indicators of a run with curvature rows
+                                (report/plot_indicators.c), or NULL */
 } plot_run_t;
 
 typedef struct {

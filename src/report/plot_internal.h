@@ -162,6 +162,19 @@ void plot_dyn_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
 /* Free r->dyn's arrays and itself. */
 void plot_dyn_free(plot_dyn_t *d);
 
+/* ---- plot_indicators.c: warm-up's indicators (plot.c's loader calls them) ---- */
+
+typedef struct plot_ind plot_ind_t;
+
+/* The indicators of scripts/warmup_explained.py of the run at prefix of f into r->ind, when it
+ * has curvature rows (/train/curv_step: experiments/warmup_explained.ini's runs); else NULL. */
+void plot_ind_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
+
+void plot_ind_free(plot_ind_t *d);
+
+/* Each indicator against the atlas's outcome, a panel each (docs/curvature.md). */
+int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
 /* ---- plot_atlas.c: the stability atlas ---- */
 
 /* Wortsman et al.'s LR sensitivity of n runs over a learning-rate grid: mean of
