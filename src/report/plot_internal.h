@@ -5,6 +5,7 @@
 #ifndef STABILITY_PLOT_INTERNAL_H
 #define STABILITY_PLOT_INTERNAL_H
 
+#include <math.h>
 #include <stddef.h>
 #include "report/plot.h"
 #include "report/plot_label.h"
@@ -186,5 +187,8 @@ double plot_lr_sensitivity(const double *final, const double *loss0, int n);
  * file, an unknown format) with err set. */
 int plot_render(const char *script, const char *dir, const char *name, const char *formats,
                 int quiet, char *err, size_t errlen);
+
+/* x for a printed "%.2f": 0 when it would print as -0.00 (a fitted exponent of -0.001). */
+static inline double plot_nz(double x) { return fabs(x) < 0.005 ? 0.0 : x; }
 
 #endif

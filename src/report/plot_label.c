@@ -402,7 +402,7 @@ static void special_text(const plot_run_t *r, const char *item, const char *v, c
         if (c->train.warmup > 1) snprintf(buf, len, "warm-up %d", c->train.warmup);
         else snprintf(buf, len, "no warm-up");
     } else if (!strcmp(item, "train.schedule")) {
-        snprintf(buf, len, "%s", !strcmp(v, "constant") ? "constant lr" : !strcmp(v, "inverse_sqrt")
+        snprintf(buf, len, "%s", !strcmp(v, "constant") ? "constant lr after any warm-up" : !strcmp(v, "inverse_sqrt")
                                  ? "inverse-√ decay" : !strcmp(v, "linear") ? "linear decay" : v);
         if (strcmp(v, "constant") && strcmp(v, "inverse_sqrt") && strcmp(v, "linear"))
             snprintf(buf, len, "%s schedule", v);

@@ -193,7 +193,7 @@ static void output_change_keys(sbuf_t *keys, const plot_set_t *set, const int *r
         if (d->n == 1) snprintf(st[j].color, sizeof st[j].color, "%s", palette_scheme(nm, j));
         st[j].pt = palette_scheme_point(nm, j);
         const size_t used = strlen(st[j].key);
-        snprintf(st[j].key + used, sizeof st[j].key - used, ": exponent %.2f ± %.2f", slope[j],
+        snprintf(st[j].key + used, sizeof st[j].key - used, ": exponent %.2f ± %.2f", plot_nz(slope[j]),
                  isnan(ci[j]) ? 0.0 : ci[j]);
         plot_keyentry(keys, &st[j], "linespoints");
     }

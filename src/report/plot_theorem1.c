@@ -273,7 +273,7 @@ static void scan_panel(sbuf_t *s, sbuf_t *keys, const plot_set_t *set, const int
         sbuf_printf(s, "$post%d using 1:2:3 with yerrorlines lc rgb '%s' pt 7 ps 1.3 notitle",
                     p + 1, cpost);
         sbuf_printf(keys, ", keyentry with linespoints lc rgb '%s' pt 7 ps 1.3 title 'Post-LN: "
-                          "fit ∝ %s^{%.2f ± %.2f}'", cpost, dv, post.slope, post.slope_ci);
+                          "fit ∝ %s^{%.2f ± %.2f}'", cpost, dv, plot_nz(post.slope), post.slope_ci);
         if (p) bound_line(s, keys, &post, 1, depth, c->model.d_model, c->model.layers, dv, cpost);
     }
     if (nq) {
@@ -281,14 +281,14 @@ static void scan_panel(sbuf_t *s, sbuf_t *keys, const plot_set_t *set, const int
         sbuf_printf(s, "%s$pre%d using 1:2:3 with yerrorlines lc rgb '%s' pt 5 ps 1.3 notitle",
                     np ? ", " : "", p + 1, cpre);
         sbuf_printf(keys, ", keyentry with linespoints lc rgb '%s' pt 5 ps 1.3 title 'Pre-LN: "
-                          "fit ∝ %s^{%.2f ± %.2f}'", cpre, dv, pre.slope, pre.slope_ci);
+                          "fit ∝ %s^{%.2f ± %.2f}'", cpre, dv, plot_nz(pre.slope), pre.slope_ci);
         if (p) bound_line(s, keys, &pre, 0, depth, c->model.d_model, c->model.layers, dv, cpre);
         if (pre.has_jac) {
             sbuf_printf(s, ", $pre%dj using 1:2 with linespoints dt 3 pt 6 lc rgb '%s' notitle",
                         p + 1, palette_qualitative(2));
             sbuf_printf(keys, ", keyentry with linespoints dt 3 pt 6 lc rgb '%s' title "
                               "'‖J_{LN}(x_{%s+1})‖_2 (scaled) ∝ %s^{%.2f ± %.2f}'",
-                        palette_qualitative(2), dv, dv, pre.jac_slope, pre.jac_ci);
+                        palette_qualitative(2), dv, dv, plot_nz(pre.jac_slope), pre.jac_ci);
         }
     }
     sbuf_printf(s, "\n");
@@ -404,7 +404,7 @@ static void ratio_panel(sbuf_t *s, sbuf_t *keys, const ratio_t *rt, const config
     sbuf_printf(s, "set xtics (");
     for (int i = 0; i < rt->n; i++) sbuf_printf(s, "%s%g", i ? ", " : "", rt->x[i]);
     char fit[64] = "";
-    if (!isnan(rt->b_ci)) snprintf(fit, sizeof fit, ": fit ∝ %s^{%.2f ± %.2f}", dv, rt->b, rt->b_ci);
+    if (!isnan(rt->b_ci)) snprintf(fit, sizeof fit, ": fit ∝ %s^{%.2f ± %.2f}", dv, plot_nz(rt->b), rt->b_ci);
     const char *col = palette_qualitative(0);
     sbuf_printf(s, ")\nplot $%s using 1:2:3:4 with yerrorlines lc rgb '%s' pt 7 ps 1.3 notitle, ",
                 depth ? "rd" : "rw", col);
@@ -447,8 +447,9 @@ int plot_fig_grad_ratio(const plot_set_t *set, sbuf_t *s, char *name, size_t len
     plot_shared(&d, &set->runs[m[0]], SHARED, 1, shared, sizeof shared);
     plot_probe_seeds(&set->runs[m[0]], seeds, sizeof seeds);
     snprintf(sub, sizeof sub, "%s; %s of the ratio", shared, seeds);
+    const char *dn = arch[ref] == ARCH_ENCDEC ? "N" : "L";   // an N-N encoder–decoder's depth is N
     snprintf(title, sizeof title, "Post-LN over Pre-LN: the last FFN's ‖E_{batch} ∂L/∂W^2‖_F "
-             "(Theorem 1 without its constants: √L, independent of d)");
+             "(Theorem 1 without its constants: √%s, independent of d)", dn);
     const int panels = (rt[0].n >= 2) + (rt[1].n >= 2);
     const int rows = plot_key_rows_in(2, 36, 0.96 / panels);
     plot_grid_t g;
