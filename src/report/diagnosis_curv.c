@@ -32,8 +32,8 @@ static void put_block(text_t *t, const diagnose_curv_t *c, const report_curv_axe
     const char *kind = ax && ax->kind ? ax->kind[k] : k < TENSOR_BLOCKS ? tensors_block_name(k) : "?";
     const char *s = ax && ax->stack ? ax->stack[l] : (l == c->rows - 1 ? "outside" : "lm");
     if (!strcmp(s, "outside")) { put(t, "%s, outside the layers,", kind); return; }
-    int first = l;
-    while (ax && ax->stack && first > 0 && !strcmp(ax->stack[first - 1], s)) first--;
+    int first = ax && ax->stack ? l : 0;
+    while (first > 0 && !strcmp(ax->stack[first - 1], s)) first--;
     put(t, "%slayer %d %s", !strcmp(s, "enc") ? "encoder " : !strcmp(s, "dec") ? "decoder " : "",
         l - first + 1, kind);
 }
@@ -109,9 +109,12 @@ void report_curvature_message(const diagnose_curv_t *c, const config_t *cfg,
     put(&t, "; peak %.3g at update %ld", c->peak, c->peak_step);
     if (c->peak_step == 0 && c->peak1_step > 0)
         put(&t, " (after update 0: %.3g at update %ld)", c->peak1, c->peak1_step);
-    put(&t, "; above it from update %ld to %ld (%ld update%s; %ld of %ld measured rows above)",
-        c->first, c->last, c->last - c->first, c->last - c->first == 1 ? "" : "s", c->above,
-        c->measured);
+    if (c->last > c->first)
+        put(&t, "; above it from update %ld to %ld (%ld update%s; %ld of %ld measured rows above)",
+            c->first, c->last, c->last - c->first, c->last - c->first == 1 ? "" : "s", c->above,
+            c->measured);
+    else
+        put(&t, "; above it at update %ld alone (1 of %ld measured rows)", c->first, c->measured);
     if (c->first_fed > 0) put(&t, " (rows from update %ld on: the run resumed there)", c->first_fed);
     if (c->block_row >= 0) {
         put(&t, "; the largest block %s", c->block_step == c->peak_step ? "at the peak: " : "");
