@@ -38,15 +38,16 @@ static void put_block(text_t *t, const diagnose_curv_t *c, const report_curv_axe
         l - first + 1, kind);
 }
 
-/* The notes on update 0: its ratio rests on the first gradient alone, and its full value on
- * the ε-floor when the top eigenvector lies there (docs/curvature.md "The floor"). */
+/* The notes on update 0 when it is above: its ratio rests on the first gradient alone, and its
+ * full value on the ε-floor when the top eigenvector lies there (docs/curvature.md "The
+ * floor"). */
 static void put_notes(text_t *t, const diagnose_curv_t *c)
 {
     if (c->first == 0 && c->last == 0)
         put(t, "; above only at update 0, where P is that of the first gradient alone "
             "((1-beta1)(|g|+eps) for Adam: a coordinate with a small first gradient weighs "
             "much), and every run without warm-up starts above (docs/curvature.md)");
-    if (diagnose_curv_floor_note(c))
+    if (c->first == 0 && diagnose_curv_floor_note(c))
         put(t, "; at update 0 the top eigenvector of P^-1 H lies %.0f %% on floored coordinates "
             "(precond_eps_share): the full lambda_max(P^-1 H) there, %.3g x the threshold, is "
             "the floor's artefact, the ratios here leave those coordinates out",
