@@ -263,7 +263,21 @@ START_TEST(test_curv_crossing)
                   strstr(msg, "--set model.placement=pre"), "%s", msg);
     report_curvature_message(&d, &c, NULL, 1, msg, sizeof msg);   // the live warning
     ck_assert_msg(strstr(msg, "at update 0") && strstr(msg, "layer 2 ffn") &&
+                  strstr(msg, "precond_eps_share") && !strstr(msg, "above only") &&
                   !strstr(msg, "--set"), "%s", msg);
+    // above at update 0 alone: said so, and the warm-up is (0 + 1)·3 → 4
+    const double thr = 38.0 / c.train.lr;
+    diagnose_curv_init(&d, &c, 0, 0);
+    for (int i = 0; i < 3; i++) {
+        const diagnose_curv_row_t r = {.step = i, .active = (i ? 0.5 : 3.0) * thr,
+                                       .threshold = thr, .full = NAN, .eps_share = 0.0};
+        diagnose_curv_row(&d, &r);
+    }
+    ck_assert_int_eq(diagnose_curv_warmup(&d), 4);
+    report_curvature_message(&d, &c, NULL, 0, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "at update 0 alone (1 of 3 measured rows)") &&
+                  strstr(msg, "above only at update 0") && !strstr(msg, "precond_eps_share") &&
+                  strstr(msg, "--set train.warmup=4"), "%s", msg);
 }
 END_TEST
 

@@ -38,20 +38,26 @@ static void put_block(text_t *t, const diagnose_curv_t *c, const report_curv_axe
         l - first + 1, kind);
 }
 
-/* The notes on update 0 when it is above: its ratio rests on the first gradient alone, and its
- * full value on the ε-floor when the top eigenvector lies there (docs/curvature.md "The
- * floor"). */
+/* The note on update 0 when it is above and its top eigenvector lies mostly on floored
+ * coordinates: its full λ_max(P⁻¹H) is the ε-floor's (docs/curvature.md "The floor"). */
+static void put_floor_note(text_t *t, const diagnose_curv_t *c)
+{
+    if (c->first == 0 && diagnose_curv_floor_note(c))
+        put(t, "; at update 0 the top eigenvector of P^-1 H lies %.0f %% on floored coordinates "
+            "(precond_eps_share): the full lambda_max(P^-1 H) there, %.3g x the threshold, is "
+            "the floor's artefact, the ratios here leave those coordinates out",
+            100 * c->share0, c->full0);
+}
+
+/* The notes on update 0: above there alone, its ratio rests on the first gradient alone; and
+ * the floor's note. */
 static void put_notes(text_t *t, const diagnose_curv_t *c)
 {
     if (c->first == 0 && c->last == 0)
         put(t, "; above only at update 0, where P is that of the first gradient alone "
             "((1-beta1)(|g|+eps) for Adam: a coordinate with a small first gradient weighs "
             "much), and every run without warm-up starts above (docs/curvature.md)");
-    if (c->first == 0 && diagnose_curv_floor_note(c))
-        put(t, "; at update 0 the top eigenvector of P^-1 H lies %.0f %% on floored coordinates "
-            "(precond_eps_share): the full lambda_max(P^-1 H) there, %.3g x the threshold, is "
-            "the floor's artefact, the ratios here leave those coordinates out",
-            100 * c->share0, c->full0);
+    put_floor_note(t, c);
 }
 
 /* The keys the harness offers: a warm-up of about N updates (or a smaller lr when it would
@@ -103,7 +109,7 @@ void report_curvature_message(const diagnose_curv_t *c, const config_t *cfg,
             put_block(&t, c, ax, c->first_block_row, c->first_block_kind);
             put(&t, " %.3g x the threshold", c->first_block_ratio);
         }
-        if (c->first == 0 && diagnose_curv_floor_note(c)) put_notes(&t, c);
+        put_floor_note(&t, c);   // "above only at update 0" is not known yet
         put(&t, "; the peak, how long and the remedies when the run ends");
         return;
     }
