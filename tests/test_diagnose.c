@@ -6,6 +6,9 @@
 #include "tests.h"
 #include "config/config.h"
 #include "measure/diagnose.h"
+#include "measure/diagnose_curv.h"
+#include "model/tensors.h"
+#include "report/diagnosis_curv.h"
 
 /* A byte-level LM's config: V = 256 (ln V = 5.545), Post-LN, no warm-up, 300 updates. */
 static config_t lm_config(void)
@@ -182,6 +185,184 @@ START_TEST(test_remedies_not_in_use)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- the curvature rows */
+
+/* Curvature rows at updates 0, 2, …, 20 of an Adam run at lr 1e-3 (threshold 38/lr = 38 000),
+ * ratios given; blocks (3 layers + outside) × 6 kinds: at the peak (update 0) the largest is
+ * layer 2's ffn, elsewhere the embedding outside the layers. */
+#define CURV_ROWS 11
+static const double RATIO[CURV_ROWS] = {5.37, 1.62, 0.403, 0.252, 1.3, 0.175, NAN, 0.136,
+                                         0.118, 0.109, 0.116};
+static double blocks[CURV_ROWS][4 * TENSOR_BLOCKS];
+
+static void feed_rows(diagnose_curv_t *d, const config_t *c, int with_peak_blocks)
+{
+    const double thr = 38.0 / c->train.lr;
+    diagnose_curv_init(d, c, 4, TENSOR_BLOCKS);
+    for (int i = 0; i < CURV_ROWS; i++) {
+        for (int k = 0; k < 4 * TENSOR_BLOCKS; k++) blocks[i][k] = NAN;
+        for (int l = 0; l < 3; l++)   // the layers' blocks: a tenth of the row's value
+            for (int k = TENSOR_BLOCK_ATTN_QK; k <= TENSOR_BLOCK_NORM; k++)
+                blocks[i][l * TENSOR_BLOCKS + k] = 0.1 * RATIO[i] * thr;
+        blocks[i][3 * TENSOR_BLOCKS + TENSOR_BLOCK_EMBED] = 0.5 * RATIO[i] * thr;
+        if (i == 0) blocks[i][1 * TENSOR_BLOCKS + TENSOR_BLOCK_FFN] = 0.8 * RATIO[i] * thr;
+        const diagnose_curv_row_t r = {
+            .step = 2L * i, .active = RATIO[i] * thr, .threshold = thr,
+            .full = i == 0 ? 1e7 * thr : RATIO[i] * thr, .eps_share = i == 0 ? 0.9 : 0.0,
+            .block = i == 0 && !with_peak_blocks ? NULL : blocks[i]};
+        const int first = diagnose_curv_row(d, &r);
+        ck_assert_int_eq(first, i == 0);   // the live warning's moment: the first row above
+    }
+}
+
+/* The first crossing, the peak (and after update 0), how long, how many rows, the block at
+ * the peak, the ε-floor note and the warm-up estimate, each checked against its definition. */
+START_TEST(test_curv_crossing)
+{
+    config_t c = lm_config();
+    diagnose_curv_t d;
+    feed_rows(&d, &c, 1);
+    ck_assert_int_eq(d.seen, 11);
+    ck_assert_int_eq(d.measured, 10);   // the NaN row (kinked) is no measured row
+    ck_assert_int_eq(d.first, 0);
+    ck_assert(fabs(d.first_ratio - 5.37) < 1e-12);
+    ck_assert_int_eq(d.peak_step, 0);
+    ck_assert(fabs(d.peak - 5.37) < 1e-12);
+    ck_assert_int_eq(d.peak1_step, 2);
+    ck_assert(fabs(d.peak1 - 1.62) < 1e-12);
+    ck_assert_int_eq(d.last, 8);        // above again at update 8 (1.3)
+    ck_assert_int_eq(d.above, 3);
+    ck_assert_int_eq(d.block_step, 0);
+    ck_assert_int_eq(d.block_row, 1);
+    ck_assert_int_eq(d.block_kind, TENSOR_BLOCK_FFN);
+    ck_assert(fabs(d.block_ratio - 0.8 * 5.37) < 1e-12);
+    ck_assert(diagnose_curv_floor_note(&d));
+    ck_assert(fabs(d.full0 - 1e7) < 1e-3);
+    // the warm-up: N must bring every row above below 1 under ratio·min(1, (t + 1)/N) — and be
+    // the smallest integer that does: update 8's 9 × 1.3 = 11.7 sets it, N = 12
+    const long N = diagnose_curv_warmup(&d);
+    ck_assert_int_eq(N, 12);
+    ck_assert_int_eq(d.warmup_step, 8);
+    for (long n = N - 1; n <= N; n++) {
+        int below = 1;
+        for (int i = 0; i < CURV_ROWS; i++) {
+            const double t1 = 2.0 * i + 1, r = RATIO[i] * (t1 < n ? t1 / (double)n : 1.0);
+            if (r >= 1.0) below = 0;
+        }
+        ck_assert_int_eq(below, n == N);
+    }
+    char msg[2000];
+    report_curvature_message(&d, &c, NULL, 0, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "at update 0: precond_max_active / stability_threshold = 5.37") &&
+                  strstr(msg, "peak 5.37 at update 0 (after update 0: 1.62 at update 2)") &&
+                  strstr(msg, "from update 0 to 8 (8 updates; 3 of 10 measured rows above)") &&
+                  strstr(msg, "at the peak: layer 2 ffn 4.3 x the threshold") &&
+                  strstr(msg, "precond_eps_share") &&
+                  strstr(msg, "--set train.warmup=12") &&
+                  strstr(msg, "--set train.optimizer=gi_adam") &&
+                  strstr(msg, "--set model.placement=pre"), "%s", msg);
+    report_curvature_message(&d, &c, NULL, 1, msg, sizeof msg);   // the live warning
+    ck_assert_msg(strstr(msg, "at update 0") && strstr(msg, "layer 2 ffn") &&
+                  strstr(msg, "precond_eps_share") && !strstr(msg, "above only") &&
+                  !strstr(msg, "--set"), "%s", msg);
+    // above at update 0 alone: said so, and the warm-up is (0 + 1)·3 → 4
+    const double thr = 38.0 / c.train.lr;
+    diagnose_curv_init(&d, &c, 0, 0);
+    for (int i = 0; i < 3; i++) {
+        const diagnose_curv_row_t r = {.step = i, .active = (i ? 0.5 : 3.0) * thr,
+                                       .threshold = thr, .full = NAN, .eps_share = 0.0};
+        diagnose_curv_row(&d, &r);
+    }
+    ck_assert_int_eq(diagnose_curv_warmup(&d), 4);
+    report_curvature_message(&d, &c, NULL, 0, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "at update 0 alone (1 of 3 measured rows)") &&
+                  strstr(msg, "above only at update 0") && !strstr(msg, "precond_eps_share") &&
+                  strstr(msg, "--set train.warmup=4"), "%s", msg);
+}
+END_TEST
+
+/* The peak row without blocks: the block is the highest row above 1 that has them, said so;
+ * encoder–decoder rows are named within their stack. */
+START_TEST(test_curv_block_elsewhere)
+{
+    config_t c = lm_config();
+    diagnose_curv_t d;
+    feed_rows(&d, &c, 0);
+    ck_assert_int_eq(d.block_step, 2);   // 1.62 > 1.3 at update 8
+    ck_assert_int_eq(d.block_row, 3);
+    ck_assert_int_eq(d.block_kind, TENSOR_BLOCK_EMBED);
+    ck_assert(fabs(d.block_ratio - 0.5 * 1.62) < 1e-12);
+    const char *stack[4] = {"enc", "dec", "dec", "outside"};
+    const report_curv_axes_t ax = {stack, NULL};
+    char msg[2000];
+    report_curvature_message(&d, &c, &ax, 0, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "embed, outside the layers, 0.81 x the threshold at update 2"), "%s", msg);
+    int l, k;
+    const double v = diagnose_curv_block_max(blocks[4], 4, TENSOR_BLOCKS, &l, &k);
+    ck_assert(l == 3 && k == TENSOR_BLOCK_EMBED && v == blocks[4][3 * TENSOR_BLOCKS]);
+    d.block_row = 2;
+    d.block_kind = TENSOR_BLOCK_ATTN_QK;
+    report_curvature_message(&d, &c, &ax, 0, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "decoder layer 2 attn_qk"), "%s", msg);
+}
+END_TEST
+
+/* A run that had a warm-up of W: its lr at update t + 1 was already scaled by min(1, (t+1)/W),
+ * so a row above at t + 1 ≤ W needs N > W·ratio. Remedies the run uses are not offered; a
+ * warm-up longer than the run becomes a smaller lr. */
+START_TEST(test_curv_warmup_and_remedies)
+{
+    config_t c = lm_config();
+    c.train.warmup = 5;
+    c.train.optimizer = OPT_GI_ADAM;
+    c.model.placement = PLACEMENT_PRE;
+    diagnose_curv_t d;
+    diagnose_curv_init(&d, &c, 0, 0);
+    const double thr = 38.0 / c.train.lr;
+    const diagnose_curv_row_t r0 = {.step = 1, .active = 1.5 * thr, .threshold = thr,   // 2nd update
+                                    .full = NAN, .eps_share = NAN};
+    diagnose_curv_row(&d, &r0);
+    ck_assert_int_eq(diagnose_curv_warmup(&d), 8);   // 5 × 1.5 = 7.5
+    // check: at full lr the row is 1.5·5/2 = 3.75; under N = 8 it is 3.75·2/8 < 1, under 7 not
+    ck_assert(3.75 * 2 / 8 < 1 && 3.75 * 2 / 7 >= 1);
+    ck_assert(!diagnose_curv_floor_note(&d));   // no update-0 row
+    char msg[2000];
+    report_curvature_message(&d, &c, NULL, 0, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "--set train.warmup=8") && !strstr(msg, "optimizer=") &&
+                  !strstr(msg, "placement") && !strstr(msg, "block") &&
+                  strstr(msg, "at update 1 alone (1 of 1 measured rows)"), "%s", msg);
+    c.train.steps = 6;   // N = 8 outlasts the run: the lr that keeps the peak under, lr / 1.5
+    report_curvature_message(&d, &c, NULL, 0, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "--set train.lr=0.00067") && !strstr(msg, "train.warmup="), "%s", msg);
+}
+END_TEST
+
+/* Below the threshold everywhere: no crossing, no warm-up, one line that says so; no rows:
+ * nothing at all. */
+START_TEST(test_curv_below)
+{
+    config_t c = lm_config();
+    diagnose_curv_t d;
+    diagnose_curv_init(&d, &c, 0, 0);
+    char msg[2000];
+    report_curvature_message(&d, &c, NULL, 0, msg, sizeof msg);
+    ck_assert_str_eq(msg, "");
+    const double thr = 38.0 / c.train.lr;
+    for (long t = 0; t <= 20; t += 5) {
+        const diagnose_curv_row_t r = {.step = t, .active = (0.5 + 0.01 * (double)t) * thr,
+                                       .threshold = thr, .full = NAN, .eps_share = 0.0};
+        ck_assert_int_eq(diagnose_curv_row(&d, &r), 0);
+    }
+    ck_assert_int_eq(d.above, 0);
+    ck_assert_int_eq(d.first, -1);
+    ck_assert_int_eq(diagnose_curv_warmup(&d), 0);
+    ck_assert_int_eq(d.peak_step, 20);
+    report_curvature_message(&d, &c, NULL, 0, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "stayed below adam's stability threshold at all 5 measured rows") &&
+                  strstr(msg, "0.7, at update 20") && !strstr(msg, "--set"), "%s", msg);
+}
+END_TEST
+
 Suite *diagnose_suite(void)
 {
     Suite *s = suite_create("diagnose");
@@ -191,6 +372,10 @@ Suite *diagnose_suite(void)
     tcase_add_test(tc, test_exploded);
     tcase_add_test(tc, test_logit_floor_and_place);
     tcase_add_test(tc, test_remedies_not_in_use);
+    tcase_add_test(tc, test_curv_crossing);
+    tcase_add_test(tc, test_curv_block_elsewhere);
+    tcase_add_test(tc, test_curv_warmup_and_remedies);
+    tcase_add_test(tc, test_curv_below);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -8,6 +8,7 @@
 #include "data/data.h"
 #include "io/h5io.h"
 #include "measure/diagnose.h"
+#include "report/diagnosis_curv.h"
 #include "report/report.h"
 
 /* The plateau of a text run whose file predates the attribute: from its corpus, if readable. */
@@ -157,6 +158,7 @@ void report_diagnosis(FILE *out, h5io_file_t *f, const char *prefix, const confi
         diagnose_healthy(&d, msg, sizeof msg);
         fprintf(out, "  %s\n", msg);
     }
+    report_curvature(out, f, prefix, cfg);   // with curvature rows: the threshold crossed or not
     rows_free(&r);
 }
 

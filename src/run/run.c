@@ -7,11 +7,15 @@
 #include <string.h>
 #include <unistd.h>
 #include "io/h5io.h"
+#include "measure/curvature.h"
 #include "measure/diagnose.h"
+#include "measure/diagnose_curv.h"
 #include "util/progress.h"
 #include "report/bleu.h"
+#include "report/diagnosis_curv.h"
 #include "report/plot.h"
 #include "run/run.h"
+#include "model/tensors.h"
 #include "train/train.h"
 #include "util/blascore.h"
 #include "util/fsutil.h"
@@ -73,6 +77,9 @@ typedef struct {
     double tokens;         /* tokens of the last training batch */
     double tokens_sum;     /* ... summed over this process's updates */
     diagnose_t diag;       /* what went wrong so far (measure/diagnose.h) */
+    diagnose_curv_t curv;  /* the curvature rows against the threshold (measure/diagnose_curv.h) */
+    report_curv_axes_t curv_ax;   /* their block axes' names (curv_stack: malloc'd) */
+    const char **curv_stack;
     int quiet;             /* no warnings, no log, no summary */
     const char *name;      /* the run's name in warnings */
     /* the log: a line every log_every updates when stderr is not a terminal */
@@ -83,18 +90,42 @@ typedef struct {
     long log_n, log_ng;
 } run_ctx_t;
 
-/* One warning line on stderr the first time each diagnosis happens (not with --quiet), and
- * the same line to a sweep that listens (util/progress.h). */
+/* One warning line on stderr (not with --quiet), and the same line to a sweep that listens
+ * (util/progress.h). */
+static void warn_line(run_ctx_t *c, const char *msg)
+{
+    progress_channel_send('W', msg);
+    if (c->quiet) return;
+    progress_clear(&c->bar);   // the warning takes the bar's line; the next update redraws it
+    fprintf(stderr, "%s: warning: %s\n", c->name, msg);
+}
+
+/* A warning the first time each diagnosis happens. */
 static void warn_events(run_ctx_t *c, int events)
 {
     for (int e = 1; e < (1 << DIAG_NEVENTS); e <<= 1) {
         if (!(events & e)) continue;
         char msg[1200];
         diagnose_message(&c->diag, e, msg, sizeof msg);
-        progress_channel_send('W', msg);
-        if (c->quiet) continue;
-        progress_clear(&c->bar);   // the warning takes the bar's line; the next update redraws it
-        fprintf(stderr, "%s: warning: %s\n", c->name, msg);
+        warn_line(c, msg);
+    }
+}
+
+/* The curvature rows of update r (measure/diagnose_curv.h): a warning at the first one above
+ * the optimizer's threshold. Reads the rows only: every dataset stays as it was. */
+static void watch_curv(run_ctx_t *c, const train_t *t, const train_record_t *r)
+{
+    for (int k = 0; t->curv && k < 2; k++) {
+        if (!(r->curv & (1 << k))) continue;
+        const curv_row_t *m = &t->curv_row[k];
+        const diagnose_curv_row_t row = {
+            .step = m->step, .active = m->precond_max_active, .threshold = m->threshold,
+            .full = m->precond_max, .eps_share = m->precond_eps_share,
+            .block = m->precond_block_max};
+        if (!diagnose_curv_row(&c->curv, &row)) continue;
+        char msg[2000];
+        report_curvature_message(&c->curv, &t->s.cfg, &c->curv_ax, 1, msg, sizeof msg);
+        warn_line(c, msg);
     }
 }
 
@@ -189,6 +220,7 @@ static int on_step(void *ctx, const train_t *t, const train_record_t *r)
     if (r->diverged) ev = (ev | diagnose_diverged(&c->diag, r->step, train_diverged_reason(r->diverged))) & c->diag.events;
     log_step(c, r);
     warn_events(c, ev);
+    watch_curv(c, t, r);
     char extra[96];
     snprintf(extra, sizeof extra, "loss %.4f  lr %.3g", r->loss, r->lr);
     progress_update(&c->bar, r->step, c->steps, extra);
@@ -322,6 +354,13 @@ static void watch_start(run_ctx_t *c, const config_t *cfg, const train_t *t, con
     // log lines where no bar is drawn: a log file, a pipe, a cluster job's output
     c->log_every = o->quiet || isatty(STDERR_FILENO) ? 0 : cfg->output.log_every;
     warn_events(c, diagnose_start(&c->diag));
+    // the curvature's block rows: the layer rows' stacks, then the tensors outside the layers
+    const int rows = t->curv ? curv_rows(t->curv) : 0;
+    diagnose_curv_init(&c->curv, cfg, rows, TENSOR_BLOCKS);
+    c->curv_stack = rows == t->ax.L + 1 ? malloc((size_t)rows * sizeof *c->curv_stack) : NULL;
+    for (int l = 0; c->curv_stack && l < t->ax.L; l++) c->curv_stack[l] = t->ax.stack[l];
+    if (c->curv_stack) c->curv_stack[t->ax.L] = "outside";
+    c->curv_ax = (report_curv_axes_t){.stack = c->curv_stack, .kind = NULL};
     c->t0 = c->log_t = progress_now();
     c->last.step = c->log_step = t->step;
     c->first = t->step + 1;
@@ -422,6 +461,12 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
     progress_end(&c.bar);
     // the events judged at the end (not learning) and those still waiting for their place
     warn_events(&c, diagnose_finish(&c.diag, st == TRAIN_DONE || st == TRAIN_DIVERGED));
+    if (c.curv.above) {   // the crossing as a whole: peak, how long, block, remedies (as info)
+        char msg[2000];
+        report_curvature_message(&c.curv, cfg, &c.curv_ax, 0, msg, sizeof msg);
+        warn_line(&c, msg);
+    }
+    free(c.curv_stack);
 
     const char *status = st == TRAIN_DONE ? "done" : st == TRAIN_DIVERGED ? "diverged" : "interrupted";
     // with BLEU logged, the final parameters are checkpointed too: `stability translate` then
