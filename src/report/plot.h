@@ -60,6 +60,7 @@ typedef struct {
     double diverged_at;      /* step, or NaN */
     double unigram;          /* /train@unigram_entropy: a text run's plateau (nats), or NaN */
     plot_dyn_t *dyn;         /* the training dynamics, or NULL without /train */
+    struct plot_curv *curv;  /* the curvature rows (report/plot_curvature.c), or NULL */
 } plot_run_t;
 
 typedef struct {
