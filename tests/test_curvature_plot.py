@@ -141,8 +141,8 @@ def blocks_figure(out, files):
     data = blocks(gp)
     titles = re.findall(r'^set title "((?:[^"\\]|\\.)*)"', gp, re.M)
     worst, cells, bad = 0.0, 0, []
-    for i in range(4):   # panel i of row p: the run its title names
-        t = titles[i].split(": ", 1)[1].replace("\\\\", "")
+    for i in range(4):   # column i: the run its top panel's title names
+        t = titles[i]
         path = files.get(t)
         if not path:
             bad.append(t)
@@ -164,9 +164,11 @@ def blocks_figure(out, files):
     check(f"curv_blocks: every cell = max over kinds of hessian_block_max / precond_block_max "
           f"({cells} cells, worst relative {worst:.1e} ≤ 1e-9)", cells > 0 and worst <= 1e-9 and
           not bad, bad)
-    check("curv_blocks: a panel row per quantity, the layer axis has 'outside'",
-          sum(t.startswith("H: ") for t in titles) == 4 and
-          sum(t.startswith("P^{−1}H active: ") for t in titles) == 4 and "'outside'" in gp)
+    cb = re.findall(r"^set cblabel '([^']*)'", gp, re.M)
+    check("curv_blocks: a panel row per quantity (H, then the active P^-1 H), each its labelled "
+          "colour bar; a column per run; the layer axis has 'outside'",
+          len(cb) == 2 and cb[0].startswith("λ_{max}(H_{bb})") and "(P^{−1}H)" in cb[1] and
+          "active" in cb[1] and len(titles) == 4 and "'outside'" in gp, f"{cb} {titles}")
 
 
 def init_depth(tmp):

@@ -343,11 +343,14 @@ int plot_fig_curv_init_depth(const plot_set_t *set, sbuf_t *s, char *name, size_
     plot_title(set, m, n, &by, "λ_{max}(H) at initialisation vs depth", NULL, title, sizeof title);
     plot_shared(&all, &set->runs[m[0]], PLOT_SHARED_INIT, 1, shared, sizeof shared);
     point_items(set, m, n, &by, items, sizeof items);
-    if (most <= 1) snprintf(how, sizeof how, "one run per point");
-    else if (!spread) snprintf(how, sizeof how, "the %d values of a point (its runs differ in %s) "
-                               "are equal to the last bit: one point each", most, items[0] ? items : "seed");
-    else snprintf(how, sizeof how, "mean of the up to %d values of a point (runs differing in %s, "
-                  "probe seeds), bars: their range", most, items[0] ? items : "seed");
+    char of_point[300];   // where a point's values come from: runs that differ, probe seeds
+    if (items[0]) snprintf(of_point, sizeof of_point, "its runs differ in %s", items);
+    else snprintf(of_point, sizeof of_point, "probe seeds");
+    if (most <= 1) snprintf(how, sizeof how, "one value per point");
+    else if (!spread) snprintf(how, sizeof how, "the %d values of a point (%s) are equal to the "
+                               "last bit: one point each", most, of_point);
+    else snprintf(how, sizeof how, "the mean of up to %d values of a point (%s), bars: their "
+                  "range", most, of_point);
     snprintf(sub, sizeof sub, "%s\nλ_{max} of the Hessian at θ_0 on the measurement batch "
              "(the update-0 row of /train, else /probe's seeds)\n%s", shared, how);
     sbuf_t keys = {0};
@@ -435,15 +438,19 @@ static void blocks_row(sbuf_t *s, const plot_set_t *set, const int *m, int n, co
                    "%.4f\n", y1 - h + g->below, h - g->below - g->above);
     for (int i = 0; i < n; i++) {
         const plot_curv_t *c = set->runs[m[i]].curv;
-        char key[300], t[400];
-        plot_key(d, &set->runs[m[i]], 1, key, sizeof key);
-        snprintf(t, sizeof t, "%s%s%s", p ? "P^{−1}H active" : "H", key[0] ? ": " : "", key);
         plot_panel(s, g, p * n + i);
-        plot_set(s, "title", t);
+        if (p == 0) {   // the column's run over the top row; the colour bars name the rows
+            char key[300];
+            plot_key(d, &set->runs[m[i]], 1, key, sizeof key);
+            plot_set(s, "title", key);
+            sbuf_printf(s, "set title @F%d\n", n > 2 ? 70 : 90);
+        } else {
+            sbuf_printf(s, "unset title\n");
+        }
         sbuf_printf(s, "set yrange [0.5:%g]\nset ytics (", c->rows + 0.5);
         const int every = c->rows <= 17 ? 1 : c->rows / 8;
-        for (int l = 1; l < c->rows; l += every) sbuf_printf(s, "'%d' %d, ", l, l);
-        sbuf_printf(s, "'outside' %d)\n", c->rows);
+        for (int l = 1; l < c->rows; l += every) sbuf_printf(s, i ? "'' %d, " : "'%d' %d, ", l, l);
+        sbuf_printf(s, i ? "'' %d)\n" : "'outside' %d)\n", c->rows);   // labels on the first
         if (i == 0) sbuf_printf(s, "set ylabel 'layer (1 = input side)'\n");
         else sbuf_printf(s, "unset ylabel\n");
         if (i == n - 1) sbuf_printf(s, "set colorbox\n");
@@ -487,6 +494,8 @@ int plot_fig_curv_blocks(const plot_set_t *set, sbuf_t *s, char *name, size_t le
     plot_grid(&g, 1 + pre, n, plot_title_lines(sub), 0);
     g.width = 0.86;   // the colour bars right of the panels, their labels right of them
     g.bottom = 0.01;
+    g.left = 0.11;    // the first column's layer labels ("outside") and the axis label
+    g.left_inner = 0.03;
     plot_begin(s, title, sub);
     sbuf_printf(s, "set xlabel 'update'\nunset key\nset tics @F80\n");
     sbuf_printf(s, "set xrange [%.10g:%.10g]\nset xtics %g\n", x.lo, x.hi,
