@@ -241,9 +241,11 @@ int plot_fig_curv_lens(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
             plot_set(s, "title", t);
             sbuf_printf(s, "set title @F80\n");
         }
-        plot_set(s, "ylabel", p % cols == 0 ? "η·λ_{max}(P^{−1}H)_{active} / (2(1+β_1)/(1−β_1))" : "");
-        sbuf_printf(s, "set label 1 'stability threshold' at graph 0.99, first 1 right offset 0, 0.6 "
-                       "@F70\nplot 1 with lines lc rgb 'black' dt 2 lw 1.5 notitle");
+        plot_set(s, "ylabel", p % cols ? "" : prow > 1 ? "active ratio" // the subtitle says of what
+                 : "η·λ_{max}(P^{−1}H)_{active} / (2(1+β_1)/(1−β_1))");
+        sbuf_printf(s, "set label 1 'stability threshold' at graph 0.99, first 1 right offset 0, "
+                       "%g @F70\nplot 1 with lines lc rgb 'black' dt 2 lw 1.5 notitle",
+                    y.hi > 1.5 ? 0.6 : -0.6);   // above the line, below when it is at the top
         for (int i = 0; i < n; i++)
             if (of[i] == p)
                 sbuf_printf(s, ", $c%d using 1:2 with linespoints lc rgb '%s' dt %d lw %g pt %d "
