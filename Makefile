@@ -213,6 +213,7 @@ warmup-explained: deps
 	  $$([ -f results/atlas_init.h5 ] && echo --init results/atlas_init.h5) \
 	  --fig2 results/warmup_explained_fig2.h5 \
 	  --cells results/warmup_explained_cells.tsv > results/warmup_explained.md
+	@set -e; for f in $(WARMUP_EXPLAINED); do ./stability plot results/$$f.h5; done   # curv_* (docs/curvature.md#figures)
 	@cat results/warmup_explained.md
 
 .PHONY: figures-bleu figures-train
@@ -326,6 +327,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_sweep_reuse.py
 	/usr/bin/python3 tests/test_proxies.py
 	/usr/bin/python3 tests/test_proxies_plot.py
+	/usr/bin/python3 tests/test_curvature_plot.py
 	/usr/bin/python3 tests/test_train.py
 	/usr/bin/python3 tests/test_watch.py
 	/usr/bin/python3 tests/test_hostile.py

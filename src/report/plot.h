@@ -64,6 +64,7 @@ typedef struct {
     plot_dyn_t *dyn;         /* the training dynamics, or NULL without /train */
     struct plot_ind *ind;    /* warm-up's indicators of a run with curvature rows
                                 (report/plot_indicators.c), or NULL */
+    struct plot_curv *curv;  /* the curvature rows (report/plot_curvature.c), or NULL */
 } plot_run_t;
 
 typedef struct {

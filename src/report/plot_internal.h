@@ -175,6 +175,30 @@ void plot_ind_free(plot_ind_t *d);
 
 /* Each indicator against the atlas's outcome, a panel each (docs/curvature.md). */
 int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+/* ---- plot_curvature.c: a run's curvature rows (docs/design.md §10) ---- */
+
+typedef struct plot_curv {
+    size_t n;                     /* curvature rows every column below has */
+    double *step;                 /* (n) curv_step: the updates before the row */
+    double *hessian_max, *active, *threshold;   /* (n) hessian_max, precond_max_active,
+                                                   stability_threshold (NaN: not measured) */
+    int rows, kinds;              /* the block axis: layer rows + "outside", block kinds */
+    double *hblock, *pblock;      /* (n,rows,kinds) hessian_block_max, precond_block_max, or NULL */
+} plot_curv_t;
+
+/* Read the curvature rows of the run at prefix of f into r->curv (left NULL without
+ * /train/curv_step or out of memory). */
+void plot_curv_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
+
+/* Free c's arrays and itself. */
+void plot_curv_free(plot_curv_t *c);
+
+/* The curvature's figures (plot_curvature.c; docs/curvature.md): the active ratio to the
+ * threshold against the update, λ_max(H) at initialisation against depth, the per-block
+ * sharpness as a layer × update heat map. */
+int plot_fig_curv_lens(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_curv_init_depth(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_curv_blocks(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 /* ---- plot_atlas.c: the stability atlas ---- */
 
