@@ -205,7 +205,7 @@ static void covary(const plot_set_t *set, const int *m, int n, items_t *const *i
         }
         for (int j = 0; j < d->n; j++)
             if (group[j] == k && j != lead && d->nf < PLOT_DIFF_MAX)
-                snprintf(d->follower[d->nf++], sizeof d->follower[0], "%s", d->item[j]);
+                memcpy(d->follower[d->nf++], d->item[j], sizeof d->follower[0]);   // same size
     }
 }
 
