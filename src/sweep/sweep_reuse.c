@@ -150,7 +150,7 @@ static int take(const sweep_t *s, int i, const config_t *cfg, const char *from, 
     if (fsutil_is_busy(from)) { snprintf(why, len, "a process is writing it"); return 0; }
     if (fsutil_check_replaceable(path, why, len)) return 0;
     const int claim = fsutil_claim(path, "sweep reuse", holder, sizeof holder);
-    if (claim < 0) { snprintf(why, len, "%s is held by %s", path, holder); return 0; }
+    if (claim < 0) { snprintf(why, len, "%.300s is held by %.180s", path, holder); return 0; }
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     int ok = 0;
     if (stat(from, &before) != 0 || copy_file(from, tmp) != 0)
