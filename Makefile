@@ -203,17 +203,25 @@ BLEU_FIGURES := fig2_bleu_short-val_loss fig2_bleu_short-bleu fig4_bleu_short-va
 # through the curvature lens; the per-block heat map's runs), then the table of ROC AUCs
 # against the atlas's outcomes (make atlas first: results/atlas.h5, results/atlas_init.h5).
 WARMUP_EXPLAINED := warmup_explained warmup_explained_fig2 warmup_explained_blocks
+WARMUP_FIGURES := warmup_explained_fig2-curv_lens warmup_explained-curv_init_depth \
+                  warmup_explained-curv_lens warmup_explained_blocks-curv_blocks
+# The outcomes: the atlas of PRECISION (float64: results/atlas.h5; make warmup-explained
+# PRECISION=float32 takes results/atlas_f32.h5, the same run names).
 .PHONY: warmup-explained
 warmup-explained: deps
 	$(MAKE) stability
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text every run trains on
 	@set -e; for f in $(WARMUP_EXPLAINED); do ./stability sweep experiments/$$f.ini; done
-	@[ -f results/atlas.h5 ] || { echo "make warmup-explained: results/atlas.h5 is missing: make atlas gives the outcomes" >&2; exit 2; }
-	/usr/bin/python3 scripts/warmup_explained.py results/atlas.h5 results/warmup_explained.h5 \
+	@[ -f results/$(ATLAS).h5 ] || { echo "make warmup-explained: results/$(ATLAS).h5 is missing: make atlas$(if $(filter float32,$(PRECISION)), PRECISION=float32) gives the outcomes" >&2; exit 2; }
+	/usr/bin/python3 scripts/warmup_explained.py results/$(ATLAS).h5 results/warmup_explained.h5 \
 	  $$([ -f results/atlas_init.h5 ] && echo --init results/atlas_init.h5) \
 	  --fig2 results/warmup_explained_fig2.h5 \
 	  --cells results/warmup_explained_cells.tsv > results/warmup_explained.md
 	@set -e; for f in $(WARMUP_EXPLAINED); do ./stability plot results/$$f.h5; done   # curv_* (docs/curvature.md#figures)
+	./stability plot results/warmup_explained.h5 results/$(ATLAS).h5 --out plots/indicators   # warmup_indicators
+	@mkdir -p docs/figures; for f in $(WARMUP_FIGURES); do \
+	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
+	@cp plots/indicators/warmup_explained-warmup_indicators.png docs/figures/ 2>/dev/null || true
 	@cat results/warmup_explained.md
 
 .PHONY: figures-bleu figures-train
