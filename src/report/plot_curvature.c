@@ -243,9 +243,11 @@ int plot_fig_curv_lens(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         }
         plot_set(s, "ylabel", p % cols ? "" : prow > 1 ? "active ratio" // the subtitle says of what
                  : "η·λ_{max}(P^{−1}H)_{active} / (2(1+β_1)/(1−β_1))");
-        sbuf_printf(s, "set label 1 'stability threshold' at graph 0.99, first 1 right offset 0, "
-                       "%g @F70\nplot 1 with lines lc rgb 'black' dt 2 lw 1.5 notitle",
-                    y.hi > 1.5 ? 0.6 : -0.6);   // above the line, below when it is at the top
+        if (np == 1)   // small multiples: the key names the line; a label would not fit a panel
+            sbuf_printf(s, "set label 1 'stability threshold' at graph 0.99, first 1 right "
+                           "offset 0, %g @F70\n", y.hi > 1.5 ? 0.6 : -0.6);   // above the line,
+                                                                        // below it at the top
+        sbuf_printf(s, "plot 1 with lines lc rgb 'black' dt 2 lw 1.5 notitle");
         for (int i = 0; i < n; i++)
             if (of[i] == p)
                 sbuf_printf(s, ", $c%d using 1:2 with linespoints lc rgb '%s' dt %d lw %g pt %d "
