@@ -130,19 +130,17 @@ static const char *item_value(const plot_set_t *set, const int *m, items_t *cons
     return v ? v : "";
 }
 
-/* Whether items a and b split the runs alike: any two runs differ in a iff they differ in b. */
-static int split_alike(const plot_set_t *set, const int *m, int n, items_t *const *its,
-                       char (*scheme)[32], const char *a, const char *b)
+/* cls[i] = the first run with run i's value of item: two items split the runs alike (any two
+ * runs that differ in one differ in the other) exactly when their cls are equal. */
+static void classes(const plot_set_t *set, const int *m, int n, items_t *const *its,
+                    char (*scheme)[32], const char *item, const char **val, int *cls)
 {
-    for (int i = 1; i < n; i++)
-        for (int j = 0; j < i; j++) {
-            const int da = strcmp(item_value(set, m, its, scheme, i, a),
-                                  item_value(set, m, its, scheme, j, a)) != 0;
-            const int db = strcmp(item_value(set, m, its, scheme, i, b),
-                                  item_value(set, m, its, scheme, j, b)) != 0;
-            if (da != db) return 0;
-        }
-    return 1;
+    for (int i = 0; i < n; i++) val[i] = item_value(set, m, its, scheme, i, item);
+    for (int i = 0; i < n; i++) {
+        int j = 0;
+        while (j < i && strcmp(val[j], val[i])) j++;
+        cls[i] = j;
+    }
 }
 
 /* Items that lead a group of items which split the runs alike, best first: a data set's
@@ -164,6 +162,10 @@ static int leader_rank(const char *item)
 static void covary(const plot_set_t *set, const int *m, int n, items_t *const *its,
                    char (*scheme)[32], plot_diff_t *d)
 {
+    int *cls = malloc((size_t)(d->n > 0 ? d->n : 1) * (size_t)(n > 0 ? n : 1) * sizeof *cls);
+    const char **val = malloc((size_t)(n > 0 ? n : 1) * sizeof *val);
+    if (!cls || !val) { free(cls); free(val); return; }   // no grouping: every item its own
+    for (int k = 0; k < d->n; k++) classes(set, m, n, its, scheme, d->item[k], val, cls + k * n);
     int group[PLOT_DIFF_MAX];
     for (int k = 0; k < d->n; k++) group[k] = -1;
     size_t used = 0;
@@ -172,7 +174,7 @@ static void covary(const plot_set_t *set, const int *m, int n, items_t *const *i
         int lead = k, size = 1;
         group[k] = k;
         for (int j = k + 1; j < d->n; j++)
-            if (group[j] < 0 && split_alike(set, m, n, its, scheme, d->item[k], d->item[j])) {
+            if (group[j] < 0 && !memcmp(cls + k * n, cls + j * n, (size_t)n * sizeof *cls)) {
                 group[j] = k;
                 size++;
                 if (leader_rank(d->item[j]) < leader_rank(d->item[lead])) lead = j;
@@ -180,24 +182,18 @@ static void covary(const plot_set_t *set, const int *m, int n, items_t *const *i
         const int data_led = !strncmp(d->item[lead], "data.", 5);
         if (size < 2 || (size < 3 && !data_led)) continue;
         for (int i = 0; i < n; i++) {   // one clause per value of the leader, in run order
-            int seen = 0;
-            for (int j = 0; j < i && !seen; j++)
-                seen = !strcmp(item_value(set, m, its, scheme, i, d->item[lead]),
-                               item_value(set, m, its, scheme, j, d->item[lead]));
-            if (seen) continue;
-            char w[256];
-            item_plain(&set->runs[m[i]], d->item[lead], 0, w, sizeof w);
+            if (cls[lead * n + i] != i) continue;
+            char lw[256], w[256];
+            item_plain(&set->runs[m[i]], d->item[lead], 0, lw, sizeof lw);
             if (used < sizeof d->covary)
                 used += (size_t)snprintf(d->covary + used, sizeof d->covary - used, "%s%s:",
-                                         used ? "; " : "", w);
+                                         used ? "; " : "", lw);
             int first = 1;
             for (int j = 0; j < d->n; j++) {
                 if (group[j] != k || j == lead || !strcmp(d->item[j], "data")) continue;
-                char lw[256];
-                item_plain(&set->runs[m[i]], d->item[lead], 0, lw, sizeof lw);
                 item_plain(&set->runs[m[i]], d->item[j], 0, w, sizeof w);
-                if (strstr(lw, w)) continue;   // data.zipf says what data.task says
-                if (used < sizeof d->covary && w[0])
+                if (!w[0] || strstr(lw, w)) continue;   // data.zipf says what data.task says
+                if (used < sizeof d->covary)
                     used += (size_t)snprintf(d->covary + used, sizeof d->covary - used, "%s %s",
                                              first ? "" : ",", w);
                 first = 0;
@@ -207,6 +203,8 @@ static void covary(const plot_set_t *set, const int *m, int n, items_t *const *i
             if (group[j] == k && j != lead && d->nf < PLOT_DIFF_MAX)
                 memcpy(d->follower[d->nf++], d->item[j], sizeof d->follower[0]);   // same size
     }
+    free(cls);
+    free(val);
 }
 
 static int is_follower(const plot_diff_t *d, const char *item)
