@@ -241,10 +241,30 @@ def read_admin(path):
 
 # ------------------------------------------------------------------------------ the table
 
+def paired_diff_ci(fa, oa, fb, ob, B=2000, seed=1):
+    """AUC(a) − AUC(b) over the same cells, with the 2.5 % and 97.5 % points of B stratified
+    bootstrap replicates that resample the cells once for both (so the two indicators' shared
+    noise cancels); fa/oa and fb/ob are the failing/training cells' values in one order. Cells
+    where either value is not finite are left out."""
+    f = [(x, y) for x, y in zip(fa, fb) if np.isfinite(x) and np.isfinite(y)]
+    o = [(x, y) for x, y in zip(oa, ob) if np.isfinite(x) and np.isfinite(y)]
+    if not f or not o:
+        return math.nan, math.nan, math.nan
+    f, o = np.asarray(f), np.asarray(o)
+    d = auc(f[:, 0], o[:, 0]) - auc(f[:, 1], o[:, 1])
+    rng = np.random.default_rng(seed)
+    reps = np.empty(B)
+    for b in range(B):
+        i, j = rng.integers(0, len(f), len(f)), rng.integers(0, len(o), len(o))
+        reps[b] = auc(f[i, 0], o[j, 0]) - auc(f[i, 1], o[j, 1])
+    return d, float(np.percentile(reps, 2.5)), float(np.percentile(reps, 97.5))
+
+
 def rows(cells, inds, admin, B, seed):
-    """Per indicator: (name, n, AUC fail-vs-trains (lo, hi), stuck-vs-trains, diverged-vs-trains,
-    diverged-vs-stuck)."""
+    """Per indicator: (name, n, AUC fail-vs-trains (lo, hi), its difference to lr's (paired),
+    needs-warm-up-vs-trains, stuck-vs-trains, diverged-vs-trains, diverged-vs-stuck)."""
     keys = sorted(set(cells) & set(inds))
+    lr = {k: inds[k].get("lr", math.nan) for k in keys}
     table = []
     for name in INDICATORS:
         val = {}
@@ -255,8 +275,14 @@ def rows(cells, inds, admin, B, seed):
             continue
         grp = lambda o: [val[k] for k in keys if cells[k]["outcome"] in o]
         n = sum(np.isfinite(v) for v in val.values())
+        fails = [k for k in keys if cells[k]["outcome"] in ("stuck", "diverged")]
+        trains = [k for k in keys if cells[k]["outcome"] == "trains"]
+        needs = [val[k] for k in keys if cells[k]["needs_warmup"]]
         table.append((name, n,
                       auc_ci(grp(("stuck", "diverged")), grp(("trains",)), B, seed),
+                      paired_diff_ci([val[k] for k in fails], [val[k] for k in trains],
+                                     [lr[k] for k in fails], [lr[k] for k in trains], B, seed),
+                      auc_ci(needs, grp(("trains",)), B, seed),
                       auc_ci(grp(("stuck",)), grp(("trains",)), B, seed),
                       auc_ci(grp(("diverged",)), grp(("trains",)), B, seed),
                       auc_ci(grp(("diverged",)), grp(("stuck",)), B, seed)))
@@ -265,6 +291,10 @@ def rows(cells, inds, admin, B, seed):
 
 def fmt(a):
     return "–" if not np.isfinite(a[0]) else f"{a[0]:.2f} [{a[1]:.2f}, {a[2]:.2f}]"
+
+
+def fmt_diff(a):
+    return "–" if not np.isfinite(a[0]) else f"{a[0]:+.2f} [{a[1]:+.2f}, {a[2]:+.2f}]"
 
 
 def main():
@@ -291,11 +321,12 @@ def main():
     print(f"{len(keys)} cells without warm-up: {count('trains')} train, {count('stuck')} stuck, "
           f"{count('diverged')} diverged ({needs} of the failures train with warm-up); AUC with "
           f"bootstrap 95 % intervals (B = {a.bootstrap}, seed {a.seed}, stratified).\n")
-    print("| indicator | n | fails vs trains | stuck vs trains | diverged vs trains | "
-          "diverged vs stuck |")
-    print("|---|---|---|---|---|---|")
+    print("| indicator | n | fails vs trains | minus lr's (paired) | needs warm-up vs trains | "
+          "stuck vs trains | diverged vs trains | diverged vs stuck |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, n, *aucs in table:
-        print(f"| {name} | {n} | " + " | ".join(fmt(x) for x in aucs) + " |")
+        print(f"| {name} | {n} | " + " | ".join(fmt(x) if i != 1 else fmt_diff(x)
+                                               for i, x in enumerate(aucs)) + " |")
     if a.fig2:   # three or four runs: their values, no AUC
         runs = read_indicators(a.fig2)
         names = [n for n in INDICATORS if n not in ("admin", "xiong_ratio")]

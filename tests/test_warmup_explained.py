@@ -55,6 +55,16 @@ def test_bootstrap():
     check(a == 0.5 and lo == 0.0 and hi == 1.0, f"interval [0, 1] around ½ (got {a}, {lo}, {hi})")
     check(W.auc_ci([2, 3, 4], [0, 1], B=500) == (1.0, 1.0, 1.0), "perfect separation: 1 [1, 1]")
     check(W.auc_ci([0.9] * 4, [0.9] * 5, B=500) == (0.5, 0.5, 0.5), "a constant: ½ [½, ½]")
+    # the paired difference of two indicators' AUCs resamples the cells once for both
+    f, o = [0.3, 0.8, 0.5, 0.9], [0.1, 0.6, 0.4, 0.2, 0.7]
+    d = W.paired_diff_ci(f, o, f, o, B=500)
+    check(d == (0.0, 0.0, 0.0), f"paired: an indicator minus itself is 0 [0, 0] in every replicate {d}")
+    d = W.paired_diff_ci([2, 3, 4], [0, 1], [0.9] * 3, [0.9] * 2, B=500)
+    check(d == (0.5, 0.5, 0.5), f"paired: perfect separation minus a constant is ½ [½, ½] {d}")
+    d = W.paired_diff_ci(f, o, [-x for x in f], [-x for x in o], B=500)
+    a = W.auc(f, o)
+    check(abs(d[0] - (2 * a - 1)) < 1e-12 and d[1] <= d[0] <= d[2],
+          f"paired: an indicator minus its negation is 2·AUC − 1 = {2 * a - 1:.3f}, inside its interval {d}")
     r1, r2 = W.bootstrap_auc([1, 2, 5], [0, 3], 300, 3), W.bootstrap_auc([1, 2, 5], [0, 3], 300, 3)
     check(np.array_equal(r1, r2), "the same seed gives the same replicates")
 
