@@ -207,7 +207,7 @@ static const struct { const char *name, *what; } IND[I_N] = {
     {"xiong", "‖∂L/∂W²‖ of the last layer, update 1"},
     {"xiong_ratio", "xiong over Pre-LN's (Theorem 1)"},
     {"admin", "output change at initialisation"},
-    {"eos", "peak active ratio, updates 1–20"},
+    {"eos", "peak active ratio, upd. 1–20"},
     {"eos0", "active ratio at update 0"},
     {"radam", "1 − r₅ (RAdam's rectifier)"},
     {"kosson", "max ‖ΔW‖/‖W‖, updates 1–20"},
