@@ -191,6 +191,8 @@ static void covary(const plot_set_t *set, const int *m, int n, items_t *const *i
             int first = 1;
             for (int j = 0; j < d->n; j++) {
                 if (group[j] != k || j == lead || !strcmp(d->item[j], "data")) continue;
+                if (!item_value(set, m, its, scheme, i, d->item[j])[0])
+                    continue;   // a key at its default the run's config does not write
                 item_plain(&set->runs[m[i]], d->item[j], 0, w, sizeof w);
                 if (!w[0] || strstr(lw, w)) continue;   // data.zipf says what data.task says
                 if (used < sizeof d->covary)
@@ -377,7 +379,8 @@ static void special_text(const plot_run_t *r, const char *item, const char *v, c
                                  : c->model.norm == NORM_RMSNORM ? "RMSNorm"
                                  : c->model.norm == NORM_DYT     ? "DyT" : "no norm");
     } else if (!strcmp(item, "model.activation")) {
-        snprintf(buf, len, "%s", c->model.activation == ACT_GELU ? "GELU" : "ReLU");
+        snprintf(buf, len, "%s", c->model.activation == ACT_GELU ? "GELU"
+                                 : c->model.activation == ACT_SWIGLU ? "SwiGLU" : "ReLU");
     } else if (!strcmp(item, "model.causal")) {
         snprintf(buf, len, "%s", c->model.causal ? "causal" : "bidirectional");
     } else if (!strcmp(item, "model.tie_embeddings")) {

@@ -384,6 +384,7 @@ int size_study_read(const plot_set_t *set, size_study_t *st, char *why, size_t l
         if (set->runs[i].nsteps > 0 && set->runs[i].loss) st->m[st->n++] = i;
     if (st->n < 4) return 0;
     plot_diff(set, st->m, st->n, 0, &st->all);
+    st->all.covary[0] = '\0';   // the block's and arm's words say what varies with them
     if (!plot_diff_has(&st->all, "model.d_model") || !plot_diff_has(&st->all, "train.lr")) return 0;
     st->first = st->m[0];
     char (*ctx)[200] = malloc((size_t)st->n * sizeof *ctx);
