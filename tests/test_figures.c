@@ -145,6 +145,12 @@ START_TEST(test_covary)
     ck_assert_int_eq(d.nf, 0);
     plot_key(&d, &r[1], 0, a, sizeof a);
     ck_assert_str_eq(a, "lr 0.01, warm-up 50");
+    r[1].cfg.model.placement = PLACEMENT_PRE;   // Fig. 5: scheme, lr and warm-up vary together;
+    r[1].cfg.model.final_norm = FINAL_NORM_AUTO;   // what an experiment compares stays in the key
+    plot_diff(&set, m, 2, 0, &d);
+    ck_assert_int_eq(d.nf, 0);
+    plot_key(&d, &r[1], 0, a, sizeof a);
+    ck_assert_str_eq(a, "Pre-LN, lr 0.01, warm-up 50");
 }
 END_TEST
 

@@ -144,15 +144,26 @@ static void classes(const plot_set_t *set, const int *m, int n, items_t *const *
 }
 
 /* Items that lead a group of items which split the runs alike, best first: a data set's
- * vocabulary, lengths and batch come with it (docs/design.md §6j). */
-static const char *const LEADERS[] = {"scheme", "data.task", "data.path", "model.d_model",
-                                      "model.layers", "train.lr", "train.warmup", NULL};
+ * vocabulary, lengths and batch come with it, a width its heads and d_ff (docs/design.md §6j).
+ * Only these lead, and only FOLLOWERS follow: the scheme, lr, warm-up and optimizer are what an
+ * experiment compares and always stay in the keys. */
+static const char *const LEADERS[] = {"data.task", "data.path", "model.d_model", NULL};
+static const char *const FOLLOWERS[] = {"model.vocab", "model.seq_len", "model.src_len",
+                                        "model.heads", "model.d_ff", NULL};
 
 static int leader_rank(const char *item)
 {
     for (int k = 0; LEADERS[k]; k++)
         if (!strcmp(LEADERS[k], item)) return k;
-    return !strcmp(item, "data") ? 1000 : 100;   // the data's hash leads only itself
+    return -1;
+}
+
+static int can_follow(const char *item)
+{
+    if (!strncmp(item, "data", 4) && leader_rank(item) < 0) return 1;   // data.*, the data's hash
+    for (int k = 0; FOLLOWERS[k]; k++)
+        if (!strcmp(FOLLOWERS[k], item)) return 1;
+    return 0;
 }
 
 /* Group d's items that split the runs alike; a group led by a data key (any size), or of three
@@ -169,18 +180,24 @@ static void covary(const plot_set_t *set, const int *m, int n, items_t *const *i
     int group[PLOT_DIFF_MAX];
     for (int k = 0; k < d->n; k++) group[k] = -1;
     size_t used = 0;
-    for (int k = 0; k < d->n; k++) {
-        if (group[k] >= 0) continue;
-        int lead = k, size = 1;
-        group[k] = k;
-        for (int j = k + 1; j < d->n; j++)
-            if (group[j] < 0 && !memcmp(cls + k * n, cls + j * n, (size_t)n * sizeof *cls)) {
+    for (int r = 0; LEADERS[r]; r++) {
+        int k = 0;
+        while (k < d->n && strcmp(d->item[k], LEADERS[r])) k++;
+        if (k == d->n || group[k] >= 0) continue;
+        const int lead = k;
+        int size = 1;
+        for (int j = 0; j < d->n; j++)
+            if (j != k && group[j] < 0 && can_follow(d->item[j]) &&
+                !memcmp(cls + k * n, cls + j * n, (size_t)n * sizeof *cls)) {
                 group[j] = k;
                 size++;
-                if (leader_rank(d->item[j]) < leader_rank(d->item[lead])) lead = j;
             }
-        const int data_led = !strncmp(d->item[lead], "data.", 5);
-        if (size < 2 || (size < 3 && !data_led)) continue;
+        if (size < 2 || (size < 3 && strncmp(d->item[lead], "data.", 5))) {
+            for (int j = 0; j < d->n; j++)
+                if (group[j] == k) group[j] = -1;   // a width with one follower: both stay keys
+            continue;
+        }
+        group[k] = k;
         for (int i = 0; i < n; i++) {   // one clause per value of the leader, in run order
             if (cls[lead * n + i] != i) continue;
             char lw[256], w[256];
