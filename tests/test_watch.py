@@ -273,13 +273,15 @@ model.d_ff = 64
 
 
 def test_sweep_bar(tmp):
-    """On a terminal the sweep's bar counts the updates of all its runs (200 + 300), not runs."""
+    """On a terminal the sweep's bar counts the updates of all its runs (20 000 + 30 000), not
+    runs. The runs are long enough (a few seconds of tiny updates) for the bar to be redrawn
+    while they go: 200 + 300 updates took 40 ms, done before the first redraw on a fast machine."""
     d = os.path.join(tmp, "bar")
     os.makedirs(d, exist_ok=True)
     os.symlink(CONFIGS, os.path.join(d, "configs"))
     with open(os.path.join(d, "bar.ini"), "w") as fh:
         fh.write("[sweep]\nbase = configs/tiny.ini\nname = s{steps}\nzip = train.steps, train.warmup\n"
-                 "train.steps = 200, 300\ntrain.warmup = 20, 30\ndata.task = copy\n")
+                 "train.steps = 20000, 30000\ntrain.warmup = 20, 30\ndata.task = copy\n")
     master, slave = pty.openpty()
     p = subprocess.Popen([STABILITY, "sweep", "bar.ini", "--jobs", "1"], cwd=d,
                          stdout=subprocess.DEVNULL, stderr=slave, env=ENV)
@@ -296,9 +298,9 @@ def test_sweep_bar(tmp):
     p.wait()
     os.close(master)
     text = seen.decode(errors="replace")
-    counts = re.findall(r"(\d+)/500 +\S+ ETA", text)
-    check(f"a sweep's bar on a terminal counts updates across runs with an ETA (last {counts[-1:]}/500)",
-          p.returncode == 0 and counts and counts[-1] == "500" and len(set(counts)) > 2, text[-300:])
+    counts = re.findall(r"(\d+)/50000 +\S+ ETA", text)
+    check(f"a sweep's bar on a terminal counts updates across runs with an ETA (last {counts[-1:]}/50000)",
+          p.returncode == 0 and counts and counts[-1] == "50000" and len(set(counts)) > 2, text[-300:])
 
 
 def test_threads(tmp):
