@@ -17,6 +17,18 @@
 #define PLOT_MAX_SERIES 16
 #define PLOT_ATLAS_MAX 32   /* schemes, depths, learning rates of the atlas's figures */
 
+/* ---- plot_label.c and plot_words.c: between the two halves of report/plot_label.h ---- */
+
+/* The raw value of config key item for run r into buf ("" when its config does not write it). */
+void plot_item_raw(const plot_run_t *r, const char *item, char *buf, size_t len);
+/* Item's words for run r, plain ("warm-up 500"); quiet: "" when the value says nothing in a
+ * subtitle. */
+void plot_item_plain(const plot_run_t *r, const char *item, int quiet, char *buf, size_t len);
+/* 1 when key is in the NULL-terminated list. */
+int plot_listed(const char *const *list, const char *key);
+/* 1 when item follows another in d (co-varies with it, which names the group). */
+int plot_diff_follows(const plot_diff_t *d, const char *item);
+
 /* ---- plot_style.c: shared by the figures ---- */
 
 /* The line of Xiong et al. 2020 stated for the run's scheme (scheme_theory_t: Post-LN's,

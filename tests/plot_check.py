@@ -1,0 +1,54 @@
+"""What the figure tests (tests/test_*_plot.py) share: a count of checks printed as "ok - …" /
+"FAIL - …", running the program, and reading the gnuplot script `stability plot --format gp`
+writes (its inline data blocks, key entries and panel titles) or an SVG's text."""
+
+import os
+import re
+import subprocess
+import xml.etree.ElementTree as ET
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(REPO, "stability")
+counts = {"passed": 0, "failed": 0}
+
+
+def check(desc, ok, detail=""):
+    """Count one check and print it; detail is printed only when it fails."""
+    counts["passed" if ok else "failed"] += 1
+    print(("ok - " if ok else "FAIL - ") + desc + (f": {detail}" if detail and not ok else ""))
+
+
+def summary(name):
+    """Print "NAME: N passed, M failed" and return the exit status (1 when any failed)."""
+    print(f"{name}: {counts['passed']} passed, {counts['failed']} failed")
+    return 1 if counts["failed"] else 0
+
+
+def run(*args, cwd=REPO):
+    """The program with args, one thread, output captured as text."""
+    return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=cwd,
+                          env=dict(os.environ, STABILITY_THREADS="1"))
+
+
+def blocks(gp, word=float):
+    """{name: rows} of a gnuplot script's inline data blocks, each word through word (float)."""
+    out = {}
+    for name, body in re.findall(r"^\$(\w+) << EOD\n(.*?)^EOD$", gp, re.S | re.M):
+        out[name] = [[word(x) for x in line.split()] for line in body.splitlines() if line.strip()]
+    return out
+
+
+def key_titles(gp):
+    """The key's entries of a gnuplot script: the keyentry titles."""
+    return re.findall(r"keyentry with [^,]*? title '((?:[^']|'')*)'", gp)
+
+
+def panel_titles(gp):
+    """Every `set title` of a gnuplot script, its \\n as line breaks."""
+    return [t.replace("\\n", "\n") for t in re.findall(r'^set title "((?:[^"\\]|\\.)*)"', gp, re.M)]
+
+
+def svg_text(path):
+    """Every text of an SVG (a well-formed XML file), joined by newlines."""
+    return "\n".join("".join(e.itertext()) for e in ET.parse(path).getroot().iter()
+                     if e.tag.endswith("text"))
