@@ -27,30 +27,16 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import h5py
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(REPO, "stability")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_check import BIN, check, run, blocks, key_titles, summary  # noqa: E402
 CURV = {"train.steps": 6, "probe.curvature_every": 2, "probe.curvature_iters": 8,
         "probe.curvature_block_iters": 3, "train.schedule": "constant", "train.lr": 1e-2}
-passed = failed = 0
-
-
-def check(desc, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(("ok - " if ok else "FAIL - ") + desc + (f": {detail}" if detail and not ok else ""))
-
-
-def run(*args):
-    return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=REPO,
-                          env=dict(os.environ, STABILITY_THREADS="1"))
 
 
 def train(path, **keys):
@@ -71,18 +57,6 @@ def plot(files, out, fmt="gp"):
 def figure(out, name):
     hits = [f for f in os.listdir(out) if f.endswith(f"-{name}.gp")] if os.path.isdir(out) else []
     return open(os.path.join(out, hits[0])).read() if hits else ""
-
-
-def blocks(gp):
-    """{name: rows of floats} of a gnuplot script's inline data blocks."""
-    out = {}
-    for name, body in re.findall(r"^\$(\w+) << EOD\n(.*?)^EOD$", gp, re.S | re.M):
-        out[name] = [[float(x) for x in line.split()] for line in body.splitlines() if line.strip()]
-    return out
-
-
-def key_titles(gp):
-    return re.findall(r"keyentry with [^,]*? title '((?:[^']|'')*)'", gp)
 
 
 def rel(a, b):
@@ -282,8 +256,7 @@ def main():
         absent(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"curvature plot: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary("curvature plot")
 
 
 if __name__ == "__main__":

@@ -33,9 +33,8 @@ import xml.etree.ElementTree as ET
 
 import h5py
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(REPO, "stability")
-passed = failed = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_check import REPO, check, run, key_titles, svg_text, summary  # noqa: E402
 
 SWEEP = """[sweep]
 base = configs/tiny.ini
@@ -54,31 +53,8 @@ probe.every = 5
 """
 
 
-def check(desc, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(("ok - " if ok else "FAIL - ") + desc + (f": {detail}" if detail and not ok else ""))
-
-
-def run(*args, cwd=REPO):
-    return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=cwd,
-                          env=dict(os.environ, STABILITY_THREADS="1"))
-
-
 def text(path):
     return open(path).read() if os.path.exists(path) else ""
-
-
-def key_titles(gp):
-    """The key's entries of a gnuplot script (plot --format gp): the keyentry titles."""
-    return re.findall(r"keyentry with [^,]*? title '((?:[^']|'')*)'", gp)
-
-
-def svg_text(path):
-    """Every text of an SVG (a well-formed XML file), joined by newlines."""
-    return "\n".join("".join(e.itertext()) for e in ET.parse(path).getroot().iter()
-                     if e.tag.endswith("text"))
 
 
 def sweep(tmp, name, body):
@@ -273,8 +249,7 @@ def main():
         test_legitimate_runs(tmp)
         test_title_and_text(tmp)
         test_atlas_warmups(tmp)
-    print(f"dynamics plot: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary("dynamics plot")
 
 
 if __name__ == "__main__":

@@ -28,23 +28,10 @@ import subprocess
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(REPO, "stability")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_check import REPO, check, run, blocks, summary  # noqa: E402
 SCRIPT = os.path.join(REPO, "scripts", "warmup_explained.py")
 OUT = {"trains": 0, "needs warm-up": 1, "stuck": 2, "diverged": 3}
-passed = failed = 0
-
-
-def check(desc, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(("ok - " if ok else "FAIL - ") + desc + (f": {detail}" if detail and not ok else ""))
-
-
-def run(*args):
-    return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=REPO,
-                          env=dict(os.environ, STABILITY_THREADS="1"))
 
 
 COMMON = """base = configs/tiny.ini
@@ -91,12 +78,6 @@ def sweep(tmp, name, text):
     return merged if r.returncode == 0 else None
 
 
-def blocks(gp):
-    """{name: rows (lists of words)} of a gnuplot script's inline data blocks."""
-    return {name: [line.split() for line in body.splitlines() if line.strip()]
-            for name, body in re.findall(r"^\$(\w+) << EOD\n(.*?)^EOD$", gp, re.S | re.M)}
-
-
 def read_cells(path):
     """The script's --cells table: {(scheme, L): [row dicts]} and the indicator names."""
     with open(path) as f:
@@ -116,7 +97,7 @@ def script_aucs(table):
 
 
 def compare(gp, rows, names):
-    b = blocks(gp)
+    b = blocks(gp, str)
     fig_cells = {int(r[0]): (r[3], int(r[1]), float(r[2])) for r in b.get("cells", [])}
     want = {}
     for r in rows:
@@ -201,8 +182,7 @@ def test_pair(tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_pair(tmp)
-    print(f"indicators plot: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    sys.exit(summary("indicators plot"))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -33,42 +32,13 @@ import xml.etree.ElementTree as ET
 import h5py
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(REPO, "stability")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_check import BIN, REPO, check, run, blocks, key_titles, panel_titles, summary  # noqa: E402
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 import proxies_table   # noqa: E402
 mean_ci = proxies_table.atlas_table.mean_ci
 T975_1 = 12.706204736174707   # Student t, 0.975 quantile, 1 degree of freedom
 FIGS = ("size_lr", "size_sensitivity", "size_best_lr", "size_logit")
-passed = failed = 0
-
-
-def check(desc, ok, detail=""):
-    global passed, failed
-    passed += bool(ok)
-    failed += not ok
-    print(("ok - " if ok else "FAIL - ") + desc + (f": {detail}" if detail and not ok else ""))
-
-
-def run(*args):
-    return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=REPO,
-                          env=dict(os.environ, STABILITY_THREADS="1"))
-
-
-def blocks(gp):
-    """{name: rows of floats} of a gnuplot script's inline data blocks."""
-    out = {}
-    for name, body in re.findall(r"^\$(\w+) << EOD\n(.*?)^EOD$", gp, re.S | re.M):
-        out[name] = [[float(x) for x in line.split()] for line in body.splitlines() if line.strip()]
-    return out
-
-
-def key_titles(gp):
-    return re.findall(r"keyentry with [^,]*? title '((?:[^']|'')*)'", gp)
-
-
-def panel_titles(gp):
-    return [t.replace("\\n", "\n") for t in re.findall(r'^set title "((?:[^"\\]|\\.)*)"', gp, re.M)]
 
 
 def read(path):
@@ -338,8 +308,7 @@ def main():
         test_constructed(tmp)
         test_sweep(tmp)
         test_trials(tmp)
-    print(f"proxies plot: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary("proxies plot")
 
 
 if __name__ == "__main__":
