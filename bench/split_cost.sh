@@ -32,10 +32,19 @@ if [ ! -x "$old" ]; then
   nice make -s -C "$dir" build/bench/bench >/dev/null
 fi
 
-# "median,fastest" ms per update of one child run of benchmark $1 on case $2
+# "median,fastest" ms per update of one child run of benchmark $1 on case $2; each key read
+# wherever it stands in the RESULT line (a later child added cpu_ms between them), and a line
+# without both stops the script rather than print a 0
 one() {
-  "$1" --run "$2" --threads "$threads" --steps 10 --warmup 5 |
-    sed -n 's/^RESULT ms_median=\([0-9.]*\) ms_min=\([0-9.]*\).*/\1,\2/p'
+  local line med min
+  line=" $("$1" --run "$2" --threads "$threads" --steps 10 --warmup 5 | grep '^RESULT ')"
+  med=$(sed -n 's/.* ms_median=\([0-9.]*\).*/\1/p' <<<"$line")
+  min=$(sed -n 's/.* ms_min=\([0-9.]*\).*/\1/p' <<<"$line")
+  if [ -z "$med" ] || [ -z "$min" ]; then
+    echo "split_cost.sh: $1 --run $2 printed no ms_median and ms_min in its RESULT line" >&2
+    exit 1
+  fi
+  echo "$med,$min"
 }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END {
   print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
