@@ -218,7 +218,8 @@ warmup-explained: deps
 	  --fig2 results/warmup_explained_fig2.h5 \
 	  --cells results/warmup_explained_cells.tsv > results/warmup_explained.md
 	@set -e; for f in $(WARMUP_EXPLAINED); do ./stability plot results/$$f.h5; done   # curv_* (docs/curvature.md#figures)
-	./stability plot results/warmup_explained.h5 results/$(ATLAS).h5 --out plots/indicators   # warmup_indicators
+	./stability plot results/warmup_explained.h5 results/$(ATLAS).h5 \
+	  $$([ -f results/atlas_init.h5 ] && echo results/atlas_init.h5) --out plots/indicators   # warmup_indicators (Admin's panel from atlas_init)
 	@mkdir -p docs/figures; for f in $(WARMUP_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 	@cp plots/indicators/warmup_explained-warmup_indicators.png docs/figures/ 2>/dev/null || true

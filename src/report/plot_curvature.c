@@ -429,7 +429,7 @@ static void block_cells(sbuf_t *s, int p, int i, const plot_curv_t *c, const dou
 
 /* Panel row p (0 H, 1 P⁻¹H) of the heat map: a panel per run, its colour bar right of the row. */
 static void blocks_row(sbuf_t *s, const plot_set_t *set, const int *m, int n, const plot_diff_t *d,
-                       const plot_grid_t *g, int p, const plot_range_t *v)
+                       const plot_grid_t *g, int p, const plot_range_t *v, double xspan)
 {
     static const char *const CB[2] = {"λ_{max}(H_{bb}), the largest block",
                                       "λ_{max}(P^{−1}H)_{bb} active, the largest block"};
@@ -459,8 +459,9 @@ static void blocks_row(sbuf_t *s, const plot_set_t *set, const int *m, int n, co
         else sbuf_printf(s, "unset ylabel\n");
         if (i == n - 1) sbuf_printf(s, "set colorbox\n");
         else sbuf_printf(s, "unset colorbox\n");
-        sbuf_printf(s, "plot $b%d_%d using 1:2:3:4:5:6:7 with boxxy fs solid noborder lc palette "
-                       "notitle\n", p, i);
+        char block[24];
+        snprintf(block, sizeof block, "b%d_%d", p, i);
+        plot_heat_cells(s, block, xspan, c->rows);
     }
 }
 
@@ -504,7 +505,7 @@ int plot_fig_curv_blocks(const plot_set_t *set, sbuf_t *s, char *name, size_t le
     sbuf_printf(s, "set xlabel 'update'\nunset key\nset tics @F80\n");
     sbuf_printf(s, "set xrange [%.10g:%.10g]\nset xtics %g\n", x.lo, x.hi,
                 fmax(1.0, plot_tic_step(x.hi - x.lo, n > 2 ? 3 : 5)));
-    for (int p = 0; p < 1 + pre; p++) blocks_row(s, set, m, n, &d, &g, p, &v[p]);
+    for (int p = 0; p < 1 + pre; p++) blocks_row(s, set, m, n, &d, &g, p, &v[p], x.hi - x.lo);
     sbuf_printf(s, "unset multiplot\n");
     return 1;
 }

@@ -216,8 +216,9 @@ static int fig_heat(const plot_set_t *set, sbuf_t *s, char *name, size_t len, co
         plot_set(s, "title", key);
         const int L = set->runs[m[i]].dyn->L;   // each run its own depth
         sbuf_printf(s, "set yrange [0.5:%g]\nset ytics 1, %d, %d\n", L + 0.5, L <= 16 ? 1 : L / 8, L);
-        sbuf_printf(s, "plot $h%d using 1:2:3:4:5:6:7 with boxxy fs solid noborder lc palette "
-                       "notitle\n", i);
+        char block[16];
+        snprintf(block, sizeof block, "h%d", i);
+        plot_heat_cells(s, block, x.hi - x.lo, L);
     }
     sbuf_printf(s, "unset multiplot\n");
     return 1;

@@ -127,6 +127,10 @@ void plot_block_split(sbuf_t *s, const char *name, const double *data, int S, in
 
 /* The layer axis 1 … L (x): a tic per layer (every few past 16), margins of half a layer. */
 void plot_layer_axis(sbuf_t *s, int L);
+/* A heat map's cells: "plot $BLOCK" of rows (x y xlo xhi ylo yhi value), each cell drawn 1/400
+ * of the axis span (xspan, yspan) past its right and top edges, under the next cell, so that
+ * antialiasing leaves no light seam between neighbours; the data keep their true spans. */
+void plot_heat_cells(sbuf_t *s, const char *block, double xspan, double yspan);
 
 /* Write one figure's script: returns 1 and fills name when the runs support the figure, 0
  * when they do not; −1 when they do but it would have nothing to draw (no finite value: a run

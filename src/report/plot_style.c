@@ -323,3 +323,9 @@ void plot_sort_schemes(char names[][32], int *m, int n)
             }
         }
 }
+
+void plot_heat_cells(sbuf_t *s, const char *block, double xspan, double yspan)
+{
+    sbuf_printf(s, "plot $%s using 1:2:3:($4 + %.6g):5:($6 + %.6g):7 with boxxy fs solid noborder "
+                   "lc palette notitle\n", block, xspan / 400, yspan / 400);
+}
