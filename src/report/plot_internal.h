@@ -125,7 +125,8 @@ void plot_block_per_layer(sbuf_t *s, const char *name, const double *data, int S
 void plot_block_split(sbuf_t *s, const char *name, const double *data, int S, int L, int K,
                       int k, double scale, int split, plot_range_t *rg);
 
-/* The layer axis 1 … L (x): a tic per layer (every few past 16), margins of half a layer. */
+/* The layer axis 1 … L (x): a tic per layer up to 16; past that the odd layers, or layer 1 and
+ * every 4, 5, 10, … layers (at most 9 labels); margins of half a layer. */
 void plot_layer_axis(sbuf_t *s, int L);
 /* A heat map's cells: "plot $BLOCK" of rows (x y xlo xhi ylo yhi value), each cell drawn 1/400
  * of the axis span (xspan, yspan) past its right and top edges, under the next cell, so that

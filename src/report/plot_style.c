@@ -278,8 +278,18 @@ void plot_block_split(sbuf_t *s, const char *name, const double *data, int S, in
 
 void plot_layer_axis(sbuf_t *s, int L)
 {
-    const int every = L <= 16 ? 1 : L <= 32 ? 2 : L / 12;
-    sbuf_printf(s, "set xrange [0.5:%g]\nset xtics 1, %d, %d\nset mxtics 1\n", L + 0.5, every, L);
+    if (L <= 16) {   // a tic per layer
+        sbuf_printf(s, "set xrange [0.5:%g]\nset xtics 1, 1, %d\nset mxtics 1\n", L + 0.5, L);
+        return;
+    }
+    static const int STEPS[] = {2, 4, 5, 10, 20, 25, 50, 100, 200, 500, 1000};
+    int every = STEPS[0];   // at most 9 labels, so that a small panel's do not run together
+    for (size_t k = 0; k < sizeof STEPS / sizeof STEPS[0] && L / every > 8; k++) every = STEPS[k];
+    if (every == 2)   // the odd layers
+        sbuf_printf(s, "set xrange [0.5:%g]\nset xtics 1, 2, %d\nset mxtics 1\n", L + 0.5, L);
+    else
+        sbuf_printf(s, "set xrange [0.5:%g]\nset xtics %d, %d, %d\nset xtics add ('1' 1)\n"
+                       "set mxtics 1\n", L + 0.5, every, every, L);
 }
 
 /* ------------------------------------------------------------------------- atlas helpers */
