@@ -410,9 +410,11 @@ int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     return 1;
 }
 
-/* Block $h of the sensitivity map: "x y sensitivity best label colour" per cell, x = depth ×
- * variant, y = scheme (top to bottom as listed); a stuck, diverged or empty cell has NaN (not
- * coloured: the grey behind shows) and says so. Returns the colour scale's top. */
+/* Block $h of the sensitivity map: "x y sensitivity best label colour best-colour" per cell
+ * (best-colour: the "best" line's, fainter than the label's but on the same side of the cell's
+ * brightness), x = depth × variant, y = scheme (top to bottom as listed); a stuck, diverged or
+ * empty cell has NaN (not coloured: the grey behind shows) and says so. Returns the colour
+ * scale's top. */
 static double sensitivity_cells(sbuf_t *s, const atlas_t *a)
 {
     plot_range_t v;
@@ -437,11 +439,12 @@ static double sensitivity_cells(sbuf_t *s, const atlas_t *a)
                         char lab[64];
                         if (a->nk > 1) snprintf(lab, sizeof lab, "%.2f ± %.2f", x, isfinite(half) ? half : 0.0);
                         else snprintf(lab, sizeof lab, "%.2f", x);
-                        sbuf_printf(s, "%d %d %.6g %.6g \"%s\" %d\n", cx, cy, x, best, lab,
-                                    white ? 0xffffff : 0x000000);
+                        sbuf_printf(s, "%d %d %.6g %.6g \"%s\" %d %d\n", cx, cy, x, best, lab,
+                                    white ? 0xffffff : 0x000000, white ? 0xd9d9d9 : 0x404040);
                     } else {
                         static const char *const WHY[] = {"", "stuck", "diverged", "–"};
-                        sbuf_printf(s, "%d %d NaN %.6g \"%s\" %d\n", cx, cy, best, WHY[kind], 0x333333);
+                        sbuf_printf(s, "%d %d NaN %.6g \"%s\" %d %d\n", cx, cy, best, WHY[kind],
+                                    0x333333, 0x404040);
                     }
                 }
         if (pass) sbuf_printf(s, "EOD\n");
@@ -506,8 +509,8 @@ int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, siz
     sbuf_printf(s, "set object 1 rectangle from graph 0, graph 0 to graph 1, graph 1 behind "
                    "fc rgb '#d9d9d9' fs pattern 2 border lc rgb '#bdbdbd'\n"
                    "plot $h using 1:2:3 with image, $h using 1:2:5:6 with labels @F%d offset 0,0.5 "
-                   "tc rgb variable, $h using 1:2:(sprintf('best %%.2f', $4)) with labels @F70 "
-                   "offset 0,-0.6 tc rgb '#555555'\n", a->nk > 1 || nx > 8 ? 70 : 80);
+                   "tc rgb variable, $h using 1:2:(sprintf('best %%.2f', $4)):7 with labels @F70 "
+                   "offset 0,-0.6 tc rgb variable\n", a->nk > 1 || nx > 8 ? 70 : 80);
     sbuf_printf(s, "unset multiplot\n");
     atlas_free(a);
     return 1;
