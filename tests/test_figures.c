@@ -238,6 +238,15 @@ START_TEST(test_palette)
             ck_assert_int_ne(palette_scheme_point(SCHEMES[i].name, i),
                              palette_scheme_point(SCHEMES[j].name, j));
         }
+    // today's block's "X+rmsnorm" (docs/design.md §6i) is drawn as X, and ranked right after it
+    ck_assert_str_eq(palette_scheme("deepnorm+rmsnorm", 7), palette_scheme("deepnorm", 3));
+    ck_assert_int_eq(palette_scheme_point("post+rmsnorm", 9), palette_scheme_point("post", 0));
+    char names[4][32] = {"pre", "post+rmsnorm", "tfixup", "post"};
+    plot_sort_schemes(names, NULL, 4);
+    ck_assert_str_eq(names[0], "post");
+    ck_assert_str_eq(names[1], "post+rmsnorm");
+    ck_assert_str_eq(names[2], "pre");
+    ck_assert_str_eq(names[3], "tfixup");
 }
 END_TEST
 

@@ -111,3 +111,12 @@ int scheme_rank(const char *name)
     const scheme_t *s = scheme_by_name(name);
     return s ? (int)(s - SCHEMES) : SCHEME_COUNT;
 }
+
+int scheme_base_name(const char *name, char *out, size_t len)
+{
+    static const char SUFFIX[] = "+rmsnorm";
+    const size_t n = strlen(name), k = sizeof SUFFIX - 1;
+    const int has = n > k && !strcmp(name + n - k, SUFFIX);
+    snprintf(out, len, "%.*s", (int)(has ? n - k : n), name);
+    return has;
+}

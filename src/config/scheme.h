@@ -91,5 +91,8 @@ const scheme_t *scheme_by_name(const char *name);
 
 /* A scheme's place in the atlas (its row's index), SCHEME_COUNT for a name of no row. */
 int scheme_rank(const char *name);
+/* name without today's block's "+rmsnorm" ("post+rmsnorm" → "post", docs/design.md §6i) into
+ * out; 1 when it had it. Figures rank and colour such a run as its scheme. */
+int scheme_base_name(const char *name, char *out, size_t len);
 
 #endif

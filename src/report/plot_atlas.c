@@ -474,8 +474,11 @@ int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, siz
     const int nx = a->nd * a->nv;
     plot_grid_t g;
     plot_grid(&g, 1, 1, plot_title_lines(sub), 0);
+    size_t longest = 0;   // the scheme labels left of the map ("normformer+rmsnorm")
+    for (int sc = 0; sc < a->ns; sc++)
+        if (strlen(a->scheme[sc]) > longest) longest = strlen(a->scheme[sc]);
     g.width = 0.84;
-    g.left = 0.11;
+    g.left = fmax(0.11, 0.02 + 0.0088 * (double)longest);
     g.below = a->nv > 1 ? 0.1 : 0.08;
     g.bottom = 0.0;
     plot_begin(s, title, sub);

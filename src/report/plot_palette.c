@@ -53,13 +53,17 @@ const char *palette_qualitative(int i)
 
 const char *palette_scheme(const char *name, int i)
 {
-    const scheme_t *s = scheme_by_name(name);
+    char base[32];   // today's block's "post+rmsnorm" in Post-LN's colour
+    scheme_base_name(name, base, sizeof base);
+    const scheme_t *s = scheme_by_name(base);
     return s ? s->color : palette_qualitative(i);
 }
 
 int palette_scheme_point(const char *name, int i)
 {
-    const int r = scheme_rank(name);
+    char base[32];
+    scheme_base_name(name, base, sizeof base);
+    const int r = scheme_rank(base);
     return POINTS[(r < SCHEME_COUNT ? r : i) % NPOINTS];
 }
 

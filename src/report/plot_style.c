@@ -318,10 +318,18 @@ int plot_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The table's rank of a scheme, today's block's "X+rmsnorm" ranked as X, after it. */
+static int rank_of(const char *name)
+{
+    char base[32];
+    const int block = scheme_base_name(name, base, sizeof base);
+    return 2 * scheme_rank(base) + block;
+}
+
 void plot_sort_schemes(char names[][32], int *m, int n)
 {
     for (int a = 1; a < n; a++)
-        for (int b = a; b > 0 && scheme_rank(names[b]) < scheme_rank(names[b - 1]); b--) {
+        for (int b = a; b > 0 && rank_of(names[b]) < rank_of(names[b - 1]); b--) {
             char t[32];
             memcpy(t, names[b], sizeof t);
             memcpy(names[b], names[b - 1], sizeof t);

@@ -31,6 +31,8 @@ static const word_t WORDS[] = {
     {"model.seq_len", "n = %s", "sequence length", 1, NULL},
     {"model.norm", NULL, "norm", 0, NULL},
     {"model.activation", NULL, "activation", 0, NULL},
+    {"model.positions", NULL, "positions", 0, NULL},
+    {"model.bias", NULL, "biases", 0, NULL},
     {"model.causal", NULL, "attention mask", 0, NULL},
     {"model.tie_embeddings", NULL, "output projection", 0, "true"},
     {"model.final_norm", "final norm %s", "final norm", 0, NULL},
@@ -118,6 +120,12 @@ static void special_text(const plot_run_t *r, const char *item, const char *v, c
     } else if (!strcmp(item, "model.activation")) {
         snprintf(buf, len, "%s", c->model.activation == ACT_GELU ? "GELU"
                                  : c->model.activation == ACT_SWIGLU ? "SwiGLU" : "ReLU");
+    } else if (!strcmp(item, "model.positions")) {
+        snprintf(buf, len, "%s", c->model.positions == POS_ROPE ? "RoPE"
+                                 : c->model.positions == POS_NONE ? "no positions"
+                                                                  : "sinusoidal positions");
+    } else if (!strcmp(item, "model.bias")) {
+        snprintf(buf, len, "%s", c->model.bias ? "biases" : "no biases");
     } else if (!strcmp(item, "model.causal")) {
         snprintf(buf, len, "%s", c->model.causal ? "causal" : "bidirectional");
     } else if (!strcmp(item, "model.tie_embeddings")) {
@@ -167,6 +175,13 @@ void plot_item_plain(const plot_run_t *r, const char *item, int quiet, char *buf
     char v[256] = "";
     if (strcmp(item, "scheme") && strcmp(item, "data")) plot_item_raw(r, item, v, sizeof v);
     if (quiet && w && w->quiet && !strcmp(v, w->quiet)) { buf[0] = '\0'; return; }
+    const config_t *c = &r->cfg;   // the 2017 block's defaults go unsaid
+    if (quiet && ((!strcmp(item, "model.positions") && c->model.positions == POS_SINUSOIDAL) ||
+                  (!strcmp(item, "model.bias") && c->model.bias) ||
+                  (!strcmp(item, "model.activation") && c->model.activation == ACT_RELU))) {
+        buf[0] = '\0';
+        return;
+    }
     if (quiet && !strcmp(item, "train.precision") && r->cfg.train.precision == PRECISION_FLOAT64) {
         buf[0] = '\0';
         return;
@@ -229,9 +244,12 @@ void plot_shared(const plot_diff_t *d, const plot_run_t *r, const char *const *i
 }
 
 const char *const PLOT_SHARED_INIT[] = {"scheme", "model.d_model", "model.d_ff", "model.layers",
+                                        "model.positions", "model.activation", "model.bias",
                                         "data.task", "model.tie_embeddings", "model.qk_norm",
                                         NULL};
-const char *const PLOT_SHARED_TRAIN[] = {"scheme", "model.d_model", "model.layers", "data.task",
+const char *const PLOT_SHARED_TRAIN[] = {"scheme", "model.d_model", "model.layers",
+                                         "model.positions", "model.activation", "model.bias",
+                                         "data.task",
                                          "model.tie_embeddings", "train.optimizer",
                                          "train.lr", "train.warmup", "train.schedule",
                                          "train.steps", "train.precision", "model.qk_norm",
