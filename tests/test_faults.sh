@@ -515,8 +515,9 @@ mkdir -p "$T"
 for sig in INT TERM HUP USR1 USR2 ALRM XCPU VTALRM; do
     num=$(kill -l "$sig")
     # a probe long enough to be caught with its temporary open (Post-LN L=6, d = 512); a
-    # background job of a script starts with SIGINT ignored: give it back its default
-    env --default-signal=INT "$BIN" --config "$ROOT/configs/postln_L6.ini" --set probe.seeds=2 --out "$T/p_$sig.h5" --quiet \
+    # background job of a script starts with SIGINT ignored, and a harness under nohup with
+    # SIGHUP ignored (the program keeps an inherited SIG_IGN): give both their default
+    env --default-signal=INT --default-signal=HUP "$BIN" --config "$ROOT/configs/postln_L6.ini" --set probe.seeds=2 --out "$T/p_$sig.h5" --quiet \
         >/dev/null 2>&1 </dev/null &
     pid=$!
     if wait_for_glob "$T/p_$sig.h5.tmp.*" 20; then
@@ -555,7 +556,8 @@ check "sweep --merge + SIGTERM: no results/msig.h5.tmp.PID, no merged file (exit
     test -z "$(compgen -G "$T/results/msig.h5*")" -a "$rc" -eq 143
 RS=(--config "$TINY" --quiet --set train.steps=300 --set data.task=copy)
 STABILITY_SIGNAL_AT_STEP=100 "$BIN" "${RS[@]}" --out "$T/r.h5" >/dev/null 2>&1
-{ (STABILITY_SIGNAL_WITH_TMP=HUP "$BIN" "${RS[@]}" --out "$T/r.h5" --resume >/dev/null 2>&1); } 2>/dev/null
+{ (STABILITY_SIGNAL_WITH_TMP=HUP env --default-signal=HUP "$BIN" "${RS[@]}" --out "$T/r.h5" --resume \
+    >/dev/null 2>&1); } 2>/dev/null
 rc=$?
 check "--resume + SIGHUP while rewriting: no .resume.PID left, the file still resumable (exit $rc)" \
     test -z "$(compgen -G "$T/r.h5.*")" -a "$rc" -eq 129
