@@ -172,7 +172,11 @@ figures-single: deps
 
 # The stability atlas (docs/design.md §6d): every scheme at initialisation and in short
 # training runs; figures into plots/atlas-*, the LR-sensitivity table on stdout.
-ATLAS_FIGURES := atlas-atlas_lr atlas-atlas_sensitivity atlas-atlas_grad atlas-output_change \
+# Named after the atlas drawn (plots/$(ATLAS)-*): a float32 or seeded run copies its own two
+# figures, never a float64 atlas's left in plots/; the initialisation figures (atlas_init is
+# float64 in every variant) are docs' under the float64 atlas's name only.
+ATLAS_FIGURES := $(ATLAS)-atlas_lr $(ATLAS)-atlas_sensitivity \
+                 $(if $(filter atlas,$(ATLAS)),atlas-atlas_grad atlas-output_change) \
                  model_update-model_update
 atlas: deps
 	@case "$(PRECISION)" in float64|float32) ;; \

@@ -283,8 +283,9 @@ void plot_layer_axis(sbuf_t *s, int L)
         return;
     }
     static const int STEPS[] = {2, 4, 5, 10, 20, 25, 50, 100, 200, 500, 1000};
-    int every = STEPS[0];   // at most 9 labels, so that a small panel's do not run together
-    for (size_t k = 0; k < sizeof STEPS / sizeof STEPS[0] && L / every > 8; k++) every = STEPS[k];
+    size_t k = 0;   // at most 9 labels, so that a small panel's do not run together
+    while (k + 1 < sizeof STEPS / sizeof STEPS[0] && L / STEPS[k] > 8) k++;
+    int every = STEPS[k];
     if (every == 2)   // the odd layers
         sbuf_printf(s, "set xrange [0.5:%g]\nset xtics 1, 2, %d\nset mxtics 1\n", L + 0.5, L);
     else

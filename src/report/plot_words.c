@@ -11,7 +11,8 @@
 /* ------------------------------------------------------------------------- words */
 
 /* An item's words: fmt with %s for the value (NULL: a function below), its name in a title,
- * whether its values are ordered, and the value that says nothing in a subtitle. */
+ * whether its values are ordered, and the value that says nothing in a subtitle — which an
+ * unwritten key also says (a key the stored config leaves out is at its default). */
 typedef struct {
     const char *item, *fmt, *word;
     int ordered;
@@ -30,9 +31,9 @@ static const word_t WORDS[] = {
     {"model.vocab", "V = %s", "vocabulary", 1, NULL},
     {"model.seq_len", "n = %s", "sequence length", 1, NULL},
     {"model.norm", NULL, "norm", 0, NULL},
-    {"model.activation", NULL, "activation", 0, NULL},
-    {"model.positions", NULL, "positions", 0, NULL},
-    {"model.bias", NULL, "biases", 0, NULL},
+    {"model.activation", NULL, "activation", 0, "relu"},
+    {"model.positions", NULL, "positions", 0, "sinusoidal"},
+    {"model.bias", NULL, "biases", 0, "on"},
     {"model.causal", NULL, "attention mask", 0, NULL},
     {"model.tie_embeddings", NULL, "output projection", 0, "true"},
     {"model.final_norm", "final norm %s", "final norm", 0, NULL},
@@ -174,15 +175,7 @@ void plot_item_plain(const plot_run_t *r, const char *item, int quiet, char *buf
     const word_t *w = word_of(item);
     char v[256] = "";
     if (strcmp(item, "scheme") && strcmp(item, "data")) plot_item_raw(r, item, v, sizeof v);
-    if (quiet && w && w->quiet && !strcmp(v, w->quiet)) { buf[0] = '\0'; return; }
-    const config_t *c = &r->cfg;   // the 2017 block's defaults go unsaid
-    if (quiet && ((!strcmp(item, "model.positions") && c->model.positions == POS_SINUSOIDAL) ||
-                  (!strcmp(item, "model.bias") && c->model.bias) ||
-                  (!strcmp(item, "model.activation") && c->model.activation == ACT_RELU))) {
-        buf[0] = '\0';
-        return;
-    }
-    if (quiet && !strcmp(item, "train.precision") && r->cfg.train.precision == PRECISION_FLOAT64) {
+    if (quiet && w && w->quiet && (!v[0] || !strcmp(v, w->quiet))) {   // a default goes unsaid
         buf[0] = '\0';
         return;
     }
