@@ -21,6 +21,9 @@ block), drawn by `stability plot --format gp` (the gnuplot script, its data inli
    probe.curvature_block_iters = 0 no curv_blocks; runs of one depth no curv_init_depth; one
    curvature row (update 0 only) no curv_lens.
 5. The PNGs render (gnuplot exits 0, files non-empty).
+6. curv_lens of 18 runs (two schemes × three depths × three learning rates): a panel per scheme,
+   the key a colour per lr and a marker per depth (plot_keys_factored), every curve drawn in its
+   lr's colour and its depth's marker (matched to its run by its points).
 Prints "ok - ..." / "FAIL - ..." per check, then "curvature plot: N passed, M failed".
 """
 import math
@@ -233,6 +236,60 @@ def absent(tmp):
               got == sorted(drawn), f"{got} {r.stderr}")
 
 
+KEYENTRY = re.compile(r"keyentry with (\w+) lc rgb '([^']+)' dt (\d+)(?: pt (\d+))? lw \S+ "
+                      r"title '([^']*)'")
+CURVE = re.compile(r"\$c(\d+) using 1:2 with linespoints lc rgb '(#\w+)' dt (\d+) lw \S+ pt (\d+)")
+
+
+def panels(tmp):
+    """18 runs (2 schemes × 3 depths × 3 lrs): a panel per scheme, the key factored into a colour
+    per lr and a marker (and dash) per depth, and every curve drawn in its lr's colour and its
+    depth's marker."""
+    d = os.path.join(tmp, "panels")
+    os.makedirs(d)
+    files = {}
+    for pl in ("post", "pre"):
+        for L in (2, 3, 4):
+            for lr in ("1e-3", "3e-3", "1e-2"):
+                files[(pl, L, float(lr))] = train(
+                    os.path.join(d, f"{pl}_L{L}_lr{lr}.h5"), model__placement=pl, model__layers=L,
+                    train__lr=lr, train__steps=4, train__schedule="constant",
+                    probe__curvature_every=2, probe__curvature_iters=8,
+                    probe__curvature_block_iters=0)
+    out = os.path.join(d, "out")
+    r = plot(list(files.values()), out)
+    gp = figure(out, "curv_lens")
+    titles = re.findall(r'^set title "((?:[^"\\]|\\.)*)"', gp, re.M)
+    check("curv_lens of 18 runs: a panel per scheme", r.returncode == 0 and
+          sorted(titles) == ["Post-LN", "Pre-LN"], f"{titles} {r.stderr}")
+    entries = {t: (c, int(pt) if pt else None) for _, c, _, pt, t in KEYENTRY.findall(gp)}
+    want = ["lr 0.001", "lr 0.003", "lr 0.01", "L = 2", "L = 3", "L = 4",
+            "stability threshold (ratio 1)"]
+    check("curv_lens of 18 runs: the key is a colour per lr and a marker per depth (7 entries, "
+          "not 9)", sorted(entries) == sorted(want), list(entries))
+    ratio = {}
+    for key, path in files.items():
+        with h5py.File(path, "r") as f:
+            t = f["train"]
+            ratio[key] = t["precond_max_active"][:] / t["stability_threshold"][:]
+    data, bad, seen = blocks(gp), [], set()
+    for i, colour, _, pt in CURVE.findall(gp):
+        got = [row[1] for row in data.get(f"c{i}", [])]
+        run = [k for k, v in ratio.items() if len(v) == len(got) and
+               all(rel(g, w) <= 1e-9 for g, w in zip(got, v))]
+        if len(run) != 1:
+            bad.append((i, "no single run", run))
+            continue
+        pl, L, lr = run[0]
+        seen.add(run[0])
+        lr_key = entries.get(f"lr {lr:g}", (None, None))
+        depth_key = entries.get(f"L = {L}", (None, None))
+        if colour != lr_key[0] or int(pt) != depth_key[1]:
+            bad.append((run[0], colour, pt, lr_key, depth_key))
+    check("curv_lens of 18 runs: every curve in its lr's colour and its depth's marker",
+          not bad and len(seen) == 18, bad or len(seen))
+
+
 def png(d):
     out = os.path.join(d, "png")
     r = plot([os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".h5")], out, "png")
@@ -253,6 +310,7 @@ def main():
         d, _ = lens(tmp)
         png(d)
         init_depth(tmp)
+        panels(tmp)
         absent(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -178,6 +178,36 @@ static int lens_panels(const plot_set_t *set, const int *m, int n, const plot_di
     return np;
 }
 
+/* The lens's key: with a panel per scheme, the colour item and the dashes keyed apart when
+ * that is shorter (plot_keys_factored), each dash also a marker (a dash alone is lost between
+ * the points of a 20-update line); else an entry per style (key[0..nk) into m). */
+static int lens_key(const plot_set_t *set, const int *m, int n, const plot_diff_t *d, int np,
+                    plot_style_t *st, const int *key, int nk, sbuf_t *keys)
+{
+    static const int PT[] = {7, 5, 9, 11, 13};   // circle, square, triangles, diamond
+    int rep[PLOT_MAX_SERIES], dts[PLOT_MAX_SERIES], nd = 0;
+    plot_style_t ks[PLOT_MAX_SERIES];
+    for (int k = 0; k < nk; k++) {
+        rep[k] = m[key[k]];
+        ks[k] = st[key[k]];
+        int j = 0;
+        while (j < nd && dts[j] != ks[k].dt) j++;
+        if (j == nd) dts[nd++] = ks[k].dt;
+        ks[k].pt = PT[j % 5];
+    }
+    plot_diff_t by = *d;   // the panels say the scheme
+    plot_diff_drop(&by, "scheme");
+    const int nf = np > 1 ? plot_keys_factored(set, rep, nk, &by, ks, keys) : 0;
+    if (nf) {
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < nd; j++)
+                if (st[i].dt == dts[j]) st[i].pt = PT[j % 5];
+        return nf;
+    }
+    for (int k = 0; k < nk; k++) plot_keyentry(keys, &st[key[k]], "linespoints");
+    return nk;
+}
+
 /* The lens's title: "Fig. 2 through the curvature lens" when the runs are Fig. 2's set. */
 static void lens_title(const plot_set_t *set, const int *m, int n, const plot_diff_t *d,
                        char *title, size_t len)
@@ -220,11 +250,11 @@ int plot_fig_curv_lens(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
              "unstable by the quadratic model (docs/curvature.md)%s", shared, set->runs[m[0]].cfg.probe.curvature_floor,
              np > 1 ? "; a panel per scheme" : "");
     sbuf_t keys = {0};
-    for (int k = 0; k < nk; k++) plot_keyentry(&keys, &st[key[k]], "linespoints");
+    const int nkeys = lens_key(set, m, n, &d, np, st, key, nk, &keys);
     plot_keyentry_text(&keys, "lines lc rgb 'black' dt 2 lw 1.5", "stability threshold (ratio 1)");
     int longest = plot_styles_longest(st, n);
     longest = longest > 30 ? longest : 30;
-    const int rows = plot_key_rows(nk + 1, longest);
+    const int rows = plot_key_rows(nkeys + 1, longest);
     const int cols = np <= 3 ? np : np <= 8 ? (np + 1) / 2 : 4, prow = (np + cols - 1) / cols;
     plot_grid_t g;
     plot_grid(&g, prow, cols, plot_title_lines(sub), rows);
@@ -241,6 +271,7 @@ int plot_fig_curv_lens(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
             plot_set(s, "title", t);
             sbuf_printf(s, "set title @F80\n");
         }
+        plot_set(s, "xlabel", p + cols < np ? "" : "update");   // under a column's last panel
         plot_set(s, "ylabel", p % cols ? "" : prow > 1 ? "active ratio" // the subtitle says of what
                  : "η·λ_{max}(P^{−1}H)_{active} / (2(1+β_1)/(1−β_1))");
         if (np == 1)   // small multiples: the key names the line; a label would not fit a panel

@@ -91,6 +91,13 @@ int plot_group_by(const plot_set_t *set, const int *m, int n, const plot_diff_t 
 /* Append to keys the key entry of st drawn as with ("lines", "linespoints", "points"). */
 void plot_keyentry(sbuf_t *keys, const plot_style_t *st, const char *with);
 
+/* The key of curves st[0..n) (runs rep[0..n)) that plot_styles coloured by one ordered item
+ * of d and dashed by the rest, factored: a solid line per colour ("lr 0.001") and a black one
+ * per dash ("L = 12", with its first curve's marker) instead of an entry per curve. Appends them to keys and returns their
+ * number; 0, nothing appended, when the styles are not of that form or it saves no entry. */
+int plot_keys_factored(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
+                       const plot_style_t *st, sbuf_t *keys);
+
 /* Append a key entry of fixed text (plain) in colour color drawn as with (a style clause). */
 void plot_keyentry_text(sbuf_t *keys, const char *with, const char *text);
 

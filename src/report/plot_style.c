@@ -222,6 +222,62 @@ void plot_keyentry(sbuf_t *keys, const plot_style_t *st, const char *with)
                 st->color, st->dt, pt, st->lw, q);
 }
 
+/* first[k]: the first curve of the k-th distinct colour (by = 0) or dash (by = 1). */
+static int distinct_styles(const plot_style_t *st, int n, int by, int *first)
+{
+    int nk = 0;
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        while (k < nk && (by ? st[first[k]].dt != st[i].dt : strcmp(st[first[k]].color, st[i].color)))
+            k++;
+        if (k == nk) {
+            if (nk == PLOT_MAX_SERIES) return -1;
+            first[nk++] = i;
+        }
+    }
+    return nk;
+}
+
+int plot_keys_factored(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
+                       const plot_style_t *st, sbuf_t *keys)
+{
+    const int c = plot_colour_item(d);
+    if (c < 0 || d->n < 2 || n < 2) return 0;
+    plot_diff_t rest = *d;
+    plot_diff_drop(&rest, d->item[c]);
+    int col[PLOT_MAX_SERIES], dash[PLOT_MAX_SERIES];
+    const int nc = distinct_styles(st, n, 0, col), nd = distinct_styles(st, n, 1, dash);
+    if (nc < 1 || nd < 2 || nc + nd >= n) return 0;
+    char a[300], b[300];   // a colour is one value of the item, a dash one key of the rest
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) {
+            const plot_run_t *ri = &set->runs[rep[i]], *rj = &set->runs[rep[j]];
+            if (!strcmp(st[i].color, st[j].color)) {
+                plot_item_text(ri, d->item[c], 0, a, sizeof a);
+                plot_item_text(rj, d->item[c], 0, b, sizeof b);
+                if (strcmp(a, b)) return 0;
+            }
+            if (st[i].dt == st[j].dt) {
+                plot_key(&rest, ri, 0, a, sizeof a);
+                plot_key(&rest, rj, 0, b, sizeof b);
+                if (strcmp(a, b)) return 0;
+            }
+        }
+    for (int k = 0; k < nc; k++) {
+        plot_style_t e = st[col[k]];
+        plot_item_text(&set->runs[rep[col[k]]], d->item[c], 0, e.key, sizeof e.key);
+        e.dt = 1;
+        plot_keyentry(keys, &e, "lines");
+    }
+    for (int k = 0; k < nd; k++) {
+        plot_style_t e = st[dash[k]];
+        plot_key(&rest, &set->runs[rep[dash[k]]], 0, e.key, sizeof e.key);
+        snprintf(e.color, sizeof e.color, "#000000");
+        plot_keyentry(keys, &e, "linespoints");
+    }
+    return nc + nd;
+}
+
 void plot_keyentry_text(sbuf_t *keys, const char *with, const char *text)
 {
     char q[620];
