@@ -67,7 +67,7 @@ RUN_SWEEP ?= experiments/fig3ab_grad_vs_layer.ini
 # make figures: the paper's figures on its own 6-6 model, and the lemmas (under 20 minutes on
 # 2 cores). make figures-single: the single-stack studies the enc-dec figures supersede (Fig. 3
 # and Fig. 2 on one stack, the tied-output and width studies; `make run` is
-# fig3ab_grad_vs_layer). make atlas: the atlas (~80 min here); make atlas PRECISION=float32: its
+# fig3ab_grad_vs_layer). make atlas: the atlas (~70 min here); make atlas PRECISION=float32: its
 # training half in float32 (experiments/atlas_f32.ini), set beside the float64 atlas if there;
 # SEEDS=3: three seeds a cell (experiments/atlas_seeds.ini, atlas_f32_seeds.ini), CIs in the
 # table and figures.
