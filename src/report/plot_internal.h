@@ -105,7 +105,7 @@ void plot_keyentry_text(sbuf_t *keys, const char *with, const char *text);
  * (groups of seeds); "" for one seed of training. */
 void plot_probe_seeds(const plot_run_t *r, char *buf, size_t len);
 
-/* The longest key text (characters) of st[0..n) (for plot_key_rows). */
+/* The longest key text of st[0..n), in bytes as gnuplot counts them (for plot_key_rows). */
 int plot_styles_longest(const plot_style_t *st, int n);
 
 /* Index of name in names[*n], appended when absent; -1 when PLOT_ATLAS_MAX are taken. */

@@ -8,6 +8,12 @@
  * fonts are 1/60 of the canvas's height (plot.c); the canvas is 14:9. */
 #define LINE_H (0.8 / 60.0 * 1.3)
 #define CHAR_W (0.8 / 60.0 * 0.62 * 9.0 / 14.0)
+/* gnuplot's own width of a key column (graphics.c, do_key_layout): per byte of the title and for
+ * the sample and gaps, on the canvas's width. Measured on pngcairo 1400×900 at the key's font:
+ * two columns of 1372 px hold titles of at most 62 bytes, three at most 39 (pdfcairo's font is
+ * the same share of its canvas). */
+#define GP_CHAR_W (10.0 / 1400.0)
+#define GP_SAMPLE (62.0 / 1400.0)
 
 void plot_range_init(plot_range_t *r)
 {
@@ -180,6 +186,11 @@ int plot_key_rows_in(int n, int chars, double width)
 {
     const double w = chars * CHAR_W + 0.07;   // the sample line and the gap after it
     int cols = (int)(width / w);
+    // Never more columns than gnuplot fits: it sizes a key column by its own estimate (every
+    // byte of the title at GP_CHAR_W, wider than the glyphs, plus GP_SAMPLE) and, when fewer
+    // columns fit than maxrows asks for, lays the key out in more rows than the strip holds.
+    const int gp = (int)(width / (chars * GP_CHAR_W + GP_SAMPLE));
+    if (gp < cols) cols = gp;
     if (cols < 1) cols = 1;
     if (cols > n) cols = n;
     return n > 0 ? (n + cols - 1) / cols : 0;

@@ -76,8 +76,9 @@ int plot_title_lines(const char *sub);
 /* The screen margins of panel k (row-major) of g. */
 void plot_panel(sbuf_t *s, const plot_grid_t *g, int k);
 
-/* Rows a key of n entries needs across the canvas when its longest title has chars characters;
- * plot_key_rows_in: across a share width of the canvas's width (a column of panels). */
+/* Rows a key of n entries needs across the canvas when its longest title has chars bytes (what
+ * gnuplot counts); plot_key_rows_in: across a share width of the canvas's width (a column of
+ * panels). At most the columns gnuplot itself fits, so that it lays out the rows reserved. */
 int plot_key_rows(int n, int chars);
 int plot_key_rows_in(int n, int chars, double width);
 

@@ -289,8 +289,7 @@ int plot_styles_longest(const plot_style_t *st, int n)
 {
     int most = 0;
     for (int i = 0; i < n; i++) {
-        int chars = 0;   // UTF-8 characters, not bytes
-        for (const char *p = st[i].key; *p; p++) chars += ((unsigned char)*p & 0xc0) != 0x80;
+        const int chars = (int)strlen(st[i].key);   // bytes: what gnuplot counts (plot_layout.c)
         most = chars > most ? chars : most;
     }
     return most;
