@@ -19,6 +19,7 @@ Prints "ok - ..." / "FAIL - ..." per check, then "plot keys: N passed, M failed"
 """
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -87,6 +88,13 @@ def bands(rows, y0, y1):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="plot_keys_")
+    try:
+        return checks(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def checks(tmp):
     files = []
     for i, spec in enumerate(RUNS):
         args = ["--config", os.path.join(REPO, "configs", "tiny.ini"), "--set", "train.steps=3"]
