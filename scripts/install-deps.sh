@@ -17,6 +17,8 @@ RUNTIME_PKGS+=(python3-h5py python3-numpy)
 # NLTK's corpus_bleu scores
 RUNTIME_PKGS+=(python3-sentencepiece python3-nltk)
 TEST_PKGS=(check python3-torch python3-h5py python3-numpy)
+# tests/test_plot_keys.py reads the PNG gnuplot drew (Pillow)
+TEST_PKGS+=(python3-pil)
 # the translation corpus' tools, for tests/test_corpus.sh (msgfmt/msgunfmt, spm_train)
 TEST_PKGS+=(gettext sentencepiece)
 # a real single-node Slurm cluster for tests/test_slurm.sh (slurm-wlm would pull MySQL etc.)

@@ -8,7 +8,7 @@ width, and when fewer fit than the program assumed it lays the key out in more r
 strip holds: the last rows fall off the canvas (Fig. 2's BLEU figure lost its fifth entry so).
 Here five tiny runs whose keys are 56-73 bytes long (two columns by the glyphs' width, one by
 gnuplot's count) are drawn (`stability plot --format gp`), the script rendered by gnuplot to a
-PNG and read back (zlib; PNG's five row filters), and:
+PNG and read back (Pillow), and:
 
 1. the strip's text bands (rows of dark pixels separated by blank ones, between the strip's
    screen margins) number exactly R, every entry on a row of its own (5 entries, R = 5);
@@ -20,11 +20,11 @@ Prints "ok - ..." / "FAIL - ..." per check, then "plot keys: N passed, M failed"
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
-import zlib
+
+from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_check import REPO, check, run, key_titles, summary  # noqa: E402
@@ -44,36 +44,11 @@ RUNS = [  # the keys differ in six items, so every key names all six
 
 
 def png_gray(path):
-    """(width, height, rows of grey levels 0-255) of an 8-bit non-interlaced PNG (RGB or RGBA)."""
-    data = open(path, "rb").read()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat, w = 8, b"", 0
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            w, h, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            assert depth == 8 and colour in (2, 6) and not interlace, "unexpected PNG format"
-            bpp = 3 if colour == 2 else 4
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + n
-    raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
-    for y in range(h):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-            if f == 1: line[i] = (line[i] + a) & 255
-            elif f == 2: line[i] = (line[i] + b) & 255
-            elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
-            elif f == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append([sum(line[x * bpp:x * bpp + 3]) // 3 for x in range(w)])
-        prev = line
-    return w, h, rows
+    """(width, height, rows of grey levels 0-255) of a PNG (Pillow)."""
+    img = Image.open(path).convert("L")
+    w, h = img.size
+    px = list(img.getdata())
+    return w, h, [px[y * w:(y + 1) * w] for y in range(h)]
 
 
 def bands(rows, y0, y1):
