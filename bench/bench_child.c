@@ -50,7 +50,11 @@ typedef struct {
     double params, acts;                /* doubles in the parameter and activation buffers */
     double gflop;                       /* nominal GFLOP per forward+backward */
     double faults;                      /* page faults per timed step */
+    double phase_ms[4];                 /* medians of the step's phases (PHASES) */
 } result_t;
+
+/* The phases of a step, in order: forward, zeroing the gradients, backward, optimizer. */
+enum { PH_FORWARD, PH_ZERO, PH_BACKWARD, PH_OPTIM, PHASES };
 
 /* CPU seconds of this process, all its threads (CLOCK_PROCESS_CPUTIME_ID): on a machine others
  * load, the steadier measure of a change (an A/B at one thread). */
@@ -168,24 +172,35 @@ static int time_steps(const bench_opts_t *o, const bench_case_t *c, const core_t
     model_t *m = ses->model;
     double *ms = malloc((size_t)o->steps * sizeof *ms);
     double *cpu = malloc((size_t)o->steps * sizeof *cpu);
+    double *ph = malloc((size_t)o->steps * PHASES * sizeof *ph);   // (steps, PHASES)
     optim_t opt;
-    if (!ms || !cpu || k->optim_init(&opt, cfg, m->num_params)) return 1;
+    if (!ms || !cpu || !ph || k->optim_init(&opt, cfg, m->num_params)) return 1;
     k->init(ses, cfg->init.seed);
     k->next(ses);
     struct rusage ru0, ru1;
     for (int s = 0; s < o->warmup + o->steps; s++) {
         if (s == o->warmup) getrusage(RUSAGE_SELF, &ru0);
-        const double t0 = bench_now(), c0 = cpu_now();
+        double t[PHASES + 1];
+        const double c0 = cpu_now();
+        t[0] = bench_now();
         k->forward(m, &ses->batch);
+        t[1] = bench_now();
         k->zero_grad(m);
+        t[2] = bench_now();
         k->backward(m);
+        t[3] = bench_now();
         if (c->kind == K_UPDATE || c->kind == K_DYN)
             k->optim_update(&opt, m->params, m->grads, 1e-4);
+        t[4] = bench_now();
         if (s >= o->warmup) {
-            ms[s - o->warmup] = 1e3 * (bench_now() - t0);
-            cpu[s - o->warmup] = 1e3 * (cpu_now() - c0);
+            const int i = s - o->warmup;
+            ms[i] = 1e3 * (t[PHASES] - t[0]);
+            cpu[i] = 1e3 * (cpu_now() - c0);
+            for (int p = 0; p < PHASES; p++) ph[p * o->steps + i] = 1e3 * (t[p + 1] - t[p]);
         }
     }
+    for (int p = 0; p < PHASES; p++) r->phase_ms[p] = bench_median(ph + p * o->steps, o->steps);
+    free(ph);
     k->optim_free(&opt);
     getrusage(RUSAGE_SELF, &ru1);
     // page faults in the timed steps: 0 when a step allocates (and first touches) nothing
@@ -227,6 +242,7 @@ int bench_child(const char *name, const bench_opts_t *o)
     r.acts = (double)m->num_acts;
     r.gflop = 1e-9 * bench_step_flops(m, c->kind == K_UPDATE || c->kind == K_DYN);
     double dyn_ms = NAN;
+    for (int p = 0; p < PHASES; p++) r.phase_ms[p] = NAN;   // a probe has no phases
     const int rc = c->kind == K_PROBE ? time_probe(&ses, &cfg, &r)
                                       : time_steps(o, c, k, &ses, &cfg, &r);
     if (rc) return rc;
@@ -240,9 +256,11 @@ int bench_child(const char *name, const bench_opts_t *o)
     if (o->f32 && !getenv("BENCH_NO_GEMM"))   // BENCH_NO_GEMM: a profile of the updates alone
         sgemm = bench_gemm_rate(1024, BENCH_GEMM_REPS, 1, &sgemm_best);
     printf("RESULT ms_median=%.4f cpu_ms=%.4f ms_min=%.4f ms_max=%.4f total_s=%.4f rss_kb=%ld "
-           "params=%.0f acts=%.0f gflop=%.6f faults=%.1f dyn_ms=%.4f sgemm=%.2f\n", r.ms_median,
-           r.cpu_ms, r.ms_min, r.ms_max, r.total_s, r.rss_kb, r.params, r.acts, r.gflop, r.faults,
-           dyn_ms, sgemm);
+           "params=%.0f acts=%.0f gflop=%.6f faults=%.1f dyn_ms=%.4f sgemm=%.2f forward_ms=%.4f "
+           "zero_grad_ms=%.4f backward_ms=%.4f optim_ms=%.4f\n", r.ms_median, r.cpu_ms, r.ms_min,
+           r.ms_max, r.total_s, r.rss_kb, r.params, r.acts, r.gflop, r.faults, dyn_ms, sgemm,
+           r.phase_ms[PH_FORWARD], r.phase_ms[PH_ZERO], r.phase_ms[PH_BACKWARD],
+           r.phase_ms[PH_OPTIM]);
     return 0;
 }
 

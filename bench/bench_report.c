@@ -125,7 +125,7 @@ int bench_write_csv(const char *path, const bench_row_t *rows, int n, const benc
                  "cpu,kernels,torch_loaded_ms,torch_loaded_kernels,speedup_vs_torch_loaded,"
                  "torch_best_ms,speedup_vs_torch_best,torch_best_kernels,torch_best_blas_threads,"
                  "torch_best_torch_threads,torch_best_policy,torch_settings,torch_rss_mb,"
-                 "dgemm_end_gflops\n");
+                 "dgemm_end_gflops,forward_ms,zero_grad_ms,backward_ms,optim_ms\n");
     for (int i = 0; i < n; i++) {
         const bench_row_t *r = &rows[i];
         const bench_case_t *c = r->c;
@@ -139,7 +139,8 @@ int bench_write_csv(const char *path, const bench_row_t *rows, int n, const benc
         const double ld = t->loaded >= 0 ? t->ms[t->loaded] : NAN;
         const double best = b ? t->ms[t->best] : NAN;
         fprintf(csv, "%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.6f,%.3f,%.3f,%.4f,"
-                "%.1f,%.1f,%.4f,%.4f,%.1f,%s,%s,%.4f,%s,%.4f,%.4f,%.4f,%s,%d,%d,%s,%d,%.1f,%.3f\n",
+                "%.1f,%.1f,%.4f,%.4f,%.1f,%s,%s,%.4f,%s,%.4f,%.4f,%.4f,%s,%d,%d,%s,%d,%.1f,%.3f,"
+                "%.4f,%.4f,%.4f,%.4f\n",
                 c->name, r->f32 ? "float32" : "float64", kind_name(c->kind),
                 c->encdec ? "encdec" : "lm", c->placement, c->d, c->vocab, layers,
                 o->threads, o->steps, ms, bench_field(l, "ms_min"),
@@ -148,7 +149,9 @@ int bench_write_csv(const char *path, const bench_row_t *rows, int n, const benc
                 bench_field(l, "total_s"), r->others, bench_field(l, "faults"), cpu, ours, ld,
                 t->loaded >= 0 ? t->set[t->loaded].core : "", ld / ms, best, best / ms,
                 b ? b->core : "", b ? b->blas : 0, b ? b->intra : 0, b ? b->policy : "", t->n,
-                b ? t->rss[t->best] : NAN, dgemm_end);
+                b ? t->rss[t->best] : NAN, dgemm_end, bench_field(l, "forward_ms"),
+                bench_field(l, "zero_grad_ms"), bench_field(l, "backward_ms"),
+                bench_field(l, "optim_ms"));
     }
     fclose(csv);
     printf("wrote %s\n", path);
