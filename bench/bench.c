@@ -45,7 +45,7 @@ static int usage(void)
                     "[--python PATH] [--only SUB[,SUB...]]\n"
                     "             [--precision f64|f32|both] [--no-torch] [--torch-kernels "
                     "LIST] [--torch-policies LIST]\n"
-                    "             [--torch-loaded] [--torch-steps S] [--retries N] "
+                    "             [--torch-capabilities LIST] [--torch-loaded] [--torch-steps S] [--retries N] "
                     "[--wait SECONDS]\n");
     return 2;
 }
@@ -66,6 +66,7 @@ static int parse(int argc, char **argv, bench_opts_t *o, const char **run, int *
         else if (!strcmp(argv[i], "--run") && more) *run = argv[++i];
         else if (!strcmp(argv[i], "--torch-kernels") && more) o->torch_kernels = argv[++i];
         else if (!strcmp(argv[i], "--torch-policies") && more) o->torch_policies = argv[++i];
+        else if (!strcmp(argv[i], "--torch-capabilities") && more) o->torch_caps = argv[++i];
         else if (!strcmp(argv[i], "--torch-loaded")) o->torch_search = 0;
         else if (!strcmp(argv[i], "--torch-steps") && more) o->torch_steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-torch")) o->torch = 0;
@@ -125,10 +126,11 @@ static double print_machine(const bench_opts_t *o, const char *cpu)
 {
     printf("bench: %s, %d threads, %d steps after %d warm-up (PyTorch: %d a setting)\nBLAS: %s, "
            "stability's kernels %s\nPyTorch searched over kernels {%s} x OMP_WAIT_POLICY {%s} x "
-           "threads split\n", cpu, o->threads, o->steps, o->warmup, o->torch_steps,
-           openblas_get_config(), blascore_name(),
+           "ATen capability {%s} x threads split\n", cpu, o->threads, o->steps, o->warmup,
+           o->torch_steps, openblas_get_config(), blascore_name(),
            o->torch_search ? o->torch_kernels : "loaded",
-           o->torch_search ? o->torch_policies : "default");
+           o->torch_search ? o->torch_policies : "default",
+           o->torch_search ? o->torch_caps : "loaded");
     const double busy = bench_machine_busy();
     printf("other load before the start: %.0f%% of the CPUs busy%s\n", 100.0 * busy,
            busy > 0.1 ? "  -- WARNING: the machine is not idle, the times are not reliable" : "");
@@ -196,7 +198,8 @@ int main(int argc, char **argv)
     bench_opts_t o = {.threads = 0, .steps = 10, .warmup = 5, .torch = 1, .csv = NULL,
                       .python = "/usr/bin/python3", .only = NULL, .retries = 2, .wait = 0.0,
                       .torch_kernels = "loaded,Haswell,SkylakeX",
-                      .torch_policies = "passive,default", .torch_search = 1,
+                      .torch_policies = "passive,default", .torch_caps = "loaded",
+                      .torch_search = 1,
                       .torch_steps = 6};
     const char *run = NULL;
     int precision = 3;

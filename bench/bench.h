@@ -56,6 +56,7 @@ typedef struct {
     const char *csv, *python, *only;
     const char *torch_kernels;  /* PyTorch's OpenBLAS families searched ("loaded,Haswell,...") */
     const char *torch_policies; /* OMP_WAIT_POLICY values searched ("passive,default") */
+    const char *torch_caps;     /* ATen's CPU capabilities searched ("loaded,avx512") */
     int torch_search;           /* 0: PyTorch only as loaded (--torch-loaded) */
     int torch_steps;            /* PyTorch's timed updates per setting (--torch-steps) */
 } bench_opts_t;
@@ -103,12 +104,15 @@ int bench_child(const char *name, const bench_opts_t *o);
 /* ---- PyTorch (bench_torch.c) ---- */
 
 /* One setting of PyTorch: its OpenBLAS kernels ("loaded": OpenBLAS's own choice), OpenBLAS's
- * threads, torch.set_num_threads, and OMP_WAIT_POLICY ("passive" or "default": unset). */
+ * threads, torch.set_num_threads, OMP_WAIT_POLICY ("passive" or "default": unset), and the
+ * vector width of its own kernels (ATEN_CPU_CAPABILITY; "loaded": PyTorch's own choice). */
 typedef struct {
     char kernels[24];   /* as asked: "loaded" or OPENBLAS_CORETYPE's name */
     char core[24];      /* what OpenBLAS ran (openblas_get_corename) */
     int blas, intra;
     char policy[12];
+    char cap[12];       /* as asked: "loaded" or ATEN_CPU_CAPABILITY's value */
+    char cap_ran[12];   /* what ATen ran ("AVX2", "AVX512") */
 } torch_setting_t;
 
 #define TORCH_MAX_SETTINGS 48
@@ -124,7 +128,7 @@ typedef struct {
 
 /* PyTorch on case c's model in float64 (f32 = 0) or float32, as loaded and at every setting of
  * the search (o->torch_kernels × OpenBLAS threads {1, N} × torch threads {1, N}, both ≤ N and
- * one = N, × o->torch_policies; hint != NULL: only "as loaded" and that setting) into *t;
+ * one = N, × o->torch_policies × o->torch_caps; hint != NULL: only "as loaded" and that setting) into *t;
  * *worst = the largest share of the CPUs other processes took meanwhile. */
 void bench_torch(const bench_opts_t *o, const bench_case_t *c, int f32,
                  const torch_setting_t *hint, torch_times_t *t, double *worst);

@@ -13,18 +13,25 @@ void bench_print_header(case_kind_t kind)
            "torch best", "x", "best setting", "RSS MB", "est. MB", "other");
 }
 
-/* Under a row: PyTorch's median at every setting, one line per kernel family and policy. */
+/* Whether two settings ran in one process (the same kernels, policy and capability asked). */
+static int same_process(const torch_setting_t *a, const torch_setting_t *b)
+{
+    return !strcmp(a->kernels, b->kernels) && !strcmp(a->policy, b->policy) &&
+           !strcmp(a->cap, b->cap);
+}
+
+/* Under a row: PyTorch's median at every setting, one line per process (kernel family, policy
+ * and capability). */
 static void print_settings(const torch_times_t *t)
 {
     for (int i = 0; i < t->n; i++) {
         const torch_setting_t *s = &t->set[i];
-        if (i > 0 && !strcmp(s->kernels, t->set[i - 1].kernels) &&
-            !strcmp(s->policy, t->set[i - 1].policy))
-            continue;
-        printf("%-26s PyTorch %s%s%s, %s:", "", s->kernels, strcmp(s->kernels, s->core) ? " = " :
-               "", strcmp(s->kernels, s->core) ? s->core : "", s->policy);
-        for (int j = i; j < t->n && !strcmp(t->set[j].kernels, s->kernels) &&
-                        !strcmp(t->set[j].policy, s->policy); j++)
+        if (i > 0 && same_process(s, &t->set[i - 1])) continue;
+        printf("%-26s PyTorch %s%s%s, %s%s%s:", "", s->kernels,
+               strcmp(s->kernels, s->core) ? " = " : "", strcmp(s->kernels, s->core) ? s->core : "",
+               s->policy, strcmp(s->cap, "loaded") ? ", ATen " : "",
+               strcmp(s->cap, "loaded") ? s->cap_ran : "");
+        for (int j = i; j < t->n && same_process(&t->set[j], s); j++)
             printf("  b%d t%d %.1f ms%s", t->set[j].blas, t->set[j].intra, t->ms[j],
                    j == t->best ? " *" : j == t->loaded ? " (as loaded)" : "");
         printf("\n");
@@ -66,7 +73,7 @@ void bench_print_notes(void)
            "precision. torch ld: PyTorch as\nloaded (OpenBLAS's own kernels and threads, "
            "torch.set_num_threads(N), OMP_WAIT_POLICY unset); torch best: the\nfastest setting "
            "searched (OpenBLAS kernels x OpenBLAS threads b x torch threads t x OMP_WAIT_POLICY "
-           "pas|def),\nits median at every setting under the row (* won). %%GEMM: f64 rows of the "
+           "pas|def\nx ATen's capability where --torch-capabilities asks for one, its name in the tag), its median at every\nsetting under the row (* won). %%GEMM: f64 rows of the "
            "DGEMM 1024^3 rate at the start,\nf32 rows of the SGEMM 1024^3 rate the float32 "
            "child measures right after its updates. RSS = peak resident set of the\ncase's process; "
            "est. = (params + grads + Adam's 2 moments + saved activations) x the element size.\n"
@@ -125,7 +132,8 @@ int bench_write_csv(const char *path, const bench_row_t *rows, int n, const benc
                  "cpu,kernels,torch_loaded_ms,torch_loaded_kernels,speedup_vs_torch_loaded,"
                  "torch_best_ms,speedup_vs_torch_best,torch_best_kernels,torch_best_blas_threads,"
                  "torch_best_torch_threads,torch_best_policy,torch_settings,torch_rss_mb,"
-                 "dgemm_end_gflops,forward_ms,zero_grad_ms,backward_ms,optim_ms\n");
+                 "dgemm_end_gflops,forward_ms,zero_grad_ms,backward_ms,optim_ms,"
+                 "torch_best_capability\n");
     for (int i = 0; i < n; i++) {
         const bench_row_t *r = &rows[i];
         const bench_case_t *c = r->c;
@@ -140,7 +148,7 @@ int bench_write_csv(const char *path, const bench_row_t *rows, int n, const benc
         const double best = b ? t->ms[t->best] : NAN;
         fprintf(csv, "%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.6f,%.3f,%.3f,%.4f,"
                 "%.1f,%.1f,%.4f,%.4f,%.1f,%s,%s,%.4f,%s,%.4f,%.4f,%.4f,%s,%d,%d,%s,%d,%.1f,%.3f,"
-                "%.4f,%.4f,%.4f,%.4f\n",
+                "%.4f,%.4f,%.4f,%.4f,%s\n",
                 c->name, r->f32 ? "float32" : "float64", kind_name(c->kind),
                 c->encdec ? "encdec" : "lm", c->placement, c->d, c->vocab, layers,
                 o->threads, o->steps, ms, bench_field(l, "ms_min"),
@@ -151,7 +159,7 @@ int bench_write_csv(const char *path, const bench_row_t *rows, int n, const benc
                 b ? b->core : "", b ? b->blas : 0, b ? b->intra : 0, b ? b->policy : "", t->n,
                 b ? t->rss[t->best] : NAN, dgemm_end, bench_field(l, "forward_ms"),
                 bench_field(l, "zero_grad_ms"), bench_field(l, "backward_ms"),
-                bench_field(l, "optim_ms"));
+                bench_field(l, "optim_ms"), b ? b->cap_ran : "");
     }
     fclose(csv);
     printf("wrote %s\n", path);

@@ -2,13 +2,15 @@
  * "PyTorch at its fastest"): Debian's PyTorch does its matmuls in the same OpenBLAS as the
  * program, and as loaded it runs the kernels OpenBLAS detects (generic ones on a CPU it does not
  * know), at OpenBLAS's thread count, under libgomp's default wait policy. The search times it
- * under every OpenBLAS family asked for (OPENBLAS_CORETYPE) × OMP_WAIT_POLICY, one process each
- * (both are read when the libraries load), and in each process under every split of the N
+ * under every OpenBLAS family asked for (OPENBLAS_CORETYPE) × OMP_WAIT_POLICY × ATen's CPU
+ * capability (ATEN_CPU_CAPABILITY: the vector width of PyTorch's own kernels), one process each
+ * (all three are read when the libraries load), and in each process under every split of the N
  * threads between OpenBLAS and torch.set_num_threads (bench/bench_torch.py, alternately). */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include "bench.h"
 #include "util/blascore.h"
 
@@ -48,35 +50,43 @@ static int runs_here(const char *family)
     return 0;
 }
 
-/* One PyTorch process: kernels, policy, and the thread splits pairs ("1:2,2:2"); its TORCH
- * lines appended to t. */
+/* One PyTorch process: a setting's kernels, policy and capability (s), and the thread splits
+ * pairs ("1:2,2:2"); its TORCH lines appended to t. */
 static void torch_process(const bench_opts_t *o, const bench_case_t *c, int f32,
-                          const char *kernels, const char *policy, const char *pairs,
-                          torch_times_t *t, double *worst)
+                          const torch_setting_t *asked, const char *pairs, torch_times_t *t,
+                          double *worst)
 {
-    char cmd[2048], lines[8][1024], coretype[48] = "";
+    const char *kernels = asked->kernels, *policy = asked->policy, *cap = asked->cap;
+    char cmd[2048], lines[8][1024], coretype[48] = "", aten[48] = "";
     double others;
     if (strcmp(kernels, "loaded")) snprintf(coretype, sizeof coretype, "OPENBLAS_CORETYPE=%s",
                                             kernels);
-    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u OPENBLAS_CORETYPE %s %s "
-             "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' bench/bench_torch.py --layers %d "
+    if (strcmp(cap, "loaded")) snprintf(aten, sizeof aten, "ATEN_CPU_CAPABILITY=%s", cap);
+    snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u OPENBLAS_CORETYPE -u ATEN_CPU_CAPABILITY "
+             "%s %s %s OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' bench/bench_torch.py --layers %d "
              "--placement %s --dtype %s --threads %d --steps %d --warmup %d --arch %s "
              "--d-model %d --d-ff %d --vocab %d --causal %d --update %d --settings %s",
-             strcmp(policy, "passive") ? "" : "OMP_WAIT_POLICY=PASSIVE", coretype, o->threads,
+             strcmp(policy, "passive") ? "" : "OMP_WAIT_POLICY=PASSIVE", coretype, aten, o->threads,
              o->threads, o->python, c->layers, c->placement, f32 ? "float32" : "float64",
              o->threads, o->torch_steps, o->warmup, c->encdec ? "encdec" : "lm", c->d, 2 * c->d,
              c->vocab, c->causal, c->kind == K_UPDATE, pairs);
     const int n = bench_run_measured(o, cmd, "TORCH", &lines[0][0], 8, sizeof lines[0], &others);
     if (!n) {
-        fprintf(stderr, "bench: PyTorch failed under %s, %s\n", kernels, policy);
+        fprintf(stderr, "bench: PyTorch failed under %s, %s, %s\n", kernels, policy, cap);
         return;
     }
     *worst = fmax(*worst, others);
     for (int i = 0; i < n && t->n < TORCH_MAX_SETTINGS; i++) {
         torch_setting_t *s = &t->set[t->n];
-        snprintf(s->kernels, sizeof s->kernels, "%s", kernels);
-        snprintf(s->policy, sizeof s->policy, "%s", policy);
+        *s = *asked;
         bench_field_str(lines[i], "core", s->core, sizeof s->core);
+        bench_field_str(lines[i], "cap", s->cap_ran, sizeof s->cap_ran);
+        if (strcmp(cap, "loaded") && strcasecmp(cap, s->cap_ran)) {   // ATen fell back
+            if (i == 0)
+                fprintf(stderr, "bench: ATEN_CPU_CAPABILITY=%s ran %s: not counted\n", cap,
+                        s->cap_ran);
+            continue;
+        }
         s->blas = (int)bench_field(lines[i], "blas");
         s->intra = (int)bench_field(lines[i], "intra");
         if (strcmp(kernels, "loaded") && strcmp(kernels, s->core)) {   // OpenBLAS fell back
@@ -91,10 +101,21 @@ static void torch_process(const bench_opts_t *o, const bench_case_t *c, int f32,
     }
 }
 
+/* A setting as asked: kernels, policy, capability (the threads come with the pairs). */
+static torch_setting_t asked_setting(const char *kernels, const char *policy, const char *cap)
+{
+    torch_setting_t s = {0};
+    snprintf(s.kernels, sizeof s.kernels, "%s", kernels);
+    snprintf(s.policy, sizeof s.policy, "%s", policy);
+    snprintf(s.cap, sizeof s.cap, "%s", cap);
+    return s;
+}
+
 void bench_torch(const bench_opts_t *o, const bench_case_t *c, int f32,
                  const torch_setting_t *hint, torch_times_t *t, double *worst)
 {
-    char kernels[MAX_LIST + 1][24], policies[MAX_LIST + 1][24], pairs[64], loaded_pair[16];
+    char kernels[MAX_LIST + 1][24], policies[MAX_LIST + 1][24], caps[MAX_LIST + 1][24];
+    char pairs[64], loaded_pair[16];
     const int N = o->threads;
     t->n = 0;
     t->loaded = t->best = -1;
@@ -102,18 +123,20 @@ void bench_torch(const bench_opts_t *o, const bench_case_t *c, int f32,
     snprintf(loaded_pair, sizeof loaded_pair, "%d:%d", N, N);
     if (N > 1) snprintf(pairs, sizeof pairs, "%d:%d,1:%d,%d:1", N, N, N, N);
     else snprintf(pairs, sizeof pairs, "1:1");
+    const torch_setting_t loaded = asked_setting("loaded", "default", "loaded");
     if (hint) {   // as loaded, and the setting that won a larger case
-        torch_process(o, c, f32, "loaded", "default", loaded_pair, t, worst);
+        torch_process(o, c, f32, &loaded, loaded_pair, t, worst);
         char hp[16];
         snprintf(hp, sizeof hp, "%d:%d", hint->blas, hint->intra);
         if (strcmp(hint->kernels, "loaded") || strcmp(hint->policy, "default") ||
-            strcmp(hp, loaded_pair))
-            torch_process(o, c, f32, hint->kernels, hint->policy, hp, t, worst);
+            strcmp(hint->cap, "loaded") || strcmp(hp, loaded_pair))
+            torch_process(o, c, f32, hint, hp, t, worst);
     } else {
         // "loaded" and "default" first, whether listed or not: "as loaded" is always timed
-        int nk = 1, np = 1;
+        int nk = 1, np = 1, nc = 1;
         snprintf(kernels[0], 24, "loaded");
         snprintf(policies[0], 24, "default");
+        snprintf(caps[0], 24, "loaded");
         char list[MAX_LIST][24];
         const int lk = o->torch_search ? split_list(o->torch_kernels, list) : 0;
         for (int i = 0; i < lk; i++)
@@ -122,16 +145,22 @@ void bench_torch(const bench_opts_t *o, const bench_case_t *c, int f32,
         const int lp = o->torch_search ? split_list(o->torch_policies, list) : 0;
         for (int i = 0; i < lp; i++)
             if (!strcmp(list[i], "passive")) snprintf(policies[np++], 24, "passive");
-        for (int k = 0; k < nk; k++)
-            for (int p = 0; p < np; p++)
-                torch_process(o, c, f32, kernels[k], policies[p],
-                              o->torch_search ? pairs : loaded_pair, t, worst);
+        const int lc = o->torch_search ? split_list(o->torch_caps, list) : 0;
+        for (int i = 0; i < lc; i++)
+            if (strcmp(list[i], "loaded") && plain(list[i]))
+                snprintf(caps[nc++], 24, "%.11s", list[i]);
+        for (int a = 0; a < nc; a++)
+            for (int k = 0; k < nk; k++)
+                for (int p = 0; p < np; p++) {
+                    const torch_setting_t s = asked_setting(kernels[k], policies[p], caps[a]);
+                    torch_process(o, c, f32, &s, o->torch_search ? pairs : loaded_pair, t, worst);
+                }
     }
     for (int i = 0; i < t->n; i++) {
         if (!isfinite(t->ms[i])) continue;
         const torch_setting_t *s = &t->set[i];
         if (t->loaded < 0 && !strcmp(s->kernels, "loaded") && !strcmp(s->policy, "default") &&
-            s->blas == N && s->intra == N)
+            !strcmp(s->cap, "loaded") && s->blas == N && s->intra == N)
             t->loaded = i;
         if (t->best < 0 || t->ms[i] < t->ms[t->best]) t->best = i;   // a tie keeps the first
     }
@@ -139,5 +168,6 @@ void bench_torch(const bench_opts_t *o, const bench_case_t *c, int f32,
 
 void bench_torch_tag(const torch_setting_t *s, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s b%d t%d %.3s", s->core, s->blas, s->intra, s->policy);
+    snprintf(buf, len, "%s b%d t%d %.3s%s%s", s->core, s->blas, s->intra, s->policy,
+             strcmp(s->cap, "loaded") ? " " : "", strcmp(s->cap, "loaded") ? s->cap_ran : "");
 }

@@ -21,7 +21,7 @@ starts with OPENBLAS_NUM_THREADS = the largest B, so its pool exists) and torch.
 The kernels (OPENBLAS_CORETYPE) and OMP_WAIT_POLICY are read when the libraries load, so bench.c
 starts one process per kernel family and policy (docs/performance.md, "PyTorch at its fastest").
 
-Prints one line per setting: TORCH blas=B intra=T core=FAMILY ms_median=... ms_min=... ms_max=...
+Prints one line per setting: TORCH blas=B intra=T core=FAMILY cap=CAPABILITY ms_median=... ms_min=... ms_max=...
 rss_kb=... (core: the family OpenBLAS runs, openblas_get_corename; rss_kb: the process's peak).
 """
 import argparse
@@ -143,6 +143,8 @@ def main():
     blas = ctypes.CDLL("libopenblas.so.0")   # the library torch's BLAS calls run in (ldd)
     blas.openblas_get_corename.restype = ctypes.c_char_p
     core = blas.openblas_get_corename().decode()
+    # the vector width of ATen's own kernels (ATEN_CPU_CAPABILITY, or PyTorch's choice)
+    cap = torch.__config__.show().split("CPU capability usage: ")[-1].split()[0]
     torch.set_num_threads(a.threads)
     dtype = getattr(torch, a.dtype)
     gen = torch.Generator().manual_seed(1)
@@ -189,7 +191,7 @@ def main():
         v = sorted(ms[st])
         n = len(v)
         med = v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
-        print(f"TORCH blas={st[0]} intra={st[1]} core={core} ms_median={med:.4f} "
+        print(f"TORCH blas={st[0]} intra={st[1]} core={core} cap={cap} ms_median={med:.4f} "
               f"ms_min={v[0]:.4f} ms_max={v[-1]:.4f} rss_kb={rss}")
 
 if __name__ == "__main__":
