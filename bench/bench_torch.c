@@ -28,12 +28,15 @@ static int split_list(const char *s, char out[][24])
     return n;
 }
 
-/* Whether name is a plain word (it reaches a shell). */
-static int plain(const char *name)
+/* Whether name is a plain word (it reaches a shell); if not, said on stderr (option: where
+ * it came from). */
+static int plain(const char *name, const char *option)
 {
+    int ok = *name != '\0';
     for (const char *p = name; *p; p++)
-        if (!isalnum((unsigned char)*p) && *p != '_') return 0;
-    return *name != '\0';
+        if (!isalnum((unsigned char)*p) && *p != '_') ok = 0;
+    if (!ok) fprintf(stderr, "bench: %s: '%s' is not a plain name: not timed\n", option, name);
+    return ok;
 }
 
 /* Whether this CPU can run the kernels of family (1), or not (0, said on stderr once). */
@@ -140,14 +143,15 @@ void bench_torch(const bench_opts_t *o, const bench_case_t *c, int f32,
         char list[MAX_LIST][24];
         const int lk = o->torch_search ? split_list(o->torch_kernels, list) : 0;
         for (int i = 0; i < lk; i++)
-            if (strcmp(list[i], "loaded") && plain(list[i]) && runs_here(list[i]))
+            if (strcmp(list[i], "loaded") && plain(list[i], "--torch-kernels") &&
+                runs_here(list[i]))
                 snprintf(kernels[nk++], 24, "%.23s", list[i]);
         const int lp = o->torch_search ? split_list(o->torch_policies, list) : 0;
         for (int i = 0; i < lp; i++)
             if (!strcmp(list[i], "passive")) snprintf(policies[np++], 24, "passive");
         const int lc = o->torch_search ? split_list(o->torch_caps, list) : 0;
         for (int i = 0; i < lc; i++)
-            if (strcmp(list[i], "loaded") && plain(list[i]))
+            if (strcmp(list[i], "loaded") && plain(list[i], "--torch-capabilities"))
                 snprintf(caps[nc++], 24, "%.11s", list[i]);
         for (int a = 0; a < nc; a++)
             for (int k = 0; k < nk; k++)
