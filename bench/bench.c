@@ -45,8 +45,8 @@ static int usage(void)
                     "[--python PATH] [--only SUB[,SUB...]]\n"
                     "             [--precision f64|f32|both] [--no-torch] [--torch-kernels "
                     "LIST] [--torch-policies LIST]\n"
-                    "             [--torch-capabilities LIST] [--torch-loaded] [--torch-steps S] [--retries N] "
-                    "[--wait SECONDS]\n");
+                    "             [--torch-capabilities LIST] [--torch-loaded] [--torch-steps S] "
+                    "[--retries N] [--wait SECONDS]\n");
     return 2;
 }
 

@@ -66,7 +66,8 @@ static void torch_process(const bench_opts_t *o, const bench_case_t *c, int f32,
                                             kernels);
     if (strcmp(cap, "loaded")) snprintf(aten, sizeof aten, "ATEN_CPU_CAPABILITY=%s", cap);
     snprintf(cmd, sizeof cmd, "env -u OMP_WAIT_POLICY -u OPENBLAS_CORETYPE -u ATEN_CPU_CAPABILITY "
-             "%s %s %s OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' bench/bench_torch.py --layers %d "
+             "%s %s %s OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' bench/bench_torch.py "
+             "--layers %d "
              "--placement %s --dtype %s --threads %d --steps %d --warmup %d --arch %s "
              "--d-model %d --d-ff %d --vocab %d --causal %d --update %d --settings %s",
              strcmp(policy, "passive") ? "" : "OMP_WAIT_POLICY=PASSIVE", coretype, aten, o->threads,
