@@ -128,8 +128,8 @@ typedef struct {
 
 /* PyTorch on case c's model in float64 (f32 = 0) or float32, as loaded and at every setting of
  * the search (o->torch_kernels × OpenBLAS threads {1, N} × torch threads {1, N}, both ≤ N and
- * one = N, × o->torch_policies × o->torch_caps; hint != NULL: only "as loaded" and that setting) into *t;
- * *worst = the largest share of the CPUs other processes took meanwhile. */
+ * one = N, × o->torch_policies × o->torch_caps; hint != NULL: only "as loaded" and that
+ * setting) into *t; *worst = the largest share of the CPUs other processes took meanwhile. */
 void bench_torch(const bench_opts_t *o, const bench_case_t *c, int f32,
                  const torch_setting_t *hint, torch_times_t *t, double *worst);
 

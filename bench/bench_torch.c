@@ -53,8 +53,8 @@ static int runs_here(const char *family)
     return 0;
 }
 
-/* One PyTorch process: a setting's kernels, policy and capability (s), and the thread splits
- * pairs ("1:2,2:2"); its TORCH lines appended to t. */
+/* One PyTorch process: the kernels, policy and capability asked, and the thread splits pairs
+ * ("1:2,2:2"); its TORCH lines appended to t. */
 static void torch_process(const bench_opts_t *o, const bench_case_t *c, int f32,
                           const torch_setting_t *asked, const char *pairs, torch_times_t *t,
                           double *worst)
