@@ -53,6 +53,15 @@ static int runs_here(const char *family)
     return 0;
 }
 
+/* Whether the variable var's value asked ("loaded": none) is what ran; if not, said on stderr
+ * (once a process: say). */
+static int ran_as_asked(const char *var, const char *asked, const char *ran, int say)
+{
+    if (!strcmp(asked, "loaded") || !strcasecmp(asked, ran)) return 1;
+    if (say) fprintf(stderr, "bench: %s=%s ran %s: not counted\n", var, asked, ran);
+    return 0;
+}
+
 /* One PyTorch process: the kernels, policy and capability asked, and the thread splits pairs
  * ("1:2,2:2"); its TORCH lines appended to t. */
 static void torch_process(const bench_opts_t *o, const bench_case_t *c, int f32,
@@ -85,20 +94,12 @@ static void torch_process(const bench_opts_t *o, const bench_case_t *c, int f32,
         *s = *asked;
         bench_field_str(lines[i], "core", s->core, sizeof s->core);
         bench_field_str(lines[i], "cap", s->cap_ran, sizeof s->cap_ran);
-        if (strcmp(cap, "loaded") && strcasecmp(cap, s->cap_ran)) {   // ATen fell back
-            if (i == 0)
-                fprintf(stderr, "bench: ATEN_CPU_CAPABILITY=%s ran %s: not counted\n", cap,
-                        s->cap_ran);
+        // a library that fell back to other kernels than asked: not that setting
+        if (!ran_as_asked("OPENBLAS_CORETYPE", kernels, s->core, i == 0) ||
+            !ran_as_asked("ATEN_CPU_CAPABILITY", cap, s->cap_ran, i == 0))
             continue;
-        }
         s->blas = (int)bench_field(lines[i], "blas");
         s->intra = (int)bench_field(lines[i], "intra");
-        if (strcmp(kernels, "loaded") && strcmp(kernels, s->core)) {   // OpenBLAS fell back
-            if (i == 0)
-                fprintf(stderr, "bench: OPENBLAS_CORETYPE=%s ran %s: not counted\n", kernels,
-                        s->core);
-            continue;
-        }
         t->ms[t->n] = bench_field(lines[i], "ms_median");
         t->rss[t->n] = bench_field(lines[i], "rss_kb") / 1024.0;
         t->n++;

@@ -18,11 +18,13 @@ torch.optim.Adam; gradients dropped (grad = None) before every step, as a traini
 every setting once, in an order rotated each round, so that drift slows all alike): OpenBLAS's
 threads B (openblas_set_num_threads of the OpenBLAS torch loaded, libopenblas.so.0; the process
 starts with OPENBLAS_NUM_THREADS = the largest B, so its pool exists) and torch.set_num_threads(T).
-The kernels (OPENBLAS_CORETYPE) and OMP_WAIT_POLICY are read when the libraries load, so bench.c
-starts one process per kernel family and policy (docs/performance.md, "PyTorch at its fastest").
+The kernels (OPENBLAS_CORETYPE), OMP_WAIT_POLICY and ATEN_CPU_CAPABILITY are read when the
+libraries load, so bench.c starts one process per kernel family, policy and capability
+(docs/performance.md, "PyTorch at its fastest").
 
-Prints one line per setting: TORCH blas=B intra=T core=FAMILY cap=CAPABILITY ms_median=... ms_min=... ms_max=...
-rss_kb=... (core: the family OpenBLAS runs, openblas_get_corename; rss_kb: the process's peak).
+Prints one line per setting: TORCH blas=B intra=T core=FAMILY cap=CAPABILITY ms_median=...
+ms_min=... ms_max=... rss_kb=... (core: the family OpenBLAS runs, openblas_get_corename; cap: the
+vector width ATen's own kernels run; rss_kb: the process's peak).
 """
 import argparse
 import ctypes

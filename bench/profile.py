@@ -44,7 +44,12 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=30)
     a = ap.parse_args()
-    data = os.path.join(tempfile.mkdtemp(prefix="profile_"), "perf.data")
+    with tempfile.TemporaryDirectory(prefix="profile_") as tmp:
+        profile(a, os.path.join(tmp, "perf.data"))
+
+
+def profile(a, data):
+    """Record case a.case into the file data, then print its groups."""
     cmd = [os.path.join(REPO, "build", "bench", "bench"), "--run", a.case, "--threads",
            str(a.threads), "--steps", str(a.steps), "--warmup", "3"] + (["--f32"] if a.f32 else [])
     r = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-o", data, "--"]
