@@ -154,6 +154,24 @@ expect_rc "unknown verb" 2 "$BIN" frobnicate
 expect_rc "unknown option" 2 "$BIN" --frobnicate
 expect_rc "unknown option after --config" 2 "$BIN" --config "$GOOD" --frobnicate --out "$tmp/run.h5"
 [ -e "$tmp/run.h5" ] && notok "unknown option: $tmp/run.h5 was created" && rm -f "$tmp/run.h5"
+expect_error "a mistyped verb: did you mean" "stability: unknown verb: trian (did you mean train?)" "" "$BIN" trian
+expect_error "a config key given as an option: the --set hint" \
+    "stability: unknown option: --steps (train.steps is a config key: --set train.steps=VALUE)" "" \
+    "$BIN" train "$GOOD" --steps 100
+expect_error "--lr=1e-3: the --set hint" \
+    "stability: unknown option: --lr=1e-3 (train.lr is a config key: --set train.lr=VALUE)" "" \
+    "$BIN" train "$GOOD" --lr=1e-3
+expect_error "train without its CONFIG says the usage it has" "stability: train: missing CONFIG (usage: stability train CONFIG" \
+    "" "$BIN" train
+run "$BIN" train --help; cp "$tmp/stdout" "$tmp/train_help"
+run "$BIN" probe --help
+if ! cmp -s "$tmp/stdout" "$tmp/train_help" && grep -q "^train (train.steps > 0): trains" "$tmp/train_help" &&
+   grep -q "^probe (train.steps = 0): measures at initialisation" "$tmp/stdout" &&
+   ! grep -q -- "--resume" "$tmp/stdout"; then
+    ok "train --help and probe --help each say what their verb does"
+else
+    notok "train --help and probe --help: the same text, or not saying what each does"
+fi
 expect_rc "unknown option of dump" 2 "$BIN" dump --config "$GOOD" --out "$tmp/dump.h5" --frobnicate
 expect_rc "--config without a value" 2 "$BIN" --config
 expect_rc "--set without a value" 2 "$BIN" --config "$GOOD" --set

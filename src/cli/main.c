@@ -69,37 +69,58 @@ static const char *USAGE =
     "divides that count among its --jobs and gives each run its share in\n"
     "STABILITY_SWEEP_THREADS, which wins over all of these.\n";
 
-static const char *HELP_RUN =
+/* What probe and train do, and the options they share (stability VERB --help). */
+#define PROBE_TEXT \
+    "probe (train.steps = 0): measures at initialisation. For probe.seeds initialisations\n" \
+    "(init.seed, init.seed+1, ...) and probe.batches batches each, it measures every layer's\n" \
+    "gradient norms ||E_batch dL/dW||_F and E_batch ||dL/dW||_F, hidden-state norms and the\n" \
+    "exact norm-layer Jacobian norms (with probe.curvature_every: the Hessian's and Adam's\n" \
+    "preconditioned sharpness), writes them to one HDF5 file and prints a summary.\n"
+#define TRAIN_TEXT \
+    "train (train.steps > 0): trains the model for train.steps updates, logging /train (step lr\n" \
+    "loss grad_norm per update; per-layer norms every probe.every updates; val_loss for the text\n" \
+    "task) into the file, written in place (HDF5 SWMR; a killed run's file opens with\n" \
+    "h5py.File(path, 'r', swmr=True)). Status running -> done | diverged (non-finite loss or\n" \
+    "gradient: exit 0) | interrupted (SIGINT, SIGTERM, SIGUSR1: /checkpoint written; exit 0,\n" \
+    "SIGINT 130). On a terminal a progress bar; otherwise (a log file, a cluster job) a line\n" \
+    "after the first update, then every output.log_every updates or 10 s: update, mean loss and\n" \
+    "gradient norm since the last line, validation loss when measured, lr, ms/update and\n" \
+    "tokens/s of training alone (time spent measuring curvature is said apart). Warnings\n" \
+    "(divergence, explosion, not learning, a leak of the targets, a warm-up longer than the run,\n" \
+    "the unigram plateau, logit growth, entropy collapse, gradient collapse; with\n" \
+    "probe.curvature_every, the active preconditioned sharpness above the optimizer's\n" \
+    "threshold) as they happen, each with its update, layer/head and the keys to set; a final\n" \
+    "summary line with the diagnosis (stability info FILE.h5 says it again).\n"
+#define RUN_OPTIONS \
+    "  CONFIG, --config CONFIG   INI file (docs/manual.md); a bare name is looked up in configs/\n" \
+    "  --set S.K=V     override one key, e.g. --set model.layers=12 (repeatable; a later one\n" \
+    "                  of a key wins, said on stderr)\n" \
+    "  --out FILE.h5   output file (default: [output] file, else results/<config name>.h5)\n" \
+    "  --force         replace an existing output file ([output] overwrite = true)\n"
+#define QUIET_OPTION "  --quiet         no progress bar or log lines, no warnings, no summary\n"
+#define RESUME_OPTION \
+    "  --resume        continue the output file's run from its /checkpoint, bit-identically\n" \
+    "                  ([train] resume = auto); a new run if there is no file yet\n"
+
+static const char *HELP_TRAIN =
     "usage: stability train CONFIG [--set section.key=value]... [--out FILE.h5] [--force]\n"
     "                       [--resume] [--quiet]\n"
-    "       stability probe CONFIG [--set section.key=value]... [--out FILE.h5] [--force] [--quiet]\n"
-    "       stability --config CONFIG [the same options]\n"
+    "\n" TRAIN_TEXT
+    "A config whose train.steps is 0 is refused: that is a probe (stability probe CONFIG).\n"
+    RUN_OPTIONS RESUME_OPTION QUIET_OPTION;
+
+static const char *HELP_PROBE =
+    "usage: stability probe CONFIG [--set section.key=value]... [--out FILE.h5] [--force] [--quiet]\n"
+    "\n" PROBE_TEXT
+    "A config whose train.steps is above 0 is refused: that is a training run (stability train).\n"
+    RUN_OPTIONS QUIET_OPTION;
+
+static const char *HELP_RUN =
+    "usage: stability --config CONFIG [--set section.key=value]... [--out FILE.h5] [--force]\n"
+    "                                 [--resume] [--quiet]\n"
     "\n"
-    "probe (train.steps = 0: measure at initialisation): for probe.seeds initialisations\n"
-    "(init.seed, init.seed+1, ...) and probe.batches batches each, measures every layer's\n"
-    "gradient norms ||E_batch dL/dW||_F and E_batch ||dL/dW||_F, hidden-state norms and the\n"
-    "exact norm-layer Jacobian norms, writes them to one HDF5 file and prints a summary.\n"
-    "train (train.steps > 0): trains, logging /train (step lr loss grad_norm per update; per-layer\n"
-    "norms every probe.every updates; val_loss for the text task) into the file, written in\n"
-    "place (HDF5 SWMR; a killed run's file opens with h5py.File(path, 'r', swmr=True)). Status\n"
-    "running -> done | diverged (non-finite loss or gradient: exit 0) | interrupted (SIGINT,\n"
-    "SIGTERM, SIGUSR1: /checkpoint written; exit 0, SIGINT 130). On a terminal a progress bar;\n"
-    "otherwise (a log file, a cluster job) a line every output.log_every updates: update, mean\n"
-    "loss and gradient norm since the last line, validation loss when measured, lr, ms/update,\n"
-    "tokens/s. Warnings (divergence, explosion, not learning, a warm-up longer than the run,\n"
-    "the unigram plateau, logit growth, entropy collapse, gradient collapse; with\n"
-    "probe.curvature_every, the active preconditioned sharpness above the optimizer's\n"
-    "threshold) as they happen, each with its update, layer/head and the keys to set; a final\n"
-    "summary line.\n"
-    "--config CONFIG does whichever train.steps says; train and probe refuse the other.\n"
-    "  CONFIG, --config CONFIG   INI file (docs/manual.md); a bare name is looked up in configs/\n"
-    "  --set S.K=V     override one key, e.g. --set model.layers=12 (repeatable; a later one\n"
-    "                  of a key wins, said on stderr)\n"
-    "  --out FILE.h5   output file (default: [output] file, else results/<config name>.h5)\n"
-    "  --force         replace an existing output file ([output] overwrite = true)\n"
-    "  --resume        continue the output file's run from its /checkpoint, bit-identically\n"
-    "                  ([train] resume = auto); a new run if there is no file yet\n"
-    "  --quiet         no progress bar or log lines, no warnings, no summary\n";
+    "Does whichever train.steps says: a probe at initialisation (0) or a training run (> 0).\n"
+    PROBE_TEXT TRAIN_TEXT RUN_OPTIONS RESUME_OPTION QUIET_OPTION;
 
 static const char *HELP_DUMP =
     "usage: stability dump --config CONFIG --out FILE.h5 [--set section.key=value]... [--force]\n"
@@ -195,6 +216,21 @@ int cli_check_set(const char *const *sets, int nsets, const char *next)
     return 0;
 }
 
+/* An option no verb has: "--steps 100" or "--lr=1e-3" named as the config key it likely means. */
+static int unknown_option(const char *a)
+{
+    char name[64];
+    const char *p = a;
+    while (*p == '-') p++;
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(p, "="), p);
+    const char *section = name[0] ? config_key_section(name) : NULL;
+    if (!section) return cli_usage_error("unknown option", a);
+    fprintf(stderr, "stability: unknown option: %s (%s.%s is a config key: --set %s.%s=VALUE)\n", a,
+            section, name, section, name);
+    fprintf(stderr, "Try 'stability --help'.\n");
+    return 2;
+}
+
 /* Parse the options after the verb; allow: the OPT_ flags the verb takes (the others are
  * refused, not ignored). Returns 0, 2 on a usage error, or -1 after --help. */
 static int parse_options(int argc, char **argv, int first, options_t *o, const char *help,
@@ -250,10 +286,17 @@ static int parse_options(int argc, char **argv, int first, options_t *o, const c
             return cli_usage_error(o->config ? "a second config, or a value without its option"
                                              : "unexpected word (options start with --)", a);
         } else {
-            return cli_usage_error("unknown option", a);
+            return unknown_option(a);
         }
     }
-    if (!o->config) return cli_usage_error("missing --config FILE", NULL);
+    if (!o->config && (allow & OPT_POSITIONAL)) {   // train CONFIG, probe CONFIG
+        fprintf(stderr, "stability: %s: missing CONFIG (usage: stability %s CONFIG [--set "
+                "section.key=value]...; e.g. stability %s tiny)\n", argv[first - 1],
+                argv[first - 1], argv[first - 1]);
+        fprintf(stderr, "Try 'stability %s --help'.\n", argv[first - 1]);
+        return 2;
+    }
+    if (!o->config) return cli_usage_error("missing --config CONFIG", NULL);
     return 0;
 }
 
@@ -351,6 +394,24 @@ int main(int argc, char **argv)
     return rc;
 }
 
+/* A word that is no verb: the nearest verb when it is a slip ("trian"), else the list. */
+static int unknown_verb(const char *verb)
+{
+    static const char *const VERBS[] = {"train", "probe", "sweep", "plot", "info", "dump",
+                                        "gradcheck", "translate", NULL};
+    const char *best = NULL;
+    int bestd = 3;
+    for (int k = 0; VERBS[k]; k++) {
+        const int dist = args_edit_distance(verb, VERBS[k]);
+        if (dist < bestd) { bestd = dist; best = VERBS[k]; }
+    }
+    if (best) fprintf(stderr, "stability: unknown verb: %s (did you mean %s?)\n", verb, best);
+    else fprintf(stderr, "stability: unknown verb: %s (the verbs: train, probe, sweep, plot, info, "
+                 "dump, gradcheck, translate)\n", verb);
+    fprintf(stderr, "Try 'stability --help'.\n");
+    return 2;
+}
+
 /* The verbs (docs/design.md §3). Returns the exit code. */
 static int dispatch(int argc, char **argv)
 {
@@ -391,7 +452,8 @@ static int dispatch(int argc, char **argv)
     }
     if (!strcmp(verb, "train") || !strcmp(verb, "probe")) {
         const int train = verb[0] == 't';
-        if ((rc = parse_options(argc, argv, 2, &o, HELP_RUN, OPT_POSITIONAL | OPT_OUT | (train ? OPT_RESUME : 0))))
+        if ((rc = parse_options(argc, argv, 2, &o, train ? HELP_TRAIN : HELP_PROBE,
+                                OPT_POSITIONAL | OPT_OUT | (train ? OPT_RESUME : 0))))
             return rc < 0 ? 0 : rc;
         return cmd_run(&o, train ? RUN_TRAIN : RUN_PROBE);
     }
@@ -409,5 +471,5 @@ static int dispatch(int argc, char **argv)
             return rc < 0 ? 0 : rc;
         return cmd_gradcheck(&o);
     }
-    return cli_usage_error("unknown verb", verb);
+    return unknown_verb(verb);
 }

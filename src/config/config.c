@@ -16,6 +16,7 @@
  *                                     for a key left at its default.
  */
 #include "config/config_keys.h"
+#include "util/args.h"
 #include "util/lines.h"
 
 #include <ini.h>
@@ -32,24 +33,6 @@
 
 /* ---------------------------------------------------------------- messages */
 
-/* Edit distance, for "did you mean" (short strings only). */
-static int edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63) return 99;
-    int d[64][64];
-    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            int c = d[i - 1][j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
-            d[i][j] = c;
-        }
-    return d[la][lb];
-}
-
 /* Message for a key that is not in [section] (section known). */
 static void unknown_key_msg(const char *section, const char *name, char *msg, size_t mlen)
 {
@@ -61,7 +44,7 @@ static void unknown_key_msg(const char *section, const char *name, char *msg, si
     int best = -1, bestd = 3;
     for (int i = 0; i < cfg_nkeys; i++) {
         if (strcmp(cfg_keys[i].section, section) != 0) continue;
-        int dist = edit_distance(name, cfg_keys[i].name);
+        int dist = args_edit_distance(name, cfg_keys[i].name);
         if (dist < bestd) { bestd = dist; best = i; }
     }
     if (best >= 0) {
@@ -79,7 +62,7 @@ static void unknown_key_msg(const char *section, const char *name, char *msg, si
 static void unknown_section_msg(const char *section, char *msg, size_t mlen)
 {
     for (int i = 0; cfg_sections[i]; i++)
-        if (edit_distance(section, cfg_sections[i]) <= 2) {
+        if (args_edit_distance(section, cfg_sections[i]) <= 2) {
             snprintf(msg, mlen, "unknown section [%s] (did you mean [%s]?)", section, cfg_sections[i]);
             return;
         }

@@ -137,6 +137,10 @@ typedef struct config {
 /* Index of section.key in src_line (the order config_to_ini writes), or −1. */
 int config_key_index(const char *section, const char *name);
 
+/* The section of the key called name (e.g. "train" for "steps"; matched with '-' as '_'), or NULL
+ * when no section has it: for "--steps is a config key: --set train.steps=N". */
+const char *config_key_section(const char *name);
+
 /* Fill cfg with the defaults of docs/design.md §4 (name "default", path ""). */
 void config_defaults(config_t *cfg);
 

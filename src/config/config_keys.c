@@ -144,6 +144,17 @@ int cfg_find_key(const char *section, const char *name)
     return -1;
 }
 
+const char *config_key_section(const char *name)
+{
+    char n[64];
+    size_t k = 0;
+    for (; name[k] && k + 1 < sizeof n; k++) n[k] = name[k] == '-' ? '_' : name[k];
+    n[k] = '\0';
+    for (int i = 0; i < cfg_nkeys; i++)
+        if (strcmp(cfg_keys[i].name, n) == 0) return cfg_keys[i].section;
+    return NULL;
+}
+
 int config_key_index(const char *section, const char *name)
 {
     return cfg_find_key(section, name);

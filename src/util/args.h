@@ -17,4 +17,8 @@ int args_parse_double(const char *text, double lo, int lo_open, double hi, doubl
  * not an integer in 1..HI" otherwise ("3junk" is not 3, "99999999999" not 1215752191). */
 int args_env_count(const char *name, long hi, long *out, char *err, size_t errlen);
 
+/* Levenshtein distance of a and b, letters compared without case, for "did you mean";
+ * 99 when either is longer than 63 bytes (only short names are compared). */
+int args_edit_distance(const char *a, const char *b);
+
 #endif
