@@ -1,6 +1,9 @@
 # stability — build, test, run.  `make` builds ./stability; `make run` and `make test` also
 # install missing Debian packages first (scripts/install-deps.sh).
 
+# Builds run in parallel on every CPU (a -jN of your own wins: make -j1).
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+
 CC       ?= cc
 CFLAGS   ?= -O2
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -fopenmp -g
