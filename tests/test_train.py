@@ -12,6 +12,8 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_train
    finishing.
 4. lr = 1e3: status = diverged, diverged_at, exit 0, a valid file. kill -9 mid-run: the file
    opens (SWMR read), status = running, consecutive steps, finite losses.
+   Off a terminal: a log line after update 1, then by time as well as by update; the speed
+   leaves the measuring time out.
 5. Usage errors: missing/empty text file, existing output, --resume with another config.
 6. The last good checkpoint survives any interruption (docs/design.md §6): SIGKILL in the middle
    of writing the file's checkpoint (its journal complete) or the journal (the file's previous
@@ -205,6 +207,32 @@ def test_copy_learning(tmp):
     final = float(loss[-50:].mean())
     check(f"Pre-LN learns copy without warm-up: mean loss of updates 351-400 = {final:.3f} < 0.1 "
           f"(start {loss[:10].mean():.2f}, uniform ln 15 = 2.71)", final < 0.1)
+
+
+def test_log_cadence(tmp):
+    """Off a terminal the log has a line after update 1 and then one at least every
+    STABILITY_LOG_SECONDS (the test hook of the 10-second cadence), whatever output.log_every
+    says; the speed leaves the measuring time out and says it apart."""
+    out = os.path.join(tmp, "cadence.h5")
+    env = dict(ENV, STABILITY_LOG_SECONDS="0.3")
+    t0 = time.time()
+    r = run("train", "configs/tiny.ini", "--out", out,
+            *sets(train__steps=400, train__warmup=1, output__log_every=100000,
+                  model__d_model=32, model__d_ff=64, model__seq_len=32, data__batch=8,
+                  probe__curvature_every=400, probe__curvature_iters=4), env=env)
+    took = time.time() - t0
+    lines = [ln for ln in r.stderr.splitlines() if re.match(r"tiny: update \d+/400 ", ln)]
+    steps = [int(re.match(r"tiny: update (\d+)/", ln).group(1)) for ln in lines]
+    check("the first log line is update 1's", r.returncode == 0 and steps[:1] == [1], r.stderr[-400:])
+    timed = [s for s in steps if s not in (1, 400)]
+    # 400 updates of this model take well over a second of training, so lines 0.3 s apart are
+    # several, while output.log_every = 100000 alone would give none between 1 and 400
+    check(f"lines by time as well as by update ({len(timed)} timed lines in {took:.1f} s)",
+          len(timed) >= 3 and steps == sorted(steps), " ".join(map(str, steps)))
+    done = [ln for ln in r.stdout.splitlines() if " done after 400 updates" in ln]
+    check("the summary's speed says the measuring time apart",
+          bool(done) and re.search(r"tokens/s, \+ [0-9.e+-]+ s measuring\)", done[0]) is not None,
+          r.stdout[-300:])
 
 
 def test_resume(tmp):
@@ -534,6 +562,7 @@ def main():
             t0 = time.time()
             test_layout(tmp, corpus)
             test_copy_learning(tmp)
+            test_log_cadence(tmp)
             test_resume(tmp)
             test_sigint(tmp)
             test_diverged(tmp)

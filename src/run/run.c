@@ -10,6 +10,7 @@
 #include "measure/curvature.h"
 #include "measure/diagnose.h"
 #include "measure/diagnose_curv.h"
+#include "util/args.h"
 #include "util/progress.h"
 #include "report/bleu.h"
 #include "report/diagnosis_curv.h"
@@ -64,6 +65,10 @@ static void signals_restore(const struct sigaction *old)
     for (int i = 0; i < NSTOP; i++) sigaction(STOP_SIGNALS[i], &old[i], NULL);
 }
 
+/* Off a terminal, a log line at least this often (seconds), besides every output.log_every
+ * updates: a slow run is never silent for minutes (test hook STABILITY_LOG_SECONDS, run.h). */
+#define LOG_SECONDS 10.0
+
 /* What the callbacks share. */
 typedef struct {
     h5io_train_t *w;
@@ -84,7 +89,9 @@ typedef struct {
     const char *name;      /* the run's name in warnings */
     /* the log: a line every log_every updates when stderr is not a terminal */
     int log_every;         /* 0: no lines */
+    double log_seconds;    /* ... and a line at least this often */
     double log_t, log_tokens;   /* time and tokens at the last line */
+    double log_measure, measure_sum;   /* seconds spent measuring since the last line; in all */
     long log_step;         /* the update of the last line */
     double log_loss, log_gnorm; /* sums of loss and finite gradient norms since the last line */
     long log_n, log_ng;
@@ -140,13 +147,15 @@ static double batch_tokens(const train_t *t)
 }
 
 /* "12.3 ms/update, 41.6k tokens/s" (from a second on: "2.43 s/update") of u updates and tok
- * tokens in s seconds. */
-static void format_speed(char *buf, size_t len, double s, long u, double tok)
+ * tokens in s seconds of training; with measuring time ms > 0 (probe and curvature rows,
+ * validation, which the speed leaves out) ", + 3.1 s measuring". */
+static void format_speed(char *buf, size_t len, double s, long u, double tok, double ms)
 {
     const double r = s > 0 ? tok / s : 0, per = u > 0 ? s / (double)u : 0.0;
-    snprintf(buf, len, "%.3g %s/update, %.3g%s tokens/s", per >= 1 ? per : 1e3 * per,
-             per >= 1 ? "s" : "ms", r >= 1e6 ? r / 1e6 : r >= 1e3 ? r / 1e3 : r,
-             r >= 1e6 ? "M" : r >= 1e3 ? "k" : "");
+    const int n = snprintf(buf, len, "%.3g %s/update, %.3g%s tokens/s", per >= 1 ? per : 1e3 * per,
+                           per >= 1 ? "s" : "ms", r >= 1e6 ? r / 1e6 : r >= 1e3 ? r / 1e3 : r,
+                           r >= 1e6 ? "M" : r >= 1e3 ? "k" : "");
+    if (ms >= 0.05 && n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, ", + %.3g s measuring", ms);
 }
 
 /* The log line of update r (docs/manual.md, "Watching a run"): the mean loss and gradient
@@ -155,9 +164,9 @@ static void format_speed(char *buf, size_t len, double s, long u, double tok)
 static void log_line(run_ctx_t *c, const train_record_t *r)
 {
     const double now = progress_now();
-    char speed[96];
-    format_speed(speed, sizeof speed, now - c->log_t, r->step - c->log_step,
-                 c->tokens_sum - c->log_tokens);
+    char speed[128];
+    format_speed(speed, sizeof speed, now - c->log_t - c->log_measure, r->step - c->log_step,
+                 c->tokens_sum - c->log_tokens, c->log_measure);
     fprintf(stderr, "%s: update %ld/%ld | loss %.4f", c->name, r->step, c->steps,
             c->log_n ? c->log_loss / (double)c->log_n : r->loss);
     if (!isnan(r->val_loss)) fprintf(stderr, " | val_loss %.4f", r->val_loss);
@@ -165,6 +174,7 @@ static void log_line(run_ctx_t *c, const train_record_t *r)
     fprintf(stderr, " | lr %.4g | grad_norm %.4g | %s\n", r->lr,
             c->log_ng ? c->log_gnorm / (double)c->log_ng : r->grad_norm, speed);
     c->log_t = now;
+    c->log_measure = 0;
     c->log_step = r->step;
     c->log_tokens = c->tokens_sum;
     c->log_loss = c->log_gnorm = 0;
@@ -183,10 +193,14 @@ static void log_step(run_ctx_t *c, const train_record_t *r)
     }
     c->log_loss += r->loss;
     c->log_n++;
+    c->log_measure += r->measure_s;
+    c->measure_sum += r->measure_s;
     if (isfinite(r->grad_norm)) { c->log_gnorm += r->grad_norm; c->log_ng++; }
     if (!c->log_every || c->quiet) return;
+    // by update, and by time: a line at least every LOG_SECONDS whatever log_every is
     if (r->step == c->first || r->step % c->log_every == 0 || r->step == c->steps ||
-        !isnan(r->val_loss) || !isnan(r->bleu) || r->diverged)
+        !isnan(r->val_loss) || !isnan(r->bleu) || r->diverged ||
+        progress_now() - c->log_t >= c->log_seconds)
         log_line(c, r);
 }
 
@@ -324,8 +338,8 @@ static void print_summary(const config_t *cfg, const run_ctx_t *c, const char *s
 {
     const double s = progress_now() - c->t0;
     const long u = c->last.step - c->first + 1;
-    char speed[96], flags[300];
-    format_speed(speed, sizeof speed, s, u, c->tokens_sum);
+    char speed[128], flags[300];
+    format_speed(speed, sizeof speed, s - c->measure_sum, u, c->tokens_sum, c->measure_sum);
     diagnose_flags(&c->diag, flags, sizeof flags);
     printf("%s: %s after %ld updates in %.3g s (%s)", cfg->name, status, c->last.step,
            c->elapsed0 + s, speed);
@@ -438,10 +452,18 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
         }
     }
 
+    double log_seconds = LOG_SECONDS;
+    const char *every = getenv("STABILITY_LOG_SECONDS");
+    if (every && args_parse_double(every, 0, 1, 1e9, &log_seconds)) {
+        fprintf(stderr, "stability: STABILITY_LOG_SECONDS='%s': not a number of seconds > 0\n", every);
+        core->free(t);
+        return 2;
+    }
     char *ini = ini_text(cfg);
     run_ctx_t c = {.steps = cfg->train.steps, .last_val = NAN, .last_bleu = NAN};
     const char *hook = getenv("STABILITY_SIGNAL_AT_STEP");
     c.signal_at = hook ? atol(hook) : 0;
+    c.log_seconds = log_seconds;
     if (!ini) rc = 1;
     else if (resume) rc = h5io_train_resume(&c.w, path, t, ini, &c.elapsed0, err, sizeof err);
     else rc = h5io_train_create(&c.w, path, overwrite, t, ini, err, sizeof err);

@@ -7,7 +7,8 @@
  * write /checkpoint, set status = interrupted and return: exit 0 for SIGTERM/SIGUSR1 (the run
  * is resumable, the file says so), 130 for SIGINT. A second signal kills at once (the file
  * stays readable up to its last flush; the last complete checkpoint stays valid).
- * Test hook: STABILITY_SIGNAL_AT_STEP=K raises SIGTERM after update K (deterministic tests).
+ * Test hook: STABILITY_SIGNAL_AT_STEP=K raises SIGTERM after update K (deterministic tests);
+ * STABILITY_LOG_SECONDS=S sets the time cadence of the log lines off a terminal (default 10 s).
  */
 #ifndef STABILITY_RUN_H
 #define STABILITY_RUN_H

@@ -7,6 +7,7 @@
 #include "measure/change.h"
 #include "measure/diagnose.h"
 #include "train/train.h"
+#include "util/progress.h"
 
 /* The fixed batch of the model-update measure (its own stream, so the training batches are the
  * same with and without it) and the last hidden state on it at θ_0. */
@@ -274,6 +275,7 @@ void train_step(train_t *t, train_record_t *r)
     model_backward(m);
     r->grad_norm = optim_clip(m->grads, m->num_params, c->train.clip);   // norm before clipping
 
+    double t0 = progress_now();
     if (s == 1 || s % c->probe.every == 0) {
         measure(t);
         r->probed = 1;
@@ -282,6 +284,7 @@ void train_step(train_t *t, train_record_t *r)
         curv_at(t, 0, r->lr, &t->curv_row[0]);
         r->curv |= 1;
     }
+    r->measure_s = progress_now() - t0;
     // keep θ as it was when diverged; the caller records the step and stops
     if (!isfinite(r->loss)) r->diverged = TRAIN_LOSS_NONFINITE;
     else if (!isfinite(r->grad_norm)) r->diverged = TRAIN_GRAD_NONFINITE;
@@ -298,6 +301,7 @@ void train_step(train_t *t, train_record_t *r)
         change_relative_update(&t->ax, m, t->prev, t->update_rel);
         t->model_update = change_from_reference(m, &t->fixed, t->ref);
     }
+    t0 = progress_now();
     if (t->curv && s % c->probe.curvature_every == 0 &&
         (c->probe.curvature_until == 0 || s <= c->probe.curvature_until)) {
         curv_at(t, s, optim_lr(c, s + 1), &t->curv_row[1]);
@@ -307,6 +311,7 @@ void train_step(train_t *t, train_record_t *r)
     const long every = c->train.eval_every > 0 ? c->train.eval_every : data_epoch_batches(&t->s.data);
     if (t->s.data.val_batches > 0 && ((every > 0 && s % every == 0) || s == c->train.steps))
         r->val_loss = train_eval(t);
+    r->measure_s += progress_now() - t0;
 }
 
 const char *train_diverged_reason(int diverged)

@@ -61,6 +61,8 @@ typedef struct {
     dynamics_scalars_t dyn;   /* attention logits and entropy, log Z of the update's forward */
     double radam_rho;     /* radam: ρₜ of the update (optim_radam_rect); else NaN */
     double radam_rect;    /* radam: rₜ when ρₜ > 4 (the adaptive step), else NaN */
+    double measure_s;     /* seconds of this update spent measuring (probe and curvature rows,
+                             validation), not training: the log's speed leaves them out */
 } train_record_t;
 
 /* Per-layer measurements of one step (axes of train_t.ax). */
