@@ -40,7 +40,7 @@ ENCDEC = ["model.arch=encdec", "model.dec_layers=2", "data.task=reverse", "model
           "data.min_len=3"]
 TRAIN = ["train.steps=12", "train.warmup=4", "train.lr=1e-3", "probe.every=5"]
 PROBE = ["probe.seeds=2", "probe.batches=2"]
-TEXT = ["data.task=text", "data.path=results/licenses.txt", "model.vocab=256"]
+TEXT = ["data.task=text", "data.path=results/licenses.txt", "model.vocab=256", "model.causal=true"]
 TRANSLATION = ["model.arch=encdec", "data.task=translation", "data.path=results/translation",
                "model.vocab=8000", "model.seq_len=24", "model.src_len=24", "data.batch=4",
                "model.layers=2", "model.dec_layers=2", "model.d_model=32", "model.heads=2",

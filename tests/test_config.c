@@ -461,6 +461,41 @@ START_TEST(test_set_overrides)
 }
 END_TEST
 
+/* What a task implies for keys left unset (docs/design.md §4), and the leak refused: a
+ * next-token text LM is causal with V = 256 unless set; causal = false there is an error; a
+ * stored config is read as it was (info flags it). */
+START_TEST(test_task_defaults_and_leak)
+{
+    config_t c;
+    const char *text[] = {"data.task=text", "data.path=configs/tiny.ini"};
+    load_ok(&c, NULL, text, 2);
+    ck_assert_int_eq(c.model.causal, 1);
+    ck_assert_int_eq(c.model.vocab, 256);
+    const char *mlm[] = {"data.task=mlm", "data.path=configs/tiny.ini"};
+    load_ok(&c, NULL, mlm, 2);
+    ck_assert_int_eq(c.model.causal, 0);
+    ck_assert_int_eq(c.model.vocab, 257);
+    const char *vset[] = {"data.task=text", "data.path=configs/tiny.ini", "model.vocab=300"};
+    load_ok(&c, NULL, vset, 3);
+    ck_assert_int_eq(c.model.vocab, 300);   // a vocabulary the user set is theirs
+    load_ok(&c, NULL, NULL, 0);   // the random task keeps the paper's bidirectional default
+    ck_assert_int_eq(c.model.causal, 0);
+    ck_assert_int_eq(c.model.vocab, 1000);
+    const char *leak[] = {"data.task=text", "data.path=configs/tiny.ini", "model.causal=false"};
+    expect_fail(NULL, leak, 3, "--set model.causal: must be true for data.task = text");
+    // a stored config (every key written) is read as it was
+    config_t d;
+    config_defaults(&d);
+    ck_assert_int_eq(config_set(&d, "data.task=text", err, sizeof err), 0);
+    ck_assert_int_eq(config_set(&d, "data.path=configs/tiny.ini", err, sizeof err), 0);
+    ck_assert_int_eq(config_set(&d, "model.vocab=256", err, sizeof err), 0);
+    static char ini[16384];
+    ck_assert(config_to_ini(&d, ini, sizeof ini) < sizeof ini);
+    ck_assert_int_eq(config_parse_string(&c, ini, "stored", err, sizeof err), 0);
+    ck_assert_int_eq(c.model.causal, 0);
+}
+END_TEST
+
 START_TEST(test_set_errors)
 {
     expect_set_fail("model.heads", "--set model.heads: expected section.key=value");
@@ -760,6 +795,7 @@ Suite *config_suite(void)
     Suite *s = suite_create("config");
     TCase *tc = tcase_create("config");
     tcase_add_test(tc, test_defaults);
+    tcase_add_test(tc, test_task_defaults_and_leak);
     tcase_add_test(tc, test_names);
     tcase_add_test(tc, test_has_final_norm);
     tcase_add_test(tc, test_parse_every_key);

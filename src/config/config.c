@@ -344,7 +344,9 @@ int config_load(config_t *cfg, const char *path, const char *const *sets, int ns
     }
     for (int i = 0; i < nsets; i++)
         if (config_set(cfg, sets[i], err, errlen)) return 2;
-    return config_validate(cfg, err, errlen);
+    config_task_defaults(cfg);
+    const int rc = config_validate(cfg, err, errlen);
+    return rc ? rc : config_refuse_leak(cfg, err, errlen);
 }
 
 int config_parse_string(config_t *cfg, const char *text, const char *name, char *err, size_t errlen)

@@ -163,6 +163,17 @@ int config_set(config_t *cfg, const char *assignment, char *err, size_t errlen);
  * "--set section.key", or "FILE: section.key" when left at its default. */
 void config_where(const config_t *cfg, int k, char *buf, size_t len);
 
+/* What the task implies, for keys the user left unset (docs/design.md §4): a next-token byte LM
+ * (data.task = text) is causal with V = 256; the masked LM has V = 257 (the bytes and [MASK]).
+ * Called on a user's config (config_load), never on a stored one, whose keys are all set. */
+void config_task_defaults(config_t *cfg);
+
+/* A user's config that would train on its own targets: data.task = text (next-token
+ * prediction) with model.causal = false attends to the byte it must predict. Returns 0, or 2
+ * with err "WHERE: model.causal: message". (A stored config is read as it was, and `info`
+ * flags it: measure/diagnose.h.) */
+int config_refuse_leak(const config_t *cfg, char *err, size_t errlen);
+
 /* Check ranges and contradictions (e.g. heads not dividing d_model).
  * Returns 0, or 2 with err holding "WHERE: key: message" (WHERE = file[:line] or --set). */
 int config_validate(const config_t *cfg, char *err, size_t errlen);

@@ -159,6 +159,27 @@ static int validate_mlm(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+void config_task_defaults(config_t *cfg)
+{
+    const int causal = cfg_kidx("model", "causal"), vocab = cfg_kidx("model", "vocab");
+    if (cfg->model.arch != ARCH_LM) return;
+    if (cfg->data.task == TASK_TEXT && cfg->src_line[causal] == 0) cfg->model.causal = 1;
+    if (cfg->src_line[vocab] == 0 && (cfg->data.task == TASK_TEXT || cfg->data.task == TASK_MLM))
+        cfg->model.vocab = cfg->data.task == TASK_TEXT ? 256 : 257;
+}
+
+int config_refuse_leak(const config_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->model.arch != ARCH_LM || cfg->data.task != TASK_TEXT || cfg->model.causal) return 0;
+    const int causal = cfg_kidx("model", "causal"), task = cfg_kidx("data", "task");
+    const char *why = "a non-causal model attends to the byte it must predict (its targets leak "
+                      "into its input); a bidirectional model is data.task = mlm";
+    if (blame(cfg, causal, task) == causal)
+        return vfail(cfg, causal, err, errlen, "must be true for data.task = text (next-token "
+                     "prediction, where it is the default): %s", why);
+    return vfail(cfg, task, err, errlen, "text (next-token prediction) needs model.causal = true: %s", why);
+}
+
 /* The rules of the two architectures and their tasks (docs/design.md §4, §6b). */
 static int validate_arch(const config_t *cfg, char *err, size_t errlen)
 {
