@@ -149,7 +149,8 @@ def test_classes(tmp):
     check("info of a training run: no probe noise, its lr, warm-up, schedule and losses in the header",
           "no /probe" not in r.stdout and "unigram plateau" not in r.stdout and
           "lr 0.01, inverse_sqrt schedule, warm-up 20" in r.stdout and
-          f"final loss {t['loss'][-1]:.4f}" in r.stdout, r.stdout[:800])
+          f"last training loss {t['loss'][-1]:.4f}; final loss {t['loss'][-len(t['loss']) // 10:].mean():.4f} "
+          f"(the mean training loss of the last {len(t['loss']) // 10} updates)" in r.stdout, r.stdout[:800])
 
 
 def test_run_log(tmp):
@@ -264,12 +265,36 @@ model.d_ff = 64
     table = open(path).read() if os.path.exists(path) else ""
     rows = {l.split()[0]: l for l in table.splitlines()[1:4]}
     with h5py.File(os.path.join(d, "results", "three", "lr3e-3.h5"), "r") as f:
-        final = f["train/loss"][-20:].mean()
-    check("... the summary table printed and stored: status, final loss (mean of the last 20), "
+        final = f["train/loss"][-20:].mean()   # 200 updates: the last tenth (measure/outcome.h)
+    check("... the summary table printed and stored: status, final loss (mean of the last tenth), "
           "diagnosis flags", table and table in out and rows.get("lr3", "").split()[1] == "diverged"
           and re.search(r"diverged@\d+", rows.get("lr3", "")) and "exploded@" in rows.get("lr1", "")
           and f"{final:.4f}" in rows.get("lr3e-3", "") and rows.get("lr3e-3", "").rstrip().endswith("healthy"),
           table)
+
+
+def test_summary_final_loss(tmp):
+    """The sweep summary's final loss is the one definition (measure/outcome.h), the value its
+    footnote describes and `info` prints: a 30-update run without validation gives the mean of
+    its last 3 training losses (it showed the mean of the last 15 under "the last 20")."""
+    rc, out, d = sweep(tmp, "short", """[sweep]
+base = configs/tiny.ini
+name = w{warmup}
+train.warmup = 1, 3
+train.steps = 30
+""", "--jobs", "1")
+    path = os.path.join(d, "results", "short", "summary.txt")
+    table = open(path).read() if os.path.exists(path) else ""
+    row = next((l for l in table.splitlines() if l.startswith("w1 ")), "")
+    with h5py.File(os.path.join(d, "results", "short", "w1.h5"), "r") as f:
+        want = f["train/loss"][-3:].mean()
+    r = subprocess.run([STABILITY, "info", os.path.join(d, "results", "short", "w1.h5")],
+                       capture_output=True, text=True, env=ENV)
+    check(f"the summary's final loss is the mean of the last tenth ({want:.4f}), as its footnote "
+          f"and info say", rc == 0 and f"{want:.4f}" in row.split() and
+          "the mean training loss of the last tenth of the updates" in table and
+          f"final loss {want:.4f} (the mean training loss of the last 3 updates)" in r.stdout,
+          table + r.stdout[:600])
 
 
 def test_sweep_bar(tmp):
@@ -381,6 +406,7 @@ def main():
             test_classes(tmp)
             test_run_log(tmp)
             test_sweep_log(tmp)
+            test_summary_final_loss(tmp)
             test_sweep_bar(tmp)
             test_threads(tmp)
     passed = sum(results)

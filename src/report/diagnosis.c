@@ -8,6 +8,7 @@
 #include "data/data.h"
 #include "io/h5io.h"
 #include "measure/diagnose.h"
+#include "measure/outcome.h"
 #include "report/diagnosis_curv.h"
 #include "report/report.h"
 
@@ -135,6 +136,19 @@ int report_diagnose_run(struct h5io_file *f, const char *prefix, const config_t 
     return 0;
 }
 
+double report_final_loss(h5io_file_t *f, const char *prefix)
+{
+    rows_t r;
+    if (rows_read(&r, f, prefix)) return NAN;
+    char tr[512];
+    double div = NAN;
+    snprintf(tr, sizeof tr, "%s/train", prefix);
+    const int diverged = h5io_read_attr_double(f, tr, "diverged_at", &div) == 0 && div > 0;
+    const double v = outcome_final_loss(r.loss, r.T, r.val, r.n_val, diverged);
+    rows_free(&r);
+    return v;
+}
+
 void report_diagnosis(FILE *out, h5io_file_t *f, const char *prefix, const config_t *cfg)
 {
     diagnose_t d;
@@ -212,14 +226,19 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     fprintf(out, "result: %s after %ld of %d updates", status ? status : "?",
             r.T ? (long)r.step[r.T - 1] : 0L, c->train.steps);
     if (r.T) {
-        const size_t k = r.T >= DIAG_PLATEAU_WINDOW ? DIAG_PLATEAU_WINDOW : r.T;
-        double s = 0;
-        for (size_t i = r.T - k; i < r.T; i++) s += r.loss[i];
-        fprintf(out, ", final loss %.4f (mean of the last %zu: %.4f)", r.loss[r.T - 1], k, s / (double)k);
+        double div = NAN;
+        char tr[512];
+        snprintf(tr, sizeof tr, "%s/train", prefix);
+        const int diverged = h5io_read_attr_double(f, tr, "diverged_at", &div) == 0 && div > 0;
+        const double fin = outcome_final_loss(r.loss, r.T, r.val, r.n_val, diverged);
+        const size_t k = r.T / 10 ? r.T / 10 : 1;
+        fprintf(out, ", last training loss %.4f; final loss ", r.loss[r.T - 1]);
+        if (diverged) fprintf(out, "none (diverged)");
+        else if (r.val && r.n_val && isfinite(r.val[r.n_val - 1]))
+            fprintf(out, "%.4f (the validation loss at update %.0f)", fin,
+                    r.val_step ? r.val_step[r.n_val - 1] : NAN);
+        else fprintf(out, "%.4f (the mean training loss of the last %zu updates)", fin, k);
     }
-    if (r.val && r.n_val)
-        fprintf(out, ", validation loss %.4f at update %.0f", r.val[r.n_val - 1],
-                r.val_step ? r.val_step[r.n_val - 1] : NAN);
     if (r.time && r.n_time && r.T) {
         const double s = r.time[(r.n_time < r.T ? r.n_time : r.T) - 1];
         fprintf(out, "; %.3g s", s);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "measure/outcome.h"
 #include "report/plot_internal.h"
 #include "measure/diagnose.h"
 #include "measure/fit.h"
@@ -42,16 +43,10 @@ static void atlas_free(atlas_t *a)
     free(a);
 }
 
-/* A training run's final loss: its last validation loss, else the mean of its last tenth of
- * training losses; NaN when it diverged. */
+/* A training run's final loss (measure/outcome.h). */
 static double final_loss(const plot_run_t *r)
 {
-    if (!isnan(r->diverged_at)) return NAN;
-    if (r->nevals > 0 && isfinite(r->val_loss[r->nevals - 1])) return r->val_loss[r->nevals - 1];
-    size_t n = r->nsteps / 10 ? r->nsteps / 10 : 1;
-    double s = 0.0;
-    for (size_t t = r->nsteps - n; t < r->nsteps; t++) s += r->loss[t];
-    return s / (double)n;
+    return outcome_final_loss(r->loss, r->nsteps, r->val_loss, r->nevals, !isnan(r->diverged_at));
 }
 
 /* Index of run r's variant, added when new; −1 when ATLAS_VARIANTS are taken. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "measure/outcome.h"
 #include "report/plot_proxies.h"
 #include "measure/fit.h"
 
@@ -286,16 +287,10 @@ static int study_axes(const plot_set_t *set, size_study_t *st, char (*ctx)[200],
 
 /* ------------------------------------------------------------------------- reading */
 
-/* A run's final loss as the atlas takes it (plot_atlas.c, scripts/atlas_table.py): NaN when it
- * diverged, else its last validation loss, else the mean of its last tenth of training losses. */
+/* A run's final loss (measure/outcome.h), NaN when it diverged. */
 static double final_loss(const plot_run_t *r, int diverged)
 {
-    if (diverged) return NAN;
-    if (r->nevals > 0 && isfinite(r->val_loss[r->nevals - 1])) return r->val_loss[r->nevals - 1];
-    const size_t n = r->nsteps / 10 ? r->nsteps / 10 : 1;
-    double s = 0.0;
-    for (size_t t = r->nsteps - n; t < r->nsteps; t++) s += r->loss[t];
-    return s / (double)n;
+    return outcome_final_loss(r->loss, r->nsteps, r->val_loss, r->nevals, diverged);
 }
 
 /* The largest finite max |attention logit| of any update, or NaN. */

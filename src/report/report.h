@@ -36,6 +36,11 @@ void report_diagnosis(FILE *out, struct h5io_file *f, const char *prefix, const 
  * divergence and diagnose_finish. 0, or 1 when it is not a training run. */
 int report_diagnose_run(struct h5io_file *f, const char *prefix, const config_t *cfg, diagnose_t *d);
 
+/* The final loss of the training run at prefix (measure/outcome.h: NaN when it diverged, its
+ * last validation loss, else the mean of its last tenth of training losses); NaN when it is no
+ * training run. */
+double report_final_loss(struct h5io_file *f, const char *prefix);
+
 /* Two lines for a training run: what distinguishes it (optimizer, lr, schedule, warm-up,
  * updates, batch, precision, mitigations) and how it ended (status, final and validation
  * loss, time, ms/update, tokens/s). */

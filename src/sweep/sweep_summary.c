@@ -63,7 +63,8 @@ static void row_from_file(const sweep_t *s, int i, const char *path, const char 
         diagnose_t d;
         if (report_diagnose_run(f, "", &cfg, &d) == 0) {
             snprintf(r->updates, sizeof r->updates, "%ld", d.last_step);
-            if (!isnan(d.end_mean)) snprintf(r->loss, sizeof r->loss, "%.4f", d.end_mean);
+            const double fin = report_final_loss(f, "");
+            if (!isnan(fin)) snprintf(r->loss, sizeof r->loss, "%.4f", fin);
             diagnose_flags(&d, r->flags, sizeof r->flags);
         }
         const double v = last_of(f, "val_loss");
@@ -107,9 +108,10 @@ static void table(const sweep_t *s, const row_t *rows, sbuf_t *b)
                     w[2], r->updates[0] ? r->updates : "-", w[3], r->loss[0] ? r->loss : "-",
                     w[4], r->val[0] ? r->val : "-", r->flags[0] ? r->flags : "-");
     }
-    sbuf_printf(b, "final loss: the mean of the last 20 updates' training loss (a probe: at "
-                "initialisation); val loss: the last validation loss; diagnosis: "
-                "stability info RUN.h5\n");
+    sbuf_printf(b, "final loss: the last validation loss, else the mean training loss of the "
+                "last tenth of the updates, none when diverged (a probe: the loss at "
+                "initialisation); val loss: the last validation loss; diagnosis: stability info "
+                "RUN.h5\n");
 }
 
 /* Write text to path whole: a temporary beside it, renamed over it (only a regular file is
