@@ -347,6 +347,8 @@ test: test-deps
 	/usr/bin/python3 tests/test_plot_keys.py
 	/usr/bin/python3 tests/test_train.py
 	/usr/bin/python3 tests/test_watch.py
+	@[ -s results/licenses.txt ] || scripts/corpus.sh   # test_warmup_answer.py trains the anchor on it
+	/usr/bin/python3 tests/test_warmup_answer.py
 	/usr/bin/python3 tests/test_hostile.py
 	/usr/bin/python3 tests/test_threads.py
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # test_float32.py trains on Fig. 2's text

@@ -20,6 +20,7 @@ static config_t lm_config(void)
     c.train.warmup = 1;
     c.train.lr = 1e-3;
     c.data.task = TASK_COPY;
+    c.model.causal = 1;   // next-token prediction: without the mask the targets leak (test_leak)
     return c;
 }
 
@@ -42,7 +43,18 @@ START_TEST(test_warmup_longer_than_run)
     ck_assert(fabs(d.value[diagnose_index(DIAG_WARMUP_LONG)] - 2.5e-5) < 1e-20);
     char msg[1200];
     diagnose_message(&d, DIAG_WARMUP_LONG, msg, sizeof msg);
-    ck_assert_msg(strstr(msg, "--set train.warmup=20") != NULL, "%s", msg);
+    // the one warm-up answer: 2/(1 - 0.98) = 100 updates (measure/diagnose.h), half the run
+    ck_assert_msg(strstr(msg, "--set train.warmup=100 or more train.steps") != NULL, "%s", msg);
+    ck_assert_int_eq(diagnose_warmup_updates(&c, 0), 100);
+    ck_assert_int_eq(diagnose_warmup_updates(&c, 150.2), 151);   // a measured need above it wins
+    c.train.beta2 = 0.999;
+    ck_assert_int_eq(diagnose_warmup_updates(&c, 0), 2000);
+    diagnose_message(&d, DIAG_WARMUP_LONG, msg, sizeof msg);   // 2000 does not fit 200 updates
+    ck_assert_msg(strstr(msg, "--set train.steps=12000 (three times the warm-up)") != NULL, "%s", msg);
+    c.train.beta2 = 0.98;
+    c.train.optimizer = OPT_SGD;   // no rule for SGD: a tenth of the run
+    ck_assert_int_eq(diagnose_warmup_updates(&c, 0), 20);
+    c.train.optimizer = OPT_ADAM;
     c.train.warmup = 200;   // equal: the run reaches its lr at its last update
     diagnose_init(&d, &c, NAN);
     ck_assert_int_eq(diagnose_start(&d), 0);
@@ -164,6 +176,90 @@ START_TEST(test_logit_floor_and_place)
 }
 END_TEST
 
+/* Gradient collapse: the lowest / highest layer gradient below 1/50 of its value at the first
+ * probe row. A 4-layer run whose ratio fell from 0.625 to 0.012 (52x; the absolute 0.01 of old
+ * never fired there) is flagged at that row with its lowest layer; a dip to 0.03 (21x: runs that
+ * train dip so before they escape) is not; a deep stack that starts at 0.009 and stays is not. */
+START_TEST(test_grad_collapse)
+{
+    config_t c = lm_config();
+    const double r1[4] = {0.5, 0.6, 0.7, 0.8}, dip[4] = {0.024, 0.3, 0.5, 0.8},
+                 low[4] = {0.0096, 0.05, 0.3, 0.8}, deep[4] = {0.0072, 0.05, 0.3, 0.8};
+    const double *rows[3][3] = {{r1, dip, low}, {r1, dip, dip}, {deep, deep, deep}};
+    const int want[3] = {DIAG_GRAD_COLLAPSE, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        diagnose_t d;
+        diagnose_init(&d, &c, NAN);
+        diagnose_axes(&d, 4, NULL, 0, NULL);
+        for (long t = 1; t <= 200; t++) {
+            diagnose_update_t u = update(t, 3.0, 1e-3);
+            if (t == 1 || t % 100 == 0) { u.grad = rows[k][t / 100]; u.K = 1; }
+            diagnose_step(&d, &u);
+        }
+        ck_assert_int_eq(d.events & DIAG_GRAD_COLLAPSE, want[k]);
+        if (!want[k]) continue;
+        ck_assert_int_eq(d.at[diagnose_index(DIAG_GRAD_COLLAPSE)], 200);
+        char msg[1200];
+        diagnose_message(&d, DIAG_GRAD_COLLAPSE, msg, sizeof msg);
+        ck_assert_msg(strstr(msg, "at update 200: lowest / highest layer gradient 0.012, 52 x below "
+                             "its 0.625 at update 1") && strstr(msg, "lowest in layer 1") &&
+                      strstr(msg, "--set train.warmup=100"), "%s", msg);
+    }
+}
+END_TEST
+
+/* A leak: a next-token task trained without the causal mask is flagged before update 1 (copy,
+ * random, text; not mlm, not a probe); on the random task a loss below 0.9 × the entropy of its
+ * i.i.d. tokens (ln 11 = 2.398 for V = 11) is flagged where it happens, and a loss at the
+ * entropy is not. */
+START_TEST(test_leak)
+{
+    config_t c = lm_config();
+    c.model.causal = 0;   // copy without the mask
+    diagnose_t d;
+    diagnose_init(&d, &c, NAN);
+    ck_assert_int_eq(diagnose_start(&d), DIAG_LEAK);
+    char msg[1200];
+    diagnose_message(&d, DIAG_LEAK, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "data.task = copy predicts the next token") &&
+                  strstr(msg, "--set model.causal=true"), "%s", msg);
+    c.model.causal = 1;
+    diagnose_init(&d, &c, NAN);
+    ck_assert_int_eq(diagnose_start(&d), 0);
+    c.model.causal = 0;
+    c.data.task = TASK_MLM;   // bidirectional by design: its targets are masked in the input
+    diagnose_init(&d, &c, NAN);
+    ck_assert_int_eq(diagnose_start(&d), 0);
+    c.data.task = TASK_RANDOM;
+    c.model.causal = 1;
+    c.model.vocab = 11;
+    for (int k = 0; k < 2; k++) {
+        diagnose_init(&d, &c, NAN);
+        ck_assert(fabs(d.floor - log(11.0)) < 1e-15);
+        ck_assert_int_eq(diagnose_start(&d), 0);
+        int ev = 0;
+        for (long t = 1; t <= 100; t++) {
+            diagnose_update_t u = update(t, k ? 2.4 : (t < 50 ? 2.4 : 2.0), 1e-3);
+            ev |= diagnose_step(&d, &u);
+        }
+        ck_assert_int_eq(ev & DIAG_LEAK, k ? 0 : DIAG_LEAK);
+        if (k) continue;
+        // the window of 20 falls below 0.9 ln 11 = 2.158 with its 13th loss of 2.0 (2.4 − 13 ×
+        // 0.02 = 2.14): update 62
+        ck_assert_int_eq(d.at[diagnose_index(DIAG_LEAK)], 62);
+        diagnose_message(&d, DIAG_LEAK, msg, sizeof msg);
+        ck_assert_msg(strstr(msg, "fell to 2.14 at update 62, below 0.9 x the entropy of the "
+                             "task's independent tokens, 2.398"), "%s", msg);
+    }
+    c.data.zipf = 1.1;   // the Zipf entropy, below ln V
+    diagnose_init(&d, &c, NAN);
+    double z = 0, h = 0;
+    for (int k = 1; k <= 11; k++) z += pow(k, -1.1);
+    for (int k = 1; k <= 11; k++) h -= pow(k, -1.1) / z * log(pow(k, -1.1) / z);
+    ck_assert(fabs(d.floor - h) < 1e-12 && h < log(11.0));
+}
+END_TEST
+
 /* The remedies name only keys the run does not use yet: a Pre-LN run with QK-norm and a
  * warm-up is not told to use them. */
 START_TEST(test_remedies_not_in_use)
@@ -174,12 +270,13 @@ START_TEST(test_remedies_not_in_use)
     d.events = DIAG_PLATEAU | DIAG_LOGIT_GROWTH;
     char msg[1200];
     diagnose_message(&d, DIAG_PLATEAU, msg, sizeof msg);
-    ck_assert_msg(strstr(msg, "--set train.warmup=30") && strstr(msg, "--set model.placement=pre"), "%s", msg);
+    ck_assert_msg(strstr(msg, "--set train.warmup=100 (2/(1 - beta2) for beta2 = 0.98, Ma & Yarats 2021)") &&
+                  strstr(msg, "--set model.placement=pre"), "%s", msg);
     c.model.placement = PLACEMENT_PRE;
     c.model.qk_norm = QK_NORM_LAYERNORM;
     c.train.warmup = 100;
     diagnose_message(&d, DIAG_PLATEAU, msg, sizeof msg);
-    ck_assert_msg(!strstr(msg, "placement") && !strstr(msg, "warmup=30"), "%s", msg);
+    ck_assert_msg(!strstr(msg, "placement") && !strstr(msg, "warmup="), "%s", msg);   // never the config again
     diagnose_message(&d, DIAG_LOGIT_GROWTH, msg, sizeof msg);
     ck_assert_msg(!strstr(msg, "qk_norm") && strstr(msg, "--set model.attn_softcap=50"), "%s", msg);
 }
@@ -258,7 +355,7 @@ START_TEST(test_curv_crossing)
                   strstr(msg, "from update 0 to 8 (8 updates; 3 of 10 measured rows above)") &&
                   strstr(msg, "at the peak: layer 2 ffn 4.3 x the threshold") &&
                   strstr(msg, "precond_eps_share") &&
-                  strstr(msg, "--set train.warmup=12") &&
+                  strstr(msg, "--set train.warmup=100 (the diagnosis' warm-up, at least the 12 updates") &&
                   strstr(msg, "--set train.optimizer=gi_adam") &&
                   strstr(msg, "--set model.placement=pre"), "%s", msg);
     report_curvature_message(&d, &c, NULL, 1, msg, sizeof msg);   // the live warning
@@ -277,7 +374,7 @@ START_TEST(test_curv_crossing)
     report_curvature_message(&d, &c, NULL, 0, msg, sizeof msg);
     ck_assert_msg(strstr(msg, "at update 0 alone (1 of 3 measured rows)") &&
                   strstr(msg, "above only at update 0") && !strstr(msg, "precond_eps_share") &&
-                  strstr(msg, "--set train.warmup=4"), "%s", msg);
+                  strstr(msg, "--set train.warmup=100 (the diagnosis' warm-up, at least the 4 updates"), "%s", msg);
 }
 END_TEST
 
@@ -328,7 +425,8 @@ START_TEST(test_curv_warmup_and_remedies)
     ck_assert(!diagnose_curv_floor_note(&d));   // no update-0 row
     char msg[2000];
     report_curvature_message(&d, &c, NULL, 0, msg, sizeof msg);
-    ck_assert_msg(strstr(msg, "--set train.warmup=8") && !strstr(msg, "optimizer=") &&
+    ck_assert_msg(strstr(msg, "--set train.warmup=100 (the diagnosis' warm-up, at least the 8 updates") &&
+                  !strstr(msg, "optimizer=") &&
                   !strstr(msg, "placement") && !strstr(msg, "block") &&
                   strstr(msg, "at update 1 alone (1 of 1 measured rows)"), "%s", msg);
     c.train.steps = 6;   // N = 8 outlasts the run: the lr that keeps the peak under, lr / 1.5
@@ -368,6 +466,8 @@ Suite *diagnose_suite(void)
     Suite *s = suite_create("diagnose");
     TCase *tc = tcase_create("diagnose");
     tcase_add_test(tc, test_warmup_longer_than_run);
+    tcase_add_test(tc, test_grad_collapse);
+    tcase_add_test(tc, test_leak);
     tcase_add_test(tc, test_not_learning);
     tcase_add_test(tc, test_exploded);
     tcase_add_test(tc, test_logit_floor_and_place);

@@ -266,6 +266,8 @@ START_TEST(test_diagnose_rules)
     config_defaults(&c);
     c.model.vocab = 256;   // ln V = 5.55: the losses below stay under the explosion line
     c.train.steps = 300;
+    c.data.task = TASK_TEXT;   // a byte LM (the random task's floor would call 2.0 a leak)
+    c.model.causal = 1;
     diagnose_t d;
     diagnose_init(&d, &c, 3.0);
     diagnose_axes(&d, 2, NULL, 0, NULL);   // no per-head rows: no event waits for its place
@@ -295,8 +297,13 @@ START_TEST(test_diagnose_rules)
     ck_assert(fabs(diagnose_grad_ratio(&g[0][0], 2, 3) - 0.001) < 1e-15);
     diagnose_init(&d, &c, NAN);
     diagnose_axes(&d, 2, NULL, 0, NULL);
-    diagnose_update_t u = {.step = 7, .loss = 1.0, .lr = 1e-3, .max_logit = NAN,
-                           .min_entropy = NAN, .grad = &g[0][0], .K = 3};
+    // against the first probe row's ratio (1 here): 0.001 is 1000 x below it
+    const double g1[2][3] = {{1.0, 1.0, NAN}, {1.0, 1.0, NAN}};
+    diagnose_update_t u = {.step = 1, .loss = 1.0, .lr = 1e-3, .max_logit = NAN,
+                           .min_entropy = NAN, .grad = &g1[0][0], .K = 3};
+    ck_assert_int_eq(diagnose_step(&d, &u), 0);
+    u.step = 7;
+    u.grad = &g[0][0];
     ck_assert_int_eq(diagnose_step(&d, &u), DIAG_GRAD_COLLAPSE);
     u.step = 8;
     ck_assert_int_eq(diagnose_step(&d, &u), 0);

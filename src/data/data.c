@@ -59,6 +59,13 @@ static int read_text(data_t *d, const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* Zipf's law over n token ids: w[k] = (k+1)^(−s), unnormalised (the random task's tokens,
+ * the enc-dec's content ids; data_token_entropy). */
+static void zipf_weights(int n, double s, double *w)
+{
+    for (int k = 0; k < n; k++) w[k] = pow(k + 1.0, -s);
+}
+
 /* The text task: read the file, split it, count the validation batches. Returns 0, 1 or 2. */
 static int open_text(data_t *d, const char *path, char *err, size_t errlen)
 {
@@ -144,12 +151,27 @@ int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen)
         const int n = encdec ? d->V - 1 : d->V;
         double *w = malloc((size_t)n * sizeof *w);
         if (!w) { snprintf(err, errlen, "data.zipf: out of memory"); return 1; }
-        for (int k = 0; k < n; k++) w[k] = pow(k + 1.0, -d->zipf);
+        zipf_weights(n, d->zipf, w);
         d->zipf_table = gsl_ran_discrete_preproc((size_t)n, w);
         free(w);
         if (!d->zipf_table) { snprintf(err, errlen, "data.zipf: cannot build table"); return 1; }
     }
     return 0;
+}
+
+double data_token_entropy(const config_t *cfg)
+{
+    if (cfg->data.task != TASK_RANDOM || cfg->model.arch != ARCH_LM) return NAN;
+    const int n = cfg->model.vocab;
+    if (!(cfg->data.zipf > 0.0)) return log((double)n);
+    double *w = malloc((size_t)n * sizeof *w);
+    if (!w) return NAN;
+    zipf_weights(n, cfg->data.zipf, w);
+    double z = 0.0, h = 0.0;
+    for (int k = 0; k < n; k++) z += w[k];
+    for (int k = 0; k < n; k++) h -= w[k] / z * log(w[k] / z);
+    free(w);
+    return h;
 }
 
 void data_close(data_t *d)

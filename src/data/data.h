@@ -78,6 +78,11 @@ int data_open(data_t *d, const config_t *cfg, char *err, size_t errlen);
 /* Release what data_open allocated. */
 void data_close(data_t *d);
 
+/* The entropy (nats) of the random task's tokens, which are drawn i.i.d.: ln V when uniform,
+ * that of p(k) ∝ (k+1)^(−zipf) otherwise. No model predicts them better, so a loss below it
+ * means the targets leak into the input (measure/diagnose.h). NaN for every other task. */
+double data_token_entropy(const config_t *cfg);
+
 /* Draw one batch into b (its buffers hold B·T, and B·S source ids).
  * lm random:  x_0..x_T i.i.d.; tokens = x_0..x_{T−1}, targets = x_1..x_T (next token).
  * lm copy:    m = ⌈T/2⌉ content tokens a ∈ [1,V), separator 0:

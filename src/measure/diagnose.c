@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "data/data.h"
 #include "measure/diagnose.h"
 
 #define W DIAG_PLATEAU_WINDOW
@@ -19,7 +20,8 @@ void diagnose_init(diagnose_t *d, const config_t *cfg, double unigram)
     d->cfg = cfg;
     d->unigram = unigram;
     d->lnV = log((double)cfg->model.vocab);
-    d->logit1 = d->loss1 = NAN;
+    d->floor = data_token_entropy(cfg);
+    d->logit1 = d->loss1 = d->grad_ratio1 = NAN;
     d->start_mean = d->end_mean = NAN;
     d->last_logit = d->last_entropy = d->last_grad_hi = d->last_grad_lo = NOWHERE;
     for (int i = 0; i < DIAG_NEVENTS; i++) d->where[i] = NOWHERE;
@@ -45,6 +47,17 @@ double diagnose_unigram_entropy(const unsigned char *text, size_t n)
             h -= p * log(p);
         }
     return h;
+}
+
+long diagnose_warmup_updates(const config_t *cfg, double need)
+{
+    const double steps = cfg->train.steps;
+    double n = cfg->train.optimizer == OPT_SGD ? floor(steps / 10)
+                                               : ceil(2.0 / (1.0 - cfg->train.beta2) * (1 - 1e-12));
+    // (1 − 1e-12: 2/(1 − 0.9) is 20.000000000000004 in binary; the rule means 20)
+    if (need > n) n = ceil(need);
+    if (!(n >= 2)) n = 2;
+    return n < 1e9 ? (long)n : 1000000000L;   // no overflow at absurd lrs or β₂ → 1
 }
 
 int diagnose_index(int e)
@@ -74,11 +87,19 @@ static int ready(diagnose_t *d, int all)
     return r;
 }
 
+int diagnose_next_token(const config_t *cfg)
+{
+    const task_t k = cfg->data.task;
+    return cfg->model.arch == ARCH_LM &&
+           (k == TASK_TEXT || k == TASK_RANDOM || k == TASK_COPY || k == TASK_REVERSE);
+}
+
 int diagnose_start(diagnose_t *d)
 {
     const config_t *c = d->cfg;
     if (c->train.steps > 0 && c->train.warmup > c->train.steps)
         happen(d, DIAG_WARMUP_LONG, 0, c->train.lr * c->train.steps / c->train.warmup);
+    if (c->train.steps > 0 && diagnose_next_token(c) && !c->model.causal) happen(d, DIAG_LEAK, 0, NAN);
     return ready(d, 0);
 }
 
@@ -171,7 +192,11 @@ static void probe_row(diagnose_t *d, const diagnose_update_t *u)
         d->last_grad_hi = extreme(norm, L, 1, 1, u->step);
         d->last_grad_lo = extreme(norm, L, 1, -1, u->step);
         const double r = diagnose_grad_ratio(u->grad, d->L, u->K);
-        if (r < DIAG_GRAD_RATIO && !(d->events & DIAG_GRAD_COLLAPSE)) {
+        if (isnan(d->grad_ratio1) && isfinite(r) && r > 0) {
+            d->grad_ratio1 = r;
+            d->grad_ratio1_step = u->step;
+        }
+        if (r < DIAG_GRAD_DROP * d->grad_ratio1 && !(d->events & DIAG_GRAD_COLLAPSE)) {
             happen(d, DIAG_GRAD_COLLAPSE, u->step, r);
             d->where[diagnose_index(DIAG_GRAD_COLLAPSE)] = d->last_grad_lo;
         }
@@ -206,6 +231,7 @@ int diagnose_step(diagnose_t *d, const diagnose_update_t *u)
     const long n = d->seen < W ? d->seen : W;
     const double mean = last_mean(d, n);
     plateau(d, u->step, mean);
+    if (d->seen >= W && mean < DIAG_LEAK_FRACTION * d->floor) happen(d, DIAG_LEAK, u->step, mean);
     if (isfinite(u->loss) && d->seen >= W) explosion(d, mean, n);
     if (isfinite(d->logit1) && u->max_logit > DIAG_LOGIT_FACTOR * d->logit1 &&
         u->max_logit > DIAG_LOGIT_FLOOR)
@@ -297,18 +323,40 @@ static void put_head(text_t *t, const diagnose_t *d, const diagnose_where_t *w)
 enum { R_LR_DOWN = 1, R_WARMUP = 2, R_PRE = 4, R_QKNORM = 8, R_SOFTCAP = 16, R_CLIP = 32,
        R_SHORT_WARMUP = 64, R_LR_UP = 128, R_TASK = 256 };
 
+/* "--set train.warmup=N (why)" for the one warm-up answer N (diagnose_warmup_updates), with
+ * more updates when the run is too short to hold it; nothing when the run already warms up
+ * at least that long (never advice that repeats the config). */
+static void put_warmup(text_t *t, const diagnose_t *d, const char **sep)
+{
+    const config_t *c = d->cfg;
+    const long steps = c->train.steps, w = c->train.warmup, n = diagnose_warmup_updates(c, 0);
+    if (w >= n) {
+        if (4 * w <= steps) { put(t, "%s--set train.warmup=%ld", *sep, 2 * w); *sep = ", "; }
+        return;
+    }
+    put(t, "%s--set train.warmup=%ld (", *sep, n);
+    if (c->train.optimizer == OPT_SGD) put(t, "a tenth of the run: SGD has no untuned rule");
+    else put(t, "2/(1 - beta2) for beta2 = %g, Ma & Yarats 2021", c->train.beta2);
+    if (2 * n > steps) put(t, "; with train.steps >= %ld, as a warm-up is a small part of a run", 3 * n);
+    put(t, ")");
+    *sep = ", ";
+}
+
 static void put_remedies(text_t *t, const diagnose_t *d, unsigned r)
 {
     const config_t *c = d->cfg;
     const long steps = c->train.steps, w = c->train.warmup;
-    const long tenth = steps / 10 > 1 ? steps / 10 : 1;
     const char *sep = "; try ";
-    if (r & R_SHORT_WARMUP) { put(t, "%s--set train.warmup=%ld (a tenth of the run) or more train.steps", sep, tenth); sep = ", "; }
+    if (r & R_SHORT_WARMUP) {   // the run ends inside its warm-up: a shorter one, or a longer run
+        const long n = diagnose_warmup_updates(c, 0);
+        if (2 * n <= steps && n != w) put(t, "%s--set train.warmup=%ld or more train.steps", sep, n);
+        else put(t, "%s--set train.steps=%ld (three times the warm-up)", sep, 3 * (w > n ? w : n));
+        sep = ", ";
+    }
     if (r & R_LR_UP) { put(t, "%s--set train.lr=%g", sep, c->train.lr * 10); sep = ", "; }
     if (r & R_TASK) { put(t, "%s--set data.task=copy (or text)", sep); sep = ", "; }
     if (r & R_LR_DOWN) { put(t, "%s--set train.lr=%g", sep, c->train.lr / 10); sep = ", "; }
-    if ((r & R_WARMUP) && w <= 1) { put(t, "%s--set train.warmup=%ld", sep, tenth); sep = ", "; }
-    else if ((r & R_WARMUP) && 2 * w <= steps / 2) { put(t, "%s--set train.warmup=%ld", sep, 2 * w); sep = ", "; }
+    if (r & R_WARMUP) put_warmup(t, d, &sep);
     if ((r & R_PRE) && scheme_family(c) == SCHEME_POST_LIKE) { put(t, "%s--set model.placement=pre", sep); sep = ", "; }
     if ((r & R_QKNORM) && c->model.qk_norm == QK_NORM_OFF) { put(t, "%s--set model.qk_norm=layernorm", sep); sep = ", "; }
     if ((r & R_SOFTCAP) && c->model.attn_softcap == 0) { put(t, "%s--set model.attn_softcap=50", sep); sep = ", "; }
@@ -377,6 +425,20 @@ void diagnose_message(const diagnose_t *d, int e, char *buf, size_t len)
     case DIAG_NOT_LEARNING:
         message_not_learning(&t, d);
         break;
+    case DIAG_LEAK:
+        if (!c->model.causal && diagnose_next_token(c))
+            put(&t, "the targets leak into the input: data.task = %s predicts the next token and "
+                "model.causal = false lets position t attend to token t+1, its own target, so the "
+                "loss measures copying, not prediction", config_task_name(c->data.task));
+        else
+            put(&t, "the targets leak into the input");
+        if (d->at[i] > 0)
+            put(&t, "%sthe mean loss of %d updates fell to %.4g at update %ld, below %g x the "
+                "entropy of the task's independent tokens, %.4g, which no model beats without "
+                "seeing them", !c->model.causal ? "; " : ": ", W, d->value[i], d->at[i],
+                DIAG_LEAK_FRACTION, d->floor);
+        if (!c->model.causal) put(&t, "; try --set model.causal=true");
+        break;
     case DIAG_EXPLODED:
         put(&t, "the loss exploded from update %ld (finite): the mean of %d updates reached %.4g "
             "nats, over %g x max(ln V = %.3f, the loss at update 1)", d->at[i], W, d->value[i],
@@ -418,7 +480,8 @@ void diagnose_message(const diagnose_t *d, int e, char *buf, size_t len)
         break;
     default:
         put(&t, "lower layers' gradient collapse at update %ld: lowest / highest layer gradient "
-            "%.3g (< %g)", d->at[i], d->value[i], DIAG_GRAD_RATIO);
+            "%.3g, %.0f x below its %.3g at update %ld (the rule: %.0f x)", d->at[i], d->value[i],
+            d->grad_ratio1 / d->value[i], d->grad_ratio1, d->grad_ratio1_step, 1 / DIAG_GRAD_DROP);
         if (d->where[i].layer >= 0) {
             put(&t, ", lowest in ");
             put_layer(&t, d, d->where[i].layer);
@@ -430,8 +493,8 @@ void diagnose_message(const diagnose_t *d, int e, char *buf, size_t len)
 void diagnose_flags(const diagnose_t *d, char *buf, size_t len)
 {
     static const char *const NAMES[DIAG_NEVENTS] = {"plateau", "logit-growth", "entropy-collapse",
-        "grad-collapse", "warmup>steps", "exploded", "not-learning", "diverged"};
-    static const int ORDER[DIAG_NEVENTS] = {7, 5, 6, 4, 0, 1, 2, 3};   // the worst first
+        "grad-collapse", "warmup>steps", "exploded", "not-learning", "diverged", "leak"};
+    static const int ORDER[DIAG_NEVENTS] = {8, 7, 5, 6, 4, 0, 1, 2, 3};   // the worst first
     text_t t = {buf, len, 0};
     buf[0] = '\0';
     for (int k = 0; k < DIAG_NEVENTS; k++) {

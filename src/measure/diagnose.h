@@ -21,7 +21,14 @@
  *   attention-logit growth        max |attention logit| above 100 × its update-1 value and above
  *                                 DIAG_LOGIT_FLOOR
  *   entropy collapse              the lowest layer-mean attention entropy below 0.1 nats
- *   lower layers' gradient collapse   lowest / highest per-layer gradient below 0.01 (a probe row)
+ *   lower layers' gradient collapse   lowest / highest per-layer gradient below DIAG_GRAD_DROP
+ *                                 times its value at the first probe row (update 1): the layers'
+ *                                 gradients spread fifty-fold since initialisation
+ *   the targets leak              a next-token task (text, random, copy, reverse) trained with
+ *                                 model.causal = false: position t attends to token t+1, its own
+ *                                 target (known before update 1); or, on the random task, the
+ *                                 mean loss of a window below DIAG_LEAK_FRACTION × the entropy of
+ *                                 its i.i.d. tokens, which no model can beat without seeing them
  * Each with the update it began; the layer (and head) where it applies is read from the first
  * probe row at or after it (per-layer and per-head values exist only there), so its warning waits
  * for that row or the end of the run; divergence takes the last probe row before it.
@@ -37,7 +44,14 @@
                                      to 1, one key takes the row; below it a 100-fold growth from a
                                      tiny initialisation (3.7e-7 → 3.7e-5) is no growth that matters */
 #define DIAG_ENTROPY_MIN 0.1      /* entropy collapse: lowest layer-mean entropy below (nats) */
-#define DIAG_GRAD_RATIO 0.01      /* gradient collapse: lowest / highest layer gradient below */
+#define DIAG_LEAK_FRACTION 0.9   /* a leak: a window's mean loss below this × the data's floor */
+#define DIAG_GRAD_DROP 0.02       /* gradient collapse: lowest / highest layer gradient below this
+                                     × its value at the first probe row. Relative, not absolute:
+                                     a deep Post-LN starts near (2/3)^(L/2) (Xiong et al. App. F),
+                                     0.01 at L = 24; a stuck 4-layer Post-LN sat at 1/100 of its
+                                     start for 150 updates under an absolute 0.01 that never fired,
+                                     while runs that train dip to 1/20–1/27 before the escape
+                                     (docs/dynamics.md) */
 #define DIAG_PLATEAU_BAND 0.1     /* on the plateau: mean loss of the last 20 updates within
                                      this many nats of the unigram entropy */
 #define DIAG_PLATEAU_WINDOW 20    /* the window of every mean-loss rule */
@@ -51,9 +65,10 @@
 /* The events, as bits. */
 enum {
     DIAG_PLATEAU = 1, DIAG_LOGIT_GROWTH = 2, DIAG_ENTROPY_COLLAPSE = 4, DIAG_GRAD_COLLAPSE = 8,
-    DIAG_WARMUP_LONG = 16, DIAG_EXPLODED = 32, DIAG_NOT_LEARNING = 64, DIAG_DIVERGED = 128
+    DIAG_WARMUP_LONG = 16, DIAG_EXPLODED = 32, DIAG_NOT_LEARNING = 64, DIAG_DIVERGED = 128,
+    DIAG_LEAK = 256
 };
-#define DIAG_NEVENTS 8
+#define DIAG_NEVENTS 9
 
 /* Why a run did not learn (diagnose_t.why, bits). */
 enum { DIAG_WHY_WARMUP = 1, DIAG_WHY_LR_TINY = 2, DIAG_WHY_NOTHING = 4, DIAG_WHY_FREQS = 8 };
@@ -81,6 +96,8 @@ typedef struct {
     const config_t *cfg;     /* the run's (must outlive this) */
     double unigram;          /* the plateau: unigram entropy of the training split (nats), or NaN */
     double lnV;              /* ln V: the uniform predictor's loss */
+    double floor;            /* the loss no model beats without seeing its targets (the random
+                                task's token entropy, data_token_entropy), or NaN */
     int L, H;                /* layer rows and heads of the probe rows (diagnose_axes) */
     const char *const *stack;   /* [L] "lm", "enc", "dec", or NULL */
     const char *const *head;    /* [H] "self.h0" …, or NULL */
@@ -101,10 +118,23 @@ typedef struct {
     diagnose_where_t where[DIAG_NEVENTS];
     diagnose_where_t last_logit, last_entropy;   /* the last probe row's largest logit, lowest entropy */
     diagnose_where_t last_grad_hi, last_grad_lo; /* ... and its highest and lowest layer gradient */
+    double grad_ratio1;      /* lowest / highest layer gradient at the first probe row (NaN: none) */
+    long grad_ratio1_step;   /* ... its update */
     int exploded_now;        /* the current window's mean is above the explosion line */
     char reason[64];         /* DIAG_DIVERGED: the loop's reason */
     long plateau_run, plateau_from, plateau_longest, plateau_total, plateau_last;
 } diagnose_t;
+
+/* The one warm-up the diagnosis suggests (docs/design.md §6g, "One warm-up answer"), in
+ * updates of linear warm-up: for Adam and its variants ⌈2/(1 − β₂)⌉ (Ma & Yarats 2021, "On the
+ * adequacy of untuned warmup for adaptive optimization": Adam's second-moment time scale; 100
+ * at β₂ = 0.98), raised to need when a measurement asks for more (the curvature rows: 0 when
+ * none); for SGD, which has no such rule, max(need, a tenth of train.steps). At least 2. */
+long diagnose_warmup_updates(const config_t *cfg, double need);
+
+/* 1 when cfg's task is next-token prediction on one stack (text, random, copy, reverse): the
+ * target of position t is the input at t + 1, so only a causal model predicts it honestly. */
+int diagnose_next_token(const config_t *cfg);
 
 /* Start the diagnosis of cfg's run (train.*, model.vocab, the scheme and mitigations it uses);
  * unigram: the plateau (NaN: no plateau test). No axes: diagnose_axes. */
@@ -114,7 +144,8 @@ void diagnose_init(diagnose_t *d, const config_t *cfg, double unigram);
  * (head[H] "self.h0"…, may be NULL). The arrays must outlive d. */
 void diagnose_axes(diagnose_t *d, int L, const char *const *stack, int H, const char *const *head);
 
-/* What is known before update 1: DIAG_WARMUP_LONG when train.warmup > train.steps. */
+/* What is known before update 1: DIAG_WARMUP_LONG when train.warmup > train.steps; DIAG_LEAK
+ * when a next-token task trains without a causal mask. */
 int diagnose_start(diagnose_t *d);
 
 /* Feed one update. Returns the events to report now: new ones whose place is known (or that have

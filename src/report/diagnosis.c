@@ -155,7 +155,7 @@ void report_diagnosis(FILE *out, h5io_file_t *f, const char *prefix, const confi
     rows_t r;
     if (diagnose_file(f, prefix, cfg, &d, &r)) return;   // not a training run
     fprintf(out, "diagnosis over %ld updates:\n", d.seen);
-    static const int ORDER[DIAG_NEVENTS] = {DIAG_WARMUP_LONG, DIAG_DIVERGED, DIAG_EXPLODED,
+    static const int ORDER[DIAG_NEVENTS] = {DIAG_LEAK, DIAG_WARMUP_LONG, DIAG_DIVERGED, DIAG_EXPLODED,
         DIAG_NOT_LEARNING, DIAG_PLATEAU, DIAG_LOGIT_GROWTH, DIAG_ENTROPY_COLLAPSE, DIAG_GRAD_COLLAPSE};
     for (int k = 0; k < DIAG_NEVENTS; k++) {
         char msg[1200];

@@ -7,6 +7,7 @@
 #include "io/h5io.h"
 #include "model/tensors.h"
 #include "config/scheme.h"
+#include "measure/diagnose.h"
 #include "report/diagnosis_curv.h"
 
 /* Text appended to a fixed buffer. */
@@ -65,13 +66,16 @@ static void put_notes(text_t *t, const diagnose_curv_t *c)
 static void put_remedies(text_t *t, const diagnose_curv_t *c, const config_t *cfg)
 {
     const char *sep = "; try ";
-    const long n = diagnose_curv_warmup(c);
-    if (n > c->warmup && n <= cfg->train.steps) {
-        put(t, "%s--set train.warmup=%ld (the linear warm-up under which every measured row "
-            "above would be below, set by update %ld's ratio, if the curvature took the same "
-            "path: a first guess)", sep, n, c->warmup_step);
+    const long need = diagnose_curv_warmup(c);
+    // the diagnosis' one warm-up answer (measure/diagnose.h), at least the curvature's need
+    const long n = diagnose_warmup_updates(cfg, (double)need);
+    if (need > c->warmup && n <= cfg->train.steps && n > cfg->train.warmup) {
+        put(t, "%s--set train.warmup=%ld (", sep, n);
+        if (n > need) put(t, "the diagnosis' warm-up, ");
+        put(t, "at least the %ld updates under which every measured row above would be below, "
+            "set by update %ld's ratio, if the curvature took the same path)", need, c->warmup_step);
         sep = ", ";
-    } else if (n > c->warmup) {
+    } else if (need > c->warmup && n > cfg->train.warmup) {
         put(t, "%s--set train.lr=%.2g (a warm-up would need about %ld updates, more than the "
             "run's %d)", sep, cfg->train.lr / c->peak, n, cfg->train.steps);
         sep = ", ";

@@ -179,13 +179,21 @@ void report_config(FILE *out, const config_t *cfg)
                 cfg->model.heads, cfg->model.d_ff, config_src_len(cfg), cfg->model.seq_len,
                 cfg->data.batch, cfg->model.vocab, config_task_name(cfg->data.task),
                 cfg->init.seed);
-    else
-        fprintf(out, "%s: %s, %s, %s, L=%d d=%d heads=%d d_ff=%d n=%d B=%d V=%d, task %s, "
+    else {
+        // the attention mask and a vocabulary other than the task's, said: a non-causal
+        // next-token LM trains on its own targets (measure/diagnose.h)
+        const int bytes = cfg->data.task == TASK_TEXT ? 256 : cfg->data.task == TASK_MLM ? 257 : 0;
+        char vnote[48] = "";
+        if (bytes && cfg->model.vocab != bytes)
+            snprintf(vnote, sizeof vnote, " (the task needs %d)", bytes);
+        fprintf(out, "%s: %s, %s, %s, L=%d d=%d heads=%d d_ff=%d n=%d B=%d V=%d%s, %s, task %s, "
                 "seed %lu\n", cfg->name, p, config_norm_name(cfg->model.norm),
                 config_activation_name(cfg->model.activation), cfg->model.layers,
                 cfg->model.d_model, cfg->model.heads, cfg->model.d_ff, cfg->model.seq_len,
-                cfg->data.batch, cfg->model.vocab, config_task_name(cfg->data.task),
+                cfg->data.batch, cfg->model.vocab, vnote,
+                cfg->model.causal ? "causal" : "bidirectional", config_task_name(cfg->data.task),
                 cfg->init.seed);
+    }
 }
 
 void report_probe(FILE *out, const config_t *cfg, const probe_t *p, int all)
