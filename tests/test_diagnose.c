@@ -176,6 +176,32 @@ START_TEST(test_logit_floor_and_place)
 }
 END_TEST
 
+/* Under 10 updates no rule can judge: "too-short", never "healthy", even when the loss fell
+ * (and a rising one is not "healthy" either). */
+START_TEST(test_too_short)
+{
+    config_t c = lm_config();
+    for (long n = 6; n <= 10; n += 4) {
+        diagnose_t d;
+        diagnose_init(&d, &c, NAN);
+        for (long t = 1; t <= n; t++) {
+            diagnose_update_t u = update(t, 3.0 + 0.01 * t, 1e-3);   // rising
+            diagnose_step(&d, &u);
+        }
+        diagnose_finish(&d, 1);
+        char flags[100], msg[300];
+        diagnose_flags(&d, flags, sizeof flags);
+        diagnose_healthy(&d, msg, sizeof msg);
+        if (n < 10) {
+            ck_assert_str_eq(flags, "too-short");
+            ck_assert_msg(!strncmp(msg, "too short to judge: 6 updates", 29), "%s", msg);
+        } else {
+            ck_assert_str_eq(flags, "not-learning");   // 10 updates: two windows of 5
+        }
+    }
+}
+END_TEST
+
 /* Gradient collapse: the lowest / highest layer gradient below 1/50 of its value at the first
  * probe row. A 4-layer run whose ratio fell from 0.625 to 0.012 (52x; the absolute 0.01 of old
  * never fired there) is flagged at that row with its lowest layer; a dip to 0.03 (21x: runs that
@@ -467,6 +493,7 @@ Suite *diagnose_suite(void)
     TCase *tc = tcase_create("diagnose");
     tcase_add_test(tc, test_warmup_longer_than_run);
     tcase_add_test(tc, test_grad_collapse);
+    tcase_add_test(tc, test_too_short);
     tcase_add_test(tc, test_leak);
     tcase_add_test(tc, test_not_learning);
     tcase_add_test(tc, test_exploded);

@@ -267,7 +267,7 @@ int diagnose_finish(diagnose_t *d, int ended)
             explosion(d, d->end_mean, n);
     }
     const config_t *c = d->cfg;
-    if (ended && d->first_step == 1 && n >= 5 && !(d->events & (DIAG_DIVERGED | DIAG_EXPLODED)) &&
+    if (ended && d->first_step == 1 && 2 * n >= DIAG_JUDGE_MIN && !(d->events & (DIAG_DIVERGED | DIAG_EXPLODED)) &&
         !(d->end_mean < (1.0 - DIAG_LEARN_FRACTION) * d->start_mean)) {
         happen(d, DIAG_NOT_LEARNING, d->first_step, d->end_mean);
         if (c->train.warmup > 1 && d->last_step < c->train.warmup) d->why |= DIAG_WHY_WARMUP;
@@ -503,7 +503,7 @@ void diagnose_flags(const diagnose_t *d, char *buf, size_t len)
         put(&t, "%s%s", t.n ? "," : "", NAMES[i]);
         if (d->at[i] > 0 && (1 << i) != DIAG_NOT_LEARNING) put(&t, "@%ld", d->at[i]);
     }
-    if (!t.n) put(&t, "healthy");
+    if (!t.n) put(&t, d->seen < DIAG_JUDGE_MIN ? "too-short" : "healthy");
 }
 
 void diagnose_healthy(const diagnose_t *d, char *buf, size_t len)
@@ -514,6 +514,11 @@ void diagnose_healthy(const diagnose_t *d, char *buf, size_t len)
         return;
     }
     const long n = d->seen / 2 < W ? d->seen / 2 : W;
+    if (d->seen < DIAG_JUDGE_MIN) {   // a rising loss over 6 updates is no verdict either way
+        put(&t, "too short to judge: %ld updates (the rules read two windows of at least %d); the "
+            "loss went from %.4f to %.4f", d->seen, DIAG_JUDGE_MIN / 2, d->start_mean, d->end_mean);
+        return;
+    }
     put(&t, "healthy: the loss went from %.4f to %.4f (means of the first and last %ld updates%s)",
         d->start_mean, d->end_mean, n, d->first_step > 1 ? " since the resume" : "");
 }

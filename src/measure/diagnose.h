@@ -44,6 +44,7 @@
                                      to 1, one key takes the row; below it a 100-fold growth from a
                                      tiny initialisation (3.7e-7 → 3.7e-5) is no growth that matters */
 #define DIAG_ENTROPY_MIN 0.1      /* entropy collapse: lowest layer-mean entropy below (nats) */
+#define DIAG_JUDGE_MIN 10         /* fewer updates than this: "too short to judge", never "healthy" */
 #define DIAG_LEAK_FRACTION 0.9   /* a leak: a window's mean loss below this × the data's floor */
 #define DIAG_GRAD_DROP 0.02       /* gradient collapse: lowest / highest layer gradient below this
                                      × its value at the first probe row. Relative, not absolute:
