@@ -30,6 +30,9 @@ typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_
  * vectors added to the input, rotary positions on q and k of self-attention, or none. */
 typedef enum { POS_SINUSOIDAL = 0, POS_ROPE = 1, POS_NONE = 2 } positions_t;
 typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2, SCHED_COSINE = 3 } schedule_t;
+/* The lr controllers of the remedies (docs/design.md §6k). */
+typedef enum { LR_CONTROL_NONE = 0, LR_CONTROL_CURVATURE = 1, LR_CONTROL_CDAT = 2 } lr_control_t;
+typedef enum { WARMUP_START_ZERO = 0, WARMUP_START_CATAPULT = 1 } warmup_start_t;
 /* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"). */
 typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1 } precision_t;
 
@@ -98,6 +101,14 @@ typedef struct config {
         int resume;              /* resume = auto (1) | off (0)  default off */
         double z_loss;           /* c ≥ 0: loss + c·mean (log Z)² (PaLM: 1e-4); 0 = off */
         precision_t precision;   /* float64 (default) | float32: the training core's type */
+        /* the remedies (docs/design.md §6k) */
+        lr_control_t lr_control; /* none (default) | curvature | cdat */
+        int lr_control_every;    /* curvature: updates between measurements k, default 5 */
+        double curvature_cap;    /* curvature: c of η ≤ c·2(1+β₁)/((1−β₁)λ), default 1 */
+        double cdat_sigma;       /* cdat: σ, default 2 ("on the edge") */
+        double cdat_ema;         /* cdat: EMA factor of numerator and denominator, default 0.9 */
+        warmup_start_t warmup_start; /* zero (default) | catapult: the warm-up's first lr */
+        double update_ratio_cap; /* r: per tensor ‖ΔW‖_F/‖W‖_F ≤ r, 0 = off (default) */
     } train;
     struct {
         int seeds;               /* random initialisations, >= 1  default 10 */
@@ -130,7 +141,7 @@ typedef struct config {
      * (model.layers = 0 ... output.overwrite = last; config.c's key table):
      * 0 = default, > 0 = line in path, -1 = a --set override. Used by config_validate to
      * name the offending key's line; not part of the configuration itself. */
-#define CONFIG_MAX_KEYS 96
+#define CONFIG_MAX_KEYS 112
     int src_line[CONFIG_MAX_KEYS];
 } config_t;
 
@@ -187,6 +198,8 @@ const char *config_task_name(task_t t);
 const char *config_optimizer_name(optimizer_t o);
 const char *config_schedule_name(schedule_t s);
 const char *config_precision_name(precision_t p);
+const char *config_lr_control_name(lr_control_t c);
+const char *config_warmup_start_name(warmup_start_t w);
 const char *config_init_name(init_scheme_t s);
 
 #endif

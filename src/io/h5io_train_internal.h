@@ -49,7 +49,10 @@ struct h5io_train {
     int text;
     int bleu;                   /* the run measures BLEU (train.bleu_every != 0) */
     int radam;                  /* train.optimizer = radam: /train/radam_rho, radam_rect exist */
-    int curv;                   /* the run measures curvature (probe.curvature_every > 0) */
+    int curv;                   /* the run measures curvature (probe.curvature_every > 0, or
+                                   train.lr_control = curvature) */
+    int lr_control;             /* train.lr_control != none: attribute lr_held_below at close */
+    long lr_held;               /* its value: t->ctl.held of the last update appended */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];

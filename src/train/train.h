@@ -31,6 +31,7 @@
 #include "measure/dynamics.h"
 #include "measure/curvature.h"
 #include "train/optim.h"
+#include "train/lr_control.h"
 
 /* The fixed batch of the model-update measure comes from the stream init.seed + this. */
 #define TRAIN_UPDATE_OFFSET 0x1B873593UL
@@ -110,6 +111,9 @@ typedef struct {
     double *curv_P;            /* (num_params) the optimizer's preconditioner (optim_precond) */
     unsigned char *curv_floored;   /* (num_params) its ε-floored coordinates */
     curv_row_t curv_row[2];    /* update 0's measurement; the last update's (train_record_t.curv) */
+    /* the remedies' lr controllers (train/lr_control.h; train.lr_control, warmup_start) */
+    lrctl_t ctl;
+    double *cdat_u;            /* (num_params) cdat: the update direction u in float64 */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,

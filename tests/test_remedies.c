@@ -1,0 +1,349 @@
+/* test_remedies.c — the lr remedies of warm-up (train/lr_control.h, cdat.h, catapult.h,
+ * update_bound.h; docs/design.md §6k):
+ *   - each rule on numbers worked out by hand: the curvature bound c·38/λ and the count of
+ *     updates held below the schedule, CDAT's bias-corrected EMAs, the catapult search on a
+ *     quadratic (η_c = 2/a), the relative-update cap per tensor, the catapult warm-up formula;
+ *   - the curvature cap's λ and CDAT's uᵀHu equal to the explicit Hessian's values (built column
+ *     by column from H·e_i, eigenvalues by GSL) on a tiny model, and the lr each applied;
+ *   - the keys refused where they do not apply. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_eigen.h>
+#include "tests.h"
+#include "config/config.h"
+#include "measure/hvp.h"
+#include "train/lr_control.h"
+#include "train/train.h"
+#include "train/update_bound.h"
+
+/* c·T₁/λ with c = 0.5, β₁ = 0.9 (T₁ = 2·1.9/0.1 = 38), λ = 100: 0.19; applied only below the
+ * schedule, and only then counted; a NaN row keeps the λ held; λ ≤ 0 bounds nothing. */
+START_TEST(test_curvature_bound)
+{
+    config_t cfg;
+    config_defaults(&cfg);
+    cfg.train.curvature_cap = 0.5;
+    optim_t o;
+    ck_assert_int_eq(optim_init(&o, &cfg, 3), 0);
+    lrctl_t c;
+    lrctl_init(&c);
+    ck_assert(isinf(lrctl_curvature_bound(&cfg, &o, &c)));
+    lrctl_observe(&c, 100.0);
+    const double b = lrctl_curvature_bound(&cfg, &o, &c);
+    ck_assert_msg(fabs(b - 0.19) <= 1e-15, "bound %.17g, want 0.19", b);
+    ck_assert_double_eq(lrctl_apply(&c, 0.3, b), b);
+    ck_assert_double_eq(lrctl_apply(&c, 0.1, b), 0.1);
+    ck_assert_int_eq(c.held, 1);
+    lrctl_observe(&c, NAN);
+    ck_assert_double_eq(c.lambda, 100.0);
+    lrctl_observe(&c, -3.0);
+    ck_assert(isinf(lrctl_curvature_bound(&cfg, &o, &c)));
+    optim_free(&o);
+}
+END_TEST
+
+/* ρ = 0.5, σ = 2: (−gᵀu, uᵀHu) = (3, 2) gives N = 1.5, D = 1, corrections ½: 2·3/2 = 3; then
+ * (−1, −4): N = 0.75 (max(−1, 0) = 0), D = 2.5, corrections ¾: 2·1/(10/3) = 0.6; a NaN product
+ * changes nothing and keeps 0.6. */
+START_TEST(test_cdat_rule)
+{
+    config_t cfg;
+    config_defaults(&cfg);
+    cfg.train.cdat_ema = 0.5;
+    cfg.train.cdat_sigma = 2.0;
+    lrctl_t c;
+    lrctl_init(&c);
+    double lr = lrctl_cdat(&cfg, &c, 3.0, 2.0);
+    ck_assert_msg(fabs(lr - 3.0) <= 1e-11, "first %.17g, want 3", lr);
+    lr = lrctl_cdat(&cfg, &c, -1.0, -4.0);
+    ck_assert_msg(fabs(lr - 0.6) <= 1e-11, "second %.17g, want 0.6", lr);
+    lr = lrctl_cdat(&cfg, &c, 1.0, NAN);
+    ck_assert_msg(fabs(lr - 0.6) <= 1e-11 && c.cdat_n == 2, "NaN product: %.17g", lr);
+}
+END_TEST
+
+/* One gradient step on L = (a/2)x² from x₀ = 1: L₁ = L₀(1 − aη)², above L₀ iff η > 2/a. */
+static double quad_after(void *ctx, double lr)
+{
+    const double a = *(const double *)ctx, x = 1.0 - a * lr;
+    return 0.5 * a * x * x;
+}
+
+static double never_after(void *ctx, double lr)
+{
+    (void)ctx;
+    return -lr;
+}
+
+/* a = 4, η_c = 0.5: doubling from 1e-3 stops at 0.512 (lo 0.256), bisection leaves hi ≤ 1.1·lo:
+ * 0.5 < η_c ≤ 0.55; halving from 10 brackets [0.3125, 0.625] and ends in the same interval; a
+ * loss that never rises gives +∞. */
+START_TEST(test_catapult_search)
+{
+    double a = 4.0;
+    const double L0 = 0.5 * a;
+    int n;
+    const double up = lrctl_catapult_search(1e-3, L0, quad_after, &a, &n);
+    ck_assert_msg(up > 0.5 && up <= 0.55, "doubling: %.17g", up);
+    printf("remedies: catapult search on a quadratic: eta_c %.6g (2/a = 0.5) in %d losses\n", up, n);
+    const double down = lrctl_catapult_search(10.0, L0, quad_after, &a, NULL);
+    ck_assert_msg(down > 0.5 && down <= 0.55, "halving: %.17g", down);
+    ck_assert(isinf(lrctl_catapult_search(1e-3, 0.0, never_after, NULL, NULL)));
+}
+END_TEST
+
+/* lr 3e-3, W = 5, η_c = 1e-3: updates 1…5 at 1e-3, 1.5e-3, 2e-3, 2.5e-3, 3e-3, then the
+ * schedule (constant); η_c above lr starts at lr. */
+START_TEST(test_catapult_warmup)
+{
+    config_t cfg;
+    config_defaults(&cfg);
+    cfg.train.lr = 3e-3;
+    cfg.train.warmup = 5;
+    cfg.train.steps = 10;
+    cfg.train.schedule = SCHED_CONSTANT;
+    cfg.train.warmup_start = WARMUP_START_CATAPULT;
+    lrctl_t c;
+    lrctl_init(&c);
+    c.catapult_lr = 1e-3;
+    const double want[6] = {1e-3, 1.5e-3, 2e-3, 2.5e-3, 3e-3, 3e-3};
+    for (int t = 1; t <= 6; t++)
+        ck_assert_msg(fabs(lrctl_scheduled(&cfg, &c, t) - want[t - 1]) <= 1e-18, "update %d: %.17g",
+                      t, lrctl_scheduled(&cfg, &c, t));
+    c.catapult_lr = 1.0;
+    ck_assert_double_eq(lrctl_scheduled(&cfg, &c, 1), 3e-3);
+    cfg.train.warmup_start = WARMUP_START_ZERO;   // as before: lr·t/W
+    ck_assert_double_eq(lrctl_scheduled(&cfg, &c, 1), optim_lr(&cfg, 1));
+}
+END_TEST
+
+/* Three tensors: (3, 4) → (3.3, 4.4): ‖ΔW‖/‖W‖ = 0.5/5 = 0.1 > r = 0.05, scaled by 0.5 to
+ * (3.15, 4.2); (0, 0) → (1, 1): ‖W‖ = 0, left; (1, 0) → (1.01, 0): 0.01 ≤ r, left. */
+START_TEST(test_update_ratio_cap)
+{
+    config_t cfg;
+    config_defaults(&cfg);
+    optim_t o;
+    ck_assert_int_eq(optim_init(&o, &cfg, 6), 0);
+    o.nseg = 3;   // optim_init allocates one segment: use a local table of three
+    optim_seg_t seg[3] = {{0, 2, 1, 1, 0}, {2, 2, 1, 1, 0}, {4, 2, 1, 1, 0}};
+    optim_seg_t *keep = o.seg;
+    o.seg = seg;
+    const double prev[6] = {3, 4, 0, 0, 1, 0};
+    double p[6] = {3.3, 4.4, 1, 1, 1.01, 0};
+    ck_assert_int_eq(update_bound_ratio(&o, p, prev, 0.05), 1);
+    const double want[6] = {3.15, 4.2, 1, 1, 1.01, 0};
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(fabs(p[i] - want[i]) <= 1e-15 * fabs(want[i]) + 1e-300, "[%d] %.17g", i, p[i]);
+    o.seg = keep;
+    o.nseg = 1;
+    optim_free(&o);
+}
+END_TEST
+
+/* ------------------------------------------------------------------- a tiny model */
+
+/* Post-LN, GELU (no kinks), L = 1, d = 4, 2 heads, d_ff = 6, V = 5, n = 4, B = 2; Lanczos with
+ * K = n steps spans the space, so its λ is the explicit one to rounding. */
+static void tiny(config_t *cfg, lr_control_t ctl)
+{
+    config_defaults(cfg);
+    cfg->model.layers = 1;
+    cfg->model.d_model = 4;
+    cfg->model.heads = 2;
+    cfg->model.d_ff = 6;
+    cfg->model.vocab = 5;
+    cfg->model.seq_len = 4;
+    cfg->model.activation = ACT_GELU;
+    cfg->data.batch = 2;
+    cfg->init.seed = 7;
+    cfg->init.scheme = INIT_NORMAL;
+    cfg->init.std = 0.5;
+    cfg->train.steps = 2;
+    cfg->train.warmup = 1;
+    cfg->train.lr = 0.05;
+    cfg->train.schedule = SCHED_CONSTANT;
+    cfg->train.lr_control = ctl;
+    cfg->probe.every = 1;
+    cfg->probe.curvature_iters = 400;
+    cfg->probe.curvature_block_iters = 0;
+}
+
+/* The explicit Hessian (n × n, symmetrised) of batch b's objective at θ (n), on a float64 model
+ * of m's config and capacity. */
+static double *explicit_hessian(const config_t *cfg, const model_t *m, const double *theta,
+                                const batch_t *b)
+{
+    model_t *x = model_create(cfg, &m->caps);
+    ck_assert_ptr_nonnull(x);
+    const size_t n = x->num_params;
+    memcpy(x->params, theta, n * sizeof(double));
+    model_dropout_off(x);
+    hvp_t h;
+    ck_assert_int_eq(hvp_init(&h, x, b, HVP_H0, HVP_HMIN), 0);
+    double *H = malloc(n * n * sizeof(double)), *e = calloc(n, sizeof(double));
+    double *col = malloc(n * sizeof(double));
+    for (size_t j = 0; j < n; j++) {
+        e[j] = 1.0;
+        ck_assert_uint_eq(hvp_apply(&h, e, col, NULL), 0);
+        e[j] = 0.0;
+        for (size_t i = 0; i < n; i++) H[i * n + j] = col[i];
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++) H[i * n + j] = H[j * n + i] = 0.5 * (H[i * n + j] + H[j * n + i]);
+    hvp_free(&h);
+    model_free(x);
+    free(e);
+    free(col);
+    return H;
+}
+
+/* λ_max of P^{−1/2}HP^{−1/2} on the coordinates not floored, by GSL. */
+static double explicit_active(const double *H, size_t n, const double *P, const unsigned char *fl)
+{
+    size_t k = 0, *idx = malloc(n * sizeof(size_t));
+    for (size_t i = 0; i < n; i++)
+        if (!fl[i]) idx[k++] = i;
+    gsl_matrix *A = gsl_matrix_alloc(k, k);
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = 0; j < k; j++)
+            gsl_matrix_set(A, i, j, H[idx[i] * n + idx[j]] / sqrt(P[idx[i]] * P[idx[j]]));
+    gsl_vector *ev = gsl_vector_alloc(k);
+    gsl_eigen_symm_workspace *w = gsl_eigen_symm_alloc(k);
+    ck_assert_int_eq(gsl_eigen_symm(A, ev, w), 0);
+    const double top = gsl_vector_max(ev);
+    gsl_eigen_symm_free(w);
+    gsl_vector_free(ev);
+    gsl_matrix_free(A);
+    free(idx);
+    return top;
+}
+
+/* lr_control = curvature: the row of update 0 holds the explicit active λ_max(P⁻¹H) of the
+ * measurement batch at θ₀ (P of update 1) within 1e-6, and update 1 runs at
+ * min(lr, 38/λ) — the bound, on this sharp model. */
+START_TEST(test_curvature_cap_explicit)
+{
+    config_t cfg;
+    tiny(&cfg, LR_CONTROL_CURVATURE);
+    train_t *t;
+    char err[512];
+    ck_assert_int_eq(train_create(&t, &cfg, err, sizeof err), 0);
+    const model_t *m = t->s.model;
+    const size_t n = m->num_params;
+    double *theta0 = malloc(n * sizeof(double));
+    memcpy(theta0, m->params, n * sizeof(double));
+    train_record_t r;
+    train_step(t, &r);
+    ck_assert_int_eq(r.diverged, 0);
+    double *H = explicit_hessian(&cfg, m, theta0, &t->curv_batch);
+    const double lam = explicit_active(H, n, t->curv_P, t->curv_floored);
+    const double got = t->curv_row[0].precond_max_active, want_lr = fmin(0.05, 38.0 / lam);
+    printf("remedies: curvature cap on a tiny model (%zu parameters): active lambda %.12g "
+           "(explicit %.12g), lr of update 1 %.12g (min(0.05, 38/lambda) %.12g)\n", n, got, lam,
+           r.lr, want_lr);
+    ck_assert_msg(fabs(got - lam) <= 1e-6 * fabs(lam), "λ %.17g, explicit %.17g", got, lam);
+    ck_assert_msg(fabs(r.lr - want_lr) <= 1e-6 * want_lr, "lr %.17g, want %.17g", r.lr, want_lr);
+    ck_assert_msg(r.lr < 0.05, "the bound should bind here (lr %.17g)", r.lr);
+    ck_assert_int_eq(t->ctl.held, 1);
+    free(H);
+    free(theta0);
+    train_free(t);
+}
+END_TEST
+
+/* lr_control = cdat: update 1 runs at min(lr, σ·(−gᵀu)/(|uᵀHu| + ε)) with u Adam's first
+ * direction at lr 1 (a fresh optimizer on the same gradient), g the training gradient and H the
+ * explicit Hessian of the training batch at θ₀; and θ₁ = θ₀ + η·u. */
+START_TEST(test_cdat_explicit)
+{
+    config_t cfg;
+    tiny(&cfg, LR_CONTROL_CDAT);
+    train_t *t;
+    char err[512];
+    ck_assert_int_eq(train_create(&t, &cfg, err, sizeof err), 0);
+    const model_t *m = t->s.model;
+    const size_t n = m->num_params;
+    double *theta0 = malloc(n * sizeof(double)), *u = malloc(n * sizeof(double));
+    memcpy(theta0, m->params, n * sizeof(double));
+    train_record_t r;
+    train_step(t, &r);
+    ck_assert_int_eq(r.diverged, 0);
+    optim_t o;   // u: Adam's first update at lr 1 on the same gradient
+    ck_assert_int_eq(optim_init(&o, &cfg, n), 0);
+    memcpy(u, theta0, n * sizeof(double));
+    optim_update(&o, u, m->grads, 1.0);
+    optim_free(&o);
+    for (size_t i = 0; i < n; i++) u[i] -= theta0[i];
+    double *H = explicit_hessian(&cfg, m, theta0, &t->s.batch);
+    double ngu = 0.0, q = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        ngu -= m->grads[i] * u[i];
+        double hu = 0.0;
+        for (size_t j = 0; j < n; j++) hu += H[i * n + j] * u[j];
+        q += u[i] * hu;
+    }
+    const double want = fmin(0.05, 2.0 * fmax(ngu, 0.0) / (fabs(q) + LRCTL_CDAT_EPS));
+    printf("remedies: CDAT on a tiny model: -g.u %.10g, u.Hu %.10g (explicit), lr %.12g "
+           "(want %.12g)\n", ngu, q, r.lr, want);
+    ck_assert_msg(fabs(r.lr - want) <= 1e-6 * want, "lr %.17g, want %.17g", r.lr, want);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(fabs(m->params[i] - (theta0[i] + r.lr * u[i])) <= 1e-12, "θ₁[%zu]", i);
+    free(H);
+    free(u);
+    free(theta0);
+    train_free(t);
+}
+END_TEST
+
+/* The keys refused where nothing reads them, with the key named; accepted where they apply. */
+START_TEST(test_remedy_keys)
+{
+    static const char *const bad[][2] = {
+        {"train.lr_control_every=3", "train.lr_control_every: needs train.lr_control = curvature"},
+        {"train.curvature_cap=0.5", "train.curvature_cap: needs train.lr_control = curvature"},
+        {"train.cdat_sigma=1", "train.cdat_sigma: needs train.lr_control = cdat"},
+        {"train.cdat_ema=0.5", "train.cdat_ema: needs train.lr_control = cdat"},
+        {"train.warmup_start=catapult", "needs train.warmup >= 2"},
+    };
+    char err[CONFIG_ERR_MAX];
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        config_t cfg;
+        config_defaults(&cfg);
+        cfg.train.warmup = 1;
+        ck_assert_int_eq(config_set(&cfg, bad[k][0], err, sizeof err), 0);
+        ck_assert_int_eq(config_validate(&cfg, err, sizeof err), 2);
+        ck_assert_msg(strstr(err, bad[k][1]) != NULL, "%s: %s", bad[k][0], err);
+    }
+    config_t cfg;
+    config_defaults(&cfg);
+    ck_assert_int_eq(config_set(&cfg, "train.lr_control=curvature", err, sizeof err), 0);
+    ck_assert_int_eq(config_validate(&cfg, err, sizeof err), 2);   // steps = 0: nothing to act on
+    ck_assert_msg(strstr(err, "train.steps: the remedies") != NULL, "%s", err);
+    cfg.train.steps = 10;
+    ck_assert_int_eq(config_set(&cfg, "train.lr_control_every=3", err, sizeof err), 0);
+    ck_assert_int_eq(config_validate(&cfg, err, sizeof err), 0);
+    ck_assert_int_eq(config_set(&cfg, "train.resume=auto", err, sizeof err), 0);
+    ck_assert_int_eq(config_validate(&cfg, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "train.resume: must be off") != NULL, "%s", err);
+}
+END_TEST
+
+Suite *remedies_suite(void)
+{
+    Suite *s = suite_create("remedies");
+    TCase *tc = tcase_create("remedies");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_curvature_bound);
+    tcase_add_test(tc, test_cdat_rule);
+    tcase_add_test(tc, test_catapult_search);
+    tcase_add_test(tc, test_catapult_warmup);
+    tcase_add_test(tc, test_update_ratio_cap);
+    tcase_add_test(tc, test_curvature_cap_explicit);
+    tcase_add_test(tc, test_cdat_explicit);
+    tcase_add_test(tc, test_remedy_keys);
+    suite_add_tcase(s, tc);
+    return s;
+}
