@@ -2,7 +2,8 @@
  * update_bound.h; docs/design.md §6k):
  *   - each rule on numbers worked out by hand: the curvature bound c·38/λ and the count of
  *     updates held below the schedule, CDAT's bias-corrected EMAs, the catapult search on a
- *     quadratic (η_c = 2/a), the relative-update cap per tensor, the catapult warm-up formula;
+ *     quadratic (η_c = 2/a), the relative-update cap per tensor, the catapult warm-up formula,
+ *     LAMB's first update with its trust ratio;
  *   - the curvature cap's λ and CDAT's uᵀHu equal to the explicit Hessian's values (built column
  *     by column from H·e_i, eigenvalues by GSL) on a tiny model, and the lr each applied;
  *   - the keys refused where they do not apply. */
@@ -137,6 +138,38 @@ START_TEST(test_update_ratio_cap)
     const double want[6] = {3.15, 4.2, 1, 1, 1.01, 0};
     for (int i = 0; i < 6; i++)
         ck_assert_msg(fabs(p[i] - want[i]) <= 1e-15 * fabs(want[i]) + 1e-300, "[%d] %.17g", i, p[i]);
+    o.seg = keep;
+    o.nseg = 1;
+    optim_free(&o);
+}
+END_TEST
+
+/* LAMB, update 1 (m̂ = g, v̂ = g²): r = g/(|g| + ε) ≈ (1, −1, 1), u = r + λθ₀ = (1.05, −1.1, 1.2)
+ * for θ₀ = (0.5, −1, 2), g = (0.1, −0.2, 0.3), λ = 0.1; the trust ratio ‖θ₀‖/‖u‖ =
+ * √5.25/√3.7525 = 1.18282…, θ₁ = θ₀ − 0.01·1.18282·u = (0.48758, −0.98699, 1.98581); a tensor at 0
+ * takes ratio 1: θ₁ = −0.01·r = (−0.0099999990, 0.0099999995). */
+START_TEST(test_lamb)
+{
+    config_t cfg;
+    config_defaults(&cfg);
+    cfg.train.optimizer = OPT_LAMB;
+    cfg.train.weight_decay = 0.1;
+    optim_t o;
+    ck_assert_int_eq(optim_init(&o, &cfg, 5), 0);
+    optim_seg_t seg[2] = {{0, 3, 1, 1, 0}, {3, 2, 1, 1, 0}};
+    optim_seg_t *keep = o.seg;
+    o.seg = seg;
+    o.nseg = 2;
+    double th[5] = {0.5, -1.0, 2.0, 0.0, 0.0};
+    const double g[5] = {0.1, -0.2, 0.3, 0.1, -0.2};
+    optim_update(&o, th, g, 0.01);
+    const double want[5] = {0.4875803721627436, -0.9869889606656147, 1.9858061386570418,
+                            -0.0099999990000001, 0.009999999500000025};
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(fabs(th[i] - want[i]) <= 1e-15 * fabs(want[i]), "[%d] %.17g, want %.17g", i,
+                      th[i], want[i]);
+    // Σ r² of each tensor (the update RMS): 3 and 2, less the ε terms
+    ck_assert_msg(fabs(seg[0].sumsq - 3.0) < 1e-6 && fabs(seg[1].sumsq - 2.0) < 1e-6, "sumsq");
     o.seg = keep;
     o.nseg = 1;
     optim_free(&o);
@@ -341,6 +374,7 @@ Suite *remedies_suite(void)
     tcase_add_test(tc, test_catapult_search);
     tcase_add_test(tc, test_catapult_warmup);
     tcase_add_test(tc, test_update_ratio_cap);
+    tcase_add_test(tc, test_lamb);
     tcase_add_test(tc, test_curvature_cap_explicit);
     tcase_add_test(tc, test_cdat_explicit);
     tcase_add_test(tc, test_remedy_keys);

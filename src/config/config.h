@@ -20,7 +20,7 @@ typedef enum { INIT_XAVIER_NORMAL = 0, INIT_XAVIER_UNIFORM = 1, INIT_NORMAL = 2,
 typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3,
                TASK_TRANSLATION = 4, TASK_MLM = 5 } task_t;
 typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3, OPT_GI_ADAM = 4,
-               OPT_STABLEADAMW = 5 } optimizer_t;
+               OPT_STABLEADAMW = 5, OPT_LAMB = 6 } optimizer_t;
 /* How tok_embed (and an untied lm_head) are drawn (docs/design.md §5). */
 typedef enum { EMBED_NORMAL = 0, EMBED_XAVIER_UNIFORM = 1 } embed_init_t;
 /* The parametrization (docs/design.md §6h): standard, or μP (Yang et al. 2022). */
@@ -85,7 +85,7 @@ typedef struct config {
     } data;
     struct {
         int steps;               /* 0 = measure at initialisation only (default) */
-        optimizer_t optimizer;   /* adam | adamw | sgd | radam | gi_adam | stableadamw,
+        optimizer_t optimizer;   /* adam | adamw | sgd | radam | gi_adam | stableadamw | lamb,
                                     default adam */
         double lr;               /* peak lr, > 0                 default 5e-4 */
         int warmup;              /* steps of linear warm-up, 0 or 1 = none; default 4000 */

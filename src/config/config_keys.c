@@ -23,7 +23,7 @@ static const char *const init_names[] = {"xavier_normal", "xavier_uniform", "nor
 static const char *const task_names[] = {"random", "copy", "reverse", "text", "translation", "mlm",
                                          NULL};
 static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", "gi_adam",
-                                              "stableadamw", NULL};
+                                              "stableadamw", "lamb", NULL};
 static const char *const embed_names[] = {"normal", "xavier_uniform", NULL};
 static const char *const parametrization_names[] = {"standard", "mup", NULL};
 static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine", NULL};

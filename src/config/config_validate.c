@@ -360,6 +360,13 @@ static int validate_remedies(const config_t *cfg, char *err, size_t errlen)
         return vfail(cfg, blame(cfg, ws, w), err, errlen, "train.warmup_start = catapult warms "
                      "up from the catapult lr: needs train.warmup >= 2 (got %d)", cfg->train.warmup);
     }
+    const int curvature = cfg->probe.curvature_every > 0 || curv;
+    if (cfg->train.optimizer == OPT_LAMB && curvature) {
+        const int opt = cfg_kidx("train", "optimizer");
+        const int k = curv ? cfg_kidx("train", "lr_control") : cfg_kidx("probe", "curvature_every");
+        return vfail(cfg, blame(cfg, k, opt), err, errlen, "the curvature measure has no "
+                     "preconditioner for train.optimizer = lamb (its per-tensor trust ratio)");
+    }
     const int any = cfg->train.lr_control != LR_CONTROL_NONE || catapult ||
                     cfg->train.update_ratio_cap > 0.0;
     if (any && cfg->train.steps == 0)
