@@ -3,7 +3,8 @@
  *   - each rule on numbers worked out by hand: the curvature bound c·38/λ and the count of
  *     updates held below the schedule, CDAT's bias-corrected EMAs, the catapult search on a
  *     quadratic (η_c = 2/a), the relative-update cap per tensor, the catapult warm-up formula,
- *     LAMB's first update with its trust ratio;
+ *     LAMB's first update with its trust ratio, AdamW²'s spectral bound (σ₁ by power iteration
+ *     against GSL's SVD);
  *   - the curvature cap's λ and CDAT's uᵀHu equal to the explicit Hessian's values (built column
  *     by column from H·e_i, eigenvalues by GSL) on a tiny model, and the lr each applied;
  *   - the keys refused where they do not apply. */
@@ -12,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_eigen.h>
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
 #include "tests.h"
 #include "config/config.h"
 #include "measure/hvp.h"
@@ -254,6 +258,77 @@ static double explicit_active(const double *H, size_t n, const double *P, const 
     return top;
 }
 
+/* σ₁ by power iteration against GSL's SVD on a 7 × 5 Gaussian matrix (1e-9 relative), and 0
+ * for a zero matrix. */
+START_TEST(test_sigma1)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 11);
+    double A[35], work[12];
+    gsl_matrix *U = gsl_matrix_alloc(7, 5), *V = gsl_matrix_alloc(5, 5);
+    gsl_vector *S = gsl_vector_alloc(5), *w = gsl_vector_alloc(5);
+    for (int i = 0; i < 35; i++) A[i] = gsl_ran_gaussian(r, 1.0);
+    for (int i = 0; i < 35; i++) gsl_matrix_set(U, (size_t)i / 5, (size_t)i % 5, A[i]);
+    ck_assert_int_eq(gsl_linalg_SV_decomp(U, V, S, w), 0);
+    const double got = update_bound_sigma1(A, 7, 5, work), want = gsl_vector_get(S, 0);
+    printf("remedies: sigma_1 by power iteration %.15g, GSL SVD %.15g\n", got, want);
+    ck_assert_msg(fabs(got - want) <= 1e-9 * want, "σ₁ %.17g, SVD %.17g", got, want);
+    memset(A, 0, sizeof A);
+    ck_assert_double_eq(update_bound_sigma1(A, 7, 5, work), 0.0);
+    gsl_matrix_free(U);
+    gsl_matrix_free(V);
+    gsl_vector_free(S);
+    gsl_vector_free(w);
+    gsl_rng_free(r);
+}
+END_TEST
+
+/* AdamW²'s bound on a model's matrices, τ = 0.5, every matrix W = diag(3, 1, 0, …) (σ₁ = 3);
+ * on the first ΔW = 2·e₂e₂ᵀ:
+ * σ₁(ΔW) = 2 > 0.5·3 = 1.5, scaled by 0.75 to 1.5·e₂e₂ᵀ; a tensor whose update is within the
+ * bound and every 1-D tensor are left as they are. */
+START_TEST(test_spectral_bound)
+{
+    config_t cfg;
+    tiny(&cfg, LR_CONTROL_NONE);
+    model_t *m = model_create(&cfg, &(batch_caps_t){0});
+    ck_assert_ptr_nonnull(m);
+    const size_t n = m->num_params;
+    double *prev = calloc(n, sizeof(double)), *p = calloc(n, sizeof(double));
+    double *work = malloc(update_bound_work_size(m) * sizeof(double));
+    int first = -1, second = -1, vec = -1;
+    for (int i = 0; i < m->num_tensors; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        if (t->rank == 2 && first < 0) first = i;
+        else if (t->rank == 2 && second < 0) second = i;
+        else if (t->rank == 1 && vec < 0) vec = i;
+    }
+    ck_assert(first >= 0 && second >= 0 && vec >= 0);
+    for (int i = 0; i < m->num_tensors; i++) {   // W = diag(3, 1, …) on every matrix: σ₁ = 3
+        const tensor_info_t *t = &m->tensors[i];
+        if (t->rank == 2) {
+            prev[t->offset] = 3.0;
+            prev[t->offset + t->cols + 1] = 1.0;
+        }
+    }
+    memcpy(p, prev, n * sizeof(double));
+    const tensor_info_t *a = &m->tensors[first], *b = &m->tensors[second], *v = &m->tensors[vec];
+    p[a->offset + a->cols + 1] += 2.0;   // σ₁(ΔW) = 2 > 1.5: scaled
+    p[b->offset + b->cols + 1] += 1.0;   // σ₁(ΔW) = 1 ≤ 1.5: left
+    p[v->offset] += 100.0;               // a vector: left
+    ck_assert_int_eq(update_bound_spectral(m, p, prev, 0.5, work), 1);
+    ck_assert_msg(fabs(p[a->offset + a->cols + 1] - 2.5) <= 1e-12, "scaled: %.17g",
+                  p[a->offset + a->cols + 1]);
+    ck_assert_double_eq(p[a->offset], 3.0);
+    ck_assert_double_eq(p[b->offset + b->cols + 1], 2.0);
+    ck_assert_double_eq(p[v->offset], 100.0);
+    free(prev);
+    free(p);
+    free(work);
+    model_free(m);
+}
+END_TEST
+
 /* lr_control = curvature: the row of update 0 holds the explicit active λ_max(P⁻¹H) of the
  * measurement batch at θ₀ (P of update 1) within 1e-6, and update 1 runs at
  * min(lr, 38/λ) — the bound, on this sharp model. */
@@ -375,6 +450,8 @@ Suite *remedies_suite(void)
     tcase_add_test(tc, test_catapult_warmup);
     tcase_add_test(tc, test_update_ratio_cap);
     tcase_add_test(tc, test_lamb);
+    tcase_add_test(tc, test_sigma1);
+    tcase_add_test(tc, test_spectral_bound);
     tcase_add_test(tc, test_curvature_cap_explicit);
     tcase_add_test(tc, test_cdat_explicit);
     tcase_add_test(tc, test_remedy_keys);

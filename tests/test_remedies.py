@@ -10,7 +10,9 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_remed
 2. Catapult start: /train attribute catapult_lr, the warm-up
    eta_t = eta_s + (lr - eta_s) * min(1, (t-1)/(W-1)), eta_s = min(eta_c, lr), to 1e-12; `info`
    names eta_c.
-3. update_ratio_cap: no tensor's relative update (/train/update_rel, updates 1..100) above r.
+3. update_ratio_cap: no tensor's relative update (/train/update_rel, updates 1..100) above r;
+   spectral_bound: every matrix's sigma1(W_1 - W_0) <= tau * sigma1(W_0) by numpy's SVD (W_0 from
+   `dump`, W_1 from the checkpoint after update 1), some matrix at the bound.
 4. Files without the keys name none of them in their config and carry none of the attributes.
 Prints "ok"/"not ok" per check, then "remedies: N passed, M failed"; exit 1 if M > 0.
 """
@@ -131,6 +133,37 @@ def ratio_cap(tmp):
     check("update_ratio_cap: it binds (some tensor at r)", top >= 1e-3 * (1 - 1e-9), f"{top}")
 
 
+def spectral(tmp):
+    tau = 1e-2
+    ini = {"train.steps": 2, "train.checkpoint_every": 1, "train.spectral_bound": tau}
+    out, r = train(tmp, "spectral", ini)
+    check("spectral_bound: the run ends", r.returncode == 0, r.stderr)
+    dump = os.path.join(tmp, "spectral_dump.h5")
+    d = run(["dump", "--config", "tiny", *sets({**LM, **ini}), "--out", dump])
+    check("spectral_bound: dump", d.returncode == 0, d.stderr)
+    worst, at = 0.0, 0
+    with h5py.File(out, "r") as f, h5py.File(dump, "r") as g:
+        def walk(grp, pre=""):
+            for k, v in grp.items():
+                if isinstance(v, h5py.Group):
+                    yield from walk(v, pre + k + "/")
+                else:
+                    yield pre + k
+        names = list(walk(g["params"]))
+        check("spectral_bound: checkpoint after update 1", int(f["checkpoint/step"][()]) == 1)
+        for k in names:
+            w0, w1 = g["params"][k][()], f["checkpoint/params"][k][()]
+            if w0.ndim != 2:
+                continue
+            s0 = np.linalg.svd(w0, compute_uv=False)[0]
+            sd = np.linalg.svd(w1 - w0, compute_uv=False)[0]
+            worst = max(worst, sd / (tau * s0) - 1)
+            at += abs(sd / (tau * s0) - 1) <= 1e-9
+    check("spectral_bound: every matrix's sigma1(dW) <= tau sigma1(W) (numpy SVD, 1e-9)",
+          worst <= 1e-9, f"{worst}")
+    check("spectral_bound: it binds (some matrix at the bound)", at > 0, f"{at}")
+
+
 def plain(tmp):
     out, r = train(tmp, "plain", {"train.steps": 2})
     with h5py.File(out, "r") as f:
@@ -139,7 +172,8 @@ def plain(tmp):
         attrs = set(f["train"].attrs)
     check("without the keys: none in the config, no attribute",
           r.returncode == 0 and not any(k in cfg for k in ("lr_control", "curvature_cap", "cdat_",
-                                                           "warmup_start", "update_ratio_cap"))
+                                                           "warmup_start", "update_ratio_cap",
+                                                           "spectral_bound"))
           and not attrs & {"catapult_lr", "lr_held_below"}, cfg)
 
 
@@ -148,6 +182,7 @@ def main():
         curvature_cap(tmp)
         catapult(tmp)
         ratio_cap(tmp)
+        spectral(tmp)
         plain(tmp)
     bad = results.count(False)
     print(f"remedies: {len(results) - bad} passed, {bad} failed")

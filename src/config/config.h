@@ -109,6 +109,7 @@ typedef struct config {
         double cdat_ema;         /* cdat: EMA factor of numerator and denominator, default 0.9 */
         warmup_start_t warmup_start; /* zero (default) | catapult: the warm-up's first lr */
         double update_ratio_cap; /* r: per tensor ‖ΔW‖_F/‖W‖_F ≤ r, 0 = off (default) */
+        double spectral_bound;   /* τ: per matrix σ₁(ΔW) ≤ τ·σ₁(W) (AdamW²), 0 = off (default) */
     } train;
     struct {
         int seeds;               /* random initialisations, >= 1  default 10 */

@@ -118,6 +118,7 @@ const cfg_key_t cfg_keys[] = {
     KD(train, cdat_ema, 0, 0, 1, 1),
     KE(train, warmup_start, warmup_start_names),
     KD(train, update_ratio_cap, 0, 0, INFINITY, 0),
+    KD(train, spectral_bound, 0, 0, INFINITY, 0),
 
     KI(probe, seeds, 1),
     KI(probe, batches, 1),
@@ -265,6 +266,7 @@ void config_defaults(config_t *cfg)
     cfg->train.cdat_ema = 0.9;
     cfg->train.warmup_start = WARMUP_START_ZERO;
     cfg->train.update_ratio_cap = 0.0;
+    cfg->train.spectral_bound = 0.0;
 
     cfg->probe.seeds = 10;
     cfg->probe.batches = 10;
@@ -350,6 +352,7 @@ static int remedy_key_silent(const config_t *cfg, size_t off)
     if (off == offsetof(config_t, train.warmup_start))
         return cfg->train.warmup_start == WARMUP_START_ZERO;
     if (off == offsetof(config_t, train.update_ratio_cap)) return cfg->train.update_ratio_cap == 0.0;
+    if (off == offsetof(config_t, train.spectral_bound)) return cfg->train.spectral_bound == 0.0;
     return 0;
 }
 

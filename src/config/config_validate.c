@@ -368,10 +368,11 @@ static int validate_remedies(const config_t *cfg, char *err, size_t errlen)
                      "preconditioner for train.optimizer = lamb (its per-tensor trust ratio)");
     }
     const int any = cfg->train.lr_control != LR_CONTROL_NONE || catapult ||
-                    cfg->train.update_ratio_cap > 0.0;
+                    cfg->train.update_ratio_cap > 0.0 || cfg->train.spectral_bound > 0.0;
     if (any && cfg->train.steps == 0)
         return vfail(cfg, cfg_kidx("train", "steps"), err, errlen, "the remedies (train.lr_control, "
-                     "warmup_start, update_ratio_cap) act on training: needs train.steps > 0");
+                     "warmup_start, update_ratio_cap, spectral_bound) act on training: needs "
+                     "train.steps > 0");
     if ((cfg->train.lr_control != LR_CONTROL_NONE || catapult) && cfg->train.resume)
         return vfail(cfg, cfg_kidx("train", "resume"), err, errlen, "must be off with "
                      "train.lr_control = %s, train.warmup_start = %s (their state is not in the "

@@ -10,7 +10,9 @@ void report_remedies(FILE *out, struct h5io_file *f, const char *prefix, const c
 {
     const lr_control_t ctl = cfg->train.lr_control;
     const int catapult = cfg->train.warmup_start == WARMUP_START_CATAPULT;
-    if (ctl == LR_CONTROL_NONE && !catapult && cfg->train.update_ratio_cap == 0.0) return;
+    if (ctl == LR_CONTROL_NONE && !catapult && cfg->train.update_ratio_cap == 0.0 &&
+        cfg->train.spectral_bound == 0.0)
+        return;
     char tr[512];
     snprintf(tr, sizeof tr, "%s/train", prefix);
     fprintf(out, "remedies:");
@@ -37,7 +39,12 @@ void report_remedies(FILE *out, struct h5io_file *f, const char *prefix, const c
             fprintf(out, "%scatapult warm-up (no catapult_lr in the file)", sep);
         sep = "; ";
     }
-    if (cfg->train.update_ratio_cap > 0.0)
+    if (cfg->train.update_ratio_cap > 0.0) {
         fprintf(out, "%s|dW|/|W| <= %g per tensor", sep, cfg->train.update_ratio_cap);
+        sep = "; ";
+    }
+    if (cfg->train.spectral_bound > 0.0)
+        fprintf(out, "%ssigma1(dW) <= %g sigma1(W) per matrix (AdamW2's lr bound)", sep,
+                cfg->train.spectral_bound);
     fprintf(out, "\n");
 }

@@ -189,7 +189,9 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         train_free(t);
         return rc;
     }
+    const int spectral = cfg->train.spectral_bound > 0.0;
     if ((cdat && !(t->cdat_u = malloc(m->num_params * sizeof(double)))) ||
+        (spectral && !(t->bound_work = malloc(update_bound_work_size(m) * sizeof(double)))) ||
         (cfg->train.warmup_start == WARMUP_START_CATAPULT && catapult_find(t, err, errlen))) {
         snprintf(err, errlen, "out of memory");
         train_free(t);
@@ -219,6 +221,7 @@ void train_free(train_t *t)
     free(t->layer_size);
     curv_free_all(t);
     free(t->cdat_u);
+    free(t->bound_work);
     free(t);
 }
 
@@ -309,11 +312,13 @@ void train_step(train_t *t, train_record_t *r)
     else if (r->loss > TRAIN_DIVERGE_FACTOR * log((double)m->V)) r->diverged = TRAIN_LOSS_EXPLODED;
     if (r->diverged) return;
     r->updated = c->probe.model_update && (s <= TRAIN_UPDATE_EVERY_UNTIL || s % c->probe.every == 0);
-    const double ratio = c->train.update_ratio_cap;
-    if (r->updated || ratio > 0.0) memcpy(t->prev, m->params, m->num_params * sizeof(real));
+    const double ratio = c->train.update_ratio_cap, tau = c->train.spectral_bound;
+    if (r->updated || ratio > 0.0 || tau > 0.0)
+        memcpy(t->prev, m->params, m->num_params * sizeof(real));
     if (c->train.lr_control == LR_CONTROL_CDAT) r->lr = cdat_update(t, r->lr);
     else optim_update(&t->opt, m->params, m->grads, r->lr);
     if (ratio > 0.0) update_bound_ratio(&t->opt, m->params, t->prev, ratio);
+    if (tau > 0.0) update_bound_spectral(m, m->params, t->prev, tau, t->bound_work);
     update_rms(t, 1);
     if (t->opt.kind == OPT_RADAM)
         r->radam_rect = optim_radam_rect(t->opt.beta2, t->opt.t, &r->radam_rho);

@@ -114,6 +114,7 @@ typedef struct {
     /* the remedies' lr controllers (train/lr_control.h; train.lr_control, warmup_start) */
     lrctl_t ctl;
     double *cdat_u;            /* (num_params) cdat: the update direction u in float64 */
+    double *bound_work;        /* train.spectral_bound: update_bound_spectral's work space */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,

@@ -1,5 +1,6 @@
 /* update_bound.c — LAMB's trust ratio and the relative-update cap (train/update_bound.h). */
 #include <math.h>
+#include <gsl/gsl_blas.h>
 #include "train/update_bound.h"
 
 int update_bound_ratio(const optim_t *o, real *params, const real *prev, double r)
@@ -60,4 +61,64 @@ void update_bound_lamb(optim_t *o, real *params, const real *grads, double lr)
             params[i] = (real)(params[i] - step * (r + wd * params[i]));
         }
     }
+}
+
+double update_bound_sigma1(const double *A, size_t rows, size_t cols, double *work)
+{
+    gsl_matrix_const_view a = gsl_matrix_const_view_array(A, rows, cols);
+    gsl_vector_view v = gsl_vector_view_array(work, cols), w = gsl_vector_view_array(work + cols, rows);
+    gsl_vector_set_all(&v.vector, 1.0 / sqrt((double)cols));
+    double sigma = 0.0;
+    for (int k = 0; k < UPDATE_BOUND_POWER_ITERS; k++) {
+        gsl_blas_dgemv(CblasNoTrans, 1.0, &a.matrix, &v.vector, 0.0, &w.vector);   // w = A·v
+        const double s = gsl_blas_dnrm2(&w.vector);   // ‖A·v‖ → σ₁ from below
+        if (s == 0.0) return 0.0;
+        gsl_blas_dgemv(CblasTrans, 1.0 / s, &a.matrix, &w.vector, 0.0, &v.vector);   // Aᵀw/‖w‖
+        const double n = gsl_blas_dnrm2(&v.vector);
+        if (n == 0.0) return s;
+        gsl_blas_dscal(1.0 / n, &v.vector);
+        const int done = fabs(s - sigma) <= UPDATE_BOUND_POWER_TOL * s;
+        sigma = s;
+        if (done) break;
+    }
+    return sigma;
+}
+
+size_t update_bound_work_size(const model_t *m)
+{
+    size_t big = 0, dim = 0;
+    for (int i = 0; i < m->num_tensors; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        if (t->rank != 2) continue;
+        if (t->rows * t->cols > big) big = t->rows * t->cols;
+        if (t->rows + t->cols > dim) dim = t->rows + t->cols;
+    }
+    return 2 * big + dim + 1;
+}
+
+int update_bound_spectral(const model_t *m, real *params, const real *prev, double tau,
+                          double *work)
+{
+    size_t big = 0;
+    for (int i = 0; i < m->num_tensors; i++)
+        if (m->tensors[i].rank == 2 && m->tensors[i].rows * m->tensors[i].cols > big)
+            big = m->tensors[i].rows * m->tensors[i].cols;
+    double *W = work, *D = work + big, *vec = work + 2 * big;   // W_{t−1}, ΔW, the vectors
+    int scaled = 0;
+    for (int i = 0; i < m->num_tensors; i++) {
+        const tensor_info_t *t = &m->tensors[i];
+        if (t->rank != 2) continue;
+        const size_t n = t->rows * t->cols, o = t->offset;
+        for (size_t j = 0; j < n; j++) {
+            W[j] = prev[o + j];
+            D[j] = (double)params[o + j] - (double)prev[o + j];
+        }
+        const double sw = update_bound_sigma1(W, t->rows, t->cols, vec);
+        const double sd = update_bound_sigma1(D, t->rows, t->cols, vec);
+        if (!(sd > tau * sw)) continue;   // Qi et al. 2025: η ≤ τ·σ₁(W_{t−1})/σ₁(U_t)
+        const double k = tau * sw / sd;
+        for (size_t j = 0; j < n; j++) params[o + j] = (real)(W[j] + k * D[j]);
+        scaled++;
+    }
+    return scaled;
 }

@@ -24,4 +24,25 @@ void update_bound_lamb(optim_t *o, real *params, const real *grads, double lr);
  * r > 0. Returns the number of tensors scaled. */
 int update_bound_ratio(const optim_t *o, real *params, const real *prev, double r);
 
+/* Power iterations of σ₁ at most, and their relative convergence. */
+#define UPDATE_BOUND_POWER_ITERS 50
+#define UPDATE_BOUND_POWER_TOL 1e-10
+
+/* σ₁(A) of the row-major rows × cols matrix A by power iteration on AᵀA (GSL's BLAS), from
+ * the unit vector of equal entries; work holds rows + cols doubles. 0 for A = 0. */
+double update_bound_sigma1(const double *A, size_t rows, size_t cols, double *work);
+
+/* AdamW²'s spectral bound (Qi et al., ICLR 2025, "Taming Transformer without using learning
+ * rate warmup"): for every 2-D tensor W of m (every weight matrix, the embeddings too) the lr
+ * of this update is at most τ·σ₁(W_{t−1})/σ₁(U_t), U_t the update at lr 1. Every optimizer here
+ * is linear in the lr (ΔW = η·U), so that is: when σ₁(ΔW) > τ·σ₁(W_{t−1}), ΔW is scaled by
+ * τ·σ₁(W_{t−1})/σ₁(ΔW). params and prev as update_bound_ratio; work holds
+ * update_bound_work_size(m) doubles. Returns the matrices scaled. */
+int update_bound_spectral(const model_t *m, real *params, const real *prev, double tau,
+                          double *work);
+
+/* Doubles of update_bound_spectral's work space for m: two copies of its largest matrix and
+ * the power iteration's vectors. */
+size_t update_bound_work_size(const model_t *m);
+
 #endif
