@@ -4,7 +4,7 @@
  *     updates held below the schedule, CDAT's bias-corrected EMAs, the catapult search on a
  *     quadratic (η_c = 2/a), the relative-update cap per tensor, the catapult warm-up formula,
  *     LAMB's first update with its trust ratio, AdamW²'s spectral bound (σ₁ by power iteration
- *     against GSL's SVD);
+ *     against GSL's SVD), AutoWU's GP posterior on two points, its minimum test and schedule;
  *   - the curvature cap's λ and CDAT's uᵀHu equal to the explicit Hessian's values (built column
  *     by column from H·e_i, eigenvalues by GSL) on a tiny model, and the lr each applied;
  *   - the keys refused where they do not apply. */
@@ -19,6 +19,7 @@
 #include "tests.h"
 #include "config/config.h"
 #include "measure/hvp.h"
+#include "train/autowu.h"
 #include "train/lr_control.h"
 #include "train/train.h"
 #include "train/update_bound.h"
@@ -329,6 +330,84 @@ START_TEST(test_spectral_bound)
 }
 END_TEST
 
+/* AutoWU's GP on two points x = (0, 1), y = (1, −1), ℓ = 1, s² = 0.5: with k = e^{−1/2},
+ * A = K + s²I = [[1.5, k], [k, 1.5]], the mean is ±(1 − k)/(1.5 − k) = ±0.440384…, and
+ * Σ = K − K·A⁻¹·K by the 2 × 2 inverse: Σ₀₀ = 1 − (1.5(1 + k²) − 2k²)/(2.25 − k²),
+ * Σ₀₁ = k − (1.5·2k − k(1 + k²))/(2.25 − k²). */
+START_TEST(test_autowu_posterior)
+{
+    const double x[2] = {0.0, 1.0}, y[2] = {1.0, -1.0};
+    double mean[2], cov[4];
+    ck_assert_int_eq(autowu_posterior(x, y, 2, 1.0, 0.5, mean, cov), 0);
+    const double k = exp(-0.5), det = 2.25 - k * k;
+    const double m0 = (1.0 - k) / (1.5 - k);
+    const double c00 = 1.0 - (1.5 * (1.0 + k * k) - 2.0 * k * k) / det;
+    const double c01 = k - (1.5 * 2.0 * k - k * (1.0 + k * k)) / det;
+    ck_assert_msg(fabs(mean[0] - m0) <= 1e-14 && fabs(mean[1] + m0) <= 1e-14, "mean %.17g", mean[0]);
+    ck_assert_msg(fabs(cov[0] - c00) <= 1e-14 && fabs(cov[3] - c00) <= 1e-14, "Σ₀₀ %.17g vs %.17g",
+                  cov[0], c00);
+    ck_assert_msg(fabs(cov[1] - c01) <= 1e-14 && fabs(cov[2] - c01) <= 1e-14, "Σ₀₁ %.17g vs %.17g",
+                  cov[1], c01);
+}
+END_TEST
+
+/* The minimum test: losses |i − 10| over 30 updates (the minimum 19 updates behind) pass with
+ * every draw's p above 0.95; losses falling to the last update fail (each draw's minimum is
+ * the last point: p = 0). */
+START_TEST(test_autowu_minimum_test)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 5);
+    double y[30], p[AUTOWU_DRAWS];
+    for (int i = 0; i < 30; i++) y[i] = fabs(i - 10.0);
+    ck_assert_int_eq(autowu_test(y, 30, r, p), 1);
+    for (int j = 0; j < AUTOWU_DRAWS; j++) ck_assert_msg(p[j] > 0.95, "V: p[%d] = %g", j, p[j]);
+    for (int i = 0; i < 30; i++) y[i] = 30.0 - i;
+    ck_assert_int_eq(autowu_test(y, 30, r, p), 0);
+    for (int j = 0; j < AUTOWU_DRAWS; j++) ck_assert_msg(p[j] == 0.0, "falling: p[%d] = %g", j, p[j]);
+    gsl_rng_free(r);
+}
+END_TEST
+
+/* lr = 1, warmup T = 100, steps 200: η_t = 1e-3·1000^{t/T}, η₅₀ = 0.0316227766…; with losses
+ * that keep falling the warm-up ends at T with η* = 1 and the cosine decay is η*·½ half-way
+ * (update 150) and 0 at steps; losses that fall for 20 updates and then rise end it within
+ * three passing tests of the rise's becoming clear, never before update 23. */
+START_TEST(test_autowu_schedule)
+{
+    config_t cfg;
+    config_defaults(&cfg);
+    cfg.train.lr = 1.0;
+    cfg.train.warmup = 100;
+    cfg.train.steps = 200;
+    cfg.train.schedule = SCHED_AUTOWU;
+    autowu_t a;
+    ck_assert_int_eq(autowu_init(&a, 1), 0);
+    ck_assert_msg(fabs(autowu_lr(&a, &cfg, 50) - 0.031622776601683791) <= 1e-15, "η₅₀ %.17g",
+                  autowu_lr(&a, &cfg, 50));
+    long end = 0;
+    for (long t = 1; t <= 100 && !end; t++)
+        if (autowu_observe(&a, &cfg, t, 10.0 - 0.05 * (double)t)) end = t;
+    ck_assert_int_eq(end, 100);
+    ck_assert_double_eq(a.switch_lr, 1.0);
+    ck_assert_msg(fabs(autowu_lr(&a, &cfg, 150) - 0.5) <= 1e-15, "half-way %.17g",
+                  autowu_lr(&a, &cfg, 150));
+    ck_assert_double_eq(autowu_lr(&a, &cfg, 200), 0.0);
+    autowu_free(&a);
+    ck_assert_int_eq(autowu_init(&a, 1), 0);
+    end = 0;
+    for (long t = 1; t <= 100 && !end; t++) {
+        const double loss = t <= 20 ? 10.0 - 0.1 * (double)t : 8.0 + 0.3 * (double)(t - 20);
+        if (autowu_observe(&a, &cfg, t, loss)) end = t;
+    }
+    printf("remedies: AutoWU on losses that turn up after update 20: warm-up ends at update %ld, "
+           "lr %.4g\n", end, a.switch_lr);
+    ck_assert_msg(end >= 23 && end <= 30, "switch at %ld", end);
+    ck_assert_double_eq(a.switch_lr, autowu_lr(&(autowu_t){0}, &cfg, end));
+    autowu_free(&a);
+}
+END_TEST
+
 /* lr_control = curvature: the row of update 0 holds the explicit active λ_max(P⁻¹H) of the
  * measurement batch at θ₀ (P of update 1) within 1e-6, and update 1 runs at
  * min(lr, 38/λ) — the bound, on this sharp model. */
@@ -452,6 +531,9 @@ Suite *remedies_suite(void)
     tcase_add_test(tc, test_lamb);
     tcase_add_test(tc, test_sigma1);
     tcase_add_test(tc, test_spectral_bound);
+    tcase_add_test(tc, test_autowu_posterior);
+    tcase_add_test(tc, test_autowu_minimum_test);
+    tcase_add_test(tc, test_autowu_schedule);
     tcase_add_test(tc, test_curvature_cap_explicit);
     tcase_add_test(tc, test_cdat_explicit);
     tcase_add_test(tc, test_remedy_keys);

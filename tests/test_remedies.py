@@ -13,9 +13,12 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_remed
 3. update_ratio_cap: no tensor's relative update (/train/update_rel, updates 1..100) above r;
    spectral_bound: every matrix's sigma1(W_1 - W_0) <= tau * sigma1(W_0) by numpy's SVD (W_0 from
    `dump`, W_1 from the checkpoint after update 1), some matrix at the bound.
-4. Files without the keys name none of them in their config and carry none of the attributes.
+4. schedule = autowu: /train/lr exponential (1e-3 lr to lr over warmup updates) up to the
+   attribute autowu_switch_step, then the cosine decay from autowu_switch_lr; `info` says so.
+5. Files without the keys name none of them in their config and carry none of the attributes.
 Prints "ok"/"not ok" per check, then "remedies: N passed, M failed"; exit 1 if M > 0.
 """
+import math
 import os
 import subprocess
 import sys
@@ -164,6 +167,25 @@ def spectral(tmp):
     check("spectral_bound: it binds (some matrix at the bound)", at > 0, f"{at}")
 
 
+def autowu(tmp):
+    lr, T, steps = 1.0, 40, 60
+    out, r = train(tmp, "autowu", {"train.steps": steps, "train.lr": lr, "train.warmup": T,
+                                   "train.schedule": "autowu"})
+    check("autowu: the run ends", r.returncode == 0, r.stderr)
+    with h5py.File(out, "r") as f:
+        t = f["train"]
+        s, eta = int(t.attrs["autowu_switch_step"]), float(t.attrs["autowu_switch_lr"])
+        got = t["lr"][:]
+    want = [lr * 1e-3 * 1000 ** (min(u, T) / T) if u <= s else
+            0.5 * eta * (1 + math.cos(math.pi * (u - s) / (steps - s))) for u in range(1, steps + 1)]
+    err = max(abs(a - b) / max(b, 1e-300) for a, b in zip(got, want) if b > 0)
+    check("autowu: exponential warm-up to update s*, then cosine decay from its lr (1e-12)",
+          err <= 1e-12 and 0 < s <= T and abs(eta - want[s - 1]) <= 1e-12 * eta, f"{err} s={s}")
+    info = run(["info", out]).stdout
+    check("autowu: info says where the warm-up ended", f"AutoWU warmed up for {s} updates" in info,
+          info)
+
+
 def plain(tmp):
     out, r = train(tmp, "plain", {"train.steps": 2})
     with h5py.File(out, "r") as f:
@@ -173,8 +195,8 @@ def plain(tmp):
     check("without the keys: none in the config, no attribute",
           r.returncode == 0 and not any(k in cfg for k in ("lr_control", "curvature_cap", "cdat_",
                                                            "warmup_start", "update_ratio_cap",
-                                                           "spectral_bound"))
-          and not attrs & {"catapult_lr", "lr_held_below"}, cfg)
+                                                           "spectral_bound", "autowu"))
+          and not attrs & {"catapult_lr", "lr_held_below", "autowu_switch_step"}, cfg)
 
 
 def main():
@@ -183,6 +205,7 @@ def main():
         catapult(tmp)
         ratio_cap(tmp)
         spectral(tmp)
+        autowu(tmp)
         plain(tmp)
     bad = results.count(False)
     print(f"remedies: {len(results) - bad} passed, {bad} failed")

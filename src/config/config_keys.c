@@ -26,7 +26,8 @@ static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", "
                                               "stableadamw", "lamb", NULL};
 static const char *const embed_names[] = {"normal", "xavier_uniform", NULL};
 static const char *const parametrization_names[] = {"standard", "mup", NULL};
-static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine", NULL};
+static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine",
+                                             "autowu", NULL};
 static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
 static const char *const precision_names[] = {"float64", "float32", NULL};

@@ -355,6 +355,16 @@ static int validate_remedies(const config_t *cfg, char *err, size_t errlen)
                                 "train.lr_control = cdat", err, errlen);
     if (rc) return rc;
     const int catapult = cfg->train.warmup_start == WARMUP_START_CATAPULT;
+    const int autowu = cfg->train.schedule == SCHED_AUTOWU;
+    if (autowu && catapult)
+        return vfail(cfg, cfg_kidx("train", "warmup_start"), err, errlen, "catapult starts a "
+                     "linear warm-up: not with train.schedule = autowu (its own warm-up)");
+    if (autowu && cfg->train.warmup < 2) {
+        const int sc = cfg_kidx("train", "schedule"), w = cfg_kidx("train", "warmup");
+        return vfail(cfg, blame(cfg, sc, w), err, errlen, "train.schedule = autowu warms up for "
+                     "at most train.warmup updates: needs train.warmup >= 2 (got %d)",
+                     cfg->train.warmup);
+    }
     if (catapult && cfg->train.warmup < 2) {
         const int ws = cfg_kidx("train", "warmup_start"), w = cfg_kidx("train", "warmup");
         return vfail(cfg, blame(cfg, ws, w), err, errlen, "train.warmup_start = catapult warms "
@@ -367,17 +377,18 @@ static int validate_remedies(const config_t *cfg, char *err, size_t errlen)
         return vfail(cfg, blame(cfg, k, opt), err, errlen, "the curvature measure has no "
                      "preconditioner for train.optimizer = lamb (its per-tensor trust ratio)");
     }
-    const int any = cfg->train.lr_control != LR_CONTROL_NONE || catapult ||
+    const int any = cfg->train.lr_control != LR_CONTROL_NONE || catapult || autowu ||
                     cfg->train.update_ratio_cap > 0.0 || cfg->train.spectral_bound > 0.0;
     if (any && cfg->train.steps == 0)
         return vfail(cfg, cfg_kidx("train", "steps"), err, errlen, "the remedies (train.lr_control, "
                      "warmup_start, update_ratio_cap, spectral_bound) act on training: needs "
                      "train.steps > 0");
-    if ((cfg->train.lr_control != LR_CONTROL_NONE || catapult) && cfg->train.resume)
+    if ((cfg->train.lr_control != LR_CONTROL_NONE || catapult || autowu) && cfg->train.resume)
         return vfail(cfg, cfg_kidx("train", "resume"), err, errlen, "must be off with "
-                     "train.lr_control = %s, train.warmup_start = %s (their state is not in the "
-                     "checkpoint)", config_lr_control_name(cfg->train.lr_control),
-                     config_warmup_start_name(cfg->train.warmup_start));
+                     "train.lr_control = %s, train.warmup_start = %s, train.schedule = %s (their "
+                     "state is not in the checkpoint)", config_lr_control_name(cfg->train.lr_control),
+                     config_warmup_start_name(cfg->train.warmup_start),
+                     config_schedule_name(cfg->train.schedule));
     return 0;
 }
 

@@ -10,8 +10,9 @@ void report_remedies(FILE *out, struct h5io_file *f, const char *prefix, const c
 {
     const lr_control_t ctl = cfg->train.lr_control;
     const int catapult = cfg->train.warmup_start == WARMUP_START_CATAPULT;
+    const int autowu = cfg->train.schedule == SCHED_AUTOWU;
     if (ctl == LR_CONTROL_NONE && !catapult && cfg->train.update_ratio_cap == 0.0 &&
-        cfg->train.spectral_bound == 0.0)
+        cfg->train.spectral_bound == 0.0 && !autowu)
         return;
     char tr[512];
     snprintf(tr, sizeof tr, "%s/train", prefix);
@@ -46,5 +47,14 @@ void report_remedies(FILE *out, struct h5io_file *f, const char *prefix, const c
     if (cfg->train.spectral_bound > 0.0)
         fprintf(out, "%ssigma1(dW) <= %g sigma1(W) per matrix (AdamW2's lr bound)", sep,
                 cfg->train.spectral_bound);
+    double ws, wl;
+    if (autowu) {
+        if (h5io_read_attr_double(f, tr, "autowu_switch_step", &ws) == 0 &&
+            h5io_read_attr_double(f, tr, "autowu_switch_lr", &wl) == 0)
+            fprintf(out, "%sAutoWU warmed up for %.0f updates to lr %.3g, then cosine decay", sep,
+                    ws, wl);
+        else
+            fprintf(out, "%sAutoWU still warming up", sep);
+    }
     fprintf(out, "\n");
 }

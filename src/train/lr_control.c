@@ -12,6 +12,7 @@ void lrctl_init(lrctl_t *c)
 double lrctl_scheduled(const config_t *cfg, const lrctl_t *c, long t)
 {
     const long W = cfg->train.warmup;
+    if (c->wu) return autowu_lr(c->wu, cfg, t);
     if (cfg->train.warmup_start != WARMUP_START_CATAPULT || t > W) return optim_lr(cfg, t);
     // Kalra & Barkeshli 2024: start at the catapult lr, reach the target at update W
     const double lr = cfg->train.lr, start = fmin(c->catapult_lr, lr);

@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "train/optim.h"
+#include "train/autowu.h"
 
 /* CDAT's ε_c of the denominator (keeps a flat direction from dividing by zero). */
 #define LRCTL_CDAT_EPS 1e-12
@@ -34,13 +35,14 @@ typedef struct {
     double cdat_lr;       /* cdat: the lr of the last update's rule, before the schedule's cap */
     double catapult_lr;   /* η_c (+∞ when no lr up to the search's end raised the loss); NaN
                              without warmup_start = catapult */
+    autowu_t *wu;         /* schedule = autowu: its state; else NULL */
 } lrctl_t;
 
 /* The state at update 0. */
 void lrctl_init(lrctl_t *c);
 
 /* The scheduled lr of update t ≥ 1: optim_lr, or with warmup_start = catapult the warm-up
- * from min(c->catapult_lr, lr) for t ≤ warmup. */
+ * from min(c->catapult_lr, lr) for t ≤ warmup, or AutoWU's (c->wu, autowu_lr). */
 double lrctl_scheduled(const config_t *cfg, const lrctl_t *c, long t);
 
 /* Curvature cap: hold the active λ of a new row (a NaN, kinked row keeps the last one). */

@@ -387,7 +387,8 @@ double optim_lr(const config_t *cfg, long t)
         if (t >= steps) return floor;
         return floor + 0.5 * (lr - floor) * (1.0 + cos(pi * (double)(t - w) / (double)(steps - w)));
     }
-    case SCHED_CONSTANT: break;
+    case SCHED_CONSTANT:
+    case SCHED_AUTOWU: break;   // its lr is the run's state's (train/autowu.h)
     }
     return lr;
 }

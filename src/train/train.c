@@ -130,6 +130,25 @@ static int check_fixed_batches(train_t *t, char *err, size_t errlen)
     return 0;
 }
 
+/* The remedies' state (docs/design.md §6k): AutoWU's, CDAT's direction, the spectral bound's
+ * work space, the catapult lr (a search at θ₀). 0 or 1 (out of memory). */
+static int remedies_setup(train_t *t)
+{
+    const config_t *cfg = &t->s.cfg;
+    const model_t *m = t->s.model;
+    char err[256];
+    if (cfg->train.schedule == SCHED_AUTOWU &&
+        (!(t->ctl.wu = malloc(sizeof *t->ctl.wu)) || autowu_init(t->ctl.wu, cfg->init.seed)))
+        return 1;
+    if (cfg->train.lr_control == LR_CONTROL_CDAT &&
+        !(t->cdat_u = malloc(m->num_params * sizeof(double))))
+        return 1;
+    if (cfg->train.spectral_bound > 0.0 &&
+        !(t->bound_work = malloc(update_bound_work_size(m) * sizeof(double))))
+        return 1;
+    return cfg->train.warmup_start == WARMUP_START_CATAPULT && catapult_find(t, err, sizeof err);
+}
+
 int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
 {
     *out = NULL;
@@ -183,16 +202,12 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         return rc;
     }
     lrctl_init(&t->ctl);
-    const int cdat = cfg->train.lr_control == LR_CONTROL_CDAT;
     if ((cfg->probe.curvature_every > 0 || cfg->train.lr_control != LR_CONTROL_NONE) &&
         (rc = curv_setup(t, err, errlen))) {
         train_free(t);
         return rc;
     }
-    const int spectral = cfg->train.spectral_bound > 0.0;
-    if ((cdat && !(t->cdat_u = malloc(m->num_params * sizeof(double)))) ||
-        (spectral && !(t->bound_work = malloc(update_bound_work_size(m) * sizeof(double)))) ||
-        (cfg->train.warmup_start == WARMUP_START_CATAPULT && catapult_find(t, err, errlen))) {
+    if (remedies_setup(t)) {
         snprintf(err, errlen, "out of memory");
         train_free(t);
         return 1;
@@ -222,6 +237,8 @@ void train_free(train_t *t)
     curv_free_all(t);
     free(t->cdat_u);
     free(t->bound_work);
+    if (t->ctl.wu) autowu_free(t->ctl.wu);
+    free(t->ctl.wu);
     free(t);
 }
 
@@ -320,6 +337,7 @@ void train_step(train_t *t, train_record_t *r)
     if (ratio > 0.0) update_bound_ratio(&t->opt, m->params, t->prev, ratio);
     if (tau > 0.0) update_bound_spectral(m, m->params, t->prev, tau, t->bound_work);
     update_rms(t, 1);
+    if (t->ctl.wu) autowu_observe(t->ctl.wu, c, s, r->loss);   // the warm-up's end (design §6k)
     if (t->opt.kind == OPT_RADAM)
         r->radam_rect = optim_radam_rect(t->opt.beta2, t->opt.t, &r->radam_rho);
     t->step = s;

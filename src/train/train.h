@@ -18,6 +18,9 @@
  * After every update, the RMS of its direction m̂/(√v̂ + ε) per layer (train_t.update_rms);
  * with radam, its ρₜ and rₜ (train_record_t).
  * Streams (model/session.h): update 1 sees the batch of `stability dump`.
+ * The remedies (docs/design.md §6k): the lr of update t is lrctl_scheduled (the schedule, the
+ * catapult start or AutoWU's), capped by the curvature row before it (lr_control = curvature)
+ * or set by CDAT's rule (cdat.h); after the optimizer, the per-tensor bounds of update_bound.h.
  */
 #ifndef STABILITY_TRAIN_H
 #define STABILITY_TRAIN_H
