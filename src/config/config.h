@@ -20,7 +20,7 @@ typedef enum { INIT_XAVIER_NORMAL = 0, INIT_XAVIER_UNIFORM = 1, INIT_NORMAL = 2,
 typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3,
                TASK_TRANSLATION = 4, TASK_MLM = 5 } task_t;
 typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3, OPT_GI_ADAM = 4,
-               OPT_STABLEADAMW = 5 } optimizer_t;
+               OPT_STABLEADAMW = 5, OPT_LAMB = 6 } optimizer_t;
 /* How tok_embed (and an untied lm_head) are drawn (docs/design.md §5). */
 typedef enum { EMBED_NORMAL = 0, EMBED_XAVIER_UNIFORM = 1 } embed_init_t;
 /* The parametrization (docs/design.md §6h): standard, or μP (Yang et al. 2022). */
@@ -29,7 +29,11 @@ typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_
 /* How a token's position reaches the model (model.positions; docs/design.md §6i): sinusoidal
  * vectors added to the input, rotary positions on q and k of self-attention, or none. */
 typedef enum { POS_SINUSOIDAL = 0, POS_ROPE = 1, POS_NONE = 2 } positions_t;
-typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2, SCHED_COSINE = 3 } schedule_t;
+typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2, SCHED_COSINE = 3,
+               SCHED_AUTOWU = 4 } schedule_t;
+/* The lr controllers of the remedies (docs/design.md §6k). */
+typedef enum { LR_CONTROL_NONE = 0, LR_CONTROL_CURVATURE = 1, LR_CONTROL_CDAT = 2 } lr_control_t;
+typedef enum { WARMUP_START_ZERO = 0, WARMUP_START_CATAPULT = 1 } warmup_start_t;
 /* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"). */
 typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1 } precision_t;
 
@@ -82,7 +86,7 @@ typedef struct config {
     } data;
     struct {
         int steps;               /* 0 = measure at initialisation only (default) */
-        optimizer_t optimizer;   /* adam | adamw | sgd | radam | gi_adam | stableadamw,
+        optimizer_t optimizer;   /* adam | adamw | sgd | radam | gi_adam | stableadamw | lamb,
                                     default adam */
         double lr;               /* peak lr, > 0                 default 5e-4 */
         int warmup;              /* steps of linear warm-up, 0 or 1 = none; default 4000 */
@@ -98,6 +102,15 @@ typedef struct config {
         int resume;              /* resume = auto (1) | off (0)  default off */
         double z_loss;           /* c ≥ 0: loss + c·mean (log Z)² (PaLM: 1e-4); 0 = off */
         precision_t precision;   /* float64 (default) | float32: the training core's type */
+        /* the remedies (docs/design.md §6k) */
+        lr_control_t lr_control; /* none (default) | curvature | cdat */
+        int lr_control_every;    /* curvature: updates between measurements k, default 5 */
+        double curvature_cap;    /* curvature: c of η ≤ c·2(1+β₁)/((1−β₁)λ), default 1 */
+        double cdat_sigma;       /* cdat: σ, default 2 ("on the edge") */
+        double cdat_ema;         /* cdat: EMA factor of numerator and denominator, default 0.9 */
+        warmup_start_t warmup_start; /* zero (default) | catapult: the warm-up's first lr */
+        double update_ratio_cap; /* r: per tensor ‖ΔW‖_F/‖W‖_F ≤ r, 0 = off (default) */
+        double spectral_bound;   /* τ: per matrix σ₁(ΔW) ≤ τ·σ₁(W) (AdamW²), 0 = off (default) */
     } train;
     struct {
         int seeds;               /* random initialisations, >= 1  default 10 */
@@ -130,7 +143,7 @@ typedef struct config {
      * (model.layers = 0 ... output.overwrite = last; config.c's key table):
      * 0 = default, > 0 = line in path, -1 = a --set override. Used by config_validate to
      * name the offending key's line; not part of the configuration itself. */
-#define CONFIG_MAX_KEYS 96
+#define CONFIG_MAX_KEYS 112
     int src_line[CONFIG_MAX_KEYS];
 } config_t;
 
@@ -202,6 +215,8 @@ const char *config_task_name(task_t t);
 const char *config_optimizer_name(optimizer_t o);
 const char *config_schedule_name(schedule_t s);
 const char *config_precision_name(precision_t p);
+const char *config_lr_control_name(lr_control_t c);
+const char *config_warmup_start_name(warmup_start_t w);
 const char *config_init_name(init_scheme_t s);
 
 #endif

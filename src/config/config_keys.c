@@ -23,13 +23,16 @@ static const char *const init_names[] = {"xavier_normal", "xavier_uniform", "nor
 static const char *const task_names[] = {"random", "copy", "reverse", "text", "translation", "mlm",
                                          NULL};
 static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", "gi_adam",
-                                              "stableadamw", NULL};
+                                              "stableadamw", "lamb", NULL};
 static const char *const embed_names[] = {"normal", "xavier_uniform", NULL};
 static const char *const parametrization_names[] = {"standard", "mup", NULL};
-static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine", NULL};
+static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine",
+                                             "autowu", NULL};
 static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
 static const char *const precision_names[] = {"float64", "float32", NULL};
+static const char *const lr_control_names[] = {"none", "curvature", "cdat", NULL};
+static const char *const warmup_start_names[] = {"zero", "catapult", NULL};
 
 #define OFF(s, n) offsetof(config_t, s.n)
 #define KI(s, n, lo) {#s, #n, K_INT, OFF(s, n), (lo), INT_MAX, 0, 0, NULL, NULL}
@@ -109,6 +112,14 @@ const cfg_key_t cfg_keys[] = {
     KE(train, resume, resume_names),
     KD(train, z_loss, 0, 0, INFINITY, 0),
     KE(train, precision, precision_names),
+    KE(train, lr_control, lr_control_names),
+    KI(train, lr_control_every, 1),
+    KD(train, curvature_cap, 0, 1, INFINITY, 0),
+    KD(train, cdat_sigma, 0, 1, INFINITY, 0),
+    KD(train, cdat_ema, 0, 0, 1, 1),
+    KE(train, warmup_start, warmup_start_names),
+    KD(train, update_ratio_cap, 0, 0, INFINITY, 0),
+    KD(train, spectral_bound, 0, 0, INFINITY, 0),
 
     KI(probe, seeds, 1),
     KI(probe, batches, 1),
@@ -260,6 +271,14 @@ void config_defaults(config_t *cfg)
     cfg->train.resume = 0;
     cfg->train.z_loss = 0.0;
     cfg->train.precision = PRECISION_FLOAT64;
+    cfg->train.lr_control = LR_CONTROL_NONE;
+    cfg->train.lr_control_every = 5;
+    cfg->train.curvature_cap = 1.0;
+    cfg->train.cdat_sigma = 2.0;      // Roulet et al. 2024: σ = 2, "on the edge"
+    cfg->train.cdat_ema = 0.9;
+    cfg->train.warmup_start = WARMUP_START_ZERO;
+    cfg->train.update_ratio_cap = 0.0;
+    cfg->train.spectral_bound = 0.0;
 
     cfg->probe.seeds = 10;
     cfg->probe.batches = 10;
@@ -300,6 +319,11 @@ const char *config_task_name(task_t t) { return enum_name(task_names, (int)t); }
 const char *config_optimizer_name(optimizer_t o) { return enum_name(optimizer_names, (int)o); }
 const char *config_schedule_name(schedule_t s) { return enum_name(schedule_names, (int)s); }
 const char *config_precision_name(precision_t p) { return enum_name(precision_names, (int)p); }
+const char *config_lr_control_name(lr_control_t c) { return enum_name(lr_control_names, (int)c); }
+const char *config_warmup_start_name(warmup_start_t w)
+{
+    return enum_name(warmup_start_names, (int)w);
+}
 const char *config_init_name(init_scheme_t s) { return enum_name(init_names, (int)s); }
 
 int config_dec_layers(const config_t *cfg)
@@ -325,6 +349,24 @@ int config_has_final_norm(const config_t *cfg)
 }
 
 /* ---------------------------------------------------------------- INI writer */
+
+/* A remedy key (docs/design.md §6k) left out of the resolved config: at its default, or one
+ * its controller does not read. */
+static int remedy_key_silent(const config_t *cfg, size_t off)
+{
+    const lr_control_t c = cfg->train.lr_control;
+    if (off == offsetof(config_t, train.lr_control)) return c == LR_CONTROL_NONE;
+    if (off == offsetof(config_t, train.lr_control_every) ||
+        off == offsetof(config_t, train.curvature_cap))
+        return c != LR_CONTROL_CURVATURE;
+    if (off == offsetof(config_t, train.cdat_sigma) || off == offsetof(config_t, train.cdat_ema))
+        return c != LR_CONTROL_CDAT;
+    if (off == offsetof(config_t, train.warmup_start))
+        return cfg->train.warmup_start == WARMUP_START_ZERO;
+    if (off == offsetof(config_t, train.update_ratio_cap)) return cfg->train.update_ratio_cap == 0.0;
+    if (off == offsetof(config_t, train.spectral_bound)) return cfg->train.spectral_bound == 0.0;
+    return 0;
+}
 
 /* Shortest of %.15g, %.16g, %.17g that reads back to the same double (%.17g always does). */
 static void format_double(double x, char *buf, size_t n)
@@ -384,6 +426,8 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
             (k->off == offsetof(config_t, probe.curvature_active_only) &&
              !cfg->probe.curvature_active_only))
             continue;
+        // the remedies (docs/design.md §6k): each only where it matters
+        if (remedy_key_silent(cfg, k->off)) continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);
         char num[40];

@@ -351,6 +351,68 @@ static int validate_schedule(const config_t *cfg, char *err, size_t errlen)
                  cfg->train.min_lr_ratio, config_schedule_name(cfg->train.schedule));
 }
 
+/* A remedy key (docs/design.md §6k) set away from its default where nothing reads it. */
+static int remedy_unread(const config_t *cfg, const char *name, int unread, const char *needs,
+                         char *err, size_t errlen)
+{
+    if (!unread) return 0;
+    return vfail(cfg, cfg_kidx("train", name), err, errlen, "needs %s (got train.lr_control = %s)",
+                 needs, config_lr_control_name(cfg->train.lr_control));
+}
+
+/* The remedies' keys (docs/design.md §6k): refused where their controller is off; a controller
+ * keeps state the checkpoint does not hold, so none resumes. */
+static int validate_remedies(const config_t *cfg, char *err, size_t errlen)
+{
+    const int curv = cfg->train.lr_control == LR_CONTROL_CURVATURE;
+    const int cdat = cfg->train.lr_control == LR_CONTROL_CDAT;
+    int rc = remedy_unread(cfg, "lr_control_every", !curv && cfg->train.lr_control_every != 5,
+                           "train.lr_control = curvature", err, errlen);
+    if (!rc) rc = remedy_unread(cfg, "curvature_cap", !curv && cfg->train.curvature_cap != 1.0,
+                                "train.lr_control = curvature", err, errlen);
+    if (!rc) rc = remedy_unread(cfg, "cdat_sigma", !cdat && cfg->train.cdat_sigma != 2.0,
+                                "train.lr_control = cdat", err, errlen);
+    if (!rc) rc = remedy_unread(cfg, "cdat_ema", !cdat && cfg->train.cdat_ema != 0.9,
+                                "train.lr_control = cdat", err, errlen);
+    if (rc) return rc;
+    const int catapult = cfg->train.warmup_start == WARMUP_START_CATAPULT;
+    const int autowu = cfg->train.schedule == SCHED_AUTOWU;
+    if (autowu && catapult)
+        return vfail(cfg, cfg_kidx("train", "warmup_start"), err, errlen, "catapult starts a "
+                     "linear warm-up: not with train.schedule = autowu (its own warm-up)");
+    if (autowu && cfg->train.warmup < 2) {
+        const int sc = cfg_kidx("train", "schedule"), w = cfg_kidx("train", "warmup");
+        return vfail(cfg, blame(cfg, sc, w), err, errlen, "train.schedule = autowu warms up for "
+                     "at most train.warmup updates: needs train.warmup >= 2 (got %d)",
+                     cfg->train.warmup);
+    }
+    if (catapult && cfg->train.warmup < 2) {
+        const int ws = cfg_kidx("train", "warmup_start"), w = cfg_kidx("train", "warmup");
+        return vfail(cfg, blame(cfg, ws, w), err, errlen, "train.warmup_start = catapult warms "
+                     "up from the catapult lr: needs train.warmup >= 2 (got %d)", cfg->train.warmup);
+    }
+    const int curvature = cfg->probe.curvature_every > 0 || curv;
+    if (cfg->train.optimizer == OPT_LAMB && curvature) {
+        const int opt = cfg_kidx("train", "optimizer");
+        const int k = curv ? cfg_kidx("train", "lr_control") : cfg_kidx("probe", "curvature_every");
+        return vfail(cfg, blame(cfg, k, opt), err, errlen, "the curvature measure has no "
+                     "preconditioner for train.optimizer = lamb (its per-tensor trust ratio)");
+    }
+    const int any = cfg->train.lr_control != LR_CONTROL_NONE || catapult || autowu ||
+                    cfg->train.update_ratio_cap > 0.0 || cfg->train.spectral_bound > 0.0;
+    if (any && cfg->train.steps == 0)
+        return vfail(cfg, cfg_kidx("train", "steps"), err, errlen, "the remedies (train.lr_control, "
+                     "warmup_start, update_ratio_cap, spectral_bound) act on training: needs "
+                     "train.steps > 0");
+    if ((cfg->train.lr_control != LR_CONTROL_NONE || catapult || autowu) && cfg->train.resume)
+        return vfail(cfg, cfg_kidx("train", "resume"), err, errlen, "must be off with "
+                     "train.lr_control = %s, train.warmup_start = %s, train.schedule = %s (their "
+                     "state is not in the checkpoint)", config_lr_control_name(cfg->train.lr_control),
+                     config_warmup_start_name(cfg->train.warmup_start),
+                     config_schedule_name(cfg->train.schedule));
+    return 0;
+}
+
 int config_validate(const config_t *cfg, char *err, size_t errlen)
 {
     char msg[CONFIG_ERR_MAX / 2];
@@ -396,6 +458,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     if (!rc) rc = validate_block(cfg, err, errlen);
     if (!rc) rc = validate_curvature(cfg, err, errlen);
     if (!rc) rc = validate_schedule(cfg, err, errlen);
+    if (!rc) rc = validate_remedies(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {

@@ -72,6 +72,8 @@ static int create_layout(h5io_train_t *w, const train_t *t)
         rc |= h5io_write_attr_string(&w->f, "/train/admin_omega", "description",
                                      "Admin's omega of every sub-layer as profiled at initialisation");
     }
+    if (t->s.cfg.train.warmup_start == WARMUP_START_CATAPULT)   // η_c (design §6k)
+        rc |= h5io_write_attr_double(&w->f, "/train", "catapult_lr", t->ctl.catapult_lr);
     if (data_epoch_batches(&t->s.data) > 0)   // updates per epoch (translation by length)
         rc |= h5io_write_attr_int(&w->f, "/train", "epoch_batches", data_epoch_batches(&t->s.data));
     rc |= h5io_checkpoint_create(&w->f, t);
@@ -147,7 +149,10 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     w->text = t->s.data.val_batches > 0;
     w->bleu = t->s.cfg.train.bleu_every != 0;
     w->radam = t->s.cfg.train.optimizer == OPT_RADAM;
-    w->curv = t->s.cfg.probe.curvature_every > 0;
+    w->curv = t->s.cfg.probe.curvature_every > 0 ||
+              t->s.cfg.train.lr_control == LR_CONTROL_CURVATURE;
+    w->lr_control = t->s.cfg.train.lr_control != LR_CONTROL_NONE;
+    w->autowu = t->ctl.wu != NULL;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
@@ -244,6 +249,11 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
     if (w->failed) return 1;
     const double step = (double)r->step;
     w->last_step = r->step;
+    w->lr_held = t->ctl.held;
+    if (t->ctl.wu) {
+        w->wu_step = t->ctl.wu->switch_step;
+        w->wu_lr = t->ctl.wu->switch_lr;
+    }
     push(w, h5io_tw_col("step"), &step);
     push(w, h5io_tw_col("lr"), &r->lr);
     push(w, h5io_tw_col("loss"), &r->loss);
@@ -403,6 +413,9 @@ int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, cons
     snprintf(path, sizeof path, "%s", w->f.path);
     int rc = h5io_train_flush(w);
     const int ours = h5io_same_file(w->lock_fd, w->f.path), failed = w->failed;
+    const int lr_control = w->lr_control, autowu = w->autowu;
+    const long lr_held = w->lr_held, wu_step = w->wu_step;
+    const double wu_lr = w->wu_lr;
     if (failed) failure_message(w, err, errlen);
     h5io_tw_free(w);
     if (failed) {   // status stays running, as after kill -9: --resume continues the file
@@ -435,6 +448,12 @@ int h5io_train_close(h5io_train_t *w, const char *status, long diverged_at, cons
         if (diverged_at > 0) {
             rc |= h5io_write_attr_int(&f, "/train", "diverged_at", diverged_at);
             rc |= h5io_write_attr_string(&f, "/train", "diverged_reason", reason);
+        }
+        if (lr_control)   // how often the controller held the lr below the schedule (§6k)
+            rc |= h5io_write_attr_int(&f, "/train", "lr_held_below", lr_held);
+        if (autowu && wu_step > 0) {   // AutoWU's last warm-up update and its lr (§6k)
+            rc |= h5io_write_attr_int(&f, "/train", "autowu_switch_step", wu_step);
+            rc |= h5io_write_attr_double(&f, "/train", "autowu_switch_lr", wu_lr);
         }
         rc |= H5Fclose(f.id) < 0;
     }

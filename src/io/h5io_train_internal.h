@@ -49,7 +49,13 @@ struct h5io_train {
     int text;
     int bleu;                   /* the run measures BLEU (train.bleu_every != 0) */
     int radam;                  /* train.optimizer = radam: /train/radam_rho, radam_rect exist */
-    int curv;                   /* the run measures curvature (probe.curvature_every > 0) */
+    int curv;                   /* the run measures curvature (probe.curvature_every > 0, or
+                                   train.lr_control = curvature) */
+    int lr_control;             /* train.lr_control != none: attribute lr_held_below at close */
+    long lr_held;               /* its value: t->ctl.held of the last update appended */
+    int autowu;                 /* train.schedule = autowu: attributes autowu_switch_* at close */
+    long wu_step;               /* its last warm-up update (0 while warming up) */
+    double wu_lr;               /* and the lr there */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];

@@ -327,3 +327,20 @@ long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
     *lmin = res.min;
     return kinked;
 }
+
+double curv_quad(curv_t *c, const double *theta, const double *u, const batch_t *b)
+{
+    double norm = 0.0;
+    for (size_t i = 0; i < c->n; i++) norm += u[i] * u[i];
+    norm = sqrt(norm);
+    if (norm == 0.0) return 0.0;
+    for (size_t i = 0; i < c->n; i++) c->u[i] = u[i] / norm;
+    const batch_t *keep = c->hvp.b;
+    if (b) c->hvp.b = b;   // the products' batch for this one (the caps hold it)
+    hvp_set_point(&c->hvp, theta);
+    const size_t kinked = hvp_apply(&c->hvp, c->u, c->top, NULL);
+    c->hvp.b = keep;
+    double q = 0.0;   // (u/‖u‖)ᵀH(u/‖u‖)·‖u‖²
+    for (size_t i = 0; i < c->n; i++) q += c->u[i] * c->top[i];
+    return kinked ? NAN : q * norm * norm;
+}

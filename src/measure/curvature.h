@@ -97,6 +97,11 @@ void curv_measure(curv_t *c, const double *theta, const double *P, const unsigne
 void curv_measure_active(curv_t *c, const double *theta, const double *P,
                          const unsigned char *floored, unsigned long seed, curv_row_t *out);
 
+/* uᵀHu at θ (n) for any u (n), H the Hessian of batch b's objective (NULL: the measurement
+ * batch; b of a shape the model holds), by one product H·(u/‖u‖) (CDAT, docs/design.md §6k).
+ * 0 when u = 0; NaN when the product crossed a kink even at HVP_HMIN. */
+double curv_quad(curv_t *c, const double *theta, const double *u, const batch_t *b);
+
 /* Hv (n) = H·v at θ (n), v of unit norm, and λ_max, λ_min (with residual bounds) of H by
  * probe.curvature_iters steps of Lanczos from the stream seed (the dump's --hvp). 0, or the
  * products that crossed a kink (the values are then NaN). */

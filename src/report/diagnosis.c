@@ -219,6 +219,7 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     if (c->model.dropout > 0) any = fprintf(out, "%s dropout %g", any ? "," : "", c->model.dropout);
     if (c->data.label_smoothing > 0) any = fprintf(out, "%s label smoothing %g", any ? "," : "", c->data.label_smoothing);
     fprintf(out, "%s\n", any ? "" : " none");
+    report_remedies(out, f, prefix, c);
 
     rows_t r;
     if (rows_read(&r, f, prefix)) return;

@@ -75,6 +75,7 @@ const char *plot_optimizer_label(optimizer_t o)
     case OPT_RADAM: return "RAdam";
     case OPT_GI_ADAM: return "GI-Adam";
     case OPT_STABLEADAMW: return "StableAdamW";
+    case OPT_LAMB: return "LAMB";
     }
     return config_optimizer_name(o);
 }

@@ -46,6 +46,9 @@ double report_final_loss(struct h5io_file *f, const char *prefix);
  * loss, time, ms/update, tokens/s). */
 void report_train_header(FILE *out, struct h5io_file *f, const char *prefix, const config_t *cfg);
 
+/* The line on the lr remedies (docs/design.md §6k) the run at prefix used; nothing without. */
+void report_remedies(FILE *out, struct h5io_file *f, const char *prefix, const config_t *cfg);
+
 /* Tokens of one training batch as the config fixes them (B·n of a single stack), or 0 when
  * rows vary in length (encdec). */
 double report_tokens_per_update(const config_t *cfg);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "train/optim.h"
+#include "train/update_bound.h"
 #include "nn/vec.h"
 #include "util/threads.h"
 
@@ -342,6 +343,7 @@ void optim_update(optim_t *o, real *params, const real *grads, double lr)
     case OPT_GI_ADAM: adam_update(o, params, grads, lr, 0, 1.0, 1); break;
     case OPT_ADAMW:
     case OPT_STABLEADAMW: adam_update(o, params, grads, lr, 1, 1.0, 1); break;
+    case OPT_LAMB: update_bound_lamb(o, params, grads, lr); break;
     case OPT_RADAM: {
         double rho;
         const double r = optim_radam_rect(o->beta2, o->t, &rho);
@@ -385,7 +387,8 @@ double optim_lr(const config_t *cfg, long t)
         if (t >= steps) return floor;
         return floor + 0.5 * (lr - floor) * (1.0 + cos(pi * (double)(t - w) / (double)(steps - w)));
     }
-    case SCHED_CONSTANT: break;
+    case SCHED_CONSTANT:
+    case SCHED_AUTOWU: break;   // its lr is the run's state's (train/autowu.h)
     }
     return lr;
 }

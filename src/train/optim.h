@@ -19,6 +19,9 @@
  *           that tensor, v̂ the one this update uses (AdaFactor's update clipping; Wortsman et
  *           al. 2023b, Alg. 2): θ ← θ − (α/c)λθ − (α/c)·m̂/(√v̂ + ε). The ε² floor keeps a
  *           coordinate without any gradient yet (g = v = 0) at 0.
+ *   lamb:   adam's moments, r = m̂/(√v̂ + ε), then per tensor θ ← θ − α·φ·(r + λθ) with the trust
+ *           ratio φ = ‖θ‖/‖r + λθ‖ (1 when either is 0)       (You et al. 2020, Alg. 2;
+ *           train/update_bound.h)
  * Per tensor (optim_seg_t, from the registry by optim_set_tensors) the lr is α·lr_mult (μP's
  * rates, docs/design.md §6h; 1 by default). Every Adam-family update also leaves, per tensor,
  * Σ (m̂/(√v̂ + ε))² — the update direction before α, rₜ and c — for its RMS (Wortsman et al.

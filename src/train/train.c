@@ -7,6 +7,9 @@
 #include "measure/change.h"
 #include "measure/diagnose.h"
 #include "train/train.h"
+#include "train/catapult.h"
+#include "train/cdat.h"
+#include "train/update_bound.h"
 #include "util/progress.h"
 
 /* The fixed batch of the model-update measure (its own stream, so the training batches are the
@@ -80,9 +83,10 @@ static void curv_at(train_t *t, long s, double lr, curv_row_t *row)
     for (size_t i = 0; i < m->num_params; i++) t->curv_theta[i] = m->params[i];
     optim_precond(&t->opt, m->params, m->grads, t->curv_P, t->curv_floored);
     // probe.curvature_active_only: every row but update 0's measures the active value alone
+    // (a row only the curvature cap asks for needs no more: train.lr_control, design §6k)
+    const int active = t->s.cfg.probe.curvature_active_only || t->s.cfg.probe.curvature_every == 0;
     void (*fn)(curv_t *, const double *, const double *, const unsigned char *, unsigned long,
-               curv_row_t *) = s > 0 && t->s.cfg.probe.curvature_active_only ? curv_measure_active
-                                                                           : curv_measure;
+               curv_row_t *) = s > 0 && active ? curv_measure_active : curv_measure;
     fn(t->curv, t->curv_theta, t->opt.kind == OPT_SGD ? NULL : t->curv_P, t->curv_floored,
        t->s.cfg.init.seed + CURV_START_OFFSET + (unsigned long)s, row);
     row->step = s;
@@ -125,6 +129,25 @@ static int check_fixed_batches(train_t *t, char *err, size_t errlen)
         if (model_check_batch(m, &t->s.batch, err, errlen)) return 2;
     }
     return 0;
+}
+
+/* The remedies' state (docs/design.md §6k): AutoWU's, CDAT's direction, the spectral bound's
+ * work space, the catapult lr (a search at θ₀). 0 or 1 (out of memory). */
+static int remedies_setup(train_t *t)
+{
+    const config_t *cfg = &t->s.cfg;
+    const model_t *m = t->s.model;
+    char err[256];
+    if (cfg->train.schedule == SCHED_AUTOWU &&
+        (!(t->ctl.wu = malloc(sizeof *t->ctl.wu)) || autowu_init(t->ctl.wu, cfg->init.seed)))
+        return 1;
+    if (cfg->train.lr_control == LR_CONTROL_CDAT &&
+        !(t->cdat_u = malloc(m->num_params * sizeof(double))))
+        return 1;
+    if (cfg->train.spectral_bound > 0.0 &&
+        !(t->bound_work = malloc(update_bound_work_size(m) * sizeof(double))))
+        return 1;
+    return cfg->train.warmup_start == WARMUP_START_CATAPULT && catapult_find(t, err, sizeof err);
 }
 
 int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
@@ -179,9 +202,16 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         train_free(t);
         return rc;
     }
-    if (cfg->probe.curvature_every > 0 && (rc = curv_setup(t, err, errlen))) {
+    lrctl_init(&t->ctl);
+    if ((cfg->probe.curvature_every > 0 || cfg->train.lr_control != LR_CONTROL_NONE) &&
+        (rc = curv_setup(t, err, errlen))) {
         train_free(t);
         return rc;
+    }
+    if (remedies_setup(t)) {
+        snprintf(err, errlen, "out of memory");
+        train_free(t);
+        return 1;
     }
     *out = t;
     return 0;
@@ -206,6 +236,10 @@ void train_free(train_t *t)
     free(t->update_rms_extra);
     free(t->layer_size);
     curv_free_all(t);
+    free(t->cdat_u);
+    free(t->bound_work);
+    if (t->ctl.wu) autowu_free(t->ctl.wu);
+    free(t->ctl.wu);
     free(t);
 }
 
@@ -262,7 +296,7 @@ void train_step(train_t *t, train_record_t *r)
     r->bleu = NAN;
     r->radam_rho = r->radam_rect = NAN;
     update_rms(t, 0);
-    r->lr = optim_lr(c, s);
+    r->lr = lrctl_scheduled(c, &t->ctl, s);
 
     if (session_next_batch(&t->s)) {   // batch, then its dropout masks, from rng_data
         r->failed = 1;
@@ -280,20 +314,33 @@ void train_step(train_t *t, train_record_t *r)
         measure(t);
         r->probed = 1;
     }
-    if (s == 1 && t->curv && isfinite(r->grad_norm)) {   // update 0: θ_0, update 1's P
+    const int cap = c->train.lr_control == LR_CONTROL_CURVATURE;
+    const int rows = c->probe.curvature_every > 0 || cap;   // (cdat's t->curv takes no rows)
+    if (s == 1 && rows && isfinite(r->grad_norm)) {   // update 0: θ_0, update 1's P
         curv_at(t, 0, r->lr, &t->curv_row[0]);
         r->curv |= 1;
     }
     r->measure_s = progress_now() - t0;
+    if (cap) {   // the last row's λ caps this update (design §6k)
+        if (r->curv & 1) lrctl_observe(&t->ctl, t->curv_row[0].precond_max_active);
+        r->lr = lrctl_apply(&t->ctl, r->lr, lrctl_curvature_bound(c, &t->opt, &t->ctl));
+        if (r->curv & 1) t->curv_row[0].threshold = optim_threshold(&t->opt, r->lr);
+    }
     // keep θ as it was when diverged; the caller records the step and stops
     if (!isfinite(r->loss)) r->diverged = TRAIN_LOSS_NONFINITE;
     else if (!isfinite(r->grad_norm)) r->diverged = TRAIN_GRAD_NONFINITE;
     else if (r->loss > TRAIN_DIVERGE_FACTOR * log((double)m->V)) r->diverged = TRAIN_LOSS_EXPLODED;
     if (r->diverged) return;
     r->updated = c->probe.model_update && (s <= TRAIN_UPDATE_EVERY_UNTIL || s % c->probe.every == 0);
-    if (r->updated) memcpy(t->prev, m->params, m->num_params * sizeof(real));
-    optim_update(&t->opt, m->params, m->grads, r->lr);
+    const double ratio = c->train.update_ratio_cap, tau = c->train.spectral_bound;
+    if (r->updated || ratio > 0.0 || tau > 0.0)
+        memcpy(t->prev, m->params, m->num_params * sizeof(real));
+    if (c->train.lr_control == LR_CONTROL_CDAT) r->lr = cdat_update(t, r->lr);
+    else optim_update(&t->opt, m->params, m->grads, r->lr);
+    if (ratio > 0.0) update_bound_ratio(&t->opt, m->params, t->prev, ratio);
+    if (tau > 0.0) update_bound_spectral(m, m->params, t->prev, tau, t->bound_work);
     update_rms(t, 1);
+    if (t->ctl.wu) autowu_observe(t->ctl.wu, c, s, r->loss);   // the warm-up's end (design §6k)
     if (t->opt.kind == OPT_RADAM)
         r->radam_rect = optim_radam_rect(t->opt.beta2, t->opt.t, &r->radam_rho);
     t->step = s;
@@ -302,14 +349,22 @@ void train_step(train_t *t, train_record_t *r)
         t->model_update = change_from_reference(m, &t->fixed, t->ref);
     }
     t0 = progress_now();
-    if (t->curv && s % c->probe.curvature_every == 0 &&
-        (c->probe.curvature_until == 0 || s <= c->probe.curvature_until)) {
-        curv_at(t, s, optim_lr(c, s + 1), &t->curv_row[1]);
+    const int every = c->probe.curvature_every;
+    if ((every > 0 && s % every == 0 && (c->probe.curvature_until == 0 ||
+                                         s <= c->probe.curvature_until)) ||
+        (cap && s % c->train.lr_control_every == 0)) {
+        const double next = lrctl_scheduled(c, &t->ctl, s + 1);
+        curv_at(t, s, next, &t->curv_row[1]);
         r->curv |= 2;
+        if (cap) {   // the row's threshold at the lr update s + 1 will apply
+            lrctl_observe(&t->ctl, t->curv_row[1].precond_max_active);
+            const double bound = lrctl_curvature_bound(c, &t->opt, &t->ctl);
+            t->curv_row[1].threshold = optim_threshold(&t->opt, fmin(next, bound));
+        }
     }
     // every eval_every updates, or at the end of every epoch (eval_every = 0), and at the end
-    const long every = c->train.eval_every > 0 ? c->train.eval_every : data_epoch_batches(&t->s.data);
-    if (t->s.data.val_batches > 0 && ((every > 0 && s % every == 0) || s == c->train.steps))
+    const long ev = c->train.eval_every > 0 ? c->train.eval_every : data_epoch_batches(&t->s.data);
+    if (t->s.data.val_batches > 0 && ((ev > 0 && s % ev == 0) || s == c->train.steps))
         r->val_loss = train_eval(t);
     r->measure_s += progress_now() - t0;
 }

@@ -18,6 +18,9 @@
  * After every update, the RMS of its direction m̂/(√v̂ + ε) per layer (train_t.update_rms);
  * with radam, its ρₜ and rₜ (train_record_t).
  * Streams (model/session.h): update 1 sees the batch of `stability dump`.
+ * The remedies (docs/design.md §6k): the lr of update t is lrctl_scheduled (the schedule, the
+ * catapult start or AutoWU's), capped by the curvature row before it (lr_control = curvature)
+ * or set by CDAT's rule (cdat.h); after the optimizer, the per-tensor bounds of update_bound.h.
  */
 #ifndef STABILITY_TRAIN_H
 #define STABILITY_TRAIN_H
@@ -31,6 +34,7 @@
 #include "measure/dynamics.h"
 #include "measure/curvature.h"
 #include "train/optim.h"
+#include "train/lr_control.h"
 
 /* The fixed batch of the model-update measure comes from the stream init.seed + this. */
 #define TRAIN_UPDATE_OFFSET 0x1B873593UL
@@ -112,6 +116,10 @@ typedef struct {
     double *curv_P;            /* (num_params) the optimizer's preconditioner (optim_precond) */
     unsigned char *curv_floored;   /* (num_params) its ε-floored coordinates */
     curv_row_t curv_row[2];    /* update 0's measurement; the last update's (train_record_t.curv) */
+    /* the remedies' lr controllers (train/lr_control.h; train.lr_control, warmup_start) */
+    lrctl_t ctl;
+    double *cdat_u;            /* (num_params) cdat: the update direction u in float64 */
+    double *bound_work;        /* train.spectral_bound: update_bound_spectral's work space */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,
