@@ -31,7 +31,7 @@ int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     plot_diff_t d;
     plot_diff(set, m, n, PLOT_DIFF_INIT, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "grad_vs_layer", n);
+    plot_styles_apart(set, m, n, &d, st);
     static const char *const params[2] = {"w1", "w2"};
     static const char *const ylabels[2] = {"‖E_{batch} ∂L/∂W^1‖_F", "‖E_{batch} ∂L/∂W^2‖_F"};
     plot_range_t rg[2];
@@ -88,7 +88,7 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_diff_t d;
     plot_diff(set, m, n, PLOT_DIFF_INIT, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "jacobian", n);
+    plot_styles_apart(set, m, n, &d, st);
     plot_range_t rg[2];
     for (int q = 0; q < 2; q++) {
         plot_range_init(&rg[q]);
@@ -196,7 +196,7 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     d = all;
     plot_diff_drop(&d, "scheme");   // a panel each
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "hidden_norms", n);
+    plot_styles_apart(set, m, n, &d, st);
     const config_t *c0 = &set->runs[m[0]].cfg;
     const int dm = c0->model.d_model, dff = c0->model.d_ff, L = c0->model.layers;
     plot_range_t rg[2];   // [post]
@@ -367,7 +367,7 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_diff_t d;
     plot_diff(set, m, n, 0, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "loss", n);
+    plot_styles_apart(set, m, n, &d, st);
     char title[400], sub[700];
     plot_title(set, m, n, &d, "Training loss", plot_paper_figure(set, m, n, &d, PLOT_KIND_TRAIN),
                title, sizeof title);

@@ -72,10 +72,15 @@ int plot_colour_item(const plot_diff_t *d);
  * scheme → the scheme's colour and marker; else up to PLOT_QUAL_COUNT curves → Okabe–Ito by
  * curve, more → ordinal colour by the ordered item plot_colour_item picks and a dash per value
  * of the rest. Keys: plot_key. Returns 0 when two curves would look alike (more
- * configurations than colours and dashes tell apart): the figure then says so and is not
- * drawn (PLOT_TOO_MANY). */
+ * configurations than colours and dashes tell apart, two schemes of one colour). */
 int plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
                 plot_style_t *st);
+
+/* plot_styles, and where it returns 0 the fallback (docs/design.md §6j): a colour per curve
+ * (Okabe–Ito, past eight viridis by curve with dashes), keys as plot_key, so a figure never
+ * refuses the runs a user gives it. Returns plot_styles' answer. */
+int plot_styles_apart(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
+                      plot_style_t *st);
 
 /* A figure whose curves plot_styles cannot tell apart: its note, and −1 (plot_figure_fn). */
 #define PLOT_TOO_MANY(name, len, fig, n) \
