@@ -1,5 +1,5 @@
 """What the figure tests (tests/test_*_plot.py) share: a count of checks printed as "ok - …" /
-"FAIL - …", running the program (./stability, or $STABILITY_BIN: a test run against an older
+"FAIL - …", running the program (./stability, or $STABILITY: a test run against an older
 build shows what it catches), and reading the gnuplot script `stability plot --format gp`
 writes (its inline data blocks, key entries and panel titles) or an SVG's text."""
 
@@ -9,7 +9,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.environ.get("STABILITY_BIN", os.path.join(REPO, "stability"))
+BIN = os.path.abspath(os.environ.get("STABILITY", os.path.join(REPO, "stability")))
 counts = {"passed": 0, "failed": 0}
 
 

@@ -9,6 +9,11 @@ with `stability plot --format gp`; the gnuplot scripts are read back:
    block draw a loss figure: before, the scheme table gave Pre-LN and Pre-LN (RMSNorm) one colour
    and marker and the figure was refused ("more curves than colours and dashes tell apart");
    now every curve has a colour of its own and a key entry.
+2. gnuplot's "set ytics inf" (issue 44, item 4): warmup_indicators whose indicator eos has no
+   finite value in any cell (the indicators' run has no curvature row in updates 1-20) and
+   curv_lens of a ratio of 1e295 (a row of the run file rewritten with h5py) are drawn, exit 0,
+   the ranges and tics finite, the empty indicator named in the subtitle and given no panel;
+   before, gnuplot failed ("undefined variable: inf"), exit 1.
 Prints "ok - ..." / "FAIL - ..." per check, then "plot overlay: N passed, M failed".
 """
 import os
@@ -77,10 +82,54 @@ def check_overlay(tmp):
         check(f"{label}: no refusal on stderr", "tell apart" not in err, err)
 
 
+def finite_script(gp):
+    """The range and tic lines of a script that print a non-finite number."""
+    return [ln for ln in gp.splitlines() if re.match(r"set \w*(range|tics)", ln)
+            and re.search(r"\b(inf|nan)\b", ln)]
+
+
+def check_infinite_axes(tmp):
+    """warmup_indicators with an indicator of no finite value; curv_lens with a ratio of 1e295."""
+    cell = "post-layernorm-xavier_normal_L2_lr0.001"
+    spec = ("model.layers=2 model.vocab=40 model.seq_len=8 data.task=copy data.batch=8 "
+            "train.schedule=constant train.lr=1e-3 train.warmup=%d train.steps=%d")
+    os.makedirs(os.path.join(tmp, "atlas"))
+    os.makedirs(os.path.join(tmp, "ind"))
+    files = [train(tmp, "atlas/%s_w1" % cell, spec % (1, 30)),
+             train(tmp, "atlas/%s_w30" % cell, spec % (30, 30)),
+             train(tmp, "ind/" + cell, spec % (1, 20) + " probe.model_update=on "
+                   "probe.curvature_every=25 probe.curvature_iters=4 "
+                   "probe.curvature_block_iters=0 probe.curvature_active_only=on")]
+    rc, err, d = plot(tmp, "ind_plots", files)
+    gp = figure(d, "warmup_indicators")
+    check("indicators without a finite eos: exit 0 and the figure", rc == 0 and gp is not None, err)
+    if gp is not None:
+        check("indicators: every range and tic finite", not finite_script(gp), finite_script(gp))
+        panels = re.findall(r'^set title "(\w+(?:\\\\_\w+)?): AUC', gp, re.M)
+        check("indicators: no panel for eos, the subtitle names it",
+              "eos" not in panels and "eos0" in panels and
+              re.search(r"no panel: no finite value in any cell: [^\n]*\beos\b", gp) is not None,
+              f"{panels}")
+    import h5py   # a ratio of 1e295 at update 2: η·λ_max(P⁻¹H) = 1e295 × the threshold
+    path = train(tmp, "lens", "train.steps=5 probe.curvature_every=1")
+    with h5py.File(path, "r+") as f:
+        act = f["train/precond_max_active"][:]
+        act[2] = 1e295 * f["train/stability_threshold"][2]
+        f["train/precond_max_active"][:] = act
+    r = run("plot", path, "--out", os.path.join(tmp, "lens_plots"), "--format", "gp,png", "--quiet")
+    d = os.path.join(tmp, "lens_plots")
+    gp = figure(d, "curv_lens")
+    check("curv_lens of a ratio of 1e295: exit 0, gp and PNG", r.returncode == 0 and gp is not None
+          and os.path.exists(os.path.join(d, "lens-curv_lens.png")), r.stderr)
+    if gp is not None:
+        check("curv_lens: every range and tic finite", not finite_script(gp), finite_script(gp))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="plot_overlay_")
     try:
         check_overlay(tmp)
+        check_infinite_axes(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary("plot overlay")

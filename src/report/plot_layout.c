@@ -14,6 +14,10 @@
  * the same share of its canvas). */
 #define GP_CHAR_W (10.0 / 1400.0)
 #define GP_SAMPLE (62.0 / 1400.0)
+/* The widest axis a script writes: gnuplot reads a range's ends as doubles, and a margin past
+ * DBL_MAX prints "inf", which it takes for an undefined variable (docs/faults.md, round 4). */
+#define AXIS_EXP 307.0
+#define AXIS_MAX 1e307
 
 void plot_range_init(plot_range_t *r)
 {
@@ -57,14 +61,14 @@ void plot_axis(sbuf_t *s, const char *axis, const plot_range_t *r, int log, doub
                                   ? fmax(r->pos_lo, r->mid_lo / 10.0) : r->pos_lo;
         const double la = log10(lowest), lb = log10(r->hi);
         const double m = la < lb ? frac * (lb - la) : 0.05;
-        a = pow(10.0, la - m);
-        b = pow(10.0, lb + m);
+        a = pow(10.0, fmax(la - m, -AXIS_EXP));   // a margin never past the doubles gnuplot
+        b = pow(10.0, fmin(lb + m, AXIS_EXP));    // reads (a ratio of 1e295: not 10^318 = inf)
     } else if (!plot_range_empty(r)) {
         log = 0;
         const double span = r->hi - r->lo;
         const double m = span > 0 ? frac * span : r->lo != 0 ? 0.1 * fabs(r->lo) : 1.0;
-        a = r->lo - m;
-        b = r->hi + m;
+        a = fmax(r->lo - m, -AXIS_MAX);
+        b = fmin(r->hi + m, AXIS_MAX);
     } else {
         log = 0;
     }
@@ -109,6 +113,7 @@ void plot_grid(plot_grid_t *g, int rows, int cols, int title_lines, int key_rows
 double plot_tic_step(double span, int n)
 {
     if (!(span > 0) || n < 1) return 1.0;
+    if (span > AXIS_MAX) span = AXIS_MAX;   // the span of ±1e308 overflows: a finite step
     const double raw = span / n, p = pow(10.0, floor(log10(raw)));
     const double f = raw / p;
     return (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * p;
