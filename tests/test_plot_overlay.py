@@ -14,6 +14,14 @@ with `stability plot --format gp`; the gnuplot scripts are read back:
    curv_lens of a ratio of 1e295 (a row of the run file rewritten with h5py) are drawn, exit 0,
    the ranges and tics finite, the empty indicator named in the subtitle and given no panel;
    before, gnuplot failed ("undefined variable: inf"), exit 1.
+3. keys name the idea that differs, a default by its value (issues 43, 44 item 6): μP against
+   the standard parametrization keys "μP" and "standard parametrization" in the figure and in
+   `info --train` (before: "parametrization mup, base width 8" and "parametrization , base
+   width "), μP's base width in the subtitle; a run measuring curvature against one that does
+   not keys "curvature every 2 updates" / "no curvature rows" (before: "curvature every ,
+   curvature iters , …"); no key or panel title ends a word with " ," or a trailing space;
+   d_ff that comes with the width (4d) or with SwiGLU (2/3 of the 2017 block's) is not a key
+   of its own (before: "d = 12, d_ff = 48"), the subtitle says it per value.
 Prints "ok - ..." / "FAIL - ..." per check, then "plot overlay: N passed, M failed".
 """
 import os
@@ -125,11 +133,59 @@ def check_infinite_axes(tmp):
         check("curv_lens: every range and tic finite", not finite_script(gp), finite_script(gp))
 
 
+def empty_values(texts):
+    """Texts that name a key without a value ("parametrization , …", "base width ")."""
+    return [t for t in texts if re.search(r"\w ,|\w $|\w ,$", t)]
+
+
+def keys_of(tmp, out, files):
+    """The loss figure's key titles and its `set multiplot title` line for files."""
+    rc, err, d = plot(tmp, out, files)
+    gp = figure(d, "loss") or ""
+    title = re.search(r"^set multiplot title (.*)$", gp, re.M)
+    return key_titles(gp), title.group(1) if title else "", err
+
+
+def check_words(tmp):
+    """μP vs standard, curvature rows vs none, d_ff with the width and with SwiGLU."""
+    std = train(tmp, "std", "train.steps=6")
+    mup = train(tmp, "mup", "train.steps=6 init.parametrization=mup init.base_width=8")
+    keys, title, err = keys_of(tmp, "words_mup", [std, mup])
+    check("μP vs standard: keyed 'standard parametrization' and 'μP'",
+          keys == ["standard parametrization", "μP"], f"{keys} {err}")
+    check("μP vs standard: the base width in the subtitle", "μP: base width 8" in title, title)
+    r = run("info", std, mup, "--train")
+    rows = [ln.split("|")[1].strip() for ln in r.stdout.splitlines()
+            if ln.startswith("| ") and not ln.startswith("| run")]
+    check("info --train: rows 'standard parametrization' and 'μP'",
+          r.returncode == 0 and rows == ["standard parametrization", "μP"], f"{rows} {r.stderr}")
+    curv = train(tmp, "curv", "train.steps=6 probe.curvature_every=2 probe.curvature_iters=4 "
+                 "probe.curvature_block_iters=0")
+    keys, title, err = keys_of(tmp, "words_curv", [std, curv])
+    check("curvature rows vs none: keyed by curvature_every's value",
+          keys == ["no curvature rows", "curvature every 2 updates"], f"{keys} {err}")
+    texts = keys + key_titles(open(os.path.join(tmp, "words_mup", "std-loss.gp")).read())
+    check("no key names a key without its value", not empty_values(texts), empty_values(texts))
+    pre = "train.steps=6 model.placement=pre model.d_model=12 model.heads=2"
+    d12 = train(tmp, "d12", pre + " model.d_ff=48")
+    d16 = train(tmp, "d16", "train.steps=6 model.placement=pre model.d_model=16 model.heads=2 "
+                "model.d_ff=64")
+    swiglu = train(tmp, "d12_swiglu", pre + " model.d_ff=32 model.activation=swiglu")
+    keys, title, err = keys_of(tmp, "words_width", [d12, d16])
+    check("d_ff = 4d: keyed by the width alone", keys == ["d = 12", "d = 16"], f"{keys} {err}")
+    check("d_ff = 4d: the subtitle says d_ff per width",
+          r"d = 12: d\\_ff = 48; d = 16: d\\_ff = 64" in title, title)
+    keys, title, err = keys_of(tmp, "words_swiglu", [d12, swiglu])
+    check("SwiGLU's d_ff of 2/3: keyed by the activation alone", keys == ["ReLU", "SwiGLU"],
+          f"{keys} {err}")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="plot_overlay_")
     try:
         check_overlay(tmp)
         check_infinite_axes(tmp)
+        check_words(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary("plot overlay")

@@ -19,7 +19,8 @@
 
 /* ---- plot_label.c and plot_words.c: between the two halves of report/plot_label.h ---- */
 
-/* The raw value of config key item for run r into buf ("" when its config does not write it). */
+/* The raw value of config key item for run r into buf: as its stored config writes it, or for
+ * a key written only away from its default, the default ("standard"); "" for no key. */
 void plot_item_raw(const plot_run_t *r, const char *item, char *buf, size_t len);
 /* Item's words for run r, plain ("warm-up 500"); quiet: "" when the value says nothing in a
  * subtitle. */
