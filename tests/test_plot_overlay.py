@@ -22,6 +22,13 @@ with `stability plot --format gp`; the gnuplot scripts are read back:
    curvature iters , …"); no key or panel title ends a word with " ," or a trailing space;
    d_ff that comes with the width (4d) or with SwiGLU (2/3 of the 2017 block's) is not a key
    of its own (before: "d = 12, d_ff = 48"), the subtitle says it per value.
+4. key order follows the value: runs of warm-up 30, 6 and 1 given in that order key "no
+   warm-up", "warm-up 6", "warm-up 30" (before: the order given, and a sweep's names gave
+   "no warm-up, warm-up 30, warm-up 6"), `info --train`'s rows too; lr 0.002, 0.0005, 0.001
+   key 0.0005, 0.001, 0.002.
+5. seeds: 2 seeds of lr 1e-2 (their 95 % band, t = 12.7, reached -4.57 nats before) draw a
+   thin line per seed (data columns 6 and 7 are the seeds' own losses) and the mean, no band,
+   every row's lower end ≥ 0; 4 seeds draw the band, never below 0; --seed-lines gives 4 lines.
 Prints "ok - ..." / "FAIL - ..." per check, then "plot overlay: N passed, M failed".
 """
 import os
@@ -31,7 +38,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_check import REPO, check, run, key_titles, summary  # noqa: E402
+from plot_check import REPO, blocks, check, run, key_titles, summary  # noqa: E402
 
 TINY = os.path.join(REPO, "configs", "tiny.ini")
 PRE = "model.placement=pre train.steps=6"
@@ -180,12 +187,67 @@ def check_words(tmp):
           f"{keys} {err}")
 
 
+def check_order(tmp):
+    """Keys and info --train rows in the order of the values."""
+    files = [train(tmp, "w%d" % w, "train.steps=6 train.warmup=%d" % w) for w in (30, 6, 1)]
+    keys, _, err = keys_of(tmp, "order_warmup", files)
+    want = ["no warm-up", "warm-up 6", "warm-up 30"]
+    check("warm-up keys in numeric order, no warm-up first", keys == want, f"{keys} {err}")
+    r = run("info", *files, "--train")
+    rows = [ln.split("|")[1].strip() for ln in r.stdout.splitlines()
+            if ln.startswith("| ") and not ln.startswith("| run")]
+    check("info --train: rows in the same order", rows == want, f"{rows} {r.stderr}")
+    files = [train(tmp, "lr%s" % lr, "train.steps=4 train.lr=%s" % lr)
+             for lr in ("0.002", "0.0005", "0.001")]
+    keys, _, err = keys_of(tmp, "order_lr", files)
+    check("lr keys in numeric order", keys == ["lr 0.0005", "lr 0.001", "lr 0.002"],
+          f"{keys} {err}")
+
+
+def check_seeds(tmp):
+    """2 seeds: a line each and the mean, nothing below 0; 4 seeds: a band above 0."""
+    import h5py
+    files = [train(tmp, "seed%d" % k, "train.steps=30 train.lr=1e-2 train.warmup=1 "
+                   "init.seed=%d" % k) for k in (1, 2, 3, 4)]
+    losses = []
+    for f in files[:2]:
+        with h5py.File(f, "r") as h:
+            losses.append(list(h["train/loss"][:]))
+    rc, err, d = plot(tmp, "seeds2", files[:2])
+    gp = figure(d, "loss") or ""
+    rows = blocks(gp).get("l0", [])
+    check("2 seeds: a loss figure of 30 rows", rc == 0 and len(rows) == 30, err)
+    if rows:
+        low = min(r[2] for r in rows)
+        check(f"2 seeds: the band's lower end never below 0 (lowest {low:.4g})", low >= 0.0)
+        own = all(len(r) == 7 and abs(r[5] - losses[0][i]) < 1e-8 and abs(r[6] - losses[1][i])
+                  < 1e-8 and abs(r[1] - (r[5] + r[6]) / 2) < 1e-8 for i, r in enumerate(rows))
+        check("2 seeds: columns 6, 7 each seed's loss, column 2 their mean", own, str(rows[:2]))
+        check("2 seeds: a thin line per seed, the mean, no band",
+              gp.count("$l0 using 1:6 with lines lw 0.8") == 1 and "$l0 using 1:7" in gp
+              and "filledcurves" not in gp and "thin: each seed" in gp)
+    rc, err, d = plot(tmp, "seeds4", files)
+    gp = figure(d, "loss") or ""
+    rows = blocks(gp).get("l0", [])
+    check("4 seeds: the band, no seed lines", rows and len(rows[0]) == 5 and "filledcurves" in gp,
+          err)
+    check("4 seeds: the band never below 0", rows and min(r[2] for r in rows) >= 0.0)
+    r = run("plot", *files, "--out", os.path.join(tmp, "seeds4l"), "--format", "gp",
+            "--seed-lines", "--quiet")
+    gp = figure(os.path.join(tmp, "seeds4l"), "loss") or ""
+    check("--seed-lines: 4 seeds, 4 thin lines, no band", r.returncode == 0 and
+          all(f"$l0 using 1:{c} with lines" in gp for c in (6, 7, 8, 9)) and "filledcurves" not in gp,
+          r.stderr)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="plot_overlay_")
     try:
         check_overlay(tmp)
         check_infinite_axes(tmp)
         check_words(tmp)
+        check_order(tmp)
+        check_seeds(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary("plot overlay")

@@ -281,6 +281,7 @@ int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, 
         return 1;
     }
     drop_duplicates(set);
+    plot_order(set);   // keys and tables in the order of the values, not of names
     return 0;
 }
 

@@ -70,6 +70,8 @@ typedef struct {
 typedef struct {
     plot_run_t *runs;
     int n;
+    int seed_lines;          /* 1: a line per seed at any number of seeds (plot --seed-lines);
+                                0: at up to PLOT_SEED_LINES (report/plot_band.h) */
 } plot_set_t;
 
 /* Read every run of every file. A run is identified by its resolved config without the output

@@ -185,7 +185,7 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         snprintf(block, sizeof block, "v%d", i);
         const plot_run_t *r = &set->runs[g[i].run[0]];
         plot_band_block(s, block, set, &g[i], plot_series_val_loss,
-                        epochs ? 1.0 / r->epoch_batches : 1.0, NAN, &rx, &ry);
+                        epochs ? 1.0 / r->epoch_batches : 1.0, 0.0, &rx, &ry);   // a loss ≥ 0
         m[i] = g[i].run[0];   // keys from each group's first seed
     }
     if (plot_range_empty(&ry)) {

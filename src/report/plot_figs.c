@@ -294,7 +294,7 @@ static int loss_blocks(sbuf_t *s, const plot_set_t *set, const plot_group_t *g, 
     for (int i = 0; i < n; i++) {
         char block[16];
         snprintf(block, sizeof block, "l%d", i);
-        plot_band_block(s, block, set, &g[i], plot_series_loss, 1.0, NAN, rx, ry);
+        plot_band_block(s, block, set, &g[i], plot_series_loss, 1.0, 0.0, rx, ry);   // ≥ 0
         const plot_run_t *r = &set->runs[g[i].run[0]];   // the seeds share the schedule
         sbuf_printf(s, "$r%d << EOD\n", i);
         const size_t every = plot_band_stride(r->nsteps);

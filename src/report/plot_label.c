@@ -347,3 +347,69 @@ void plot_diff_drop(plot_diff_t *d, const char *item)
             return;
         }
 }
+
+/* ------------------------------------------------------------------------- order */
+
+/* Run i's sort key of item k of d: its value for an ordered item (NaN: after the numbers), else
+ * the rank of its words' first appearance in the set; 0 for an item that follows another. */
+static void order_keys(const plot_set_t *set, const plot_diff_t *d, double *key)
+{
+    char (*seen)[160] = malloc((size_t)set->n * sizeof *seen);
+    for (int k = 0; seen && k < d->n; k++) {
+        const int ordered = plot_item_ordered(d->item[k]);
+        const int follows = plot_diff_follows(d, d->item[k]);   // its leader orders it
+        int nseen = 0;
+        for (int i = 0; i < set->n; i++) {
+            double *x = &key[(size_t)i * d->n + k];
+            if (follows) { *x = 0.0; continue; }
+            if (ordered && !isnan(*x = plot_item_value(&set->runs[i], d->item[k]))) continue;
+            char w[160];
+            plot_item_text(&set->runs[i], d->item[k], 0, w, sizeof w);
+            int j = 0;
+            while (j < nseen && strcmp(seen[j], w)) j++;
+            if (j == nseen) snprintf(seen[nseen++], sizeof seen[0], "%s", w);
+            *x = (ordered ? 1e300 : 0.0) + j;   // an ordered item's words after its numbers
+        }
+    }
+    free(seen);
+}
+
+/* A run's place: its sort keys (nk of them) and its index in the set (ties keep it). */
+typedef struct {
+    const double *key;
+    int nk, index;
+} place_t;
+
+static int place_cmp(const void *pa, const void *pb)
+{
+    const place_t *a = pa, *b = pb;
+    for (int k = 0; k < a->nk; k++)
+        if (a->key[k] != b->key[k]) return a->key[k] < b->key[k] ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+void plot_order(plot_set_t *set)
+{
+    if (set->n < 2) return;
+    int *all = malloc((size_t)set->n * sizeof *all);
+    plot_diff_t *d = malloc(sizeof *d);
+    place_t *pl = malloc((size_t)set->n * sizeof *pl);
+    plot_run_t *runs = malloc((size_t)set->n * sizeof *runs);
+    double *key = d && all && pl && runs
+                      ? malloc((size_t)set->n * PLOT_DIFF_MAX * sizeof *key) : NULL;
+    if (key) {
+        for (int i = 0; i < set->n; i++) all[i] = i;
+        plot_diff(set, all, set->n, PLOT_DIFF_SEED, d);
+        order_keys(set, d, key);
+        for (int i = 0; i < set->n; i++)
+            pl[i] = (place_t){key + (size_t)i * d->n, d->n, i};
+        qsort(pl, (size_t)set->n, sizeof *pl, place_cmp);   // stable: the index breaks ties
+        for (int i = 0; i < set->n; i++) runs[i] = set->runs[pl[i].index];
+        memcpy(set->runs, runs, (size_t)set->n * sizeof *runs);
+    }
+    free(key);
+    free(runs);
+    free(pl);
+    free(d);
+    free(all);
+}

@@ -25,7 +25,7 @@ int plot_fig_mlm(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     for (int i = 0; i < n; i++) {
         char block[16];
         snprintf(block, sizeof block, "m%d", i);
-        plot_band_block(s, block, set, &g[i], plot_series_val_loss, 1.0, NAN, &rx, &ry);
+        plot_band_block(s, block, set, &g[i], plot_series_val_loss, 1.0, 0.0, &rx, &ry);   // ≥ 0
         m[i] = g[i].run[0];   // keys from each group's first seed
     }
     if (plot_range_empty(&ry)) {
