@@ -400,6 +400,10 @@ void plot_order(plot_set_t *set)
     if (key) {
         for (int i = 0; i < set->n; i++) all[i] = i;
         plot_diff(set, all, set->n, PLOT_DIFF_SEED, d);
+        if (plot_diff_has(d, "init.seed")) {   // the seed last: a configuration's seeds together
+            plot_diff_drop(d, "init.seed");
+            snprintf(d->item[d->n++], sizeof d->item[0], "init.seed");
+        }
         order_keys(set, d, key);
         for (int i = 0; i < set->n; i++)
             pl[i] = (place_t){key + (size_t)i * d->n, d->n, i};

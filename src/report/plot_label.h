@@ -46,9 +46,9 @@ int plot_diff_has(const plot_diff_t *d, const char *item);
 void plot_diff_drop(plot_diff_t *d, const char *item);
 
 /* Put the runs of set in the order of their values (docs/design.md §6j): by the items that
- * differ across the set, in plot_diff's order, an ordered item numerically ("no warm-up",
- * warm-up 6, warm-up 30; lr 1e-4 before 1e-3), any other by its value's first appearance; a
- * stable sort, so runs of one configuration keep the order given. plot_load calls it. */
+ * differ across the set, in plot_diff's order (the seed last), an ordered item numerically
+ * ("no warm-up", warm-up 6, warm-up 30; lr 1e-4 before 1e-3), any other by its value's first
+ * appearance; a stable sort. plot_load calls it. */
 void plot_order(plot_set_t *set);
 
 /* Whether an item's values are ordered (lr, warm-up, depth, width, steps: an ordinal colour). */
