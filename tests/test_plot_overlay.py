@@ -29,6 +29,9 @@ with `stability plot --format gp`; the gnuplot scripts are read back:
 5. seeds: 2 seeds of lr 1e-2 (their 95 % band, t = 12.7, reached -4.57 nats before) draw a
    thin line per seed (data columns 6 and 7 are the seeds' own losses) and the mean, no band,
    every row's lower end ≥ 0; 4 seeds draw the band, never below 0; --seed-lines gives 4 lines.
+6. no panel for a constant quantity: two runs of constant lr 1e-3 and 3e-3 (no warm-up) draw the
+   loss alone, the subtitle saying the lr is constant (before: a panel of two flat lines); runs
+   whose lr decays keep the lr panel.
 Prints "ok - ..." / "FAIL - ..." per check, then "plot overlay: N passed, M failed".
 """
 import os
@@ -240,6 +243,23 @@ def check_seeds(tmp):
           r.stderr)
 
 
+def check_constant_lr(tmp):
+    """A constant lr: no lr panel, said in the subtitle; a decaying one keeps its panel."""
+    const = [train(tmp, "const%s" % lr, "train.steps=8 train.schedule=constant train.warmup=1 "
+                   "train.lr=%s" % lr) for lr in ("1e-3", "3e-3")]
+    rc, err, d = plot(tmp, "const_lr", const)
+    gp = figure(d, "loss") or ""
+    check("constant lr: a loss figure without the lr panel", rc == 0 and gp and
+          "set ylabel 'learning rate'" not in gp and gp.count("\nplot ") == 2, err)
+    check("constant lr: the subtitle says so", "learning rate is constant in every run" in gp)
+    decay = [train(tmp, "decay%s" % lr, "train.steps=8 train.warmup=1 train.lr=%s" % lr)
+             for lr in ("1e-3", "3e-3")]
+    rc, err, d = plot(tmp, "decay_lr", decay)
+    gp = figure(d, "loss") or ""
+    check("inverse-√ decay: the lr panel stays", rc == 0 and "set ylabel 'learning rate'" in gp
+          and "is constant" not in gp, err)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="plot_overlay_")
     try:
@@ -248,6 +268,7 @@ def main():
         check_words(tmp)
         check_order(tmp)
         check_seeds(tmp)
+        check_constant_lr(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return summary("plot overlay")
