@@ -97,7 +97,7 @@ def check_overlay(tmp):
         cols = key_colours(gp)
         check(f"{label}: {n} key entries of {n} colours", len(cols) == n and len(set(cols)) == n,
               f"{key_titles(gp)} {cols}")
-        check(f"{label}: no refusal on stderr", "tell apart" not in err, err)
+        check(f"{label}: no figure skipped on stderr", "skipped" not in err, err)
 
 
 def finite_script(gp):

@@ -83,10 +83,11 @@ int plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t 
 int plot_styles_apart(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
                       plot_style_t *st);
 
-/* A figure whose curves plot_styles cannot tell apart: its note, and −1 (plot_figure_fn). */
+/* A figure of more curves than PLOT_MAX_SERIES (a key and the styles hold that many): its
+ * note, and −1 (plot_figure_fn). Fewer curves are always drawn (plot_styles_apart). */
 #define PLOT_TOO_MANY(name, len, fig, n) \
-    (snprintf(name, len, "%s: more curves than colours and dashes tell apart (%d runs; the " \
-              "atlas's figures draw such sets)", fig, n), -1)
+    (snprintf(name, len, "%s: more curves than one figure draws (%d runs; the atlas's " \
+              "figures draw such sets)", fig, n), -1)
 
 /* Group runs m[0..n) by their key over d (plot_key: equal keys, one group): of[i] the group
  * of run i (−1 past max groups), rep[g] the index (into m) of group g's first run. Returns the
