@@ -486,10 +486,11 @@ static int log_tics_in(const char *script, double lo, double hi)
     return n;
 }
 
-/* Every log axis has two labelled tics or more (docs/design.md §6j): a max logit on 3.1 … 4.6
- * has none of 1, 2, 5 × 10^k inside (the axis, 3.05 … 4.67 with its 4 % margins, got one
- * label at most); 1 … 9 × 10^k gives 4 alone, so both ends to two digits: 3.1 and 4.6. A span
- * of 2 … 9 keeps 1, 2, 5's two (2, 5): those figures draw as before. */
+/* Every log axis has two labelled tics or more (docs/design.md §6j): a log axis asked for over
+ * 3.1 … 4.6 has none of 1, 2, 5 × 10^k inside (the axis, 3.05 … 4.67 with its 4 % margins, got
+ * no label); 1 … 9 × 10^k gives 4 alone, so both ends to two digits: 3.1 and 4.6; 30 … 70
+ * (50 alone before) gets 30 … 70 by tens. A span of 2 … 9 keeps 1, 2, 5's two (2, 5): those
+ * figures draw as before. */
 START_TEST(test_log_tics)
 {
     plot_range_t r;
