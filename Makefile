@@ -347,6 +347,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_proxies_plot.py
 	/usr/bin/python3 tests/test_curvature_plot.py
 	/usr/bin/python3 tests/test_plot_keys.py
+	/usr/bin/python3 tests/test_plot_overlay.py
 	/usr/bin/python3 tests/test_train.py
 	/usr/bin/python3 tests/test_watch.py
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # test_warmup_answer.py trains the anchor on it

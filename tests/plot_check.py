@@ -1,5 +1,6 @@
 """What the figure tests (tests/test_*_plot.py) share: a count of checks printed as "ok - …" /
-"FAIL - …", running the program, and reading the gnuplot script `stability plot --format gp`
+"FAIL - …", running the program (./stability, or $STABILITY: a test run against an older
+build shows what it catches), and reading the gnuplot script `stability plot --format gp`
 writes (its inline data blocks, key entries and panel titles) or an SVG's text."""
 
 import os
@@ -8,7 +9,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(REPO, "stability")
+BIN = os.path.abspath(os.environ.get("STABILITY", os.path.join(REPO, "stability")))
 counts = {"passed": 0, "failed": 0}
 
 

@@ -297,7 +297,8 @@ START_TEST(test_heat_cells)
 END_TEST
 
 /* A band respects its metric's range: BLEU of two seeds 0.1 and 3.0 at an epoch has a 95 %
- * interval of ±18 around 1.55, drawn from 0 up, never below. */
+ * interval of ±18 around 1.55, drawn from 0 up, never below. Two seeds are drawn as their
+ * lines (PLOT_SEED_LINES): the row carries both values and the axis spans them, 0.1 … 3. */
 START_TEST(test_band_floor)
 {
     plot_run_t r[2];
@@ -309,9 +310,17 @@ START_TEST(test_band_floor)
     const int m[2] = {0, 1};
     plot_group_t g[1];
     ck_assert_int_eq(plot_band_groups(&set, m, 2, g, 1), 1);
+    ck_assert_int_eq(g[0].lines, 1);
     sbuf_t s = {0};
     plot_range_t rx, ry;
     plot_range_init(&rx);
+    plot_range_init(&ry);
+    plot_band_block(&s, "b", &set, &g[0], plot_series_val_loss, 1.0, 0.0, &rx, &ry);
+    ck_assert_msg(strstr(s.data, " 2 0.1 3\n"), "%s", s.data);   // count, then each seed
+    ck_assert_double_eq(ry.lo, 0.1);
+    ck_assert_double_eq(ry.hi, 3.0);
+    sbuf_free(&s);
+    g[0].lines = 0;   // the band, as more seeds get it
     plot_range_init(&ry);
     plot_band_block(&s, "b", &set, &g[0], plot_series_val_loss, 1.0, 0.0, &rx, &ry);
     double x, mean, lo, hi;
@@ -460,6 +469,75 @@ START_TEST(test_plain_keys)
 }
 END_TEST
 
+/* The tics of a log axis gnuplot is given (set ytics (t1, t2, …)): their count, every one
+ * inside [lo, hi]. */
+static int log_tics_in(const char *script, double lo, double hi)
+{
+    const char *p = strstr(script, "set ytics (");
+    if (!p) return -1;
+    p += strlen("set ytics (");
+    int n = 0;
+    for (char *end; *p && *p != ')'; p = *end == ',' ? end + 1 : end) {
+        const double t = strtod(p, &end);
+        if (end == p) return -1;
+        if (t < lo || t > hi) return -1;
+        n++;
+    }
+    return n;
+}
+
+/* Every log axis has two labelled tics or more (docs/design.md §6j): a log axis asked for over
+ * 3.1 … 4.6 has none of 1, 2, 5 × 10^k inside (the axis, 3.05 … 4.67 with its 4 % margins, got
+ * no label); 1 … 9 × 10^k gives 4 alone, so both ends to two digits: 3.1 and 4.6; 30 … 70
+ * (50 alone before) gets 30 … 70 by tens. A span of 2 … 9 keeps 1, 2, 5's two (2, 5): those
+ * figures draw as before. */
+START_TEST(test_log_tics)
+{
+    plot_range_t r;
+    plot_range_init(&r);
+    plot_range_add(&r, 3.1);
+    plot_range_add(&r, 4.6);
+    sbuf_t s = {0};
+    plot_axis(&s, "y", &r, 1, 0.04, NAN, NAN);
+    ck_assert_ptr_nonnull(strstr(s.data, "set logscale y"));
+    ck_assert_int_eq(log_tics_in(s.data, 3.05, 4.67), 2);
+    ck_assert_ptr_nonnull(strstr(s.data, "set ytics (3.1, 4.6)"));
+    sbuf_free(&s);
+    plot_range_init(&r);   // 30 … 70: 1 … 9 × 10^k gives 30, 40, 50, 60, 70
+    plot_range_add(&r, 30.0);
+    plot_range_add(&r, 70.0);
+    plot_axis(&s, "y", &r, 1, 0.04, NAN, NAN);
+    ck_assert_ptr_nonnull(strstr(s.data, "set ytics (30, 40, 50, 60, 70)"));
+    sbuf_free(&s);
+    plot_range_init(&r);
+    plot_range_add(&r, 2.0);
+    plot_range_add(&r, 9.0);
+    plot_axis(&s, "y", &r, 1, 0.04, NAN, NAN);
+    ck_assert_ptr_nonnull(strstr(s.data, "set ytics (2, 5)"));
+    sbuf_free(&s);
+}
+END_TEST
+
+/* plot_order: runs given as warm-up 30, 6, 1 (a sweep's names sort so) come out as no
+ * warm-up, 6, 30; a seed of one configuration stays after its first. */
+START_TEST(test_order)
+{
+    plot_run_t r[4];
+    plot_set_t set;
+    run(&r[0], 0, "w30", 30, 1e-3, 2.0);
+    run(&r[1], 1, "w6", 6, 1e-3, 2.0);
+    run(&r[2], 2, "w1", 1, 1e-3, 2.0);
+    run(&r[3], 3, "w6s2", 6, 1e-3, 2.0);
+    r[3].cfg.init.seed = 2;
+    set_of(&set, r, 4);
+    plot_order(&set);
+    ck_assert_str_eq(r[0].name, "w1");
+    ck_assert_str_eq(r[1].name, "w6");
+    ck_assert_str_eq(r[2].name, "w6s2");
+    ck_assert_str_eq(r[3].name, "w30");
+}
+END_TEST
+
 Suite *figures_suite(void)
 {
     Suite *s = suite_create("figures");
@@ -475,6 +553,8 @@ Suite *figures_suite(void)
     tcase_add_test(tc, test_atlas_cells);
     tcase_add_test(tc, test_table_plateau);
     tcase_add_test(tc, test_plain_keys);
+    tcase_add_test(tc, test_log_tics);
+    tcase_add_test(tc, test_order);
     suite_add_tcase(s, tc);
     return s;
 }

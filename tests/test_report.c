@@ -273,8 +273,8 @@ START_TEST(test_band_bleu_table)
 }
 END_TEST
 
-/* The BLEU figure: bands, the dotted BLEU every run reaches and each configuration's epoch
- * there in its key. */
+/* The BLEU figure: a thin line per seed (3 seeds: PLOT_SEED_LINES), the dotted BLEU every run
+ * reaches and each configuration's epoch there in its key. */
 START_TEST(test_band_bleu_figure)
 {
     plot_set_t set;
@@ -290,7 +290,8 @@ START_TEST(test_band_bleu_figure)
     ck_assert_msg(strstr(s.data, want), "'%s' not in the script\n%s", want, s.data);
     ck_assert_ptr_nonnull(strstr(s.data, "(3 seeds, 1 diverged)"));
     ck_assert_ptr_nonnull(strstr(s.data, "first 14 "));   // the dotted line
-    ck_assert_ptr_nonnull(strstr(s.data, "filledcurves"));   // the bands
+    ck_assert_ptr_null(strstr(s.data, "filledcurves"));   // no band of 3 seeds: their lines
+    ck_assert_ptr_nonnull(strstr(s.data, "using 1:8 with lines lw 0.8"));   // the third seed's
     // group 1's mean at epoch 2 (update 100): (20 + 12) / 2
     ck_assert_ptr_nonnull(strstr(s.data, "\n2 16 "));
     sbuf_free(&s);

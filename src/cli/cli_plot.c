@@ -6,7 +6,8 @@
 #include "cli/cli.h"
 
 static const char *HELP_PLOT =
-    "usage: stability plot FILE.h5... [--out DIR] [--format png,pdf,svg,gp] [--quiet]\n"
+    "usage: stability plot FILE.h5... [--out DIR] [--format png,pdf,svg,gp] [--seed-lines]\n"
+    "                            [--quiet]\n"
     "\n"
     "Draws, with gnuplot, every figure the files support (run files or merged sweep files):\n"
     "gradient vs layer (Fig. 3a,b), gradient vs depth with fitted exponents and theory\n"
@@ -22,19 +23,22 @@ static const char *HELP_PLOT =
     "Files: DIR/<first file's name>-<figure>.<format>.\n"
     "  --out DIR       output directory (default plots/)\n"
     "  --format LIST   comma-separated: png, pdf, svg, gp (the gnuplot script, data inline)\n"
-    "                  (default png,pdf)\n";
+    "                  (default png,pdf)\n"
+    "  --seed-lines    a thin line per seed under the mean at any number of seeds (default:\n"
+    "                  up to 3 seeds; more get a 95% band)\n";
 
 int cli_plot(int argc, char **argv)
 {
     const char *dir = "plots", *formats = "png,pdf";
     const char *files[256];
-    int nfiles = 0, quiet = 0;
+    int nfiles = 0, quiet = 0, seed_lines = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_PLOT, stdout); return 0; }
         else if (!strcmp(a, "--out") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(a, "--format") && i + 1 < argc) formats = argv[++i];
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+        else if (!strcmp(a, "--seed-lines")) seed_lines = 1;
         else if (a[0] == '-') return cli_usage_error("unknown option", a);
         else if (nfiles == 256) return cli_usage_error("plot: more than 256 files", a);
         else files[nfiles++] = a;
@@ -49,6 +53,7 @@ int cli_plot(int argc, char **argv)
         fprintf(stderr, "stability: %s\n", err);
         return 1;
     }
+    set.seed_lines = seed_lines;
     const char *b = strrchr(files[0], '/');
     snprintf(prefix, sizeof prefix, "%s", b ? b + 1 : files[0]);
     char *dot = strrchr(prefix, '.');

@@ -195,6 +195,10 @@ int config_validate(const config_t *cfg, char *err, size_t errlen);
  * final_norm resolved) into buf. Returns the length it needs (like snprintf). */
 size_t config_to_ini(const config_t *cfg, char *buf, size_t len);
 
+/* The value of item ("init.parametrization") in cfg as config_to_ini writes it, also for a key
+ * it leaves out at its default ("standard"): into buf. 0, or −1 when item is no key. */
+int config_value_text(const config_t *cfg, const char *item, char *buf, size_t len);
+
 /* True when the stack ends with a final norm (final_norm = on, or auto and a scheme whose row
  * says so; never with norm = none). */
 int config_has_final_norm(const config_t *cfg);

@@ -378,6 +378,39 @@ static void format_double(double x, char *buf, size_t n)
     }
 }
 
+/* Key k's value in cfg as config_to_ini writes it, appended to b. */
+static void key_value(sbuf_t *b, const config_t *cfg, const cfg_key_t *k)
+{
+    const void *f = cfg_cfield(cfg, k);
+    char num[40];
+    switch (k->type) {
+    case K_INT:
+        if (k->off == offsetof(config_t, model.dec_layers))
+            sbuf_printf(b, "%d\n", config_dec_layers(cfg));
+        else if (k->off == offsetof(config_t, model.src_len))
+            sbuf_printf(b, "%d\n", config_src_len(cfg));
+        else
+            sbuf_printf(b, "%d\n", *(const int *)f);
+        break;
+    case K_DBL:
+        format_double(*(const double *)f, num, sizeof num);
+        sbuf_printf(b, "%s\n", num);
+        break;
+    case K_BOOL: sbuf_printf(b, "%s\n", *(const int *)f ? "true" : "false"); break;
+    case K_ONOFF: sbuf_printf(b, "%s\n", *(const int *)f ? "on" : "off"); break;
+    case K_SEED: sbuf_printf(b, "%lu\n", *(const unsigned long *)f); break;
+    case K_STR: sbuf_printf(b, "%.*s\n", CONFIG_PATH_MAX - 1, (const char *)f); break;
+    case K_ENUM:
+        if (k->off == offsetof(config_t, model.final_norm))
+            sbuf_printf(b, "%s\n", config_has_final_norm(cfg) ? "on" : "off");
+        else if (cfg_enum_name(k, *(const int *)f))
+            sbuf_printf(b, "%s\n", cfg_enum_name(k, *(const int *)f));
+        else
+            sbuf_printf(b, "?\n");
+        break;
+    }
+}
+
 size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
 {
     sbuf_t b = sbuf_fixed(buf, len);
@@ -429,34 +462,21 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         // the remedies (docs/design.md §6k): each only where it matters
         if (remedy_key_silent(cfg, k->off)) continue;
         sbuf_printf(&b, "%s = ", k->name);
-        const void *f = cfg_cfield(cfg, k);
-        char num[40];
-        switch (k->type) {
-        case K_INT:
-            if (k->off == offsetof(config_t, model.dec_layers))
-                sbuf_printf(&b, "%d\n", config_dec_layers(cfg));
-            else if (k->off == offsetof(config_t, model.src_len))
-                sbuf_printf(&b, "%d\n", config_src_len(cfg));
-            else
-                sbuf_printf(&b, "%d\n", *(const int *)f);
-            break;
-        case K_DBL:
-            format_double(*(const double *)f, num, sizeof num);
-            sbuf_printf(&b, "%s\n", num);
-            break;
-        case K_BOOL: sbuf_printf(&b, "%s\n", *(const int *)f ? "true" : "false"); break;
-        case K_ONOFF: sbuf_printf(&b, "%s\n", *(const int *)f ? "on" : "off"); break;
-        case K_SEED: sbuf_printf(&b, "%lu\n", *(const unsigned long *)f); break;
-        case K_STR: sbuf_printf(&b, "%.*s\n", CONFIG_PATH_MAX - 1, (const char *)f); break;
-        case K_ENUM:
-            if (k->off == offsetof(config_t, model.final_norm))
-                sbuf_printf(&b, "%s\n", config_has_final_norm(cfg) ? "on" : "off");
-            else if (cfg_enum_name(k, *(const int *)f))
-                sbuf_printf(&b, "%s\n", cfg_enum_name(k, *(const int *)f));
-            else
-                sbuf_printf(&b, "?\n");
-            break;
-        }
+        key_value(&b, cfg, k);
     }
     return b.len;
+}
+
+int config_value_text(const config_t *cfg, const char *item, char *buf, size_t len)
+{
+    const char *dot = strchr(item, '.');
+    char section[32];
+    if (!dot || (size_t)(dot - item) >= sizeof section || !len) return -1;
+    snprintf(section, sizeof section, "%.*s", (int)(dot - item), item);
+    const int k = cfg_find_key(section, dot + 1);
+    if (k < 0) return -1;
+    sbuf_t b = sbuf_fixed(buf, len);
+    key_value(&b, cfg, &cfg_keys[k]);
+    buf[strcspn(buf, "\n")] = '\0';   // the value without config_to_ini's line end
+    return 0;
 }

@@ -281,6 +281,7 @@ int plot_load(plot_set_t *set, const char *const *files, int nfiles, char *err, 
         return 1;
     }
     drop_duplicates(set);
+    plot_order(set);   // keys and tables in the order of the values, not of names
     return 0;
 }
 
@@ -487,7 +488,7 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         {plot_fig_curv_lens, 0}, {plot_fig_curv_init_depth, 0}, {plot_fig_curv_blocks, 0},
     };
     const int many = many_schemes(set);
-    int drawn = 0;
+    int drawn = 0, failed = 0;
     for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {
         if (many && figures[k].post_pre) continue;
         sbuf_t script = {0};
@@ -505,14 +506,22 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         if (has > 0) {
             char full[600];
             snprintf(full, sizeof full, "%s-%s", prefix, name);
-            const int rc = plot_render(script.data, dir, full, formats, quiet, err, errlen);
-            if (rc) {
+            char why[512];   // a figure gnuplot refuses: said, and the later ones still drawn
+            const int rc = plot_render(script.data, dir, full, formats, quiet, why, sizeof why);
+            if (rc == -2) {   // a usage error (an unknown format): every figure would fail so
                 sbuf_free(&script);
+                snprintf(err, errlen, "%s", why);
                 return rc;
             }
-            drawn++;
+            if (rc && !failed) {
+                failed = rc;
+                snprintf(err, errlen, "%s", why);
+            } else if (rc) {
+                fprintf(stderr, "stability: %s\n", why);
+            }
+            drawn += !rc;
         }
         sbuf_free(&script);
     }
-    return drawn;
+    return failed ? failed : drawn;
 }

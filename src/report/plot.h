@@ -70,6 +70,8 @@ typedef struct {
 typedef struct {
     plot_run_t *runs;
     int n;
+    int seed_lines;          /* 1: a line per seed at any number of seeds (plot --seed-lines);
+                                0: at up to PLOT_SEED_LINES (report/plot_band.h) */
 } plot_set_t;
 
 /* Read every run of every file. A run is identified by its resolved config without the output
@@ -94,8 +96,9 @@ int plot_check_formats(const char *formats, char *err, size_t errlen);
 /* Draw every figure the runs support into dir/<prefix>-<figure>.<fmt> for each format of the
  * comma-separated list formats (png, pdf, svg, gp). Prints each file written unless quiet; a figure
  * whose data hold no finite value (a run that diverged at once) is skipped with a note on
- * stderr, never an error. Returns the number of figures the runs support (drawn or skipped so),
- * or −1 with err set (gnuplot missing or failing), or −2 (dir not a directory, an output path
+ * stderr, never an error; one gnuplot fails on is said and the later ones still drawn. Returns
+ * the number of figures the runs support (drawn or skipped so), or −1 with err set (gnuplot
+ * missing or failing on a figure: the first one's error), or −2 (dir not a directory, an output path
  * that is not a regular file: a usage error). */
 int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
                   const char *formats, int quiet, char *err, size_t errlen);

@@ -63,7 +63,10 @@ int plot_band_groups(const plot_set_t *set, const int *m, int n, plot_group_t *g
         }
         g[found].run[g[found].n++] = m[i];
     }
-    for (int k = 0; k < ng; k++) free(keys[k]);
+    for (int k = 0; k < ng; k++) {
+        free(keys[k]);
+        g[k].lines = g[k].n >= 2 && (g[k].n <= PLOT_SEED_LINES || set->seed_lines);
+    }
     free(keys);
     return rc ? -1 : ng;
 }
@@ -93,14 +96,21 @@ void plot_band_key_note(const plot_set_t *set, const plot_group_t *g, char *labe
 
 void plot_band_caption(const plot_group_t *g, int ngroups, char *buf, size_t len)
 {
-    int lo = PLOT_MAX_SEEDS, hi = 1;
+    int lo = PLOT_MAX_SEEDS, hi = 1, lines = 0, bands = 0;
     for (int k = 0; k < ngroups; k++) {
         lo = g[k].n < lo ? g[k].n : lo;
         hi = g[k].n > hi ? g[k].n : hi;
+        lines |= g[k].lines;
+        bands |= g[k].n > 1 && !g[k].lines;
     }
+    char n[32];
+    if (lo == hi) snprintf(n, sizeof n, "%d", hi);
+    else snprintf(n, sizeof n, "%d–%d", lo, hi);
     if (hi < 2) snprintf(buf, len, "%s", "");
-    else if (lo == hi) snprintf(buf, len, "; mean of %d seeds, band: 95%% CI", hi);
-    else snprintf(buf, len, "; mean of %d–%d seeds, band: 95%% CI", lo, hi);
+    else if (!lines) snprintf(buf, len, "; mean of %s seeds, band: 95%% CI", n);
+    else if (!bands) snprintf(buf, len, "; mean of %s seeds, thin: each seed", n);
+    else snprintf(buf, len, "; mean of %s seeds, thin: each seed (up to %d), band: 95%% CI",
+                  n, PLOT_SEED_LINES);
 }
 
 /* y of curve (x, y, n) at xv: index k when x[k] == xv (the seeds of one configuration
@@ -141,12 +151,19 @@ size_t plot_band_block(sbuf_t *s, const char *name, const plot_set_t *set, const
         if (!count) continue;
         if (isnan(half)) half = 0.0;
         const double lo = isnan(floor) ? mean - half : fmax(floor, mean - half);
-        sbuf_printf(s, "%.10g %.10g %.10g %.10g %zu\n", gx[k] * xscale, mean, lo, mean + half,
+        sbuf_printf(s, "%.10g %.10g %.10g %.10g %zu", gx[k] * xscale, mean, lo, mean + half,
                     count);
+        for (int i = 0; g->lines && i < g->n; i++) {   // each seed's line
+            sbuf_printf(s, isnan(v[i]) ? " NaN" : " %.10g", v[i]);
+            if (ry) plot_range_add(ry, v[i]);
+        }
+        sbuf_printf(s, "\n");
         if (rx) plot_range_add(rx, gx[k] * xscale);
-        if (ry) {
+        if (ry && !g->lines) {
             plot_range_add(ry, lo);
             plot_range_add(ry, mean + half);
+        } else if (ry) {
+            plot_range_add(ry, mean);
         }
         rows++;
     }
@@ -158,7 +175,10 @@ void plot_band_clause(sbuf_t *s, const char *name, const plot_group_t *g, const 
                       const char *style, int first)
 {
     if (!first) sbuf_printf(s, ", ");
-    if (g->n > 1)
+    for (int i = 0; g->lines && i < g->n; i++)
+        sbuf_printf(s, "$%s using 1:%d with lines lw 0.8 dt 1 lc rgb '%s' notitle, ", name, 6 + i,
+                    color);
+    if (g->n > 1 && !g->lines)
         sbuf_printf(s, "$%s using 1:3:4 with filledcurves fc rgb '%s' fs transparent solid 0.22 "
                        "noborder notitle, ", name, color);
     sbuf_printf(s, "$%s using 1:2 with %s lc rgb '%s' notitle", name, style, color);

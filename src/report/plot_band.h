@@ -17,10 +17,16 @@
 #define PLOT_BAND_MAX_RUNS 512   /* runs a training figure looks at before grouping them */
 #define PLOT_BAND_MAX_ROWS 2000  /* about this many rows per curve reach gnuplot */
 
+/* Up to this many seeds a configuration is drawn as a thin line per seed and their mean, not a
+ * band: Student's t of 2 seeds is 12.7, and such a band says less than the seeds themselves. */
+#define PLOT_SEED_LINES 3
+
 /* The runs (indices into set->runs) of one configuration, one per seed, in set order. */
 typedef struct {
     int n;
     int run[PLOT_MAX_SEEDS];
+    int lines;   /* 1: a thin line per seed and the mean (2 … PLOT_SEED_LINES seeds, or any
+                    number under plot --seed-lines); 0: the mean and a band (or one seed) */
 } plot_group_t;
 
 /* A run's curve: *x and *y point at its arrays of the returned length (0: no such curve). */
@@ -59,8 +65,8 @@ int plot_band_groups(const plot_set_t *set, const int *m, int n, plot_group_t *g
 /* The group's members of the most seeds (for a title: "3 seeds"); 1 when none has more. */
 int plot_band_max_seeds(const plot_group_t *g, int ngroups);
 
-/* "; mean of 3 seeds, band: 95 % CI" for a figure's subtitle when a group has several seeds
- * ("mean of 2–3 seeds" when they differ), else "". */
+/* "; mean of 5 seeds, band: 95 % CI" (or "…, thin: each seed" where g->lines) for a figure's
+ * subtitle when a group has several seeds ("mean of 2–5 seeds" when they differ), else "". */
 void plot_band_caption(const plot_group_t *g, int ngroups, char *buf, size_t len);
 
 /* Every how many rows a curve of n rows is drawn: 1, or n / PLOT_BAND_MAX_ROWS for a long
@@ -70,15 +76,16 @@ size_t plot_band_stride(size_t n);
 /* Data block $name: rows "x·xscale mean lo hi count" at the x values of the group's longest
  * curve (every plot_band_stride-th and the last); mean and the 95 % band over the seeds with a
  * finite value at that x (lo = hi = mean with one seed), the band never below floor (NaN: no
- * floor; BLEU's 0: an interval respects the metric's range). The x and y drawn widen rx, ry
- * (NULL: not kept). Returns the rows written. */
+ * floor; a loss's and BLEU's 0: an interval respects the metric's range); with g->lines, each
+ * seed's value follows (NaN where it has none). The x and y drawn widen rx, ry (NULL: not
+ * kept). Returns the rows written. */
 size_t plot_band_block(sbuf_t *s, const char *name, const plot_set_t *set, const plot_group_t *g,
                        plot_series_fn f, double xscale, double floor, plot_range_t *rx,
                        plot_range_t *ry);
 
-/* The plot clause of block $name: a shaded band (when the group has two seeds or more) and
- * the mean line in color, with style (gnuplot's "lines dt 2 …"), no title (the key is the
- * figure's strip); prefixed ", " unless first. */
+/* The plot clause of block $name: a thin line per seed (g->lines) or a shaded band (more
+ * seeds) and the mean line in color, with style (gnuplot's "lines dt 2 …"), no title (the key
+ * is the figure's strip); prefixed ", " unless first. */
 void plot_band_clause(sbuf_t *s, const char *name, const plot_group_t *g, const char *color,
                       const char *style, int first);
 

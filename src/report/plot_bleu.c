@@ -132,7 +132,7 @@ int plot_fig_bleu(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_diff_t d;
     plot_diff(set, m, n, 0, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "bleu", n);
+    plot_styles_apart(set, m, n, &d, st);
     char title[400], sub[900];
     bleu_caption(set, m, g, n, &d, target, epochs, title, sizeof title, sub, sizeof sub);
     sbuf_t keys = {0};

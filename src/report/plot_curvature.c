@@ -140,8 +140,9 @@ static void lens_block(sbuf_t *s, int i, const plot_run_t *r, plot_range_t *x, p
     sbuf_printf(s, "EOD\n");
 }
 
-/* Panels of the lens: one (np = 1) when the runs' styles tell them apart; else a panel per
- * scheme with the styles of what else differs. of[i] the panel of run i, st[i] its style, key[]
+/* Panels of the lens: one (np = 1) when the runs' styles tell them apart or only the scheme
+ * does not differ (then a colour per curve, plot_styles_apart); else a panel per scheme with
+ * the styles of what else differs. of[i] the panel of run i, st[i] its style, key[]
  * the indices (into m) of one run per distinct style. Returns the panels, 0 when none works. */
 static int lens_panels(const plot_set_t *set, const int *m, int n, const plot_diff_t *d,
                        int *of, plot_style_t *st, char panel[][64], int *key, int *nkey)
@@ -149,8 +150,7 @@ static int lens_panels(const plot_set_t *set, const int *m, int n, const plot_di
     int rep[CURV_MAX_RUNS], grp[CURV_MAX_RUNS];
     plot_diff_t by = *d;
     int np = 1;
-    if (n > PLOT_MAX_SERIES || !plot_styles(set, m, n, d, st)) {
-        if (!plot_diff_has(d, "scheme")) return 0;
+    if ((n > PLOT_MAX_SERIES || !plot_styles(set, m, n, d, st)) && plot_diff_has(d, "scheme")) {
         plot_diff_drop(&by, "scheme");
         np = 0;
         for (int i = 0; i < n; i++) {
@@ -171,7 +171,7 @@ static int lens_panels(const plot_set_t *set, const int *m, int n, const plot_di
     int reps[PLOT_MAX_SERIES];
     plot_style_t gs[PLOT_MAX_SERIES];
     for (int g = 0; g < ng; g++) reps[g] = m[rep[g]];
-    if (!plot_styles(set, reps, ng, &by, gs)) return 0;
+    plot_styles_apart(set, reps, ng, &by, gs);
     for (int i = 0; i < n; i++) st[i] = gs[grp[i]];
     for (int g = 0; g < ng; g++) key[g] = rep[g];
     *nkey = ng;
@@ -368,7 +368,7 @@ int plot_fig_curv_init_depth(const plot_set_t *set, sbuf_t *s, char *name, size_
     if (ns > PLOT_MAX_SERIES) return PLOT_TOO_MANY(name, len, "curv_init_depth", n);
     for (int j = 0; j < ns; j++) reps[j] = m[rep[j]];
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, reps, ns, &by, st)) return PLOT_TOO_MANY(name, len, "curv_init_depth", ns);
+    plot_styles_apart(set, reps, ns, &by, st);
     plot_range_t x, y;
     plot_range_init(&x);
     plot_range_init(&y);

@@ -535,7 +535,7 @@ int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         return -1;
     }
     plot_style_t st[DYN_MAX_LINES];
-    if (!plot_styles(set, reps, ns, &by, st)) return PLOT_TOO_MANY(name, len, "dyn_lr", ns);
+    plot_styles_apart(set, reps, ns, &by, st);
     char title[400], sub[700], shared[400], seeds[80] = "";
     plot_title(set, m, n, &by, "Final loss vs learning rate", "Wortsman et al. 2023, Fig. 1",
                title, sizeof title);

@@ -68,7 +68,7 @@ int plot_fig_grad_vs_layer_encdec(const plot_set_t *set, sbuf_t *s, char *name, 
     plot_diff_t d;
     plot_diff(set, m, n, PLOT_DIFF_INIT, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "grad_vs_layer", n);
+    plot_styles_apart(set, m, n, &d, st);
     const plot_run_t *r0 = &set->runs[m[0]];
     char title[400], sub[600], shared[300], seeds[80];
     plot_title(set, m, n, &d, "Expected gradient of the FFN weights per layer at initialisation",
@@ -125,7 +125,7 @@ int plot_fig_subout(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_diff_t d;
     plot_diff(set, m, n, PLOT_DIFF_INIT, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "subout_grad", n);
+    plot_styles_apart(set, m, n, &d, st);
     char title[400], sub[600], shared[300], seeds[80];
     plot_title(set, m, n, &d, "Gradient reaching each sub-layer's output at initialisation, "
                "E_{token} ‖∂L/∂ out‖", "Liu et al. 2020, Fig. 3", title, sizeof title);
@@ -185,7 +185,7 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
         snprintf(block, sizeof block, "v%d", i);
         const plot_run_t *r = &set->runs[g[i].run[0]];
         plot_band_block(s, block, set, &g[i], plot_series_val_loss,
-                        epochs ? 1.0 / r->epoch_batches : 1.0, NAN, &rx, &ry);
+                        epochs ? 1.0 / r->epoch_batches : 1.0, 0.0, &rx, &ry);   // a loss ≥ 0
         m[i] = g[i].run[0];   // keys from each group's first seed
     }
     if (plot_range_empty(&ry)) {
@@ -195,7 +195,7 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_diff_t d;
     plot_diff(set, m, n, 0, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "val_loss", n);
+    plot_styles_apart(set, m, n, &d, st);
     char title[400], sub[700];
     plot_title(set, m, n, &d, "Validation loss", plot_paper_figure(set, m, n, &d, PLOT_KIND_TRAIN),
                title, sizeof title);

@@ -31,7 +31,7 @@ int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t 
     plot_diff_t d;
     plot_diff(set, m, n, PLOT_DIFF_INIT, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "grad_vs_layer", n);
+    plot_styles_apart(set, m, n, &d, st);
     static const char *const params[2] = {"w1", "w2"};
     static const char *const ylabels[2] = {"‖E_{batch} ∂L/∂W^1‖_F", "‖E_{batch} ∂L/∂W^2‖_F"};
     plot_range_t rg[2];
@@ -88,7 +88,7 @@ int plot_fig_jacobian(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_diff_t d;
     plot_diff(set, m, n, PLOT_DIFF_INIT, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "jacobian", n);
+    plot_styles_apart(set, m, n, &d, st);
     plot_range_t rg[2];
     for (int q = 0; q < 2; q++) {
         plot_range_init(&rg[q]);
@@ -196,7 +196,7 @@ int plot_fig_hidden_norms(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     d = all;
     plot_diff_drop(&d, "scheme");   // a panel each
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "hidden_norms", n);
+    plot_styles_apart(set, m, n, &d, st);
     const config_t *c0 = &set->runs[m[0]].cfg;
     const int dm = c0->model.d_model, dff = c0->model.d_ff, L = c0->model.layers;
     plot_range_t rg[2];   // [post]
@@ -294,7 +294,7 @@ static int loss_blocks(sbuf_t *s, const plot_set_t *set, const plot_group_t *g, 
     for (int i = 0; i < n; i++) {
         char block[16];
         snprintf(block, sizeof block, "l%d", i);
-        plot_band_block(s, block, set, &g[i], plot_series_loss, 1.0, NAN, rx, ry);
+        plot_band_block(s, block, set, &g[i], plot_series_loss, 1.0, 0.0, rx, ry);   // ≥ 0
         const plot_run_t *r = &set->runs[g[i].run[0]];   // the seeds share the schedule
         sbuf_printf(s, "$r%d << EOD\n", i);
         const size_t every = plot_band_stride(r->nsteps);
@@ -310,20 +310,39 @@ static int loss_blocks(sbuf_t *s, const plot_set_t *set, const plot_group_t *g, 
     return any_div;
 }
 
+/* Whether every group's learning rate is one value over its updates (a constant schedule
+ * without warm-up): a panel of flat lines says nothing the subtitle cannot. */
+static int lr_constant(const plot_set_t *set, const plot_group_t *g, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const plot_run_t *r = &set->runs[g[i].run[0]];   // the seeds share the schedule
+        for (size_t t = 1; r->lr && t < r->nsteps; t++)
+            if (r->lr[t] != r->lr[0]) return 0;
+    }
+    return 1;
+}
+
 /* The two panels: the loss (log when it spans decades) above, the learning rate below, on one
- * update axis. */
+ * update axis; the loss alone when lr_panel is 0 (a constant lr). */
 static void loss_panels(sbuf_t *s, const plot_grid_t *gr, const plot_group_t *g, int n,
                         const plot_style_t *st, const int *diverged, const plot_range_t *rx,
-                        const plot_range_t *ry, plot_range_t *rl)
+                        const plot_range_t *ry, plot_range_t *rl, int lr_panel)
 {
     const double h = gr->top - gr->bottom, split = gr->bottom + 0.3 * h;   // the lr panel below
     sbuf_printf(s, "set grid\nunset key\n");
     plot_axis(s, "x", rx, 0, 0.01, 0.0, NAN);
     plot_update_tics(s, rx, 1);
-    sbuf_printf(s, "set lmargin at screen %.4f\nset rmargin at screen 0.985\n"
-                   "set tmargin at screen %.4f\nset bmargin at screen %.4f\n"
-                   "set format x ''\nunset xlabel\nset ylabel 'training loss (nats)'\n",
-                gr->left, gr->top - 0.01, split + 0.01);
+    if (lr_panel)
+        sbuf_printf(s, "set lmargin at screen %.4f\nset rmargin at screen 0.985\n"
+                       "set tmargin at screen %.4f\nset bmargin at screen %.4f\n"
+                       "set format x ''\nunset xlabel\nset ylabel 'training loss (nats)'\n",
+                    gr->left, gr->top - 0.01, split + 0.01);
+    else
+        sbuf_printf(s, "set lmargin at screen %.4f\nset rmargin at screen 0.985\n"
+                       "set tmargin at screen %.4f\nset bmargin at screen %.4f\n"
+                       "set format x '%%g'\nset xlabel 'update'\n"
+                       "set ylabel 'training loss (nats)'\n",
+                    gr->left, gr->top - 0.01, gr->bottom + gr->below);
     plot_axis(s, "y", ry, plot_range_log(ry), 0.04, NAN, NAN);   // a spike of 10× stays readable
     sbuf_printf(s, "plot ");
     for (int i = 0; i < n; i++) {
@@ -334,6 +353,10 @@ static void loss_panels(sbuf_t *s, const plot_grid_t *gr, const plot_group_t *g,
         if (diverged[i])
             sbuf_printf(s, ", $x%d using 1:2 with points pt 2 ps 2 lw 2 lc rgb '%s' notitle", i,
                         st[i].color);
+    }
+    if (!lr_panel) {
+        sbuf_printf(s, "\n");
+        return;
     }
     sbuf_printf(s, "\nset tmargin at screen %.4f\nset bmargin at screen %.4f\nset format x '%%g'\n"
                    "set xlabel 'update'\nset ylabel 'learning rate'\n",
@@ -367,11 +390,14 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_diff_t d;
     plot_diff(set, m, n, 0, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "loss", n);
+    plot_styles_apart(set, m, n, &d, st);
     char title[400], sub[700];
     plot_title(set, m, n, &d, "Training loss", plot_paper_figure(set, m, n, &d, PLOT_KIND_TRAIN),
                title, sizeof title);
-    plot_train_subtitle(set, g, n, &d, any_div, "", sub, sizeof sub);
+    const int lr_panel = !lr_constant(set, g, n);
+    plot_train_subtitle(set, g, n, &d, any_div,
+                        lr_panel ? "" : "the learning rate is constant in every run (no panel)",
+                        sub, sizeof sub);
     sbuf_t keys = {0};
     for (int i = 0; i < n; i++) {
         plot_band_key_note(set, &g[i], st[i].key, sizeof st[i].key);
@@ -382,7 +408,7 @@ int plot_fig_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_grid_t gr;
     plot_grid(&gr, 1, 1, plot_title_lines(sub), rows);
     plot_begin(s, title, sub);
-    loss_panels(s, &gr, g, n, st, diverged, &rx, &ry, &rl);
+    loss_panels(s, &gr, g, n, st, diverged, &rx, &ry, &rl, lr_panel);
     plot_end(s, &gr, rows, &keys);
     sbuf_free(&keys);
     return 1;

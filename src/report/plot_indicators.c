@@ -469,7 +469,19 @@ int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, siz
     char has[I_N][PLOT_QUAL_COUNT] = {{0}};
     plot_range_t y[I_N];
     write_blocks(s, c, n, admin, depth, nd, has, y);
-    char title[300], sub[1200];
+    char title[300], sub[1400], none[200] = "";
+    int panels = 0;
+    for (int k = 0; k < I_N; k++) {   // an indicator no cell has a finite value of: no panel
+        if (k == I_ADMIN && !admin) continue;
+        if (!plot_range_empty(&y[k])) { panels++; continue; }
+        const size_t u = strlen(none);
+        snprintf(none + u, sizeof none - u, "%s%s", u ? ", " : "", IND[k].name);
+    }
+    if (!panels) {
+        free(c);
+        snprintf(name, len, "warmup_indicators: no indicator has a finite value in any cell");
+        return -1;
+    }
     snprintf(title, sizeof title, "Warm-up's explanations: each indicator against the outcome");
     snprintf(sub, sizeof sub, "%d cells (scheme × depth × lr) without warm-up: %d train, %d need "
              "warm-up, %d stuck, %d diverged (x, points jittered)\ntrains: final loss < %g nats; "
@@ -482,6 +494,12 @@ int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, siz
              "bootstrap intervals: the script's table",
              n, count[OUT_TRAINS], count[OUT_NEEDS], count[OUT_STUCK], count[OUT_DIVERGED],
              IND_TRAINS);
+    if (none[0]) {   // said, not drawn as an empty frame (nor as gnuplot's "set ytics inf")
+        char esc[240];
+        plot_enh(none, esc, sizeof esc);
+        const size_t u = strlen(sub);
+        snprintf(sub + u, sizeof sub - u, "\nno panel: no finite value in any cell: %s", esc);
+    }
     sbuf_t keys = {0};
     for (int d = 0; d < nd; d++) {
         plot_style_t st = {.dt = 1, .pt = 7, .lw = 1.0};
@@ -489,7 +507,7 @@ int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, siz
         snprintf(st.key, sizeof st.key, "L = %g", depth[d]);
         plot_keyentry(&keys, &st, "points");
     }
-    const int panels = I_N - !admin, cols = (panels + 1) / 2, rows = 2;
+    const int cols = (panels + 1) / 2, rows = panels > 1 ? 2 : 1;
     const int krows = plot_key_rows(nd, 7);
     plot_grid_t g;
     plot_grid(&g, rows, cols, plot_title_lines(sub), krows);
@@ -499,7 +517,7 @@ int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, siz
     sbuf_printf(s, "set grid ytics\nunset key\nset tics @F70\nset xrange [-0.6:%d.6]\n"
                    "unset ylabel\n", OUT_N - 1);
     for (int k = 0, p = 0; k < I_N; k++) {
-        if (k == I_ADMIN && !admin) continue;
+        if ((k == I_ADMIN && !admin) || plot_range_empty(&y[k])) continue;
         plot_panel(s, &g, p);
         panel(s, c, n, k, depth, nd, has[k], y);
         p++;

@@ -19,7 +19,8 @@
 
 /* ---- plot_label.c and plot_words.c: between the two halves of report/plot_label.h ---- */
 
-/* The raw value of config key item for run r into buf ("" when its config does not write it). */
+/* The raw value of config key item for run r into buf: as its stored config writes it, or for
+ * a key written only away from its default, the default ("standard"); "" for no key. */
 void plot_item_raw(const plot_run_t *r, const char *item, char *buf, size_t len);
 /* Item's words for run r, plain ("warm-up 500"); quiet: "" when the value says nothing in a
  * subtitle. */
@@ -72,15 +73,21 @@ int plot_colour_item(const plot_diff_t *d);
  * scheme → the scheme's colour and marker; else up to PLOT_QUAL_COUNT curves → Okabe–Ito by
  * curve, more → ordinal colour by the ordered item plot_colour_item picks and a dash per value
  * of the rest. Keys: plot_key. Returns 0 when two curves would look alike (more
- * configurations than colours and dashes tell apart): the figure then says so and is not
- * drawn (PLOT_TOO_MANY). */
+ * configurations than colours and dashes tell apart, two schemes of one colour). */
 int plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
                 plot_style_t *st);
 
-/* A figure whose curves plot_styles cannot tell apart: its note, and −1 (plot_figure_fn). */
+/* plot_styles, and where it returns 0 the fallback (docs/design.md §6j): a colour per curve
+ * (Okabe–Ito, past eight viridis by curve with dashes), keys as plot_key, so a figure never
+ * refuses the runs a user gives it. Returns plot_styles' answer. */
+int plot_styles_apart(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
+                      plot_style_t *st);
+
+/* A figure of more curves than PLOT_MAX_SERIES (a key and the styles hold that many): its
+ * note, and −1 (plot_figure_fn). Fewer curves are always drawn (plot_styles_apart). */
 #define PLOT_TOO_MANY(name, len, fig, n) \
-    (snprintf(name, len, "%s: more curves than colours and dashes tell apart (%d runs; the " \
-              "atlas's figures draw such sets)", fig, n), -1)
+    (snprintf(name, len, "%s: more curves than one figure draws (%d runs; the atlas's " \
+              "figures draw such sets)", fig, n), -1)
 
 /* Group runs m[0..n) by their key over d (plot_key: equal keys, one group): of[i] the group
  * of run i (−1 past max groups), rep[g] the index (into m) of group g's first run. Returns the

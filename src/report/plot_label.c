@@ -55,7 +55,9 @@ void plot_item_raw(const plot_run_t *r, const char *item, char *buf, size_t len)
     buf[0] = '\0';
     if (it && !items_read(r, it)) {
         const char *v = items_get(it, item);
-        snprintf(buf, len, "%s", v ? v : "");
+        if (v) snprintf(buf, len, "%s", v);
+        else if (config_value_text(&r->cfg, item, buf, len))   // a key left out at its
+            buf[0] = '\0';                                      // default: named by its value
     }
     if (it) free(it->text);
     free(it);
@@ -145,9 +147,54 @@ static void classes(const plot_set_t *set, const int *m, int n, items_t *const *
  * vocabulary, lengths and batch come with it, a width its heads and d_ff (docs/design.md §6j).
  * Only these lead, and only FOLLOWERS follow: the scheme, lr, warm-up and optimizer are what an
  * experiment compares and always stay in the keys. */
-static const char *const LEADERS[] = {"data.task", "data.path", "model.d_model", NULL};
+static const char *const LEADERS[] = {"data.task", "data.path", "model.d_model",
+                                      "model.activation", "init.parametrization",
+                                      "probe.curvature_every", NULL};
+#define CLASS_LEADERS 3   /* the first three lead by splitting the runs alike; the others only
+                             lead the items they imply (implied) */
 static const char *const FOLLOWERS[] = {"model.vocab", "model.seq_len", "model.src_len",
                                         "model.heads", "model.d_ff", NULL};
+
+/* The FFN's width over d of run r in units of the 2017 block's: SwiGLU's three matrices of
+ * d × d_ff hold the parameters of two of d × 3/2·d_ff (Shazeer 2020, "GLU variants": d_ff
+ * 8d/3 for 4d), so its d_ff counts 3/2. */
+static double ffn_ratio(const config_t *c)
+{
+    return c->model.d_ff * (c->model.activation == ACT_SWIGLU ? 1.5 : 1.0) / c->model.d_model;
+}
+
+/* Whether item is implied by leader over the runs, so that keys name the leader alone
+ * (docs/design.md §6j): d_ff by the width or the activation when the FFN is one multiple of d
+ * (SwiGLU's 2/3 of it, within 5 % for its rounding: 344 for d = 128); heads by the width when
+ * the head width is one; μP's base width by the parametrization and the curvature keys by
+ * probe.curvature_every when runs of one value of the leader share the item's value. */
+static int implied(const plot_set_t *set, const int *m, int n, const char *item, const char *leader,
+                   const char **lv, const char **iv)
+{
+    if (!strcmp(item, "model.d_ff") &&
+        (!strcmp(leader, "model.d_model") || !strcmp(leader, "model.activation"))) {
+        const double r0 = ffn_ratio(&set->runs[m[0]].cfg);
+        for (int i = 1; i < n; i++)
+            if (fabs(ffn_ratio(&set->runs[m[i]].cfg) / r0 - 1.0) > 0.05) return 0;
+        return 1;
+    }
+    if (!strcmp(item, "model.heads") && !strcmp(leader, "model.d_model")) {
+        const config_t *c0 = &set->runs[m[0]].cfg;
+        for (int i = 1; i < n; i++) {
+            const config_t *c = &set->runs[m[i]].cfg;
+            if ((long)c->model.d_model * c0->model.heads != (long)c0->model.d_model * c->model.heads)
+                return 0;
+        }
+        return 1;
+    }
+    const int fn = (!strcmp(leader, "init.parametrization") && !strcmp(item, "init.base_width")) ||
+                   (!strcmp(leader, "probe.curvature_every") &&
+                    !strncmp(item, "probe.curvature_", 16));
+    for (int i = 0; fn && i < n; i++)   // the item a function of the leader
+        for (int j = 0; j < i; j++)
+            if (!strcmp(lv[i], lv[j]) && strcmp(iv[i], iv[j])) return 0;
+    return fn;
+}
 
 static int leader_rank(const char *item)
 {
@@ -172,7 +219,7 @@ static void covary(const plot_set_t *set, const int *m, int n, items_t *const *i
                    char (*scheme)[32], plot_diff_t *d)
 {
     int *cls = malloc((size_t)(d->n > 0 ? d->n : 1) * (size_t)(n > 0 ? n : 1) * sizeof *cls);
-    const char **val = malloc((size_t)(n > 0 ? n : 1) * sizeof *val);
+    const char **val = malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *val);
     if (!cls || !val) { free(cls); free(val); return; }   // no grouping: every item its own
     for (int k = 0; k < d->n; k++) classes(set, m, n, its, scheme, d->item[k], val, cls + k * n);
     int group[PLOT_DIFF_MAX];
@@ -183,14 +230,24 @@ static void covary(const plot_set_t *set, const int *m, int n, items_t *const *i
         while (k < d->n && strcmp(d->item[k], LEADERS[r])) k++;
         if (k == d->n || group[k] >= 0) continue;
         const int lead = k;
-        int size = 1;
-        for (int j = 0; j < d->n; j++)
-            if (j != k && group[j] < 0 && can_follow(d->item[j]) &&
-                !memcmp(cls + k * n, cls + j * n, (size_t)n * sizeof *cls)) {
+        int size = 1, implies = 0;
+        for (int j = 0; j < d->n; j++) {
+            if (j == k || group[j] >= 0) continue;
+            const int alike = r < CLASS_LEADERS && can_follow(d->item[j]) &&
+                              !memcmp(cls + k * n, cls + j * n, (size_t)n * sizeof *cls);
+            const char **iv = val + n;
+            for (int i = 0; i < n; i++) {
+                val[i] = item_value(set, m, its, scheme, i, d->item[k]);
+                iv[i] = item_value(set, m, its, scheme, i, d->item[j]);
+            }
+            const int imp = implied(set, m, n, d->item[j], d->item[k], val, iv);
+            if (alike || imp) {
                 group[j] = k;
                 size++;
+                implies |= imp;
             }
-        if (size < 2 || (size < 3 && strncmp(d->item[lead], "data.", 5))) {
+        }
+        if (size < 2 || (size < 3 && !implies && strncmp(d->item[lead], "data.", 5))) {
             for (int j = 0; j < d->n; j++)
                 if (group[j] == k) group[j] = -1;   // a width with one follower: both stay keys
             continue;
@@ -200,6 +257,7 @@ static void covary(const plot_set_t *set, const int *m, int n, items_t *const *i
             if (cls[lead * n + i] != i) continue;
             char lw[256], w[256];
             plot_item_plain(&set->runs[m[i]], d->item[lead], 0, lw, sizeof lw);
+            const size_t start = used;
             if (used < sizeof d->covary)
                 used += (size_t)snprintf(d->covary + used, sizeof d->covary - used, "%s%s:",
                                          used ? "; " : "", lw);
@@ -214,6 +272,10 @@ static void covary(const plot_set_t *set, const int *m, int n, items_t *const *i
                     used += (size_t)snprintf(d->covary + used, sizeof d->covary - used, "%s %s",
                                              first ? "" : ",", w);
                 first = 0;
+            }
+            if (first && implies && start < sizeof d->covary) {   // "standard parametrization:"
+                used = start;                                     // says nothing: left out
+                d->covary[start] = '\0';
             }
         }
         for (int j = 0; j < d->n; j++)
@@ -284,4 +346,74 @@ void plot_diff_drop(plot_diff_t *d, const char *item)
             d->n--;
             return;
         }
+}
+
+/* ------------------------------------------------------------------------- order */
+
+/* Run i's sort key of item k of d: its value for an ordered item (NaN: after the numbers), else
+ * the rank of its words' first appearance in the set; 0 for an item that follows another. */
+static void order_keys(const plot_set_t *set, const plot_diff_t *d, double *key)
+{
+    char (*seen)[160] = malloc((size_t)set->n * sizeof *seen);
+    for (int k = 0; seen && k < d->n; k++) {
+        const int ordered = plot_item_ordered(d->item[k]);
+        const int follows = plot_diff_follows(d, d->item[k]);   // its leader orders it
+        int nseen = 0;
+        for (int i = 0; i < set->n; i++) {
+            double *x = &key[(size_t)i * d->n + k];
+            if (follows) { *x = 0.0; continue; }
+            if (ordered && !isnan(*x = plot_item_value(&set->runs[i], d->item[k]))) continue;
+            char w[160];
+            plot_item_text(&set->runs[i], d->item[k], 0, w, sizeof w);
+            int j = 0;
+            while (j < nseen && strcmp(seen[j], w)) j++;
+            if (j == nseen) snprintf(seen[nseen++], sizeof seen[0], "%s", w);
+            *x = (ordered ? 1e300 : 0.0) + j;   // an ordered item's words after its numbers
+        }
+    }
+    free(seen);
+}
+
+/* A run's place: its sort keys (nk of them) and its index in the set (ties keep it). */
+typedef struct {
+    const double *key;
+    int nk, index;
+} place_t;
+
+static int place_cmp(const void *pa, const void *pb)
+{
+    const place_t *a = pa, *b = pb;
+    for (int k = 0; k < a->nk; k++)
+        if (a->key[k] != b->key[k]) return a->key[k] < b->key[k] ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+void plot_order(plot_set_t *set)
+{
+    if (set->n < 2) return;
+    int *all = malloc((size_t)set->n * sizeof *all);
+    plot_diff_t *d = malloc(sizeof *d);
+    place_t *pl = malloc((size_t)set->n * sizeof *pl);
+    plot_run_t *runs = malloc((size_t)set->n * sizeof *runs);
+    double *key = d && all && pl && runs
+                      ? malloc((size_t)set->n * PLOT_DIFF_MAX * sizeof *key) : NULL;
+    if (key) {
+        for (int i = 0; i < set->n; i++) all[i] = i;
+        plot_diff(set, all, set->n, PLOT_DIFF_SEED, d);
+        if (plot_diff_has(d, "init.seed")) {   // the seed last: a configuration's seeds together
+            plot_diff_drop(d, "init.seed");
+            snprintf(d->item[d->n++], sizeof d->item[0], "init.seed");
+        }
+        order_keys(set, d, key);
+        for (int i = 0; i < set->n; i++)
+            pl[i] = (place_t){key + (size_t)i * d->n, d->n, i};
+        qsort(pl, (size_t)set->n, sizeof *pl, place_cmp);   // stable: the index breaks ties
+        for (int i = 0; i < set->n; i++) runs[i] = set->runs[pl[i].index];
+        memcpy(set->runs, runs, (size_t)set->n * sizeof *runs);
+    }
+    free(key);
+    free(runs);
+    free(pl);
+    free(d);
+    free(all);
 }

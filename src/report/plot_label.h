@@ -45,6 +45,12 @@ void plot_diff(const plot_set_t *set, const int *m, int n, int flags, plot_diff_
 int plot_diff_has(const plot_diff_t *d, const char *item);
 void plot_diff_drop(plot_diff_t *d, const char *item);
 
+/* Put the runs of set in the order of their values (docs/design.md §6j): by the items that
+ * differ across the set, in plot_diff's order (the seed last), an ordered item numerically
+ * ("no warm-up", warm-up 6, warm-up 30; lr 1e-4 before 1e-3), any other by its value's first
+ * appearance; a stable sort. plot_load calls it. */
+void plot_order(plot_set_t *set);
+
 /* Whether an item's values are ordered (lr, warm-up, depth, width, steps: an ordinal colour). */
 int plot_item_ordered(const char *item);
 

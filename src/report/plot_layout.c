@@ -14,6 +14,10 @@
  * the same share of its canvas). */
 #define GP_CHAR_W (10.0 / 1400.0)
 #define GP_SAMPLE (62.0 / 1400.0)
+/* The widest axis a script writes: gnuplot reads a range's ends as doubles, and a margin past
+ * DBL_MAX prints "inf", which it takes for an undefined variable (docs/faults.md, round 4). */
+#define AXIS_EXP 307.0
+#define AXIS_MAX 1e307
 
 void plot_range_init(plot_range_t *r)
 {
@@ -48,6 +52,30 @@ int plot_range_log(const plot_range_t *r)
     return !plot_range_empty(r) && r->lo > 0 && r->hi >= 10.0 * r->lo;
 }
 
+/* The tics of a log axis [a, b] under two decades into t: 1, 2, 5 × 10^k; where that labels
+ * fewer than two (a max logit on [3.1, 4.6] had one), 1 … 9 × 10^k; where even that does, both
+ * ends to two digits, inside the axis. Returns their count (docs/design.md §6j). */
+#define LOG_TICS_MAX 40
+static int log_tics(double a, double b, double *t)
+{
+    static const double MANT[2][9] = {{1, 2, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9}};
+    static const int NMANT[2] = {3, 9};
+    int n = 0;
+    for (int fine = 0; fine < 2 && n < 2; fine++) {
+        n = 0;
+        for (double p = pow(10.0, floor(log10(a))); p <= b && n < LOG_TICS_MAX - 9; p *= 10.0)
+            for (int k = 0; k < NMANT[fine]; k++) {
+                const double v = p * MANT[fine][k];
+                if (v >= a && v <= b) t[n++] = v;
+            }
+    }
+    if (n >= 2) return n;
+    const double p = pow(10.0, floor(log10(a)) - 1.0);   // two digits of a's decade
+    t[0] = ceil(a / p) * p;
+    t[1] = floor(b / p) * p;
+    return t[1] > t[0] ? 2 : 1;
+}
+
 void plot_axis(sbuf_t *s, const char *axis, const plot_range_t *r, int log, double frac,
                double lo_bound, double hi_bound)
 {
@@ -57,14 +85,14 @@ void plot_axis(sbuf_t *s, const char *axis, const plot_range_t *r, int log, doub
                                   ? fmax(r->pos_lo, r->mid_lo / 10.0) : r->pos_lo;
         const double la = log10(lowest), lb = log10(r->hi);
         const double m = la < lb ? frac * (lb - la) : 0.05;
-        a = pow(10.0, la - m);
-        b = pow(10.0, lb + m);
+        a = pow(10.0, fmax(la - m, -AXIS_EXP));   // a margin never past the doubles gnuplot
+        b = pow(10.0, fmin(lb + m, AXIS_EXP));    // reads (a ratio of 1e295: not 10^318 = inf)
     } else if (!plot_range_empty(r)) {
         log = 0;
         const double span = r->hi - r->lo;
         const double m = span > 0 ? frac * span : r->lo != 0 ? 0.1 * fabs(r->lo) : 1.0;
-        a = r->lo - m;
-        b = r->hi + m;
+        a = fmax(r->lo - m, -AXIS_MAX);
+        b = fmin(r->hi + m, AXIS_MAX);
     } else {
         log = 0;
     }
@@ -74,15 +102,10 @@ void plot_axis(sbuf_t *s, const char *axis, const plot_range_t *r, int log, doub
     sbuf_printf(s, "%s logscale %s\nset %srange [%.10g:%.10g]\n", log ? "set" : "unset", axis, axis,
                 a, b);
     if (log && b < 100.0 * a) {   // under two decades: tics at 1, 2, 5 × 10^k, not one or two
+        double t[LOG_TICS_MAX];
+        const int nt = log_tics(a, b, t);
         sbuf_printf(s, "set %stics (", axis);
-        int first = 1;
-        for (double p = pow(10.0, floor(log10(a))); p <= b; p *= 10.0)
-            for (int k = 0; k < 3; k++) {
-                const double t = p * (k == 0 ? 1.0 : k == 1 ? 2.0 : 5.0);
-                if (t < a || t > b) continue;
-                sbuf_printf(s, "%s%.3g", first ? "" : ", ", t);
-                first = 0;
-            }
+        for (int k = 0; k < nt; k++) sbuf_printf(s, "%s%.3g", k ? ", " : "", t[k]);
         sbuf_printf(s, ")\nset format %s '%%g'\n", axis);
     } else {
         if (strcmp(axis, "cb")) sbuf_printf(s, "set %stics autofreq\n", axis);
@@ -109,6 +132,7 @@ void plot_grid(plot_grid_t *g, int rows, int cols, int title_lines, int key_rows
 double plot_tic_step(double span, int n)
 {
     if (!(span > 0) || n < 1) return 1.0;
+    if (span > AXIS_MAX) span = AXIS_MAX;   // the span of ±1e308 overflows: a finite step
     const double raw = span / n, p = pow(10.0, floor(log10(raw)));
     const double f = raw / p;
     return (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * p;

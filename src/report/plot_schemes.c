@@ -249,7 +249,7 @@ int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t 
         reps[j] = m[rep[j]];
     }
     plot_style_t st[PLOT_ATLAS_MAX];
-    if (!plot_styles(set, reps, nl, &d, st)) return PLOT_TOO_MANY(name, len, "output_change", nl);
+    plot_styles_apart(set, reps, nl, &d, st);
     const int encdec = set->runs[m[0]].cfg.model.arch == ARCH_ENCDEC;
     sbuf_t keys = {0};
     output_change_keys(&keys, set, reps, nl, &d, st, slope, ci);
@@ -363,7 +363,7 @@ int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     plot_diff_t d;
     plot_diff(set, m, n, PLOT_DIFF_SEED, &d);
     plot_style_t st[PLOT_MAX_SERIES];
-    if (!plot_styles(set, m, n, &d, st)) return PLOT_TOO_MANY(name, len, "model_update", n);
+    plot_styles_apart(set, m, n, &d, st);
     char title[400], sub[700], shared[400];
     plot_title(set, m, n, &d, "Model update during training", "DeepNet, Wang et al. 2022",
                title, sizeof title);

@@ -127,6 +127,32 @@ static int value_rank(const double *vals, int n, double v, int *distinct)
     return rank;
 }
 
+/* Whether two of st[0..n) look alike (colour, dash and marker). */
+static int styles_alike(const plot_style_t *st, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(st[i].color, st[j].color) && st[i].dt == st[j].dt && st[i].pt == st[j].pt)
+                return 1;
+    return 0;
+}
+
+/* The fallback of docs/design.md §6j when the rules give two curves one look: a colour per
+ * curve (Okabe–Ito up to PLOT_QUAL_COUNT, else viridis by curve with a dash cycling over five),
+ * the key unchanged (what differs, or the run's name). */
+static void styles_per_curve(plot_style_t *st, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (n <= PLOT_QUAL_COUNT) {
+            snprintf(st[i].color, sizeof st[i].color, "%s", palette_qualitative(i));
+            st[i].dt = 1;
+        } else {
+            palette_ordinal(i, n, st[i].color);
+            st[i].dt = palette_dash(i);
+        }
+    }
+}
+
 int plot_colour_item(const plot_diff_t *d)
 {
     static const char *const PREFER[] = {"train.lr", "train.warmup", "model.layers",
@@ -190,11 +216,15 @@ int plot_styles(const plot_set_t *set, const int *rep, int n, const plot_diff_t 
     }
     free(val);
     free(other);
-    for (int i = 0; i < n; i++)   // two curves of one look: the figure cannot tell them apart
-        for (int j = 0; j < i; j++)
-            if (!strcmp(st[i].color, st[j].color) && st[i].dt == st[j].dt && st[i].pt == st[j].pt)
-                return 0;
-    return 1;
+    return !styles_alike(st, n);
+}
+
+int plot_styles_apart(const plot_set_t *set, const int *rep, int n, const plot_diff_t *d,
+                      plot_style_t *st)
+{
+    if (plot_styles(set, rep, n, d, st)) return 1;
+    styles_per_curve(st, n);   // colours and dashes ran out: a colour per curve, never silence
+    return 0;
 }
 
 int plot_group_by(const plot_set_t *set, const int *m, int n, const plot_diff_t *d, int *of,

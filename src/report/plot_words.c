@@ -46,6 +46,8 @@ static const word_t WORDS[] = {
     {"init.std", "init std %s", "init std", 1, NULL},
     {"init.zero_qk", NULL, "W_Q, W_K at init", 0, "false"},
     {"init.seed", "seed %s", "seed", 1, NULL},
+    {"init.parametrization", NULL, "parametrization", 0, "standard"},
+    {"init.base_width", NULL, "μP's base width", 1, "0"},
     {"data.task", NULL, "task", 0, NULL},
     {"data.batch", "batch %s", "batch size", 1, NULL},
     {"data.zipf", NULL, "token distribution", 1, NULL},
@@ -65,6 +67,7 @@ static const word_t WORDS[] = {
     {"train.z_loss", NULL, "z-loss", 1, "0"},
     {"train.precision", NULL, "precision", 0, "float64"},
     {"probe.seeds", "%s seeds", "seeds", 1, NULL},
+    {"probe.curvature_every", NULL, "curvature rows", 1, "0"},
     {"probe.batches", "%s batches", "batches", 1, NULL},
 };
 #define NWORDS ((int)(sizeof WORDS / sizeof WORDS[0]))
@@ -139,6 +142,15 @@ static void special_text(const plot_run_t *r, const char *item, const char *v, c
         else snprintf(buf, len, "no soft-cap");
     } else if (!strcmp(item, "init.scheme")) {
         snprintf(buf, len, "%s init", config_init_name(c->init.scheme));
+    } else if (!strcmp(item, "init.parametrization")) {   // Yang et al. 2022 (docs/design.md §6h)
+        snprintf(buf, len, "%s", !strcmp(v, "mup") ? "μP" : "standard parametrization");
+    } else if (!strcmp(item, "init.base_width")) {
+        if (c->init.base_width > 0) snprintf(buf, len, "base width %d", c->init.base_width);
+        else snprintf(buf, len, "no base width");
+    } else if (!strcmp(item, "probe.curvature_every")) {
+        if (c->probe.curvature_every > 0)
+            snprintf(buf, len, "curvature every %d updates", c->probe.curvature_every);
+        else snprintf(buf, len, "no curvature rows");
     } else if (!strcmp(item, "init.zero_qk")) {
         snprintf(buf, len, "%s", c->init.zero_qk ? "W_Q = W_K = 0" : "random W_Q, W_K");
     } else if (!strcmp(item, "data.task") || !strcmp(item, "data.zipf")) {
