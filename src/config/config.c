@@ -361,6 +361,7 @@ int config_load(config_t *cfg, const char *path, const char *const *sets, int ns
     }
     for (int i = 0; i < nsets; i++)
         if (config_set(cfg, sets[i], err, errlen)) return 2;
+    cfg_optimizer_defaults(cfg);
     return config_validate(cfg, err, errlen);
 }
 
@@ -371,6 +372,7 @@ int config_parse_string(config_t *cfg, const char *text, const char *name, char 
     snprintf(cfg->path, sizeof cfg->path, "%s", name);
     snprintf(cfg->name, sizeof cfg->name, "%s", name);
     const int rc = parse_text(cfg, name, text, strlen(text), err, errlen);
+    if (!rc) cfg_optimizer_defaults(cfg);
     return rc ? rc : config_validate(cfg, err, errlen);
 }
 

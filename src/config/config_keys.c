@@ -23,7 +23,8 @@ static const char *const init_names[] = {"xavier_normal", "xavier_uniform", "nor
 static const char *const task_names[] = {"random", "copy", "reverse", "text", "translation", "mlm",
                                          NULL};
 static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", "gi_adam",
-                                              "stableadamw", NULL};
+                                              "stableadamw", "muon", "lion", "nsgd", NULL};
+static const char *const muon_scale_names[] = {"original", "match_rms_adamw", NULL};
 static const char *const embed_names[] = {"normal", "xavier_uniform", NULL};
 static const char *const parametrization_names[] = {"standard", "mup", NULL};
 static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine", NULL};
@@ -103,6 +104,13 @@ const cfg_key_t cfg_keys[] = {
     KD(train, weight_decay, 0, 0, INFINITY, 0),
     KD(train, clip, 0, 0, INFINITY, 0),
     KD(train, momentum, 0, 0, 1, 1),
+    KI(train, muon_ns_steps, 1),
+    KD(train, muon_ns_a, -INFINITY, 1, INFINITY, 1),
+    KD(train, muon_ns_b, -INFINITY, 1, INFINITY, 1),
+    KD(train, muon_ns_c, -INFINITY, 1, INFINITY, 1),
+    KE(train, muon_scale, muon_scale_names),
+    KD(train, muon_adamw_lr, 0, 0, INFINITY, 0),
+    KD(train, qk_clip, 0, 0, INFINITY, 0),
     KI(train, checkpoint_every, 0),
     KI(train, eval_every, 0),
     KI(train, bleu_every, -1),
@@ -244,6 +252,13 @@ void config_defaults(config_t *cfg)
     cfg->train.weight_decay = 0.0;
     cfg->train.clip = 0.0;
     cfg->train.momentum = 0.9;
+    cfg->train.muon_ns_steps = 5;        // Jordan et al. 2024: NS₅ with the tuned quintic
+    cfg->train.muon_ns_a = 3.4445;
+    cfg->train.muon_ns_b = -4.7750;
+    cfg->train.muon_ns_c = 2.0315;
+    cfg->train.muon_scale = MUON_SCALE_ORIGINAL;
+    cfg->train.muon_adamw_lr = 0.0;      // 0: train.lr
+    cfg->train.qk_clip = 0.0;            // off
     cfg->train.checkpoint_every = 0;
     cfg->train.eval_every = 100;
     cfg->train.resume = 0;
@@ -269,6 +284,16 @@ void config_defaults(config_t *cfg)
 
     cfg->path[0] = '\0';
     snprintf(cfg->name, sizeof cfg->name, "default");
+}
+
+void cfg_optimizer_defaults(config_t *cfg)
+{
+    // docs/design.md §6h: Muon's β = 0.95 (Jordan et al. 2024); Lion's (β₁, β₂) = (0.9, 0.99)
+    // (Chen et al. 2023) — each only where the key was left at its default
+    if (cfg->train.optimizer == OPT_MUON && !cfg->src_line[cfg_kidx("train", "momentum")])
+        cfg->train.momentum = 0.95;
+    if (cfg->train.optimizer == OPT_LION && !cfg->src_line[cfg_kidx("train", "beta2")])
+        cfg->train.beta2 = 0.99;
 }
 
 static const char *enum_name(const char *const *names, int v)
@@ -314,6 +339,15 @@ int config_has_final_norm(const config_t *cfg)
 }
 
 /* ---------------------------------------------------------------- INI writer */
+
+int config_key_applies(const config_t *cfg, const cfg_key_t *k)
+{
+    const size_t muon_first = offsetof(config_t, train.muon_ns_steps);
+    if (k->off >= muon_first && k->off <= offsetof(config_t, train.muon_adamw_lr))
+        return cfg->train.optimizer == OPT_MUON;
+    if (k->off == offsetof(config_t, train.qk_clip)) return cfg->train.qk_clip > 0.0;
+    return 1;
+}
 
 /* Shortest of %.15g, %.16g, %.17g that reads back to the same double (%.17g always does). */
 static void format_double(double x, char *buf, size_t n)
@@ -373,6 +407,8 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
             (k->off == offsetof(config_t, probe.curvature_active_only) &&
              !cfg->probe.curvature_active_only))
             continue;
+        // the optimizers of docs/design.md §6h: their keys only where they apply
+        if (!config_key_applies(cfg, k)) continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);
         char num[40];

@@ -318,6 +318,46 @@ static int validate_curvature(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* The optimizers of docs/design.md §6h: muon's keys only with muon; MuonClip scales W_Q, W_K,
+ * which neither QK-norm (q, k divided by their norm) nor the soft cap lets bound the logits;
+ * μP's rates are defined for the Adam family (validate_mup). */
+static int validate_optim(const config_t *cfg, char *err, size_t errlen)
+{
+    const int opt = cfg_kidx("train", "optimizer");
+    static const char *const MUON_KEYS[] = {"muon_ns_steps", "muon_ns_a", "muon_ns_b", "muon_ns_c",
+                                            "muon_scale", "muon_adamw_lr"};
+    for (size_t i = 0; i < sizeof MUON_KEYS / sizeof MUON_KEYS[0]; i++) {
+        const int k = cfg_kidx("train", MUON_KEYS[i]);
+        if (cfg->src_line[k] && cfg->train.optimizer != OPT_MUON)
+            return vfail(cfg, blame(cfg, k, opt), err, errlen, "train.%s is Muon's: needs "
+                         "train.optimizer = muon (got %s)", MUON_KEYS[i],
+                         config_optimizer_name(cfg->train.optimizer));
+    }
+    const int clip = cfg_kidx("train", "qk_clip");
+    if (cfg->train.qk_clip > 0 && cfg->model.qk_norm != QK_NORM_OFF)
+        return vfail(cfg, blame(cfg, clip, cfg_kidx("model", "qk_norm")), err, errlen,
+                     "train.qk_clip (scales W_Q, W_K) and model.qk_norm (divides q, k by their "
+                     "norm, so the scale cannot lower the logits) do not go together");
+    if (cfg->train.qk_clip > 0 && cfg->model.attn_softcap > 0)
+        return vfail(cfg, blame(cfg, clip, cfg_kidx("model", "attn_softcap")), err, errlen,
+                     "train.qk_clip and model.attn_softcap do not go together: the capped logit "
+                     "is not q.k/sqrt(d_head), which the clip scales");
+    if (cfg->init.parametrization == PARAM_MUP &&
+        (cfg->train.optimizer == OPT_MUON || cfg->train.optimizer == OPT_LION ||
+         cfg->train.optimizer == OPT_NSGD))
+        return vfail(cfg, blame(cfg, cfg_kidx("init", "parametrization"), opt), err, errlen,
+                     "muP (init.parametrization = mup) is defined here for the Adam family, not "
+                     "for train.optimizer = %s", config_optimizer_name(cfg->train.optimizer));
+    if (cfg->probe.curvature_every > 0 &&
+        (cfg->train.optimizer == OPT_MUON || cfg->train.optimizer == OPT_LION ||
+         cfg->train.optimizer == OPT_NSGD))
+        return vfail(cfg, blame(cfg, cfg_kidx("probe", "curvature_every"), opt), err, errlen,
+                     "the curvature measure knows the preconditioners of sgd and the Adam family "
+                     "(docs/design.md section 10), not train.optimizer = %s",
+                     config_optimizer_name(cfg->train.optimizer));
+    return 0;
+}
+
 /* The cosine schedule's floor means nothing to the other schedules: refused, not ignored. */
 static int validate_schedule(const config_t *cfg, char *err, size_t errlen)
 {
@@ -375,6 +415,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     if (!rc) rc = validate_block(cfg, err, errlen);
     if (!rc) rc = validate_curvature(cfg, err, errlen);
     if (!rc) rc = validate_schedule(cfg, err, errlen);
+    if (!rc) rc = validate_optim(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {
