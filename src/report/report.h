@@ -36,6 +36,10 @@ void report_diagnosis(FILE *out, struct h5io_file *f, const char *prefix, const 
  * divergence and diagnose_finish. 0, or 1 when it is not a training run. */
 int report_diagnose_run(struct h5io_file *f, const char *prefix, const config_t *cfg, diagnose_t *d);
 
+/* Muon's settings and routing in words: which tensors it orthogonalises and which go to AdamW
+ * at which lr (docs/design.md §6h). */
+void report_muon_routing(FILE *out, const config_t *c);
+
 /* Two lines for a training run: what distinguishes it (optimizer, lr, schedule, warm-up,
  * updates, batch, precision, mitigations) and how it ended (status, final and validation
  * loss, time, ms/update, tokens/s). */
