@@ -41,6 +41,10 @@
 #include "config/config.h"
 #include "model/model.h"
 
+/* Muon's singular-value spread counts the singular values of O above this fraction of its
+ * largest (the rank u has). */
+#define OPTIM_SV_FLOOR 1e-3
+
 /* One tensor of the buffer as the optimizer sees it. */
 typedef struct {
     size_t offset, size;   /* its elements [offset, offset + size) of params and grads */
@@ -52,7 +56,8 @@ typedef struct {
     int hidden;            /* tensors_is_hidden: muon orthogonalises it */
     size_t rows, cols;     /* its shape (rows = in); 1 × size for a vector */
     double sv_min, sv_max; /* muon, hidden, with optim_t.want_sv: the extreme singular values of
-                              O = NS(u) at the last update; else NaN */
+                              O = NS(u) at the last update (sv_min over those ≥ OPTIM_SV_FLOOR·
+                              sv_max: u's null space stays null); else NaN */
 } optim_seg_t;
 
 /* A tensor cut at multiples of OPTIM_CHUNK elements of the buffer: the unit of the update's

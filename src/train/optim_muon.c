@@ -62,7 +62,10 @@ static void singular_range(const real *O, size_t rows, size_t cols, double *lo, 
                 gsl_matrix_set(U, tr ? j : i, tr ? i : j, O[i * cols + j]);
         if (!gsl_linalg_SV_decomp(U, V, S, w)) {   // S descending
             *hi = gsl_vector_get(S, 0);
-            *lo = gsl_vector_get(S, N - 1);
+            // NS keeps u's null space (a LayerNorm's input to W_Q has rank ≤ d − 1): the spread
+            // is over the directions u has, σ ≥ OPTIM_SV_FLOOR·σ_max
+            for (size_t k = 0; k < N && gsl_vector_get(S, k) >= OPTIM_SV_FLOOR * *hi; k++)
+                *lo = gsl_vector_get(S, k);
         }
     }
     gsl_matrix_free(U);
