@@ -11,6 +11,7 @@
 #include "tests.h"
 #include "config/config.h"
 #include "train/optim.h"
+#include "train/qk_clip.h"
 #include "train/train.h"
 
 /* A (rows, cols) matrix U·diag(σ)·Vᵀ with U, V the Q factors of Gaussian matrices, r = min. */
@@ -312,6 +313,69 @@ START_TEST(test_keys)
 }
 END_TEST
 
+/* The largest |logit| of head h of the attention sub-layer sl over the batch of the last forward. */
+static double head_max(const model_t *m, const sublayer_t *sl, int h)
+{
+    double S = 0;
+    for (int b = 0; b < m->batch.B; b++) S = fmax(S, sl->amax[(size_t)b * m->H + h]);
+    return S;
+}
+
+/* QK-Clip (Kimi K2): qk_clip_apply(τ) counts the heads of both layers with S > τ; after it the
+ * same batch's forward has max |logit| = τ in every head of layer 0 whose S exceeded τ (q and k each scaled by √(τ/S), biases too, so the logits by τ/S: to
+ * 1e-12 relative) and the same max elsewhere; with rope and with biases off too. */
+START_TEST(test_qk_clip)
+{
+    for (int k = 0; k < 2; k++) {
+        config_t cfg;
+        config_defaults(&cfg);
+        cfg.model.layers = 2;
+        cfg.model.d_model = 16;
+        cfg.model.heads = 4;
+        cfg.model.d_ff = 24;
+        cfg.model.vocab = 13;
+        cfg.model.seq_len = 6;
+        cfg.model.positions = k ? POS_ROPE : POS_SINUSOIDAL;
+        cfg.model.bias = !k;
+        cfg.init.scheme = INIT_NORMAL;
+        cfg.init.std = 0.6;   // large logits: some heads above τ, some below
+        cfg.data.task = TASK_COPY;
+        cfg.data.batch = 3;
+        cfg.train.steps = 1;
+        train_t *t;
+        char err[256];
+        ck_assert_int_eq(train_create(&t, &cfg, err, sizeof err), 0);
+        model_t *m = t->s.model;
+        ck_assert_int_eq(session_next_batch(&t->s), 0);
+        model_forward(m, &t->s.batch);
+        const layer_stack_t *st = &m->stack[0];
+        double before[2][4], lo = INFINITY, hi = 0;
+        for (int l = 0; l < 2; l++)
+            for (int h = 0; h < 4; h++) {
+                before[l][h] = head_max(m, stack_sublayer(st, l, 0), h);
+                if (l) continue;   // τ between layer 0's smallest and largest S
+                lo = fmin(lo, before[l][h]);
+                hi = fmax(hi, before[l][h]);
+            }
+        const double tau = 0.5 * (lo + hi);
+        int want = 0;
+        for (int l = 0; l < 2; l++)
+            for (int h = 0; h < 4; h++) want += before[l][h] > tau;
+        ck_assert_msg(want > 0 && want < 8, "S in [%g, %g]", lo, hi);
+        ck_assert(before[0][0] > tau || before[0][1] > tau || before[0][2] > tau ||
+                  before[0][3] > tau);   // layer 0 has a clipped head to check
+        ck_assert_int_eq(qk_clip_apply(m, tau), want);
+        model_forward(m, &t->s.batch);
+        for (int h = 0; h < 4; h++) {   // layer 0 (layer 1's input moves with layer 0's clip)
+            const double a = head_max(m, stack_sublayer(st, 0, 0), h);
+            const double w = before[0][h] > tau ? tau : before[0][h];
+            ck_assert_msg(fabs(a - w) <= 1e-12 * w, "head %d: %.17g want %.17g", h, a, w);
+        }
+        train_free(t);
+    }
+}
+END_TEST
+
 Suite *muon_suite(void)
 {
     Suite *s = suite_create("muon");
@@ -322,6 +386,7 @@ Suite *muon_suite(void)
     tcase_add_test(tc, test_nsgd);
     tcase_add_test(tc, test_routing);
     tcase_add_test(tc, test_keys);
+    tcase_add_test(tc, test_qk_clip);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -145,12 +145,17 @@ def run_case(tmp, name, settings, K, tol=PARAM_TOL):
         theta = to.group(f, "checkpoint/params")
         rms = f["train/update_rms"][()]
         stored = ref.attr_text(f.attrs["config"])
+        params = [ref.attr_text(x) for x in f["train/grad_fro"].attrs["param"]]
+        sv = {k: f["train"][k][0] for k in ("ortho_sv_max", "ortho_sv_min", "opt_update_spec",
+                                             "opt_update_rms") if k in f["train"]}
     fn = to.loss_fn(m, 1.0, 1.0 / (m["d_model"] // m["heads"]) ** 0.5)
     opt = Rules(cfg, P)
     rms_err = 0.0
     for t in range(1, K + 1):
         _, G = to.grads_at(opt.P, m, tokens, targets, fn)
         opt.step(G)
+        if t == 1:
+            O1 = {k: x.clone() for k, x in opt.u.items()}
         for layer in range(m["layers"]):
             u = torch.cat([x.reshape(-1) for k, x in opt.u.items()
                            if k.startswith(f"layers/{layer:02d}/")])
@@ -161,6 +166,25 @@ def run_case(tmp, name, settings, K, tol=PARAM_TOL):
     check(f"{name}: parameters after {K} updates equal the PyTorch rule's (worst {worst} "
           f"{errs[worst]:.1e} <= {tol:g}; b_K aside)",
           errs[worst] <= tol and set(theta) == set(opt.P), f"worst {worst} {errs[worst]:.3g}")
+    if cfg["train.optimizer"] == "muon" and tol == PARAM_TOL:
+        # update 1's O per hidden matrix: GSL's SVD in C against torch.linalg.svdvals of s·O/s
+        err = 0.0
+        for k, x in O1.items():
+            if not is_hidden(k):
+                continue
+            layer, col = int(k.split("/")[1]), params.index(k.split("/")[-1])
+            s_ = 0.2 * max(x.shape) ** 0.5 if cfg.get("train.muon_scale") == "match_rms_adamw" \
+                else max(1.0, x.shape[1] / x.shape[0]) ** 0.5
+            svals = torch.linalg.svdvals(x / s_)
+            kept = svals[svals >= 1e-3 * svals[0]]
+            want = (float(svals[0]), float(kept[-1]), cfg["train.lr"] * s_ * float(svals[0]),
+                    float(torch.sqrt(torch.mean(x * x))))
+            got = tuple(float(sv[n][layer][col]) for n in ("ortho_sv_max", "ortho_sv_min",
+                                                           "opt_update_spec", "opt_update_rms"))
+            err = max(err, max(abs(g - w) / w for g, w in zip(got, want)))
+        check(f"{name}: /train/ortho_sv_max, ortho_sv_min, opt_update_spec, opt_update_rms of "
+              f"update 1 = torch's singular values of O (worst {err:.1e} <= 1e-10)", err <= 1e-10,
+              f"{err:.3g}")
     if tol == PARAM_TOL:   # float32: the parameters only (its direction is float32's)
         check(f"{name}: /train/update_rms per layer = RMS of the rule's direction (worst "
               f"{rms_err:.1e} <= {RMS_TOL:g})", rms_err <= RMS_TOL, f"{rms_err:.3g}")

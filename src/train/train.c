@@ -7,6 +7,7 @@
 #include "measure/change.h"
 #include "measure/diagnose.h"
 #include "train/train.h"
+#include "train/qk_clip.h"
 
 /* The fixed batch of the model-update measure (its own stream, so the training batches are the
  * same with and without it) and the last hidden state on it at θ_0. */
@@ -126,6 +127,17 @@ static int check_fixed_batches(train_t *t, char *err, size_t errlen)
     return 0;
 }
 
+/* The norm-constrained optimizers' (L,P) rows (docs/design.md §6h). 0 or 1 (OOM). */
+static int opt_stats_alloc(train_t *t)
+{
+    const size_t n = (size_t)t->ax.L * t->ax.nparam + 1;
+    t->opt_rms = malloc(n * sizeof(double));
+    t->opt_spec = malloc(n * sizeof(double));
+    t->opt_sv_min = malloc(n * sizeof(double));
+    t->opt_sv_max = malloc(n * sizeof(double));
+    return !t->opt_rms || !t->opt_spec || !t->opt_sv_min || !t->opt_sv_max;
+}
+
 int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
 {
     *out = NULL;
@@ -178,6 +190,12 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         train_free(t);
         return rc;
     }
+    const optimizer_t k = cfg->train.optimizer;
+    if ((k == OPT_MUON || k == OPT_LION || k == OPT_NSGD) && opt_stats_alloc(t)) {
+        snprintf(err, errlen, "out of memory");
+        train_free(t);
+        return 1;
+    }
     if (cfg->probe.curvature_every > 0 && (rc = curv_setup(t, err, errlen))) {
         train_free(t);
         return rc;
@@ -204,6 +222,10 @@ void train_free(train_t *t)
     free(t->update_rms);
     free(t->update_rms_extra);
     free(t->layer_size);
+    free(t->opt_rms);
+    free(t->opt_spec);
+    free(t->opt_sv_min);
+    free(t->opt_sv_max);
     curv_free_all(t);
     free(t);
 }
@@ -259,7 +281,7 @@ void train_step(train_t *t, train_record_t *r)
     r->step = s;
     r->val_loss = NAN;
     r->bleu = NAN;
-    r->radam_rho = r->radam_rect = NAN;
+    r->radam_rho = r->radam_rect = r->qk_clipped = NAN;
     update_rms(t, 0);
     r->lr = optim_lr(c, s);
 
@@ -289,8 +311,13 @@ void train_step(train_t *t, train_record_t *r)
     if (r->diverged) return;
     r->updated = c->probe.model_update && (s <= TRAIN_UPDATE_EVERY_UNTIL || s % c->probe.every == 0);
     if (r->updated) memcpy(t->prev, m->params, m->num_params * sizeof(real));
+    t->opt.want_sv = r->probed && t->opt_rms;   // muon's singular values at probe updates
     optim_update(&t->opt, m->params, m->grads, r->lr);
     update_rms(t, 1);
+    if (r->probed && t->opt_rms)
+        qk_optim_stats(&t->ax, m, &t->opt, r->lr, t->opt_rms, t->opt_spec, t->opt_sv_min,
+                       t->opt_sv_max);
+    if (c->train.qk_clip > 0) r->qk_clipped = qk_clip_apply(m, c->train.qk_clip);
     if (t->opt.kind == OPT_RADAM)
         r->radam_rect = optim_radam_rect(t->opt.beta2, t->opt.t, &r->radam_rho);
     t->step = s;

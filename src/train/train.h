@@ -16,7 +16,8 @@
  * N-th update, on a float64 copy of the model, so the training is the same bit for bit.
  * Text task: validation loss after the update at every train.eval_every-th and the last step.
  * After every update, the RMS of its direction m̂/(√v̂ + ε) per layer (train_t.update_rms);
- * with radam, its ρₜ and rₜ (train_record_t).
+ * with radam, its ρₜ and rₜ (train_record_t). With train.qk_clip = τ, QK-Clip after every update
+ * (train/qk_clip.h); muon, lion, nsgd: their per-tensor statistics at probe updates.
  * Streams (model/session.h): update 1 sees the batch of `stability dump`.
  */
 #ifndef STABILITY_TRAIN_H
@@ -61,6 +62,7 @@ typedef struct {
     dynamics_scalars_t dyn;   /* attention logits and entropy, log Z of the update's forward */
     double radam_rho;     /* radam: ρₜ of the update (optim_radam_rect); else NaN */
     double radam_rect;    /* radam: rₜ when ρₜ > 4 (the adaptive step), else NaN */
+    double qk_clipped;    /* train.qk_clip > 0: heads QK-Clip scaled after the update; else NaN */
 } train_record_t;
 
 /* Per-layer measurements of one step (axes of train_t.ax). */
@@ -110,6 +112,9 @@ typedef struct {
     double *curv_P;            /* (num_params) the optimizer's preconditioner (optim_precond) */
     unsigned char *curv_floored;   /* (num_params) its ε-floored coordinates */
     curv_row_t curv_row[2];    /* update 0's measurement; the last update's (train_record_t.curv) */
+    /* muon, lion, nsgd (docs/design.md §6h): at update 1 and every probe.every, after the
+     * update, per layer tensor (L,P) (train/qk_clip.h, qk_optim_stats); NULL for the others */
+    double *opt_rms, *opt_spec, *opt_sv_min, *opt_sv_max;
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,
