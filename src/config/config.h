@@ -32,7 +32,8 @@ typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_
 /* How a token's position reaches the model (model.positions; docs/design.md §6i): sinusoidal
  * vectors added to the input, rotary positions on q and k of self-attention, or none. */
 typedef enum { POS_SINUSOIDAL = 0, POS_ROPE = 1, POS_NONE = 2 } positions_t;
-typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2, SCHED_COSINE = 3 } schedule_t;
+typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2, SCHED_COSINE = 3,
+               SCHED_SUBOPTIMALITY = 4 } schedule_t;
 /* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"). */
 typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1 } precision_t;
 
@@ -100,6 +101,8 @@ typedef struct config {
         muon_scale_t muon_scale; /* original | match_rms_adamw     default original */
         double muon_adamw_lr;    /* muon: peak lr of the AdamW tensors, 0 = train.lr  default 0 */
         double qk_clip;          /* MuonClip's τ > 0, 0 = off (docs/design.md §6h)  default 0 */
+        double f_star;           /* suboptimality: the loss floor f* of Δ = loss − f*  default 0 */
+        double lr_div;           /* suboptimality: the lr at Δ₀ is lr/lr_div, > 1  default 100 */
         int checkpoint_every;    /* steps, 0 = only on signals   default 0 */
         int eval_every;          /* validation every N steps (text task), default 100 */
         int bleu_every;          /* BLEU every N updates, −1 every epoch, 0 off; default 0 */

@@ -27,7 +27,8 @@ static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", "
 static const char *const muon_scale_names[] = {"original", "match_rms_adamw", NULL};
 static const char *const embed_names[] = {"normal", "xavier_uniform", NULL};
 static const char *const parametrization_names[] = {"standard", "mup", NULL};
-static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine", NULL};
+static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine",
+                                             "suboptimality", NULL};
 static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
 static const char *const precision_names[] = {"float64", "float32", NULL};
@@ -111,6 +112,8 @@ const cfg_key_t cfg_keys[] = {
     KE(train, muon_scale, muon_scale_names),
     KD(train, muon_adamw_lr, 0, 0, INFINITY, 0),
     KD(train, qk_clip, 0, 0, INFINITY, 0),
+    KD(train, f_star, -INFINITY, 1, INFINITY, 1),
+    KD(train, lr_div, 1, 1, INFINITY, 1),
     KI(train, checkpoint_every, 0),
     KI(train, eval_every, 0),
     KI(train, bleu_every, -1),
@@ -259,6 +262,8 @@ void config_defaults(config_t *cfg)
     cfg->train.muon_scale = MUON_SCALE_ORIGINAL;
     cfg->train.muon_adamw_lr = 0.0;      // 0: train.lr
     cfg->train.qk_clip = 0.0;            // off
+    cfg->train.f_star = 0.0;             // cross-entropy ≥ 0 (docs/design.md §6h)
+    cfg->train.lr_div = 100.0;           // Riabinin et al. 2026's code: div_factor 1e2
     cfg->train.checkpoint_every = 0;
     cfg->train.eval_every = 100;
     cfg->train.resume = 0;
@@ -294,6 +299,9 @@ void cfg_optimizer_defaults(config_t *cfg)
         cfg->train.momentum = 0.95;
     if (cfg->train.optimizer == OPT_LION && !cfg->src_line[cfg_kidx("train", "beta2")])
         cfg->train.beta2 = 0.99;
+    // the suboptimality schedule is its own warm-up (Riabinin et al. 2026)
+    if (cfg->train.schedule == SCHED_SUBOPTIMALITY && !cfg->src_line[cfg_kidx("train", "warmup")])
+        cfg->train.warmup = 0;
 }
 
 static const char *enum_name(const char *const *names, int v)
@@ -346,6 +354,8 @@ int config_key_applies(const config_t *cfg, const cfg_key_t *k)
     if (k->off >= muon_first && k->off <= offsetof(config_t, train.muon_adamw_lr))
         return cfg->train.optimizer == OPT_MUON;
     if (k->off == offsetof(config_t, train.qk_clip)) return cfg->train.qk_clip > 0.0;
+    if (k->off == offsetof(config_t, train.f_star) || k->off == offsetof(config_t, train.lr_div))
+        return cfg->train.schedule == SCHED_SUBOPTIMALITY;
     return 1;
 }
 

@@ -358,10 +358,45 @@ static int validate_optim(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
-/* The cosine schedule's floor means nothing to the other schedules: refused, not ignored. */
+/* Riabinin et al. 2026's schedule: its keys only with it; it fits its constants to the
+ * optimizer's norm (muon, lion, nsgd), is its own warm-up, and keeps its state outside the
+ * checkpoint (no resume yet). */
+static int validate_subopt(const config_t *cfg, char *err, size_t errlen)
+{
+    const int sched = cfg_kidx("train", "schedule"), opt = cfg_kidx("train", "optimizer");
+    const optimizer_t o = cfg->train.optimizer;
+    if (cfg->train.schedule != SCHED_SUBOPTIMALITY) {
+        static const char *const KEYS[] = {"f_star", "lr_div"};
+        for (int i = 0; i < 2; i++)
+            if (cfg->src_line[cfg_kidx("train", KEYS[i])])
+                return vfail(cfg, blame(cfg, cfg_kidx("train", KEYS[i]), sched), err, errlen,
+                             "needs train.schedule = suboptimality (got %s)",
+                             config_schedule_name(cfg->train.schedule));
+        return 0;
+    }
+    if (o != OPT_MUON && o != OPT_LION && o != OPT_NSGD)
+        return vfail(cfg, blame(cfg, sched, opt), err, errlen, "suboptimality fits its constants "
+                     "to a norm-constrained optimizer's norm (Riabinin et al. 2026): needs "
+                     "train.optimizer = muon, lion or nsgd (got %s)", config_optimizer_name(o));
+    if (cfg->train.warmup > 1)
+        return vfail(cfg, blame(cfg, cfg_kidx("train", "warmup"), sched), err, errlen,
+                     "train.schedule = suboptimality is its own warm-up: train.warmup must be 0 "
+                     "(got %d)", cfg->train.warmup);
+    if (cfg->train.checkpoint_every > 0 || cfg->train.resume)
+        return vfail(cfg, blame(cfg, sched, cfg_kidx("train", cfg->train.resume ? "resume"
+                                                     : "checkpoint_every")), err, errlen,
+                     "suboptimality's fitted constants are not in the checkpoint yet: no "
+                     "train.checkpoint_every or train.resume with it");
+    return 0;
+}
+
+/* The cosine schedule's floor means nothing to the other schedules (suboptimality decays by
+ * cosine after its peak): refused, not ignored. */
 static int validate_schedule(const config_t *cfg, char *err, size_t errlen)
 {
-    if (cfg->train.min_lr_ratio == 0 || cfg->train.schedule == SCHED_COSINE) return 0;
+    if (cfg->train.min_lr_ratio == 0 || cfg->train.schedule == SCHED_COSINE ||
+        cfg->train.schedule == SCHED_SUBOPTIMALITY)
+        return 0;
     const int ratio = cfg_kidx("train", "min_lr_ratio"), sched = cfg_kidx("train", "schedule");
     if (blame(cfg, ratio, sched) == ratio)
         return vfail(cfg, ratio, err, errlen, "the floor of the cosine decay: needs train.schedule "
@@ -416,6 +451,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     if (!rc) rc = validate_curvature(cfg, err, errlen);
     if (!rc) rc = validate_schedule(cfg, err, errlen);
     if (!rc) rc = validate_optim(cfg, err, errlen);
+    if (!rc) rc = validate_subopt(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {

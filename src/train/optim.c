@@ -409,7 +409,8 @@ double optim_lr(const config_t *cfg, long t)
         if (t >= steps) return floor;
         return floor + 0.5 * (lr - floor) * (1.0 + cos(pi * (double)(t - w) / (double)(steps - w)));
     }
-    case SCHED_CONSTANT: break;
+    case SCHED_CONSTANT:
+    case SCHED_SUBOPTIMALITY: break;   // set from the loss by train/subopt.h
     }
     return lr;
 }

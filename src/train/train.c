@@ -196,6 +196,7 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         train_free(t);
         return 1;
     }
+    t->subopt.kappa = subopt_kappa(m, k);
     if (cfg->probe.curvature_every > 0 && (rc = curv_setup(t, err, errlen))) {
         train_free(t);
         return rc;
@@ -291,6 +292,7 @@ void train_step(train_t *t, train_record_t *r)
     }
     t->batches++;
     r->loss = model_forward(m, &t->s.batch);
+    if (c->train.schedule == SCHED_SUBOPTIMALITY) r->lr = subopt_lr(&t->subopt, c, s, r->loss);
     dynamics_scalars(m, &r->dyn);
     model_zero_grad(m);
     model_backward(m);

@@ -17,7 +17,8 @@
  * Text task: validation loss after the update at every train.eval_every-th and the last step.
  * After every update, the RMS of its direction m̂/(√v̂ + ε) per layer (train_t.update_rms);
  * with radam, its ρₜ and rₜ (train_record_t). With train.qk_clip = τ, QK-Clip after every update
- * (train/qk_clip.h); muon, lion, nsgd: their per-tensor statistics at probe updates.
+ * (train/qk_clip.h); muon, lion, nsgd: their per-tensor statistics at probe updates. With
+ * train.schedule = suboptimality the lr of update t comes from its batch's loss (train/subopt.h).
  * Streams (model/session.h): update 1 sees the batch of `stability dump`.
  */
 #ifndef STABILITY_TRAIN_H
@@ -32,6 +33,7 @@
 #include "measure/dynamics.h"
 #include "measure/curvature.h"
 #include "train/optim.h"
+#include "train/subopt.h"
 
 /* The fixed batch of the model-update measure comes from the stream init.seed + this. */
 #define TRAIN_UPDATE_OFFSET 0x1B873593UL
@@ -115,6 +117,7 @@ typedef struct {
     /* muon, lion, nsgd (docs/design.md §6h): at update 1 and every probe.every, after the
      * update, per layer tensor (L,P) (train/qk_clip.h, qk_optim_stats); NULL for the others */
     double *opt_rms, *opt_spec, *opt_sv_min, *opt_sv_max;
+    subopt_t subopt;           /* train.schedule = suboptimality: its fit and state */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,
