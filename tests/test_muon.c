@@ -376,6 +376,62 @@ START_TEST(test_qk_clip)
 }
 END_TEST
 
+/* The resume state (params, m, v, t, both rngs, step, batches) is complete for muon (with
+ * QK-Clip), lion and nsgd: copied after 3 updates into a fresh run, updates 4–6 are the same
+ * bits. */
+START_TEST(test_resume_state)
+{
+    const optimizer_t kinds[3] = {OPT_MUON, OPT_LION, OPT_NSGD};
+    for (int k = 0; k < 3; k++) {
+        config_t cfg;
+        config_defaults(&cfg);
+        cfg.model.layers = 2;
+        cfg.model.d_model = 16;
+        cfg.model.heads = 2;
+        cfg.model.d_ff = 24;
+        cfg.model.vocab = 13;
+        cfg.model.seq_len = 6;
+        cfg.data.task = TASK_COPY;
+        cfg.data.batch = 3;
+        cfg.train.steps = 6;
+        cfg.train.optimizer = kinds[k];
+        cfg.train.lr = 0.02;
+        cfg.train.warmup = 0;
+        cfg.train.weight_decay = 0.1;
+        cfg.train.qk_clip = k == 0 ? 1.0 : 0.0;
+        cfg.probe.every = 2;
+        train_t *a, *b, *c;
+        char err[256];
+        ck_assert_int_eq(train_create(&a, &cfg, err, sizeof err), 0);
+        ck_assert_int_eq(train_create(&b, &cfg, err, sizeof err), 0);
+        ck_assert_int_eq(train_create(&c, &cfg, err, sizeof err), 0);
+        train_record_t ra[6], r;
+        for (int s = 0; s < 6; s++) train_step(a, &ra[s]);
+        for (int s = 0; s < 3; s++) train_step(b, &r);
+        const size_t n = b->s.model->num_params;
+        memcpy(c->s.model->params, b->s.model->params, n * sizeof(double));
+        memcpy(c->opt.m, b->opt.m, n * sizeof(double));
+        ck_assert((b->opt.v != NULL) == (k == 0));
+        if (b->opt.v) memcpy(c->opt.v, b->opt.v, n * sizeof(double));
+        c->opt.t = b->opt.t;
+        memcpy(gsl_rng_state(c->s.rng_init), gsl_rng_state(b->s.rng_init), gsl_rng_size(b->s.rng_init));
+        memcpy(gsl_rng_state(c->s.rng_data), gsl_rng_state(b->s.rng_data), gsl_rng_size(b->s.rng_data));
+        c->step = b->step;
+        c->batches = b->batches;
+        for (int s = 3; s < 6; s++) {
+            train_step(c, &r);
+            ck_assert_msg(memcmp(&r.loss, &ra[s].loss, sizeof(double)) == 0, "%s step %d",
+                          config_optimizer_name(kinds[k]), s + 1);
+        }
+        ck_assert_int_eq(memcmp(c->s.model->params, a->s.model->params, n * sizeof(double)), 0);
+        if (k == 0) ck_assert(ra[0].qk_clipped > 0);   // τ = 1 clips at update 1
+        train_free(a);
+        train_free(b);
+        train_free(c);
+    }
+}
+END_TEST
+
 Suite *muon_suite(void)
 {
     Suite *s = suite_create("muon");
@@ -387,6 +443,7 @@ Suite *muon_suite(void)
     tcase_add_test(tc, test_routing);
     tcase_add_test(tc, test_keys);
     tcase_add_test(tc, test_qk_clip);
+    tcase_add_test(tc, test_resume_state);
     suite_add_tcase(s, tc);
     return s;
 }

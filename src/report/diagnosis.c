@@ -212,6 +212,9 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     if (c->train.warmup > 1) fprintf(out, "warm-up %d", c->train.warmup);
     else fprintf(out, "no warm-up");
     if (c->train.schedule == SCHED_COSINE) fprintf(out, " (to %g x lr)", c->train.min_lr_ratio);
+    if (c->train.schedule == SCHED_SUBOPTIMALITY)
+        fprintf(out, " (f_star %g, lr_div %g, then cosine to %g x lr)", c->train.f_star,
+                c->train.lr_div, c->train.min_lr_ratio);
     fprintf(out, ", %d updates, batch %d, %s", c->train.steps, c->data.batch,
             config_precision_name(c->train.precision));
     if (c->train.weight_decay > 0) fprintf(out, ", weight decay %g", c->train.weight_decay);
@@ -221,6 +224,7 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     if (c->model.attn_softcap > 0) any = fprintf(out, "%s attn_softcap %g", any ? "," : "", c->model.attn_softcap);
     if (c->train.z_loss > 0) any = fprintf(out, "%s z_loss %g", any ? "," : "", c->train.z_loss);
     if (c->train.clip > 0) any = fprintf(out, "%s clip %g", any ? "," : "", c->train.clip);
+    if (c->train.qk_clip > 0) any = fprintf(out, "%s qk_clip %g", any ? "," : "", c->train.qk_clip);
     if (c->model.dropout > 0) any = fprintf(out, "%s dropout %g", any ? "," : "", c->model.dropout);
     if (c->data.label_smoothing > 0) any = fprintf(out, "%s label smoothing %g", any ? "," : "", c->data.label_smoothing);
     fprintf(out, "%s\n", any ? "" : " none");
