@@ -359,8 +359,7 @@ static int validate_optim(const config_t *cfg, char *err, size_t errlen)
 }
 
 /* Riabinin et al. 2026's schedule: its keys only with it; it fits its constants to the
- * optimizer's norm (muon, lion, nsgd), is its own warm-up, and keeps its state outside the
- * checkpoint (no resume yet). */
+ * optimizer's norm (muon, lion, nsgd) and is its own warm-up. */
 static int validate_subopt(const config_t *cfg, char *err, size_t errlen)
 {
     const int sched = cfg_kidx("train", "schedule"), opt = cfg_kidx("train", "optimizer");
@@ -382,11 +381,6 @@ static int validate_subopt(const config_t *cfg, char *err, size_t errlen)
         return vfail(cfg, blame(cfg, cfg_kidx("train", "warmup"), sched), err, errlen,
                      "train.schedule = suboptimality is its own warm-up: train.warmup must be 0 "
                      "(got %d)", cfg->train.warmup);
-    if (cfg->train.checkpoint_every > 0 || cfg->train.resume)
-        return vfail(cfg, blame(cfg, sched, cfg_kidx("train", cfg->train.resume ? "resume"
-                                                     : "checkpoint_every")), err, errlen,
-                     "suboptimality's fitted constants are not in the checkpoint yet: no "
-                     "train.checkpoint_every or train.resume with it");
     return 0;
 }
 

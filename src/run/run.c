@@ -299,11 +299,6 @@ static int decide(const config_t *cfg, const char *path, const run_options_t *o,
     } else if (info.status && (!strcmp(info.status, "done") || !strcmp(info.status, "diverged"))) {
         if (!o->quiet) printf("%s: status %s, nothing to resume\n", path, info.status);
         rc = -1;
-    } else if (info.checkpoint_step >= 0 && cfg->train.schedule == SCHED_SUBOPTIMALITY) {
-        fprintf(stderr, "stability: --resume: %s: train.schedule = suboptimality keeps its "
-                "fitted constants outside the checkpoint (docs/design.md §6h); it cannot resume "
-                "yet (--force starts over)\n", path);
-        rc = 2;
     } else if (info.checkpoint_step >= 0) {
         *resume = 1;
         if (!info.data_sha256 && data_reads_files(cfg))   // a file of a build before the identity

@@ -94,3 +94,10 @@ double subopt_lr(subopt_t *s, const config_t *cfg, long t, double loss)
     const double e = d / fmax(s->K0 + s->K1 * d + s->K2 * d * d, SUBOPT_EPS);
     return fmin(lr, fmax(lr / div, e));   // clamped to [lr/div, lr] (issue; the code: [0, lr])
 }
+
+void subopt_replay(subopt_t *s, const config_t *cfg, const double *loss, long n)
+{
+    s->switched = 0;
+    s->fitted = 0;
+    for (long t = 1; t <= n; t++) subopt_lr(s, cfg, t, loss[t - 1]);
+}

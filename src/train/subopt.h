@@ -36,4 +36,9 @@ int subopt_fit(subopt_t *s, double lr, double div, double delta0, double kappa);
  * with Δ ≤ Δ* (s) on, cosine f + (lr − f)(1 + cos(π(t − s)/(steps − s)))/2, f = lr·min_lr_ratio. */
 double subopt_lr(subopt_t *s, const config_t *cfg, long t, double loss);
 
+/* The state after updates 1…n whose batch losses were loss (n): subopt_lr replayed, so a resumed
+ * run continues with the fit and switch update of the run it resumes (the state is a function of
+ * the losses alone). */
+void subopt_replay(subopt_t *s, const config_t *cfg, const double *loss, long n);
+
 #endif
