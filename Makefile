@@ -329,6 +329,8 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_mlm.py
 	/usr/bin/python3 tests/test_torch_dynamics.py
 	/usr/bin/python3 tests/test_torch_optim.py
+	/usr/bin/python3 tests/test_torch_muon.py
+	/usr/bin/python3 tests/test_subopt.py
 	/usr/bin/python3 tests/test_torch_llama.py
 	/usr/bin/python3 tests/test_torch_hvp.py
 	/usr/bin/python3 tests/test_curvature.py

@@ -220,7 +220,7 @@ START_TEST(test_new_keys)
          "init.parametrization: muP (init.parametrization = mup) is defined here for the Adam"},
         {{"init.embed=xavier", NULL, NULL}, "init.embed: must be normal or xavier_uniform"},
         {{"train.optimizer=giadam", NULL, NULL},
-         "train.optimizer: must be adam, adamw, sgd, radam, gi_adam, stableadamw or lamb"},
+         "train.optimizer: must be adam, adamw, sgd, radam, gi_adam, stableadamw, lamb, muon, lion or nsgd"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         config_defaults(&c);

@@ -134,7 +134,8 @@ START_TEST(test_update_ratio_cap)
     optim_t o;
     ck_assert_int_eq(optim_init(&o, &cfg, 6), 0);
     o.nseg = 3;   // optim_init allocates one segment: use a local table of three
-    optim_seg_t seg[3] = {{0, 2, 1, 1, 0}, {2, 2, 1, 1, 0}, {4, 2, 1, 1, 0}};
+    optim_seg_t seg[3] = {{.offset = 0, .size = 2, .lr_mult = 1, .clip = 1}, {.offset = 2, .size = 2, .lr_mult = 1, .clip = 1},
+                         {.offset = 4, .size = 2, .lr_mult = 1, .clip = 1}};
     optim_seg_t *keep = o.seg;
     o.seg = seg;
     const double prev[6] = {3, 4, 0, 0, 1, 0};
@@ -161,7 +162,7 @@ START_TEST(test_lamb)
     cfg.train.weight_decay = 0.1;
     optim_t o;
     ck_assert_int_eq(optim_init(&o, &cfg, 5), 0);
-    optim_seg_t seg[2] = {{0, 3, 1, 1, 0}, {3, 2, 1, 1, 0}};
+    optim_seg_t seg[2] = {{.offset = 0, .size = 3, .lr_mult = 1, .clip = 1}, {.offset = 3, .size = 2, .lr_mult = 1, .clip = 1}};
     optim_seg_t *keep = o.seg;
     o.seg = seg;
     o.nseg = 2;

@@ -12,6 +12,7 @@ Suite *data_suite(void);     /* tests/test_data.c: task batches */
 Suite *probe_suite(void);    /* tests/test_probe.c: Lemma 2/3 on the probe, expected-gradient bookkeeping */
 Suite *optim_suite(void);    /* tests/test_optim.c: optimizer updates and schedules vs hand-computed values,
                                 GI-Adam, StableAdamW, per-tensor rates, update RMS, RAdam's ρ */
+Suite *muon_suite(void);     /* tests/test_muon.c: Newton–Schulz on a known SVD, Muon, Lion, nsgd by hand, routing, keys */
 Suite *train_suite(void);    /* tests/test_train.c: text task split, loop determinism, resume state, divergence */
 Suite *corpus_suite(void);   /* tests/test_corpus.c: the translation corpus reader and its batches */
 Suite *schemes_suite(void);  /* tests/test_schemes.c: every scheme vs finite differences, constants, identities */

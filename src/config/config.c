@@ -345,6 +345,7 @@ int config_load(config_t *cfg, const char *path, const char *const *sets, int ns
     for (int i = 0; i < nsets; i++)
         if (config_set(cfg, sets[i], err, errlen)) return 2;
     config_task_defaults(cfg);
+    cfg_optimizer_defaults(cfg);
     const int rc = config_validate(cfg, err, errlen);
     return rc ? rc : config_refuse_leak(cfg, err, errlen);
 }
@@ -356,6 +357,7 @@ int config_parse_string(config_t *cfg, const char *text, const char *name, char 
     snprintf(cfg->path, sizeof cfg->path, "%s", name);
     snprintf(cfg->name, sizeof cfg->name, "%s", name);
     const int rc = parse_text(cfg, name, text, strlen(text), err, errlen);
+    if (!rc) cfg_optimizer_defaults(cfg);
     return rc ? rc : config_validate(cfg, err, errlen);
 }
 

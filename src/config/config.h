@@ -20,7 +20,11 @@ typedef enum { INIT_XAVIER_NORMAL = 0, INIT_XAVIER_UNIFORM = 1, INIT_NORMAL = 2,
 typedef enum { TASK_RANDOM = 0, TASK_COPY = 1, TASK_REVERSE = 2, TASK_TEXT = 3,
                TASK_TRANSLATION = 4, TASK_MLM = 5 } task_t;
 typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3, OPT_GI_ADAM = 4,
-               OPT_STABLEADAMW = 5, OPT_LAMB = 6 } optimizer_t;
+               OPT_STABLEADAMW = 5, OPT_LAMB = 6, OPT_MUON = 7, OPT_LION = 8,
+               OPT_NSGD = 9 } optimizer_t;
+/* Muon's step scale s (docs/design.md §6h): Jordan's √max(1, fan_out/fan_in) or Moonlight's
+ * 0.2·√max(fan_in, fan_out). */
+typedef enum { MUON_SCALE_ORIGINAL = 0, MUON_SCALE_MATCH_RMS_ADAMW = 1 } muon_scale_t;
 /* How tok_embed (and an untied lm_head) are drawn (docs/design.md §5). */
 typedef enum { EMBED_NORMAL = 0, EMBED_XAVIER_UNIFORM = 1 } embed_init_t;
 /* The parametrization (docs/design.md §6h): standard, or μP (Yang et al. 2022). */
@@ -30,7 +34,7 @@ typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_
  * vectors added to the input, rotary positions on q and k of self-attention, or none. */
 typedef enum { POS_SINUSOIDAL = 0, POS_ROPE = 1, POS_NONE = 2 } positions_t;
 typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2, SCHED_COSINE = 3,
-               SCHED_AUTOWU = 4 } schedule_t;
+               SCHED_AUTOWU = 4, SCHED_SUBOPTIMALITY = 5 } schedule_t;
 /* The lr controllers of the remedies (docs/design.md §6k). */
 typedef enum { LR_CONTROL_NONE = 0, LR_CONTROL_CURVATURE = 1, LR_CONTROL_CDAT = 2 } lr_control_t;
 typedef enum { WARMUP_START_ZERO = 0, WARMUP_START_CATAPULT = 1 } warmup_start_t;
@@ -86,8 +90,8 @@ typedef struct config {
     } data;
     struct {
         int steps;               /* 0 = measure at initialisation only (default) */
-        optimizer_t optimizer;   /* adam | adamw | sgd | radam | gi_adam | stableadamw | lamb,
-                                    default adam */
+        optimizer_t optimizer;   /* adam | adamw | sgd | radam | gi_adam | stableadamw | lamb |
+                                    muon | lion | nsgd, default adam */
         double lr;               /* peak lr, > 0                 default 5e-4 */
         int warmup;              /* steps of linear warm-up, 0 or 1 = none; default 4000 */
         schedule_t schedule;     /* default inverse_sqrt */
@@ -95,7 +99,14 @@ typedef struct config {
         double beta1, beta2, eps;/* defaults 0.9, 0.98, 1e-8 */
         double weight_decay;     /* >= 0                         default 0 */
         double clip;             /* global-norm clip, 0 = off    default 0 */
-        double momentum;         /* sgd momentum in [0,1)        default 0.9 */
+        double momentum;         /* sgd, nsgd momentum in [0,1)  default 0.9; muon's β 0.95 */
+        int muon_ns_steps;       /* muon: Newton–Schulz iterations, >= 1   default 5 */
+        double muon_ns_a, muon_ns_b, muon_ns_c;  /* their (a, b, c)  default 3.4445, −4.7750, 2.0315 */
+        muon_scale_t muon_scale; /* original | match_rms_adamw     default original */
+        double muon_adamw_lr;    /* muon: peak lr of the AdamW tensors, 0 = train.lr  default 0 */
+        double qk_clip;          /* MuonClip's τ > 0, 0 = off (docs/design.md §6h)  default 0 */
+        double f_star;           /* suboptimality: the loss floor f* of Δ = loss − f*  default 0 */
+        double lr_div;           /* suboptimality: the lr at Δ₀ is lr/lr_div, > 1  default 100 */
         int checkpoint_every;    /* steps, 0 = only on signals   default 0 */
         int eval_every;          /* validation every N steps (text task), default 100 */
         int bleu_every;          /* BLEU every N updates, −1 every epoch, 0 off; default 0 */

@@ -23,11 +23,12 @@ static const char *const init_names[] = {"xavier_normal", "xavier_uniform", "nor
 static const char *const task_names[] = {"random", "copy", "reverse", "text", "translation", "mlm",
                                          NULL};
 static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", "gi_adam",
-                                              "stableadamw", "lamb", NULL};
+                                              "stableadamw", "lamb", "muon", "lion", "nsgd", NULL};
+static const char *const muon_scale_names[] = {"original", "match_rms_adamw", NULL};
 static const char *const embed_names[] = {"normal", "xavier_uniform", NULL};
 static const char *const parametrization_names[] = {"standard", "mup", NULL};
 static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine",
-                                             "autowu", NULL};
+                                             "autowu", "suboptimality", NULL};
 static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
 static const char *const precision_names[] = {"float64", "float32", NULL};
@@ -106,6 +107,15 @@ const cfg_key_t cfg_keys[] = {
     KD(train, weight_decay, 0, 0, INFINITY, 0),
     KD(train, clip, 0, 0, INFINITY, 0),
     KD(train, momentum, 0, 0, 1, 1),
+    KI(train, muon_ns_steps, 1),
+    KD(train, muon_ns_a, -INFINITY, 1, INFINITY, 1),
+    KD(train, muon_ns_b, -INFINITY, 1, INFINITY, 1),
+    KD(train, muon_ns_c, -INFINITY, 1, INFINITY, 1),
+    KE(train, muon_scale, muon_scale_names),
+    KD(train, muon_adamw_lr, 0, 0, INFINITY, 0),
+    KD(train, qk_clip, 0, 0, INFINITY, 0),
+    KD(train, f_star, -INFINITY, 1, INFINITY, 1),
+    KD(train, lr_div, 1, 1, INFINITY, 1),
     KI(train, checkpoint_every, 0),
     KI(train, eval_every, 0),
     KI(train, bleu_every, -1),
@@ -266,6 +276,15 @@ void config_defaults(config_t *cfg)
     cfg->train.weight_decay = 0.0;
     cfg->train.clip = 0.0;
     cfg->train.momentum = 0.9;
+    cfg->train.muon_ns_steps = 5;        // Jordan et al. 2024: NS₅ with the tuned quintic
+    cfg->train.muon_ns_a = 3.4445;
+    cfg->train.muon_ns_b = -4.7750;
+    cfg->train.muon_ns_c = 2.0315;
+    cfg->train.muon_scale = MUON_SCALE_ORIGINAL;
+    cfg->train.muon_adamw_lr = 0.0;      // 0: train.lr
+    cfg->train.qk_clip = 0.0;            // off
+    cfg->train.f_star = 0.0;             // cross-entropy ≥ 0 (docs/design.md §6h)
+    cfg->train.lr_div = 100.0;           // Riabinin et al. 2026's code: div_factor 1e2
     cfg->train.checkpoint_every = 0;
     cfg->train.eval_every = 100;
     cfg->train.resume = 0;
@@ -299,6 +318,19 @@ void config_defaults(config_t *cfg)
 
     cfg->path[0] = '\0';
     snprintf(cfg->name, sizeof cfg->name, "default");
+}
+
+void cfg_optimizer_defaults(config_t *cfg)
+{
+    // docs/design.md §6h: Muon's β = 0.95 (Jordan et al. 2024); Lion's (β₁, β₂) = (0.9, 0.99)
+    // (Chen et al. 2023) — each only where the key was left at its default
+    if (cfg->train.optimizer == OPT_MUON && !cfg->src_line[cfg_kidx("train", "momentum")])
+        cfg->train.momentum = 0.95;
+    if (cfg->train.optimizer == OPT_LION && !cfg->src_line[cfg_kidx("train", "beta2")])
+        cfg->train.beta2 = 0.99;
+    // the suboptimality schedule is its own warm-up (Riabinin et al. 2026)
+    if (cfg->train.schedule == SCHED_SUBOPTIMALITY && !cfg->src_line[cfg_kidx("train", "warmup")])
+        cfg->train.warmup = 0;
 }
 
 static const char *enum_name(const char *const *names, int v)
@@ -366,6 +398,17 @@ static int remedy_key_silent(const config_t *cfg, size_t off)
     if (off == offsetof(config_t, train.update_ratio_cap)) return cfg->train.update_ratio_cap == 0.0;
     if (off == offsetof(config_t, train.spectral_bound)) return cfg->train.spectral_bound == 0.0;
     return 0;
+}
+
+int config_key_applies(const config_t *cfg, const cfg_key_t *k)
+{
+    const size_t muon_first = offsetof(config_t, train.muon_ns_steps);
+    if (k->off >= muon_first && k->off <= offsetof(config_t, train.muon_adamw_lr))
+        return cfg->train.optimizer == OPT_MUON;
+    if (k->off == offsetof(config_t, train.qk_clip)) return cfg->train.qk_clip > 0.0;
+    if (k->off == offsetof(config_t, train.f_star) || k->off == offsetof(config_t, train.lr_div))
+        return cfg->train.schedule == SCHED_SUBOPTIMALITY;
+    return 1;
 }
 
 /* Shortest of %.15g, %.16g, %.17g that reads back to the same double (%.17g always does). */
@@ -461,6 +504,8 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
             continue;
         // the remedies (docs/design.md §6k): each only where it matters
         if (remedy_key_silent(cfg, k->off)) continue;
+        // the optimizers of docs/design.md §6h: their keys only where they apply
+        if (!config_key_applies(cfg, k)) continue;
         sbuf_printf(&b, "%s = ", k->name);
         key_value(&b, cfg, k);
     }

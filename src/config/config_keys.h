@@ -52,6 +52,13 @@ int cfg_name_count(const char *const *names);
 /* Name of value v of enum key k, or NULL when v is not one of its values. */
 const char *cfg_enum_name(const cfg_key_t *k, int v);
 
+/* The optimizer's own defaults where the key was left unset (docs/design.md §6h): muon's
+ * momentum 0.95, lion's beta2 0.99, warmup 0 with the suboptimality schedule. Called once the file and --set are read, before validation. */
+void cfg_optimizer_defaults(config_t *cfg);
+/* 0 when key k does not apply to cfg and config_to_ini leaves it out (muon's keys without muon,
+ * qk_clip when off, f_star and lr_div without the suboptimality schedule); 1 otherwise. */
+int config_key_applies(const config_t *cfg, const cfg_key_t *k);
+
 /* Format into err (nothing when err is NULL or errlen 0). */
 void cfg_set_err(char *err, size_t errlen, const char *fmt, ...);
 

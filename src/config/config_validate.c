@@ -339,10 +339,79 @@ static int validate_curvature(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
-/* The cosine schedule's floor means nothing to the other schedules: refused, not ignored. */
+/* The optimizers of docs/design.md §6h: muon's keys only with muon; MuonClip scales W_Q, W_K,
+ * which neither QK-norm (q, k divided by their norm) nor the soft cap lets bound the logits;
+ * μP's rates are defined for the Adam family (validate_mup). */
+static int validate_optim(const config_t *cfg, char *err, size_t errlen)
+{
+    const int opt = cfg_kidx("train", "optimizer");
+    static const char *const MUON_KEYS[] = {"muon_ns_steps", "muon_ns_a", "muon_ns_b", "muon_ns_c",
+                                            "muon_scale", "muon_adamw_lr"};
+    for (size_t i = 0; i < sizeof MUON_KEYS / sizeof MUON_KEYS[0]; i++) {
+        const int k = cfg_kidx("train", MUON_KEYS[i]);
+        if (cfg->src_line[k] && cfg->train.optimizer != OPT_MUON)
+            return vfail(cfg, blame(cfg, k, opt), err, errlen, "train.%s is Muon's: needs "
+                         "train.optimizer = muon (got %s)", MUON_KEYS[i],
+                         config_optimizer_name(cfg->train.optimizer));
+    }
+    const int clip = cfg_kidx("train", "qk_clip");
+    if (cfg->train.qk_clip > 0 && cfg->model.qk_norm != QK_NORM_OFF)
+        return vfail(cfg, blame(cfg, clip, cfg_kidx("model", "qk_norm")), err, errlen,
+                     "train.qk_clip (scales W_Q, W_K) and model.qk_norm (divides q, k by their "
+                     "norm, so the scale cannot lower the logits) do not go together");
+    if (cfg->train.qk_clip > 0 && cfg->model.attn_softcap > 0)
+        return vfail(cfg, blame(cfg, clip, cfg_kidx("model", "attn_softcap")), err, errlen,
+                     "train.qk_clip and model.attn_softcap do not go together: the capped logit "
+                     "is not q.k/sqrt(d_head), which the clip scales");
+    if (cfg->init.parametrization == PARAM_MUP &&
+        (cfg->train.optimizer == OPT_MUON || cfg->train.optimizer == OPT_LION ||
+         cfg->train.optimizer == OPT_NSGD))
+        return vfail(cfg, blame(cfg, cfg_kidx("init", "parametrization"), opt), err, errlen,
+                     "muP (init.parametrization = mup) is defined here for the Adam family, not "
+                     "for train.optimizer = %s", config_optimizer_name(cfg->train.optimizer));
+    if (cfg->probe.curvature_every > 0 &&
+        (cfg->train.optimizer == OPT_MUON || cfg->train.optimizer == OPT_LION ||
+         cfg->train.optimizer == OPT_NSGD))
+        return vfail(cfg, blame(cfg, cfg_kidx("probe", "curvature_every"), opt), err, errlen,
+                     "the curvature measure knows the preconditioners of sgd and the Adam family "
+                     "(docs/design.md section 10), not train.optimizer = %s",
+                     config_optimizer_name(cfg->train.optimizer));
+    return 0;
+}
+
+/* Riabinin et al. 2026's schedule: its keys only with it; it fits its constants to the
+ * optimizer's norm (muon, lion, nsgd) and is its own warm-up. */
+static int validate_subopt(const config_t *cfg, char *err, size_t errlen)
+{
+    const int sched = cfg_kidx("train", "schedule"), opt = cfg_kidx("train", "optimizer");
+    const optimizer_t o = cfg->train.optimizer;
+    if (cfg->train.schedule != SCHED_SUBOPTIMALITY) {
+        static const char *const KEYS[] = {"f_star", "lr_div"};
+        for (int i = 0; i < 2; i++)
+            if (cfg->src_line[cfg_kidx("train", KEYS[i])])
+                return vfail(cfg, blame(cfg, cfg_kidx("train", KEYS[i]), sched), err, errlen,
+                             "needs train.schedule = suboptimality (got %s)",
+                             config_schedule_name(cfg->train.schedule));
+        return 0;
+    }
+    if (o != OPT_MUON && o != OPT_LION && o != OPT_NSGD)
+        return vfail(cfg, blame(cfg, sched, opt), err, errlen, "suboptimality fits its constants "
+                     "to a norm-constrained optimizer's norm (Riabinin et al. 2026): needs "
+                     "train.optimizer = muon, lion or nsgd (got %s)", config_optimizer_name(o));
+    if (cfg->train.warmup > 1)
+        return vfail(cfg, blame(cfg, cfg_kidx("train", "warmup"), sched), err, errlen,
+                     "train.schedule = suboptimality is its own warm-up: train.warmup must be 0 "
+                     "(got %d)", cfg->train.warmup);
+    return 0;
+}
+
+/* The cosine schedule's floor means nothing to the other schedules (suboptimality decays by
+ * cosine after its peak): refused, not ignored. */
 static int validate_schedule(const config_t *cfg, char *err, size_t errlen)
 {
-    if (cfg->train.min_lr_ratio == 0 || cfg->train.schedule == SCHED_COSINE) return 0;
+    if (cfg->train.min_lr_ratio == 0 || cfg->train.schedule == SCHED_COSINE ||
+        cfg->train.schedule == SCHED_SUBOPTIMALITY)
+        return 0;
     const int ratio = cfg_kidx("train", "min_lr_ratio"), sched = cfg_kidx("train", "schedule");
     if (blame(cfg, ratio, sched) == ratio)
         return vfail(cfg, ratio, err, errlen, "the floor of the cosine decay: needs train.schedule "
@@ -397,6 +466,13 @@ static int validate_remedies(const config_t *cfg, char *err, size_t errlen)
         const int k = curv ? cfg_kidx("train", "lr_control") : cfg_kidx("probe", "curvature_every");
         return vfail(cfg, blame(cfg, k, opt), err, errlen, "the curvature measure has no "
                      "preconditioner for train.optimizer = lamb (its per-tensor trust ratio)");
+    }
+    const optimizer_t o = cfg->train.optimizer;
+    if (cfg->train.lr_control != LR_CONTROL_NONE && (o == OPT_MUON || o == OPT_LION || o == OPT_NSGD)) {
+        const int opt = cfg_kidx("train", "optimizer"), k = cfg_kidx("train", "lr_control");
+        return vfail(cfg, blame(cfg, k, opt), err, errlen, "the lr controllers are defined on sgd "
+                     "and the Adam family (the curvature cap's threshold, CDAT's direction), not "
+                     "on train.optimizer = %s", config_optimizer_name(o));
     }
     const int any = cfg->train.lr_control != LR_CONTROL_NONE || catapult || autowu ||
                     cfg->train.update_ratio_cap > 0.0 || cfg->train.spectral_bound > 0.0;
@@ -459,6 +535,8 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     if (!rc) rc = validate_curvature(cfg, err, errlen);
     if (!rc) rc = validate_schedule(cfg, err, errlen);
     if (!rc) rc = validate_remedies(cfg, err, errlen);
+    if (!rc) rc = validate_optim(cfg, err, errlen);
+    if (!rc) rc = validate_subopt(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {

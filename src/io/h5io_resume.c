@@ -246,6 +246,9 @@ int h5io_train_resume(h5io_train_t **out, const char *path, train_t *t, const ch
     int rc = !w || load_checkpoint(old, path, t, why, sizeof why) ||
              load_rows(old, w, t->step, data, keep, elapsed, why, sizeof why);
     h5io_close(old);
+    // the suboptimality schedule's fit and switch: replayed from the losses (train/subopt.h)
+    if (!rc && t->s.cfg.train.schedule == SCHED_SUBOPTIMALITY)
+        subopt_replay(&t->subopt, &t->s.cfg, data[h5io_tw_col("loss")], (long)keep[G_STEP]);
     if (!rc) {
         // rewrite: the rows up to the checkpoint and the checkpoint into a new file, then
         // rename it over the old one (atomic: a kill leaves either file complete)

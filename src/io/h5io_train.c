@@ -153,6 +153,9 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
               t->s.cfg.train.lr_control == LR_CONTROL_CURVATURE;
     w->lr_control = t->s.cfg.train.lr_control != LR_CONTROL_NONE;
     w->autowu = t->ctl.wu != NULL;
+    w->qk_clip = t->s.cfg.train.qk_clip > 0;
+    w->norm_opt = t->s.cfg.train.optimizer == OPT_MUON ? 2
+                  : t->s.cfg.train.optimizer == OPT_LION || t->s.cfg.train.optimizer == OPT_NSGD;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
@@ -267,6 +270,7 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
     push(w, h5io_tw_col("update_rms_extra"), t->update_rms_extra);
     push(w, h5io_tw_col("radam_rho"), &r->radam_rho);
     push(w, h5io_tw_col("radam_rect"), &r->radam_rect);
+    push(w, h5io_tw_col("qk_clip_heads"), &r->qk_clipped);
     w->pending[G_STEP]++;
     if (r->probed) {
         const train_probe_t *p = &t->probe;
@@ -283,6 +287,12 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
         push(w, h5io_tw_col("resid_rms"), p->resid_rms);
         push(w, h5io_tw_col("logz_max_abs"), &p->out[1]);
         push(w, h5io_tw_col("logit_max"), &p->out[2]);
+        if (w->norm_opt) {   // after the update (train/qk_clip.h)
+            push(w, h5io_tw_col("opt_update_rms"), t->opt_rms);
+            push(w, h5io_tw_col("opt_update_spec"), t->opt_spec);
+            push(w, h5io_tw_col("ortho_sv_min"), t->opt_sv_min);
+            push(w, h5io_tw_col("ortho_sv_max"), t->opt_sv_max);
+        }
         w->pending[G_PROBE]++;
     }
     if (r->updated) {

@@ -17,6 +17,9 @@
  *   /train/curv_step, hessian_max, …         (C)       probe.curvature_every > 0 only: update 0
  *                                                      and every N (docs/design.md §10)
  *   /train/hessian_block_max, precond_block_max (C,L+1,6) layer rows + "outside" × block kind
+ *   /train/qk_clip_heads                     (S)       train.qk_clip > 0 only
+ *   /train/opt_update_rms                    (P,L,16)  muon, lion, nsgd only (docs/design.md §6h)
+ *   /train/opt_update_spec, ortho_sv_min, ortho_sv_max (P,L,16) muon only
  * Every dataset has string attributes axes and description (and the names of its last axis).
  */
 #include <stdio.h>
@@ -85,6 +88,12 @@ const column_t COLUMNS[NCOL] = {
     {"curv_passes", G_CURV, 0, 0, PA_NONE, "forward+backward passes the row took"},
     {"hessian_block_max", G_CURV, 0, 2, PA_KIND, "lambda_max of each diagonal block of the Hessian, layer x kind (last row: the tensors outside the layers), probe.curvature_block_iters Lanczos steps; NaN where a layer has no such kind"},
     {"precond_block_max", G_CURV, 0, 2, PA_KIND, "lambda_max of each diagonal block of P^-1/2 H P^-1/2 with its eps-floored coordinates left out"},
+    // the norm-constrained optimizers (docs/design.md §6h)
+    {"qk_clip_heads", G_STEP, 0, 0, PA_NONE, "attention heads whose W_Q, W_K columns QK-Clip scaled by sqrt(tau/S) after the update (Kimi K2; train.qk_clip = tau only)"},
+    {"opt_update_rms", G_PROBE, 0, 1, PA_PARAM, "RMS of each layer tensor's update direction before the lr, after the update (muon: s*O on hidden matrices, AdamW's m_hat/(sqrt(v_hat)+eps) elsewhere; lion: sign(c); nsgd: b/||b||_F); NaN where absent"},
+    {"opt_update_spec", G_PROBE, 0, 1, PA_PARAM, "spectral norm of the step Muon applied to each hidden matrix, lr*s*sigma_max(O) (NaN for AdamW's tensors)"},
+    {"ortho_sv_min", G_PROBE, 0, 1, PA_PARAM, "smallest singular value of Muon's O = NS(u) among those >= 1e-3 sigma_max (u's null space stays null); NaN for AdamW's tensors"},
+    {"ortho_sv_max", G_PROBE, 0, 1, PA_PARAM, "largest singular value of Muon's O = NS(u) (Newton-Schulz gives about 0.7-1.2, not 1)"},
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 
@@ -113,6 +122,11 @@ int h5io_tw_column_present(const h5io_train_t *w, int k)
     if (COLUMNS[k].group == G_BLEU && !w->bleu) return 0;
     if (!strncmp(COLUMNS[k].name, "radam_", 6) && !w->radam) return 0;
     if (COLUMNS[k].group == G_CURV && !w->curv) return 0;
+    if (!strcmp(COLUMNS[k].name, "qk_clip_heads") && !w->qk_clip) return 0;
+    if (!strcmp(COLUMNS[k].name, "opt_update_rms") && !w->norm_opt) return 0;
+    if ((!strcmp(COLUMNS[k].name, "opt_update_spec") || !strncmp(COLUMNS[k].name, "ortho_sv_", 9)) &&
+        w->norm_opt != 2)
+        return 0;
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 

@@ -24,7 +24,7 @@ typedef struct {
 
 /* The /train datasets, in file order (h5io_train_columns.c). */
 extern const column_t COLUMNS[];
-#define NCOL 49
+#define NCOL 54
 /* Columns from this index on came with the dynamics measures (docs/design.md §6g): a file
  * written before them resumes with them NaN. */
 #define NCOL_BEFORE_DYNAMICS 20
@@ -56,6 +56,9 @@ struct h5io_train {
     int autowu;                 /* train.schedule = autowu: attributes autowu_switch_* at close */
     long wu_step;               /* its last warm-up update (0 while warming up) */
     double wu_lr;               /* and the lr there */
+    int qk_clip;                /* train.qk_clip > 0: /train/qk_clip_heads */
+    int norm_opt;               /* 1 lion or nsgd, 2 muon: /train/opt_update_rms (and muon's
+                                   opt_update_spec, ortho_sv_min, ortho_sv_max) */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];

@@ -113,6 +113,11 @@ int tensors_add(tensor_list_t *l, const char *name, const char *kind, size_t row
     return l->n++;
 }
 
+int tensors_is_hidden(const tensor_info_t *t)
+{
+    return t->init == TENSOR_MATRIX && t->rank == 2 && t->layer >= 0;
+}
+
 void tensors_free(tensor_list_t *l)
 {
     free(l->t);

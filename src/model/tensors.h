@@ -92,6 +92,11 @@ const char *tensors_head_scale_name(int K);
  * self-attention (cross = 0: "qnorm.gamma") or the cross-attention (cross = 1: "cknorm.beta"). */
 const char *tensors_qk_name(int cross, int key, int q);
 
+/* 1 when t is a hidden matrix: a weight matrix inside a layer (W_Q W_K W_V W_O, the
+ * cross-attention's, W¹ W² W³: the TENSOR_MATRIX draws), the tensors Muon orthogonalises and μP
+ * rescales (docs/design.md §6h); 0 for embeddings, lm_head, norms, biases and gains. */
+int tensors_is_hidden(const tensor_info_t *t);
+
 /* The kinds of parameter blocks the curvature measure takes the Hessian's diagonal blocks of
  * (docs/design.md §10), decided here for every tensor of the registry: the embedding (tok_embed,
  * lm_head), attention Q/K (wq bq wk bk and the cross-attention's), attention V/O (wv bv wo bo,

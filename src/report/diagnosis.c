@@ -197,16 +197,38 @@ double report_tokens_per_update(const config_t *cfg)
     return (double)cfg->data.batch * cfg->model.seq_len;
 }
 
+void report_muon_routing(FILE *out, const config_t *c)
+{
+    // docs/design.md §6h: Muon on the registry's hidden matrices (tensors_is_hidden: every
+    // layer's weight matrices), AdamW on every other tensor
+    const double lr_adamw = c->train.muon_adamw_lr > 0 ? c->train.muon_adamw_lr : c->train.lr;
+    fprintf(out, " (momentum %g Nesterov, Newton-Schulz %d x (%g, %g, %g), scale %s, on each "
+            "layer's wq wk wv wo", c->train.momentum, c->train.muon_ns_steps, c->train.muon_ns_a,
+            c->train.muon_ns_b, c->train.muon_ns_c,
+            c->train.muon_scale == MUON_SCALE_ORIGINAL ? "original" : "match_rms_adamw");
+    if (c->model.arch == ARCH_ENCDEC) fprintf(out, ", cwq cwk cwv cwo");
+    fprintf(out, " w1 w2%s; AdamW (beta %g, %g, eps %g) at lr %g on tok_embed%s, biases, norms "
+            "and gains)", c->model.activation == ACT_SWIGLU ? " w3" : "", c->train.beta1,
+            c->train.beta2, c->train.eps, lr_adamw, c->model.tie_embeddings ? "" : ", lm_head");
+}
+
 void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const config_t *cfg)
 {
     const config_t *c = cfg;
     fprintf(out, "train: %s", config_optimizer_name(c->train.optimizer));
-    if (c->train.optimizer == OPT_SGD) fprintf(out, " (momentum %g)", c->train.momentum);
-    else fprintf(out, " (beta %g, %g, eps %g)", c->train.beta1, c->train.beta2, c->train.eps);
+    if (c->train.optimizer == OPT_SGD || c->train.optimizer == OPT_NSGD)
+        fprintf(out, " (momentum %g)", c->train.momentum);
+    else if (c->train.optimizer == OPT_LION) fprintf(out, " (beta %g, %g)", c->train.beta1, c->train.beta2);
+    else if (c->train.optimizer != OPT_MUON)
+        fprintf(out, " (beta %g, %g, eps %g)", c->train.beta1, c->train.beta2, c->train.eps);
+    else report_muon_routing(out, c);
     fprintf(out, ", lr %g, %s schedule, ", c->train.lr, config_schedule_name(c->train.schedule));
     if (c->train.warmup > 1) fprintf(out, "warm-up %d", c->train.warmup);
     else fprintf(out, "no warm-up");
     if (c->train.schedule == SCHED_COSINE) fprintf(out, " (to %g x lr)", c->train.min_lr_ratio);
+    if (c->train.schedule == SCHED_SUBOPTIMALITY)
+        fprintf(out, " (f_star %g, lr_div %g, then cosine to %g x lr)", c->train.f_star,
+                c->train.lr_div, c->train.min_lr_ratio);
     fprintf(out, ", %d updates, batch %d, %s", c->train.steps, c->data.batch,
             config_precision_name(c->train.precision));
     if (c->train.weight_decay > 0) fprintf(out, ", weight decay %g", c->train.weight_decay);
@@ -216,6 +238,7 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     if (c->model.attn_softcap > 0) any = fprintf(out, "%s attn_softcap %g", any ? "," : "", c->model.attn_softcap);
     if (c->train.z_loss > 0) any = fprintf(out, "%s z_loss %g", any ? "," : "", c->train.z_loss);
     if (c->train.clip > 0) any = fprintf(out, "%s clip %g", any ? "," : "", c->train.clip);
+    if (c->train.qk_clip > 0) any = fprintf(out, "%s qk_clip %g", any ? "," : "", c->train.qk_clip);
     if (c->model.dropout > 0) any = fprintf(out, "%s dropout %g", any ? "," : "", c->model.dropout);
     if (c->data.label_smoothing > 0) any = fprintf(out, "%s label smoothing %g", any ? "," : "", c->data.label_smoothing);
     fprintf(out, "%s\n", any ? "" : " none");

@@ -76,6 +76,9 @@ const char *plot_optimizer_label(optimizer_t o)
     case OPT_GI_ADAM: return "GI-Adam";
     case OPT_STABLEADAMW: return "StableAdamW";
     case OPT_LAMB: return "LAMB";
+    case OPT_MUON: return "Muon";
+    case OPT_LION: return "Lion";
+    case OPT_NSGD: return "NSGD";
     }
     return config_optimizer_name(o);
 }

@@ -41,6 +41,10 @@ int report_diagnose_run(struct h5io_file *f, const char *prefix, const config_t 
  * training run. */
 double report_final_loss(struct h5io_file *f, const char *prefix);
 
+/* Muon's settings and routing in words: which tensors it orthogonalises and which go to AdamW
+ * at which lr (docs/design.md §6h). */
+void report_muon_routing(FILE *out, const config_t *c);
+
 /* Two lines for a training run: what distinguishes it (optimizer, lr, schedule, warm-up,
  * updates, batch, precision, mitigations) and how it ended (status, final and validation
  * loss, time, ms/update, tokens/s). */

@@ -1,5 +1,5 @@
 /* optim.c — sgd (momentum), adam, adamw, radam, gi_adam, stableadamw over one flat buffer;
- * clipping; schedules. */
+ * clipping; schedules. muon: optim_muon.c; lion, nsgd: optim_lion.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +48,8 @@ static int alloc_segments(optim_t *o, int nseg)
     if (!o->seg) return 1;
     o->nseg = nseg;
     for (int s = 0; s < nseg; s++)
-        o->seg[s] = (optim_seg_t){.lr_mult = 1.0, .clip = 1.0, .sumsq = NAN};
+        o->seg[s] = (optim_seg_t){.lr_mult = 1.0, .clip = 1.0, .sumsq = NAN, .rows = 1,
+                                  .sv_min = NAN, .sv_max = NAN};
     return 0;
 }
 
@@ -62,11 +63,20 @@ int optim_init(optim_t *o, const config_t *cfg, size_t n)
     o->weight_decay = cfg->train.weight_decay;
     o->momentum = cfg->train.momentum;
     o->floor_rel = cfg->probe.curvature_floor;
+    o->ns_steps = cfg->train.muon_ns_steps;
+    o->ns_a = cfg->train.muon_ns_a;
+    o->ns_b = cfg->train.muon_ns_b;
+    o->ns_c = cfg->train.muon_ns_c;
+    o->muon_scale = cfg->train.muon_scale;
+    o->adamw_ratio = cfg->train.muon_adamw_lr > 0 ? cfg->train.muon_adamw_lr / cfg->train.lr : 1.0;
     o->n = n;
     o->m = calloc(n ? n : 1, sizeof(real));
-    if (o->kind != OPT_SGD) o->v = calloc(n ? n : 1, sizeof(real));
-    if (!o->m || (o->kind != OPT_SGD && !o->v) || alloc_segments(o, 1)) { optim_free(o); return 1; }
+    // a second moment for the Adam family and muon's AdamW tensors; sgd, lion, nsgd have none
+    const int has_v = o->kind != OPT_SGD && o->kind != OPT_LION && o->kind != OPT_NSGD;
+    if (has_v) o->v = calloc(n ? n : 1, sizeof(real));
+    if (!o->m || (has_v && !o->v) || alloc_segments(o, 1)) { optim_free(o); return 1; }
     o->seg[0].size = n;
+    o->seg[0].cols = n;
     if (make_pieces(o)) { optim_free(o); return 1; }
     return 0;
 }
@@ -74,12 +84,21 @@ int optim_init(optim_t *o, const config_t *cfg, size_t n)
 int optim_set_tensors(optim_t *o, const model_t *m)
 {
     if (alloc_segments(o, m->num_tensors)) return 1;
+    size_t work = 0;
     for (int i = 0; i < m->num_tensors; i++) {
         const tensor_info_t *t = &m->tensors[i];
         o->seg[i].offset = t->offset;
         o->seg[i].size = model_tensor_size(t);
         o->seg[i].lr_mult = model_lr_scale(m, t);
+        o->seg[i].hidden = tensors_is_hidden(t);
+        o->seg[i].rows = t->rows;
+        o->seg[i].cols = t->cols;
+        const size_t w = optim_ns_work(t->rows, t->cols) + t->rows * t->cols;   // + u
+        if (o->kind == OPT_MUON && o->seg[i].hidden && w > work) work = w;
     }
+    free(o->work);
+    o->work = work ? malloc(work * sizeof(real)) : NULL;
+    if (work && !o->work) return 1;
     return make_pieces(o);
 }
 
@@ -90,6 +109,8 @@ void optim_free(optim_t *o)
     free(o->seg);
     free(o->piece);
     free(o->piece_sum);
+    free(o->work);
+    o->work = NULL;
     o->m = o->v = NULL;
     o->seg = NULL;
     o->piece = NULL;
@@ -351,6 +372,9 @@ void optim_update(optim_t *o, real *params, const real *grads, double lr)
         else adam_update(o, params, grads, lr, 0, 0.0, 0);
         break;
     }
+    case OPT_MUON: optim_muon_update(o, params, grads, lr); break;
+    case OPT_LION: optim_lion_update(o, params, grads, lr); break;
+    case OPT_NSGD: optim_nsgd_update(o, params, grads, lr); break;
     }
 }
 
@@ -389,6 +413,7 @@ double optim_lr(const config_t *cfg, long t)
     }
     case SCHED_CONSTANT:
     case SCHED_AUTOWU: break;   // its lr is the run's state's (train/autowu.h)
+    case SCHED_SUBOPTIMALITY: break;   // set from the loss by train/subopt.h
     }
     return lr;
 }

@@ -22,6 +22,14 @@
  *   lamb:   adam's moments, r = m̂/(√v̂ + ε), then per tensor θ ← θ − α·φ·(r + λθ) with the trust
  *           ratio φ = ‖θ‖/‖r + λθ‖ (1 when either is 0)       (You et al. 2020, Alg. 2;
  *           train/update_bound.h)
+ *   muon:   on each hidden matrix (tensors_is_hidden) G (rows = in, cols = out):
+ *           m ← βm + (1−β)g;  u = (1−β)g + βm (Nesterov);  O = NS(u) (optim_ns);
+ *           θ ← θ(1 − αλ) − α·s·O,  s = √max(1, cols/rows) (muon_scale = original: Jordan's
+ *           √max(1, fan_out/fan_in)) or 0.2·√max(rows, cols) (match_rms_adamw, Liu et al.
+ *           2025); every other tensor adamw at α·muon_adamw_lr/lr   (Jordan et al. 2024)
+ *   lion:   c = β₁m + (1−β₁)g;  θ ← θ − α(sign(c) + λθ);  m ← β₂m + (1−β₂)g (Chen et al. 2023)
+ *   nsgd:   per tensor b ← μb + g;  θ ← θ(1 − αλ) − α·b/(‖b‖_F + 1e-8)
+ *           (normalised SGD with momentum as Riabinin et al. 2026's code has it)
  * Per tensor (optim_seg_t, from the registry by optim_set_tensors) the lr is α·lr_mult (μP's
  * rates, docs/design.md §6h; 1 by default). Every Adam-family update also leaves, per tensor,
  * Σ (m̂/(√v̂ + ε))² — the update direction before α, rₜ and c — for its RMS (Wortsman et al.
@@ -36,13 +44,23 @@
 #include "config/config.h"
 #include "model/model.h"
 
+/* Muon's singular-value spread counts the singular values of O above this fraction of its
+ * largest (the rank u has). */
+#define OPTIM_SV_FLOOR 1e-3
+
 /* One tensor of the buffer as the optimizer sees it. */
 typedef struct {
     size_t offset, size;   /* its elements [offset, offset + size) of params and grads */
     double lr_mult;        /* its lr = α·lr_mult (μP, model_lr_scale); 1 by default */
     double clip;           /* stableadamw: c of the last update (≥ 1); 1 for the others */
-    double sumsq;          /* Adam family: Σ (m̂/(√v̂ + ε))² over it at the last update; NaN for
-                              sgd and before the first update */
+    double sumsq;          /* Adam family: Σ (m̂/(√v̂ + ε))² over it at the last update; muon:
+                              Σ (s·O)² (hidden) or adamw's; lion Σ sign(c)²; nsgd Σ (b/‖b‖)²;
+                              NaN for sgd and before the first update */
+    int hidden;            /* tensors_is_hidden: muon orthogonalises it */
+    size_t rows, cols;     /* its shape (rows = in); 1 × size for a vector */
+    double sv_min, sv_max; /* muon, hidden, with optim_t.want_sv: the extreme singular values of
+                              O = NS(u) at the last update (sv_min over those ≥ OPTIM_SV_FLOOR·
+                              sv_max: u's null space stays null); else NaN */
 } optim_seg_t;
 
 /* A tensor cut at multiples of OPTIM_CHUNK elements of the buffer: the unit of the update's
@@ -65,6 +83,13 @@ typedef struct {
     optim_piece_t *piece;   /* (npiece) the tensors cut at OPTIM_CHUNK boundaries */
     double *piece_sum;      /* (npiece) scratch of one pass */
     double floor_rel;       /* optim_precond's relative floor τ (probe.curvature_floor) */
+    /* muon (optim_muon.c) */
+    int ns_steps;           /* Newton–Schulz iterations */
+    double ns_a, ns_b, ns_c;
+    int muon_scale;         /* muon_scale_t */
+    double adamw_ratio;     /* lr of the non-hidden tensors / lr */
+    real *work;             /* scratch of the largest hidden matrix (optim_ns_work) */
+    int want_sv;            /* set by the caller: the next update records sv_min, sv_max */
 } optim_t;
 
 /* Set up the optimizer of cfg->train for n parameters, moments zero, t = 0, the buffer one
@@ -80,6 +105,24 @@ void optim_free(optim_t *o);
 
 /* One update of params (n) with grads (n) at learning rate lr; increments o->t first. */
 void optim_update(optim_t *o, real *params, const real *grads, double lr);
+
+/* Elements of scratch optim_ns needs for a rows × cols matrix. */
+size_t optim_ns_work(size_t rows, size_t cols);
+
+/* Orthogonalise G (rows, cols) in place by Newton–Schulz (Jordan et al. 2024): X = G/(‖G‖_F +
+ * 1e-7), transposed when rows > cols so that A is the smaller Gram matrix; `steps` times A = XXᵀ,
+ * X ← aX + (bA + cA²)X; back to (rows, cols). Products through BLAS (nn/gemm.h: the same bits
+ * at any thread count). work: optim_ns_work(rows, cols) elements. */
+void optim_ns(real *G, size_t rows, size_t cols, int steps, double a, double b, double c,
+              real *work);
+
+/* One muon update (the rule above), lion's, nsgd's (optim_muon.c, optim_lion.c). */
+void optim_muon_update(optim_t *o, real *params, const real *grads, double lr);
+void optim_lion_update(optim_t *o, real *params, const real *grads, double lr);
+void optim_nsgd_update(optim_t *o, real *params, const real *grads, double lr);
+
+/* Muon's step scale s of a rows × cols hidden matrix (rows = fan_in) under muon_scale_t kind. */
+double optim_muon_scale(int kind, size_t rows, size_t cols);
 
 /* RAdam's rectification at update t ≥ 1 (Liu et al. 2020, Alg. 2): *rho = ρₜ and the return
  * rₜ when ρₜ > 4 (the adaptive step), else NaN (the un-adapted momentum step). β₂ and t only. */

@@ -9,6 +9,7 @@
 #include "train/train.h"
 #include "train/catapult.h"
 #include "train/cdat.h"
+#include "train/qk_clip.h"
 #include "train/update_bound.h"
 #include "util/progress.h"
 
@@ -150,6 +151,17 @@ static int remedies_setup(train_t *t)
     return cfg->train.warmup_start == WARMUP_START_CATAPULT && catapult_find(t, err, sizeof err);
 }
 
+/* The norm-constrained optimizers' (L,P) rows (docs/design.md §6h). 0 or 1 (OOM). */
+static int opt_stats_alloc(train_t *t)
+{
+    const size_t n = (size_t)t->ax.L * t->ax.nparam + 1;
+    t->opt_rms = malloc(n * sizeof(double));
+    t->opt_spec = malloc(n * sizeof(double));
+    t->opt_sv_min = malloc(n * sizeof(double));
+    t->opt_sv_max = malloc(n * sizeof(double));
+    return !t->opt_rms || !t->opt_spec || !t->opt_sv_min || !t->opt_sv_max;
+}
+
 int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
 {
     *out = NULL;
@@ -203,6 +215,13 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         return rc;
     }
     lrctl_init(&t->ctl);
+    const optimizer_t k = cfg->train.optimizer;
+    if ((k == OPT_MUON || k == OPT_LION || k == OPT_NSGD) && opt_stats_alloc(t)) {
+        snprintf(err, errlen, "out of memory");
+        train_free(t);
+        return 1;
+    }
+    t->subopt.kappa = subopt_kappa(m, k);
     if ((cfg->probe.curvature_every > 0 || cfg->train.lr_control != LR_CONTROL_NONE) &&
         (rc = curv_setup(t, err, errlen))) {
         train_free(t);
@@ -235,6 +254,10 @@ void train_free(train_t *t)
     free(t->update_rms);
     free(t->update_rms_extra);
     free(t->layer_size);
+    free(t->opt_rms);
+    free(t->opt_spec);
+    free(t->opt_sv_min);
+    free(t->opt_sv_max);
     curv_free_all(t);
     free(t->cdat_u);
     free(t->bound_work);
@@ -294,7 +317,7 @@ void train_step(train_t *t, train_record_t *r)
     r->step = s;
     r->val_loss = NAN;
     r->bleu = NAN;
-    r->radam_rho = r->radam_rect = NAN;
+    r->radam_rho = r->radam_rect = r->qk_clipped = NAN;
     update_rms(t, 0);
     r->lr = lrctl_scheduled(c, &t->ctl, s);
 
@@ -304,6 +327,7 @@ void train_step(train_t *t, train_record_t *r)
     }
     t->batches++;
     r->loss = model_forward(m, &t->s.batch);
+    if (c->train.schedule == SCHED_SUBOPTIMALITY) r->lr = subopt_lr(&t->subopt, c, s, r->loss);
     dynamics_scalars(m, &r->dyn);
     model_zero_grad(m);
     model_backward(m);
@@ -335,12 +359,17 @@ void train_step(train_t *t, train_record_t *r)
     const double ratio = c->train.update_ratio_cap, tau = c->train.spectral_bound;
     if (r->updated || ratio > 0.0 || tau > 0.0)
         memcpy(t->prev, m->params, m->num_params * sizeof(real));
+    t->opt.want_sv = r->probed && t->opt_rms;   // muon's singular values at probe updates
     if (c->train.lr_control == LR_CONTROL_CDAT) r->lr = cdat_update(t, r->lr);
     else optim_update(&t->opt, m->params, m->grads, r->lr);
     if (ratio > 0.0) update_bound_ratio(&t->opt, m->params, t->prev, ratio);
     if (tau > 0.0) update_bound_spectral(m, m->params, t->prev, tau, t->bound_work);
     update_rms(t, 1);
     if (t->ctl.wu) autowu_observe(t->ctl.wu, c, s, r->loss);   // the warm-up's end (design §6k)
+    if (r->probed && t->opt_rms)
+        qk_optim_stats(&t->ax, m, &t->opt, r->lr, t->opt_rms, t->opt_spec, t->opt_sv_min,
+                       t->opt_sv_max);
+    if (c->train.qk_clip > 0) r->qk_clipped = qk_clip_apply(m, c->train.qk_clip);
     if (t->opt.kind == OPT_RADAM)
         r->radam_rect = optim_radam_rect(t->opt.beta2, t->opt.t, &r->radam_rho);
     t->step = s;

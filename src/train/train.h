@@ -16,7 +16,9 @@
  * N-th update, on a float64 copy of the model, so the training is the same bit for bit.
  * Text task: validation loss after the update at every train.eval_every-th and the last step.
  * After every update, the RMS of its direction m̂/(√v̂ + ε) per layer (train_t.update_rms);
- * with radam, its ρₜ and rₜ (train_record_t).
+ * with radam, its ρₜ and rₜ (train_record_t). With train.qk_clip = τ, QK-Clip after every update
+ * (train/qk_clip.h); muon, lion, nsgd: their per-tensor statistics at probe updates. With
+ * train.schedule = suboptimality the lr of update t comes from its batch's loss (train/subopt.h).
  * Streams (model/session.h): update 1 sees the batch of `stability dump`.
  * The remedies (docs/design.md §6k): the lr of update t is lrctl_scheduled (the schedule, the
  * catapult start or AutoWU's), capped by the curvature row before it (lr_control = curvature)
@@ -35,6 +37,7 @@
 #include "measure/curvature.h"
 #include "train/optim.h"
 #include "train/lr_control.h"
+#include "train/subopt.h"
 
 /* The fixed batch of the model-update measure comes from the stream init.seed + this. */
 #define TRAIN_UPDATE_OFFSET 0x1B873593UL
@@ -67,6 +70,7 @@ typedef struct {
     double radam_rect;    /* radam: rₜ when ρₜ > 4 (the adaptive step), else NaN */
     double measure_s;     /* seconds of this update spent measuring (probe and curvature rows,
                              validation), not training: the log's speed leaves them out */
+    double qk_clipped;    /* train.qk_clip > 0: heads QK-Clip scaled after the update; else NaN */
 } train_record_t;
 
 /* Per-layer measurements of one step (axes of train_t.ax). */
@@ -120,6 +124,10 @@ typedef struct {
     lrctl_t ctl;
     double *cdat_u;            /* (num_params) cdat: the update direction u in float64 */
     double *bound_work;        /* train.spectral_bound: update_bound_spectral's work space */
+    /* muon, lion, nsgd (docs/design.md §6h): at update 1 and every probe.every, after the
+     * update, per layer tensor (L,P) (train/qk_clip.h, qk_optim_stats); NULL for the others */
+    double *opt_rms, *opt_spec, *opt_sv_min, *opt_sv_max;
+    subopt_t subopt;           /* train.schedule = suboptimality: its fit and state */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,
