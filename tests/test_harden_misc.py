@@ -5,6 +5,11 @@
 memory   model.layers = 10 000 000 is refused (exit 2, "needs about ... GiB") in under a second
          and under 100 MB resident; it grew to 23 GiB and was killed. Run under a 2 GiB address
          space so that the old build fails with "out of memory" instead of taking the machine.
+ignored  item 5: a key the run would ignore is refused where it does not apply, as mix_ratio is:
+         init.base_width under the standard parametrization, train.momentum under Adam (a sweep
+         of `16, 32` made two byte-identical runs listed as two configurations); SGD takes its
+         momentum, a stored file holding such a key still reads; -0 is 0: `weight_decay = 0, -0`
+         and `curvature_floor = 0, -0` are one value (as `1e-3, +0.001`), a run records 0.
 Prints "ok"/"not ok" per check, then "harden_misc: N passed, M failed"; exit 1 if M > 0.
 Everything is written under a temporary directory.
 """
@@ -67,7 +72,65 @@ def test_memory(tmp):
         check("memory: nothing written", not os.path.exists(os.path.join(tmp, "deep.h5")))
 
 
-SECTIONS = {"memory": test_memory}
+def sweep_file(tmp, name, lines):
+    path = os.path.join(tmp, name + ".ini")
+    with open(path, "w") as f:
+        f.write(f"[sweep]\nbase = {TINY}\nname = r{{{name}}}\n" + "".join(l + "\n" for l in lines))
+    return path
+
+
+def stored_config(path):
+    import h5py
+    with h5py.File(path, "r") as f:
+        c = f.attrs["config"]
+    return c.decode() if isinstance(c, bytes) else c
+
+
+def test_ignored(tmp):
+    """Item 5: keys a run ignores are refused; -0 is 0."""
+    for key, value, line in (("init.base_width", "16, 32", 4), ("train.momentum", "0.5, 0.9", 4)):
+        path = sweep_file(tmp, key.split(".")[1], [f"{key} = {value}"])
+        r = run("sweep", path, "--dry-run", cwd=tmp)
+        check(f"ignored: a sweep of {key} = {value} is refused at its line, exit 2",
+              r.returncode == 2 and f"{path}:{line}: {key}: only applies to" in r.stderr,
+              f"exit {r.returncode}: {r.stderr.strip()[-300:]} {r.stdout[-200:]}")
+    out = os.path.join(tmp, "ign.h5")
+    for sets, want in ((["init.base_width=16"], "init.parametrization = mup"),
+                       (["train.momentum=0.5"], "train.optimizer = sgd"),
+                       (["train.momentum=0.5", "train.optimizer=adamw"], "train.optimizer = sgd")):
+        args = ["--config", TINY, "--out", out, "--quiet", "--force"]
+        for kv in sets:
+            args += ["--set", kv]
+        r = run(*args)
+        check(f"ignored: --set {' '.join(sets)} refused, exit 2, naming {want}",
+              r.returncode == 2 and want in r.stderr and not os.path.exists(out),
+              f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    r = run("--config", TINY, "--out", out, "--quiet", "--force", "--set", "train.optimizer=sgd",
+            "--set", "train.momentum=0.5", "--set", "train.steps=2")
+    check("ignored: SGD takes train.momentum = 0.5", r.returncode == 0 and
+          "momentum = 0.5\n" in stored_config(out), r.stderr.strip()[-300:])
+    # a file written before the rule, holding base_width under standard: still read
+    import h5py
+    with h5py.File(out, "a") as f:
+        f.attrs["config"] = stored_config(out).replace("[init]\n", "[init]\nbase_width = 32\n")
+    r = run("info", out)
+    check("ignored: a stored run holding init.base_width under standard still reads (info, exit 0)",
+          r.returncode == 0, r.stderr.strip()[-300:])
+    for key in ("train.weight_decay", "probe.curvature_floor"):
+        path = sweep_file(tmp, key.split(".")[1], [f"{key} = 0, -0"])
+        r = run("sweep", path, "--dry-run", cwd=tmp)
+        check(f"ignored: {key} = 0, -0 is one value, exit 2", r.returncode == 2 and
+              f"{key}: '0' and '-0' are one value" in r.stderr,
+              f"exit {r.returncode}: {r.stderr[-200:]} {r.stdout[-200:]}")
+    r = run("--config", TINY, "--force", "--out", out, "--quiet", "--set", "train.weight_decay=-0",
+            "--set", "train.steps=2")
+    check("ignored: a run of weight_decay = -0 records 0", r.returncode == 0 and
+          "\nweight_decay = 0\n" in stored_config(out), r.stderr.strip()[-300:])
+    if os.path.exists(out):
+        os.remove(out)
+
+
+SECTIONS = {"memory": test_memory, "ignored": test_ignored}
 
 
 def main():
