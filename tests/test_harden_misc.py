@@ -10,6 +10,14 @@ ignored  item 5: a key the run would ignore is refused where it does not apply, 
          of `16, 32` made two byte-identical runs listed as two configurations); SGD takes its
          momentum, a stored file holding such a key still reads; -0 is 0: `weight_decay = 0, -0`
          and `curvature_floor = 0, -0` are one value (as `1e-3, +0.001`), a run records 0.
+minor    item 12: a merged file's status of a damaged run file whole (it stopped at 31
+         characters); a project copied whole merges its sweep (it named the original's sweep
+         file); `info` names RoPE, no biases and muP, and the cosine floor after the schedule,
+         not after the warm-up; `dump --hvp` records the Lanczos steps taken (at most the
+         parameters, 156 here, not the 100 000 asked); a dump whose loss overflows is status
+         diverged with its reason (exit 0); the sweep summary pads UTF-8 names by columns;
+         control characters of --set values are echoed as '?'; --resume of a file that logged
+         no update says so instead of "would erase its 0 logged updates".
 Prints "ok"/"not ok" per check, then "harden_misc: N passed, M failed"; exit 1 if M > 0.
 Everything is written under a temporary directory.
 """
@@ -130,7 +138,119 @@ def test_ignored(tmp):
         os.remove(out)
 
 
-SECTIONS = {"memory": test_memory, "ignored": test_ignored}
+def attrs(path, obj="/"):
+    import h5py
+    with h5py.File(path, "r") as f:
+        return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f[obj].attrs.items()}
+
+
+def small_sweep(root, name, lrs, extra=""):
+    """A project folder root with configs/tiny.ini and experiments/NAME.ini; swept, merged."""
+    import shutil
+    os.makedirs(os.path.join(root, "configs"), exist_ok=True)
+    os.makedirs(os.path.join(root, "experiments"), exist_ok=True)
+    shutil.copy(TINY, os.path.join(root, "configs", "tiny.ini"))
+    with open(os.path.join(root, "experiments", name + ".ini"), "w") as f:
+        f.write(f"[sweep]\nbase = configs/tiny.ini\nname = {extra}r{{lr}}\ntrain.lr = {lrs}\n"
+                "train.steps = 2\n")
+    return run("sweep", f"experiments/{name}.ini", "--quiet", cwd=root, timeout=120)
+
+
+def test_minor_sweeps(tmp):
+    import h5py
+    import shutil
+    root = os.path.join(tmp, "proj")
+    r = small_sweep(root, "s", "1e-3, 2e-3")
+    check("minor: the project's sweep runs and merges", r.returncode == 0, r.stderr[-300:])
+    copy = os.path.join(tmp, "proj_copy")
+    shutil.copytree(root, copy)
+    r = run("sweep", "experiments/s.ini", "--merge", cwd=copy)
+    check("minor: a project copied whole merges its sweep (exit 0)", r.returncode == 0,
+          f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    other = os.path.join(root, "other")
+    os.makedirs(other)
+    shutil.copy(os.path.join(root, "experiments", "s.ini"), os.path.join(other, "s.ini"))
+    r = run("sweep", "other/s.ini", "--merge", cwd=root)
+    check("minor: another sweep file of the same name in the project is still refused (exit 2)",
+          r.returncode == 2 and "has the same name" in r.stderr, r.stderr[-300:])
+    with open(os.path.join(root, "results", "s", "r1e-3.h5"), "wb") as f:
+        f.write(b"not a file of HDF5 at all, but long enough to be read as one" * 20)
+    os.remove(os.path.join(root, "results", "s.h5"))
+    r = run("sweep", "experiments/s.ini", "--merge", cwd=root)
+    with h5py.File(os.path.join(root, "results", "s.h5"), "r") as f:
+        status = [x.decode() for x in f["sweep/status"][()]]
+    line = [l for l in r.stderr.splitlines() if l.startswith("run 0 (r1e-3): ")]
+    check("minor: the merged file keeps a damaged run's status whole (> 31 characters, as said)",
+          len(status[0]) > 31 and line and line[0] == "run 0 (r1e-3): " + status[0],
+          f"{status[0]!r} vs {line}")
+    uroot = os.path.join(tmp, "uproj")
+    r = small_sweep(uroot, "u", "1e-3, 2e-3", extra="μμμ_")
+    with open(os.path.join(uroot, "results", "u", "summary.txt"), encoding="utf-8") as f:
+        rows = f.read().splitlines()[:3]
+    cols = {row.index("status") if i == 0 else row.index("done") for i, row in enumerate(rows)}
+    check("minor: the summary pads UTF-8 run names by columns (status in one column)",
+          r.returncode == 0 and len(cols) == 1, "\n".join(rows))
+
+
+def test_minor_runs(tmp):
+    out = os.path.join(tmp, "m.h5")
+    r = run("--config", TINY, "--out", out, "--quiet", "--set", "train.steps=3", "--set",
+            "model.positions=rope", "--set", "model.bias=off", "--set", "init.parametrization=mup",
+            "--set", "init.base_width=8", "--set", "train.schedule=cosine", "--set",
+            "train.warmup=2", "--set", "train.min_lr_ratio=0.1")
+    info = run("info", out).stdout
+    check("minor: info's header names RoPE, no biases and muP",
+          r.returncode == 0 and ", RoPE, no biases, muP (base width 8)," in info, info[:400])
+    check("minor: info puts cosine's floor with the schedule, not the warm-up",
+          "cosine schedule to 0.1 x lr, warm-up 2," in info and "(to 0.1" not in info, info[:400])
+    dump = os.path.join(tmp, "d.h5")
+    r = run("dump", "--config", TINY, "--hvp", "--out", dump, "--set", "probe.curvature_iters=100000",
+            "--set", "model.layers=1", "--set", "model.d_model=4", "--set", "model.heads=1",
+            "--set", "model.d_ff=4", "--set", "model.vocab=5")
+    a = attrs(dump, "hvp") if r.returncode == 0 else {}
+    check("minor: dump --hvp records the Lanczos steps taken, at most the 156 parameters",
+          r.returncode == 0 and "156 parameters" in r.stdout and 2 <= a.get("iters", 0) <= 156,
+          f"{r.stderr[-200:]} iters {a.get('iters')}")
+    r = run("dump", "--config", TINY, "--hvp", "--out", dump, "--force", "--set",
+            "probe.curvature_iters=7")
+    check("minor: dump --hvp with K = 7 records 7", r.returncode == 0 and attrs(dump, "hvp")["iters"] == 7)
+    r = run("dump", "--config", TINY, "--hvp", "--perturb", "1e308", "--out", dump, "--force")
+    a = attrs(dump) if r.returncode == 0 else {}
+    check("minor: dump --perturb 1e308 --hvp: status diverged with its reason, said, exit 0",
+          r.returncode == 0 and a.get("status") == "diverged" and
+          "not finite" in a.get("diverged_reason", "") and "recorded with status diverged" in r.stderr,
+          f"exit {r.returncode} {a.get('status')} {r.stderr[-200:]}")
+    for sets in ([f"train.lr=1\x1b[31m"], ["train.lr=1e-3\x1b]0;x\x07", "train.lr=2e-3\x1b[2J"],
+                 ["train.lr\x1b[31m"]):
+        args = ["--config", TINY, "--out", os.path.join(tmp, "c.h5"), "--quiet", "--set", sets[0]]
+        for kv in sets[1:]:
+            args += ["--set", kv]
+        if len(sets) == 1 and "=" not in sets[0]:
+            args += ["1e-3"]
+        r = run(*args)
+        check(f"minor: --set {sets!r}: no control character echoed, '?' instead",
+              r.stderr and not any(ord(c) < 0x20 and c != "\n" for c in r.stderr) and "?" in r.stderr,
+              repr(r.stderr[-200:]))
+
+
+def test_minor_resume(tmp):
+    import h5py
+    out = os.path.join(tmp, "k.h5")
+    r = run("--config", TINY, "--out", out, "--quiet", "--set", "train.steps=3")
+    with h5py.File(out, "a") as f:   # as a kill before the first flush leaves it
+        for name, d in f["train"].items():
+            if isinstance(d, h5py.Dataset) and d.maxshape and d.maxshape[0] is None:
+                d.resize(0, axis=0)
+        del f["checkpoint"]
+        f.attrs["status"] = "running"
+    r = run("--config", TINY, "--out", out, "--quiet", "--set", "train.steps=3", "--resume")
+    check("minor: --resume of a file that logged no update says so (exit 2), not '0 logged updates'",
+          r.returncode == 2 and "no update logged" in r.stderr and "0 logged" not in r.stderr,
+          r.stderr[-300:])
+
+
+SECTIONS = {"memory": test_memory, "ignored": test_ignored, "minor": test_minor_sweeps,
+            "minor_runs": test_minor_runs, "minor_resume": test_minor_resume}
 
 
 def main():
