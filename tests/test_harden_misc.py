@@ -18,6 +18,13 @@ minor    item 12: a merged file's status of a damaged run file whole (it stopped
          diverged with its reason (exit 0); the sweep summary pads UTF-8 names by columns;
          control characters of --set values are echoed as '?'; --resume of a file that logged
          no update says so instead of "would erase its 0 logged updates".
+scripts  item 9: the table scripts (warmup_explained, atlas_table, atlas_compare, atlas_blocks,
+         proxies_table, warmup_table, curvature_anchor_table) answer a wrong input with one
+         line on stderr and exit 2 (they printed a table, exit 0, or a traceback): the two
+         merged files of warmup_explained swapped, one file twice or a copy, --bootstrap 0, -5 and 1, --trains nan,
+         inf and -1, an empty file, a run file for a merged one (and the other way round), a
+         file without /runs or /train; curvature_anchor_table counts a copied run once and
+         keeps L = 1 and L = 2 apart.
 Prints "ok"/"not ok" per check, then "harden_misc: N passed, M failed"; exit 1 if M > 0.
 Everything is written under a temporary directory.
 """
@@ -249,7 +256,119 @@ def test_minor_resume(tmp):
           r.stderr[-300:])
 
 
-SECTIONS = {"memory": test_memory, "ignored": test_ignored, "minor": test_minor_sweeps,
+def script(name, *args):
+    try:
+        return subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", name), *args],
+                              capture_output=True, text=True, env=ENV, timeout=120)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(args, -999, "", "no answer within 120 s")
+
+
+def one_line_2(r):
+    """Exit 2 with one line on stderr and no traceback."""
+    lines = r.stderr.strip().splitlines()
+    return r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr
+
+
+def anchor_run(f, name, layers, seed, ratio):
+    import numpy as np
+    g = f.create_group(f"runs/{name}")
+    g.attrs["config"] = (f"[model]\nlayers = {layers}\nplacement = post\n[init]\nseed = {seed}\n"
+                         f"[train]\nlr = 0.001\nwarmup = 1\noptimizer = adam\n")
+    g.attrs["status"] = "done"
+    t = g.create_group("train")
+    t["curv_step"] = np.array([0, 10])
+    t["precond_max_active"] = np.array([ratio, 2 * ratio])
+    t["stability_threshold"] = np.array([1.0, 1.0])
+    t["hessian_max"] = np.array([5.0, 6.0])
+    t["val_loss"] = np.array([3.0])
+
+
+def test_scripts(tmp):
+    import shutil
+    import h5py
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import test_warmup_explained as TW
+    d = os.path.join(tmp, "scripts")
+    os.makedirs(d)
+    atlas, ind = os.path.join(d, "atlas.h5"), os.path.join(d, "ind.h5")
+    with h5py.File(atlas, "w") as f:
+        TW.atlas_run(f, "post-layernorm-xavier_normal_L2_lr1e-3_w1", False, "done", 3.5)
+        TW.atlas_run(f, "post-layernorm-xavier_normal_L2_lr1e-3_w100", True, "done", 2.5)
+        TW.atlas_run(f, "pre-layernorm-xavier_normal_L2_lr1e-3_w1", False, "done", 2.0)
+    with h5py.File(ind, "w") as f:
+        TW.indicator_run(f, "post-layernorm-xavier_normal_L2_lr1e-3_w1", 4.0, (1.0, 7.0, 2.0), 0.3, 3.0)
+        TW.indicator_run(f, "pre-layernorm-xavier_normal_L2_lr1e-3_w1", 2.0, (0.5, 0.25, 0.1), 0.1, 1.0)
+    copy = os.path.join(d, "atlas_copy.h5")
+    shutil.copy(atlas, copy)
+    empty = os.path.join(d, "empty.h5")
+    open(empty, "w").close()
+    bare = os.path.join(d, "bare.h5")
+    with h5py.File(bare, "w") as f:
+        f["x"] = [1.0]
+    probe_only = os.path.join(d, "probe_only.h5")
+    with h5py.File(probe_only, "w") as f:
+        f.create_group("runs/a/probe")
+        f["runs/a"].attrs["config"] = "[model]\nlayers = 2\n"
+    runfile = os.path.join(d, "run.h5")
+    r = run("--config", TINY, "--out", runfile, "--quiet", "--set", "train.steps=2")
+    probefile = os.path.join(d, "probe.h5")
+    r = run("--config", TINY, "--out", probefile, "--quiet", "--set", "probe.seeds=1",
+            "--set", "probe.batches=1")
+    r = script("warmup_explained.py", atlas, ind, "--bootstrap", "50")
+    check("scripts: warmup_explained.py on its two files prints the table (exit 0)",
+          r.returncode == 0 and "| indicator |" in r.stdout, r.stderr[-300:])
+    cases = [
+        ("warmup_explained.py", [ind, atlas], "swapped"),
+        ("warmup_explained.py", [atlas, atlas], "one file twice"),
+        ("warmup_explained.py", [atlas, copy], "a copy as the indicators"),
+        ("warmup_explained.py", [atlas, ind, "--bootstrap", "0"], "--bootstrap 0"),
+        ("warmup_explained.py", [atlas, ind, "--bootstrap", "-5"], "--bootstrap -5"),
+        ("warmup_explained.py", [atlas, ind, "--bootstrap", "1"], "--bootstrap 1"),
+        ("warmup_explained.py", [atlas, ind, "--trains", "nan"], "--trains nan"),
+        ("warmup_explained.py", [atlas, ind, "--trains", "inf"], "--trains inf"),
+        ("warmup_explained.py", [atlas, ind, "--trains", "-1"], "--trains -1"),
+        ("warmup_explained.py", [empty, ind], "an empty file"),
+        ("warmup_explained.py", [runfile, ind], "a run file"),
+        ("warmup_explained.py", [bare, ind], "no /runs"),
+        ("warmup_explained.py", [atlas, ind, "--init", runfile], "a run file as --init"),
+        ("atlas_table.py", [atlas, "--trains", "nan"], "--trains nan"),
+        ("atlas_table.py", [atlas, "--trains", "-1"], "--trains -1"),
+        ("atlas_table.py", [empty], "an empty file"),
+        ("atlas_table.py", [runfile], "a run file"),
+        ("atlas_table.py", [probe_only], "runs without /train"),
+        ("atlas_compare.py", [atlas, empty], "an empty file"),
+        ("atlas_compare.py", [atlas, copy, "--trains", "inf"], "--trains inf"),
+        ("atlas_blocks.py", [empty], "an empty file"),
+        ("atlas_blocks.py", [bare, atlas], "no /runs"),
+        ("proxies_table.py", [empty], "an empty file"),
+        ("proxies_table.py", [runfile], "a run file"),
+        ("warmup_table.py", [atlas], "a merged file for a run file"),
+        ("warmup_table.py", [empty], "an empty file"),
+        ("warmup_table.py", [probefile], "a file without /train"),
+        ("curvature_anchor_table.py", [empty], "an empty file"),
+        ("curvature_anchor_table.py", [runfile], "a run file"),
+        ("curvature_anchor_table.py", [bare], "no /runs"),
+    ]
+    for name, args, what in cases:
+        r = script(name, *args)
+        check(f"scripts: {name} {what}: one line, exit 2", one_line_2(r),
+              f"exit {r.returncode}: {r.stderr.strip()[-300:]} {r.stdout[:100]!r}")
+    anchor = os.path.join(d, "anchor.h5")
+    with h5py.File(anchor, "w") as f:
+        anchor_run(f, "L1_s1", 1, 1, 0.5)
+        anchor_run(f, "L2_s1", 2, 1, 0.25)
+        anchor_run(f, "L1_s1_again", 1, 1, 0.5)   # a copy of L1_s1: the same run
+    r = script("curvature_anchor_table.py", anchor)
+    across = r.stdout.split("Across seeds")[-1]
+    rows = [l for l in across.splitlines() if l.startswith("| post")]
+    check("scripts: curvature_anchor_table.py keeps L = 1 and L = 2 apart, a copy counted once",
+          r.returncode == 0 and len(rows) == 2 and all(" | 1 | " in l for l in rows)
+          and "layers 1" in across and "layers 2" in across and "counted once" in r.stderr,
+          r.stdout + r.stderr)
+
+
+SECTIONS = {"scripts": test_scripts, "memory": test_memory, "ignored": test_ignored, "minor": test_minor_sweeps,
             "minor_runs": test_minor_runs, "minor_resume": test_minor_resume}
 
 
