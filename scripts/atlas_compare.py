@@ -47,8 +47,8 @@ def main():
                     help="the program whose table of schemes names the rows")
     a = ap.parse_args()
     script_inputs.positive("--trains", a.trains)
-    script_inputs.merged(a.a)
-    script_inputs.merged(a.b)
+    script_inputs.merged(a.a, None)   # runs without /train: "not the same runs", exit 1
+    script_inputs.merged(a.b, None)
     if not os.access(a.stability, os.X_OK):
         sys.exit(f"{a.stability}: not found (build it with make, or pass --stability)")
     ra, rb = load(a.stability, a.a), load(a.stability, a.b)

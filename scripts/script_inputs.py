@@ -75,7 +75,8 @@ def open_hdf5(path):
 
 
 def merged(path, group="train"):
-    """Check that path is a merged sweep file (/runs) with a run that holds /group; return path."""
+    """Check that path is a merged sweep file (/runs) with a run that holds /group (None: any
+    run); return path."""
     with open_hdf5(path) as f:
         if "runs" not in f or not isinstance(f["runs"], h5py.Group):
             what = ("a run file" if "config" in f.attrs else "not a result file of the program")
