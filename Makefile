@@ -355,6 +355,7 @@ test: test-deps
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # test_warmup_answer.py trains the anchor on it
 	/usr/bin/python3 tests/test_warmup_answer.py
 	/usr/bin/python3 tests/test_hostile.py
+	/usr/bin/python3 tests/test_harden_misc.py
 	/usr/bin/python3 tests/test_threads.py
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # test_float32.py trains on Fig. 2's text
 	/usr/bin/python3 tests/test_float32.py

@@ -18,6 +18,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import atlas_table   # noqa: E402  (read_runs, atlas_cells: the table's own definitions)
+import script_inputs   # noqa: E402  (one line and exit 2 for a wrong input)
 
 
 def load(stability, path):
@@ -45,6 +46,9 @@ def main():
     ap.add_argument("--stability", default=os.path.join(atlas_table.ROOT, "stability"),
                     help="the program whose table of schemes names the rows")
     a = ap.parse_args()
+    script_inputs.positive("--trains", a.trains)
+    script_inputs.merged(a.a, None)   # runs without /train: "not the same runs", exit 1
+    script_inputs.merged(a.b, None)
     if not os.access(a.stability, os.X_OK):
         sys.exit(f"{a.stability}: not found (build it with make, or pass --stability)")
     ra, rb = load(a.stability, a.a), load(a.stability, a.b)

@@ -35,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_identity   # noqa: E402  (the rule of which runs are one, and what tells runs apart)
+import script_inputs   # noqa: E402  (one line and exit 2 for a wrong input)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -222,6 +223,8 @@ def main():
                     help="the program whose table of schemes names and orders the rows "
                          "(default: the repository's ./stability; `make` builds it)")
     a = ap.parse_args()
+    script_inputs.positive("--trains", a.trains)
+    script_inputs.merged(a.file)
     if not os.access(a.stability, os.X_OK):
         sys.exit(f"{a.stability}: not found (build it with make, or pass --stability)")
     runs = read_runs(a.file, schemes_of(a.stability, a.file))

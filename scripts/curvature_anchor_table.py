@@ -16,6 +16,14 @@ import sys
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_identity    # noqa: E402  (the rule of which runs are one, and what tells runs apart)
+import script_inputs   # noqa: E402  (one line and exit 2 for a wrong input)
+
+# The keys the setting names itself (besides the seed and the embedding, columns of their own).
+SETTING = ("model.placement", "train.lr", "train.warmup", "train.optimizer", "init.seed",
+           "init.embed")
+
 
 def text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
@@ -57,7 +65,15 @@ def read(path):
             "steps": [int(s) for s in t["curv_step"][:]],
             "ratio": t["precond_max_active"][:] / t["stability_threshold"][:],
             "h0": float(t["hessian_max"][0]), "final": float(val[-1]),
-            "status": text(g.attrs["status"])})
+            "status": text(g.attrs["status"]), "name": name,
+            "identity": run_identity.identity(g.attrs)})
+    # a copied run counts once (never as a second seed); any other key that differs between
+    # the runs (L = 1 and L = 2) is part of the setting (docs/design.md §6j)
+    runs = run_identity.unique(runs)
+    items = [dict(r["identity"][0]) for r in runs]
+    other = [k for k in run_identity.differing(items) if k not in SETTING]
+    for r, it in zip(runs, items):
+        r["setting"] += "".join(", " + run_identity.words(k, it.get(k)) for k in other)
     return runs
 
 
@@ -65,6 +81,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("file")
     a = ap.parse_args()
+    if not os.path.isdir(a.file):
+        script_inputs.merged(a.file)
     runs = read(a.file)
     if not runs:
         sys.exit(f"{a.file}: no run with curvature rows")

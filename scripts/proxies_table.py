@@ -44,6 +44,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import atlas_table   # noqa: E402  (read_runs, one_row, sensitivity, mean_ci: the atlas's definitions)
+import script_inputs   # noqa: E402  (one line and exit 2 for a wrong input)
 
 
 # ---- reading ---------------------------------------------------------------------------------
@@ -483,6 +484,9 @@ def main():
                     help="the program atlas_table.read_runs asks for each run's scheme "
                          "(default: the repository's ./stability)")
     a = ap.parse_args()
+    script_inputs.positive("--fail-margin", a.fail_margin)
+    for x in a.files:
+        script_inputs.merged(x)
     if not os.access(a.stability, os.X_OK):
         sys.exit(f"{a.stability}: not found (build it with make, or pass --stability)")
     runs = read_study(a.files, a.stability)

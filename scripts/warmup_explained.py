@@ -44,10 +44,14 @@ counted in its n.
 import argparse
 import configparser
 import math
+import os
 import sys
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_inputs   # noqa: E402  (one line and exit 2 for a wrong input)
 
 MATRICES = ("wq", "wk", "wv", "wo", "w1", "w2")
 INDICATORS = ("lr", "xiong", "xiong_ratio", "admin", "eos", "eos0", "radam", "kosson",
@@ -297,6 +301,31 @@ def fmt_diff(a):
     return "–" if not np.isfinite(a[0]) else f"{a[0]:+.2f} [{a[1]:+.2f}, {a[2]:+.2f}]"
 
 
+def warm_runs(path):
+    """How many runs of the merged file path have a warm-up (> 1 update)."""
+    with h5py.File(path, "r") as f:
+        return sum(int(config_of(g)["train"].get("warmup", "1")) > 1
+                   for g in f["runs"].values() if "train" in g and "config" in g.attrs)
+
+
+def check_inputs(a):
+    """One line and exit 2 for a wrong input (scripts/script_inputs.py): the options' ranges,
+    files given twice, files that are not merged sweep files, and the two merged files swapped
+    (the atlas has warm-up runs, the indicators' runs have none)."""
+    script_inputs.positive("--trains", a.trains)
+    script_inputs.bootstrap("--bootstrap", a.bootstrap)
+    files = [x for x in (a.atlas, a.indicators, a.init, a.fig2) if x]
+    script_inputs.distinct(files)
+    for x in files:
+        script_inputs.merged(x, "probe" if x == a.init else "train")
+    if not warm_runs(a.atlas):
+        script_inputs.fail(f"{a.atlas}: no run with warm-up: not the atlas's outcomes "
+                           f"(results/atlas.h5); the two files swapped?")
+    if warm_runs(a.indicators):
+        script_inputs.fail(f"{a.indicators}: runs with warm-up: the atlas's outcomes, not the "
+                           f"indicators' runs (results/warmup_explained.h5); the two files swapped?")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("atlas", help="the atlas's merged file (outcomes)")
@@ -310,6 +339,7 @@ def main():
     ap.add_argument("--fig2", help="also print the indicators of Fig. 2's runs "
                     "(experiments/warmup_explained_fig2.ini's merged file)")
     a = ap.parse_args()
+    check_inputs(a)
     cells = read_outcomes(a.atlas, a.trains)
     inds = read_indicators(a.indicators)
     admin = read_admin(a.init) if a.init else {}

@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_identity   # noqa: E402  (the rule of which runs are one, and what tells runs apart)
+import script_inputs   # noqa: E402  (one line and exit 2 for a wrong input)
 
 SHOWN = ("model.placement", "train.lr", "train.warmup", "init.seed")   # the table's own columns
 
@@ -58,6 +59,8 @@ def row(path):
 
 
 def main(paths):
+    for p in paths:
+        script_inputs.run_file(p)
     rows = run_identity.unique([row(p) for p in paths], where=lambda r: r["path"])
     items = [dict(r["identity"][0]) for r in rows]
     schemes = [f"{it.get('model.placement')}+{it.get('model.norm')}" for it in items]

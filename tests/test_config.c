@@ -252,7 +252,7 @@ START_TEST(test_parse_every_key)
     ck_assert(c.data.label_smoothing == 0.1);
     ck_assert(c.data.zipf == 1.1);
     ck_assert_int_eq(c.train.steps, 250);
-    ck_assert_int_eq(c.train.optimizer, OPT_RADAM);
+    ck_assert_int_eq(c.train.optimizer, OPT_SGD);
     ck_assert(c.train.lr == 1e-3);
     ck_assert_int_eq(c.train.warmup, 500);
     ck_assert_int_eq(c.train.schedule, SCHED_LINEAR);
@@ -777,7 +777,7 @@ START_TEST(test_to_ini_length)
         "\nactivation = gelu\n", "\ncausal = true\n", "\ntie_embeddings = false\n", "\nfinal_norm = off\n",
         "\ndropout = 0.1\n", "[init]", "\nscheme = normal\n", "\nstd = 0.05\n", "\nzero_qk = true\n",
         "\nseed = 4294967290\n", "[data]", "\ntask = reverse\n", "\npath = data/corpus.txt\n", "\nbatch = 3\n",
-        "\nlabel_smoothing = 0.1\n", "\nzipf = 1.1\n", "[train]", "\nsteps = 250\n", "\noptimizer = radam\n",
+        "\nlabel_smoothing = 0.1\n", "\nzipf = 1.1\n", "[train]", "\nsteps = 250\n", "\noptimizer = sgd\n",
         "\nlr = 0.001\n", "\nwarmup = 500\n", "\nschedule = linear\n", "\nbeta1 = 0.85\n", "\nbeta2 = 0.995\n",
         "\neps = 1e-09\n", "\nweight_decay = 0.01\n", "\nclip = 1.5\n", "\nmomentum = 0.5\n",
         "\ncheckpoint_every = 50\n", "\neval_every = 25\n", "\nresume = auto\n", "[probe]", "\nseeds = 3\n",

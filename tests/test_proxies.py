@@ -292,7 +292,8 @@ def check_study(name, runs, base, block, widths, depths, lrs, seeds, arms):
         d = int(o["model.d_model"])
         ff = 4 * d if block == "2017" else ((8 * d + 2) // 3 + 7) // 8 * 8
         want = {"model.heads": str(d // 32), "model.d_ff": str(ff), "train.precision": "float32",
-                "init.base_width": "32", "train.steps": "300", "probe.model_update": "off"}
+                "init.base_width": "32" if o.get("init.parametrization") == "mup" else "0",
+                "train.steps": "300", "probe.model_update": "off"}
         if block == "today":
             want.update({"model.positions": "rope", "model.activation": "swiglu", "model.bias": "off",
                          "model.norm": "rmsnorm"})

@@ -26,6 +26,7 @@ Suite *dynamics_suite(void); /* tests/test_dynamics.c: QK-norm, soft-capping, z-
 Suite *mup_suite(void);      /* tests/test_mup.c: μP's rates, d = base_width, draws, FD; init.embed, parametrization keys */
 Suite *curvature_suite(void);/* tests/test_curvature.c: HVP, Lanczos, P^-1 H, blocks vs explicit matrices; float32 route */
 Suite *diagnose_suite(void); /* tests/test_diagnose.c: each diagnosis rule on made-up series, its place and remedies */
+Suite *memory_suite(void);   /* tests/test_memory.c: the memory estimate, arithmetic at any depth */
 
 Suite *remedies_suite(void); /* tests/test_remedies.c: curvature cap, CDAT, catapult, update cap vs hand values and explicit H */
 

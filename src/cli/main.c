@@ -10,6 +10,7 @@
 #include <gsl/gsl_errno.h>
 #include "config/config.h"
 #include "io/h5io.h"
+#include "util/text.h"
 #include "util/args.h"
 #include "util/blascore.h"
 #include "util/progress.h"
@@ -200,18 +201,22 @@ int cli_check_set(const char *const *sets, int nsets, const char *next)
 {
     const char *a = sets[nsets];
     const char *eq = strchr(a, '=');
+    char msg[2400];   // the values echoed with their control characters masked (util/text.h)
     if (!eq) {   // as config_set says it, with the likely intent: --set KEY VALUE
-        fprintf(stderr, "--set %s: expected section.key=value", a);
+        int n = snprintf(msg, sizeof msg, "--set %.1000s: expected section.key=value", a);
         if (next && next[0] != '-' && !strchr(next, '='))
-            fprintf(stderr, " (did you mean --set %s=%s?)", a, next);
-        fprintf(stderr, "\n");
+            snprintf(msg + n, sizeof msg - (size_t)n, " (did you mean --set %.500s=%.500s?)", a,
+                     next);
+        fprintf(stderr, "%s\n", text_mask_controls(msg));
         return 2;
     }
     for (int k = 0; k < nsets; k++) {
         const char *e = strchr(sets[k], '=');
-        if (e && e - sets[k] == eq - a && !strncmp(sets[k], a, (size_t)(eq - a)))   // an override
-            fprintf(stderr, "stability: --set %.*s given twice: the later, %s, replaces %s\n",
-                    (int)(eq - a), a, a, sets[k]);
+        if (e && e - sets[k] == eq - a && !strncmp(sets[k], a, (size_t)(eq - a))) {   // override
+            snprintf(msg, sizeof msg, "stability: --set %.*s given twice: the later, %.800s, "
+                     "replaces %.800s", (int)(eq - a > 500 ? 500 : eq - a), a, a, sets[k]);
+            fprintf(stderr, "%s\n", text_mask_controls(msg));
+        }
     }
     return 0;
 }

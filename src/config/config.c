@@ -358,7 +358,7 @@ int config_parse_string(config_t *cfg, const char *text, const char *name, char 
     snprintf(cfg->name, sizeof cfg->name, "%s", name);
     const int rc = parse_text(cfg, name, text, strlen(text), err, errlen);
     if (!rc) cfg_optimizer_defaults(cfg);
-    return rc ? rc : config_validate(cfg, err, errlen);
+    return rc ? rc : config_validate_stored(cfg, err, errlen);
 }
 
 /* ---------------------------------------------------------------- --set */

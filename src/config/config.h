@@ -175,7 +175,8 @@ int config_load(config_t *cfg, const char *path, const char *const *sets, int ns
                 char *err, size_t errlen);
 
 /* Parse INI text (e.g. the resolved config stored in an HDF5 file; name labels messages and
- * becomes cfg->name) and validate. Returns 0 or 2 with err set. */
+ * becomes cfg->name) and validate it as a stored run's (config_validate_stored). Returns 0 or
+ * 2 with err set. */
 int config_parse_string(config_t *cfg, const char *text, const char *name, char *err,
                         size_t errlen);
 
@@ -201,6 +202,11 @@ int config_refuse_leak(const config_t *cfg, char *err, size_t errlen);
 /* Check ranges and contradictions (e.g. heads not dividing d_model).
  * Returns 0, or 2 with err holding "WHERE: key: message" (WHERE = file[:line] or --set). */
 int config_validate(const config_t *cfg, char *err, size_t errlen);
+
+/* config_validate for a run already written: a key the run ignored (init.base_width under the
+ * standard parametrization, train.momentum under Adam) is accepted, as files written before
+ * such keys were refused hold them. */
+int config_validate_stored(const config_t *cfg, char *err, size_t errlen);
 
 /* Write the fully resolved configuration as INI text (every key, explicit values,
  * final_norm resolved) into buf. Returns the length it needs (like snprintf). */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/text.h"
 
 /* ---------------------------------------------------------------- the key table */
 
@@ -216,6 +217,7 @@ void cfg_set_err(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+    text_mask_controls(err);   // a value echoed back never drives the terminal
 }
 
 /* ---------------------------------------------------------------- defaults, names */

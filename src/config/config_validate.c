@@ -489,7 +489,35 @@ static int validate_remedies(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
-int config_validate(const config_t *cfg, char *err, size_t errlen)
+/* Keys one setting reads and the others would ignore are refused there, set away from their
+ * default (as model.mix_ratio and model.dyt_alpha outside their schemes): a value that changes
+ * nothing would split one run into several configurations (docs/design.md §4). μP's base width
+ * (§6h) needs init.parametrization = mup; the momentum is SGD's, NSGD's and Muon's (Adam's
+ * is beta1). */
+static int validate_ignored(const config_t *cfg, char *err, size_t errlen)
+{
+    const int width = cfg_kidx("init", "base_width"), par = cfg_kidx("init", "parametrization");
+    const int mom = cfg_kidx("train", "momentum"), opt = cfg_kidx("train", "optimizer");
+    if (cfg->init.base_width != 0 && cfg->init.parametrization != PARAM_MUP) {
+        if (blame(cfg, width, par) == width)
+            return vfail(cfg, width, err, errlen, "only applies to init.parametrization = mup "
+                         "(got standard)");
+        return vfail(cfg, par, err, errlen, "init.base_width = %d needs mup (got standard)",
+                     cfg->init.base_width);
+    }
+    const optimizer_t o = cfg->train.optimizer;
+    if (off_default(cfg, mom) && o != OPT_SGD && o != OPT_NSGD && o != OPT_MUON) {
+        if (blame(cfg, mom, opt) == mom)
+            return vfail(cfg, mom, err, errlen, "only applies to train.optimizer = sgd, nsgd or "
+                         "muon (got %s; Adam's momentum is train.beta1)", config_optimizer_name(o));
+        return vfail(cfg, opt, err, errlen, "train.momentum = %g needs sgd, nsgd or muon (got %s)",
+                     cfg->train.momentum, config_optimizer_name(o));
+    }
+    return 0;
+}
+
+/* Every rule; the ignored keys' only for a configuration being written (stored is 0). */
+static int validate(const config_t *cfg, int stored, char *err, size_t errlen)
 {
     char msg[CONFIG_ERR_MAX / 2];
     for (int k = 0; k < cfg_nkeys; k++)
@@ -537,6 +565,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     if (!rc) rc = validate_remedies(cfg, err, errlen);
     if (!rc) rc = validate_optim(cfg, err, errlen);
     if (!rc) rc = validate_subopt(cfg, err, errlen);
+    if (!rc && !stored) rc = validate_ignored(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {
@@ -556,4 +585,14 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     }
     if (err && errlen) err[0] = '\0';
     return 0;
+}
+
+int config_validate(const config_t *cfg, char *err, size_t errlen)
+{
+    return validate(cfg, 0, err, errlen);
+}
+
+int config_validate_stored(const config_t *cfg, char *err, size_t errlen)
+{
+    return validate(cfg, 1, err, errlen);
 }

@@ -75,6 +75,7 @@ static int parse_double(config_t *cfg, const cfg_key_t *k, const char *v, char *
         snprintf(msg, mlen, "out of the range of a double (got %s)", v);
         return -1;
     }
+    if (x == 0.0) x = 0.0;   // -0 is 0: one value, one configuration text, one run
     range_text(k, range, sizeof range);
     if (!in_range(k, x)) { snprintf(msg, mlen, "must be %s (got %s)", range, v); return -1; }
     *(double *)cfg_field(cfg, k) = x;

@@ -204,17 +204,19 @@ typedef struct {
     double hessian_max, hessian_min;
     double h;                /* the difference step H·v used */
     long kinked;             /* products that crossed a ReLU kink even at the smallest step */
-    int iters;               /* Lanczos steps (probe.curvature_iters) */
+    int iters;               /* Lanczos steps taken (probe.curvature_iters, capped at the parameters) */
 } h5io_hvp_t;
 
 /* docs/design.md §6 dump: /batch/tokens, /batch/targets (int32 [B][T]), /loss, /params/NAME,
  * /grads/NAME, root attributes with the data's identity id (h5io_write_root_attrs; and
  * `precision` when not NULL: the float32 core's values, held exactly in float64); with hvp (may
- * be NULL) /hvp/v/NAME, /hvp/Hv/NAME, /hvp/hessian_max, /hvp/hessian_min. Returns 0, or 1/2 with
- * err set; nothing left on failure. */
+ * be NULL) /hvp/v/NAME, /hvp/Hv/NAME, /hvp/hessian_max, /hvp/hessian_min; status "diverged"
+ * with diverged_reason when diverged is not NULL, else "done". Returns 0, or 1/2 with err set;
+ * nothing left on failure. */
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
                     unsigned long seed, const data_identity_t *id, int overwrite,
-                    const char *precision, const h5io_hvp_t *hvp, char *err, size_t errlen);
+                    const char *precision, const h5io_hvp_t *hvp, const char *diverged,
+                    char *err, size_t errlen);
 
 /* The parameters of the checkpoint of the open training file f into m (built from the
  * file's config: every tensor by name, its shape checked); *step = its update. 0, or 1 with

@@ -32,7 +32,8 @@ static int write_hvp(h5io_file_t *f, const model_t *m, const h5io_hvp_t *h)
 
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
                     unsigned long seed, const data_identity_t *id, int overwrite,
-                    const char *precision, const h5io_hvp_t *hvp, char *err, size_t errlen)
+                    const char *precision, const h5io_hvp_t *hvp, const char *diverged,
+                    char *err, size_t errlen)
 {
     h5io_file_t *f;
     int rc = h5io_create(&f, path, overwrite, "a dump", err, errlen);
@@ -53,7 +54,8 @@ int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
         rc |= h5io_write_doubles(f, name, m->grads + t->offset, t->rank, dims);
     }
     if (hvp && !rc) rc |= write_hvp(f, m, hvp);
-    rc |= h5io_write_root_attrs(f, config_ini, seed, "done", id);
+    rc |= h5io_write_root_attrs(f, config_ini, seed, diverged ? "diverged" : "done", id);
+    if (diverged) rc |= h5io_write_attr_string(f, "/", "diverged_reason", diverged);
     if (precision) rc |= h5io_write_attr_string(f, "/", "precision", precision);
     if (rc) {
         snprintf(err, errlen, "%s: cannot write the dump", path);

@@ -315,7 +315,7 @@ void curv_measure_active(curv_t *c, const double *theta, const double *P,
 }
 
 long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
-                   unsigned long seed, double *lmax, double *lmin, double *h)
+                   unsigned long seed, double *lmax, double *lmin, double *h, int *iters)
 {
     hvp_set_point(&c->hvp, theta);
     c->D = NULL;
@@ -325,6 +325,7 @@ long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
     run(c, 0, NULL, c->K, &res, NULL, &kinked);
     *lmax = res.max;
     *lmin = res.min;
+    *iters = res.iters;
     return kinked;
 }
 

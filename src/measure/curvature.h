@@ -103,9 +103,10 @@ void curv_measure_active(curv_t *c, const double *theta, const double *P,
 double curv_quad(curv_t *c, const double *theta, const double *u, const batch_t *b);
 
 /* Hv (n) = H·v at θ (n), v of unit norm, and λ_max, λ_min (with residual bounds) of H by
- * probe.curvature_iters steps of Lanczos from the stream seed (the dump's --hvp). 0, or the
- * products that crossed a kink (the values are then NaN). */
+ * Lanczos from the stream seed (the dump's --hvp), *iters the steps it took: probe.curvature_iters
+ * capped at n, or fewer at an invariant space. 0, or the products that crossed a kink (the values
+ * are then NaN). */
 long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
-                   unsigned long seed, double *lmax, double *lmin, double *h);
+                   unsigned long seed, double *lmax, double *lmin, double *h, int *iters);
 
 #endif

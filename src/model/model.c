@@ -7,11 +7,15 @@
 #include <gsl/gsl_randist.h>
 #include "model/model.h"
 #include "model/params.h"
+#include "model/placement.h"
 #include "nn/gemm.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/rope.h"
 #include "util/arena.h"
+
+/* Models up to this many layers are counted by laying them out; deeper ones by arithmetic. */
+enum { MEMORY_EXACT_LAYERS = 64 };
 
 /* ---------------------------------------------------------------------------------------
  * Activations: the stacks' arenas, the output layer, the shared backward scratch.
@@ -229,15 +233,16 @@ void model_free(model_t *m)
     free(m);
 }
 
-double model_memory_doubles(const config_t *cfg, const batch_caps_t *caps)
+/* Elements of cfg's model at batch c, counted by laying out its registry and arenas (no
+ * tensor allocated; the registry and the sub-layer tables are, ~3.4 KB per layer). */
+static double count_doubles(const config_t *cfg, const batch_caps_t *c)
 {
-    const batch_caps_t c = caps ? *caps : default_caps(cfg);
     model_t m;
     memset(&m, 0, sizeof m);
-    copy_dims(&m, cfg, &c);
+    copy_dims(&m, cfg, c);
     double total = 0.0;
     if (make_stacks(&m, cfg) == 0 && params_build(&m) == 0) {
-        layout(&m, &c, NULL, NULL);
+        layout(&m, c, NULL, NULL);
         const int P = m.T > m.S ? m.T : m.S;
         total = 2.0 * (double)m.num_params + (double)m.num_acts + (double)m.num_dacts +
                 (double)position_reals(&m, P);
@@ -246,6 +251,44 @@ double model_memory_doubles(const config_t *cfg, const batch_caps_t *caps)
     for (int s = 0; s < 2; s++) {
         free(m.stack[s].subs);
         free(m.stack[s].dout_norm);
+    }
+    return total;
+}
+
+/* count_doubles of cfg with L encoder (or lm) layers and M decoder layers, MixLN's layers all
+ * Pre-LN (post = 0) or all Post-LN (post = 1). */
+static double count_small(const config_t *cfg, const batch_caps_t *c, int L, int M, int post)
+{
+    config_t k = *cfg;
+    k.model.layers = L;
+    if (k.model.arch == ARCH_ENCDEC) k.model.dec_layers = M;
+    k.model.mix_ratio = post;   // ⌊1·L⌋ = L layers Post-LN, ⌊0·L⌋ = none (placement.c)
+    return count_doubles(&k, c);
+}
+
+double model_memory_doubles(const config_t *cfg, const batch_caps_t *caps)
+{
+    const batch_caps_t c = caps ? *caps : default_caps(cfg);
+    const int encdec = cfg->model.arch == ARCH_ENCDEC;
+    const double L = cfg->model.layers, M = config_dec_layers(cfg);
+    if (L + M <= MEMORY_EXACT_LAYERS) return count_doubles(cfg, &c);
+    // Arithmetic, so that a model too large for the machine is refused before its registry is
+    // built: a layer's elements depend on its sub-layers' rules only, which are one per stack
+    // but for MixLN (Post-LN below ⌊mix_ratio·L⌋, Pre-LN above; docs/design.md §6c), so the
+    // count is affine in each stack's layers of each kind, from models of one and two layers.
+    const int mix = cfg->model.placement == PLACEMENT_MIXLN;
+    const double P[2] = {mix ? placement_mix_post_layers(cfg, encdec ? STACK_ENC : STACK_LM) : 0,
+                         mix && encdec ? placement_mix_post_layers(cfg, STACK_DEC) : 0};
+    const int m1 = encdec ? 1 : 0;
+    const double base = count_small(cfg, &c, 1, m1, 0);
+    double total = base;
+    for (int post = 0; post < 1 + mix; post++) {
+        const double one = post ? count_small(cfg, &c, 1, m1, 1) : base;
+        const double per_enc = count_small(cfg, &c, 2, m1, post) - one;
+        const double per_dec = encdec ? count_small(cfg, &c, 1, 2, post) - one : 0.0;
+        // layers of this kind beyond those in base (one Pre-LN layer of each stack)
+        const double n_enc = post ? P[0] : L - P[0] - 1, n_dec = post ? P[1] : M - P[1] - m1;
+        total += n_enc * per_enc + n_dec * per_dec;
     }
     return total;
 }

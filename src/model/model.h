@@ -93,7 +93,8 @@ model_t *model_create(const config_t *cfg, const batch_caps_t *caps);
 void model_free(model_t *m);
 
 /* Elements (reals, util/real.h) model_create would allocate for cfg and caps (parameters,
- * gradients, activations, scratch): the memory estimate checked before a run starts. */
+ * gradients, activations, scratch): the memory estimate checked before a run starts; beyond 64
+ * layers counted by arithmetic, so that it allocates nothing that grows with depth. */
 double model_memory_doubles(const config_t *cfg, const batch_caps_t *caps);
 
 /* Initialise parameters (docs/design.md §5, init.scheme) from rng, in buffer order: γ = 1,

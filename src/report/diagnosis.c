@@ -222,13 +222,14 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     else if (c->train.optimizer != OPT_MUON)
         fprintf(out, " (beta %g, %g, eps %g)", c->train.beta1, c->train.beta2, c->train.eps);
     else report_muon_routing(out, c);
-    fprintf(out, ", lr %g, %s schedule, ", c->train.lr, config_schedule_name(c->train.schedule));
-    if (c->train.warmup > 1) fprintf(out, "warm-up %d", c->train.warmup);
-    else fprintf(out, "no warm-up");
-    if (c->train.schedule == SCHED_COSINE) fprintf(out, " (to %g x lr)", c->train.min_lr_ratio);
+    fprintf(out, ", lr %g, %s schedule", c->train.lr, config_schedule_name(c->train.schedule));
+    // the floor is the decay's, not the warm-up's (it read "warm-up 2 (to 0.1 x lr)")
+    if (c->train.schedule == SCHED_COSINE) fprintf(out, " to %g x lr", c->train.min_lr_ratio);
     if (c->train.schedule == SCHED_SUBOPTIMALITY)
         fprintf(out, " (f_star %g, lr_div %g, then cosine to %g x lr)", c->train.f_star,
                 c->train.lr_div, c->train.min_lr_ratio);
+    if (c->train.warmup > 1) fprintf(out, ", warm-up %d", c->train.warmup);
+    else fprintf(out, ", no warm-up");
     fprintf(out, ", %d updates, batch %d, %s", c->train.steps, c->data.batch,
             config_precision_name(c->train.precision));
     if (c->train.weight_decay > 0) fprintf(out, ", weight decay %g", c->train.weight_decay);

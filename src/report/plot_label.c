@@ -111,6 +111,19 @@ static int n_by_n(const plot_set_t *set, const int *m, int n)
     return 1;
 }
 
+/* Whether the μP runs among m have one base width (standard runs have none: docs/design.md §4). */
+static int mup_one_width(const plot_set_t *set, const int *m, int n)
+{
+    int width = -1;
+    for (int i = 0; i < n; i++) {
+        const config_t *c = &set->runs[m[i]].cfg;
+        if (c->init.parametrization != PARAM_MUP) continue;
+        if (width >= 0 && c->init.base_width != width) return 0;
+        width = c->init.base_width;
+    }
+    return 1;
+}
+
 static int skipped(const char *key, int flags)
 {
     if (!strcmp(key, "init.seed")) return !(flags & PLOT_DIFF_SEED);
@@ -322,6 +335,8 @@ void plot_diff(const plot_set_t *set, const int *m, int n, int flags, plot_diff_
         }
     for (int i = 1; ok && i < n; i++)
         if (strcmp(set->runs[m[i]].data_id, set->runs[m[0]].data_id)) diff_add(d, "data");
+    if (ok && plot_diff_has(d, "init.parametrization") && mup_one_width(set, m, n))
+        plot_diff_drop(d, "init.base_width");   // "mup" says it: standard reads none (§4)
     if (ok) covary(set, m, n, its, scheme, d);
     for (int i = 0; its && i < n; i++) {
         if (its[i]) free(its[i]->text);

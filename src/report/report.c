@@ -167,17 +167,31 @@ static void report_subout(FILE *out, const probe_t *p)
     }
 }
 
+/* ", RoPE, no biases, muP (base width 32)": what the block and the parametrization change from
+ * the 2017 model (docs/design.md §6h, §6i); "" for the paper's. */
+static void block_label(const config_t *cfg, char *buf, size_t len)
+{
+    int n = 0;
+    buf[0] = '\0';
+    if (cfg->model.positions == POS_ROPE) n += snprintf(buf + n, len - n, ", RoPE");
+    if (cfg->model.positions == POS_NONE) n += snprintf(buf + n, len - n, ", no positions");
+    if (!cfg->model.bias) n += snprintf(buf + n, len - n, ", no biases");
+    if (cfg->init.parametrization == PARAM_MUP)
+        snprintf(buf + n, len - n, ", muP (base width %d)", cfg->init.base_width);
+}
+
 void report_config(FILE *out, const config_t *cfg)
 {
-    char p[64];   // "Post-LN", "Pre-LN", "deepnorm", "pre+dyt": the scheme's label
+    char p[64], b[96];   // "Post-LN", "Pre-LN", "deepnorm", "pre+dyt": the scheme's label
     scheme_label(cfg, p, sizeof p);
+    block_label(cfg, b, sizeof b);
     if (cfg->model.arch == ARCH_ENCDEC)
         fprintf(out, "%s: %s encoder-decoder %d-%d, %s, %s, d=%d heads=%d d_ff=%d S=%d T=%d "
-                "B=%d V=%d, task %s, seed %lu\n", cfg->name, p, cfg->model.layers,
+                "B=%d V=%d%s, task %s, seed %lu\n", cfg->name, p, cfg->model.layers,
                 config_dec_layers(cfg), config_norm_name(cfg->model.norm),
                 config_activation_name(cfg->model.activation), cfg->model.d_model,
                 cfg->model.heads, cfg->model.d_ff, config_src_len(cfg), cfg->model.seq_len,
-                cfg->data.batch, cfg->model.vocab, config_task_name(cfg->data.task),
+                cfg->data.batch, cfg->model.vocab, b, config_task_name(cfg->data.task),
                 cfg->init.seed);
     else {
         // the attention mask and a vocabulary other than the task's, said: a non-causal
@@ -186,11 +200,11 @@ void report_config(FILE *out, const config_t *cfg)
         char vnote[48] = "";
         if (bytes && cfg->model.vocab != bytes)
             snprintf(vnote, sizeof vnote, " (the task needs %d)", bytes);
-        fprintf(out, "%s: %s, %s, %s, L=%d d=%d heads=%d d_ff=%d n=%d B=%d V=%d%s, %s, task %s, "
+        fprintf(out, "%s: %s, %s, %s, L=%d d=%d heads=%d d_ff=%d n=%d B=%d V=%d%s%s, %s, task %s, "
                 "seed %lu\n", cfg->name, p, config_norm_name(cfg->model.norm),
                 config_activation_name(cfg->model.activation), cfg->model.layers,
                 cfg->model.d_model, cfg->model.heads, cfg->model.d_ff, cfg->model.seq_len,
-                cfg->data.batch, cfg->model.vocab, vnote,
+                cfg->data.batch, cfg->model.vocab, vnote, b,
                 cfg->model.causal ? "causal" : "bidirectional", config_task_name(cfg->data.task),
                 cfg->init.seed);
     }

@@ -322,10 +322,15 @@ static int decide(const config_t *cfg, const char *path, const run_options_t *o,
     } else if (*overwrite) {
         fprintf(stderr, "stability: %s: no usable checkpoint (%s); --force: starting over\n", path,
                 info.why);
+    } else if (info.rows <= 0) {   // stopped before its first flush: nothing logged to erase
+        fprintf(stderr, "stability: --resume: %s: no usable checkpoint (%s) and no update logged "
+                "(stopped before its first flush): use --force to start it over\n", path,
+                info.why);
+        rc = 2;
     } else {
         fprintf(stderr, "stability: --resume: %s: no usable checkpoint (%s); starting over would "
                 "erase its %ld logged updates: use --force to do that\n", path, info.why,
-                info.rows > 0 ? info.rows : 0);
+                info.rows);
         rc = 2;
     }
     h5io_train_info_free(&info);

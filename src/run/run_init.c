@@ -230,10 +230,30 @@ static int dump_hvp(session_t *s, double *v, double *Hv, h5io_hvp_t *out)
         fprintf(stderr, "%s: %s\n", rc == 2 && cfg->path[0] ? cfg->path : "stability", err);
         return rc;
     }
-    *out = (h5io_hvp_t){.v = v, .Hv = Hv, .iters = cfg->probe.curvature_iters};
+    *out = (h5io_hvp_t){.v = v, .Hv = Hv};
     out->kinked = curv_hvp_dump(c, m->params, v, Hv, cfg->init.seed + CURV_START_OFFSET,
-                                &out->hessian_max, &out->hessian_min, &out->h);
+                                &out->hessian_max, &out->hessian_min, &out->h, &out->iters);
     curv_free(c);
+    return 0;
+}
+
+/* Why the dump of m (and hvp, may be NULL) is not a finite result, into why; 0 when it is.
+ * A dump whose loss, gradient or Hessian overflowed is recorded as diverged, as a probe is. */
+static int dump_overflow(const model_t *m, const h5io_hvp_t *hvp, char *why, size_t len)
+{
+    if (!isfinite(m->loss)) {
+        snprintf(why, len, "the loss is not finite at the dump's parameters");
+        return 1;
+    }
+    for (size_t i = 0; i < m->num_params; i++)
+        if (!isfinite(m->grads[i])) {
+            snprintf(why, len, "gradient entry %zu is not finite", i);
+            return 1;
+        }
+    if (hvp && !hvp->kinked && !(isfinite(hvp->hessian_max) && isfinite(hvp->hessian_min))) {
+        snprintf(why, len, "the Hessian's extreme eigenvalues are not finite");
+        return 1;
+    }
     return 0;
 }
 
@@ -261,10 +281,15 @@ int run_dump(const config_t *cfg, const char *path, const run_options_t *o)
         session_close(&s);
         return rc ? rc : 1;
     }
+    char why[200];
+    const int overflow = dump_overflow(s.model, o->hvp ? &hvp : NULL, why, sizeof why);
     rc = h5io_write_dump(path, s.model, ini, cfg->init.seed, &s.data.id,
                          o->force || cfg->output.overwrite,
                          f32 ? config_precision_name(cfg->train.precision) : NULL,
-                         o->hvp ? &hvp : NULL, err, sizeof err);
+                         o->hvp ? &hvp : NULL, overflow ? why : NULL, err, sizeof err);
+    if (!rc && overflow)
+        fprintf(stderr, "stability: warning: %s: the dump overflowed (%s); recorded with status "
+                "diverged\n", path, why);
     if (rc) fprintf(stderr, "stability: %s\n", err);
     else if (!o->quiet) printf("wrote %s (loss %.10g, %zu parameters)\n", path, s.model->loss,
                                s.model->num_params);

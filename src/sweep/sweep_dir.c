@@ -42,11 +42,36 @@ static int same_file(const char *a, const char *b)
     return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+/* The part of path after root + "/" (the sweep file's place in its project), or NULL when
+ * path is not inside root. */
+static const char *under(const char *path, const char *root)
+{
+    const size_t n = strlen(root);
+    return root[0] && !strncmp(path, root, n) && path[n] == '/' ? path + n + 1 : NULL;
+}
+
+/* Whether the owner recorded in .sweep (text: its sweep file, then the project folder that held
+ * results/ then) is the sweep file mine of the project here: the project moved or copied whole
+ * (a copy's .sweep still names the original, which exists; it refused). */
+static int same_in_project(const char *text, const char *mine)
+{
+    char here[PATH_MAX];
+    const char *nl = strchr(text, '\n');
+    if (!nl || !realpath(".", here)) return 0;   // a .sweep of one line: a build before this
+    char root[PATH_MAX + 2];
+    snprintf(root, sizeof root, "%s", nl + 1);
+    root[strcspn(root, "\n")] = '\0';
+    char theirs[PATH_MAX + 2];
+    snprintf(theirs, sizeof theirs, "%.*s", (int)(nl - text), text);
+    const char *a = under(theirs, root), *b = under(mine, here);
+    return a && b && !strcmp(a, b);
+}
+
 int sweep_own_dir(const sweep_t *s, char *err, size_t errlen)
 {
-    char owner[1100], mine[PATH_MAX], theirs[PATH_MAX + 2] = "";
+    char owner[1100], mine[PATH_MAX], theirs[2 * PATH_MAX + 4] = "", here[PATH_MAX] = "";
     snprintf(owner, sizeof owner, "%s/.sweep", s->results_dir);
-    if (!realpath(s->path, mine)) {
+    if (!realpath(s->path, mine) || !realpath(".", here)) {
         snprintf(err, errlen, "stability: %s: %s", s->path, strerror(errno));
         return 2;
     }
@@ -59,10 +84,11 @@ int sweep_own_dir(const sweep_t *s, char *err, size_t errlen)
         const ssize_t n = read(fd, theirs, sizeof theirs - 1);
         close(fd);
         theirs[n > 0 ? n : 0] = '\0';
+        const int moved = same_in_project(theirs, mine);
         theirs[strcspn(theirs, "\n")] = '\0';
         if (!strcmp(theirs, mine)) return 0;
         // another sweep file of the same name that still exists: its runs are not ours to redo
-        if (theirs[0] && !same_file(theirs, mine) && access(theirs, F_OK) == 0) {
+        if (theirs[0] && !moved && !same_file(theirs, mine) && access(theirs, F_OK) == 0) {
             snprintf(err, errlen, "stability: %s/ holds the runs of the sweep %s; this sweep file "
                      "(%s) has the same name: rename one of them (or remove %s to hand the folder "
                      "over)", s->results_dir, theirs, mine, owner);
@@ -76,7 +102,7 @@ int sweep_own_dir(const sweep_t *s, char *err, size_t errlen)
     char tmp[1200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", owner, (long)getpid());
     FILE *f = fopen(tmp, "wx");
-    const int ok = f && fprintf(f, "%s\n", mine) > 0;
+    const int ok = f && fprintf(f, "%s\n%s\n", mine, here) > 0;   // the file, its project
     if ((f && fclose(f) != 0) || !ok || rename(tmp, owner) != 0) {
         snprintf(err, errlen, "stability: %s: cannot write: %s", owner, strerror(errno));
         unlink(tmp);

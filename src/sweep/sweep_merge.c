@@ -12,14 +12,17 @@
 /* Where run i's result in the new merged file comes from. */
 typedef enum { FROM_NONE, FROM_RUN_FILE, FROM_MERGED } source_t;
 
+/* A run's status in the merged file's /sweep/status: as long as its reason (why, 256). */
+enum { STATUS_MAX = 256 };
+
 /* What the merged file being replaced holds, group by group (a group is current when it is a
  * result of the sweep's run of its name now, sweep_result_state): a run whose run file is not
  * complete and whose group is current gets from[i] = FROM_MERGED and its status; *fresh counts
  * the complete run files that the merged file lacks or holds only stale; the groups a merge
  * would lose (no run has the name, or the group is stale and its run file not complete) are
  * named in lost (*nlost). No merged file (sweep_merged_ours has refused a damaged one): none. */
-static void merged_holdings(const sweep_t *s, source_t *from, char (*status)[32], int *fresh,
-                            char *lost, size_t lostlen, int *nlost)
+static void merged_holdings(const sweep_t *s, source_t *from, char (*status)[STATUS_MAX],
+                            int *fresh, char *lost, size_t lostlen, int *nlost)
 {
     char err[1200];
     h5io_file_t *f = NULL;
@@ -55,7 +58,7 @@ static void merged_holdings(const sweep_t *s, source_t *from, char (*status)[32]
             *fresh -= current;   // the run file's result is already there
         } else if (current) {
             from[i] = FROM_MERGED;
-            snprintf(status[i], sizeof status[i], "%.31s", st);
+            snprintf(status[i], sizeof status[i], "%s", st ? st : "?");
         } else {
             const size_t used = strlen(lost);
             snprintf(lost + used, lostlen - used, "%s%s (%.120s)", *nlost ? ", " : "", names[k], why);
@@ -80,7 +83,7 @@ static void report_missing(const sweep_t *s, const sweep_state_t *state, int mis
 
 /* Write the merged file of the runs with a result (from: their run files, or the groups of the
  * merged file it replaces) with the /sweep table. 0, 1 or 2. */
-static int merge_write(const sweep_t *s, const source_t *from, char (*status)[32], int missing)
+static int merge_write(const sweep_t *s, const source_t *from, char (*status)[STATUS_MAX], int missing)
 {
     char err[1024];
     h5io_file_t *f;
@@ -139,7 +142,7 @@ static int merge_write(const sweep_t *s, const source_t *from, char (*status)[32
 int sweep_merge(const sweep_t *s, int force, int quiet)
 {
     source_t *from = calloc((size_t)s->nruns, sizeof *from);
-    char (*status)[32] = calloc((size_t)s->nruns, sizeof *status);
+    char (*status)[STATUS_MAX] = calloc((size_t)s->nruns, sizeof *status);
     char (*why)[256] = calloc((size_t)s->nruns, sizeof *why);
     char *lost = malloc(8192);
     sweep_state_t *state = calloc((size_t)s->nruns, sizeof *state);
@@ -151,7 +154,7 @@ int sweep_merge(const sweep_t *s, int force, int quiet)
     int missing = 0;
     for (int i = 0; i < s->nruns; i++) {
         state[i] = sweep_run_state(s, i, why[i], sizeof why[i]);
-        snprintf(status[i], sizeof status[i], "%.31s", state[i] == SWEEP_STALE ? "stale" : why[i]);
+        snprintf(status[i], sizeof status[i], "%s", state[i] == SWEEP_STALE ? "stale" : why[i]);
         if (state[i] == SWEEP_COMPLETE) from[i] = FROM_RUN_FILE;
         else missing++;   // its run file: what --only-missing resubmits
     }

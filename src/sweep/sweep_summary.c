@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "io/h5io.h"
+#include "util/text.h"
 #include "report/report.h"
 #include "sweep/sweep_watch.h"
 #include "util/fsutil.h"
@@ -94,9 +95,9 @@ static void row_of(const sweep_t *s, int i, const int *failed, row_t *r)
 /* The table as text into b. */
 static void table(const sweep_t *s, const row_t *rows, sbuf_t *b)
 {
-    int w[5] = {3, 6, 7, 10, 8};   // the headers' widths
+    int w[5] = {3, 6, 7, 10, 8};   // the headers' widths, in columns (a name may be UTF-8)
     for (int i = 0; i < s->nruns; i++) {
-        const int n[5] = {(int)strlen(s->runs[i].name), (int)strlen(rows[i].status),
+        const int n[5] = {text_width(s->runs[i].name), (int)strlen(rows[i].status),
                           (int)strlen(rows[i].updates), (int)strlen(rows[i].loss), (int)strlen(rows[i].val)};
         for (int k = 0; k < 5; k++) if (n[k] > w[k]) w[k] = n[k];
     }
@@ -104,7 +105,8 @@ static void table(const sweep_t *s, const row_t *rows, sbuf_t *b)
                 w[3], "final loss", w[4], "val loss", "diagnosis");
     for (int i = 0; i < s->nruns; i++) {
         const row_t *r = &rows[i];
-        sbuf_printf(b, "%-*s  %-*s  %*s  %*s  %*s  %s\n", w[0], s->runs[i].name, w[1], r->status,
+        sbuf_printf(b, "%s%*s  %-*s  %*s  %*s  %*s  %s\n", s->runs[i].name,
+                    w[0] - text_width(s->runs[i].name), "", w[1], r->status,
                     w[2], r->updates[0] ? r->updates : "-", w[3], r->loss[0] ? r->loss : "-",
                     w[4], r->val[0] ? r->val : "-", r->flags[0] ? r->flags : "-");
     }
