@@ -19,6 +19,8 @@ struct curv {
     lanczos_t lz;
     gsl_rng *rng;
     int K, Kb;                /* Lanczos steps: whole, blocks (0: no blocks) */
+    double l2;                /* λ of L2 decay in the gradient: the objective's Hessian is
+                                 H + λI (0: none, or the dump's loss alone) */
     int rows;                 /* block rows: layer rows + 1 */
     size_t n;
     double *D;                /* (n) P^{−1/2} of the running measurement, or NULL: plain H */
@@ -60,6 +62,15 @@ static int copy_batch(curv_t *c, const batch_t *b)
     memcpy(c->batch.targets, b->targets, nt * sizeof(int32_t));
     if (ns) memcpy(c->batch.src, b->src, ns * sizeof(int32_t));
     return 0;
+}
+
+/* λ when cfg's optimizer adds L2 decay λθ to the gradient (sgd, adam, radam, gi_adam:
+ * train/optim.h), so it minimises L + (λ/2)‖θ‖², whose Hessian is H + λI; 0 for the decoupled
+ * decay of adamw and stableadamw, which is no term of the objective (docs/design.md §10). */
+static double objective_l2(const config_t *cfg)
+{
+    const optimizer_t k = cfg->train.optimizer;
+    return k == OPT_ADAMW || k == OPT_STABLEADAMW ? 0.0 : cfg->train.weight_decay;
 }
 
 /* Lanczos vectors the measure of cfg holds for n parameters (K + 1, at most n + 1). */
@@ -106,6 +117,7 @@ int curv_create(curv_t **out, const config_t *cfg, const batch_caps_t *caps, con
     c->K = cfg->probe.curvature_iters < n ? cfg->probe.curvature_iters : n;
     c->Kb = cfg->probe.curvature_block_iters < n ? cfg->probe.curvature_block_iters : n;
     const int K = c->K > c->Kb ? c->K : c->Kb;
+    c->l2 = objective_l2(cfg);
     model_dropout_off(c->m);
     c->rng = gsl_rng_alloc(gsl_rng_mt19937);
     c->Dbuf = malloc(c->n * sizeof(double));
@@ -141,15 +153,17 @@ void curv_row_free(curv_row_t *r)
 
 /* ------------------------------------------------------------------------- operators */
 
-/* y = H·x (x of unit norm: a Lanczos vector). */
+/* y = (H + λI)·x (x of unit norm: a Lanczos vector; λ = c->l2). */
 static void op_hessian(void *ctx, const double *x, double *y)
 {
     curv_t *c = ctx;
     hvp_apply(&c->hvp, x, y, NULL);
+    if (c->l2 != 0.0)
+        for (size_t i = 0; i < c->n; i++) y[i] += c->l2 * x[i];
 }
 
-/* y = D·H·D·x, D = P^{−1/2}: the product is taken along the unit direction D·x/‖D·x‖ (so the
- * difference step stays h) and scaled back. */
+/* y = D·(H + λI)·D·x, D = P^{−1/2}: the product is taken along the unit direction D·x/‖D·x‖
+ * (so the difference step stays h) and scaled back. */
 static void op_precond(void *ctx, const double *x, double *y)
 {
     curv_t *c = ctx;
@@ -163,6 +177,8 @@ static void op_precond(void *ctx, const double *x, double *y)
     for (size_t i = 0; i < c->n; i++) c->u[i] /= s;
     hvp_apply(&c->hvp, c->u, y, NULL);
     for (size_t i = 0; i < c->n; i++) y[i] *= c->D[i] * s;
+    if (c->l2 != 0.0)
+        for (size_t i = 0; i < c->n; i++) y[i] += c->l2 * c->D[i] * c->D[i] * x[i];
 }
 
 /* One Lanczos run of `iters` steps on the operator (preconditioned when pre) restricted to
@@ -319,10 +335,13 @@ long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
 {
     hvp_set_point(&c->hvp, theta);
     c->D = NULL;
+    const double l2 = c->l2;
+    c->l2 = 0.0;   // the dump's H·v and extremes are the loss's (measure/curvature.h)
     long kinked = hvp_apply(&c->hvp, v, Hv, h) ? 1 : 0;
     gsl_rng_set(c->rng, seed);
     lanczos_result_t res;
     run(c, 0, NULL, c->K, &res, NULL, &kinked);
+    c->l2 = l2;
     *lmax = res.max;
     *lmin = res.min;
     return kinked;

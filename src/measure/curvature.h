@@ -1,6 +1,7 @@
 /* curvature.h — the loss landscape's curvature on one batch (docs/design.md §10; Cohen et al.
  * 2021, 2022; Gilmer et al. 2022; Kalra & Barkeshli 2024): λ_max and λ_min of the Hessian H of
- * the objective, Adam's preconditioned sharpness λ_max(P⁻¹H) with the share of its top
+ * the objective the optimizer minimises (the loss, + λI when the optimizer adds L2 decay λθ to
+ * the gradient: sgd, adam, radam, gi_adam; not adamw's or stableadamw's decoupled decay), Adam's preconditioned sharpness λ_max(P⁻¹H) with the share of its top
  * eigenvector on ε-floored coordinates and its value without them ("active"), and λ_max of
  * every diagonal block of H (layer × kind, model/tensors.h), plain and preconditioned.
  *
@@ -98,8 +99,8 @@ void curv_measure_active(curv_t *c, const double *theta, const double *P,
                          const unsigned char *floored, unsigned long seed, curv_row_t *out);
 
 /* Hv (n) = H·v at θ (n), v of unit norm, and λ_max, λ_min (with residual bounds) of H by
- * probe.curvature_iters steps of Lanczos from the stream seed (the dump's --hvp). 0, or the
- * products that crossed a kink (the values are then NaN). */
+ * probe.curvature_iters steps of Lanczos from the stream seed (the dump's --hvp), H the loss's
+ * Hessian without any L2 term. 0, or the products that crossed a kink (the values are then NaN). */
 long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
                    unsigned long seed, double *lmax, double *lmin, double *h);
 

@@ -69,7 +69,8 @@ static int measure(session_t *s, probe_t *p, const run_options_t *o)
 }
 
 /* The preconditioner the first update of cfg's optimizer would take from m's gradient, clipped
- * as training clips it, over the model's tensors as training's (probe_precond_fn; train/optim.h). */
+ * as training clips it and divided by the clip factor (the step taken, docs/design.md §10), over
+ * the model's tensors as training's (probe_precond_fn; train/optim.h). */
 static int first_precond(void *ctx, const model_t *m, double *P, unsigned char *floored)
 {
     const config_t *cfg = ctx;
@@ -79,8 +80,9 @@ static int first_precond(void *ctx, const model_t *m, double *P, unsigned char *
     if (!g || optim_init(&opt, cfg, m->num_params)) { free(g); return -1; }
     if (optim_set_tensors(&opt, m)) { optim_free(&opt); free(g); return -1; }
     memcpy(g, m->grads, m->num_params * sizeof(real));
-    optim_clip(g, m->num_params, cfg->train.clip);
+    const double norm = optim_clip(g, m->num_params, cfg->train.clip);
     optim_precond(&opt, m->params, g, P, floored);
+    optim_precond_clip(P, m->num_params, optim_clip_factor(norm, cfg->train.clip));
     const int has = opt.kind != OPT_SGD;
     optim_free(&opt);
     free(g);

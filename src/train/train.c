@@ -71,13 +71,15 @@ static int curv_setup(train_t *t, char *err, size_t errlen)
 }
 
 /* The curvature after s updates (before update s + 1, whose learning rate is lr): θ widened to
- * float64, the preconditioner of update s (s = 0: of update 1, from its gradient in m->grads),
- * the start vectors from init.seed + CURV_START_OFFSET + s. */
+ * float64, the preconditioner of update s (s = 0: of update 1, from its gradient in m->grads)
+ * divided by that update's clip factor (docs/design.md §10), the start vectors from init.seed +
+ * CURV_START_OFFSET + s. */
 static void curv_at(train_t *t, long s, double lr, curv_row_t *row)
 {
     const model_t *m = t->s.model;
     for (size_t i = 0; i < m->num_params; i++) t->curv_theta[i] = m->params[i];
     optim_precond(&t->opt, m->params, m->grads, t->curv_P, t->curv_floored);
+    optim_precond_clip(t->curv_P, m->num_params, t->curv_clip);   // the step taken: c·P⁻¹
     // probe.curvature_active_only: every row but update 0's measures the active value alone
     void (*fn)(curv_t *, const double *, const double *, const unsigned char *, unsigned long,
                curv_row_t *) = s > 0 && t->s.cfg.probe.curvature_active_only ? curv_measure_active
@@ -133,6 +135,7 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     if (!t) { snprintf(err, errlen, "out of memory"); return 1; }
     int rc = session_open(&t->s, cfg, err, errlen);
     if (rc) { free(t); return rc; }
+    t->curv_clip = 1.0;
     const model_t *m = t->s.model;
     if (probe_axes_from_model(&t->ax, m)) {
         snprintf(err, errlen, "out of memory");
@@ -273,6 +276,7 @@ void train_step(train_t *t, train_record_t *r)
     model_zero_grad(m);
     model_backward(m);
     r->grad_norm = optim_clip(m->grads, m->num_params, c->train.clip);   // norm before clipping
+    t->curv_clip = optim_clip_factor(r->grad_norm, c->train.clip);
 
     if (s == 1 || s % c->probe.every == 0) {
         measure(t);

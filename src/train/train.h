@@ -110,6 +110,8 @@ typedef struct {
     double *curv_P;            /* (num_params) the optimizer's preconditioner (optim_precond) */
     unsigned char *curv_floored;   /* (num_params) its ε-floored coordinates */
     curv_row_t curv_row[2];    /* update 0's measurement; the last update's (train_record_t.curv) */
+    double curv_clip;          /* the clip factor c of the update whose P a row uses
+                                  (optim_clip_factor): the row measures c·P⁻¹H */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,
