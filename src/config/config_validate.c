@@ -330,6 +330,21 @@ static int validate_schedule(const config_t *cfg, char *err, size_t errlen)
                  cfg->train.min_lr_ratio, config_schedule_name(cfg->train.schedule));
 }
 
+/* StableAdamW divides by max(v̂, ε²) (train/optim.h): an ε whose square underflows to 0 gives
+ * 0/0 on every coordinate without gradient yet, a NaN update ("diverged" at update 2), so it
+ * is refused as float32 refuses values it turns into 0. A subnormal ε² is a number like any other. */
+static int validate_eps(const config_t *cfg, char *err, size_t errlen)
+{
+    const double e = cfg->train.eps;
+    if (cfg->train.optimizer != OPT_STABLEADAMW || e * e != 0.0) return 0;
+    const int eps = cfg_kidx("train", "eps"), opt = cfg_kidx("train", "optimizer");
+    if (blame(cfg, eps, opt) == eps)
+        return vfail(cfg, eps, err, errlen, "%.12g squared is 0 in float64, and train.optimizer = "
+                     "stableadamw divides by max(v, eps^2) (needs eps >= %.3g)", e, sqrt(DBL_TRUE_MIN));
+    return vfail(cfg, opt, err, errlen, "stableadamw divides by max(v, eps^2), and train.eps = "
+                 "%.12g squared is 0 in float64 (needs eps >= %.3g)", e, sqrt(DBL_TRUE_MIN));
+}
+
 int config_validate(const config_t *cfg, char *err, size_t errlen)
 {
     char msg[CONFIG_ERR_MAX / 2];
@@ -375,6 +390,7 @@ int config_validate(const config_t *cfg, char *err, size_t errlen)
     if (!rc) rc = validate_block(cfg, err, errlen);
     if (!rc) rc = validate_curvature(cfg, err, errlen);
     if (!rc) rc = validate_schedule(cfg, err, errlen);
+    if (!rc) rc = validate_eps(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {
