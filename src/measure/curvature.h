@@ -23,6 +23,7 @@
 #ifndef STABILITY_CURVATURE_H
 #define STABILITY_CURVATURE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include "config/config.h"
 #include "data/batch.h"
@@ -53,6 +54,8 @@ typedef struct {
     long kinked;                /* products that crossed a kink even at HVP_HMIN: the values
                                    of their Lanczos runs are NaN */
     double passes;              /* forward+backward passes the measurement took */
+    int stopped;                /* a stop signal ended it between Lanczos steps (curv_set_stop):
+                                   the row is partial, every value unknown; not to be recorded */
     double *hessian_block_max;  /* (rows, TENSOR_BLOCKS) λ_max of each diagonal block of H;
                                    NaN where a row has no tensor of that kind */
     double *precond_block_max;  /* (rows, TENSOR_BLOCKS) of P^{−1/2}HP^{−1/2}, its floored
@@ -80,6 +83,26 @@ int curv_rows(const curv_t *c);
  * need more memory than this machine has: what curv_create checks, for a caller to check first. */
 int curv_check_memory(const config_t *cfg, const batch_caps_t *caps, size_t n, char *err,
                       size_t errlen);
+
+/* The flag that ends a measurement between two Lanczos steps when it becomes non-zero (a stop
+ * signal; NULL: never): the row then has stopped = 1 and is to be dropped. */
+void curv_set_stop(curv_t *c, const volatile sig_atomic_t *stop);
+
+/* The forward+backward passes of the measurement batch (T tokens) a row is expected to take
+ * (docs/design.md §10, "Cost"): a Lanczos run of k steps costs its 2k products' passes and a
+ * re-orthogonalisation of about 4k²n flops, ≈ 2k²/(3T) passes of ≈ 6nT flops; a row runs K
+ * steps on H, P⁻¹H and its active part (precond = 0, sgd: on H alone) and 2·K_b on each of
+ * nblocks blocks twice (once without a preconditioner); active_only: K steps alone, no block
+ * (a later row of probe.curvature_active_only). An estimate, for warnings and progress. */
+double curv_cost_passes(double K, double Kb, int nblocks, double T, int precond, int active_only);
+
+/* curv_cost_passes for c's model (K and K_b as capped at its parameter count, its non-empty
+ * blocks, its batch's tokens) with the optimizer of cfg; later: a row after update 0. Uses c's
+ * scratch mask. */
+double curv_row_passes(curv_t *c, const config_t *cfg, int later);
+
+/* Lanczos steps of c's rows: probe.curvature_iters capped at the parameter count. */
+int curv_iters(const curv_t *c);
 
 /* Allocate a row's block arrays for c. 0 or 1. */
 int curv_row_alloc(curv_row_t *r, const curv_t *c);

@@ -48,9 +48,15 @@ static int curv_setup(train_t *t, char *err, size_t errlen)
     t->curv_theta = malloc(m->num_params * sizeof(double));
     t->curv_P = malloc(m->num_params * sizeof(double));
     t->curv_floored = malloc(m->num_params ? m->num_params : 1);
+    const size_t bytes = (m->num_params ? m->num_params : 1) * sizeof(real);
+    t->undo_params = malloc(bytes);
+    t->undo_m = malloc(bytes);
+    t->undo_v = t->opt.v ? malloc(bytes) : NULL;
+    t->undo_rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     if (!b->tokens || !b->targets || (m->caps.src_tokens && !b->src) || !t->curv_theta ||
-        !t->curv_P || !t->curv_floored || !r) {
+        !t->curv_P || !t->curv_floored || !r || !t->undo_params || !t->undo_m ||
+        (t->opt.v && !t->undo_v) || !t->undo_rng) {
         if (r) gsl_rng_free(r);
         snprintf(err, errlen, "out of memory");
         return 1;
@@ -101,6 +107,47 @@ static void curv_free_all(train_t *t)
     free(t->curv_theta);
     free(t->curv_P);
     free(t->curv_floored);
+    free(t->undo_params);
+    free(t->undo_m);
+    free(t->undo_v);
+    if (t->undo_rng) gsl_rng_free(t->undo_rng);
+}
+
+/* Whether a curvature row follows update s (probe.curvature_every, curvature_until). */
+static int curv_due(const train_t *t, long s)
+{
+    const config_t *c = &t->s.cfg;
+    return t->curv && s % c->probe.curvature_every == 0 &&
+           (c->probe.curvature_until == 0 || s <= c->probe.curvature_until);
+}
+
+/* Keep the state before an update whose curvature row the stop flag may end. */
+static void undo_save(train_t *t)
+{
+    const size_t bytes = t->s.model->num_params * sizeof(real);
+    memcpy(t->undo_params, t->s.model->params, bytes);
+    memcpy(t->undo_m, t->opt.m, bytes);
+    if (t->opt.v) memcpy(t->undo_v, t->opt.v, bytes);
+    gsl_rng_memcpy(t->undo_rng, t->s.rng_data);
+    t->undo_drawn = t->s.data.drawn;
+    t->undo_batches = t->batches;
+    t->undo_t = t->opt.t;
+}
+
+/* Undo update s, whose curvature row was stopped: θ, the moments, the optimizer's count, the
+ * data stream and its position as before it (what a checkpoint holds), so a resume makes the
+ * update and its row again, bit for bit (docs/design.md §10). */
+static void undo_restore(train_t *t, long s)
+{
+    const size_t bytes = t->s.model->num_params * sizeof(real);
+    memcpy(t->s.model->params, t->undo_params, bytes);
+    memcpy(t->opt.m, t->undo_m, bytes);
+    if (t->opt.v) memcpy(t->opt.v, t->undo_v, bytes);
+    gsl_rng_memcpy(t->s.rng_data, t->undo_rng);
+    data_seek(&t->s.data, t->undo_drawn);
+    t->batches = t->undo_batches;
+    t->opt.t = t->undo_t;
+    t->step = s - 1;
 }
 
 static void probe_rows_free(train_probe_t *p)
@@ -265,6 +312,9 @@ void train_step(train_t *t, train_record_t *r)
     r->radam_rho = r->radam_rect = NAN;
     update_rms(t, 0);
     r->lr = optim_lr(c, s);
+    // a curvature row in this update that train_run's stop flag may end: keep what to undo
+    const int undoable = t->stop && t->curv && (s == 1 || curv_due(t, s));
+    if (undoable) undo_save(t);
 
     if (session_next_batch(&t->s)) {   // batch, then its dropout masks, from rng_data
         r->failed = 1;
@@ -284,6 +334,11 @@ void train_step(train_t *t, train_record_t *r)
     }
     if (s == 1 && t->curv && isfinite(r->grad_norm)) {   // update 0: θ_0, update 1's P
         curv_at(t, 0, r->lr, &t->curv_row[0]);
+        if (t->curv_row[0].stopped && undoable) {   // a stop signal: as if never begun
+            undo_restore(t, s);
+            r->stopped = 1;
+            return;
+        }
         r->curv |= 1;
     }
     // keep θ as it was when diverged; the caller records the step and stops
@@ -302,9 +357,13 @@ void train_step(train_t *t, train_record_t *r)
         change_relative_update(&t->ax, m, t->prev, t->update_rel);
         t->model_update = change_from_reference(m, &t->fixed, t->ref);
     }
-    if (t->curv && s % c->probe.curvature_every == 0 &&
-        (c->probe.curvature_until == 0 || s <= c->probe.curvature_until)) {
+    if (curv_due(t, s)) {
         curv_at(t, s, optim_lr(c, s + 1), &t->curv_row[1]);
+        if (t->curv_row[1].stopped && undoable) {   // a stop signal: the update undone too
+            undo_restore(t, s);
+            r->stopped = 1;
+            return;
+        }
         r->curv |= 2;
     }
     // every eval_every updates, or at the end of every epoch (eval_every = 0), and at the end
@@ -350,11 +409,14 @@ int train_bleu_due(const train_t *t, long s)
 train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile sig_atomic_t *stop)
 {
     const int every = t->s.cfg.train.checkpoint_every;
+    t->stop = stop;   // also between the Lanczos steps of a curvature row
+    if (t->curv) curv_set_stop(t->curv, stop);
     while (t->step < t->s.cfg.train.steps) {
         if (stop && *stop) return TRAIN_INTERRUPTED;
         train_record_t r;
         train_step(t, &r);
         if (r.failed) return TRAIN_BAD_BATCH;
+        if (r.stopped) return TRAIN_INTERRUPTED;   // the update undone, nothing recorded
         if (!r.diverged && cb && cb->bleu && train_bleu_due(t, r.step) && cb->bleu(cb->ctx, t, &r.bleu))
             return TRAIN_FAILED;
         if (cb && cb->step && cb->step(cb->ctx, t, &r)) return TRAIN_FAILED;
