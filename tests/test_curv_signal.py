@@ -16,6 +16,9 @@ row 3 Lanczos runs of K = 150 steps (seconds on a loaded machine, milliseconds a
    21.04 passes, a row three of them (H, P⁻¹H, its active part), so a run is 2 + 2 × 63.125 =
    128 units: the log says 128/256 units after the first run and 256/256 after both (it said
    2/4 and 4/4, as if the rows cost nothing).
+4. probe.curvature_iters = 1e9 on a 2 736-parameter model warns at the start with K = n and a
+   row's cost by the same formula (250 344 passes), and SIGTERM in that row (tens of seconds)
+   ends the run at once.
 Prints "ok"/"not ok" per check, then "curv_signal: N passed, M failed"; exit 1 if M > 0.
 """
 import os
@@ -61,13 +64,13 @@ def contents(path, group="train/"):
     return {k: v for k, v in out.items() if k.startswith(group)}
 
 
-def stop_in_row(out, sig, after_line, tmp):
-    """Start the run, send sig one second after stderr shows after_line (None: after start),
-    return (exit code, seconds from the signal to the exit, stderr)."""
+def stop_in_row(out, sig, after_line, tmp, extra=(), wait=300):
+    """Start the run, send sig one second after stderr shows after_line (None: after start; at
+    most `wait` seconds), return (exit code, seconds from the signal to the exit, stderr)."""
     err_path = os.path.join(tmp, os.path.basename(out) + ".err")
     with open(err_path, "w") as err:
-        p = subprocess.Popen(args(out), stdout=subprocess.DEVNULL, stderr=err, env=ENV)
-        deadline = time.time() + 300
+        p = subprocess.Popen(args(out, *extra), stdout=subprocess.DEVNULL, stderr=err, env=ENV)
+        deadline = time.time() + wait
         while after_line and time.time() < deadline and p.poll() is None:
             with open(err_path) as e:
                 if after_line in e.read():
@@ -84,6 +87,35 @@ def stop_in_row(out, sig, after_line, tmp):
         took = time.time() - sent
     with open(err_path) as e:
         return rc, took, e.read()
+
+
+def long_rows():
+    """probe.curvature_iters = 1e9 on a 2 736-parameter model: K = n = 2 736; the warning's
+    cost by the formula; SIGTERM in that row (tens of seconds long) ends it at once."""
+    with tempfile.TemporaryDirectory() as tmp:
+        d, f, V, L = 16, 32, 32, 1
+        n = V * d + L * (4 * d * d + 4 * d + d * f + f + f * d + d + 4 * d)   # Post-LN: no final norm
+        T = 4 * 16
+        run_K = 2 * n + 2 * n * n / (3 * T)
+        row = 3 * run_K   # H, P^-1 H, its active part; no blocks
+        extra = ["--set", f"model.d_model={d}", "--set", f"model.d_ff={f}", "--set",
+                 f"model.vocab={V}", "--set", f"model.layers={L}", "--set",
+                 "probe.curvature_iters=1000000000"]
+        out = os.path.join(tmp, "long.h5")
+        rc, took, err = stop_in_row(out, signal.SIGTERM, "warning: probe.curvature_iters", tmp,
+                                    extra, wait=60)
+        want = (f"probe.curvature_iters = 1000000000: {n} Lanczos steps a row (at most the {n} "
+                f"parameters); a row costs about {row:.3g} forward+backward passes of a batch")
+        check(f"curvature_iters = 1e9: a warning with K = n = {n} and a row's cost {row:.3g} "
+              f"passes, all rows {2 * row:.3g}", want in err and f"all rows about {2 * row:.3g}" in err,
+              err[-400:])
+        try:
+            with h5py.File(out, "r") as h:
+                step = int(h["checkpoint/step"][()])
+        except (OSError, KeyError) as e:   # a run killed after the wait: no file to read
+            step = str(e)[:80]
+        check(f"SIGTERM in that row: exit 0 within 1.5 s (took {took:.2f} s), checkpoint at step 0",
+              rc == 0 and took < 1.5 and step == 0, f"exit {rc}, checkpoint at {step}")
 
 
 def sweep_units():
@@ -149,6 +181,7 @@ def main():
             check(f"{name}: --resume exits 0 and every /train dataset ({len(got)}) equals the "
                   "uninterrupted run's, byte for byte", r.returncode == 0 and not diff,
                   f"exit {r.returncode}, differ: {diff[:6]} {r.stderr[-200:]}")
+    long_rows()
     sweep_units()
     failed = results.count(False)
     print(f"curv_signal: {len(results) - failed} passed, {failed} failed")
