@@ -18,7 +18,7 @@ row 3 Lanczos runs of K = 150 steps (seconds on a loaded machine, milliseconds a
    2/4 and 4/4, as if the rows cost nothing).
 4. probe.curvature_iters = 1e9 on a 2 736-parameter model warns at the start with K = n and a
    row's cost by the same formula (250 344 passes), and SIGTERM in that row (tens of seconds)
-   ends the run at once.
+   ends the run at once; a probe of 2 seeds warns likewise (5.01e+05 passes in all).
 Prints "ok"/"not ok" per check, then "curv_signal: N passed, M failed"; exit 1 if M > 0.
 """
 import os
@@ -116,6 +116,17 @@ def long_rows():
             step = str(e)[:80]
         check(f"SIGTERM in that row: exit 0 within 1.5 s (took {took:.2f} s), checkpoint at step 0",
               rc == 0 and took < 1.5 and step == 0, f"exit {rc}, checkpoint at {step}")
+        # a probe of 2 seeds: the same row (no blocks) per seed, warned before its first
+        probe = [*extra, "--set", "train.steps=0", "--set", "probe.seeds=2", "--set",
+                 "probe.batches=1", "--set", "probe.curvature_every=1"]
+        rc, took, err = stop_in_row(os.path.join(tmp, "p.h5"), signal.SIGTERM,
+                                    "warning: probe.curvature_iters", tmp, probe, wait=60)
+        want = (f"{n} Lanczos steps a row (at most the {n} parameters); a seed's row costs about "
+                f"{row:.3g} forward+backward passes of a batch (the re-orthogonalisation grows as "
+                f"K^2), the 2 seeds' about {2 * row:.3g}")
+        check(f"probe with curvature_iters = 1e9: the warning with K = n and 2 seeds' rows "
+              f"{2 * row:.3g} passes; it ends by the SIGTERM", want in err and
+              rc == -signal.SIGTERM, f"exit {rc}: {err[-300:]}")
 
 
 def sweep_units():

@@ -93,9 +93,6 @@ typedef struct {
     long curv_every, curv_until;  /* probe.curvature_every (0: no rows), curvature_until */
 } run_ctx_t;
 
-/* Lanczos steps from which a warning gives a row's cost (the re-orthogonalisation grows as K²). */
-#define RUN_CURV_LONG_ITERS 200
-
 /* The work done by the end of update s in units of one update (a forward+backward pass of a
  * batch): the updates and the curvature rows measured by then, each row as the passes it is
  * estimated to cost. What a sweep's progress and ETA count. */

@@ -141,6 +141,17 @@ static int measure_curvature(session_t *s, probe_t *p, const run_options_t *o)
     probe_work_t w;
     probe_work(&w, s);
     char label[80], err[1400];
+    const config_t *c = &s->cfg;
+    const size_t n = s->model->num_params;
+    const int K = (size_t)c->probe.curvature_iters < n ? c->probe.curvature_iters : (int)n;
+    if (K >= RUN_CURV_LONG_ITERS || c->probe.curvature_iters > K) {   // a long row: its cost
+        snprintf(err, sizeof err, "probe.curvature_iters = %d: %d Lanczos steps a row (at most "
+                 "the %zu parameters); a seed's row costs about %.3g forward+backward passes of "
+                 "a batch (the re-orthogonalisation grows as K^2), the %d seeds' about %.3g",
+                 c->probe.curvature_iters, K, n, w.row, c->probe.seeds, w.row * c->probe.seeds);
+        progress_channel_send('W', err);
+        if (!o->quiet) fprintf(stderr, "stability: warning: %s\n", err);
+    }
     snprintf(label, sizeof label, "curvature %.40s", s->cfg.name);
     progress_start(&w.bar, label, o->quiet);
     const double t0 = progress_now();
