@@ -790,6 +790,23 @@ START_TEST(test_to_ini_length)
 }
 END_TEST
 
+/* StableAdamW divides by max(v̂, ε²): ε = 1e-162, whose square underflows to 0, is refused at
+ * train.eps (exit 2; it trained to NaN, "diverged at step 2"); ε = 1e-160 (a subnormal
+ * square) and adam with ε = 1e-162 (no ε² anywhere) load. */
+START_TEST(test_stableadamw_eps)
+{
+    const char *eps_last[] = {"train.optimizer=stableadamw", "train.eps=1e-162"};
+    expect_fail("configs/good_minimal.ini", eps_last, 2,
+                "--set train.eps: 1e-162 squared is 0 in float64");
+    config_t c;
+    const char *subnormal[] = {"train.optimizer=stableadamw", "train.eps=1e-160"};
+    load_ok(&c, "configs/good_minimal.ini", subnormal, 2);
+    ck_assert(c.train.eps * c.train.eps > 0.0);
+    const char *adam[] = {"train.optimizer=adam", "train.eps=1e-162"};
+    load_ok(&c, "configs/good_minimal.ini", adam, 2);
+}
+END_TEST
+
 Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -815,6 +832,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, test_roundtrip_defaults_and_final_norm);
     tcase_add_test(tc, test_roundtrip_awkward_values);
     tcase_add_test(tc, test_to_ini_length);
+    tcase_add_test(tc, test_stableadamw_eps);
     suite_add_tcase(s, tc);
     return s;
 }

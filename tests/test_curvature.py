@@ -9,7 +9,8 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_curva
    outside), λ_min ≤ λ_max, thresholds 38/lr, the stored config naming only the keys set.
 3. Resume: SIGTERM after update 3 and --resume give the curvature rows of an uninterrupted run,
    byte for byte.
-4. A probe's seed 0 measures what training's update 0 does (the same batch, P and start vectors).
+4. A probe's seed 0 measures what training's update 0 does (the same batch, P and start vectors),
+   unclipped and with train.clip = 0.01, whose active value is the unclipped one within 1e-3.
 5. Bad values: probe.curvature_iters = 1, probe.curvature_block_iters = 1, a measure larger than
    this machine's memory, probe.curvature_until < 0, probe.curvature_floor outside [0, 1):
    exit 2 naming the key, nothing written.
@@ -152,21 +153,28 @@ def resume(tmp):
 
 
 def probe_vs_update0(tmp):
-    base = {**LM, **KEYS, "model.dropout": 0, "probe.curvature_every": 1}
-    pp, tp = os.path.join(tmp, "probe.h5"), os.path.join(tmp, "train1.h5")
-    r1 = run(["--config", "tiny", *sets({**base, "train.steps": 0, "probe.seeds": 2,
-                                           "probe.batches": 2}), "--out", pp, "--quiet"])
-    r2 = run(["--config", "tiny", *sets({**base, "train.steps": 1}), "--out", tp, "--quiet"])
-    check("probe and training with the measure exit 0", r1.returncode == r2.returncode == 0,
-          r1.stderr + r2.stderr)
-    with h5py.File(pp, "r") as p, h5py.File(tp, "r") as t:
-        got = [p["probe"][k][()] for k in ("hessian_max", "hessian_min", "precond_max_active")]
-        want = [t["train"][k][0] for k in ("hessian_max", "hessian_min", "precond_max_active")]
-        check("probe: /probe/hessian_max, hessian_min, precond_max_active have one value per seed",
-              all(g.shape == (2,) for g in got))
-        check("probe seed 0 = training update 0 (the same batch, P and Lanczos start)",
-              all(g[0] == w for g, w in zip(got, want)), f"{[g[0] for g in got]} vs {want}")
-        check("probe seeds differ", got[0][0] != got[0][1])
+    active = {}
+    for clip in (0, 0.01):   # clipped: the probe measures the step taken too (c·P⁻¹H)
+        base = {**LM, **KEYS, "model.dropout": 0, "probe.curvature_every": 1, "train.clip": clip}
+        pp, tp = os.path.join(tmp, f"probe{clip}.h5"), os.path.join(tmp, f"train1_{clip}.h5")
+        r1 = run(["--config", "tiny", *sets({**base, "train.steps": 0, "probe.seeds": 2,
+                                               "probe.batches": 2}), "--out", pp, "--quiet"])
+        r2 = run(["--config", "tiny", *sets({**base, "train.steps": 1}), "--out", tp, "--quiet"])
+        check(f"clip {clip}: probe and training with the measure exit 0",
+              r1.returncode == r2.returncode == 0, r1.stderr + r2.stderr)
+        with h5py.File(pp, "r") as p, h5py.File(tp, "r") as t:
+            got = [p["probe"][k][()] for k in ("hessian_max", "hessian_min", "precond_max_active")]
+            want = [t["train"][k][0] for k in ("hessian_max", "hessian_min", "precond_max_active")]
+            check(f"clip {clip}: probe: /probe/hessian_max, hessian_min, precond_max_active have "
+                  "one value per seed", all(g.shape == (2,) for g in got))
+            check(f"clip {clip}: probe seed 0 = training update 0 (the same batch, P and Lanczos "
+                  "start)", all(g[0] == w for g, w in zip(got, want)),
+                  f"{[g[0] for g in got]} vs {want}")
+            check(f"clip {clip}: probe seeds differ", got[0][0] != got[0][1])
+            active[clip] = got[2][0]
+    check("probe seed 0's active lambda_max(P^-1 H) clipped at 0.01 is the unclipped one within "
+          "1e-3 (the step taken, c·P^-1 H; it was ||g||/0.01 times larger)",
+          abs(active[0.01] - active[0]) <= 1e-3 * active[0], f"{active}")
 
 
 def errors(tmp):

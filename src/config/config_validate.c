@@ -516,6 +516,21 @@ static int validate_ignored(const config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* StableAdamW divides by max(v̂, ε²) (train/optim.h): an ε whose square underflows to 0 gives
+ * 0/0 on every coordinate without gradient yet, a NaN update ("diverged" at update 2), so it
+ * is refused as float32 refuses values it turns into 0. A subnormal ε² is a number like any other. */
+static int validate_eps(const config_t *cfg, char *err, size_t errlen)
+{
+    const double e = cfg->train.eps;
+    if (cfg->train.optimizer != OPT_STABLEADAMW || e * e != 0.0) return 0;
+    const int eps = cfg_kidx("train", "eps"), opt = cfg_kidx("train", "optimizer");
+    if (blame(cfg, eps, opt) == eps)
+        return vfail(cfg, eps, err, errlen, "%.12g squared is 0 in float64, and train.optimizer = "
+                     "stableadamw divides by max(v, eps^2) (needs eps >= %.3g)", e, sqrt(DBL_TRUE_MIN));
+    return vfail(cfg, opt, err, errlen, "stableadamw divides by max(v, eps^2), and train.eps = "
+                 "%.12g squared is 0 in float64 (needs eps >= %.3g)", e, sqrt(DBL_TRUE_MIN));
+}
+
 /* Every rule; the ignored keys' only for a configuration being written (stored is 0). */
 static int validate(const config_t *cfg, int stored, char *err, size_t errlen)
 {
@@ -566,6 +581,7 @@ static int validate(const config_t *cfg, int stored, char *err, size_t errlen)
     if (!rc) rc = validate_optim(cfg, err, errlen);
     if (!rc) rc = validate_subopt(cfg, err, errlen);
     if (!rc && !stored) rc = validate_ignored(cfg, err, errlen);
+    if (!rc) rc = validate_eps(cfg, err, errlen);
     if (rc) return rc;
     if (cfg->model.arch == ARCH_LM && (cfg->data.task == TASK_COPY || cfg->data.task == TASK_REVERSE)) {
         if (cfg->model.vocab < 3) {

@@ -19,6 +19,8 @@ struct curv {
     lanczos_t lz;
     gsl_rng *rng;
     int K, Kb;                /* Lanczos steps: whole, blocks (0: no blocks) */
+    double l2;                /* λ of L2 decay in the gradient: the objective's Hessian is
+                                 H + λI (0: none, or the dump's loss alone) */
     int rows;                 /* block rows: layer rows + 1 */
     size_t n;
     double *D;                /* (n) P^{−1/2} of the running measurement, or NULL: plain H */
@@ -26,9 +28,11 @@ struct curv {
     double *top;              /* (n) the top eigenvector of P^{−1/2}HP^{−1/2} */
     double *Dbuf;             /* (n) storage of D */
     unsigned char *mask;      /* (n) the support of a restricted run */
+    int stopped;              /* a run of the current measurement was stopped by the flag */
 };
 
 size_t curv_num_params(const curv_t *c) { return c->n; }
+void curv_set_stop(curv_t *c, const volatile sig_atomic_t *stop) { c->lz.stop = stop; }
 int curv_rows(const curv_t *c) { return c->rows; }
 
 void curv_free(curv_t *c)
@@ -60,6 +64,15 @@ static int copy_batch(curv_t *c, const batch_t *b)
     memcpy(c->batch.targets, b->targets, nt * sizeof(int32_t));
     if (ns) memcpy(c->batch.src, b->src, ns * sizeof(int32_t));
     return 0;
+}
+
+/* λ when cfg's optimizer adds L2 decay λθ to the gradient (sgd, adam, radam, gi_adam:
+ * train/optim.h), so it minimises L + (λ/2)‖θ‖², whose Hessian is H + λI; 0 for the decoupled
+ * decay of adamw and stableadamw, which is no term of the objective (docs/design.md §10). */
+static double objective_l2(const config_t *cfg)
+{
+    const optimizer_t k = cfg->train.optimizer;
+    return k == OPT_ADAMW || k == OPT_STABLEADAMW ? 0.0 : cfg->train.weight_decay;
 }
 
 /* Lanczos vectors the measure of cfg holds for n parameters (K + 1, at most n + 1). */
@@ -106,6 +119,7 @@ int curv_create(curv_t **out, const config_t *cfg, const batch_caps_t *caps, con
     c->K = cfg->probe.curvature_iters < n ? cfg->probe.curvature_iters : n;
     c->Kb = cfg->probe.curvature_block_iters < n ? cfg->probe.curvature_block_iters : n;
     const int K = c->K > c->Kb ? c->K : c->Kb;
+    c->l2 = objective_l2(cfg);
     model_dropout_off(c->m);
     c->rng = gsl_rng_alloc(gsl_rng_mt19937);
     c->Dbuf = malloc(c->n * sizeof(double));
@@ -141,15 +155,17 @@ void curv_row_free(curv_row_t *r)
 
 /* ------------------------------------------------------------------------- operators */
 
-/* y = H·x (x of unit norm: a Lanczos vector). */
+/* y = (H + λI)·x (x of unit norm: a Lanczos vector; λ = c->l2). */
 static void op_hessian(void *ctx, const double *x, double *y)
 {
     curv_t *c = ctx;
     hvp_apply(&c->hvp, x, y, NULL);
+    if (c->l2 != 0.0)
+        for (size_t i = 0; i < c->n; i++) y[i] += c->l2 * x[i];
 }
 
-/* y = D·H·D·x, D = P^{−1/2}: the product is taken along the unit direction D·x/‖D·x‖ (so the
- * difference step stays h) and scaled back. */
+/* y = D·(H + λI)·D·x, D = P^{−1/2}: the product is taken along the unit direction D·x/‖D·x‖
+ * (so the difference step stays h) and scaled back. */
 static void op_precond(void *ctx, const double *x, double *y)
 {
     curv_t *c = ctx;
@@ -163,21 +179,50 @@ static void op_precond(void *ctx, const double *x, double *y)
     for (size_t i = 0; i < c->n; i++) c->u[i] /= s;
     hvp_apply(&c->hvp, c->u, y, NULL);
     for (size_t i = 0; i < c->n; i++) y[i] *= c->D[i] * s;
+    if (c->l2 != 0.0)
+        for (size_t i = 0; i < c->n; i++) y[i] += c->l2 * c->D[i] * c->D[i] * x[i];
 }
 
 /* One Lanczos run of `iters` steps on the operator (preconditioned when pre) restricted to
- * support; a run during which a product crossed a kink gives NaN (and adds to *kinked). */
+ * support; a run during which a product crossed a kink gives NaN (and adds to *kinked). Once a
+ * run of the measurement was stopped (c->stopped), the others give NaN at once. */
 static void run(curv_t *c, int pre, const unsigned char *support, int iters, lanczos_result_t *res,
                 double *top, long *kinked)
 {
+    if (c->stopped) iters = 0;   // NaN without a step
     const long before = c->hvp.kinked;
     lanczos_run(&c->lz, pre ? op_precond : op_hessian, c, support, iters, c->rng, res, top);
+    if (res->stopped) c->stopped = 1;
     if (c->hvp.kinked > before) {
         *kinked += c->hvp.kinked - before;
         res->max = res->min = res->res_max = res->res_min = NAN;
         if (top)
             for (size_t i = 0; i < c->n; i++) top[i] = NAN;
     }
+}
+
+/* ------------------------------------------------------------------------------ cost */
+
+double curv_cost_passes(double K, double Kb, int nblocks, double T, int precond, int active_only)
+{
+    const double t = T > 0.0 ? T : 1.0;
+    const double run_K = 2.0 * K + 2.0 * K * K / (3.0 * t);
+    if (active_only) return run_K;
+    return (precond ? 3.0 : 1.0) * run_K + (double)nblocks * (precond ? 2.0 : 1.0) * 2.0 * Kb;
+}
+
+int curv_iters(const curv_t *c) { return c->K; }
+
+static size_t block_mask(curv_t *c, int row, int kind, const unsigned char *floored);
+
+double curv_row_passes(curv_t *c, const config_t *cfg, int later)
+{
+    int nblocks = 0;
+    for (int r = 0; c->Kb >= 1 && r < c->rows; r++)
+        for (int k = 0; k < TENSOR_BLOCKS; k++) nblocks += block_mask(c, r, k, NULL) > 0;
+    const double T = (double)c->batch.B * (double)c->batch.T + (double)c->batch.B * c->batch.S;
+    return curv_cost_passes(c->K, c->Kb, nblocks, T, cfg->train.optimizer != OPT_SGD,
+                            later && cfg->probe.curvature_active_only);
 }
 
 /* ---------------------------------------------------------------------- measurement */
@@ -259,6 +304,7 @@ void curv_measure(curv_t *c, const double *theta, const double *P, const unsigne
     hvp_set_point(&c->hvp, theta);
     c->hvp.passes = 0.0;
     c->hvp.h_smallest = 0.0;
+    c->stopped = 0;
     out->kinked = 0;
     gsl_rng_set(c->rng, seed);
     lanczos_result_t res;
@@ -280,6 +326,7 @@ void curv_measure(curv_t *c, const double *theta, const double *P, const unsigne
     measure_blocks(c, floored, out);
     out->h = c->hvp.h_smallest;
     out->passes = c->hvp.passes;
+    out->stopped = c->stopped;
     c->D = NULL;
 }
 
@@ -289,6 +336,7 @@ void curv_measure_active(curv_t *c, const double *theta, const double *P,
     hvp_set_point(&c->hvp, theta);
     c->hvp.passes = 0.0;
     c->hvp.h_smallest = 0.0;
+    c->stopped = 0;
     out->kinked = 0;
     gsl_rng_set(c->rng, P ? seed + 1 : seed);   // measure_precond's start, or (sgd) H's
     out->hessian_max = out->hessian_min = out->hessian_max_res = out->hessian_min_res = NAN;
@@ -311,6 +359,7 @@ void curv_measure_active(curv_t *c, const double *theta, const double *P,
     out->precond_active_res = res.res_max;
     out->h = c->hvp.h_smallest;
     out->passes = c->hvp.passes;
+    out->stopped = c->stopped;
     c->D = NULL;
 }
 
@@ -319,10 +368,14 @@ long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
 {
     hvp_set_point(&c->hvp, theta);
     c->D = NULL;
+    c->stopped = 0;
+    const double l2 = c->l2;
+    c->l2 = 0.0;   // the dump's H·v and extremes are the loss's (measure/curvature.h)
     long kinked = hvp_apply(&c->hvp, v, Hv, h) ? 1 : 0;
     gsl_rng_set(c->rng, seed);
     lanczos_result_t res;
     run(c, 0, NULL, c->K, &res, NULL, &kinked);
+    c->l2 = l2;
     *lmax = res.max;
     *lmin = res.min;
     *iters = res.iters;

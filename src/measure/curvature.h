@@ -1,6 +1,7 @@
 /* curvature.h — the loss landscape's curvature on one batch (docs/design.md §10; Cohen et al.
  * 2021, 2022; Gilmer et al. 2022; Kalra & Barkeshli 2024): λ_max and λ_min of the Hessian H of
- * the objective, Adam's preconditioned sharpness λ_max(P⁻¹H) with the share of its top
+ * the objective the optimizer minimises (the loss, + λI when the optimizer adds L2 decay λθ to
+ * the gradient: sgd, adam, radam, gi_adam; not adamw's or stableadamw's decoupled decay), Adam's preconditioned sharpness λ_max(P⁻¹H) with the share of its top
  * eigenvector on ε-floored coordinates and its value without them ("active"), and λ_max of
  * every diagonal block of H (layer × kind, model/tensors.h), plain and preconditioned.
  *
@@ -22,6 +23,7 @@
 #ifndef STABILITY_CURVATURE_H
 #define STABILITY_CURVATURE_H
 
+#include <signal.h>
 #include <stddef.h>
 #include "config/config.h"
 #include "data/batch.h"
@@ -52,6 +54,8 @@ typedef struct {
     long kinked;                /* products that crossed a kink even at HVP_HMIN: the values
                                    of their Lanczos runs are NaN */
     double passes;              /* forward+backward passes the measurement took */
+    int stopped;                /* a stop signal ended it between Lanczos steps (curv_set_stop):
+                                   the row is partial, every value unknown; not to be recorded */
     double *hessian_block_max;  /* (rows, TENSOR_BLOCKS) λ_max of each diagonal block of H;
                                    NaN where a row has no tensor of that kind */
     double *precond_block_max;  /* (rows, TENSOR_BLOCKS) of P^{−1/2}HP^{−1/2}, its floored
@@ -80,6 +84,26 @@ int curv_rows(const curv_t *c);
 int curv_check_memory(const config_t *cfg, const batch_caps_t *caps, size_t n, char *err,
                       size_t errlen);
 
+/* The flag that ends a measurement between two Lanczos steps when it becomes non-zero (a stop
+ * signal; NULL: never): the row then has stopped = 1 and is to be dropped. */
+void curv_set_stop(curv_t *c, const volatile sig_atomic_t *stop);
+
+/* The forward+backward passes of the measurement batch (T tokens) a row is expected to take
+ * (docs/design.md §10, "Cost"): a Lanczos run of k steps costs its 2k products' passes and a
+ * re-orthogonalisation of about 4k²n flops, ≈ 2k²/(3T) passes of ≈ 6nT flops; a row runs K
+ * steps on H, P⁻¹H and its active part (precond = 0, sgd: on H alone) and 2·K_b on each of
+ * nblocks blocks twice (once without a preconditioner); active_only: K steps alone, no block
+ * (a later row of probe.curvature_active_only). An estimate, for warnings and progress. */
+double curv_cost_passes(double K, double Kb, int nblocks, double T, int precond, int active_only);
+
+/* curv_cost_passes for c's model (K and K_b as capped at its parameter count, its non-empty
+ * blocks, its batch's tokens) with the optimizer of cfg; later: a row after update 0. Uses c's
+ * scratch mask. */
+double curv_row_passes(curv_t *c, const config_t *cfg, int later);
+
+/* Lanczos steps of c's rows: probe.curvature_iters capped at the parameter count. */
+int curv_iters(const curv_t *c);
+
 /* Allocate a row's block arrays for c. 0 or 1. */
 int curv_row_alloc(curv_row_t *r, const curv_t *c);
 void curv_row_free(curv_row_t *r);
@@ -103,9 +127,9 @@ void curv_measure_active(curv_t *c, const double *theta, const double *P,
 double curv_quad(curv_t *c, const double *theta, const double *u, const batch_t *b);
 
 /* Hv (n) = H·v at θ (n), v of unit norm, and λ_max, λ_min (with residual bounds) of H by
- * Lanczos from the stream seed (the dump's --hvp), *iters the steps it took: probe.curvature_iters
- * capped at n, or fewer at an invariant space. 0, or the products that crossed a kink (the values
- * are then NaN). */
+ * probe.curvature_iters steps of Lanczos from the stream seed (the dump's --hvp), H the loss's
+ * Hessian without any L2 term; *iters the steps it took: probe.curvature_iters capped at n, or
+ * fewer at an invariant space. 0, or the products that crossed a kink (the values are then NaN). */
 long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
                    unsigned long seed, double *lmax, double *lmin, double *h, int *iters);
 

@@ -1,4 +1,5 @@
 /* diagnose_curv.c — the rules of measure/diagnose_curv.h (docs/design.md §10). */
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include "measure/diagnose_curv.h"
@@ -84,7 +85,10 @@ int diagnose_curv_row(diagnose_curv_t *c, const diagnose_curv_row_t *r)
 
 long diagnose_curv_warmup(const diagnose_curv_t *c)
 {
-    return c->above > 0 ? (long)floor(c->warmup_need) + 1 : 0;
+    if (c->above == 0) return 0;
+    // a need of 2^63 or more has no long (converting it is undefined behaviour, C11 6.3.1.4)
+    if (!(c->warmup_need < (double)LONG_MAX)) return LONG_MAX;
+    return (long)floor(c->warmup_need) + 1;
 }
 
 int diagnose_curv_floor_note(const diagnose_curv_t *c)

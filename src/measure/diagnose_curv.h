@@ -82,7 +82,8 @@ double diagnose_curv_ratio(const diagnose_curv_row_t *r);
  * *row, *kind (−1, −1 and NaN when none is finite). */
 double diagnose_curv_block_max(const double *block, int rows, int kinds, int *row, int *kind);
 
-/* The warm-up estimate of the header: N, or 0 when no measured row was above 1. */
+/* The warm-up estimate of the header: N, or 0 when no measured row was above 1; LONG_MAX when
+ * N would not fit a long (then warmup_need holds it). */
 long diagnose_curv_warmup(const diagnose_curv_t *c);
 
 /* Whether the update-0 row's ratio needs the ε-floor note: its top eigenvector lies at least

@@ -115,6 +115,7 @@ void lanczos_run(lanczos_t *l, lanczos_op_fn op, void *ctx, const unsigned char 
                  int iters, gsl_rng *rng, lanczos_result_t *res, double *top)
 {
     const size_t n = l->n;
+    res->stopped = 0;
     if (iters > l->K) iters = l->K;
     // the start: Gaussian on the support (drawn in coordinate order), unit norm
     double *q = l->Q;
@@ -126,6 +127,11 @@ void lanczos_run(lanczos_t *l, lanczos_op_fn op, void *ctx, const unsigned char 
     double scale = 0.0;
     int k = 0;
     for (int j = 0; j < iters; j++) {
+        if (l->stop && *l->stop) {   // a stop signal: give up the run, its values unknown
+            nan_result(res, top, n);
+            res->stopped = 1;
+            return;
+        }
         const double *qj = l->Q + (size_t)j * n;
         op(ctx, qj, l->w);
         cut(l->w, support, n);

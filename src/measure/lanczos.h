@@ -20,6 +20,7 @@
 #ifndef STABILITY_LANCZOS_H
 #define STABILITY_LANCZOS_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <gsl/gsl_rng.h>
 
@@ -34,12 +35,14 @@ typedef struct {
     double *w;               /* (n) */
     double *alpha, *beta;    /* (K) */
     double *T, *S, *theta;   /* (K,K) the tridiagonal, its eigenvectors; (K) its eigenvalues */
+    const volatile sig_atomic_t *stop;   /* non-zero ends a run between two steps (NULL: never) */
 } lanczos_t;
 
 typedef struct {
     double max, min;         /* the largest and smallest Ritz value */
     double res_max, res_min; /* their residual bounds |β_k·s_k| */
     int iters;               /* steps taken: K, or fewer at an invariant space */
+    int stopped;             /* *stop ended the run: every value NaN, a partial result */
 } lanczos_result_t;
 
 /* Allocate for n and K ≥ 1. 0, or 1 when out of memory. */
@@ -50,7 +53,8 @@ void lanczos_free(lanczos_t *l);
 
 /* Run up to `iters` (≤ K) steps of A restricted to support (n flags, nonzero = in; NULL = all)
  * from a start drawn from rng. top (n, may be NULL) gets the unit Ritz vector of max. A support
- * with no coordinate, or a step that is not finite, gives NaN everywhere (iters 0). */
+ * with no coordinate, or a step that is not finite, gives NaN everywhere (iters 0); so does a
+ * non-zero *l->stop before a step (stopped 1: a signal, docs/design.md §10). */
 void lanczos_run(lanczos_t *l, lanczos_op_fn op, void *ctx, const unsigned char *support,
                  int iters, gsl_rng *rng, lanczos_result_t *res, double *top);
 

@@ -1,5 +1,6 @@
 /* diagnosis_curv.c — the curvature line of `stability info` and of the run's warnings
  * (report/diagnosis_curv.h; the rules: measure/diagnose_curv.h; docs/design.md §10). */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -74,6 +75,10 @@ static void put_remedies(text_t *t, const diagnose_curv_t *c, const config_t *cf
         if (n > need) put(t, "the diagnosis' warm-up, ");
         put(t, "at least the %ld updates under which every measured row above would be below, "
             "set by update %ld's ratio, if the curvature took the same path)", need, c->warmup_step);
+        sep = ", ";
+    } else if (need == LONG_MAX) {   // beyond any long: said as the number it is
+        put(t, "%s--set train.lr=%.2g (a warm-up would need about %.2g updates, more than the "
+            "run's %d)", sep, cfg->train.lr / c->peak, c->warmup_need, cfg->train.steps);
         sep = ", ";
     } else if (need > c->warmup && n > cfg->train.warmup) {
         put(t, "%s--set train.lr=%.2g (a warm-up would need about %ld updates, more than the "

@@ -95,7 +95,50 @@ typedef struct {
     long log_step;         /* the update of the last line */
     double log_loss, log_gnorm; /* sums of loss and finite gradient norms since the last line */
     long log_n, log_ng;
+    /* the curvature rows' work (docs/design.md §10, "Cost"), in passes of a batch = updates */
+    double curv_row0, curv_row;   /* update 0's row, a later one's (estimates) */
+    long curv_every, curv_until;  /* probe.curvature_every (0: no rows), curvature_until */
 } run_ctx_t;
+
+/* The work done by the end of update s in units of one update (a forward+backward pass of a
+ * batch): the updates and the curvature rows measured by then, each row as the passes it is
+ * estimated to cost. What a sweep's progress and ETA count. */
+static long work_units(const run_ctx_t *c, long s)
+{
+    if (c->curv_every <= 0) return s;
+    const long last = c->curv_until > 0 && c->curv_until < s ? c->curv_until : s;
+    const double w = (double)s + (s >= 1 ? c->curv_row0 : 0.0) +
+                     c->curv_row * (double)(last / c->curv_every);
+    return (long)fmin(w, 1e15);   // far below LONG_MAX: no undefined conversion
+}
+
+static void warn_line(run_ctx_t *c, const char *msg);
+
+/* The curvature rows' estimated cost (c->curv_*), told to a sweep with where this process
+ * starts, and a warning when a row is long: K steps of RUN_CURV_LONG_ITERS or more, or more
+ * asked for than the parameters allow. */
+static void curv_cost(run_ctx_t *c, const config_t *cfg, const train_t *t)
+{
+    if (!t->curv) return;
+    c->curv_row0 = curv_row_passes(t->curv, cfg, 0);
+    c->curv_row = curv_row_passes(t->curv, cfg, 1);
+    c->curv_every = cfg->probe.curvature_every;
+    c->curv_until = cfg->probe.curvature_until;
+    char start[64];   // where this process starts, in the units a sweep counts (sweep_watch.c)
+    snprintf(start, sizeof start, "%ld %ld", work_units(c, t->step), work_units(c, c->steps));
+    progress_channel_send('S', start);
+    const int K = curv_iters(t->curv);
+    if (K < RUN_CURV_LONG_ITERS && cfg->probe.curvature_iters <= K) return;
+    const long rows = work_units(c, cfg->train.steps) - cfg->train.steps;
+    char msg[600];
+    snprintf(msg, sizeof msg, "probe.curvature_iters = %d: %d Lanczos steps a row (at most the "
+             "%zu parameters); a row costs about %.3g forward+backward passes of a batch, as "
+             "many updates' worth (the re-orthogonalisation grows as K^2), all rows about %.3g "
+             "against the run's %ld updates. A stop signal ends a row between two steps (the "
+             "update is made again on --resume)", cfg->probe.curvature_iters, K,
+             curv_num_params(t->curv), c->curv_row0, (double)rows, (long)cfg->train.steps);
+    warn_line(c, msg);
+}
 
 /* One warning line on stderr (not with --quiet), and the same line to a sweep that listens
  * (util/progress.h). */
@@ -237,7 +280,8 @@ static int on_step(void *ctx, const train_t *t, const train_record_t *r)
     watch_curv(c, t, r);
     char extra[96];
     snprintf(extra, sizeof extra, "loss %.4f  lr %.3g", r->loss, r->lr);
-    progress_update(&c->bar, r->step, c->steps, extra);
+    progress_update_units(&c->bar, r->step, c->steps, work_units(c, r->step),
+                          work_units(c, c->steps), extra);
     if (c->signal_at > 0 && r->step == c->signal_at) raise(SIGTERM);   // test hook (run.h)
     return 0;
 }
@@ -480,6 +524,7 @@ static int train_claimed(const config_t *cfg, const char *path, const run_option
     }
     if (resume && !o->quiet) printf("%s: resuming at step %ld\n", path, t->step);
     watch_start(&c, cfg, t, o);
+    curv_cost(&c, cfg, t);
     struct sigaction old[NSTOP];
     signals_install(old);
     const train_callbacks_t cb = {&c, on_step, on_checkpoint, cfg->train.bleu_every ? on_bleu : NULL};

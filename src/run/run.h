@@ -18,6 +18,10 @@
 #include "measure/probe.h"
 #include "model/decode.h"
 
+/* Curvature rows of this many Lanczos steps or more (or asking for more than the parameters)
+ * are warned about with their estimated cost (docs/design.md §10, "Cost": a row grows as K²). */
+#define RUN_CURV_LONG_ITERS 200
+
 typedef struct {
     int force;     /* replace an existing file (--force or [output] overwrite = true) */
     int resume;    /* --resume: as [train] resume = auto */

@@ -51,16 +51,62 @@ static int first_batch(session_t *s, const config_t *cfg, double perturb)
     return 0;
 }
 
+/* A probe's work in units of one seed-batch (a forward+backward pass): its seeds × batches,
+ * then per seed a curvature row of `row` passes (docs/design.md §10, "Cost"), so a sweep's
+ * progress and ETA count the rows. */
+typedef struct {
+    progress_t bar;
+    long batches;   /* probe.seeds × probe.batches */
+    double row;     /* a seed's curvature passes (0: none) */
+    int seeds;
+} probe_work_t;
+
+static long probe_units(const probe_work_t *w, long batches, long rows)
+{
+    return (long)fmin((double)batches + w->row * (double)rows, 1e15);   // a long's range
+}
+
+/* The probe's bar: seed-batches done. */
+static void probe_batch_progress(void *ctx, long done, long total)
+{
+    probe_work_t *w = ctx;
+    progress_update_units(&w->bar, done, total, probe_units(w, done, 0),
+                          probe_units(w, w->batches, w->seeds), NULL);
+}
+
+/* The curvature's bar: seeds measured. */
+static void probe_curv_progress(void *ctx, long done, long total)
+{
+    probe_work_t *w = ctx;
+    progress_update_units(&w->bar, done, total, probe_units(w, w->batches, done),
+                          probe_units(w, w->batches, w->seeds), NULL);
+}
+
+/* The work of s's probe (w->row from the measure's K capped at the parameters, no blocks). */
+static void probe_work(probe_work_t *w, const session_t *s)
+{
+    const config_t *c = &s->cfg;
+    const double n = (double)s->model->num_params;
+    w->batches = (long)c->probe.seeds * c->probe.batches;
+    w->seeds = c->probe.seeds;
+    w->row = c->probe.curvature_every > 0
+                 ? curv_cost_passes(fmin(c->probe.curvature_iters, n), 0.0, 0,
+                                    (double)(s->model->caps.tokens + s->model->caps.src_tokens),
+                                    c->train.optimizer != OPT_SGD, 0)
+                 : 0.0;
+}
+
 /* Measure into p with a progress bar; prints the time. */
 static int measure(session_t *s, probe_t *p, const run_options_t *o)
 {
-    progress_t bar;
+    probe_work_t w;
+    probe_work(&w, s);
     char label[80];
     snprintf(label, sizeof label, "probe %.40s", s->cfg.name);
-    progress_start(&bar, label, o->quiet);
+    progress_start(&w.bar, label, o->quiet);
     const double t0 = progress_now();
-    const int rc = probe_run(s, p, progress_callback, &bar);
-    progress_end(&bar);
+    const int rc = probe_run(s, p, probe_batch_progress, &w);
+    progress_end(&w.bar);
     if (rc) fprintf(stderr, "stability: %s\n", rc == 2 ? s->error : "out of memory");
     else if (!o->quiet)
         printf("%d seeds x %d batches in %.1f s\n", s->cfg.probe.seeds, s->cfg.probe.batches,
@@ -69,7 +115,8 @@ static int measure(session_t *s, probe_t *p, const run_options_t *o)
 }
 
 /* The preconditioner the first update of cfg's optimizer would take from m's gradient, clipped
- * as training clips it, over the model's tensors as training's (probe_precond_fn; train/optim.h). */
+ * as training clips it and divided by the clip factor (the step taken, docs/design.md §10), over
+ * the model's tensors as training's (probe_precond_fn; train/optim.h). */
 static int first_precond(void *ctx, const model_t *m, double *P, unsigned char *floored)
 {
     const config_t *cfg = ctx;
@@ -79,8 +126,9 @@ static int first_precond(void *ctx, const model_t *m, double *P, unsigned char *
     if (!g || optim_init(&opt, cfg, m->num_params)) { free(g); return -1; }
     if (optim_set_tensors(&opt, m)) { optim_free(&opt); free(g); return -1; }
     memcpy(g, m->grads, m->num_params * sizeof(real));
-    optim_clip(g, m->num_params, cfg->train.clip);
+    const double norm = optim_clip(g, m->num_params, cfg->train.clip);
     optim_precond(&opt, m->params, g, P, floored);
+    optim_precond_clip(P, m->num_params, optim_clip_factor(norm, cfg->train.clip));
     const int has = opt.kind != OPT_SGD;
     optim_free(&opt);
     free(g);
@@ -90,14 +138,26 @@ static int first_precond(void *ctx, const model_t *m, double *P, unsigned char *
 /* probe.curvature_every > 0: the curvature of every seed, with a progress bar. 0, 1 or 2. */
 static int measure_curvature(session_t *s, probe_t *p, const run_options_t *o)
 {
-    progress_t bar;
+    probe_work_t w;
+    probe_work(&w, s);
     char label[80], err[1400];
+    const config_t *c = &s->cfg;
+    const size_t n = s->model->num_params;
+    const int K = (size_t)c->probe.curvature_iters < n ? c->probe.curvature_iters : (int)n;
+    if (K >= RUN_CURV_LONG_ITERS || c->probe.curvature_iters > K) {   // a long row: its cost
+        snprintf(err, sizeof err, "probe.curvature_iters = %d: %d Lanczos steps a row (at most "
+                 "the %zu parameters); a seed's row costs about %.3g forward+backward passes of "
+                 "a batch (the re-orthogonalisation grows as K^2), the %d seeds' about %.3g",
+                 c->probe.curvature_iters, K, n, w.row, c->probe.seeds, w.row * c->probe.seeds);
+        progress_channel_send('W', err);
+        if (!o->quiet) fprintf(stderr, "stability: warning: %s\n", err);
+    }
     snprintf(label, sizeof label, "curvature %.40s", s->cfg.name);
-    progress_start(&bar, label, o->quiet);
+    progress_start(&w.bar, label, o->quiet);
     const double t0 = progress_now();
-    const int rc = probe_curvature(s, p, first_precond, &s->cfg, progress_callback, &bar, err,
+    const int rc = probe_curvature(s, p, first_precond, &s->cfg, probe_curv_progress, &w, err,
                                    sizeof err);
-    progress_end(&bar);
+    progress_end(&w.bar);
     if (rc == 2) fprintf(stderr, "%s: %s\n", s->cfg.path[0] ? s->cfg.path : "config", err);
     else if (rc) fprintf(stderr, "stability: %s\n", err);
     else if (!o->quiet)

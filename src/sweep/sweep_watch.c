@@ -1,5 +1,6 @@
 /* sweep_watch.c — a local sweep's view of its runs (sweep_watch.h). */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,23 @@
 #include <time.h>
 #include <unistd.h>
 #include "config/config.h"
+#include "measure/curvature.h"
 #include "sweep/sweep_watch.h"
+
+/* A curvature row's passes from cfg alone, before the run reports its own (docs/design.md
+ * §10, "Cost"): K and K_b as asked, four blocks a layer and one outside; a probe's rows have no
+ * blocks; later: a row after update 0. */
+static double row_estimate(const config_t *cfg, int later)
+{
+    const int layers = cfg->model.layers + (cfg->model.arch == ARCH_ENCDEC
+                       ? (cfg->model.dec_layers ? cfg->model.dec_layers : cfg->model.layers) : 0);
+    const int train = cfg->train.steps > 0;
+    const double T = (double)cfg->data.batch * (cfg->model.seq_len + config_src_len(cfg));
+    return curv_cost_passes(cfg->probe.curvature_iters,
+                            train ? cfg->probe.curvature_block_iters : 0, train ? 4 * layers + 1 : 0,
+                            T, cfg->train.optimizer != OPT_SGD,
+                            later && cfg->probe.curvature_active_only);
+}
 
 long sweep_watch_units(const sweep_t *s, int i)
 {
@@ -17,7 +34,15 @@ long sweep_watch_units(const sweep_t *s, int i)
     config_t cfg;
     char err[CONFIG_ERR_MAX];
     if (config_load(&cfg, s->base, sets.ptr, sets.n, err, sizeof err)) return 0;
-    return cfg.train.steps > 0 ? cfg.train.steps : (long)cfg.probe.seeds * cfg.probe.batches;
+    const long every = cfg.probe.curvature_every;
+    if (cfg.train.steps == 0)   // a probe: a row per seed after its batches
+        return (long)fmin((double)cfg.probe.seeds * cfg.probe.batches +
+                          (every > 0 ? cfg.probe.seeds * row_estimate(&cfg, 0) : 0.0), 1e15);
+    if (every <= 0) return cfg.train.steps;
+    const long until = cfg.probe.curvature_until, steps = cfg.train.steps;
+    const long last = until > 0 && until < steps ? until : steps;
+    return (long)fmin((double)steps + row_estimate(&cfg, 0) +
+                      (double)(last / every) * row_estimate(&cfg, 1), 1e15);
 }
 
 int sweep_watch_init(sweep_watch_t *w, const sweep_t *s, const int *todo, int ntodo, int jobs,
@@ -82,14 +107,17 @@ void sweep_watch_started(sweep_watch_t *w, int slot, int run, int fd, int thread
     w->threads[slot] = threads;
 }
 
-/* One message of slot's run: "P DONE TOTAL" or "W TEXT". */
+/* One message of slot's run: "P DONE TOTAL", "S DONE TOTAL" (where a run starts, in units of
+ * one update: a curvature row counts as the passes it costs, docs/design.md §10) or "W TEXT". */
 static void message(sweep_watch_t *w, int slot, char *msg)
 {
     const int i = w->run[slot];
-    if (msg[0] == 'P' && msg[1] == ' ') {
+    if ((msg[0] == 'P' || msg[0] == 'S') && msg[1] == ' ') {
         long done, total;
         if (sscanf(msg + 2, "%ld %ld", &done, &total) != 2 || done < 0 || total <= 0) return;
-        // the first report is after the first unit of this process: a resumed run began at done − 1
+        if (msg[0] == 'S') w->first[i] = done;
+        // else the first report is after the first unit of this process: a resumed run began
+        // at done − 1
         if (w->first[i] < 0) w->first[i] = done > 0 ? done - 1 : 0;
         w->done[i] = done;
         w->expect[i] = total;

@@ -385,14 +385,25 @@ double optim_global_norm(const real *g, size_t n)
     return sqrt(s);
 }
 
+double optim_clip_factor(double norm, double max_norm)
+{
+    return max_norm > 0.0 && norm > max_norm ? max_norm / norm : 1.0;
+}
+
 double optim_clip(real *g, size_t n, double max_norm)
 {
     const double norm = optim_global_norm(g, n);
     if (max_norm > 0.0 && norm > max_norm) {
-        const double scale = max_norm / norm;
+        const double scale = optim_clip_factor(norm, max_norm);
         for (size_t i = 0; i < n; i++) g[i] *= scale;
     }
     return norm;
+}
+
+void optim_precond_clip(double *P, size_t n, double c)
+{
+    if (c == 1.0) return;
+    for (size_t i = 0; i < n; i++) P[i] /= c;
 }
 
 double optim_lr(const config_t *cfg, long t)

@@ -134,6 +134,15 @@ double optim_global_norm(const real *g, size_t n);
 /* Scale g by max_norm/norm when norm = ‖g‖₂ exceeds max_norm > 0 (0 = off). Returns norm. */
 double optim_clip(real *g, size_t n, double max_norm);
 
+/* The factor optim_clip scales a gradient of norm `norm` by: max_norm/norm when max_norm > 0
+ * and norm > max_norm, else 1. */
+double optim_clip_factor(double norm, double max_norm);
+
+/* The preconditioner of the step actually taken from the raw gradient when clipping scaled it
+ * by c (optim_clip_factor): that step is c·P⁻¹·g, so P ← P/c (docs/design.md §10). c = 1 leaves
+ * P untouched, bit for bit. */
+void optim_precond_clip(double *P, size_t n, double c);
+
 /* Learning rate of update t ≥ 1 of cfg->train: linear warm-up lr·t/w for t ≤ w (warmup 0 or 1:
  * none, w = 1), then inverse_sqrt lr·√(w/t), linear lr·(steps−t)/(steps−w) (0 at t = steps),
  * constant lr, or cosine (Loshchilov & Hutter 2017, without restarts) from lr at t = w to the

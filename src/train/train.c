@@ -53,9 +53,15 @@ static int curv_setup(train_t *t, char *err, size_t errlen)
     t->curv_theta = malloc(m->num_params * sizeof(double));
     t->curv_P = malloc(m->num_params * sizeof(double));
     t->curv_floored = malloc(m->num_params ? m->num_params : 1);
+    const size_t bytes = (m->num_params ? m->num_params : 1) * sizeof(real);
+    t->undo_params = malloc(bytes);
+    t->undo_m = malloc(bytes);
+    t->undo_v = t->opt.v ? malloc(bytes) : NULL;
+    t->undo_rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     if (!b->tokens || !b->targets || (m->caps.src_tokens && !b->src) || !t->curv_theta ||
-        !t->curv_P || !t->curv_floored || !r) {
+        !t->curv_P || !t->curv_floored || !r || !t->undo_params || !t->undo_m ||
+        (t->opt.v && !t->undo_v) || !t->undo_rng) {
         if (r) gsl_rng_free(r);
         snprintf(err, errlen, "out of memory");
         return 1;
@@ -76,13 +82,15 @@ static int curv_setup(train_t *t, char *err, size_t errlen)
 }
 
 /* The curvature after s updates (before update s + 1, whose learning rate is lr): θ widened to
- * float64, the preconditioner of update s (s = 0: of update 1, from its gradient in m->grads),
- * the start vectors from init.seed + CURV_START_OFFSET + s. */
+ * float64, the preconditioner of update s (s = 0: of update 1, from its gradient in m->grads)
+ * divided by that update's clip factor (docs/design.md §10), the start vectors from init.seed +
+ * CURV_START_OFFSET + s. */
 static void curv_at(train_t *t, long s, double lr, curv_row_t *row)
 {
     const model_t *m = t->s.model;
     for (size_t i = 0; i < m->num_params; i++) t->curv_theta[i] = m->params[i];
     optim_precond(&t->opt, m->params, m->grads, t->curv_P, t->curv_floored);
+    optim_precond_clip(t->curv_P, m->num_params, t->curv_clip);   // the step taken: c·P⁻¹
     // probe.curvature_active_only: every row but update 0's measures the active value alone
     // (a row only the curvature cap asks for needs no more: train.lr_control, design §6k)
     const int active = t->s.cfg.probe.curvature_active_only || t->s.cfg.probe.curvature_every == 0;
@@ -105,6 +113,51 @@ static void curv_free_all(train_t *t)
     free(t->curv_theta);
     free(t->curv_P);
     free(t->curv_floored);
+    free(t->undo_params);
+    free(t->undo_m);
+    free(t->undo_v);
+    if (t->undo_rng) gsl_rng_free(t->undo_rng);
+}
+
+/* Whether a curvature row follows update s (probe.curvature_every, curvature_until). */
+static int curv_due(const train_t *t, long s)
+{
+    const config_t *c = &t->s.cfg;
+    const int every = c->probe.curvature_every;
+    if (!t->curv) return 0;
+    if (every > 0 && s % every == 0 && (c->probe.curvature_until == 0 || s <= c->probe.curvature_until))
+        return 1;
+    // the curvature cap's own rows (docs/design.md §6k; cdat's t->curv takes none)
+    return c->train.lr_control == LR_CONTROL_CURVATURE && s % c->train.lr_control_every == 0;
+}
+
+/* Keep the state before an update whose curvature row the stop flag may end. */
+static void undo_save(train_t *t)
+{
+    const size_t bytes = t->s.model->num_params * sizeof(real);
+    memcpy(t->undo_params, t->s.model->params, bytes);
+    memcpy(t->undo_m, t->opt.m, bytes);
+    if (t->opt.v) memcpy(t->undo_v, t->opt.v, bytes);
+    gsl_rng_memcpy(t->undo_rng, t->s.rng_data);
+    t->undo_drawn = t->s.data.drawn;
+    t->undo_batches = t->batches;
+    t->undo_t = t->opt.t;
+}
+
+/* Undo update s, whose curvature row was stopped: θ, the moments, the optimizer's count, the
+ * data stream and its position as before it (what a checkpoint holds), so a resume makes the
+ * update and its row again, bit for bit (docs/design.md §10). */
+static void undo_restore(train_t *t, long s)
+{
+    const size_t bytes = t->s.model->num_params * sizeof(real);
+    memcpy(t->s.model->params, t->undo_params, bytes);
+    memcpy(t->opt.m, t->undo_m, bytes);
+    if (t->opt.v) memcpy(t->opt.v, t->undo_v, bytes);
+    gsl_rng_memcpy(t->s.rng_data, t->undo_rng);
+    data_seek(&t->s.data, t->undo_drawn);
+    t->batches = t->undo_batches;
+    t->opt.t = t->undo_t;
+    t->step = s - 1;
 }
 
 static void probe_rows_free(train_probe_t *p)
@@ -169,6 +222,7 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     if (!t) { snprintf(err, errlen, "out of memory"); return 1; }
     int rc = session_open(&t->s, cfg, err, errlen);
     if (rc) { free(t); return rc; }
+    t->curv_clip = 1.0;
     const model_t *m = t->s.model;
     if (probe_axes_from_model(&t->ax, m)) {
         snprintf(err, errlen, "out of memory");
@@ -320,6 +374,9 @@ void train_step(train_t *t, train_record_t *r)
     r->radam_rho = r->radam_rect = r->qk_clipped = NAN;
     update_rms(t, 0);
     r->lr = lrctl_scheduled(c, &t->ctl, s);
+    // a curvature row in this update that train_run's stop flag may end: keep what to undo
+    const int undoable = t->stop && t->curv && (s == 1 || curv_due(t, s));
+    if (undoable) undo_save(t);
 
     if (session_next_batch(&t->s)) {   // batch, then its dropout masks, from rng_data
         r->failed = 1;
@@ -332,6 +389,7 @@ void train_step(train_t *t, train_record_t *r)
     model_zero_grad(m);
     model_backward(m);
     r->grad_norm = optim_clip(m->grads, m->num_params, c->train.clip);   // norm before clipping
+    t->curv_clip = optim_clip_factor(r->grad_norm, c->train.clip);
 
     double t0 = progress_now();
     if (s == 1 || s % c->probe.every == 0) {
@@ -342,6 +400,11 @@ void train_step(train_t *t, train_record_t *r)
     const int rows = c->probe.curvature_every > 0 || cap;   // (cdat's t->curv takes no rows)
     if (s == 1 && rows && isfinite(r->grad_norm)) {   // update 0: θ_0, update 1's P
         curv_at(t, 0, r->lr, &t->curv_row[0]);
+        if (t->curv_row[0].stopped && undoable) {   // a stop signal: as if never begun
+            undo_restore(t, s);
+            r->stopped = 1;
+            return;
+        }
         r->curv |= 1;
     }
     r->measure_s = progress_now() - t0;
@@ -378,12 +441,14 @@ void train_step(train_t *t, train_record_t *r)
         t->model_update = change_from_reference(m, &t->fixed, t->ref);
     }
     t0 = progress_now();
-    const int every = c->probe.curvature_every;
-    if ((every > 0 && s % every == 0 && (c->probe.curvature_until == 0 ||
-                                         s <= c->probe.curvature_until)) ||
-        (cap && s % c->train.lr_control_every == 0)) {
+    if (curv_due(t, s)) {
         const double next = lrctl_scheduled(c, &t->ctl, s + 1);
         curv_at(t, s, next, &t->curv_row[1]);
+        if (t->curv_row[1].stopped && undoable) {   // a stop signal: the update undone too
+            undo_restore(t, s);
+            r->stopped = 1;
+            return;
+        }
         r->curv |= 2;
         if (cap) {   // the row's threshold at the lr update s + 1 will apply
             lrctl_observe(&t->ctl, t->curv_row[1].precond_max_active);
@@ -435,11 +500,14 @@ int train_bleu_due(const train_t *t, long s)
 train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile sig_atomic_t *stop)
 {
     const int every = t->s.cfg.train.checkpoint_every;
+    t->stop = stop;   // also between the Lanczos steps of a curvature row
+    if (t->curv) curv_set_stop(t->curv, stop);
     while (t->step < t->s.cfg.train.steps) {
         if (stop && *stop) return TRAIN_INTERRUPTED;
         train_record_t r;
         train_step(t, &r);
         if (r.failed) return TRAIN_BAD_BATCH;
+        if (r.stopped) return TRAIN_INTERRUPTED;   // the update undone, nothing recorded
         if (!r.diverged && cb && cb->bleu && train_bleu_due(t, r.step) && cb->bleu(cb->ctx, t, &r.bleu))
             return TRAIN_FAILED;
         if (cb && cb->step && cb->step(cb->ctx, t, &r)) return TRAIN_FAILED;

@@ -65,6 +65,8 @@ typedef struct {
     int diverged;         /* TRAIN_FINITE, or why the step diverged (no update was made) */
     int curv;             /* curvature rows of this update: bit 0 train_t.curv_row[0] (update 0,
                              measured in update 1), bit 1 curv_row[1] (after this update) */
+    int stopped;          /* the stop flag ended a curvature row of this update: the row is
+                             dropped and the update undone (the state is that before it) */
     dynamics_scalars_t dyn;   /* attention logits and entropy, log Z of the update's forward */
     double radam_rho;     /* radam: ρₜ of the update (optim_radam_rect); else NaN */
     double radam_rect;    /* radam: rₜ when ρₜ > 4 (the adaptive step), else NaN */
@@ -128,6 +130,14 @@ typedef struct {
      * update, per layer tensor (L,P) (train/qk_clip.h, qk_optim_stats); NULL for the others */
     double *opt_rms, *opt_spec, *opt_sv_min, *opt_sv_max;
     subopt_t subopt;           /* train.schedule = suboptimality: its fit and state */
+    double curv_clip;          /* the clip factor c of the update whose P a row uses
+                                  (optim_clip_factor): the row measures c·P⁻¹H */
+    /* the state before an update with a curvature row, while train_run's stop flag may end
+     * that row (docs/design.md §10): the update is then undone, as if never begun */
+    const volatile sig_atomic_t *stop;   /* train_run's flag, or NULL (train_step alone) */
+    real *undo_params, *undo_m, *undo_v;   /* (num_params) θ, m and v before the update */
+    gsl_rng *undo_rng;         /* rng_data before the update's batch */
+    long undo_drawn, undo_batches, undo_t;   /* the data's position, batches, optimizer's t */
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,
@@ -166,7 +176,9 @@ int train_bleu_due(const train_t *t, long s);
 
 /* Update until train.steps, divergence, a callback failure (TRAIN_FAILED), a batch with ids
  * outside the vocabulary (TRAIN_BAD_BATCH, t->s.error), or *stop becoming non-zero (checked
- * before each update, so the current one finishes). */
+ * before each update, so the current one finishes; and between the Lanczos steps of a
+ * curvature row, which then ends the row and undoes its update: TRAIN_INTERRUPTED with the
+ * state after the last recorded update). */
 train_status_t train_run(train_t *t, const train_callbacks_t *cb, const volatile sig_atomic_t *stop);
 
 /* Sizes and offsets of train_t, session_t, model_t and optim_t and of the members the layers

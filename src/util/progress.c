@@ -41,11 +41,17 @@ void progress_duration(char *buf, unsigned long len, double s)
 
 void progress_update(progress_t *p, long done, long total, const char *extra)
 {
+    progress_update_units(p, done, total, done, total, extra);
+}
+
+void progress_update_units(progress_t *p, long done, long total, long units_done,
+                           long units_total, const char *extra)
+{
     if (total <= 0) return;
     const double now = progress_now();
     if (progress_channel_active() && (done >= total || now - p->sent >= 0.25)) {
         char line[64];
-        snprintf(line, sizeof line, "%ld %ld", done, total);
+        snprintf(line, sizeof line, "%ld %ld", units_done, units_total);
         progress_channel_send('P', line);
         p->sent = now;
     }

@@ -33,6 +33,11 @@ void progress_set_first(progress_t *p, long first);
  * channel), bar or not. */
 void progress_update(progress_t *p, long done, long total, const char *extra);
 
+/* The same, but the sweep is told units_done of units_total: the work counted in units of one
+ * update, so that a curvature row counts as the updates it costs (docs/design.md §10, "Cost"). */
+void progress_update_units(progress_t *p, long done, long total, long units_done,
+                           long units_total, const char *extra);
+
 /* Finish the line (newline) if the bar was drawn. */
 void progress_end(progress_t *p);
 
