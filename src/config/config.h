@@ -30,8 +30,14 @@ typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_
  * vectors added to the input, rotary positions on q and k of self-attention, or none. */
 typedef enum { POS_SINUSOIDAL = 0, POS_ROPE = 1, POS_NONE = 2 } positions_t;
 typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2, SCHED_COSINE = 3 } schedule_t;
-/* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"). */
-typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1 } precision_t;
+/* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"),
+ * and the emulated low precisions on the float32 core (docs/design.md, "Low precision,
+ * emulated"): bfloat16 (mixed: rounded operands, float32 master weights), bfloat16_pure (the
+ * weights themselves bfloat16). */
+typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1, PRECISION_BFLOAT16 = 2,
+               PRECISION_BFLOAT16_PURE = 3 } precision_t;
+/* How bfloat16_pure stores an updated weight (train.rounding). */
+typedef enum { ROUNDING_NEAREST = 0, ROUNDING_STOCHASTIC = 1 } rounding_t;
 
 typedef struct config {
     struct {
@@ -97,7 +103,12 @@ typedef struct config {
         int bleu_every;          /* BLEU every N updates, −1 every epoch, 0 off; default 0 */
         int resume;              /* resume = auto (1) | off (0)  default off */
         double z_loss;           /* c ≥ 0: loss + c·mean (log Z)² (PaLM: 1e-4); 0 = off */
-        precision_t precision;   /* float64 (default) | float32: the training core's type */
+        precision_t precision;   /* float64 (default) | float32 | bfloat16 | bfloat16_pure */
+        rounding_t rounding;     /* bfloat16_pure's weights: nearest (default) | stochastic */
+        int kahan;               /* bfloat16_pure: Kahan-compensated update, on | off (default) */
+        int round_gemm;          /* bfloat16*: GEMM operands rounded, on (default) | off */
+        int round_attn_probs;    /* bfloat16*: attention probabilities rounded before ·V, on | off */
+        int round_residual;      /* bfloat16*: the residual stream rounded after each add, on | off */
     } train;
     struct {
         int seeds;               /* random initialisations, >= 1  default 10 */
@@ -187,6 +198,13 @@ const char *config_task_name(task_t t);
 const char *config_optimizer_name(optimizer_t o);
 const char *config_schedule_name(schedule_t s);
 const char *config_precision_name(precision_t p);
+const char *config_rounding_name(rounding_t r);
+
+/* 1 when train.precision runs on the float32 core (float32 and the emulated bfloat16s). */
+int config_core_float(const config_t *cfg);
+
+/* 1 when train.precision is one of the emulated bfloat16s. */
+int config_lowp(const config_t *cfg);
 const char *config_init_name(init_scheme_t s);
 
 #endif

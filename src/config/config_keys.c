@@ -29,7 +29,9 @@ static const char *const parametrization_names[] = {"standard", "mup", NULL};
 static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine", NULL};
 static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
-static const char *const precision_names[] = {"float64", "float32", NULL};
+static const char *const precision_names[] = {"float64", "float32", "bfloat16", "bfloat16_pure",
+                                              NULL};
+static const char *const rounding_names[] = {"nearest", "stochastic", NULL};
 
 #define OFF(s, n) offsetof(config_t, s.n)
 #define KI(s, n, lo) {#s, #n, K_INT, OFF(s, n), (lo), INT_MAX, 0, 0, NULL, NULL}
@@ -109,6 +111,11 @@ const cfg_key_t cfg_keys[] = {
     KE(train, resume, resume_names),
     KD(train, z_loss, 0, 0, INFINITY, 0),
     KE(train, precision, precision_names),
+    KE(train, rounding, rounding_names),
+    KO(train, kahan),
+    KO(train, round_gemm),
+    KO(train, round_attn_probs),
+    KO(train, round_residual),
 
     KI(probe, seeds, 1),
     KI(probe, batches, 1),
@@ -249,6 +256,11 @@ void config_defaults(config_t *cfg)
     cfg->train.resume = 0;
     cfg->train.z_loss = 0.0;
     cfg->train.precision = PRECISION_FLOAT64;
+    cfg->train.rounding = ROUNDING_NEAREST;
+    cfg->train.kahan = 0;
+    cfg->train.round_gemm = 1;         // bfloat16 mixed precision's usual recipe (docs/design.md,
+    cfg->train.round_attn_probs = 1;   // "Low precision, emulated"): every operand of a product,
+    cfg->train.round_residual = 0;     // activations stored between products in float32
 
     cfg->probe.seeds = 10;
     cfg->probe.batches = 10;
@@ -289,6 +301,13 @@ const char *config_task_name(task_t t) { return enum_name(task_names, (int)t); }
 const char *config_optimizer_name(optimizer_t o) { return enum_name(optimizer_names, (int)o); }
 const char *config_schedule_name(schedule_t s) { return enum_name(schedule_names, (int)s); }
 const char *config_precision_name(precision_t p) { return enum_name(precision_names, (int)p); }
+const char *config_rounding_name(rounding_t r) { return enum_name(rounding_names, (int)r); }
+int config_core_float(const config_t *cfg) { return cfg->train.precision != PRECISION_FLOAT64; }
+int config_lowp(const config_t *cfg)
+{
+    return cfg->train.precision == PRECISION_BFLOAT16 ||
+           cfg->train.precision == PRECISION_BFLOAT16_PURE;
+}
 const char *config_init_name(init_scheme_t s) { return enum_name(init_names, (int)s); }
 
 int config_dec_layers(const config_t *cfg)
@@ -345,6 +364,15 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         // written for float32 runs only: a float64 run's config is the text it always was
         if (k->off == offsetof(config_t, train.precision) &&
             cfg->train.precision == PRECISION_FLOAT64)
+            continue;
+        // the low-precision keys: written only where they act (docs/design.md, "Low precision,
+        // emulated"): the rounding places under bfloat16*, rounding and kahan under bfloat16_pure
+        if (!config_lowp(cfg) && (k->off == offsetof(config_t, train.round_gemm) ||
+                                  k->off == offsetof(config_t, train.round_attn_probs) ||
+                                  k->off == offsetof(config_t, train.round_residual)))
+            continue;
+        if (cfg->train.precision != PRECISION_BFLOAT16_PURE &&
+            (k->off == offsetof(config_t, train.rounding) || k->off == offsetof(config_t, train.kahan)))
             continue;
         // the embedding's draw (docs/design.md §5) and μP: written only when set
         if ((k->off == offsetof(config_t, init.embed) && cfg->init.embed == EMBED_NORMAL) ||

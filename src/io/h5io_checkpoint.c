@@ -123,7 +123,7 @@ typedef struct {
 
 static elem_t elem_of(const train_t *t)
 {
-    if (t->s.cfg.train.precision == PRECISION_FLOAT32)
+    if (config_core_float(&t->s.cfg))
         return (elem_t){H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, sizeof(float)};
     return (elem_t){H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
 }

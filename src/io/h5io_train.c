@@ -148,6 +148,8 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     w->bleu = t->s.cfg.train.bleu_every != 0;
     w->radam = t->s.cfg.train.optimizer == OPT_RADAM;
     w->curv = t->s.cfg.probe.curvature_every > 0;
+    w->lowp = config_lowp(&t->s.cfg);
+    w->pure = t->s.cfg.train.precision == PRECISION_BFLOAT16_PURE;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
@@ -257,6 +259,7 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
     push(w, h5io_tw_col("update_rms_extra"), t->update_rms_extra);
     push(w, h5io_tw_col("radam_rho"), &r->radam_rho);
     push(w, h5io_tw_col("radam_rect"), &r->radam_rect);
+    push(w, h5io_tw_col("stagnation"), &r->stagnation);
     w->pending[G_STEP]++;
     if (r->probed) {
         const train_probe_t *p = &t->probe;
@@ -273,6 +276,8 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
         push(w, h5io_tw_col("resid_rms"), p->resid_rms);
         push(w, h5io_tw_col("logz_max_abs"), &p->out[1]);
         push(w, h5io_tw_col("logit_max"), &p->out[2]);
+        push(w, h5io_tw_col("weight_spec"), p->weight_spec);
+        push(w, h5io_tw_col("extra_weight_spec"), p->extra_weight_spec);
         w->pending[G_PROBE]++;
     }
     if (r->updated) {
@@ -336,6 +341,11 @@ int h5io_tw_create_file(h5io_train_t *w, const char *path, int trunc, const trai
     if (t->s.cfg.train.precision != PRECISION_FLOAT64)
         rc |= h5io_write_attr_string(&w->f, "/", "precision",
                                      config_precision_name(t->s.cfg.train.precision));
+    // which code computed the bfloat16 products (docs/design.md, "Low precision, emulated")
+    if (config_lowp(&t->s.cfg)) {
+        rc |= h5io_write_attr_string(&w->f, "/", "gemm_path", "emulated");
+        rc |= h5io_write_attr_string(&w->f, "/train", "gemm_path", "emulated");
+    }
     char *created = h5io_read_attr_string(&w->f, "/", "created");
     snprintf(w->created, sizeof w->created, "%s", created ? created : "");
     free(created);

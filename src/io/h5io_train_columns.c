@@ -14,6 +14,9 @@
  *   /train/update_rms                        (S,L)     the update's RMS per layer (Adam family)
  *   /train/update_rms_extra                  (S,E)     … of tok_embed lm_head final norms
  *   /train/radam_rho, radam_rect             (S)       train.optimizer = radam only
+ *   /train/stagnation                        (S)       train.precision = bfloat16_pure only
+ *   /train/weight_spec                       (P,L,16)  ‖W‖₂ per layer matrix, bfloat16* only
+ *   /train/extra_weight_spec                 (P,4)     ‖W‖₂ of tok_embed, lm_head, bfloat16* only
  *   /train/curv_step, hessian_max, …         (C)       probe.curvature_every > 0 only: update 0
  *                                                      and every N (docs/design.md §10)
  *   /train/hessian_block_max, precond_block_max (C,L+1,6) layer rows + "outside" × block kind
@@ -85,6 +88,10 @@ const column_t COLUMNS[NCOL] = {
     {"curv_passes", G_CURV, 0, 0, PA_NONE, "forward+backward passes the row took"},
     {"hessian_block_max", G_CURV, 0, 2, PA_KIND, "lambda_max of each diagonal block of the Hessian, layer x kind (last row: the tensors outside the layers), probe.curvature_block_iters Lanczos steps; NaN where a layer has no such kind"},
     {"precond_block_max", G_CURV, 0, 2, PA_KIND, "lambda_max of each diagonal block of P^-1/2 H P^-1/2 with its eps-floored coordinates left out"},
+    // low precision (docs/design.md, "Low precision, emulated"), bfloat16* runs only
+    {"stagnation", G_STEP, 0, 0, PA_NONE, "share of the parameters with a non-zero float32 update whose stored bfloat16 value did not change (the update lost to rounding; train.precision = bfloat16_pure only); NaN when no update was non-zero"},
+    {"weight_spec", G_PROBE, 0, 1, PA_PARAM, "largest singular value ||W||_2 of each weight matrix after the forward/backward of the probe step (30 power iterations on W^T W; NaN for vectors)"},
+    {"extra_weight_spec", G_PROBE, 0, 0, PA_EXTRA, "||W||_2 of tok_embed and lm_head (NaN for vectors and absent tensors)"},
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 
@@ -113,6 +120,8 @@ int h5io_tw_column_present(const h5io_train_t *w, int k)
     if (COLUMNS[k].group == G_BLEU && !w->bleu) return 0;
     if (!strncmp(COLUMNS[k].name, "radam_", 6) && !w->radam) return 0;
     if (COLUMNS[k].group == G_CURV && !w->curv) return 0;
+    if (!strcmp(COLUMNS[k].name, "stagnation") && !w->pure) return 0;
+    if (strstr(COLUMNS[k].name, "weight_spec") && !w->lowp) return 0;
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 

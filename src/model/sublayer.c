@@ -7,6 +7,7 @@
 #include "nn/dyt.h"
 #include "nn/linear.h"
 #include "nn/rope.h"
+#include "nn/round.h"
 #include "util/threads.h"
 #include "util/arena.h"
 
@@ -304,6 +305,7 @@ void sublayer_forward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_
     if (s->fh) head_scale_forward(s->fh, s->f, s->hscale, N, sh->C, sh->H);   // NormFormer
     if (s->norm_out.on) norm_site_forward(&s->norm_out, sh, s->fh ? s->fh : s->f, N);   // Peri-LN
     residual_forward(s, N, C);
+    if (round_policy()->residual) round_bf16(s->r, N * C);   // bfloat16*, round_residual
     if (s->rule.norm_after) norm_site_forward(&s->norm, sh, s->r, N);   // Post-LN: Norm(r)
 }
 

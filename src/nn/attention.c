@@ -9,6 +9,7 @@
 #include <math.h>
 #include "nn/attention.h"
 #include "nn/gemm.h"
+#include "nn/round.h"
 #include "util/threads.h"
 
 typedef struct {
@@ -98,6 +99,8 @@ static void forward_pairs(void *ctx, int t, int nt)
             const double hrow = softmax_row(row, nk, Tk, stats && i < nq ? &amax : NULL);
             if (i < nq) ent += hrow;
         }
+        // bfloat16*, round_attn_probs: P stored rounded, for ·V and the backward (nn/round.h)
+        if (round_policy()->attn_probs) round_bf16(ah, (size_t)Tq * Tk);
         if (j->o && j->o->entropy) j->o->entropy[pair] = ent;
         if (j->o && j->o->max_logit) j->o->max_logit[pair] = amax;
         // ctx_h (Tq,Dh) = att_h (Tq,Tk) · v_h (Tk,Dh)

@@ -13,7 +13,9 @@
 #include <strings.h>
 #include <gsl/gsl_cblas.h>
 #include "nn/gemm.h"
+#include "nn/round.h"
 #include "util/blascore.h"
+#include "util/lowp.h"
 #include "util/threads.h"
 
 typedef struct gemm_type gemm_type_t;
@@ -95,6 +97,49 @@ static void fill_float(void *x, size_t n, size_t first, uint64_t seed)
 
 static const gemm_type_t FLOAT = {1, sizeof(float), CUTS_FLOAT, call_float, fill_float};
 #define REAL_TYPE FLOAT
+
+/* train.precision = bfloat16*, round_gemm (nn/round.h; docs/design.md, "Low precision,
+ * emulated"): the product of the operands rounded to bfloat16, accumulated by sgemm in float32
+ * — what a bf16 GEMM with float32 accumulation computes, but for the order of the additions.
+ * Each thread rounds into scratch of its own (attention's pairs call gemm_serial in parallel),
+ * kept for the next product. */
+static _Thread_local float *scratch[2];
+static _Thread_local size_t scratch_cap[2];
+
+/* The stored block of an operand (rows × cols of leading dimension ld) rounded into scratch
+ * slot `slot`, packed (leading dimension cols); NULL when out of memory. */
+static const float *rounded_operand(int slot, const float *X, int rows, int cols, int ld)
+{
+    const size_t n = (size_t)rows * (size_t)cols;
+    if (n > scratch_cap[slot]) {
+        float *p = realloc(scratch[slot], n * sizeof(float));
+        if (!p) return NULL;
+        scratch[slot] = p;
+        scratch_cap[slot] = n;
+    }
+    for (int r = 0; r < rows; r++) {
+        const float *src = X + (size_t)r * ld;
+        float *dst = scratch[slot] + (size_t)r * cols;
+        for (int c = 0; c < cols; c++) dst[c] = lowp_bf16(src[c]);
+    }
+    return scratch[slot];
+}
+
+/* c with both operands rounded (round_gemm), or c itself; 1 when out of memory. */
+static int round_operands(call_t *c)
+{
+    if (!round_policy()->gemm || c->M < 1 || c->N < 1 || c->K < 1) return 0;
+    const int ar = c->ta ? c->K : c->M, ac = c->ta ? c->M : c->K;   // A as stored
+    const int br = c->tb ? c->N : c->K, bc = c->tb ? c->K : c->N;   // B as stored
+    const float *A = rounded_operand(0, c->A, ar, ac, c->lda);
+    const float *B = rounded_operand(1, c->B, br, bc, c->ldb);
+    if (!A || !B) return 1;
+    c->A = A;
+    c->lda = ac;
+    c->B = B;
+    c->ldb = bc;
+    return 0;
+}
 #endif
 
 /* ------------------------------------------------------------------------------------------
@@ -346,14 +391,20 @@ static void product(const call_t *c)
 void gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
           const real *B, int ldb, double beta, real *C, int ldc)
 {
-    const call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+    call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+#if REAL_IS_FLOAT
+    if (round_operands(&c)) abort();   // out of memory in a step: nowhere to report it
+#endif
     product(&c);
 }
 
 void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
                  const real *B, int ldb, double beta, real *C, int ldc)
 {
-    const call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+    call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+#if REAL_IS_FLOAT
+    if (round_operands(&c)) abort();
+#endif
     REAL_TYPE.call(&c);
 }
 

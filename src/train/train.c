@@ -6,6 +6,7 @@
 #include <string.h>
 #include "measure/change.h"
 #include "measure/diagnose.h"
+#include "measure/spectral.h"
 #include "train/train.h"
 
 /* The fixed batch of the model-update measure (its own stream, so the training batches are the
@@ -111,6 +112,8 @@ static void probe_rows_free(train_probe_t *p)
     free(p->attn_entropy);
     free(p->attn_max_logit);
     free(p->resid_rms);
+    free(p->weight_spec);
+    free(p->extra_weight_spec);
 }
 
 /* Every batch drawn once and reused (the update probe's, the validation set) holds ids the
@@ -149,6 +152,8 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     t->probe.attn_entropy = malloc((L * t->ax.nhead + 1) * sizeof(double));
     t->probe.attn_max_logit = malloc((L * t->ax.nhead + 1) * sizeof(double));
     t->probe.resid_rms = malloc(L * sizeof(double));
+    t->probe.weight_spec = malloc((L * t->ax.nparam + 1) * sizeof(double));
+    t->probe.extra_weight_spec = malloc(((size_t)t->ax.nextra + 1) * sizeof(double));
     t->update_rms = malloc(L * sizeof(double));
     t->update_rms_extra = malloc(((size_t)t->ax.nextra + 1) * sizeof(double));
     t->layer_size = calloc(L ? L : 1, sizeof(size_t));
@@ -156,6 +161,9 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     if (!t->probe.grad_fro || !t->probe.extra_grad_fro || !t->probe.hidden_sqnorm ||
         !t->probe.jacobian_spec || !t->probe.subout_grad || !t->jac || !t->probe.attn_entropy ||
         !t->probe.attn_max_logit || !t->probe.resid_rms || !t->update_rms ||
+        !t->probe.weight_spec || !t->probe.extra_weight_spec ||
+        (cfg->train.precision == PRECISION_BFLOAT16_PURE &&
+         store_init(&t->store, cfg, m->num_params)) ||
         !t->update_rms_extra || !t->layer_size || optim_init(&t->opt, &t->s.cfg, m->num_params) ||
         optim_set_tensors(&t->opt, m)) {
         snprintf(err, errlen, "out of memory");
@@ -205,6 +213,7 @@ void train_free(train_t *t)
     free(t->update_rms_extra);
     free(t->layer_size);
     curv_free_all(t);
+    store_free(&t->store);
     free(t);
 }
 
@@ -240,6 +249,7 @@ static void measure(train_t *t)
     probe_hidden_norms(&t->ax, m, p->hidden_sqnorm, &p->final_sqnorm, NULL);
     probe_subout_grads(&t->ax, m, p->subout_grad);
     dynamics_layers(&t->ax, m, p->attn_entropy, p->attn_max_logit, p->resid_rms, p->out);
+    if (config_lowp(&t->s.cfg)) spectral_layers(&t->ax, m, p->weight_spec, p->extra_weight_spec);
     const size_t LR = (size_t)t->ax.L * t->ax.nnorm;
     for (size_t i = 0; i < LR; i++) p->jacobian_spec[i] = NAN;
     p->final_jacobian_spec = NAN;
@@ -260,6 +270,7 @@ void train_step(train_t *t, train_record_t *r)
     r->val_loss = NAN;
     r->bleu = NAN;
     r->radam_rho = r->radam_rect = NAN;
+    r->stagnation = NAN;
     update_rms(t, 0);
     r->lr = optim_lr(c, s);
 
@@ -289,7 +300,10 @@ void train_step(train_t *t, train_record_t *r)
     if (r->diverged) return;
     r->updated = c->probe.model_update && (s <= TRAIN_UPDATE_EVERY_UNTIL || s % c->probe.every == 0);
     if (r->updated) memcpy(t->prev, m->params, m->num_params * sizeof(real));
+    const int pure = c->train.precision == PRECISION_BFLOAT16_PURE;
+    if (pure) store_begin(&t->store, m->params);
     optim_update(&t->opt, m->params, m->grads, r->lr);
+    if (pure) r->stagnation = store_end(&t->store, m->params, t->s.rng_init);
     update_rms(t, 1);
     if (t->opt.kind == OPT_RADAM)
         r->radam_rect = optim_radam_rect(t->opt.beta2, t->opt.t, &r->radam_rho);

@@ -31,6 +31,7 @@
 #include "measure/dynamics.h"
 #include "measure/curvature.h"
 #include "train/optim.h"
+#include "train/store.h"
 
 /* The fixed batch of the model-update measure comes from the stream init.seed + this. */
 #define TRAIN_UPDATE_OFFSET 0x1B873593UL
@@ -61,6 +62,8 @@ typedef struct {
     dynamics_scalars_t dyn;   /* attention logits and entropy, log Z of the update's forward */
     double radam_rho;     /* radam: ρₜ of the update (optim_radam_rect); else NaN */
     double radam_rect;    /* radam: rₜ when ρₜ > 4 (the adaptive step), else NaN */
+    double stagnation;    /* bfloat16_pure: share of the non-zero updates the store lost
+                             (train/store.h); else NaN */
 } train_record_t;
 
 /* Per-layer measurements of one step (axes of train_t.ax). */
@@ -76,6 +79,9 @@ typedef struct {
     double *attn_max_logit;    /* (L,nhead) max |attention logit| per head */
     double *resid_rms;         /* (L) RMS of the residual stream after each layer */
     double out[3];             /* mean |log Z|, max |log Z|, max |output logit| */
+    double *weight_spec;       /* (L,P) ‖W‖₂ of each 2-D tensor (measure/spectral.h), bfloat16*
+                                  runs only; NaN elsewhere */
+    double *extra_weight_spec; /* (E) of tok_embed and lm_head */
 } train_probe_t;
 
 /* The whole state of a run; everything a bit-identical resume needs is in the model's
@@ -110,6 +116,8 @@ typedef struct {
     double *curv_P;            /* (num_params) the optimizer's preconditioner (optim_precond) */
     unsigned char *curv_floored;   /* (num_params) its ε-floored coordinates */
     curv_row_t curv_row[2];    /* update 0's measurement; the last update's (train_record_t.curv) */
+    /* train.precision = bfloat16_pure: the weights' store (train/store.h); unused otherwise */
+    store_t store;
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,

@@ -1,0 +1,228 @@
+/* test_precision.c — train.precision = bfloat16 and bfloat16_pure on the float32 core
+ * (docs/design.md, "Low precision, emulated"): a GEMM with rounded operands against float64 on
+ * the same rounded operands within float32 accumulation's error bound; pure bfloat16 weights
+ * that stagnate under nearest rounding and move under stochastic rounding and Kahan; the
+ * spectral norm against GSL's SVD; the keys refused where they do not act. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_randist.h>
+#include "tests.h"
+#include "config/config.h"
+#include "measure/spectral.h"
+#include "nn/gemm.h"
+#include "nn/round.h"
+#include "train/train.h"
+#include "util/lowp.h"
+
+/* C = op(A)·op(B) for every transpose, with a leading dimension wider than the block (as
+ * attention's heads): with round_gemm on, each entry of the float32 core's product equals the
+ * float64 product of the bfloat16-rounded operands within the bound of float32 accumulation,
+ * |ĉ − c| ≤ γ_K·Σ_k |a_k b_k|, γ_K = K·u/(1 − K·u), u = 2⁻²⁴ (Higham 2002, eq. 3.5; each
+ * product of two bfloat16 values is exact in float32, 8 + 8 ≤ 24 significant bits, so only the
+ * additions round). With the policy off (plain float32 operands) the same comparison fails:
+ * the rounding of the operands (relative 2⁻⁹) is what the test sees. */
+START_TEST(test_bf16_gemm_within_float32_accumulation)
+{
+    enum { M = 37, N = 29, K = 300, LD = 310 };
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 3);
+    float *A = malloc((size_t)LD * LD * sizeof(float)), *B = malloc((size_t)LD * LD * sizeof(float));
+    float *C = malloc((size_t)M * N * sizeof(float));
+    for (size_t i = 0; i < (size_t)LD * LD; i++) {
+        A[i] = (float)gsl_ran_gaussian(r, 1.0);
+        B[i] = (float)gsl_ran_gaussian(r, 1.0);
+    }
+    const double u = 0x1p-24, gamma = K * u / (1 - K * u);
+    for (int pass = 0; pass < 2; pass++) {
+        const round_policy_t on = {1, 0, 0};
+        round_policy_set_f32(pass == 0 ? &on : NULL);
+        double worst = 0.0;   // largest |ĉ − c| / bound over the passes' entries
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                gemm_f32(ta, tb, M, N, K, 1.0, A, LD, B, LD, 0.0, C, N);
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < N; j++) {
+                        double c = 0.0, mag = 0.0;
+                        for (int k = 0; k < K; k++) {
+                            const double a = lowp_bf16(ta ? A[(size_t)k * LD + i] : A[(size_t)i * LD + k]);
+                            const double b = lowp_bf16(tb ? B[(size_t)j * LD + k] : B[(size_t)k * LD + j]);
+                            c += a * b;
+                            mag += fabs(a * b);
+                        }
+                        worst = fmax(worst, fabs(C[i * N + j] - c) / (gamma * mag));
+                    }
+            }
+        if (pass == 0) ck_assert_double_le(worst, 1.0);   // measured 0.0046: far inside
+        else ck_assert_double_gt(worst, 1.0);             // measured 44: the operands' rounding
+        fprintf(stderr, "bf16 gemm: worst |error|/bound %s rounding = %.3g\n",
+                pass == 0 ? "with" : "without", worst);
+    }
+    round_policy_set_f32(NULL);
+    free(A);
+    free(B);
+    free(C);
+    gsl_rng_free(r);
+}
+END_TEST
+
+/* A tiny Pre-LN copy model at a constant lr of 1e-5 (Adam's step ≈ lr per weight, far under half
+ * a bfloat16 ULP of a weight near 0.3, 2⁻¹⁰ ≈ 1e-3). */
+static void stagnation_config(config_t *cfg, precision_t p)
+{
+    config_defaults(cfg);
+    cfg->model.layers = 2;
+    cfg->model.d_model = 16;
+    cfg->model.heads = 2;
+    cfg->model.d_ff = 32;
+    cfg->model.vocab = 13;
+    cfg->model.seq_len = 6;
+    cfg->model.placement = PLACEMENT_PRE;
+    cfg->data.task = TASK_COPY;
+    cfg->data.batch = 4;
+    cfg->train.steps = 200;
+    cfg->train.lr = 1e-5;
+    cfg->train.warmup = 0;
+    cfg->train.schedule = SCHED_CONSTANT;
+    cfg->probe.every = 1000;
+    cfg->probe.model_update = 0;
+    cfg->train.precision = p;
+}
+
+/* The run of cfg: θ_N − θ_0 into delta (num_params, allocated), its mean stagnation. */
+static size_t run_delta(const config_t *cfg, double **delta, double *stagnation)
+{
+    train_t *t;
+    char err[256];
+    ck_assert_int_eq(train_create_f32(&t, cfg, err, sizeof err), 0);
+    const model_t *m = t->s.model;
+    const size_t n = m->num_params;
+    const float *p = (const float *)(const void *)m->params;
+    *delta = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) (*delta)[i] = -(double)p[i];
+    double stag = 0.0;
+    train_record_t r;
+    for (long s = 0; s < cfg->train.steps; s++) {
+        train_step_f32(t, &r);
+        ck_assert_int_eq(r.diverged, 0);
+        stag += r.stagnation;
+    }
+    for (size_t i = 0; i < n; i++) (*delta)[i] += p[i];
+    *stagnation = stag / (double)cfg->train.steps;
+    train_free_f32(t);
+    return n;
+}
+
+/* How far a run went along the float32 run's way: ⟨Δ, Δ₃₂⟩/‖Δ₃₂‖² (1 for float32 itself; the
+ * rounding noise of stochastic rounding is orthogonal to it on average). */
+static double progress(const double *d, const double *d32, size_t n)
+{
+    double dot = 0.0, sq = 0.0;
+    for (size_t i = 0; i < n; i++) { dot += d[i] * d32[i]; sq += d32[i] * d32[i]; }
+    return dot / sq;
+}
+
+/* Pure bfloat16 with nearest rounding loses the updates (Ozkara et al. 2025): after 200 updates
+ * its weights have gone less than 0.3 of the float32 run's way (the biases, at 0, and the smallest
+ * weights still move) and most updates are lost; stochastic rounding and Kahan summation go
+ * 0.8–1.2 of it. A float32 run records no stagnation (NaN). */
+START_TEST(test_pure_bf16_stagnates_nearest_not_stochastic_or_kahan)
+{
+    config_t cfg;
+    double stag, s_near, s_sr, s_kahan, *d32, *d;
+    stagnation_config(&cfg, PRECISION_FLOAT32);
+    const size_t n = run_delta(&cfg, &d32, &stag);
+    ck_assert(isnan(stag));
+    stagnation_config(&cfg, PRECISION_BFLOAT16_PURE);
+    run_delta(&cfg, &d, &s_near);
+    const double p_near = progress(d, d32, n);
+    free(d);
+    cfg.train.rounding = ROUNDING_STOCHASTIC;
+    run_delta(&cfg, &d, &s_sr);
+    const double p_sr = progress(d, d32, n);
+    free(d);
+    cfg.train.rounding = ROUNDING_NEAREST;
+    cfg.train.kahan = 1;
+    run_delta(&cfg, &d, &s_kahan);
+    const double p_kahan = progress(d, d32, n);
+    free(d);
+    free(d32);
+    fprintf(stderr, "pure bf16, %d updates at lr 1e-5, progress along float32's way: nearest "
+            "%.3f, stochastic %.3f, kahan %.3f; stagnation nearest %.3f, stochastic %.3f, "
+            "kahan %.3f\n", cfg.train.steps, p_near, p_sr, p_kahan, s_near, s_sr, s_kahan);
+    ck_assert_double_lt(p_near, 0.3);   // measured 0.097
+    ck_assert_double_gt(s_near, 0.5);
+    ck_assert_double_lt(fabs(p_sr - 1.0), 0.2);
+    ck_assert_double_lt(fabs(p_kahan - 1.0), 0.2);
+}
+END_TEST
+
+/* ‖W‖₂ by power iteration against GSL's SVD, on a 40 × 24 Gaussian matrix (gap σ₂/σ₁ ≈ 0.8:
+ * 30 iterations leave a relative error near 0.8⁶⁰ ≈ 2e-6). */
+START_TEST(test_spectral_norm_vs_svd)
+{
+    enum { R = 40, Cc = 24 };
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 11);
+    double W[R * Cc];
+    gsl_matrix *A = gsl_matrix_alloc(R, Cc), *V = gsl_matrix_alloc(Cc, Cc);
+    gsl_vector *S = gsl_vector_alloc(Cc), *work = gsl_vector_alloc(Cc);
+    for (int i = 0; i < R * Cc; i++) A->data[i] = W[i] = gsl_ran_gaussian(r, 1.0);
+    gsl_linalg_SV_decomp(A, V, S, work);
+    const double got = spectral_norm(W, R, Cc), want = gsl_vector_get(S, 0);
+    ck_assert_double_lt(fabs(got - want) / want, 1e-4);
+    ck_assert_double_le(got, want * (1 + 1e-12));   // a Rayleigh quotient: never above σ₁
+    gsl_matrix_free(A);
+    gsl_matrix_free(V);
+    gsl_vector_free(S);
+    gsl_vector_free(work);
+    gsl_rng_free(r);
+}
+END_TEST
+
+/* The low-precision keys are refused where they do not act, and written to the resolved config
+ * only where they do. */
+START_TEST(test_lowp_keys)
+{
+    config_t cfg;
+    char err[512];
+    config_defaults(&cfg);
+    ck_assert_int_eq(config_set(&cfg, "train.round_residual=on", err, sizeof err), 0);
+    ck_assert_int_eq(config_validate(&cfg, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "needs train.precision = bfloat16") != NULL, "%s", err);
+    config_defaults(&cfg);
+    ck_assert_int_eq(config_set(&cfg, "train.precision=bfloat16", err, sizeof err), 0);
+    ck_assert_int_eq(config_set(&cfg, "train.rounding=stochastic", err, sizeof err), 0);
+    ck_assert_int_eq(config_validate(&cfg, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "train.rounding") && strstr(err, "bfloat16_pure"), "%s", err);
+    config_defaults(&cfg);
+    ck_assert_int_eq(config_set(&cfg, "train.precision=bfloat16_pure", err, sizeof err), 0);
+    ck_assert_int_eq(config_set(&cfg, "train.kahan=on", err, sizeof err), 0);
+    ck_assert_int_eq(config_validate(&cfg, err, sizeof err), 0);
+    static char ini[16384];
+    config_to_ini(&cfg, ini, sizeof ini);
+    ck_assert_ptr_nonnull(strstr(ini, "kahan = on"));
+    ck_assert_ptr_nonnull(strstr(ini, "round_gemm = on"));
+    config_defaults(&cfg);
+    ck_assert_int_eq(config_set(&cfg, "train.precision=float32", err, sizeof err), 0);
+    config_to_ini(&cfg, ini, sizeof ini);
+    ck_assert_ptr_null(strstr(ini, "kahan"));
+    ck_assert_ptr_null(strstr(ini, "round_gemm"));
+}
+END_TEST
+
+Suite *precision_suite(void)
+{
+    Suite *s = suite_create("precision");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_bf16_gemm_within_float32_accumulation);
+    tcase_add_test(tc, test_pure_bf16_stagnates_nearest_not_stochastic_or_kahan);
+    tcase_add_test(tc, test_spectral_norm_vs_svd);
+    tcase_add_test(tc, test_lowp_keys);
+    suite_add_tcase(s, tc);
+    return s;
+}
