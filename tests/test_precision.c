@@ -13,6 +13,7 @@
 #include "tests.h"
 #include "config/config.h"
 #include "measure/spectral.h"
+#include "nn/attention.h"
 #include "nn/gemm.h"
 #include "nn/round.h"
 #include "train/train.h"
@@ -65,6 +66,57 @@ START_TEST(test_bf16_gemm_within_float32_accumulation)
     free(A);
     free(B);
     free(C);
+    gsl_rng_free(r);
+}
+END_TEST
+
+/* The float32 core's attention (build/f32/names.h); its options struct has the layout of this
+ * build's, with float where this one has double (only pointers differ). */
+void attention_forward_opt_f32(float *ctx, float *att, const float *q, const float *k,
+                               const float *v, int B, int Tq, int Tk, int C, int H, int causal,
+                               const int *key_len, const attention_opts_t *o);
+
+/* softmax·V's rounding bias (nn/attention.h): with only the probabilities rounded, the mean
+ * over a head's outputs of ctx(rounded P) − ctx(P), two real forwards, equals the bias the
+ * forward reports from its column-sum formula, within float32's accumulation error (|ctx| ≲ 3,
+ * Tk = 40: ≲ 40·3·2⁻²⁴ ≈ 7e-6 per entry, far less on the mean); the bias itself is ~1e-4. */
+START_TEST(test_pv_round_bias)
+{
+    enum { B = 2, T = 40, C = 16, H = 2, Dh = C / H };
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 5);
+    static float q[B * T * C], k[B * T * C], v[B * T * C], att[B * H * T * T];
+    static float ctx0[B * T * C], ctx1[B * T * C];
+    float bias[B * H];
+    for (int i = 0; i < B * T * C; i++) {
+        q[i] = (float)gsl_ran_gaussian(r, 1.5);
+        k[i] = (float)gsl_ran_gaussian(r, 1.5);
+        v[i] = (float)(1.0 + gsl_ran_gaussian(r, 1.0));   // a mean ≠ 0, as the bias needs
+    }
+    attention_opts_t o = {0};
+    o.round_bias = (double *)(void *)bias;
+    attention_forward_opt_f32(ctx0, att, q, k, v, B, T, T, C, H, 1, NULL, &o);   // policy off
+    const round_policy_t probs = {0, 1, 0};
+    round_policy_set_f32(&probs);
+    attention_forward_opt_f32(ctx1, att, q, k, v, B, T, T, C, H, 1, NULL, &o);
+    round_policy_set_f32(NULL);
+    double worst = 0.0, smallest = INFINITY;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            double d = 0.0;
+            for (int t = 0; t < T; t++)
+                for (int j = 0; j < Dh; j++) {
+                    const size_t i = ((size_t)b * T + t) * C + (size_t)h * Dh + j;
+                    d += (double)ctx1[i] - ctx0[i];
+                }
+            d /= T * Dh;
+            worst = fmax(worst, fabs(d - bias[b * H + h]));
+            smallest = fmin(smallest, fabs(d));
+        }
+    fprintf(stderr, "pv_round_bias: worst |mean difference - reported| %.3g, smallest |bias| %.3g\n",
+            worst, smallest);
+    ck_assert_double_lt(worst, 1e-6);
+    ck_assert_double_gt(smallest, 1e-5);
     gsl_rng_free(r);
 }
 END_TEST
@@ -222,6 +274,7 @@ Suite *precision_suite(void)
     tcase_add_test(tc, test_bf16_gemm_within_float32_accumulation);
     tcase_add_test(tc, test_pure_bf16_stagnates_nearest_not_stochastic_or_kahan);
     tcase_add_test(tc, test_spectral_norm_vs_svd);
+    tcase_add_test(tc, test_pv_round_bias);
     tcase_add_test(tc, test_lowp_keys);
     suite_add_tcase(s, tc);
     return s;

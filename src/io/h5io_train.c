@@ -278,6 +278,7 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
         push(w, h5io_tw_col("logit_max"), &p->out[2]);
         push(w, h5io_tw_col("weight_spec"), p->weight_spec);
         push(w, h5io_tw_col("extra_weight_spec"), p->extra_weight_spec);
+        push(w, h5io_tw_col("pv_round_bias"), p->pv_round_bias);
         w->pending[G_PROBE]++;
     }
     if (r->updated) {

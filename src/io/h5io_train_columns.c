@@ -17,6 +17,7 @@
  *   /train/stagnation                        (S)       train.precision = bfloat16_pure only
  *   /train/weight_spec                       (P,L,16)  ‖W‖₂ per layer matrix, bfloat16* only
  *   /train/extra_weight_spec                 (P,4)     ‖W‖₂ of tok_embed, lm_head, bfloat16* only
+ *   /train/pv_round_bias                     (P,L,H)   softmax·V's rounding bias, bfloat16* only
  *   /train/curv_step, hessian_max, …         (C)       probe.curvature_every > 0 only: update 0
  *                                                      and every N (docs/design.md §10)
  *   /train/hessian_block_max, precond_block_max (C,L+1,6) layer rows + "outside" × block kind
@@ -92,6 +93,7 @@ const column_t COLUMNS[NCOL] = {
     {"stagnation", G_STEP, 0, 0, PA_NONE, "share of the parameters with a non-zero float32 update whose stored bfloat16 value did not change (the update lost to rounding; train.precision = bfloat16_pure only); NaN when no update was non-zero"},
     {"weight_spec", G_PROBE, 0, 1, PA_PARAM, "largest singular value ||W||_2 of each weight matrix after the forward/backward of the probe step (30 power iterations on W^T W; NaN for vectors)"},
     {"extra_weight_spec", G_PROBE, 0, 0, PA_EXTRA, "||W||_2 of tok_embed and lm_head (NaN for vectors and absent tensors)"},
+    {"pv_round_bias", G_PROBE, 0, 1, PA_HEAD, "mean over the batch and the head's outputs of (bf16(P) - P).V, the bias bfloat16 rounding of the attention probabilities adds to softmax.V (Qiu & Yao 2025); NaN with train.round_attn_probs = off"},
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 
@@ -121,7 +123,9 @@ int h5io_tw_column_present(const h5io_train_t *w, int k)
     if (!strncmp(COLUMNS[k].name, "radam_", 6) && !w->radam) return 0;
     if (COLUMNS[k].group == G_CURV && !w->curv) return 0;
     if (!strcmp(COLUMNS[k].name, "stagnation") && !w->pure) return 0;
-    if (strstr(COLUMNS[k].name, "weight_spec") && !w->lowp) return 0;
+    if ((strstr(COLUMNS[k].name, "weight_spec") || !strcmp(COLUMNS[k].name, "pv_round_bias")) &&
+        !w->lowp)
+        return 0;
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 

@@ -143,7 +143,8 @@ static void copy_dims(model_t *m, const config_t *cfg, const batch_caps_t *c)
                                   .eps = m->norm_eps, .act = cfg->model.activation,
                                   .qk_norm = NORM_NONE, .softcap = cfg->model.attn_softcap,
                                   .rope = m->positions == POS_ROPE,
-                                  .attn_scale = mup ? 1.0 / m->Dh : 0.0};
+                                  .attn_scale = mup ? 1.0 / m->Dh : 0.0,
+                                  .round_bias = config_lowp(cfg) && cfg->train.round_attn_probs};
     if (cfg->model.qk_norm != QK_NORM_OFF)
         m->shape.qk_norm = cfg->model.qk_norm == QK_NORM_RMSNORM ? NORM_RMSNORM : NORM_LAYERNORM;
     m->z_loss = cfg->train.z_loss;

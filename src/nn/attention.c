@@ -10,6 +10,7 @@
 #include "nn/attention.h"
 #include "nn/gemm.h"
 #include "nn/round.h"
+#include "util/lowp.h"
 #include "util/threads.h"
 
 typedef struct {
@@ -69,6 +70,25 @@ static void softcap_row(real *row, real *capped, int nk, int Tk, double c)
     for (int k = nk; k < Tk; k++) capped[k] = 0.0;
 }
 
+/* The mean over the Tq×Dh entries of (bf16(P) − P)·V for one head, P (Tq,Tk), V (Tk,Dh)
+ * stride C: Σ_j (Σ_i E_ij)(Σ_d V_jd) / (Tq·Dh), E = bf16(P) − P — a column sum of E and a row
+ * sum of V, no product (Qiu & Yao 2025, arXiv 2510.04212: this bias, not the error's size,
+ * grows the spectral norms). */
+static double pv_round_bias(const real *P, const real *V, int Tq, int Tk, int Dh, int C)
+{
+    double sum = 0.0;
+    for (int jk = 0; jk < Tk; jk++) {
+        double e = 0.0, v = 0.0;
+        for (int i = 0; i < Tq; i++) {
+            const real p = P[(size_t)i * Tk + jk];
+            e += (double)lowp_bf16((float)p) - (double)p;
+        }
+        for (int d = 0; d < Dh; d++) v += V[(size_t)jk * C + d];
+        sum += e * v;
+    }
+    return sum / ((double)Tq * Dh);
+}
+
 static void forward_pairs(void *ctx, int t, int nt)
 {
     const att_job_t *j = ctx;
@@ -100,7 +120,10 @@ static void forward_pairs(void *ctx, int t, int nt)
             if (i < nq) ent += hrow;
         }
         // bfloat16*, round_attn_probs: P stored rounded, for ·V and the backward (nn/round.h)
-        if (round_policy()->attn_probs) round_bf16(ah, (size_t)Tq * Tk);
+        if (round_policy()->attn_probs) {
+            if (j->o && j->o->round_bias) j->o->round_bias[pair] = pv_round_bias(ah, vh, Tq, Tk, Dh, C);
+            round_bf16(ah, (size_t)Tq * Tk);
+        }
         if (j->o && j->o->entropy) j->o->entropy[pair] = ent;
         if (j->o && j->o->max_logit) j->o->max_logit[pair] = amax;
         // ctx_h (Tq,Dh) = att_h (Tq,Tk) · v_h (Tk,Dh)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "measure/change.h"
 #include "measure/diagnose.h"
+#include "measure/rounding.h"
 #include "measure/spectral.h"
 #include "train/train.h"
 
@@ -114,6 +115,7 @@ static void probe_rows_free(train_probe_t *p)
     free(p->resid_rms);
     free(p->weight_spec);
     free(p->extra_weight_spec);
+    free(p->pv_round_bias);
 }
 
 /* Every batch drawn once and reused (the update probe's, the validation set) holds ids the
@@ -154,6 +156,7 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     t->probe.resid_rms = malloc(L * sizeof(double));
     t->probe.weight_spec = malloc((L * t->ax.nparam + 1) * sizeof(double));
     t->probe.extra_weight_spec = malloc(((size_t)t->ax.nextra + 1) * sizeof(double));
+    t->probe.pv_round_bias = malloc((L * t->ax.nhead + 1) * sizeof(double));
     t->update_rms = malloc(L * sizeof(double));
     t->update_rms_extra = malloc(((size_t)t->ax.nextra + 1) * sizeof(double));
     t->layer_size = calloc(L ? L : 1, sizeof(size_t));
@@ -161,7 +164,7 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     if (!t->probe.grad_fro || !t->probe.extra_grad_fro || !t->probe.hidden_sqnorm ||
         !t->probe.jacobian_spec || !t->probe.subout_grad || !t->jac || !t->probe.attn_entropy ||
         !t->probe.attn_max_logit || !t->probe.resid_rms || !t->update_rms ||
-        !t->probe.weight_spec || !t->probe.extra_weight_spec ||
+        !t->probe.weight_spec || !t->probe.extra_weight_spec || !t->probe.pv_round_bias ||
         (cfg->train.precision == PRECISION_BFLOAT16_PURE &&
          store_init(&t->store, cfg, m->num_params)) ||
         !t->update_rms_extra || !t->layer_size || optim_init(&t->opt, &t->s.cfg, m->num_params) ||
@@ -249,7 +252,10 @@ static void measure(train_t *t)
     probe_hidden_norms(&t->ax, m, p->hidden_sqnorm, &p->final_sqnorm, NULL);
     probe_subout_grads(&t->ax, m, p->subout_grad);
     dynamics_layers(&t->ax, m, p->attn_entropy, p->attn_max_logit, p->resid_rms, p->out);
-    if (config_lowp(&t->s.cfg)) spectral_layers(&t->ax, m, p->weight_spec, p->extra_weight_spec);
+    if (config_lowp(&t->s.cfg)) {
+        spectral_layers(&t->ax, m, p->weight_spec, p->extra_weight_spec);
+        rounding_pv_bias(&t->ax, m, p->pv_round_bias);
+    }
     const size_t LR = (size_t)t->ax.L * t->ax.nnorm;
     for (size_t i = 0; i < LR; i++) p->jacobian_spec[i] = NAN;
     p->final_jacobian_spec = NAN;

@@ -82,6 +82,7 @@ typedef struct {
     double *weight_spec;       /* (L,P) ‖W‖₂ of each 2-D tensor (measure/spectral.h), bfloat16*
                                   runs only; NaN elsewhere */
     double *extra_weight_spec; /* (E) of tok_embed and lm_head */
+    double *pv_round_bias;     /* (L,nhead) softmax·V's rounding bias (measure/rounding.h) */
 } train_probe_t;
 
 /* The whole state of a run; everything a bit-identical resume needs is in the model's
