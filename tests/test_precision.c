@@ -15,6 +15,7 @@
 #include "measure/spectral.h"
 #include "nn/attention.h"
 #include "nn/gemm.h"
+#include "nn/norm.h"
 #include "nn/round.h"
 #include "train/train.h"
 #include "util/lowp.h"
@@ -39,7 +40,7 @@ START_TEST(test_bf16_gemm_within_float32_accumulation)
     }
     const double u = 0x1p-24, gamma = K * u / (1 - K * u);
     for (int pass = 0; pass < 2; pass++) {
-        const round_policy_t on = {1, 0, 0};
+        const round_policy_t on = {1, 0, 0, 0};
         round_policy_set_f32(pass == 0 ? &on : NULL);
         double worst = 0.0;   // largest |ĉ − c| / bound over the passes' entries
         for (int ta = 0; ta < 2; ta++)
@@ -96,7 +97,7 @@ START_TEST(test_pv_round_bias)
     attention_opts_t o = {0};
     o.round_bias = (double *)(void *)bias;
     attention_forward_opt_f32(ctx0, att, q, k, v, B, T, T, C, H, 1, NULL, &o);   // policy off
-    const round_policy_t probs = {0, 1, 0};
+    const round_policy_t probs = {0, 1, 0, 0};
     round_policy_set_f32(&probs);
     attention_forward_opt_f32(ctx1, att, q, k, v, B, T, T, C, H, 1, NULL, &o);
     round_policy_set_f32(NULL);
@@ -117,6 +118,53 @@ START_TEST(test_pv_round_bias)
             worst, smallest);
     ck_assert_double_lt(worst, 1e-6);
     ck_assert_double_gt(smallest, 1e-5);
+    gsl_rng_free(r);
+}
+END_TEST
+
+void norm_forward_f32(norm_kind_t kind, float *out, float *mean, float *rstd, const float *x,
+                      const float *gamma, const float *beta, size_t N, size_t C, double eps);
+
+/* round_norm_stats: LayerNorm's output is γ(x − μ̃)·r̃ + β with μ̃, r̃ the bfloat16 values of
+ * the row's mean and 1/√(σ² + ε), computed here in double from the definition (Ba et al. 2016)
+ * and rounded with util/lowp.h: equal within float32's rounding of the output (relative 2⁻²³
+ * of the largest term, checked at 1e-6 absolute for |y| ≲ 5); the stored statistics are the
+ * rounded ones. Without the policy the output differs from that by up to r's rounding (2⁻⁹). */
+START_TEST(test_norm_stats_rounded)
+{
+    enum { N = 6, C = 24 };
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 9);
+    float x[N * C], g[C], b[C], y[N * C], mean[N], rstd[N];
+    for (int i = 0; i < N * C; i++) x[i] = (float)(0.7 + gsl_ran_gaussian(r, 1.3));
+    for (int i = 0; i < C; i++) {
+        g[i] = (float)(1.0 + 0.2 * gsl_ran_gaussian(r, 1.0));
+        b[i] = (float)(0.1 * gsl_ran_gaussian(r, 1.0));
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        const round_policy_t stats = {0, 0, 0, 1};
+        round_policy_set_f32(pass == 0 ? &stats : NULL);
+        norm_forward_f32(NORM_LAYERNORM, y, mean, rstd, x, g, b, N, C, 1e-5);
+        double worst = 0.0;
+        for (int n = 0; n < N; n++) {
+            double mu = 0.0, var = 0.0;
+            for (int i = 0; i < C; i++) mu += x[n * C + i];
+            mu /= C;
+            for (int i = 0; i < C; i++) var += (x[n * C + i] - mu) * (x[n * C + i] - mu);
+            var /= C;
+            const double mt = lowp_bf16((float)mu), rt = lowp_bf16((float)(1.0 / sqrt(var + 1e-5)));
+            if (pass == 0) {
+                ck_assert_float_eq(mean[n], (float)mt);
+                ck_assert_float_eq(rstd[n], (float)rt);
+            }
+            for (int i = 0; i < C; i++)
+                worst = fmax(worst, fabs(y[n * C + i] - (g[i] * (x[n * C + i] - mt) * rt + b[i])));
+        }
+        fprintf(stderr, "norm stats %s rounding: worst |y - hand| %.3g\n", pass ? "without" : "with", worst);
+        if (pass == 0) ck_assert_double_lt(worst, 1e-6);
+        else ck_assert_double_gt(worst, 1e-4);
+    }
+    round_policy_set_f32(NULL);
     gsl_rng_free(r);
 }
 END_TEST
@@ -275,6 +323,7 @@ Suite *precision_suite(void)
     tcase_add_test(tc, test_pure_bf16_stagnates_nearest_not_stochastic_or_kahan);
     tcase_add_test(tc, test_spectral_norm_vs_svd);
     tcase_add_test(tc, test_pv_round_bias);
+    tcase_add_test(tc, test_norm_stats_rounded);
     tcase_add_test(tc, test_lowp_keys);
     suite_add_tcase(s, tc);
     return s;

@@ -109,6 +109,7 @@ typedef struct config {
         int round_gemm;          /* bfloat16*: GEMM operands rounded, on (default) | off */
         int round_attn_probs;    /* bfloat16*: attention probabilities rounded before ·V, on | off */
         int round_residual;      /* bfloat16*: the residual stream rounded after each add, on | off */
+        int round_norm_stats;    /* bfloat16*: norm means and 1/√(σ²+ε) rounded, on | off */
     } train;
     struct {
         int seeds;               /* random initialisations, >= 1  default 10 */

@@ -116,6 +116,7 @@ const cfg_key_t cfg_keys[] = {
     KO(train, round_gemm),
     KO(train, round_attn_probs),
     KO(train, round_residual),
+    KO(train, round_norm_stats),
 
     KI(probe, seeds, 1),
     KI(probe, batches, 1),
@@ -260,7 +261,8 @@ void config_defaults(config_t *cfg)
     cfg->train.kahan = 0;
     cfg->train.round_gemm = 1;         // bfloat16 mixed precision's usual recipe (docs/design.md,
     cfg->train.round_attn_probs = 1;   // "Low precision, emulated"): every operand of a product,
-    cfg->train.round_residual = 0;     // activations stored between products in float32
+    cfg->train.round_residual = 0;     // activations stored between products in float32,
+    cfg->train.round_norm_stats = 0;   // norms in float32 (as autocast runs them)
 
     cfg->probe.seeds = 10;
     cfg->probe.batches = 10;
@@ -369,7 +371,8 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         // emulated"): the rounding places under bfloat16*, rounding and kahan under bfloat16_pure
         if (!config_lowp(cfg) && (k->off == offsetof(config_t, train.round_gemm) ||
                                   k->off == offsetof(config_t, train.round_attn_probs) ||
-                                  k->off == offsetof(config_t, train.round_residual)))
+                                  k->off == offsetof(config_t, train.round_residual) ||
+                                  k->off == offsetof(config_t, train.round_norm_stats)))
             continue;
         if (cfg->train.precision != PRECISION_BFLOAT16_PURE &&
             (k->off == offsetof(config_t, train.rounding) || k->off == offsetof(config_t, train.kahan)))

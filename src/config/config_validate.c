@@ -315,8 +315,9 @@ static int validate_float32(const config_t *cfg, char *err, size_t errlen)
 static int validate_lowp(const config_t *cfg, char *err, size_t errlen)
 {
     const int prec = cfg_kidx("train", "precision");
-    static const char *const places[] = {"round_gemm", "round_attn_probs", "round_residual"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const places[] = {"round_gemm", "round_attn_probs", "round_residual",
+                                         "round_norm_stats"};
+    for (int i = 0; i < 4; i++) {
         const int k = cfg_kidx("train", places[i]);
         if (cfg->src_line[k] != 0 && !config_lowp(cfg))
             return vfail(cfg, blame(cfg, k, prec), err, errlen, "train.%s names a place that rounds "

@@ -1,8 +1,8 @@
 /* round.h — where the emulated bfloat16 precisions round (docs/design.md, "Low precision,
  * emulated"): one process-wide policy of the core it is compiled into, set by the session of a
  * run with train.precision = bfloat16 or bfloat16_pure (model/session.h) and read by the
- * kernels that round: gemm (every operand), attention (the probabilities before ·V) and the
- * sub-layer's residual add. All places off (the float32 and float64 runs) change no bit.
+ * kernels that round: gemm (every operand), attention (the probabilities before ·V), the
+ * sub-layer's residual add and the norms' statistics. All places off (the float32 and float64 runs) change no bit.
  */
 #ifndef STABILITY_ROUND_H
 #define STABILITY_ROUND_H
@@ -15,6 +15,8 @@ typedef struct {
     int gemm;         /* both operands of every product, before the float32 GEMM */
     int attn_probs;   /* attention probabilities, stored rounded (so also ·V's and backward's) */
     int residual;     /* the residual stream x + f after every sub-layer */
+    int norm_stats;   /* each row's mean and 1/√(σ² + ε) of LayerNorm / RMSNorm sites, before
+                         they normalise (and as the backward reads them) */
 } round_policy_t;
 
 /* Make p the policy of this core (NULL: every place off). */

@@ -196,9 +196,10 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     fprintf(out, ", %d updates, batch %d, %s", c->train.steps, c->data.batch,
             config_precision_name(c->train.precision));
     if (config_lowp(c)) {   // where it rounds (docs/design.md, "Low precision, emulated")
-        fprintf(out, " (emulated gemm_path; round_gemm %s, round_attn_probs %s, round_residual %s",
-                c->train.round_gemm ? "on" : "off", c->train.round_attn_probs ? "on" : "off",
-                c->train.round_residual ? "on" : "off");
+        fprintf(out, " (emulated gemm_path; round_gemm %s, round_attn_probs %s, round_residual %s, "
+                "round_norm_stats %s", c->train.round_gemm ? "on" : "off",
+                c->train.round_attn_probs ? "on" : "off", c->train.round_residual ? "on" : "off",
+                c->train.round_norm_stats ? "on" : "off");
         if (c->train.precision == PRECISION_BFLOAT16_PURE)
             fprintf(out, "; weights rounding %s, kahan %s", config_rounding_name(c->train.rounding),
                     c->train.kahan ? "on" : "off");
