@@ -12,7 +12,9 @@
 #include <gsl/gsl_randist.h>
 #include "tests.h"
 #include "config/config.h"
+#include "measure/rounding.h"
 #include "measure/spectral.h"
+#include "model/session.h"
 #include "nn/attention.h"
 #include "nn/gemm.h"
 #include "nn/norm.h"
@@ -283,6 +285,68 @@ START_TEST(test_spectral_norm_vs_svd)
 }
 END_TEST
 
+/* swiglu_cos and channel_amax (measure/rounding.h) on a float64 SwiGLU model: with W³ of layer 1
+ * set to 2·W¹ every cosine is 1, with −W¹ in layer 0 every cosine is −1, and a unit whose W³
+ * column is W¹'s with its first half negated and its halves of equal norm is 0; a spike of 123
+ * written into layer 1's output at (b = 1, t = 2, c = 5) is that channel's amax and no other's. */
+START_TEST(test_swiglu_cos_and_channel_amax)
+{
+    config_t cfg;
+    config_defaults(&cfg);
+    cfg.model.layers = 2;
+    cfg.model.d_model = 8;
+    cfg.model.heads = 2;
+    cfg.model.d_ff = 6;
+    cfg.model.vocab = 11;
+    cfg.model.seq_len = 5;
+    cfg.model.activation = ACT_SWIGLU;
+    cfg.data.batch = 2;
+    session_t se;
+    char err[256];
+    ck_assert_int_eq(session_open(&se, &cfg, err, sizeof err), 0);
+    session_init(&se, 1);
+    ck_assert_int_eq(session_next_batch(&se), 0);
+    model_t *m = se.model;
+    probe_axes_t ax;
+    ck_assert_int_eq(probe_axes_from_model(&ax, m), 0);
+    ck_assert_int_eq(ax.nunit, 6);
+    ck_assert_int_eq(ax.nchannel, 8);
+    const tensor_info_t *g[2] = {NULL, NULL}, *u[2] = {NULL, NULL};
+    for (int k = 0; k < m->num_tensors; k++) {
+        const tensor_info_t *t = &m->tensors[k];
+        if (t->layer >= 0 && !strcmp(t->kind, "w1")) g[t->layer] = t;
+        if (t->layer >= 0 && !strcmp(t->kind, "w3")) u[t->layer] = t;
+    }
+    ck_assert(g[0] && g[1] && u[0] && u[1]);
+    const size_t R = g[0]->rows, F = g[0]->cols;
+    for (size_t i = 0; i < R * F; i++) {
+        m->params[u[0]->offset + i] = -m->params[g[0]->offset + i];
+        m->params[u[1]->offset + i] = 2 * m->params[g[1]->offset + i];
+    }
+    for (size_t i = 0; i < R; i++) {   // unit 3 of layer 0: W¹ = (1,…,1), W³ = (−1,…,−1, 1,…,1)
+        m->params[g[0]->offset + i * F + 3] = 1.0;
+        m->params[u[0]->offset + i * F + 3] = i < R / 2 ? -1.0 : 1.0;
+    }
+    double cosv[2 * 6], amax[2 * 8];
+    rounding_swiglu_cos(&ax, m, cosv);
+    for (size_t j = 0; j < F; j++) {
+        if (j == 3) ck_assert_double_lt(fabs(cosv[j]), 1e-15);
+        else ck_assert_double_lt(fabs(cosv[j] + 1.0), 1e-14);
+        ck_assert_double_lt(fabs(cosv[F + j] - 1.0), 1e-14);
+    }
+    model_forward(m, &se.batch);
+    const layer_stack_t *st = &m->stack[0];
+    real *out = stack_sublayer(st, 1, st->nsub - 1)->out;
+    out[((size_t)1 * 5 + 2) * 8 + 5] = 123.0;
+    rounding_channel_amax(&ax, m, amax);
+    ck_assert_double_eq(amax[8 + 5], 123.0);
+    for (int c = 0; c < 16; c++) if (c != 13) ck_assert_double_lt(amax[c], 123.0);
+    for (int c = 0; c < 16; c++) ck_assert_double_gt(amax[c], 0.0);
+    probe_axes_free(&ax);
+    session_close(&se);
+}
+END_TEST
+
 /* The low-precision keys are refused where they do not act, and written to the resolved config
  * only where they do. */
 START_TEST(test_lowp_keys)
@@ -324,6 +388,7 @@ Suite *precision_suite(void)
     tcase_add_test(tc, test_spectral_norm_vs_svd);
     tcase_add_test(tc, test_pv_round_bias);
     tcase_add_test(tc, test_norm_stats_rounded);
+    tcase_add_test(tc, test_swiglu_cos_and_channel_amax);
     tcase_add_test(tc, test_lowp_keys);
     suite_add_tcase(s, tc);
     return s;

@@ -149,6 +149,7 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     w->radam = t->s.cfg.train.optimizer == OPT_RADAM;
     w->curv = t->s.cfg.probe.curvature_every > 0;
     w->lowp = config_lowp(&t->s.cfg);
+    w->swiglu = t->s.cfg.model.activation == ACT_SWIGLU;
     w->pure = t->s.cfg.train.precision == PRECISION_BFLOAT16_PURE;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
@@ -279,6 +280,8 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
         push(w, h5io_tw_col("weight_spec"), p->weight_spec);
         push(w, h5io_tw_col("extra_weight_spec"), p->extra_weight_spec);
         push(w, h5io_tw_col("pv_round_bias"), p->pv_round_bias);
+        push(w, h5io_tw_col("channel_amax"), p->channel_amax);
+        push(w, h5io_tw_col("swiglu_cos"), p->swiglu_cos);
         w->pending[G_PROBE]++;
     }
     if (r->updated) {

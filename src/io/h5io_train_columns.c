@@ -17,6 +17,8 @@
  *   /train/stagnation                        (S)       train.precision = bfloat16_pure only
  *   /train/weight_spec                       (P,L,16)  ‖W‖₂ per layer matrix, bfloat16* only
  *   /train/extra_weight_spec                 (P,4)     ‖W‖₂ of tok_embed, lm_head, bfloat16* only
+ *   /train/channel_amax, swiglu_cos          (P,L,C), (P,L,F)  max |x_c|; SwiGLU's gate/linear
+ *                                                      cosines (swiglu only), bfloat16* only
  *   /train/pv_round_bias                     (P,L,H)   softmax·V's rounding bias, bfloat16* only
  *   /train/curv_step, hessian_max, …         (C)       probe.curvature_every > 0 only: update 0
  *                                                      and every N (docs/design.md §10)
@@ -93,6 +95,8 @@ const column_t COLUMNS[NCOL] = {
     {"stagnation", G_STEP, 0, 0, PA_NONE, "share of the parameters with a non-zero float32 update whose stored bfloat16 value did not change (the update lost to rounding; train.precision = bfloat16_pure only); NaN when no update was non-zero"},
     {"weight_spec", G_PROBE, 0, 1, PA_PARAM, "largest singular value ||W||_2 of each weight matrix after the forward/backward of the probe step (30 power iterations on W^T W; NaN for vectors)"},
     {"extra_weight_spec", G_PROBE, 0, 0, PA_EXTRA, "||W||_2 of tok_embed and lm_head (NaN for vectors and absent tensors)"},
+    {"channel_amax", G_PROBE, 0, 1, PA_CHANNEL, "max |x_c| over the batch's positions of each channel of each layer's output (the residual stream after the layer): the outliers a per-tensor scale must cover (Fishman et al. 2025)"},
+    {"swiglu_cos", G_PROBE, 0, 1, PA_UNIT, "cosine between each SwiGLU unit's gate and linear weight vectors W1[:,j], W3[:,j] (Fishman et al. 2025); model.activation = swiglu only"},
     {"pv_round_bias", G_PROBE, 0, 1, PA_HEAD, "mean over the batch and the head's outputs of (bf16(P) - P).V, the bias bfloat16 rounding of the attention probabilities adds to softmax.V (Qiu & Yao 2025); NaN with train.round_attn_probs = off"},
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
@@ -123,9 +127,11 @@ int h5io_tw_column_present(const h5io_train_t *w, int k)
     if (!strncmp(COLUMNS[k].name, "radam_", 6) && !w->radam) return 0;
     if (COLUMNS[k].group == G_CURV && !w->curv) return 0;
     if (!strcmp(COLUMNS[k].name, "stagnation") && !w->pure) return 0;
-    if ((strstr(COLUMNS[k].name, "weight_spec") || !strcmp(COLUMNS[k].name, "pv_round_bias")) &&
+    if ((strstr(COLUMNS[k].name, "weight_spec") || !strcmp(COLUMNS[k].name, "pv_round_bias") ||
+         !strcmp(COLUMNS[k].name, "channel_amax") || !strcmp(COLUMNS[k].name, "swiglu_cos")) &&
         !w->lowp)
         return 0;
+    if (!strcmp(COLUMNS[k].name, "swiglu_cos") && !w->swiglu) return 0;
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 

@@ -24,7 +24,7 @@ typedef struct {
 
 /* The /train datasets, in file order (h5io_train_columns.c). */
 extern const column_t COLUMNS[];
-#define NCOL 53
+#define NCOL 55
 /* Columns from this index on came with the dynamics measures (docs/design.md §6g): a file
  * written before them resumes with them NaN. */
 #define NCOL_BEFORE_DYNAMICS 20
@@ -50,7 +50,9 @@ struct h5io_train {
     int bleu;                   /* the run measures BLEU (train.bleu_every != 0) */
     int radam;                  /* train.optimizer = radam: /train/radam_rho, radam_rect exist */
     int curv;                   /* the run measures curvature (probe.curvature_every > 0) */
-    int lowp;                   /* train.precision = bfloat16*: /train/weight_spec, extra_weight_spec */
+    int lowp;                   /* train.precision = bfloat16*: /train/weight_spec, extra_weight_spec,
+                                   pv_round_bias, channel_amax (and swiglu_cos with swiglu) */
+    int swiglu;                 /* model.activation = swiglu */
     int pure;                   /* train.precision = bfloat16_pure: /train/stagnation */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */

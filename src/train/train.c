@@ -116,6 +116,8 @@ static void probe_rows_free(train_probe_t *p)
     free(p->weight_spec);
     free(p->extra_weight_spec);
     free(p->pv_round_bias);
+    free(p->channel_amax);
+    free(p->swiglu_cos);
 }
 
 /* Every batch drawn once and reused (the update probe's, the validation set) holds ids the
@@ -157,6 +159,8 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     t->probe.weight_spec = malloc((L * t->ax.nparam + 1) * sizeof(double));
     t->probe.extra_weight_spec = malloc(((size_t)t->ax.nextra + 1) * sizeof(double));
     t->probe.pv_round_bias = malloc((L * t->ax.nhead + 1) * sizeof(double));
+    t->probe.channel_amax = malloc((L * t->ax.nchannel + 1) * sizeof(double));
+    t->probe.swiglu_cos = malloc((L * t->ax.nunit + 1) * sizeof(double));
     t->update_rms = malloc(L * sizeof(double));
     t->update_rms_extra = malloc(((size_t)t->ax.nextra + 1) * sizeof(double));
     t->layer_size = calloc(L ? L : 1, sizeof(size_t));
@@ -165,6 +169,7 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
         !t->probe.jacobian_spec || !t->probe.subout_grad || !t->jac || !t->probe.attn_entropy ||
         !t->probe.attn_max_logit || !t->probe.resid_rms || !t->update_rms ||
         !t->probe.weight_spec || !t->probe.extra_weight_spec || !t->probe.pv_round_bias ||
+        !t->probe.channel_amax || !t->probe.swiglu_cos ||
         (cfg->train.precision == PRECISION_BFLOAT16_PURE &&
          store_init(&t->store, cfg, m->num_params)) ||
         !t->update_rms_extra || !t->layer_size || optim_init(&t->opt, &t->s.cfg, m->num_params) ||
@@ -255,6 +260,8 @@ static void measure(train_t *t)
     if (config_lowp(&t->s.cfg)) {
         spectral_layers(&t->ax, m, p->weight_spec, p->extra_weight_spec);
         rounding_pv_bias(&t->ax, m, p->pv_round_bias);
+        rounding_channel_amax(&t->ax, m, p->channel_amax);
+        rounding_swiglu_cos(&t->ax, m, p->swiglu_cos);
     }
     const size_t LR = (size_t)t->ax.L * t->ax.nnorm;
     for (size_t i = 0; i < LR; i++) p->jacobian_spec[i] = NAN;

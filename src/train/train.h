@@ -83,6 +83,8 @@ typedef struct {
                                   runs only; NaN elsewhere */
     double *extra_weight_spec; /* (E) of tok_embed and lm_head */
     double *pv_round_bias;     /* (L,nhead) softmax·V's rounding bias (measure/rounding.h) */
+    double *channel_amax;      /* (L,nchannel) max |x_c| of each layer's output */
+    double *swiglu_cos;        /* (L,nunit) cos(W¹[:,j], W³[:,j]) of SwiGLU layers */
 } train_probe_t;
 
 /* The whole state of a run; everything a bit-identical resume needs is in the model's
