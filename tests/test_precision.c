@@ -42,7 +42,7 @@ START_TEST(test_bf16_gemm_within_float32_accumulation)
     }
     const double u = 0x1p-24, gamma = K * u / (1 - K * u);
     for (int pass = 0; pass < 2; pass++) {
-        const round_policy_t on = {1, 0, 0, 0};
+        const round_policy_t on = {1, 0, 0, 0, 0};
         round_policy_set_f32(pass == 0 ? &on : NULL);
         double worst = 0.0;   // largest |ĉ − c| / bound over the passes' entries
         for (int ta = 0; ta < 2; ta++)
@@ -73,6 +73,48 @@ START_TEST(test_bf16_gemm_within_float32_accumulation)
 }
 END_TEST
 
+void gemm_grad_f32(int grad, int ta, int tb, int M, int N, int K, double alpha, const float *A,
+                   int lda, const float *B, int ldb, double beta, float *C, int ldc);
+
+/* train.precision = fp8: a product's forward operand goes through E4M3 and its gradient operand
+ * through E5M2, each with its own scale from its amax (util/lowp.h); the result equals the
+ * float64 product of those quantised operands within γ_K·Σ|a b| (Higham 2002, eq. 3.5: the
+ * quantised values over their scales are not short, so the products round too, which γ_K
+ * covers), and swapping which operand is the gradient changes the result (E4M3 ≠ E5M2). */
+START_TEST(test_fp8_gemm_operands)
+{
+    enum { M = 23, N = 31, K = 200 };
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 4);
+    static float A[M * K], B[K * N], C[M * N], C2[M * N], A8[M * K], B8[K * N];
+    for (int i = 0; i < M * K; i++) A[i] = (float)gsl_ran_gaussian(r, 2.0);
+    for (int i = 0; i < K * N; i++) B[i] = (float)gsl_ran_gaussian(r, 1e-3);   // a gradient's scale
+    const round_policy_t fp8 = {1, 0, 0, 0, 1};
+    round_policy_set_f32(&fp8);
+    gemm_grad_f32(GEMM_GRAD_B, 0, 0, M, N, K, 1.0, A, K, B, N, 0.0, C, N);
+    gemm_grad_f32(GEMM_GRAD_A, 0, 0, M, N, K, 1.0, A, K, B, N, 0.0, C2, N);
+    round_policy_set_f32(NULL);
+    lowp_fp8_round(A, A8, M * K, LOWP_E4M3, lowp_fp8_scale(A, M * K, LOWP_E4M3));
+    lowp_fp8_round(B, B8, K * N, LOWP_E5M2, lowp_fp8_scale(B, K * N, LOWP_E5M2));
+    const double gamma = K * 0x1p-24 / (1 - K * 0x1p-24);
+    double worst = 0.0, swapped = 0.0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double c = 0.0, mag = 0.0;
+            for (int k = 0; k < K; k++) {
+                c += (double)A8[i * K + k] * B8[k * N + j];
+                mag += fabs((double)A8[i * K + k] * B8[k * N + j]);
+            }
+            worst = fmax(worst, fabs(C[i * N + j] - c) / (gamma * mag));
+            swapped = fmax(swapped, fabs(C2[i * N + j] - c) / (gamma * mag));
+        }
+    fprintf(stderr, "fp8 gemm: worst |error|/bound %.3g; with the formats swapped %.3g\n", worst, swapped);
+    ck_assert_double_le(worst, 1.0);
+    ck_assert_double_gt(swapped, 1.0);
+    gsl_rng_free(r);
+}
+END_TEST
+
 /* The float32 core's attention (build/f32/names.h); its options struct has the layout of this
  * build's, with float where this one has double (only pointers differ). */
 void attention_forward_opt_f32(float *ctx, float *att, const float *q, const float *k,
@@ -99,7 +141,7 @@ START_TEST(test_pv_round_bias)
     attention_opts_t o = {0};
     o.round_bias = (double *)(void *)bias;
     attention_forward_opt_f32(ctx0, att, q, k, v, B, T, T, C, H, 1, NULL, &o);   // policy off
-    const round_policy_t probs = {0, 1, 0, 0};
+    const round_policy_t probs = {0, 1, 0, 0, 0};
     round_policy_set_f32(&probs);
     attention_forward_opt_f32(ctx1, att, q, k, v, B, T, T, C, H, 1, NULL, &o);
     round_policy_set_f32(NULL);
@@ -144,7 +186,7 @@ START_TEST(test_norm_stats_rounded)
         b[i] = (float)(0.1 * gsl_ran_gaussian(r, 1.0));
     }
     for (int pass = 0; pass < 2; pass++) {
-        const round_policy_t stats = {0, 0, 0, 1};
+        const round_policy_t stats = {0, 0, 0, 1, 0};
         round_policy_set_f32(pass == 0 ? &stats : NULL);
         norm_forward_f32(NORM_LAYERNORM, y, mean, rstd, x, g, b, N, C, 1e-5);
         double worst = 0.0;
@@ -387,6 +429,7 @@ Suite *precision_suite(void)
     tcase_add_test(tc, test_pure_bf16_stagnates_nearest_not_stochastic_or_kahan);
     tcase_add_test(tc, test_spectral_norm_vs_svd);
     tcase_add_test(tc, test_pv_round_bias);
+    tcase_add_test(tc, test_fp8_gemm_operands);
     tcase_add_test(tc, test_norm_stats_rounded);
     tcase_add_test(tc, test_swiglu_cos_and_channel_amax);
     tcase_add_test(tc, test_lowp_keys);

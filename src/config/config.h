@@ -33,9 +33,10 @@ typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2, SCH
 /* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"),
  * and the emulated low precisions on the float32 core (docs/design.md, "Low precision,
  * emulated"): bfloat16 (mixed: rounded operands, float32 master weights), bfloat16_pure (the
- * weights themselves bfloat16). */
+ * weights themselves bfloat16), fp8 (GEMM operands E4M3, gradients E5M2, per-tensor scales;
+ * the other places bfloat16). */
 typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1, PRECISION_BFLOAT16 = 2,
-               PRECISION_BFLOAT16_PURE = 3 } precision_t;
+               PRECISION_BFLOAT16_PURE = 3, PRECISION_FP8 = 4 } precision_t;
 /* How bfloat16_pure stores an updated weight (train.rounding). */
 typedef enum { ROUNDING_NEAREST = 0, ROUNDING_STOCHASTIC = 1 } rounding_t;
 
@@ -204,7 +205,7 @@ const char *config_rounding_name(rounding_t r);
 /* 1 when train.precision runs on the float32 core (float32 and the emulated bfloat16s). */
 int config_core_float(const config_t *cfg);
 
-/* 1 when train.precision is one of the emulated bfloat16s. */
+/* 1 when train.precision is one of the emulated low precisions (bfloat16*, fp8). */
 int config_lowp(const config_t *cfg);
 const char *config_init_name(init_scheme_t s);
 

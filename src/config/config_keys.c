@@ -30,7 +30,7 @@ static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant
 static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
 static const char *const precision_names[] = {"float64", "float32", "bfloat16", "bfloat16_pure",
-                                              NULL};
+                                              "fp8", NULL};
 static const char *const rounding_names[] = {"nearest", "stochastic", NULL};
 
 #define OFF(s, n) offsetof(config_t, s.n)
@@ -308,7 +308,7 @@ int config_core_float(const config_t *cfg) { return cfg->train.precision != PREC
 int config_lowp(const config_t *cfg)
 {
     return cfg->train.precision == PRECISION_BFLOAT16 ||
-           cfg->train.precision == PRECISION_BFLOAT16_PURE;
+           cfg->train.precision == PRECISION_BFLOAT16_PURE || cfg->train.precision == PRECISION_FP8;
 }
 const char *config_init_name(init_scheme_t s) { return enum_name(init_names, (int)s); }
 

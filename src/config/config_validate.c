@@ -321,7 +321,7 @@ static int validate_lowp(const config_t *cfg, char *err, size_t errlen)
         const int k = cfg_kidx("train", places[i]);
         if (cfg->src_line[k] != 0 && !config_lowp(cfg))
             return vfail(cfg, blame(cfg, k, prec), err, errlen, "train.%s names a place that rounds "
-                         "to bfloat16: needs train.precision = bfloat16 or bfloat16_pure (got %s)",
+                         "to bfloat16: needs train.precision = bfloat16, bfloat16_pure or fp8 (got %s)",
                          places[i], config_precision_name(cfg->train.precision));
     }
     static const char *const pure[] = {"rounding", "kahan"};

@@ -62,7 +62,8 @@ int session_open(session_t *s, const config_t *cfg, char *err, size_t errlen)
     // bfloat16*, emulated (docs/design.md, "Low precision, emulated"): the places that round
     if (config_lowp(cfg)) {
         const round_policy_t p = {cfg->train.round_gemm, cfg->train.round_attn_probs,
-                                  cfg->train.round_residual, cfg->train.round_norm_stats};
+                                  cfg->train.round_residual, cfg->train.round_norm_stats,
+                                  cfg->train.precision == PRECISION_FP8};
         round_policy_set(&p);
     }
 #endif

@@ -107,8 +107,10 @@ static _Thread_local float *scratch[2];
 static _Thread_local size_t scratch_cap[2];
 
 /* The stored block of an operand (rows × cols of leading dimension ld) rounded into scratch
- * slot `slot`, packed (leading dimension cols); NULL when out of memory. */
-static const float *rounded_operand(int slot, const float *X, int rows, int cols, int ld)
+ * slot `slot`, packed (leading dimension cols): to bfloat16, or (fp8 ≥ 0, a lowp_fp8_t) through
+ * that format with the block's own scale from its current amax (util/lowp.h) and back to its
+ * range; NULL when out of memory. */
+static const float *rounded_operand(int slot, const float *X, int rows, int cols, int ld, int fp8)
 {
     const size_t n = (size_t)rows * (size_t)cols;
     if (n > scratch_cap[slot]) {
@@ -117,22 +119,32 @@ static const float *rounded_operand(int slot, const float *X, int rows, int cols
         scratch[slot] = p;
         scratch_cap[slot] = n;
     }
+    float *out = scratch[slot];
     for (int r = 0; r < rows; r++) {
         const float *src = X + (size_t)r * ld;
-        float *dst = scratch[slot] + (size_t)r * cols;
-        for (int c = 0; c < cols; c++) dst[c] = lowp_bf16(src[c]);
+        float *dst = out + (size_t)r * cols;
+        if (fp8 >= 0) memcpy(dst, src, (size_t)cols * sizeof(float));
+        else for (int c = 0; c < cols; c++) dst[c] = lowp_bf16(src[c]);
     }
-    return scratch[slot];
+    if (fp8 >= 0) {
+        const lowp_fp8_t f = (lowp_fp8_t)fp8;
+        lowp_fp8_round(out, out, n, f, lowp_fp8_scale(out, n, f));
+    }
+    return out;
 }
 
-/* c with both operands rounded (round_gemm), or c itself; 1 when out of memory. */
-static int round_operands(call_t *c)
+/* c with both operands rounded (round_gemm): bfloat16, or under fp8 E4M3 for a forward value
+ * and E5M2 for the gradient `grad` names (Micikevicius et al. 2022, §4); 1 when out of memory. */
+static int round_operands(call_t *c, int grad)
 {
-    if (!round_policy()->gemm || c->M < 1 || c->N < 1 || c->K < 1) return 0;
+    const round_policy_t *p = round_policy();
+    if (!p->gemm || c->M < 1 || c->N < 1 || c->K < 1) return 0;
     const int ar = c->ta ? c->K : c->M, ac = c->ta ? c->M : c->K;   // A as stored
     const int br = c->tb ? c->N : c->K, bc = c->tb ? c->K : c->N;   // B as stored
-    const float *A = rounded_operand(0, c->A, ar, ac, c->lda);
-    const float *B = rounded_operand(1, c->B, br, bc, c->ldb);
+    const int fa = !p->fp8 ? -1 : grad == GEMM_GRAD_A ? LOWP_E5M2 : LOWP_E4M3;
+    const int fb = !p->fp8 ? -1 : grad == GEMM_GRAD_B ? LOWP_E5M2 : LOWP_E4M3;
+    const float *A = rounded_operand(0, c->A, ar, ac, c->lda, fa);
+    const float *B = rounded_operand(1, c->B, br, bc, c->ldb, fb);
     if (!A || !B) return 1;
     c->A = A;
     c->lda = ac;
@@ -388,24 +400,40 @@ static void product(const call_t *c)
     threads_run(p->l.nb, split_part, (void *)&s);   // nb <= n: one block per thread at most
 }
 
-void gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
-          const real *B, int ldb, double beta, real *C, int ldc)
+void gemm_grad(int grad, int ta, int tb, int M, int N, int K, double alpha, const real *A,
+               int lda, const real *B, int ldb, double beta, real *C, int ldc)
 {
     call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
 #if REAL_IS_FLOAT
-    if (round_operands(&c)) abort();   // out of memory in a step: nowhere to report it
+    if (round_operands(&c, grad)) abort();   // out of memory in a step: nowhere to report it
+#else
+    (void)grad;
 #endif
     product(&c);
+}
+
+void gemm_serial_grad(int grad, int ta, int tb, int M, int N, int K, double alpha, const real *A,
+                      int lda, const real *B, int ldb, double beta, real *C, int ldc)
+{
+    call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+#if REAL_IS_FLOAT
+    if (round_operands(&c, grad)) abort();
+#else
+    (void)grad;
+#endif
+    REAL_TYPE.call(&c);
+}
+
+void gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
+          const real *B, int ldb, double beta, real *C, int ldc)
+{
+    gemm_grad(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
                  const real *B, int ldb, double beta, real *C, int ldc)
 {
-    call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
-#if REAL_IS_FLOAT
-    if (round_operands(&c)) abort();
-#endif
-    REAL_TYPE.call(&c);
+    gemm_serial_grad(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 int gemm_blocks(int ta, int tb, int M, int N, int K)

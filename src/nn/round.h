@@ -17,6 +17,8 @@ typedef struct {
     int residual;     /* the residual stream x + f after every sub-layer */
     int norm_stats;   /* each row's mean and 1/√(σ² + ε) of LayerNorm / RMSNorm sites, before
                          they normalise (and as the backward reads them) */
+    int fp8;          /* train.precision = fp8: GEMM operands through E4M3 (forward values) and
+                         E5M2 (gradients) with per-tensor scales instead of bfloat16 */
 } round_policy_t;
 
 /* Make p the policy of this core (NULL: every place off). */

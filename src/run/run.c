@@ -37,6 +37,7 @@ static const train_core_t CORES[] = {
     // the emulated bfloat16s: the float32 core, rounding where nn/round.h says
     [PRECISION_BFLOAT16] = {train_create_f32, train_run_f32, train_free_f32},
     [PRECISION_BFLOAT16_PURE] = {train_create_f32, train_run_f32, train_free_f32},
+    [PRECISION_FP8] = {train_create_f32, train_run_f32, train_free_f32},
 };
 
 static void on_signal(int sig) { stop_signal = sig; }
