@@ -8,7 +8,8 @@
  *   kahan:       y = u + c;  θ ← bf16(θ + y);  c ← y − (θ_new − θ)   (Kahan summation of the
  *                                                        updates; Zamirai et al. 2020, Alg. 2)
  * and counts the stagnation: the share of the non-zero updates (u ≠ 0 in float32) that left the
- * stored weight as it was (|u| under half a bfloat16 ULP, Ozkara et al. 2025).
+ * stored weight as it was (|u| under half a bfloat16 ULP, Ozkara et al. 2025). The
+ * compensation is part of the checkpoint (io/h5io_checkpoint.c).
  */
 #ifndef STABILITY_STORE_H
 #define STABILITY_STORE_H
