@@ -6,7 +6,9 @@
    loss, every parameter bit), for bfloat16_pure with Kahan (its compensation is checkpointed),
    bfloat16_pure with stochastic rounding (its draws come from the checkpointed rng_init), and
    fp8. Without the compensation in the checkpoint the Kahan case differs.
-2. The file says what it is: root and /train attribute gemm_path = emulated, root attribute
+2. The same bits at 1 and 3 threads (STABILITY_THREADS) for bfloat16 and fp8 on a model whose
+   GEMMs the pool shares (N = 256 rows, d = 64): each thread rounds into scratch of its own.
+3. The file says what it is: root and /train attribute gemm_path = emulated, root attribute
    precision, checkpoint tensors float32 and bfloat16_pure's parameters bfloat16 values (their
    low 16 bits zero); /train/stagnation only in bfloat16_pure, in [0, 1].
 Prints "ok"/"not ok" per check, then "precision: N passed, M failed"; exit 1 if M > 0.
@@ -82,10 +84,29 @@ def test_resume(tmp, name, extra):
                                                      for v in tensors(b, "checkpoint/kahan").values()))
 
 
+MID = ["model.layers=3", "model.d_model=64", "model.heads=4", "model.d_ff=96", "model.vocab=61",
+       "model.seq_len=32", "data.batch=8", "train.steps=6", "train.warmup=1", "train.lr=1e-3",
+       "probe.every=3"]
+
+
+def test_threads(tmp):
+    for prec in ("bfloat16", "fp8"):
+        files = []
+        for th in ("1", "3"):
+            files.append(os.path.join(tmp, f"threads_{prec}_{th}.h5"))
+            run(["--config", "tiny", *sets(MID + [f"train.precision={prec}"]), "--out", files[-1]],
+                env={"STABILITY_THREADS": th})
+        with h5py.File(files[0]) as a, h5py.File(files[1]) as b:
+            same = all(np.array_equal(a[f"train/{k}"][()], b[f"train/{k}"][()], equal_nan=True)
+                       for k in ("loss", "grad_norm", "weight_spec", "pv_round_bias", "channel_amax"))
+            check(f"{prec}: the same bits at 1 and 3 threads", same)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, extra in CASES.items():
             test_resume(tmp, name, extra)
+        test_threads(tmp)
     failed = results.count(False)
     print(f"precision: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

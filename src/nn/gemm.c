@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <threads.h>
 #include <gsl/gsl_cblas.h>
 #include "nn/gemm.h"
 #include "nn/round.h"
@@ -102,9 +103,36 @@ static const gemm_type_t FLOAT = {1, sizeof(float), CUTS_FLOAT, call_float, fill
  * emulated"): the product of the operands rounded to bfloat16, accumulated by sgemm in float32
  * — what a bf16 GEMM with float32 accumulation computes, but for the order of the additions.
  * Each thread rounds into scratch of its own (attention's pairs call gemm_serial in parallel),
- * kept for the next product. */
-static _Thread_local float *scratch[2];
-static _Thread_local size_t scratch_cap[2];
+ * kept for the next product and freed when the thread ends (a C11 thread-specific key). */
+typedef struct {
+    float *p[2];
+    size_t cap[2];
+} scratch_t;
+
+static tss_t scratch_key;
+static once_flag scratch_once = ONCE_FLAG_INIT;
+
+static void scratch_free(void *x)
+{
+    scratch_t *s = x;
+    free(s->p[0]);
+    free(s->p[1]);
+    free(s);
+}
+
+static void scratch_key_create(void) { tss_create(&scratch_key, scratch_free); }
+
+/* This thread's scratch (NULL when out of memory). */
+static scratch_t *scratch_get(void)
+{
+    call_once(&scratch_once, scratch_key_create);
+    scratch_t *s = tss_get(scratch_key);
+    if (!s && (s = calloc(1, sizeof *s)) && tss_set(scratch_key, s) != thrd_success) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
 
 /* The stored block of an operand (rows × cols of leading dimension ld) rounded into scratch
  * slot `slot`, packed (leading dimension cols): to bfloat16, or (fp8 ≥ 0, a lowp_fp8_t) through
@@ -113,13 +141,15 @@ static _Thread_local size_t scratch_cap[2];
 static const float *rounded_operand(int slot, const float *X, int rows, int cols, int ld, int fp8)
 {
     const size_t n = (size_t)rows * (size_t)cols;
-    if (n > scratch_cap[slot]) {
-        float *p = realloc(scratch[slot], n * sizeof(float));
+    scratch_t *s = scratch_get();
+    if (!s) return NULL;
+    if (n > s->cap[slot]) {
+        float *p = realloc(s->p[slot], n * sizeof(float));
         if (!p) return NULL;
-        scratch[slot] = p;
-        scratch_cap[slot] = n;
+        s->p[slot] = p;
+        s->cap[slot] = n;
     }
-    float *out = scratch[slot];
+    float *out = s->p[slot];
     for (int r = 0; r < rows; r++) {
         const float *src = X + (size_t)r * ld;
         float *dst = out + (size_t)r * cols;
