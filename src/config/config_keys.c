@@ -346,6 +346,22 @@ static void format_double(double x, char *buf, size_t n)
     }
 }
 
+/* The low-precision keys are written only where they act (docs/design.md, "Low precision,
+ * emulated"): the rounding places under bfloat16* and fp8, rounding and kahan under
+ * bfloat16_pure. 1 for such a key that does not act under cfg. */
+static int lowp_key_idle(const config_t *cfg, const cfg_key_t *k)
+{
+    const size_t places[] = {offsetof(config_t, train.round_gemm),
+                             offsetof(config_t, train.round_attn_probs),
+                             offsetof(config_t, train.round_residual),
+                             offsetof(config_t, train.round_norm_stats)};
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++)
+        if (k->off == places[i]) return !config_lowp(cfg);
+    if (k->off == offsetof(config_t, train.rounding) || k->off == offsetof(config_t, train.kahan))
+        return cfg->train.precision != PRECISION_BFLOAT16_PURE;
+    return 0;
+}
+
 size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
 {
     sbuf_t b = sbuf_fixed(buf, len);
@@ -367,16 +383,7 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         if (k->off == offsetof(config_t, train.precision) &&
             cfg->train.precision == PRECISION_FLOAT64)
             continue;
-        // the low-precision keys: written only where they act (docs/design.md, "Low precision,
-        // emulated"): the rounding places under bfloat16*, rounding and kahan under bfloat16_pure
-        if (!config_lowp(cfg) && (k->off == offsetof(config_t, train.round_gemm) ||
-                                  k->off == offsetof(config_t, train.round_attn_probs) ||
-                                  k->off == offsetof(config_t, train.round_residual) ||
-                                  k->off == offsetof(config_t, train.round_norm_stats)))
-            continue;
-        if (cfg->train.precision != PRECISION_BFLOAT16_PURE &&
-            (k->off == offsetof(config_t, train.rounding) || k->off == offsetof(config_t, train.kahan)))
-            continue;
+        if (lowp_key_idle(cfg, k)) continue;
         // the embedding's draw (docs/design.md §5) and μP: written only when set
         if ((k->off == offsetof(config_t, init.embed) && cfg->init.embed == EMBED_NORMAL) ||
             (k->off == offsetof(config_t, init.parametrization) &&
