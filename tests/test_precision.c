@@ -482,6 +482,12 @@ START_TEST(test_lowp_keys)
     config_to_ini(&cfg, ini, sizeof ini);
     ck_assert_ptr_null(strstr(ini, "kahan"));
     ck_assert_ptr_null(strstr(ini, "round_gemm"));
+    ck_assert_ptr_null(strstr(ini, "precision_measures"));
+    ck_assert_int_eq(config_precision_measures(&cfg), 0);   // auto: not in a float32 run
+    ck_assert_int_eq(config_set(&cfg, "probe.precision_measures=on", err, sizeof err), 0);
+    ck_assert_int_eq(config_precision_measures(&cfg), 1);
+    config_to_ini(&cfg, ini, sizeof ini);
+    ck_assert_ptr_nonnull(strstr(ini, "precision_measures = on"));
 }
 END_TEST
 

@@ -125,6 +125,8 @@ typedef struct config {
         double curvature_floor;  /* the relative floor τ of the active value, 0 = ε only;
                                     default 1e-2 (docs/design.md §10) */
         int curvature_until;     /* no curvature row after this update, 0 = none     default 0 */
+        int precision_measures;  /* weight_spec, pv_round_bias, channel_amax, swiglu_cos while
+                                    training: auto (0: on under bfloat16*, fp8) | on (1) | off (2) */
         int curvature_active_only; /* on: rows after update 0 measure only precond_max_active
                                     (docs/design.md §10)   default off */
     } probe;
@@ -204,6 +206,9 @@ const char *config_rounding_name(rounding_t r);
 
 /* 1 when train.precision runs on the float32 core (float32 and the emulated bfloat16s). */
 int config_core_float(const config_t *cfg);
+
+/* 1 when a training run of cfg records the precision measures (probe.precision_measures). */
+int config_precision_measures(const config_t *cfg);
 
 /* 1 when train.precision is one of the emulated low precisions (bfloat16*, fp8). */
 int config_lowp(const config_t *cfg);

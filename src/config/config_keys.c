@@ -32,6 +32,7 @@ static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = 
 static const char *const precision_names[] = {"float64", "float32", "bfloat16", "bfloat16_pure",
                                               "fp8", NULL};
 static const char *const rounding_names[] = {"nearest", "stochastic", NULL};
+static const char *const measures_names[] = {"auto", "on", "off", NULL};   /* 0 = auto */
 
 #define OFF(s, n) offsetof(config_t, s.n)
 #define KI(s, n, lo) {#s, #n, K_INT, OFF(s, n), (lo), INT_MAX, 0, 0, NULL, NULL}
@@ -129,6 +130,7 @@ const cfg_key_t cfg_keys[] = {
     KD(probe, curvature_floor, 0, 0, 1, 1),
     KI(probe, curvature_until, 0),
     KO(probe, curvature_active_only),
+    KE(probe, precision_measures, measures_names),
 
     KS(output, file),
     KB(output, plots),
@@ -275,6 +277,7 @@ void config_defaults(config_t *cfg)
     cfg->probe.curvature_floor = 1e-2;      // τ of the floor (docs/design.md §10)
     cfg->probe.curvature_until = 0;         // every row to the end
     cfg->probe.curvature_active_only = 0;
+    cfg->probe.precision_measures = 0;      // auto: with the low precisions
 
     cfg->output.file[0] = '\0';
     cfg->output.plots = 0;
@@ -305,6 +308,11 @@ const char *config_schedule_name(schedule_t s) { return enum_name(schedule_names
 const char *config_precision_name(precision_t p) { return enum_name(precision_names, (int)p); }
 const char *config_rounding_name(rounding_t r) { return enum_name(rounding_names, (int)r); }
 int config_core_float(const config_t *cfg) { return cfg->train.precision != PRECISION_FLOAT64; }
+int config_precision_measures(const config_t *cfg)
+{
+    return cfg->probe.precision_measures == 1 || (cfg->probe.precision_measures == 0 && config_lowp(cfg));
+}
+
 int config_lowp(const config_t *cfg)
 {
     return cfg->train.precision == PRECISION_BFLOAT16 ||
@@ -348,7 +356,8 @@ static void format_double(double x, char *buf, size_t n)
 
 /* The low-precision keys are written only where they act (docs/design.md, "Low precision,
  * emulated"): the rounding places under bfloat16* and fp8, rounding and kahan under
- * bfloat16_pure. 1 for such a key that does not act under cfg. */
+ * bfloat16_pure, probe.precision_measures when not auto. 1 for such a key that does not act
+ * under cfg. */
 static int lowp_key_idle(const config_t *cfg, const cfg_key_t *k)
 {
     const size_t places[] = {offsetof(config_t, train.round_gemm),
@@ -359,7 +368,7 @@ static int lowp_key_idle(const config_t *cfg, const cfg_key_t *k)
         if (k->off == places[i]) return !config_lowp(cfg);
     if (k->off == offsetof(config_t, train.rounding) || k->off == offsetof(config_t, train.kahan))
         return cfg->train.precision != PRECISION_BFLOAT16_PURE;
-    return 0;
+    return k->off == offsetof(config_t, probe.precision_measures) && cfg->probe.precision_measures == 0;
 }
 
 size_t config_to_ini(const config_t *cfg, char *buf, size_t len)

@@ -148,7 +148,7 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     w->bleu = t->s.cfg.train.bleu_every != 0;
     w->radam = t->s.cfg.train.optimizer == OPT_RADAM;
     w->curv = t->s.cfg.probe.curvature_every > 0;
-    w->lowp = config_lowp(&t->s.cfg);
+    w->lowp = config_precision_measures(&t->s.cfg);
     w->swiglu = t->s.cfg.model.activation == ACT_SWIGLU;
     w->pure = t->s.cfg.train.precision == PRECISION_BFLOAT16_PURE;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;

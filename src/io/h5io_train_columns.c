@@ -15,11 +15,11 @@
  *   /train/update_rms_extra                  (S,E)     … of tok_embed lm_head final norms
  *   /train/radam_rho, radam_rect             (S)       train.optimizer = radam only
  *   /train/stagnation                        (S)       train.precision = bfloat16_pure only
- *   /train/weight_spec                       (P,L,16)  ‖W‖₂ per layer matrix, bfloat16* only
- *   /train/extra_weight_spec                 (P,4)     ‖W‖₂ of tok_embed, lm_head, bfloat16* only
+ *   /train/weight_spec                       (P,L,16)  ‖W‖₂ per layer matrix      } probe.precision_
+ *   /train/extra_weight_spec                 (P,4)     ‖W‖₂ of tok_embed, lm_head } measures (auto:
  *   /train/channel_amax, swiglu_cos          (P,L,C), (P,L,F)  max |x_c|; SwiGLU's gate/linear
- *                                                      cosines (swiglu only), bfloat16* only
- *   /train/pv_round_bias                     (P,L,H)   softmax·V's rounding bias, bfloat16* only
+ *                                                      cosines (swiglu only)  } bfloat16*, fp8)
+ *   /train/pv_round_bias                     (P,L,H)   softmax·V's rounding bias }
  *   /train/curv_step, hessian_max, …         (C)       probe.curvature_every > 0 only: update 0
  *                                                      and every N (docs/design.md §10)
  *   /train/hessian_block_max, precond_block_max (C,L+1,6) layer rows + "outside" × block kind
@@ -91,7 +91,8 @@ const column_t COLUMNS[NCOL] = {
     {"curv_passes", G_CURV, 0, 0, PA_NONE, "forward+backward passes the row took"},
     {"hessian_block_max", G_CURV, 0, 2, PA_KIND, "lambda_max of each diagonal block of the Hessian, layer x kind (last row: the tensors outside the layers), probe.curvature_block_iters Lanczos steps; NaN where a layer has no such kind"},
     {"precond_block_max", G_CURV, 0, 2, PA_KIND, "lambda_max of each diagonal block of P^-1/2 H P^-1/2 with its eps-floored coordinates left out"},
-    // low precision (docs/design.md, "Low precision, emulated"), bfloat16* runs only
+    // low precision (docs/design.md, "Low precision, emulated"): stagnation with bfloat16_pure,
+    // the others with probe.precision_measures
     {"stagnation", G_STEP, 0, 0, PA_NONE, "share of the parameters with a non-zero float32 update whose stored bfloat16 value did not change (the update lost to rounding; train.precision = bfloat16_pure only); NaN when no update was non-zero"},
     {"weight_spec", G_PROBE, 0, 1, PA_PARAM, "largest singular value ||W||_2 of each weight matrix after the forward/backward of the probe step (30 power iterations on W^T W; NaN for vectors)"},
     {"extra_weight_spec", G_PROBE, 0, 0, PA_EXTRA, "||W||_2 of tok_embed and lm_head (NaN for vectors and absent tensors)"},

@@ -50,8 +50,9 @@ struct h5io_train {
     int bleu;                   /* the run measures BLEU (train.bleu_every != 0) */
     int radam;                  /* train.optimizer = radam: /train/radam_rho, radam_rect exist */
     int curv;                   /* the run measures curvature (probe.curvature_every > 0) */
-    int lowp;                   /* train.precision = bfloat16*: /train/weight_spec, extra_weight_spec,
-                                   pv_round_bias, channel_amax (and swiglu_cos with swiglu) */
+    int lowp;                   /* probe.precision_measures (auto: bfloat16*, fp8): /train/weight_spec,
+                                   extra_weight_spec, pv_round_bias, channel_amax (swiglu_cos
+                                   with swiglu) */
     int swiglu;                 /* model.activation = swiglu */
     int pure;                   /* train.precision = bfloat16_pure: /train/stagnation */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */

@@ -257,7 +257,7 @@ static void measure(train_t *t)
     probe_hidden_norms(&t->ax, m, p->hidden_sqnorm, &p->final_sqnorm, NULL);
     probe_subout_grads(&t->ax, m, p->subout_grad);
     dynamics_layers(&t->ax, m, p->attn_entropy, p->attn_max_logit, p->resid_rms, p->out);
-    if (config_lowp(&t->s.cfg)) {
+    if (config_precision_measures(&t->s.cfg)) {
         spectral_layers(&t->ax, m, p->weight_spec, p->extra_weight_spec);
         rounding_pv_bias(&t->ax, m, p->pv_round_bias);
         rounding_channel_amax(&t->ax, m, p->channel_amax);
