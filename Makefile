@@ -313,7 +313,8 @@ atlas-llama: deps
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
 # training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
-# (tests/test_threads.py), training in float32 (tests/test_float32.py, test_torch_float32.py),
+# (tests/test_threads.py), training in float32 (tests/test_float32.py, test_torch_float32.py), the emulated bfloat16 and fp8
+# (tests/test_precision.py),
 # faults (devices, full disk, hostile names, signals, locks; tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise), the build
 # without root against unpacked .deb files (tests/test_cluster_build.sh, docs/cluster.md; root
 # only), the command line under UndefinedBehaviorSanitizer (tests/test_ubsan.sh), then the unit
@@ -361,6 +362,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_threads.py
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # test_float32.py trains on Fig. 2's text
 	/usr/bin/python3 tests/test_float32.py
+	/usr/bin/python3 tests/test_precision.py
 	tests/test_corpus.sh
 	tests/test_faults.sh
 	tests/test_slurm.sh

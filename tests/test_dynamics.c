@@ -221,7 +221,7 @@ START_TEST(test_statistics_keep_bits)
     }
     for (int causal = 0; causal < 2; causal++) {
         attention_forward(ctx0, att0, q, k, v, B, T, T, C, H, causal, len);
-        const attention_opts_t o = {0.0, NULL, len, ent, amax, 0.0};
+        const attention_opts_t o = {0.0, NULL, len, ent, amax, 0.0, NULL};
         attention_forward_opt(ctx1, att1, q, k, v, B, T, T, C, H, causal, len, &o);
         ck_assert(memcmp(att0, att1, sizeof att0) == 0);
         ck_assert(memcmp(ctx0, ctx1, sizeof ctx0) == 0);

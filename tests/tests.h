@@ -26,6 +26,8 @@ Suite *dynamics_suite(void); /* tests/test_dynamics.c: QK-norm, soft-capping, z-
 Suite *mup_suite(void);      /* tests/test_mup.c: μP's rates, d = base_width, draws, FD; init.embed, parametrization keys */
 Suite *curvature_suite(void);/* tests/test_curvature.c: HVP, Lanczos, P^-1 H, blocks vs explicit matrices; float32 route */
 Suite *curv_step_suite(void);/* tests/test_curv_step.c: c·P^-1(H + λI) of the step taken (clip, L2) vs explicit */
+Suite *lowp_suite(void);     /* tests/test_lowp.c: bf16 rounding vs PyTorch bit for bit, fp8 vs the OCP tables, stochastic rounding's mean */
+Suite *precision_suite(void);/* tests/test_precision.c: bf16 GEMM within float32 accumulation's bound, pure bf16 stagnation vs stochastic/Kahan, spectral norm, keys */
 Suite *diagnose_suite(void); /* tests/test_diagnose.c: each diagnosis rule on made-up series, its place and remedies */
 Suite *memory_suite(void);   /* tests/test_memory.c: the memory estimate, arithmetic at any depth */
 

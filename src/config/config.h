@@ -38,8 +38,15 @@ typedef enum { SCHED_INVERSE_SQRT = 0, SCHED_LINEAR = 1, SCHED_CONSTANT = 2, SCH
 /* The lr controllers of the remedies (docs/design.md §6k). */
 typedef enum { LR_CONTROL_NONE = 0, LR_CONTROL_CURVATURE = 1, LR_CONTROL_CDAT = 2 } lr_control_t;
 typedef enum { WARMUP_START_ZERO = 0, WARMUP_START_CATAPULT = 1 } warmup_start_t;
-/* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"). */
-typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1 } precision_t;
+/* The element type of a training run's tensors (docs/design.md §2, "One core, two precisions"),
+ * and the emulated low precisions on the float32 core (docs/design.md, "Low precision,
+ * emulated"): bfloat16 (mixed: rounded operands, float32 master weights), bfloat16_pure (the
+ * weights themselves bfloat16), fp8 (GEMM operands E4M3, gradients E5M2, per-tensor scales;
+ * the other places bfloat16). */
+typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1, PRECISION_BFLOAT16 = 2,
+               PRECISION_BFLOAT16_PURE = 3, PRECISION_FP8 = 4 } precision_t;
+/* How bfloat16_pure stores an updated weight (train.rounding). */
+typedef enum { ROUNDING_NEAREST = 0, ROUNDING_STOCHASTIC = 1 } rounding_t;
 
 typedef struct config {
     struct {
@@ -112,7 +119,13 @@ typedef struct config {
         int bleu_every;          /* BLEU every N updates, −1 every epoch, 0 off; default 0 */
         int resume;              /* resume = auto (1) | off (0)  default off */
         double z_loss;           /* c ≥ 0: loss + c·mean (log Z)² (PaLM: 1e-4); 0 = off */
-        precision_t precision;   /* float64 (default) | float32: the training core's type */
+        precision_t precision;   /* float64 (default) | float32 | bfloat16 | bfloat16_pure | fp8 */
+        rounding_t rounding;     /* bfloat16_pure's weights: nearest (default) | stochastic */
+        int kahan;               /* bfloat16_pure: Kahan-compensated update, on | off (default) */
+        int round_gemm;          /* bfloat16*: GEMM operands rounded, on (default) | off */
+        int round_attn_probs;    /* bfloat16*: attention probabilities rounded before ·V, on | off */
+        int round_residual;      /* bfloat16*: the residual stream rounded after each add, on | off */
+        int round_norm_stats;    /* bfloat16*: norm means and 1/√(σ²+ε) rounded, on | off */
         /* the remedies (docs/design.md §6k) */
         lr_control_t lr_control; /* none (default) | curvature | cdat */
         int lr_control_every;    /* curvature: updates between measurements k, default 5 */
@@ -136,6 +149,8 @@ typedef struct config {
         double curvature_floor;  /* the relative floor τ of the active value, 0 = ε only;
                                     default 1e-2 (docs/design.md §10) */
         int curvature_until;     /* no curvature row after this update, 0 = none     default 0 */
+        int precision_measures;  /* weight_spec, pv_round_bias, channel_amax, swiglu_cos while
+                                    training: auto (0: on under bfloat16*, fp8) | on (1) | off (2) */
         int curvature_active_only; /* on: rows after update 0 measure only precond_max_active
                                     (docs/design.md §10)   default off */
     } probe;
@@ -238,6 +253,16 @@ const char *config_schedule_name(schedule_t s);
 const char *config_precision_name(precision_t p);
 const char *config_lr_control_name(lr_control_t c);
 const char *config_warmup_start_name(warmup_start_t w);
+const char *config_rounding_name(rounding_t r);
+
+/* 1 when train.precision runs on the float32 core (float32 and the emulated bfloat16s). */
+int config_core_float(const config_t *cfg);
+
+/* 1 when a training run of cfg records the precision measures (probe.precision_measures). */
+int config_precision_measures(const config_t *cfg);
+
+/* 1 when train.precision is one of the emulated low precisions (bfloat16*, fp8). */
+int config_lowp(const config_t *cfg);
 const char *config_init_name(init_scheme_t s);
 
 #endif

@@ -32,7 +32,10 @@ static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant
                                              "autowu", "suboptimality", NULL};
 static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
 static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = off, 1 = auto */
-static const char *const precision_names[] = {"float64", "float32", NULL};
+static const char *const precision_names[] = {"float64", "float32", "bfloat16", "bfloat16_pure",
+                                              "fp8", NULL};
+static const char *const rounding_names[] = {"nearest", "stochastic", NULL};
+static const char *const measures_names[] = {"auto", "on", "off", NULL};   /* 0 = auto */
 static const char *const lr_control_names[] = {"none", "curvature", "cdat", NULL};
 static const char *const warmup_start_names[] = {"zero", "catapult", NULL};
 
@@ -131,6 +134,12 @@ const cfg_key_t cfg_keys[] = {
     KE(train, warmup_start, warmup_start_names),
     KD(train, update_ratio_cap, 0, 0, INFINITY, 0),
     KD(train, spectral_bound, 0, 0, INFINITY, 0),
+    KE(train, rounding, rounding_names),
+    KO(train, kahan),
+    KO(train, round_gemm),
+    KO(train, round_attn_probs),
+    KO(train, round_residual),
+    KO(train, round_norm_stats),
 
     KI(probe, seeds, 1),
     KI(probe, batches, 1),
@@ -143,6 +152,7 @@ const cfg_key_t cfg_keys[] = {
     KD(probe, curvature_floor, 0, 0, 1, 1),
     KI(probe, curvature_until, 0),
     KO(probe, curvature_active_only),
+    KE(probe, precision_measures, measures_names),
 
     KS(output, file),
     KB(output, plots),
@@ -300,6 +310,12 @@ void config_defaults(config_t *cfg)
     cfg->train.warmup_start = WARMUP_START_ZERO;
     cfg->train.update_ratio_cap = 0.0;
     cfg->train.spectral_bound = 0.0;
+    cfg->train.rounding = ROUNDING_NEAREST;
+    cfg->train.kahan = 0;
+    cfg->train.round_gemm = 1;         // bfloat16 mixed precision's usual recipe (docs/design.md,
+    cfg->train.round_attn_probs = 1;   // "Low precision, emulated"): every operand of a product,
+    cfg->train.round_residual = 0;     // activations stored between products in float32,
+    cfg->train.round_norm_stats = 0;   // norms in float32 (as autocast runs them)
 
     cfg->probe.seeds = 10;
     cfg->probe.batches = 10;
@@ -312,6 +328,7 @@ void config_defaults(config_t *cfg)
     cfg->probe.curvature_floor = 1e-2;      // τ of the floor (docs/design.md §10)
     cfg->probe.curvature_until = 0;         // every row to the end
     cfg->probe.curvature_active_only = 0;
+    cfg->probe.precision_measures = 0;      // auto: with the low precisions
 
     cfg->output.file[0] = '\0';
     cfg->output.plots = 0;
@@ -357,6 +374,19 @@ const char *config_lr_control_name(lr_control_t c) { return enum_name(lr_control
 const char *config_warmup_start_name(warmup_start_t w)
 {
     return enum_name(warmup_start_names, (int)w);
+}
+
+const char *config_rounding_name(rounding_t r) { return enum_name(rounding_names, (int)r); }
+int config_core_float(const config_t *cfg) { return cfg->train.precision != PRECISION_FLOAT64; }
+int config_precision_measures(const config_t *cfg)
+{
+    return cfg->probe.precision_measures == 1 || (cfg->probe.precision_measures == 0 && config_lowp(cfg));
+}
+
+int config_lowp(const config_t *cfg)
+{
+    return cfg->train.precision == PRECISION_BFLOAT16 ||
+           cfg->train.precision == PRECISION_BFLOAT16_PURE || cfg->train.precision == PRECISION_FP8;
 }
 const char *config_init_name(init_scheme_t s) { return enum_name(init_names, (int)s); }
 
@@ -456,6 +486,23 @@ static void key_value(sbuf_t *b, const config_t *cfg, const cfg_key_t *k)
     }
 }
 
+/* The low-precision keys are written only where they act (docs/design.md, "Low precision,
+ * emulated"): the rounding places under bfloat16* and fp8, rounding and kahan under
+ * bfloat16_pure, probe.precision_measures when not auto. 1 for such a key that does not act
+ * under cfg. */
+static int lowp_key_idle(const config_t *cfg, const cfg_key_t *k)
+{
+    const size_t places[] = {offsetof(config_t, train.round_gemm),
+                             offsetof(config_t, train.round_attn_probs),
+                             offsetof(config_t, train.round_residual),
+                             offsetof(config_t, train.round_norm_stats)};
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++)
+        if (k->off == places[i]) return !config_lowp(cfg);
+    if (k->off == offsetof(config_t, train.rounding) || k->off == offsetof(config_t, train.kahan))
+        return cfg->train.precision != PRECISION_BFLOAT16_PURE;
+    return k->off == offsetof(config_t, probe.precision_measures) && cfg->probe.precision_measures == 0;
+}
+
 size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
 {
     sbuf_t b = sbuf_fixed(buf, len);
@@ -477,6 +524,7 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         if (k->off == offsetof(config_t, train.precision) &&
             cfg->train.precision == PRECISION_FLOAT64)
             continue;
+        if (lowp_key_idle(cfg, k)) continue;
         // the embedding's draw (docs/design.md §5) and μP: written only when set
         if ((k->off == offsetof(config_t, init.embed) && cfg->init.embed == EMBED_NORMAL) ||
             (k->off == offsetof(config_t, init.parametrization) &&

@@ -305,7 +305,8 @@ static int validate_block(const config_t *cfg, char *err, size_t errlen)
  * (1e-40) is a number like any other. */
 static int validate_float32(const config_t *cfg, char *err, size_t errlen)
 {
-    if (cfg->train.precision != PRECISION_FLOAT32) return 0;
+    if (!config_core_float(cfg)) return 0;
+    const char *pname = config_precision_name(cfg->train.precision);
     const int prec = cfg_kidx("train", "precision");
     for (int k = 0; k < cfg_nkeys; k++) {
         if (cfg_keys[k].type != K_DBL) continue;
@@ -320,13 +321,41 @@ static int validate_float32(const config_t *cfg, char *err, size_t errlen)
         if (who == k) snprintf(value, sizeof value, "%.12g", x);
         else snprintf(value, sizeof value, "%s.%s = %.12g", cfg_keys[k].section, cfg_keys[k].name, x);
         if (isinf(f) || (x != 0.0 && f == 0.0f))
-            return vfail(cfg, who, err, errlen, "%s is %s in float32 (train.precision = float32 "
-                         "holds magnitudes from %.2g to %.3g, and 0)", value,
+            return vfail(cfg, who, err, errlen, "%s is %s in float32 (train.precision = %s "
+                         "holds magnitudes from %.2g to %.3g, and 0)", value, pname,
                          isinf(f) ? "infinite" : "0", (double)FLT_TRUE_MIN, (double)FLT_MAX);
         if (cfg_check_value(&rounded, &cfg_keys[k], msg, sizeof msg) != 0)
             return vfail(cfg, who, err, errlen, "%s is %.9g in float32 (train.precision = "
-                         "float32): %s", value, (double)f, msg);
+                         "%s): %s", value, (double)f, pname, msg);
     }
+    return 0;
+}
+
+/* The low-precision keys (docs/design.md, "Low precision, emulated") act only under their
+ * precisions: a key set elsewhere is refused rather than ignored. */
+static int validate_lowp(const config_t *cfg, char *err, size_t errlen)
+{
+    const int prec = cfg_kidx("train", "precision");
+    static const char *const places[] = {"round_gemm", "round_attn_probs", "round_residual",
+                                         "round_norm_stats"};
+    for (int i = 0; i < 4; i++) {
+        const int k = cfg_kidx("train", places[i]);
+        if (cfg->src_line[k] != 0 && !config_lowp(cfg))
+            return vfail(cfg, blame(cfg, k, prec), err, errlen, "train.%s names a place that rounds "
+                         "to bfloat16: needs train.precision = bfloat16, bfloat16_pure or fp8 (got %s)",
+                         places[i], config_precision_name(cfg->train.precision));
+    }
+    static const char *const pure[] = {"rounding", "kahan"};
+    for (int i = 0; i < 2; i++) {
+        const int k = cfg_kidx("train", pure[i]);
+        if (cfg->src_line[k] != 0 && cfg->train.precision != PRECISION_BFLOAT16_PURE)
+            return vfail(cfg, blame(cfg, k, prec), err, errlen, "train.%s says how bfloat16 weights "
+                         "are stored: needs train.precision = bfloat16_pure (got %s)", pure[i],
+                         config_precision_name(cfg->train.precision));
+    }
+    if (cfg->train.kahan && cfg->train.rounding == ROUNDING_STOCHASTIC)
+        return vfail(cfg, cfg_kidx("train", "kahan"), err, errlen, "on and train.rounding = "
+                     "stochastic are two cures for the same lost updates: choose one");
     return 0;
 }
 
@@ -576,6 +605,7 @@ static int validate(const config_t *cfg, int stored, char *err, size_t errlen)
     if (!rc) rc = validate_mup(cfg, err, errlen);
     if (!rc) rc = validate_block(cfg, err, errlen);
     if (!rc) rc = validate_curvature(cfg, err, errlen);
+    if (!rc) rc = validate_lowp(cfg, err, errlen);
     if (!rc) rc = validate_schedule(cfg, err, errlen);
     if (!rc) rc = validate_remedies(cfg, err, errlen);
     if (!rc) rc = validate_optim(cfg, err, errlen);

@@ -7,6 +7,8 @@
  *   /checkpoint/optim/v/NAME   float64      second moment (not for sgd)
  * (float32 for a run with train.precision = float32: its state as it is in memory, so a resume
  * continues with the same bits; readers of the parameters get them widened exactly.)
+ *   /checkpoint/kahan/NAME     float32      bfloat16_pure with train.kahan = on: the store's
+ *                                           compensation (train/store.h)
  *   /checkpoint/optim/t        int64 ()     optimizer updates taken
  *   /checkpoint/rng_init       uint8 (S)    gsl_rng state bytes (attribute rng_type = mt19937)
  *   /checkpoint/rng_data       uint8 (S)    the data/dropout stream
@@ -112,7 +114,8 @@ static int tensor_dims(const tensor_info_t *t, hsize_t *d)
     return t->rank;
 }
 
-static const char *const PREFIX[3] = {"/checkpoint/params", "/checkpoint/optim/m", "/checkpoint/optim/v"};
+static const char *const PREFIX[4] = {"/checkpoint/params", "/checkpoint/optim/m", "/checkpoint/optim/v",
+                                      "/checkpoint/kahan"};
 
 /* The element type of a run's tensors: in the file, in memory, and its size (the float32 core's
  * train_t has the float64 declaration's layout, its buffers hold floats: docs/design.md §2). */
@@ -123,7 +126,7 @@ typedef struct {
 
 static elem_t elem_of(const train_t *t)
 {
-    if (t->s.cfg.train.precision == PRECISION_FLOAT32)
+    if (config_core_float(&t->s.cfg))
         return (elem_t){H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, sizeof(float)};
     return (elem_t){H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, sizeof(double)};
 }
@@ -132,8 +135,8 @@ int h5io_checkpoint_create(h5io_file_t *f, const train_t *t)
 {
     const model_t *m = t->s.model;
     int rc = 0;
-    for (int p = 0; p < 3 && !rc; p++) {
-        if (p == 2 && !t->opt.v) continue;
+    for (int p = 0; p < 4 && !rc; p++) {
+        if ((p == 2 && !t->opt.v) || (p == 3 && !t->store.comp)) continue;
         for (int i = 0; i < m->num_tensors && !rc; i++) {
             hsize_t d[2];
             char path[128];
@@ -236,6 +239,7 @@ int h5io_checkpoint_write(h5io_file_t *f, const train_t *t)
     h5io_test_hook("CHECKPOINT");   // a test may kill the process here, the state half-written
     rc |= tensors_write(file, PREFIX[1], t->s.model, t->opt.m, e);
     if (t->opt.v) rc |= tensors_write(file, PREFIX[2], t->s.model, t->opt.v, e);
+    if (t->store.comp) rc |= tensors_write(file, PREFIX[3], t->s.model, t->store.comp, e);
     rc |= write_scalar(file, "/checkpoint/optim/t", t->opt.t);
     rc |= write_scalar(file, "/checkpoint/batches", t->batches);
     rc |= rng_write(file, "/checkpoint/rng_init", t->s.rng_init);
@@ -249,7 +253,7 @@ int h5io_checkpoint_write(h5io_file_t *f, const train_t *t)
 
 size_t h5io_checkpoint_bytes(const train_t *t)
 {
-    const size_t tensors = t->opt.v ? 3 : 2;   // params, m (and v)
+    const size_t tensors = (t->opt.v ? 3 : 2) + (t->store.comp != NULL);   // params, m (v, kahan)
     return tensors * t->s.model->num_params * elem_of(t).size + gsl_rng_size(t->s.rng_init) +
            gsl_rng_size(t->s.rng_data) + 3 * sizeof(long long);
 }
@@ -275,6 +279,7 @@ int h5io_checkpoint_load(h5io_file_t *f, train_t *t, char *why, size_t len)
     int rc = !same_rng || tensors_read(f, PREFIX[0], t->s.model, t->s.model->params, e) ||
              tensors_read(f, PREFIX[1], t->s.model, t->opt.m, e) ||
              (t->opt.v && tensors_read(f, PREFIX[2], t->s.model, t->opt.v, e)) ||
+             (t->store.comp && tensors_read(f, PREFIX[3], t->s.model, t->store.comp, e)) ||
              rng_read(f, "/checkpoint/rng_init", t->s.rng_init) ||
              rng_read(f, "/checkpoint/rng_data", t->s.rng_data);
     t->opt.t = (long)read_scalar(f, "/checkpoint/optim/t", -1);

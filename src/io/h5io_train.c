@@ -156,6 +156,9 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     w->qk_clip = t->s.cfg.train.qk_clip > 0;
     w->norm_opt = t->s.cfg.train.optimizer == OPT_MUON ? 2
                   : t->s.cfg.train.optimizer == OPT_LION || t->s.cfg.train.optimizer == OPT_NSGD;
+    w->lowp = config_precision_measures(&t->s.cfg);
+    w->swiglu = t->s.cfg.model.activation == ACT_SWIGLU;
+    w->pure = t->s.cfg.train.precision == PRECISION_BFLOAT16_PURE;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
@@ -271,6 +274,7 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
     push(w, h5io_tw_col("radam_rho"), &r->radam_rho);
     push(w, h5io_tw_col("radam_rect"), &r->radam_rect);
     push(w, h5io_tw_col("qk_clip_heads"), &r->qk_clipped);
+    push(w, h5io_tw_col("stagnation"), &r->stagnation);
     w->pending[G_STEP]++;
     if (r->probed) {
         const train_probe_t *p = &t->probe;
@@ -293,6 +297,11 @@ int h5io_train_append(h5io_train_t *w, const train_t *t, const train_record_t *r
             push(w, h5io_tw_col("ortho_sv_min"), t->opt_sv_min);
             push(w, h5io_tw_col("ortho_sv_max"), t->opt_sv_max);
         }
+        push(w, h5io_tw_col("weight_spec"), p->weight_spec);
+        push(w, h5io_tw_col("extra_weight_spec"), p->extra_weight_spec);
+        push(w, h5io_tw_col("pv_round_bias"), p->pv_round_bias);
+        push(w, h5io_tw_col("channel_amax"), p->channel_amax);
+        push(w, h5io_tw_col("swiglu_cos"), p->swiglu_cos);
         w->pending[G_PROBE]++;
     }
     if (r->updated) {
@@ -356,6 +365,11 @@ int h5io_tw_create_file(h5io_train_t *w, const char *path, int trunc, const trai
     if (t->s.cfg.train.precision != PRECISION_FLOAT64)
         rc |= h5io_write_attr_string(&w->f, "/", "precision",
                                      config_precision_name(t->s.cfg.train.precision));
+    // which code computed the bfloat16 products (docs/design.md, "Low precision, emulated")
+    if (config_lowp(&t->s.cfg)) {
+        rc |= h5io_write_attr_string(&w->f, "/", "gemm_path", "emulated");
+        rc |= h5io_write_attr_string(&w->f, "/train", "gemm_path", "emulated");
+    }
     char *created = h5io_read_attr_string(&w->f, "/", "created");
     snprintf(w->created, sizeof w->created, "%s", created ? created : "");
     free(created);

@@ -14,6 +14,12 @@
  *   /train/update_rms                        (S,L)     the update's RMS per layer (Adam family)
  *   /train/update_rms_extra                  (S,E)     … of tok_embed lm_head final norms
  *   /train/radam_rho, radam_rect             (S)       train.optimizer = radam only
+ *   /train/stagnation                        (S)       train.precision = bfloat16_pure only
+ *   /train/weight_spec                       (P,L,16)  ‖W‖₂ per layer matrix      } probe.precision_
+ *   /train/extra_weight_spec                 (P,4)     ‖W‖₂ of tok_embed, lm_head } measures (auto:
+ *   /train/channel_amax, swiglu_cos          (P,L,C), (P,L,F)  max |x_c|; SwiGLU's gate/linear
+ *                                                      cosines (swiglu only)  } bfloat16*, fp8)
+ *   /train/pv_round_bias                     (P,L,H)   softmax·V's rounding bias }
  *   /train/curv_step, hessian_max, …         (C)       probe.curvature_every > 0 only: update 0
  *                                                      and every N (docs/design.md §10)
  *   /train/hessian_block_max, precond_block_max (C,L+1,6) layer rows + "outside" × block kind
@@ -94,6 +100,14 @@ const column_t COLUMNS[NCOL] = {
     {"opt_update_spec", G_PROBE, 0, 1, PA_PARAM, "spectral norm of the step Muon applied to each hidden matrix, lr*s*sigma_max(O) (NaN for AdamW's tensors)"},
     {"ortho_sv_min", G_PROBE, 0, 1, PA_PARAM, "smallest singular value of Muon's O = NS(u) among those >= 1e-3 sigma_max (u's null space stays null); NaN for AdamW's tensors"},
     {"ortho_sv_max", G_PROBE, 0, 1, PA_PARAM, "largest singular value of Muon's O = NS(u) (Newton-Schulz gives about 0.7-1.2, not 1)"},
+    // low precision (docs/design.md, "Low precision, emulated"): stagnation with bfloat16_pure,
+    // the others with probe.precision_measures
+    {"stagnation", G_STEP, 0, 0, PA_NONE, "share of the parameters with a non-zero float32 update whose stored bfloat16 value did not change (the update lost to rounding; train.precision = bfloat16_pure only); NaN when no update was non-zero"},
+    {"weight_spec", G_PROBE, 0, 1, PA_PARAM, "largest singular value ||W||_2 of each weight matrix after the forward/backward of the probe step (30 power iterations on W^T W; NaN for vectors)"},
+    {"extra_weight_spec", G_PROBE, 0, 0, PA_EXTRA, "||W||_2 of tok_embed and lm_head (NaN for vectors and absent tensors)"},
+    {"channel_amax", G_PROBE, 0, 1, PA_CHANNEL, "max |x_c| over the batch's positions of each channel of each layer's output (the residual stream after the layer): the outliers a per-tensor scale must cover (Fishman et al. 2025)"},
+    {"swiglu_cos", G_PROBE, 0, 1, PA_UNIT, "cosine between each SwiGLU unit's gate and linear weight vectors W1[:,j], W3[:,j] (Fishman et al. 2025); model.activation = swiglu only"},
+    {"pv_round_bias", G_PROBE, 0, 1, PA_HEAD, "mean over the batch and the head's outputs of (bf16(P) - P).V, the bias bfloat16 rounding of the attention probabilities adds to softmax.V (Qiu & Yao 2025); NaN with train.round_attn_probs = off"},
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 
@@ -127,6 +141,12 @@ int h5io_tw_column_present(const h5io_train_t *w, int k)
     if ((!strcmp(COLUMNS[k].name, "opt_update_spec") || !strncmp(COLUMNS[k].name, "ortho_sv_", 9)) &&
         w->norm_opt != 2)
         return 0;
+    if (!strcmp(COLUMNS[k].name, "stagnation") && !w->pure) return 0;
+    if ((strstr(COLUMNS[k].name, "weight_spec") || !strcmp(COLUMNS[k].name, "pv_round_bias") ||
+         !strcmp(COLUMNS[k].name, "channel_amax") || !strcmp(COLUMNS[k].name, "swiglu_cos")) &&
+        !w->lowp)
+        return 0;
+    if (!strcmp(COLUMNS[k].name, "swiglu_cos") && !w->swiglu) return 0;
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 

@@ -24,7 +24,7 @@ typedef struct {
 
 /* The /train datasets, in file order (h5io_train_columns.c). */
 extern const column_t COLUMNS[];
-#define NCOL 54
+#define NCOL 60
 /* Columns from this index on came with the dynamics measures (docs/design.md §6g): a file
  * written before them resumes with them NaN. */
 #define NCOL_BEFORE_DYNAMICS 20
@@ -59,6 +59,11 @@ struct h5io_train {
     int qk_clip;                /* train.qk_clip > 0: /train/qk_clip_heads */
     int norm_opt;               /* 1 lion or nsgd, 2 muon: /train/opt_update_rms (and muon's
                                    opt_update_spec, ortho_sv_min, ortho_sv_max) */
+    int lowp;                   /* probe.precision_measures (auto: bfloat16*, fp8): /train/weight_spec,
+                                   extra_weight_spec, pv_round_bias, channel_amax (swiglu_cos
+                                   with swiglu) */
+    int swiglu;                 /* model.activation = swiglu */
+    int pure;                   /* train.precision = bfloat16_pure: /train/stagnation */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];

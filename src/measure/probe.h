@@ -30,6 +30,9 @@ typedef struct {
     char **sub;              /* [nsub] the sub-layers ("self", "cross", "ffn") */
     char **stack;            /* [L] "lm", "enc" or "dec" */
     char **head;             /* [nhead] every attention's heads: "self.h0" …, "cross.h0" … */
+    int nchannel, nunit;     /* d_model and d_ff (the precision measures' axes) */
+    char **channel;          /* [nchannel] "c0" … of the residual stream */
+    char **unit;             /* [nunit] "u0" … of the FFN's hidden layer */
     int encdec;              /* the model has an encoder (enc_* arrays) */
     int admin;               /* the model has Admin's ω (admin_omega) */
 } probe_axes_t;
@@ -95,10 +98,10 @@ typedef struct {
 
 /* One array of probe_t: its name, where it is, its shape after the seed axis. */
 typedef enum { PA_NONE, PA_PARAM, PA_SITE, PA_NORM, PA_EXTRA, PA_SUB, PA_FIELDS, PA_HEAD,
-               PA_KIND } probe_axis_id_t;
+               PA_KIND, PA_CHANNEL, PA_UNIT } probe_axis_id_t;
 
 /* The HDF5 name of an axis: "param", "site", "norm", "tensor", "sub", "field", "head", "kind"
- * (the curvature's block kinds, model/tensors.h: the same for every model). */
+ * (the curvature's block kinds, model/tensors.h: the same for every model), "channel", "unit". */
 const char *probe_axis_label(probe_axis_id_t id);
 typedef enum { PO_ALWAYS, PO_ENCDEC, PO_ADMIN, PO_CURV } probe_only_t;   /* PO_CURV: not
     allocated by probe_alloc; probe_curvature_alloc does (probe.curvature_every > 0) */

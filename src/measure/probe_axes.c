@@ -35,9 +35,11 @@ static int push(char **names, int *n, const char *name)
 
 void probe_axes_free(probe_axes_t *a)
 {
-    char **lists[7] = {a->param, a->site, a->norm, a->extra, a->sub, a->stack, a->head};
-    const int lens[7] = {a->nparam, a->nsite, a->nnorm, a->nextra, a->nsub, a->L, a->nhead};
-    for (int k = 0; k < 7; k++) {
+    char **lists[9] = {a->param, a->site, a->norm, a->extra, a->sub, a->stack, a->head,
+                       a->channel, a->unit};
+    const int lens[9] = {a->nparam, a->nsite, a->nnorm, a->nextra, a->nsub, a->L, a->nhead,
+                         a->nchannel, a->nunit};
+    for (int k = 0; k < 9; k++) {
         for (int i = 0; lists[k] && i < lens[k]; i++) free(lists[k][i]);
         free(lists[k]);
     }
@@ -110,9 +112,11 @@ int probe_axes_from_model(probe_axes_t *a, const model_t *m)
     a->sub = calloc(3, sizeof(char *));
     a->stack = calloc((size_t)a->L, sizeof(char *));
     a->head = calloc((size_t)(2 * m->H), sizeof(char *));
+    a->channel = calloc((size_t)m->C, sizeof(char *));
+    a->unit = calloc((size_t)m->F, sizeof(char *));
     int *used = calloc((size_t)ncol, sizeof(int));
     int rc = !a->param || !a->site || !a->norm || !a->extra || !a->sub || !a->stack || !a->head ||
-             !used;
+             !a->channel || !a->unit || !used;
     if (!rc) declared_columns(m, used);
     for (int c = 0; !rc && c < ncol; c++)
         if (used[c]) rc |= push(a->param, &a->nparam, tensors_column_name(c));
@@ -146,6 +150,11 @@ int probe_axes_from_model(probe_axes_t *a, const model_t *m)
             snprintf(name, sizeof name, "%s.h%d", PROBE_SUB_NAMES[k], h);
             rc |= push(a->head, &a->nhead, name);
         }
+    for (int c = 0; !rc && c < m->C + m->F; c++) {   // the precision measures' axes
+        char name[32];
+        snprintf(name, sizeof name, "%c%d", c < m->C ? 'c' : 'u', c < m->C ? c : c - m->C);
+        rc |= c < m->C ? push(a->channel, &a->nchannel, name) : push(a->unit, &a->nunit, name);
+    }
     free(used);
     if (rc) probe_axes_free(a);
     return rc;
@@ -172,6 +181,8 @@ int probe_axes_copy(probe_axes_t *d, const probe_axes_t *s)
     d->sub = copy_names(s->sub, s->nsub, &rc);
     d->stack = copy_names(s->stack, s->L, &rc);
     d->head = copy_names(s->head, s->nhead, &rc);
+    d->channel = copy_names(s->channel, s->nchannel, &rc);
+    d->unit = copy_names(s->unit, s->nunit, &rc);
     if (rc) probe_axes_free(d);
     return rc;
 }
@@ -187,6 +198,8 @@ int probe_axis_len(const probe_axes_t *a, probe_axis_id_t id)
     case PA_FIELDS: return PROBE_JACOBIAN_FIELDS;
     case PA_HEAD: return a->nhead;
     case PA_KIND: return TENSOR_BLOCKS;
+    case PA_CHANNEL: return a->nchannel;
+    case PA_UNIT: return a->nunit;
     case PA_NONE: break;
     }
     return 1;
@@ -203,6 +216,8 @@ char *const *probe_axis_names(const probe_axes_t *a, probe_axis_id_t id)
     case PA_FIELDS: return (char *const *)PROBE_JACOBIAN_FIELD_NAMES;
     case PA_HEAD: return a->head;
     case PA_KIND: return (char *const *)tensors_block_names();
+    case PA_CHANNEL: return a->channel;
+    case PA_UNIT: return a->unit;
     case PA_NONE: break;
     }
     return NULL;
@@ -211,7 +226,7 @@ char *const *probe_axis_names(const probe_axes_t *a, probe_axis_id_t id)
 const char *probe_axis_label(probe_axis_id_t id)
 {
     static const char *const LABELS[] = {"", "param", "site", "norm", "tensor", "sub", "field",
-                                         "head", "kind"};
+                                         "head", "kind", "channel", "unit"};
     return LABELS[id];
 }
 

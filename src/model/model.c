@@ -147,7 +147,8 @@ static void copy_dims(model_t *m, const config_t *cfg, const batch_caps_t *c)
                                   .eps = m->norm_eps, .act = cfg->model.activation,
                                   .qk_norm = NORM_NONE, .softcap = cfg->model.attn_softcap,
                                   .rope = m->positions == POS_ROPE,
-                                  .attn_scale = mup ? 1.0 / m->Dh : 0.0};
+                                  .attn_scale = mup ? 1.0 / m->Dh : 0.0,
+                                  .round_bias = config_lowp(cfg) && cfg->train.round_attn_probs};
     if (cfg->model.qk_norm != QK_NORM_OFF)
         m->shape.qk_norm = cfg->model.qk_norm == QK_NORM_RMSNORM ? NORM_RMSNORM : NORM_LAYERNORM;
     m->z_loss = cfg->train.z_loss;
@@ -492,10 +493,10 @@ void model_backward(model_t *m)
     if (m->tied) {
         // dfinal (N,C) = dlogits (N,V) · W_emb (V,C);  dW_emb (V,C) += dlogitsᵀ · final
         // (β = 0: OpenBLAS zero-fills, then adds — the bits of a zeroed dfinal and β = 1)
-        gemm(0, 0, (int)N, (int)C, (int)V, 1.0, m->dlogits, (int)V, m->tok_embed, (int)C, 0.0,
-             out->dfinal, (int)C);
-        gemm(1, 0, (int)V, (int)C, (int)N, 1.0, m->dlogits, (int)V, out->output, (int)C, 1.0,
-             m->gtok_embed, (int)C);
+        gemm_grad(GEMM_GRAD_A, 0, 0, (int)N, (int)C, (int)V, 1.0, m->dlogits, (int)V,
+                  m->tok_embed, (int)C, 0.0, out->dfinal, (int)C);
+        gemm_grad(GEMM_GRAD_A, 1, 0, (int)V, (int)C, (int)N, 1.0, m->dlogits, (int)V,
+                  out->output, (int)C, 1.0, m->gtok_embed, (int)C);
     } else {
         linear_backward_set(out->dfinal, m->glm_head, NULL, m->dlogits, out->output,
                             m->lm_head, N, C, V);

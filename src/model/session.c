@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "model/session.h"
+#include "nn/round.h"
 
 double session_memory_bytes(const config_t *cfg)
 {
@@ -57,11 +58,23 @@ int session_open(session_t *s, const config_t *cfg, char *err, size_t errlen)
         session_close(s);
         return 1;
     }
+#if REAL_IS_FLOAT
+    // bfloat16*, emulated (docs/design.md, "Low precision, emulated"): the places that round
+    if (config_lowp(cfg)) {
+        const round_policy_t p = {cfg->train.round_gemm, cfg->train.round_attn_probs,
+                                  cfg->train.round_residual, cfg->train.round_norm_stats,
+                                  cfg->train.precision == PRECISION_FP8};
+        round_policy_set(&p);
+    }
+#endif
     return 0;
 }
 
 void session_close(session_t *s)
 {
+#if REAL_IS_FLOAT
+    if (config_lowp(&s->cfg)) round_policy_set(NULL);
+#endif
     model_free(s->model);
     data_close(&s->data);
     if (s->rng_init) gsl_rng_free(s->rng_init);
@@ -92,6 +105,9 @@ void session_init(session_t *s, unsigned long seed)
     gsl_rng_set(s->rng_init, seed);
     gsl_rng_set(s->rng_data, seed + DATA_SEED_OFFSET);
     model_init(s->model, &s->cfg, s->rng_init);
+    // bfloat16_pure: the weights themselves bfloat16 from the start (nearest-even)
+    if (REAL_IS_FLOAT && s->cfg.train.precision == PRECISION_BFLOAT16_PURE)
+        round_bf16(s->model->params, s->model->num_params);
     if (model_has_admin(s->model)) admin_profile(s, seed);
 }
 

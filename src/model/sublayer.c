@@ -7,6 +7,7 @@
 #include "nn/dyt.h"
 #include "nn/linear.h"
 #include "nn/rope.h"
+#include "nn/round.h"
 #include "util/threads.h"
 #include "util/arena.h"
 
@@ -102,6 +103,7 @@ size_t sublayer_layout(sublayer_t *s, const sublayer_shape_t *sh, const sublayer
         s->ent = arena_take(base, &off, (size_t)cap->att_pairs);
         s->amax = arena_take(base, &off, (size_t)cap->att_pairs);
         s->capped = sh->softcap > 0.0 ? arena_take(base, &off, cap->att) : NULL;
+        s->rbias = sh->round_bias ? arena_take(base, &off, (size_t)cap->att_pairs) : NULL;
         s->qn.out = s->kn.out = NULL;
         if (sh->qk_norm != NORM_NONE) {
             const size_t H = (size_t)sh->H;
@@ -190,7 +192,8 @@ static void attention_branch_forward(sublayer_t *s, const sublayer_shape_t *sh,
         rope_forward(s->kr, s->kn.out ? s->kn.out : s->k, sh->rope_cos, sh->rope_sin,
                      (size_t)p->B, p->T, sh->C, sh->H);
     }
-    const attention_opts_t o = {sh->softcap, s->capped, p->qlen, s->ent, s->amax, sh->attn_scale};
+    const attention_opts_t o = {sh->softcap, s->capped, p->qlen, s->ent, s->amax, sh->attn_scale,
+                                s->rbias};
     attention_forward_opt(s->ctx, s->att, s->qa, s->ka, s->v, p->B, p->T, Tk, sh->C, sh->H,
                           cross ? 0 : p->causal, cross ? p->mem_len : p->len, &o);
     if (s->inner.on) norm_site_forward(&s->inner, sh, s->ctx, N);
@@ -304,6 +307,7 @@ void sublayer_forward(sublayer_t *s, const sublayer_shape_t *sh, const sublayer_
     if (s->fh) head_scale_forward(s->fh, s->f, s->hscale, N, sh->C, sh->H);   // NormFormer
     if (s->norm_out.on) norm_site_forward(&s->norm_out, sh, s->fh ? s->fh : s->f, N);   // Peri-LN
     residual_forward(s, N, C);
+    if (round_policy()->residual) round_bf16(s->r, N * C);   // bfloat16*, round_residual
     if (s->rule.norm_after) norm_site_forward(&s->norm, sh, s->r, N);   // Post-LN: Norm(r)
 }
 

@@ -31,6 +31,8 @@ typedef struct {
     double attn_scale;           /* attention logits q·kᵀ·attn_scale; 0: 1/√d_head (μP: 1/d_head) */
     int rope;                    /* rotary positions on self-attention's q and k (§6i) */
     const real *rope_cos, *rope_sin;   /* (positions, Dh/2) their tables (nn/rope.h) */
+    int round_bias;              /* bfloat16* with round_attn_probs: keep each head's rounding
+                                    bias of softmax·V (nn/attention.h) */
 } sublayer_shape_t;
 
 /* QK-norm of q or k of an attention (docs/design.md §6g): every head's d_head columns of a row
@@ -100,6 +102,7 @@ typedef struct {
     real *capped;              /* (B,H,Tq,Tk) the soft-capped logits, or NULL */
     real *ent, *amax;          /* (B·H) of the last forward: Σ over counted queries of the
                                     attention entropy; max |logit| (nn/attention.h) */
+    real *rbias;               /* (B·H) softmax·V's bfloat16 rounding bias, or NULL */
     real *ctx;                 /* (N,C) */
     real *pre, *act;           /* (N,F) x·W¹ + b¹ and act(pre) (SwiGLU: SiLU(pre) ⊙ up) */
     real *up;                  /* (N,F) SwiGLU's x·W³ + b³, or NULL */

@@ -9,6 +9,8 @@
 #include <math.h>
 #include "nn/attention.h"
 #include "nn/gemm.h"
+#include "nn/round.h"
+#include "util/lowp.h"
 #include "util/threads.h"
 
 typedef struct {
@@ -19,11 +21,12 @@ typedef struct {
     const attention_opts_t *o;   /* NULL: the plain kernel */
 } att_job_t;
 
-/* One of a pair's GEMMs (β = 0): one single-threaded call. */
-static void head_gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A,
+/* One of a pair's GEMMs (β = 0): one single-threaded call; grad names a gradient operand
+ * (nn/gemm.h: the fp8 emulation's E5M2), 0 in the forward. */
+static void head_gemm(int grad, int ta, int tb, int M, int N, int K, double alpha, const real *A,
                       int lda, const real *B, int ldb, real *C, int ldc)
 {
-    gemm_serial(ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0, C, ldc);
+    gemm_serial_grad(grad, ta, tb, M, N, K, alpha, A, lda, B, ldb, 0.0, C, ldc);
 }
 
 /* Parts for the B·H pairs: the pool when the pairs are worth the start of a region. */
@@ -68,6 +71,25 @@ static void softcap_row(real *row, real *capped, int nk, int Tk, double c)
     for (int k = nk; k < Tk; k++) capped[k] = 0.0;
 }
 
+/* The mean over the Tq×Dh entries of (bf16(P) − P)·V for one head, P (Tq,Tk), V (Tk,Dh)
+ * stride C: Σ_j (Σ_i E_ij)(Σ_d V_jd) / (Tq·Dh), E = bf16(P) − P — a column sum of E and a row
+ * sum of V, no product (Qiu & Yao 2025, arXiv 2510.04212: this bias, not the error's size,
+ * grows the spectral norms). */
+static double pv_round_bias(const real *P, const real *V, int Tq, int Tk, int Dh, int C)
+{
+    double sum = 0.0;
+    for (int jk = 0; jk < Tk; jk++) {
+        double e = 0.0, v = 0.0;
+        for (int i = 0; i < Tq; i++) {
+            const real p = P[(size_t)i * Tk + jk];
+            e += (double)lowp_bf16((float)p) - (double)p;
+        }
+        for (int d = 0; d < Dh; d++) v += V[(size_t)jk * C + d];
+        sum += e * v;
+    }
+    return sum / ((double)Tq * Dh);
+}
+
 static void forward_pairs(void *ctx, int t, int nt)
 {
     const att_job_t *j = ctx;
@@ -84,7 +106,7 @@ static void forward_pairs(void *ctx, int t, int nt)
         real *ah = j->att + ((size_t)b * H + h) * Tq * Tk;            // (Tq,Tk)
         real *ch = j->ctx + (size_t)b * Tq * C + (size_t)h * Dh;      // (Tq,Dh) stride C
         // scores (Tq,Tk) = q_h · k_hᵀ · scale (1/√Dh, or o->scale)
-        head_gemm(0, 1, Tq, Tk, Dh, scale, qh, C, kh, C, ah, Tk);
+        head_gemm(0, 0, 1, Tq, Tk, Dh, scale, qh, C, kh, C, ah, Tk);
         const double cap = j->o ? j->o->softcap : 0.0;
         real *sh = cap > 0.0 ? j->o->capped + ((size_t)b * H + h) * Tq * Tk : NULL;
         const int nq = j->o && j->o->query_len ? j->o->query_len[b] : Tq;
@@ -98,10 +120,15 @@ static void forward_pairs(void *ctx, int t, int nt)
             const double hrow = softmax_row(row, nk, Tk, stats && i < nq ? &amax : NULL);
             if (i < nq) ent += hrow;
         }
+        // bfloat16*, round_attn_probs: P stored rounded, for ·V and the backward (nn/round.h)
+        if (round_policy()->attn_probs) {
+            if (j->o && j->o->round_bias) j->o->round_bias[pair] = pv_round_bias(ah, vh, Tq, Tk, Dh, C);
+            round_bf16(ah, (size_t)Tq * Tk);
+        }
         if (j->o && j->o->entropy) j->o->entropy[pair] = ent;
         if (j->o && j->o->max_logit) j->o->max_logit[pair] = amax;
         // ctx_h (Tq,Dh) = att_h (Tq,Tk) · v_h (Tk,Dh)
-        head_gemm(0, 0, Tq, Dh, Tk, 1.0, ah, Tk, vh, C, ch, C);
+        head_gemm(0, 0, 0, Tq, Dh, Tk, 1.0, ah, Tk, vh, C, ch, C);
     }
 }
 
@@ -166,9 +193,9 @@ static void backward_pairs(void *ctx, int t, int nt)
         const real *ah = j->catt + ((size_t)b * H + h) * Tq * Tk;  // (Tq,Tk)
         real *dah = j->datt + ((size_t)b * H + h) * Tq * Tk;       // (Tq,Tk)
         // datt (Tq,Tk) = dctx_h (Tq,Dh) · v_hᵀ (Dh,Tk)
-        head_gemm(0, 1, Tq, Tk, Dh, 1.0, j->dctx + oq, C, j->v + ok, C, dah, Tk);
+        head_gemm(GEMM_GRAD_A, 0, 1, Tq, Tk, Dh, 1.0, j->dctx + oq, C, j->v + ok, C, dah, Tk);
         // dv_h (Tk,Dh) = att_hᵀ (Tk,Tq) · dctx_h (Tq,Dh)   (β = 0: linear.c)
-        head_gemm(1, 0, Tk, Dh, Tq, 1.0, ah, Tk, j->dctx + oq, C, j->dv + ok, C);
+        head_gemm(GEMM_GRAD_B, 1, 0, Tk, Dh, Tq, 1.0, ah, Tk, j->dctx + oq, C, j->dv + ok, C);
         softmax_backward(ah, dah, Tq, Tk);
         if (j->o && j->o->softcap > 0.0) {   // s' = c·tanh(s/c): ∂s'/∂s = 1 − (s'/c)²
             const double c = j->o->softcap;
@@ -179,9 +206,9 @@ static void backward_pairs(void *ctx, int t, int nt)
             }
         }
         // dq_h (Tq,Dh) = dscore (Tq,Tk) · k_h (Tk,Dh) · scale
-        head_gemm(0, 0, Tq, Dh, Tk, scale, dah, Tk, j->k + ok, C, j->dq + oq, C);
+        head_gemm(GEMM_GRAD_A, 0, 0, Tq, Dh, Tk, scale, dah, Tk, j->k + ok, C, j->dq + oq, C);
         // dk_h (Tk,Dh) = dscoreᵀ (Tk,Tq) · q_h (Tq,Dh) · scale
-        head_gemm(1, 0, Tk, Dh, Tq, scale, dah, Tk, j->q + oq, C, j->dk + ok, C);
+        head_gemm(GEMM_GRAD_A, 1, 0, Tk, Dh, Tq, scale, dah, Tk, j->q + oq, C, j->dk + ok, C);
     }
 }
 

@@ -24,6 +24,9 @@ typedef struct {
     real *max_logit;       /* (B·H) max |s| over counted queries' visible keys (after
                                 soft-capping: what the softmax sees), or NULL */
     double scale;            /* s = q_h·k_hᵀ·scale; 0: 1/√Dh (μP: 1/Dh, docs/design.md §6h) */
+    real *round_bias;        /* (B·H) with the bfloat16 policy's attn_probs (nn/round.h): the
+                                mean over the head's Tq×Dh outputs of (bf16(P) − P)·V, the bias
+                                the rounding adds to softmax·V (Qiu & Yao 2025); or NULL */
 } attention_opts_t;
 
 /* Forward: fills att (B,H,Tq,Tk) and ctx (B,Tq,C). key_len (B) may be NULL. */

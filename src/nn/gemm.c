@@ -11,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <threads.h>
 #include <gsl/gsl_cblas.h>
 #include "nn/gemm.h"
+#include "nn/round.h"
 #include "util/blascore.h"
+#include "util/lowp.h"
 #include "util/threads.h"
 
 typedef struct gemm_type gemm_type_t;
@@ -95,6 +98,90 @@ static void fill_float(void *x, size_t n, size_t first, uint64_t seed)
 
 static const gemm_type_t FLOAT = {1, sizeof(float), CUTS_FLOAT, call_float, fill_float};
 #define REAL_TYPE FLOAT
+
+/* train.precision = bfloat16*, round_gemm (nn/round.h; docs/design.md, "Low precision,
+ * emulated"): the product of the operands rounded to bfloat16, accumulated by sgemm in float32
+ * — what a bf16 GEMM with float32 accumulation computes, but for the order of the additions.
+ * Each thread rounds into scratch of its own (attention's pairs call gemm_serial in parallel),
+ * kept for the next product and freed when the thread ends (a C11 thread-specific key). */
+typedef struct {
+    float *p[2];
+    size_t cap[2];
+} scratch_t;
+
+static tss_t scratch_key;
+static once_flag scratch_once = ONCE_FLAG_INIT;
+
+static void scratch_free(void *x)
+{
+    scratch_t *s = x;
+    free(s->p[0]);
+    free(s->p[1]);
+    free(s);
+}
+
+static void scratch_key_create(void) { tss_create(&scratch_key, scratch_free); }
+
+/* This thread's scratch (NULL when out of memory). */
+static scratch_t *scratch_get(void)
+{
+    call_once(&scratch_once, scratch_key_create);
+    scratch_t *s = tss_get(scratch_key);
+    if (!s && (s = calloc(1, sizeof *s)) && tss_set(scratch_key, s) != thrd_success) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+/* The stored block of an operand (rows × cols of leading dimension ld) rounded into scratch
+ * slot `slot`, packed (leading dimension cols): to bfloat16, or (fp8 ≥ 0, a lowp_fp8_t) through
+ * that format with the block's own scale from its current amax (util/lowp.h) and back to its
+ * range; NULL when out of memory. */
+static const float *rounded_operand(int slot, const float *X, int rows, int cols, int ld, int fp8)
+{
+    const size_t n = (size_t)rows * (size_t)cols;
+    scratch_t *s = scratch_get();
+    if (!s) return NULL;
+    if (n > s->cap[slot]) {
+        float *p = realloc(s->p[slot], n * sizeof(float));
+        if (!p) return NULL;
+        s->p[slot] = p;
+        s->cap[slot] = n;
+    }
+    float *out = s->p[slot];
+    for (int r = 0; r < rows; r++) {
+        const float *src = X + (size_t)r * ld;
+        float *dst = out + (size_t)r * cols;
+        if (fp8 >= 0) memcpy(dst, src, (size_t)cols * sizeof(float));
+        else for (int c = 0; c < cols; c++) dst[c] = lowp_bf16(src[c]);
+    }
+    if (fp8 >= 0) {
+        const lowp_fp8_t f = (lowp_fp8_t)fp8;
+        lowp_fp8_round(out, out, n, f, lowp_fp8_scale(out, n, f));
+    }
+    return out;
+}
+
+/* c with both operands rounded (round_gemm): bfloat16, or under fp8 E4M3 for a forward value
+ * and E5M2 for the gradient `grad` names (Micikevicius et al. 2022, §4); 1 when out of memory. */
+static int round_operands(call_t *c, int grad)
+{
+    const round_policy_t *p = round_policy();
+    if (!p->gemm || c->M < 1 || c->N < 1 || c->K < 1) return 0;
+    const int ar = c->ta ? c->K : c->M, ac = c->ta ? c->M : c->K;   // A as stored
+    const int br = c->tb ? c->N : c->K, bc = c->tb ? c->K : c->N;   // B as stored
+    const int fa = !p->fp8 ? -1 : grad == GEMM_GRAD_A ? LOWP_E5M2 : LOWP_E4M3;
+    const int fb = !p->fp8 ? -1 : grad == GEMM_GRAD_B ? LOWP_E5M2 : LOWP_E4M3;
+    const float *A = rounded_operand(0, c->A, ar, ac, c->lda, fa);
+    const float *B = rounded_operand(1, c->B, br, bc, c->ldb, fb);
+    if (!A || !B) return 1;
+    c->A = A;
+    c->lda = ac;
+    c->B = B;
+    c->ldb = bc;
+    return 0;
+}
 #endif
 
 /* ------------------------------------------------------------------------------------------
@@ -343,18 +430,40 @@ static void product(const call_t *c)
     threads_run(p->l.nb, split_part, (void *)&s);   // nb <= n: one block per thread at most
 }
 
+void gemm_grad(int grad, int ta, int tb, int M, int N, int K, double alpha, const real *A,
+               int lda, const real *B, int ldb, double beta, real *C, int ldc)
+{
+    call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+#if REAL_IS_FLOAT
+    if (round_operands(&c, grad)) abort();   // out of memory in a step: nowhere to report it
+#else
+    (void)grad;
+#endif
+    product(&c);
+}
+
+void gemm_serial_grad(int grad, int ta, int tb, int M, int N, int K, double alpha, const real *A,
+                      int lda, const real *B, int ldb, double beta, real *C, int ldc)
+{
+    call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+#if REAL_IS_FLOAT
+    if (round_operands(&c, grad)) abort();
+#else
+    (void)grad;
+#endif
+    REAL_TYPE.call(&c);
+}
+
 void gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
           const real *B, int ldb, double beta, real *C, int ldc)
 {
-    const call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
-    product(&c);
+    gemm_grad(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
                  const real *B, int ldb, double beta, real *C, int ldc)
 {
-    const call_t c = {&REAL_TYPE, ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
-    REAL_TYPE.call(&c);
+    gemm_serial_grad(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 int gemm_blocks(int ta, int tb, int M, int N, int K)

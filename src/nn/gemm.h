@@ -37,6 +37,17 @@ void gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A, int 
 void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
                  const real *B, int ldb, double beta, real *C, int ldc);
 
+/* Which operand of a backward product is a gradient (GEMM_GRAD_A, GEMM_GRAD_B; 0: none, a
+ * forward product): train.precision = fp8 holds it in E5M2 and the other in E4M3 (nn/round.h);
+ * every other precision ignores it. */
+enum { GEMM_GRAD_A = 1, GEMM_GRAD_B = 2 };
+
+/* gemm() and gemm_serial() of a backward product whose operand `grad` is a gradient. */
+void gemm_grad(int grad, int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
+               const real *B, int ldb, double beta, real *C, int ldc);
+void gemm_serial_grad(int grad, int ta, int tb, int M, int N, int K, double alpha, const real *A,
+                      int lda, const real *B, int ldb, double beta, real *C, int ldc);
+
 /* The blocks gemm() shares a product of this shape in among the pool at the current thread
  * count, at most one per thread (0: one call on the caller, because it is small, or its blocks
  * do not give the whole call's bytes). Checks the shape on first use, as gemm() does; for tests

@@ -57,10 +57,11 @@ static void backward(real *dinp, double beta_inp, real *dW, real *db, const real
 {
     // dinp (N,IC) += dout (N,OC) · Wᵀ (OC,IC)
     if (dinp)
-        gemm(0, 1, (int)N, (int)IC, (int)OC, 1.0, dout, (int)OC, W, (int)OC, beta_inp, dinp,
-             (int)IC);
+        gemm_grad(GEMM_GRAD_A, 0, 1, (int)N, (int)IC, (int)OC, 1.0, dout, (int)OC, W, (int)OC,
+                  beta_inp, dinp, (int)IC);
     // dW (IC,OC) += inpᵀ (IC,N) · dout (N,OC)
-    gemm(1, 0, (int)IC, (int)OC, (int)N, 1.0, inp, (int)IC, dout, (int)OC, 1.0, dW, (int)OC);
+    gemm_grad(GEMM_GRAD_B, 1, 0, (int)IC, (int)OC, (int)N, 1.0, inp, (int)IC, dout, (int)OC, 1.0,
+              dW, (int)OC);
     // db (OC) += Σ_i dout[i,:]
     if (db) {
         const bias_job_t j = {.db = db, .dout = dout, .N = N, .OC = OC};

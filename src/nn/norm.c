@@ -14,6 +14,8 @@
  */
 #include "nn/norm.h"
 #include "nn/norm_internal.h"
+#include "nn/round.h"
+#include "util/lowp.h"
 
 #include <math.h>
 #include <string.h>
@@ -89,7 +91,11 @@ static void forward_rows(const norm_job_t *j, size_t n0, size_t n1)
             else for (size_t q = 0; q < rows; q++)
                 norm_row_stats(ln, xr + q * C, C, j->eps, ms + q, vs + q, rs + q);
         }
-        const double m = ms[k], r = rs[k];
+        double m = ms[k], r = rs[k];
+        if (round_policy()->norm_stats) {   // bfloat16*, round_norm_stats (nn/round.h)
+            m = lowp_bf16((float)m);
+            r = lowp_bf16((float)r);
+        }
         // y = γ ⊙ (x − μ)·r + β   (Ba et al.: x̂_i = (x_i − μ)/√(σ²+ε), y_i = γ x̂_i + β)
         // y = γ ⊙ x·r             (Zhang & Sennrich: x / √(mean(x²) + ε) · γ)
         size_t i = 0;

@@ -232,6 +232,16 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     else fprintf(out, ", no warm-up");
     fprintf(out, ", %d updates, batch %d, %s", c->train.steps, c->data.batch,
             config_precision_name(c->train.precision));
+    if (config_lowp(c)) {   // where it rounds (docs/design.md, "Low precision, emulated")
+        fprintf(out, " (emulated gemm_path; round_gemm %s, round_attn_probs %s, round_residual %s, "
+                "round_norm_stats %s", c->train.round_gemm ? "on" : "off",
+                c->train.round_attn_probs ? "on" : "off", c->train.round_residual ? "on" : "off",
+                c->train.round_norm_stats ? "on" : "off");
+        if (c->train.precision == PRECISION_BFLOAT16_PURE)
+            fprintf(out, "; weights rounding %s, kahan %s", config_rounding_name(c->train.rounding),
+                    c->train.kahan ? "on" : "off");
+        fprintf(out, ")");
+    }
     if (c->train.weight_decay > 0) fprintf(out, ", weight decay %g", c->train.weight_decay);
     fprintf(out, "; mitigations:");
     int any = 0;

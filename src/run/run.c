@@ -35,6 +35,10 @@ typedef struct {
 static const train_core_t CORES[] = {
     [PRECISION_FLOAT64] = {train_create, train_run, train_free},
     [PRECISION_FLOAT32] = {train_create_f32, train_run_f32, train_free_f32},
+    // the emulated bfloat16s: the float32 core, rounding where nn/round.h says
+    [PRECISION_BFLOAT16] = {train_create_f32, train_run_f32, train_free_f32},
+    [PRECISION_BFLOAT16_PURE] = {train_create_f32, train_run_f32, train_free_f32},
+    [PRECISION_FP8] = {train_create_f32, train_run_f32, train_free_f32},
 };
 
 static void on_signal(int sig) { stop_signal = sig; }
@@ -294,7 +298,7 @@ static int on_bleu(void *ctx, const train_t *t, double *bleu)
     const decode_opts_t o = decode_defaults();
     const model_t *m = t->s.model;
     double *wide = NULL;   // float32: decoded in float64 from the parameters widened (exact)
-    if (t->s.cfg.train.precision == PRECISION_FLOAT32) {
+    if (config_core_float(&t->s.cfg)) {
         if (!(wide = malloc(m->num_params * sizeof(double)))) return 1;
         const float *p = (const float *)(const void *)m->params;
         for (size_t i = 0; i < m->num_params; i++) wide[i] = p[i];

@@ -322,7 +322,7 @@ int run_dump(const config_t *cfg, const char *path, const run_options_t *o)
     session_t s;
     int rc = first_batch(&s, cfg, o->perturb);
     if (rc) return rc;
-    const int f32 = cfg->train.precision == PRECISION_FLOAT32;
+    const int f32 = config_core_float(cfg);
     if (f32 && (rc = forward_backward_f32(&s))) { session_close(&s); return rc; }
     if (!f32) {
         model_forward(s.model, &s.batch);

@@ -6,6 +6,8 @@
 #include <string.h>
 #include "measure/change.h"
 #include "measure/diagnose.h"
+#include "measure/rounding.h"
+#include "measure/spectral.h"
 #include "train/train.h"
 #include "train/catapult.h"
 #include "train/cdat.h"
@@ -170,6 +172,11 @@ static void probe_rows_free(train_probe_t *p)
     free(p->attn_entropy);
     free(p->attn_max_logit);
     free(p->resid_rms);
+    free(p->weight_spec);
+    free(p->extra_weight_spec);
+    free(p->pv_round_bias);
+    free(p->channel_amax);
+    free(p->swiglu_cos);
 }
 
 /* Every batch drawn once and reused (the update probe's, the validation set) holds ids the
@@ -239,6 +246,11 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     t->probe.attn_entropy = malloc((L * t->ax.nhead + 1) * sizeof(double));
     t->probe.attn_max_logit = malloc((L * t->ax.nhead + 1) * sizeof(double));
     t->probe.resid_rms = malloc(L * sizeof(double));
+    t->probe.weight_spec = malloc((L * t->ax.nparam + 1) * sizeof(double));
+    t->probe.extra_weight_spec = malloc(((size_t)t->ax.nextra + 1) * sizeof(double));
+    t->probe.pv_round_bias = malloc((L * t->ax.nhead + 1) * sizeof(double));
+    t->probe.channel_amax = malloc((L * t->ax.nchannel + 1) * sizeof(double));
+    t->probe.swiglu_cos = malloc((L * t->ax.nunit + 1) * sizeof(double));
     t->update_rms = malloc(L * sizeof(double));
     t->update_rms_extra = malloc(((size_t)t->ax.nextra + 1) * sizeof(double));
     t->layer_size = calloc(L ? L : 1, sizeof(size_t));
@@ -246,6 +258,10 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     if (!t->probe.grad_fro || !t->probe.extra_grad_fro || !t->probe.hidden_sqnorm ||
         !t->probe.jacobian_spec || !t->probe.subout_grad || !t->jac || !t->probe.attn_entropy ||
         !t->probe.attn_max_logit || !t->probe.resid_rms || !t->update_rms ||
+        !t->probe.weight_spec || !t->probe.extra_weight_spec || !t->probe.pv_round_bias ||
+        !t->probe.channel_amax || !t->probe.swiglu_cos ||
+        (cfg->train.precision == PRECISION_BFLOAT16_PURE &&
+         store_init(&t->store, cfg, m->num_params)) ||
         !t->update_rms_extra || !t->layer_size || optim_init(&t->opt, &t->s.cfg, m->num_params) ||
         optim_set_tensors(&t->opt, m)) {
         snprintf(err, errlen, "out of memory");
@@ -317,6 +333,7 @@ void train_free(train_t *t)
     free(t->bound_work);
     if (t->ctl.wu) autowu_free(t->ctl.wu);
     free(t->ctl.wu);
+    store_free(&t->store);
     free(t);
 }
 
@@ -352,6 +369,12 @@ static void measure(train_t *t)
     probe_hidden_norms(&t->ax, m, p->hidden_sqnorm, &p->final_sqnorm, NULL);
     probe_subout_grads(&t->ax, m, p->subout_grad);
     dynamics_layers(&t->ax, m, p->attn_entropy, p->attn_max_logit, p->resid_rms, p->out);
+    if (config_precision_measures(&t->s.cfg)) {
+        spectral_layers(&t->ax, m, p->weight_spec, p->extra_weight_spec);
+        rounding_pv_bias(&t->ax, m, p->pv_round_bias);
+        rounding_channel_amax(&t->ax, m, p->channel_amax);
+        rounding_swiglu_cos(&t->ax, m, p->swiglu_cos);
+    }
     const size_t LR = (size_t)t->ax.L * t->ax.nnorm;
     for (size_t i = 0; i < LR; i++) p->jacobian_spec[i] = NAN;
     p->final_jacobian_spec = NAN;
@@ -372,6 +395,7 @@ void train_step(train_t *t, train_record_t *r)
     r->val_loss = NAN;
     r->bleu = NAN;
     r->radam_rho = r->radam_rect = r->qk_clipped = NAN;
+    r->stagnation = NAN;
     update_rms(t, 0);
     r->lr = lrctl_scheduled(c, &t->ctl, s);
     // a curvature row in this update that train_run's stop flag may end: keep what to undo
@@ -422,11 +446,14 @@ void train_step(train_t *t, train_record_t *r)
     const double ratio = c->train.update_ratio_cap, tau = c->train.spectral_bound;
     if (r->updated || ratio > 0.0 || tau > 0.0)
         memcpy(t->prev, m->params, m->num_params * sizeof(real));
+    const int pure = c->train.precision == PRECISION_BFLOAT16_PURE;
+    if (pure) store_begin(&t->store, m->params);
     t->opt.want_sv = r->probed && t->opt_rms;   // muon's singular values at probe updates
     if (c->train.lr_control == LR_CONTROL_CDAT) r->lr = cdat_update(t, r->lr);
     else optim_update(&t->opt, m->params, m->grads, r->lr);
     if (ratio > 0.0) update_bound_ratio(&t->opt, m->params, t->prev, ratio);
     if (tau > 0.0) update_bound_spectral(m, m->params, t->prev, tau, t->bound_work);
+    if (pure) r->stagnation = store_end(&t->store, m->params, t->s.rng_init);
     update_rms(t, 1);
     if (t->ctl.wu) autowu_observe(t->ctl.wu, c, s, r->loss);   // the warm-up's end (design §6k)
     if (r->probed && t->opt_rms)

@@ -38,6 +38,7 @@
 #include "train/optim.h"
 #include "train/lr_control.h"
 #include "train/subopt.h"
+#include "train/store.h"
 
 /* The fixed batch of the model-update measure comes from the stream init.seed + this. */
 #define TRAIN_UPDATE_OFFSET 0x1B873593UL
@@ -73,6 +74,8 @@ typedef struct {
     double measure_s;     /* seconds of this update spent measuring (probe and curvature rows,
                              validation), not training: the log's speed leaves them out */
     double qk_clipped;    /* train.qk_clip > 0: heads QK-Clip scaled after the update; else NaN */
+    double stagnation;    /* bfloat16_pure: share of the non-zero updates the store lost
+                             (train/store.h); else NaN */
 } train_record_t;
 
 /* Per-layer measurements of one step (axes of train_t.ax). */
@@ -88,6 +91,12 @@ typedef struct {
     double *attn_max_logit;    /* (L,nhead) max |attention logit| per head */
     double *resid_rms;         /* (L) RMS of the residual stream after each layer */
     double out[3];             /* mean |log Z|, max |log Z|, max |output logit| */
+    double *weight_spec;       /* (L,P) ‖W‖₂ of each 2-D tensor (measure/spectral.h), bfloat16*
+                                  runs only; NaN elsewhere */
+    double *extra_weight_spec; /* (E) of tok_embed and lm_head */
+    double *pv_round_bias;     /* (L,nhead) softmax·V's rounding bias (measure/rounding.h) */
+    double *channel_amax;      /* (L,nchannel) max |x_c| of each layer's output */
+    double *swiglu_cos;        /* (L,nunit) cos(W¹[:,j], W³[:,j]) of SwiGLU layers */
 } train_probe_t;
 
 /* The whole state of a run; everything a bit-identical resume needs is in the model's
@@ -138,6 +147,8 @@ typedef struct {
     real *undo_params, *undo_m, *undo_v;   /* (num_params) θ, m and v before the update */
     gsl_rng *undo_rng;         /* rng_data before the update's batch */
     long undo_drawn, undo_batches, undo_t;   /* the data's position, batches, optimizer's t */
+    /* train.precision = bfloat16_pure: the weights' store (train/store.h); unused otherwise */
+    store_t store;
 } train_t;
 
 typedef enum { TRAIN_DONE, TRAIN_DIVERGED, TRAIN_INTERRUPTED, TRAIN_FAILED,
