@@ -31,6 +31,7 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, real_suite());
     srunner_add_suite(sr, block_suite());
     srunner_add_suite(sr, curvature_suite());
+    srunner_add_suite(sr, estimators_suite());
     srunner_add_suite(sr, diagnose_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -24,6 +24,7 @@ Suite *block_suite(void);    /* tests/test_block.c: rope, SwiGLU, bias-free line
 Suite *dynamics_suite(void); /* tests/test_dynamics.c: QK-norm, soft-capping, z-loss vs FD; entropy, logits, log Z */
 Suite *mup_suite(void);      /* tests/test_mup.c: μP's rates, d = base_width, draws, FD; init.embed, parametrization keys */
 Suite *curvature_suite(void);/* tests/test_curvature.c: HVP, Lanczos, P^-1 H, blocks vs explicit matrices; float32 route */
+Suite *estimators_suite(void);/* tests/test_estimators.c: SLQ, Hutchinson, top-k, critical sharpness vs exact values */
 Suite *diagnose_suite(void); /* tests/test_diagnose.c: each diagnosis rule on made-up series, its place and remedies */
 
 #endif

@@ -121,6 +121,11 @@ const cfg_key_t cfg_keys[] = {
     KD(probe, curvature_floor, 0, 0, 1, 1),
     KI(probe, curvature_until, 0),
     KO(probe, curvature_active_only),
+    KI(probe, density_probes, 0),
+    KI(probe, density_iters, 2),
+    KD(probe, density_sigma, 0, 1, INFINITY, 0),
+    KI(probe, trace_probes, 0),
+    KO(probe, critical_sharpness),
 
     KS(output, file),
     KB(output, plots),
@@ -261,6 +266,11 @@ void config_defaults(config_t *cfg)
     cfg->probe.curvature_floor = 1e-2;      // τ of the floor (docs/design.md §10)
     cfg->probe.curvature_until = 0;         // every row to the end
     cfg->probe.curvature_active_only = 0;
+    cfg->probe.density_probes = 0;          // the estimators (docs/design.md §10): off
+    cfg->probe.density_iters = 16;
+    cfg->probe.density_sigma = 0.1;
+    cfg->probe.trace_probes = 0;
+    cfg->probe.critical_sharpness = 0;
 
     cfg->output.file[0] = '\0';
     cfg->output.plots = 0;
@@ -372,6 +382,14 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
              cfg->probe.curvature_floor == 1e-2) ||
             (k->off == offsetof(config_t, probe.curvature_active_only) &&
              !cfg->probe.curvature_active_only))
+            continue;
+        // the estimators (docs/design.md §10): only when set away from their defaults
+        if ((k->off == offsetof(config_t, probe.density_probes) && cfg->probe.density_probes == 0) ||
+            (k->off == offsetof(config_t, probe.density_iters) && cfg->probe.density_iters == 16) ||
+            (k->off == offsetof(config_t, probe.density_sigma) && cfg->probe.density_sigma == 0.1) ||
+            (k->off == offsetof(config_t, probe.trace_probes) && cfg->probe.trace_probes == 0) ||
+            (k->off == offsetof(config_t, probe.critical_sharpness) &&
+             !cfg->probe.critical_sharpness))
             continue;
         sbuf_printf(&b, "%s = ", k->name);
         const void *f = cfg_cfield(cfg, k);

@@ -8,25 +8,9 @@
 #include <string.h>
 #include <gsl/gsl_rng.h>
 #include "measure/curvature.h"
-#include "measure/hvp.h"
-#include "measure/lanczos.h"
+#include "measure/curvature_internal.h"
 #include "model/session.h"
 
-struct curv {
-    model_t *m;               /* the float64 copy, dropout off */
-    batch_t batch;            /* the measurement batch (own buffers) */
-    hvp_t hvp;
-    lanczos_t lz;
-    gsl_rng *rng;
-    int K, Kb;                /* Lanczos steps: whole, blocks (0: no blocks) */
-    int rows;                 /* block rows: layer rows + 1 */
-    size_t n;
-    double *D;                /* (n) P^{−1/2} of the running measurement, or NULL: plain H */
-    double *u;                /* (n) scratch: the direction of a preconditioned product */
-    double *top;              /* (n) the top eigenvector of P^{−1/2}HP^{−1/2} */
-    double *Dbuf;             /* (n) storage of D */
-    unsigned char *mask;      /* (n) the support of a restricted run */
-};
 
 size_t curv_num_params(const curv_t *c) { return c->n; }
 int curv_rows(const curv_t *c) { return c->rows; }
@@ -45,6 +29,7 @@ void curv_free(curv_t *c)
     free(c->u);
     free(c->top);
     free(c->mask);
+    curv_estimate_free(c);
     free(c);
 }
 
@@ -113,7 +98,8 @@ int curv_create(curv_t **out, const config_t *cfg, const batch_caps_t *caps, con
     c->top = malloc(c->n * sizeof(double));
     c->mask = malloc(c->n ? c->n : 1);
     if (!c->rng || !c->Dbuf || !c->u || !c->top || !c->mask || copy_batch(c, b) ||
-        hvp_init(&c->hvp, c->m, &c->batch, HVP_H0, HVP_HMIN) || lanczos_alloc(&c->lz, c->n, K)) {
+        hvp_init(&c->hvp, c->m, &c->batch, HVP_H0, HVP_HMIN) || lanczos_alloc(&c->lz, c->n, K) ||
+        curv_estimate_alloc(c, cfg)) {
         curv_free(c);
         snprintf(err, errlen, "out of memory");
         return 1;
@@ -142,7 +128,7 @@ void curv_row_free(curv_row_t *r)
 /* ------------------------------------------------------------------------- operators */
 
 /* y = H·x (x of unit norm: a Lanczos vector). */
-static void op_hessian(void *ctx, const double *x, double *y)
+void curv_op_hessian(void *ctx, const double *x, double *y)
 {
     curv_t *c = ctx;
     hvp_apply(&c->hvp, x, y, NULL);
@@ -150,7 +136,7 @@ static void op_hessian(void *ctx, const double *x, double *y)
 
 /* y = D·H·D·x, D = P^{−1/2}: the product is taken along the unit direction D·x/‖D·x‖ (so the
  * difference step stays h) and scaled back. */
-static void op_precond(void *ctx, const double *x, double *y)
+void curv_op_precond(void *ctx, const double *x, double *y)
 {
     curv_t *c = ctx;
     double s = 0.0;
@@ -171,7 +157,7 @@ static void run(curv_t *c, int pre, const unsigned char *support, int iters, lan
                 double *top, long *kinked)
 {
     const long before = c->hvp.kinked;
-    lanczos_run(&c->lz, pre ? op_precond : op_hessian, c, support, iters, c->rng, res, top);
+    lanczos_run(&c->lz, pre ? curv_op_precond : curv_op_hessian, c, support, iters, c->rng, res, top);
     if (c->hvp.kinked > before) {
         *kinked += c->hvp.kinked - before;
         res->max = res->min = res->res_max = res->res_min = NAN;
@@ -184,7 +170,7 @@ static void run(curv_t *c, int pre, const unsigned char *support, int iters, lan
 
 /* mask = the coordinates of block (row, kind), without the floored ones when floored != NULL.
  * Returns how many. */
-static size_t block_mask(curv_t *c, int row, int kind, const unsigned char *floored)
+size_t curv_block_mask(curv_t *c, int row, int kind, const unsigned char *floored)
 {
     const model_t *m = c->m;
     memset(c->mask, 0, c->n);
@@ -209,7 +195,7 @@ static void measure_blocks(curv_t *c, const unsigned char *floored, curv_row_t *
         for (int k = 0; k < TENSOR_BLOCKS; k++) {
             const size_t o = (size_t)r * TENSOR_BLOCKS + k;
             out->hessian_block_max[o] = out->precond_block_max[o] = NAN;
-            if (c->Kb < 1 || !block_mask(c, r, k, NULL)) continue;
+            if (c->Kb < 1 || !curv_block_mask(c, r, k, NULL)) continue;
             lanczos_result_t res;
             run(c, 0, c->mask, c->Kb, &res, NULL, &out->kinked);
             out->hessian_block_max[o] = res.max;
@@ -217,7 +203,7 @@ static void measure_blocks(curv_t *c, const unsigned char *floored, curv_row_t *
                 out->precond_block_max[o] = res.max;
                 continue;
             }
-            if (!block_mask(c, r, k, floored)) continue;
+            if (!curv_block_mask(c, r, k, floored)) continue;
             run(c, 1, c->mask, c->Kb, &res, NULL, &out->kinked);
             out->precond_block_max[o] = res.max;
         }

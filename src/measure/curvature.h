@@ -103,4 +103,44 @@ void curv_measure_active(curv_t *c, const double *theta, const double *P,
 long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
                    unsigned long seed, double *lmax, double *lmin, double *h);
 
+/* ------------------------------------------------- the estimators (measure/estimate.c) */
+
+#include "measure/critical.h"
+#include "measure/trace.h"
+
+/* The start vectors of the estimators after s updates: the stream seed + this (+ s). */
+#define CURV_ESTIMATE_OFFSET 0x2545F491UL
+
+/* The diagonal block of `block` = row·TENSOR_BLOCKS + kind, or CURV_WHOLE: every parameter. */
+#define CURV_WHOLE (-1)
+
+/* SLQ (measure/slq.h) of H at θ (n) — or, with P (n), of P^{−1/2}HP^{−1/2} without the floored
+ * coordinates (the active P⁻¹H; floored may be NULL) — on `block`: probe.density_probes
+ * Rademacher probes × probe.density_iters steps from the stream seed; nodes, weights
+ * (probes, iters). Returns 0, or the products that crossed a kink (the values are then NaN),
+ * or −1 when the block is empty or the density is off. */
+long curv_density(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
+                  int block, unsigned long seed, double *nodes, double *weights);
+
+/* Hutchinson's trace (measure/trace.h) of H at θ on `block` with probe.trace_probes probes from
+ * the stream seed. Returns as curv_density. */
+long curv_trace(curv_t *c, const double *theta, int block, unsigned long seed,
+                trace_result_t *out);
+
+/* The `count` largest Ritz values of H at θ by probe.curvature_iters Lanczos steps from the
+ * stream seed (curv_measure's λ_max is the first), descending, into top. Returns as
+ * curv_density. */
+long curv_top(curv_t *c, const double *theta, unsigned long seed, int count, double *top);
+
+/* ∇L (n) of the measurement batch at θ (one forward and backward pass of the copy). */
+void curv_gradient(curv_t *c, const double *theta, double *g);
+
+/* The critical sharpness along the update u (n; θ − η·u is the update at learning rate η):
+ * forward passes only (measure/critical.h) on the measurement batch from guess > 0. */
+void curv_critical(curv_t *c, const double *theta, const double *u, double guess,
+                   critical_result_t *out);
+
+/* uᵀHu/uᵀu at θ (one Hessian-vector product). NaN when it crossed a kink. */
+double curv_update_curvature(curv_t *c, const double *theta, const double *u);
+
 #endif
