@@ -331,6 +331,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_llama.py
 	/usr/bin/python3 tests/test_torch_hvp.py
 	/usr/bin/python3 tests/test_curvature.py
+	/usr/bin/python3 tests/test_estimators.py
 	/usr/bin/python3 tests/test_curvature_diag.py
 	/usr/bin/python3 tests/test_warmup_explained.py
 	/usr/bin/python3 tests/test_indicators_plot.py

@@ -361,8 +361,8 @@ static double quad_loss(void *ctx, double eta)
 }
 
 /* On L = ½θᵀAθ (A 12 × 12 positive definite), along u = g and along an Adam-like u = g/(|g| +
- * 0.1): the bracket holds η* = 2gᵀu/uᵀAu with 1 − lo/hi ≤ 1/16 from guesses 77× above and 0.013×
- * above it; at tolerance 1e-12, λ_c = uᵀAu/gᵀu to 1e-9. Along u = g, λ_c ≤ λ_max. */
+ * 0.1): the bracket holds η* = 2gᵀu/uᵀAu with 1 − lo/hi ≤ 1/16 from guesses 77× and 0.013× of
+ * it; at tolerance 1e-12, λ_c = uᵀAu/gᵀu to 1e-9. Along u = g, λ_c ≤ λ_max. */
 START_TEST(test_critical_quadratic)
 {
     const size_t n = 12;

@@ -122,6 +122,9 @@ long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
 long curv_density(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
                   int block, unsigned long seed, double *nodes, double *weights);
 
+/* The density's Lanczos steps: probe.density_iters, at most n (0 when the density is off). */
+int curv_density_iters(const curv_t *c);
+
 /* Hutchinson's trace (measure/trace.h) of H at θ on `block` with probe.trace_probes probes from
  * the stream seed. Returns as curv_density. */
 long curv_trace(curv_t *c, const double *theta, int block, unsigned long seed,

@@ -25,6 +25,8 @@ int curv_estimate_alloc(curv_t *c, const config_t *cfg)
     return lanczos_alloc(&c->lz_slq, c->n, c->est_iters);
 }
 
+int curv_density_iters(const curv_t *c) { return c->est_probes > 0 ? c->est_iters : 0; }
+
 void curv_estimate_free(curv_t *c)
 {
     lanczos_free(&c->lz_slq);

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""test_estimators.py — what `stability dump --hvp` adds with the estimators' keys (docs/design.md
+§10): /hvp/trace, /hvp/trace_stderr (Hutchinson), /hvp/density_nodes, /hvp/density_weights
+([probe][m], SLQ) and the broadened /hvp/density on /hvp/density_grid, read with h5py and
+checked against the eigenvalues of the explicit Hessian that PyTorch builds in float64 from the
+dump's parameters and batch (tests/test_torch_hvp.py's reference, no project code):
+
+  - every probe's weights sum to 1 (1e-12) and its nodes lie in [λ_min − r, λ_max + r]
+    (r = 1e-6 of the spectral radius: Ritz values of H);
+  - the probes' mean of Σ τ²θ^p is within 4 standard errors of tr(H^p)/n, p = 1, 2, 3;
+  - the trace within 4·trace_stderr of Σλ, and trace_stderr > 0;
+  - the density integrates to 1 over its grid (1e-3);
+  - without the keys the dump has none of these datasets.
+
+    /usr/bin/python3 tests/test_estimators.py [--binary ./stability]
+
+The last line is `estimators: N passed, M failed`; exit status 1 if any failed.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests"))
+import test_torch_hvp as th  # noqa: E402  (the reference objective and its explicit Hessian)
+
+TINY = {"model.layers": 1, "model.d_model": 4, "model.heads": 2, "model.d_ff": 6,
+        "model.vocab": 7, "model.seq_len": 4, "data.batch": 2, "data.task": "random",
+        "model.activation": "gelu"}
+KEYS = {"probe.density_probes": 24, "probe.density_iters": 8, "probe.density_sigma": 0.05,
+        "probe.trace_probes": 40}
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(bool(ok))
+    print(("ok     " if ok else "not ok ") + name + (f"  ({detail})" if detail and not ok else ""))
+
+
+def dump(binary, settings, out):
+    args = [binary, "dump", "--config", "tiny", "--out", out, "--perturb", "0.3", "--hvp",
+            "--force"]
+    for k, v in settings.items():
+        args += ["--set", f"{k}={v}"]
+    p = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
+    return p.returncode, (p.stdout + p.stderr).strip()
+
+
+def case(binary, tmp, name, settings):
+    out = os.path.join(tmp, name + ".h5")
+    rc, msg = dump(binary, {**TINY, **settings, **KEYS}, out)
+    check(f"{name}: dump --hvp with the estimators exits 0", rc == 0, msg)
+    if rc:
+        return
+    m, params, _, _, batch, lam, _ = th.read_dump(out)
+    eig = th.torch_spectrum(params, m, batch)
+    n, r = eig.size, 1e-6 * max(abs(eig[0]), abs(eig[-1]))
+    with h5py.File(out, "r") as f:
+        nodes, w = f["hvp/density_nodes"][()], f["hvp/density_weights"][()]
+        trace, se = float(f["hvp/trace"][()]), float(f["hvp/trace_stderr"][()])
+        grid, phi = f["hvp/density_grid"][()], f["hvp/density"][()]
+    P, M = KEYS["probe.density_probes"], KEYS["probe.density_iters"]
+    check(f"{name}: density datasets [probe][m] = [{P}][{M}]", nodes.shape == (P, M) == w.shape,
+          f"{nodes.shape}")
+    sums = w.sum(axis=1)
+    check(f"{name}: each probe's weights sum to 1", np.all(np.abs(sums - 1) <= 1e-12),
+          f"{sums.min()!r} .. {sums.max()!r}")
+    ok = np.isfinite(nodes) | (w == 0)
+    inside = np.all(ok) and np.all((nodes[w > 0] >= eig[0] - r) & (nodes[w > 0] <= eig[-1] + r))
+    check(f"{name}: nodes inside the spectrum [{eig[0]:.6g}, {eig[-1]:.6g}]", inside,
+          f"{np.nanmin(nodes):.10g} .. {np.nanmax(nodes):.10g}")
+    for p in (1, 2, 3):
+        mom = np.nansum(w * np.where(w > 0, nodes, 0.0) ** p, axis=1)
+        mean, sem = mom.mean(), mom.std(ddof=1) / np.sqrt(P)
+        exact = float(np.mean(eig ** p))
+        print(f"        {name}: degree {p}: SLQ {mean:.8g} +- {sem:.3g}, tr(H^{p})/n {exact:.8g}")
+        check(f"{name}: degree {p} moment within 4 standard errors of tr(H^p)/n",
+              abs(mean - exact) <= 4 * sem, f"{mean} vs {exact}, se {sem}")
+    print(f"        {name}: Hutchinson {trace:.8g} +- {se:.3g}, tr(H) {eig.sum():.8g} (n = {n})")
+    check(f"{name}: trace within 4 standard errors of tr(H)",
+          se > 0 and abs(trace - eig.sum()) <= 4 * se, f"{trace} vs {eig.sum()}, se {se}")
+    integral = float(np.sum(0.5 * (phi[1:] + phi[:-1]) * np.diff(grid)))
+    check(f"{name}: the density integrates to 1", abs(integral - 1) <= 1e-3, f"{integral}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--binary", default="./stability")
+    a = ap.parse_args()
+    binary = a.binary if os.path.isabs(a.binary) else os.path.join(REPO, a.binary)
+    with tempfile.TemporaryDirectory(prefix="stability-estimators-") as tmp:
+        case(binary, tmp, "tiny-post-gelu", {"init.seed": 4101})
+        case(binary, tmp, "tiny-pre-gelu", {"init.seed": 4102, "model.placement": "pre"})
+        out = os.path.join(tmp, "plain.h5")
+        rc, msg = dump(binary, TINY, out)
+        with h5py.File(out, "r") as f:
+            none = not any(k in f["hvp"] for k in ("trace", "trace_stderr", "density_nodes",
+                                                   "density_weights", "density"))
+        check("without the keys: no estimator dataset", rc == 0 and none, msg)
+    failed = results.count(False)
+    print(f"estimators: {len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
