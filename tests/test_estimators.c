@@ -8,7 +8,8 @@
  *   - Hutchinson's mean within its standard error of tr(H) over repeated seeds, whole and block;
  *   - the top-k Ritz values against GSL's eigenvalues;
  *   - the critical sharpness on a quadratic, where η_c = 2gᵀu/uᵀAu in closed form;
- *   - the directional and Bai et al.'s gradient-direction curvature on a case by hand. */
+ *   - the directional and Bai et al.'s gradient-direction curvature on a case by hand;
+ *   - the optimizer's update about to be taken (optim_direction) against the update it takes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include "measure/hvp.h"
 #include "measure/slq.h"
 #include "model/session.h"
+#include "train/optim.h"
 
 /* Eigenvalues (ascending) of the symmetric n × n matrix A, by GSL. */
 static void eigen(const double *A, size_t n, double *vals)
@@ -421,6 +423,55 @@ START_TEST(test_directional_by_hand)
 }
 END_TEST
 
+/* optim_direction is the update about to be taken: for every optimizer (weight decay 0.1,
+ * momentum 0.9 for sgd) after 3 updates — and at t = 0, before any — θ − η·u equals the state's
+ * own next update at η = 3e-3 to 1e-12 of ‖Δθ‖, and the state (t, m, v) is unchanged by it. */
+START_TEST(test_optim_direction)
+{
+    const size_t n = 40;
+    const optimizer_t kinds[] = {OPT_ADAM, OPT_ADAMW, OPT_SGD, OPT_RADAM, OPT_GI_ADAM,
+                                 OPT_STABLEADAMW};
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    real theta[40], g[40], next[40], m0[40], v0[40];
+    double u[40];
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        for (int before = 0; before <= 3; before += 3) {
+            config_t cfg;
+            config_defaults(&cfg);
+            cfg.train.optimizer = kinds[k];
+            cfg.train.weight_decay = 0.1;
+            cfg.train.momentum = 0.9;
+            optim_t o;
+            ck_assert_int_eq(optim_init(&o, &cfg, n), 0);
+            gsl_rng_set(r, 40 + k);
+            for (size_t i = 0; i < n; i++) theta[i] = gsl_ran_gaussian(r, 1.0);
+            for (int t = 0; t < before; t++) {
+                for (size_t i = 0; i < n; i++) g[i] = gsl_ran_gaussian(r, 1.0);
+                optim_update(&o, theta, g, 1e-2);
+            }
+            for (size_t i = 0; i < n; i++) g[i] = gsl_ran_gaussian(r, 1.0);
+            memcpy(m0, o.m, n * sizeof(real));
+            if (o.v) memcpy(v0, o.v, n * sizeof(real));
+            const long t0 = o.t;
+            ck_assert_int_eq(optim_direction(&o, theta, g, u), 0);
+            ck_assert_int_eq(o.t, t0);
+            ck_assert(!memcmp(m0, o.m, n * sizeof(real)) && (!o.v || !memcmp(v0, o.v, n * sizeof(real))));
+            memcpy(next, theta, n * sizeof(real));
+            optim_update(&o, next, g, 3e-3);
+            double err = 0.0, step = 0.0;
+            for (size_t i = 0; i < n; i++) {
+                const double d = theta[i] - next[i];
+                step += d * d;
+                err = fmax(err, fabs(d - 3e-3 * u[i]));
+            }
+            ck_assert_msg(err <= 1e-12 * sqrt(step), "optimizer %d after %d updates: %g of %g",
+                          (int)kinds[k], before, err, sqrt(step));
+            optim_free(&o);
+        }
+    gsl_rng_free(r);
+}
+END_TEST
+
 Suite *estimators_suite(void)
 {
     Suite *s = suite_create("estimators");
@@ -431,6 +482,7 @@ Suite *estimators_suite(void)
     tcase_add_test(tc, test_trace_and_top);
     tcase_add_test(tc, test_critical_quadratic);
     tcase_add_test(tc, test_directional_by_hand);
+    tcase_add_test(tc, test_optim_direction);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,6 +11,15 @@ dump's parameters and batch (tests/test_torch_hvp.py's reference, no project cod
   - the trace within 4·trace_stderr of Σλ, and trace_stderr > 0;
   - the density integrates to 1 over its grid (1e-3);
   - without the keys the dump has none of these datasets.
+Training with probe.critical_sharpness = on (docs/design.md §10):
+  - every /train dataset of the run without it is byte-identical (the measure changes no bit;
+    /train/time, the wall clock, aside);
+  - /train/critical_sharpness, update_curvature, critical_quadratic, grad_precond_curvature
+    have one finite row per curvature row; the stored config names the key only when on;
+  - with plain SGD the update is the gradient, so uᵀHu/gᵀu = uᵀHu/uᵀu and Bai et al.'s
+    quantity (D = 1) is the same number (1e-9), and each is at most λ_max (Ritz, K = n);
+  - bad values exit 2 naming the key: critical_sharpness without curvature_every,
+    trace_probes = 1, density_iters or density_sigma without density_probes.
 
     /usr/bin/python3 tests/test_estimators.py [--binary ./stability]
 
@@ -88,6 +97,70 @@ def case(binary, tmp, name, settings):
     check(f"{name}: the density integrates to 1", abs(integral - 1) <= 1e-3, f"{integral}")
 
 
+LM = {"model.layers": 2, "model.d_model": 8, "model.heads": 2, "model.d_ff": 12,
+      "model.vocab": 11, "model.seq_len": 5, "data.batch": 3, "train.steps": 9,
+      "train.warmup": 1, "train.lr": 3e-3, "train.schedule": "constant",
+      "probe.curvature_every": 3, "probe.curvature_iters": 8, "probe.curvature_block_iters": 3}
+CRIT = ["critical_sharpness", "update_curvature", "critical_quadratic", "grad_precond_curvature"]
+
+
+def train(binary, settings, out):
+    args = [binary, "--config", "tiny", "--out", out, "--quiet", "--force"]
+    for k, v in settings.items():
+        args += ["--set", f"{k}={v}"]
+    return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def training(binary, tmp):
+    a, b = os.path.join(tmp, "off.h5"), os.path.join(tmp, "on.h5")
+    ra, rb = train(binary, LM, a), train(binary, {**LM, "probe.critical_sharpness": "on"}, b)
+    check("training with and without probe.critical_sharpness exits 0",
+          ra.returncode == rb.returncode == 0, ra.stderr + rb.stderr)
+    if ra.returncode or rb.returncode:
+        return
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        ta, tb = fa["train"], fb["train"]
+        keys = [k for k in ta if k != "time"]   # wall-clock seconds
+        same = all(ta[k][()].tobytes() == tb[k][()].tobytes() for k in keys)
+        check("every /train dataset of the run without it is byte-identical (but time)", same)
+        check("without the key: no critical sharpness column", not any(k in ta for k in CRIT))
+        rows = len(tb["curv_step"])
+        ok = all(k in tb and tb[k].shape == (rows,) and np.all(np.isfinite(tb[k][()])) for k in CRIT)
+        check(f"with it: {', '.join(CRIT)} finite, one per curvature row ({rows})", ok)
+        cfg_a, cfg_b = ref_text(fa.attrs["config"]), ref_text(fb.attrs["config"])
+        check("the stored config names probe.critical_sharpness only when on",
+              "critical_sharpness" not in cfg_a and "critical_sharpness = on" in cfg_b)
+    c = os.path.join(tmp, "sgd.h5")
+    r = train(binary, {**LM, "train.optimizer": "sgd", "train.momentum": 0, "train.lr": 0.05,
+                       "train.weight_decay": 0, "probe.critical_sharpness": "on",
+                       "probe.curvature_iters": 400}, c)
+    check("plain sgd with the critical sharpness exits 0", r.returncode == 0, r.stderr)
+    if r.returncode == 0:
+        with h5py.File(c, "r") as f:
+            t = {k: f["train"][k][()] for k in CRIT + ["hessian_max"]}
+        u, q, b = t["update_curvature"], t["critical_quadratic"], t["grad_precond_curvature"]
+        print(f"        sgd: critical_sharpness {t['critical_sharpness']}, u^T H u/u^T u {u}, "
+              f"lambda_max {t['hessian_max']}")
+        check("sgd: u^T H u/g^T u = u^T H u/u^T u = Bai's quantity (1e-9)",
+              np.allclose(q, u, rtol=1e-9, atol=0) and np.allclose(b, u, rtol=1e-9, atol=0),
+              f"{q} {u} {b}")
+        check("sgd: the curvature along the update is at most lambda_max",
+              np.all(u <= t["hessian_max"] * (1 + 1e-9)))
+    for bad, key in (({"probe.critical_sharpness": "on", "probe.curvature_every": 0},
+                      "probe.critical_sharpness"),
+                     ({"probe.trace_probes": 1}, "probe.trace_probes"),
+                     ({"probe.density_iters": 8}, "probe.density_iters"),
+                     ({"probe.density_sigma": 0.5}, "probe.density_sigma")):
+        out = os.path.join(tmp, "bad.h5")
+        r = train(binary, {**LM, **bad}, out)
+        check(f"bad value exits 2 naming {key}", r.returncode == 2 and key in r.stderr
+              and not os.path.exists(out), r.stderr.strip())
+
+
+def ref_text(a):
+    return a.decode() if isinstance(a, bytes) else str(a)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--binary", default="./stability")
@@ -102,6 +175,7 @@ def main():
             none = not any(k in f["hvp"] for k in ("trace", "trace_stderr", "density_nodes",
                                                    "density_weights", "density"))
         check("without the keys: no estimator dataset", rc == 0 and none, msg)
+        training(binary, tmp)
     failed = results.count(False)
     print(f"estimators: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

@@ -148,6 +148,7 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     w->bleu = t->s.cfg.train.bleu_every != 0;
     w->radam = t->s.cfg.train.optimizer == OPT_RADAM;
     w->curv = t->s.cfg.probe.curvature_every > 0;
+    w->critical = w->curv && t->s.cfg.probe.critical_sharpness;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
@@ -236,6 +237,12 @@ static int push_curv(h5io_train_t *w, const curv_row_t *c)
     push(w, h5io_tw_col("curv_passes"), &c->passes);
     push(w, h5io_tw_col("hessian_block_max"), c->hessian_block_max);
     push(w, h5io_tw_col("precond_block_max"), c->precond_block_max);
+    if (w->critical) {
+        push(w, h5io_tw_col("critical_sharpness"), &c->critical_sharpness);
+        push(w, h5io_tw_col("update_curvature"), &c->update_curvature);
+        push(w, h5io_tw_col("critical_quadratic"), &c->critical_quadratic);
+        push(w, h5io_tw_col("grad_precond_curvature"), &c->grad_precond_curvature);
+    }
     return ++w->pending[G_CURV] == GROUP_CAP[G_CURV] ? h5io_train_flush(w) : 0;
 }
 

@@ -85,6 +85,11 @@ const column_t COLUMNS[NCOL] = {
     {"curv_passes", G_CURV, 0, 0, PA_NONE, "forward+backward passes the row took"},
     {"hessian_block_max", G_CURV, 0, 2, PA_KIND, "lambda_max of each diagonal block of the Hessian, layer x kind (last row: the tensors outside the layers), probe.curvature_block_iters Lanczos steps; NaN where a layer has no such kind"},
     {"precond_block_max", G_CURV, 0, 2, PA_KIND, "lambda_max of each diagonal block of P^-1/2 H P^-1/2 with its eps-floored coordinates left out"},
+    // the critical sharpness (docs/design.md §10), with probe.critical_sharpness = on only
+    {"critical_sharpness", G_CURV, 0, 0, PA_NONE, "2/eta_c, eta_c the smallest step scale at which the measurement batch's loss rises along the update the optimizer is about to take (forward passes: doubling, then bisection to 1/16; Kalra et al. 2026)"},
+    {"update_curvature", G_CURV, 0, 0, PA_NONE, "u^T H u / u^T u along that update u (one Hessian-vector product)"},
+    {"critical_quadratic", G_CURV, 0, 0, PA_NONE, "u^T H u / g^T u, g the measurement batch's gradient: the critical sharpness of the local quadratic model (what critical_sharpness estimates; u^T H u / u^T u when u = g)"},
+    {"grad_precond_curvature", G_CURV, 0, 0, PA_NONE, "g^T diag(1/(sqrt(v_hat)+eps)) H g / g^T g on the same gradient (Bai et al. 2025; sgd: g^T H g / g^T g); their spike threshold 2/lr"},
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 
@@ -113,6 +118,8 @@ int h5io_tw_column_present(const h5io_train_t *w, int k)
     if (COLUMNS[k].group == G_BLEU && !w->bleu) return 0;
     if (!strncmp(COLUMNS[k].name, "radam_", 6) && !w->radam) return 0;
     if (COLUMNS[k].group == G_CURV && !w->curv) return 0;
+    if (COLUMNS[k].group == G_CURV && k >= h5io_tw_col("critical_sharpness") && !w->critical)
+        return 0;   // the critical sharpness's columns, the last of the table
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 

@@ -24,7 +24,7 @@ typedef struct {
 
 /* The /train datasets, in file order (h5io_train_columns.c). */
 extern const column_t COLUMNS[];
-#define NCOL 49
+#define NCOL 53
 /* Columns from this index on came with the dynamics measures (docs/design.md §6g): a file
  * written before them resumes with them NaN. */
 #define NCOL_BEFORE_DYNAMICS 20
@@ -50,6 +50,7 @@ struct h5io_train {
     int bleu;                   /* the run measures BLEU (train.bleu_every != 0) */
     int radam;                  /* train.optimizer = radam: /train/radam_rho, radam_rect exist */
     int curv;                   /* the run measures curvature (probe.curvature_every > 0) */
+    int critical;               /* and the critical sharpness (probe.critical_sharpness) */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];

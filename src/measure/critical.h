@@ -20,6 +20,9 @@ typedef double (*critical_loss_fn)(void *ctx, double eta);
 /* The bisection's stopping tolerance of the paper's code (tol_power 4). */
 #define CRITICAL_TOL 0.0625
 
+/* The first guess when the learning rate is 0 (the paper's code's lr_zero). */
+#define CRITICAL_GUESS 1e-4
+
 /* Steps of the doubling (or halving) before it gives up. */
 #define CRITICAL_MAX_DOUBLINGS 60
 

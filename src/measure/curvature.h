@@ -52,6 +52,11 @@ typedef struct {
     long kinked;                /* products that crossed a kink even at HVP_HMIN: the values
                                    of their Lanczos runs are NaN */
     double passes;              /* forward+backward passes the measurement took */
+    double critical_sharpness;  /* probe.critical_sharpness: 2/η_c along the next update
+                                   (Kalra et al. 2026; the caller, curv_critical), else NaN */
+    double update_curvature;    /* uᵀHu/uᵀu along that update u (the caller), else NaN */
+    double critical_quadratic;  /* uᵀHu/gᵀu: λ_c of the local quadratic model (the caller) */
+    double grad_precond_curvature;   /* Bai et al. 2025: gᵀ(√v̂ + ε)⁻¹Hg/gᵀg (the caller) */
     double *hessian_block_max;  /* (rows, TENSOR_BLOCKS) λ_max of each diagonal block of H;
                                    NaN where a row has no tensor of that kind */
     double *precond_block_max;  /* (rows, TENSOR_BLOCKS) of P^{−1/2}HP^{−1/2}, its floored
@@ -143,7 +148,15 @@ void curv_gradient(curv_t *c, const double *theta, double *g);
 void curv_critical(curv_t *c, const double *theta, const double *u, double guess,
                    critical_result_t *out);
 
-/* uᵀHu/uᵀu at θ (one Hessian-vector product). NaN when it crossed a kink. */
-double curv_update_curvature(curv_t *c, const double *theta, const double *u);
+/* uᵀHu/uᵀu at θ (one Hessian-vector product), and in *quadratic (may be NULL) uᵀHu/gᵀu: the
+ * critical sharpness 2/η_c of the local quadratic model along u, g (n) the gradient
+ * (measure/critical.h). NaN when the product crossed a kink. */
+double curv_update_curvature(curv_t *c, const double *theta, const double *u, const double *g,
+                             double *quadratic);
+
+/* Bai et al. 2025's gradient-direction curvature of the preconditioned Hessian at θ,
+ * gᵀ·diag(D)·H·g / gᵀg (measure/directional.h; one Hessian-vector product), D (n) the inverse
+ * preconditioner 1/(√v̂ + ε). NaN when the product crossed a kink. */
+double curv_precond_grad(curv_t *c, const double *theta, const double *g, const double *D);
 
 #endif

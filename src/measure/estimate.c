@@ -148,14 +148,36 @@ void curv_critical(curv_t *c, const double *theta, const double *u, double guess
     memcpy(c->m->params, theta, c->n * sizeof(double));
 }
 
-double curv_update_curvature(curv_t *c, const double *theta, const double *u)
+/* c->ew = H·x̂ for the unit x̂ = x/‖x‖ (in c->ev); returns ‖x‖, or NaN (zero x, or a kink). */
+static double unit_product(curv_t *c, const double *theta, const double *x)
 {
     double s = 0.0;
-    for (size_t i = 0; i < c->n; i++) s += u[i] * u[i];
+    for (size_t i = 0; i < c->n; i++) s += x[i] * x[i];
     s = sqrt(s);
     if (!(s > 0.0)) return NAN;
-    for (size_t i = 0; i < c->n; i++) c->ev[i] = u[i] / s;   // the unit direction
+    for (size_t i = 0; i < c->n; i++) c->ev[i] = x[i] / s;
     hvp_set_point(&c->hvp, theta);
-    if (hvp_apply(&c->hvp, c->ev, c->ew, NULL)) return NAN;
-    return directional_curvature(c->ev, c->ew, c->n);
+    c->D = NULL;
+    return hvp_apply(&c->hvp, c->ev, c->ew, NULL) ? NAN : s;
+}
+
+double curv_update_curvature(curv_t *c, const double *theta, const double *u, const double *g,
+                             double *quadratic)
+{
+    const double s = unit_product(c, theta, u);
+    if (quadratic) *quadratic = NAN;
+    if (isnan(s)) return NAN;
+    const double rq = directional_curvature(c->ev, c->ew, c->n);   // ûᵀHû
+    if (quadratic) {   // uᵀHu/gᵀu = ‖u‖²·ûᵀHû/gᵀu
+        double gu = 0.0;
+        for (size_t i = 0; i < c->n; i++) gu += g[i] * u[i];
+        *quadratic = rq * s * s / gu;
+    }
+    return rq;
+}
+
+double curv_precond_grad(curv_t *c, const double *theta, const double *g, const double *D)
+{
+    if (isnan(unit_product(c, theta, g))) return NAN;
+    return directional_precond_grad(c->ev, c->ew, D, c->n);   // invariant to g's scale
 }

@@ -78,6 +78,12 @@ void optim_free(optim_t *o);
 /* One update of params (n) with grads (n) at learning rate lr; increments o->t first. */
 void optim_update(optim_t *o, real *params, const real *grads, double lr);
 
+/* The update the optimizer is about to take, without taking it (Kalra et al. 2026's "virtual
+ * step"; docs/design.md §10): u (n) with θ_next = θ − η·u the update at learning rate η on
+ * grads (n, already clipped), from a copy of the state — linear in η for every optimizer here
+ * (the lr multiplies every term, weight decay's too). o is unchanged. 0, or 1 when out of memory. */
+int optim_direction(const optim_t *o, const real *params, const real *grads, double *u);
+
 /* RAdam's rectification at update t ≥ 1 (Liu et al. 2020, Alg. 2): *rho = ρₜ and the return
  * rₜ when ρₜ > 4 (the adaptive step), else NaN (the un-adapted momentum step). β₂ and t only. */
 double optim_radam_rect(double beta2, long t, double *rho);
