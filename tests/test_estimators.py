@@ -18,8 +18,9 @@ Training with probe.critical_sharpness = on (docs/design.md §10):
     have one finite row per curvature row; the stored config names the key only when on;
   - with plain SGD the update is the gradient, so uᵀHu/gᵀu = uᵀHu/uᵀu and Bai et al.'s
     quantity (D = 1) is the same number (1e-9), and each is at most λ_max (Ritz, K = n);
-  - bad values exit 2 naming the key: critical_sharpness without curvature_every,
-    trace_probes = 1, density_iters or density_sigma without density_probes.
+  - bad values exit 2 naming the key, nothing written: critical_sharpness without
+    curvature_every or in a probe, trace_probes = 1, density_iters or density_sigma without
+    density_probes, the density or the trace in a training run (dump --hvp's only).
 
     /usr/bin/python3 tests/test_estimators.py [--binary ./stability]
 
@@ -150,7 +151,11 @@ def training(binary, tmp):
                       "probe.critical_sharpness"),
                      ({"probe.trace_probes": 1}, "probe.trace_probes"),
                      ({"probe.density_iters": 8}, "probe.density_iters"),
-                     ({"probe.density_sigma": 0.5}, "probe.density_sigma")):
+                     ({"probe.density_sigma": 0.5}, "probe.density_sigma"),
+                     ({"probe.trace_probes": 4}, "probe.trace_probes"),       # dump --hvp's only
+                     ({"probe.density_probes": 4}, "probe.density_probes"),
+                     ({"train.steps": 0, "probe.critical_sharpness": "on"},   # training's only
+                      "probe.critical_sharpness")):
         out = os.path.join(tmp, "bad.h5")
         r = train(binary, {**LM, **bad}, out)
         check(f"bad value exits 2 naming {key}", r.returncode == 2 and key in r.stderr

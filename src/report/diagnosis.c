@@ -205,6 +205,9 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     if (c->model.dropout > 0) any = fprintf(out, "%s dropout %g", any ? "," : "", c->model.dropout);
     if (c->data.label_smoothing > 0) any = fprintf(out, "%s label smoothing %g", any ? "," : "", c->data.label_smoothing);
     fprintf(out, "%s\n", any ? "" : " none");
+    if (c->probe.critical_sharpness)   // the estimators (docs/design.md §10), only when on
+        fprintf(out, "estimators: probe.critical_sharpness = on (2/eta_c at update 0 and every "
+                "%d updates)\n", c->probe.curvature_every);
 
     rows_t r;
     if (rows_read(&r, f, prefix)) return;

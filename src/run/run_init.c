@@ -106,8 +106,23 @@ static int measure_curvature(session_t *s, probe_t *p, const run_options_t *o)
     return rc;
 }
 
+int run_check_estimators(const config_t *cfg, int probe)
+{
+    const char *key = cfg->probe.density_probes > 0 ? "density_probes"
+                    : cfg->probe.trace_probes > 0 ? "trace_probes"
+                    : probe && cfg->probe.critical_sharpness ? "critical_sharpness" : NULL;
+    if (!key) return 0;
+    char where[1200];
+    config_where(cfg, config_key_index("probe", key), where, sizeof where);
+    fprintf(stderr, "%s: %s\n", where, strcmp(key, "critical_sharpness")
+            ? "measured by `stability dump --hvp` only (no curvature row holds it yet)"
+            : "measured at training's curvature rows (train.steps > 0), not by a probe");
+    return 2;
+}
+
 int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
 {
+    if (run_check_estimators(cfg, 1)) return 2;
     char err[1024];
     const int overwrite = o->force || cfg->output.overwrite;
     // refuse early (before minutes of work) when the file exists or the place is not writable
