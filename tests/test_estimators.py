@@ -20,7 +20,14 @@ Training with probe.critical_sharpness = on (docs/design.md §10):
     quantity (D = 1) is the same number (1e-9), and each is at most λ_max (Ritz, K = n);
   - bad values exit 2 naming the key, nothing written: critical_sharpness without
     curvature_every or in a probe, trace_probes = 1, density_iters or density_sigma without
-    density_probes, the density or the trace in a training run (dump --hvp's only).
+    density_probes, the density or the trace in a training run without curvature_every or in
+    a probe.
+With probe.trace_probes and probe.density_probes, training's curvature rows (K = n on a tiny
+model): every other /train dataset byte-identical (curv_passes and time aside),
+/train/hessian_trace, hessian_trace_stderr, hessian_block_trace, density_nodes,
+density_weights, precond_density_nodes, precond_density_weights of the documented shapes,
+every probe's weights summing to 1, the nodes inside each row's [λ_min, λ_max], curv_passes
+counting the estimators' products.
 
     /usr/bin/python3 tests/test_estimators.py [--binary ./stability]
 
@@ -152,14 +159,61 @@ def training(binary, tmp):
                      ({"probe.trace_probes": 1}, "probe.trace_probes"),
                      ({"probe.density_iters": 8}, "probe.density_iters"),
                      ({"probe.density_sigma": 0.5}, "probe.density_sigma"),
-                     ({"probe.trace_probes": 4}, "probe.trace_probes"),       # dump --hvp's only
-                     ({"probe.density_probes": 4}, "probe.density_probes"),
+                     ({"probe.trace_probes": 4, "probe.curvature_every": 0},
+                      "probe.trace_probes"),                   # rows need curvature_every
+                     ({"train.steps": 0, "probe.density_probes": 4},
+                      "probe.density_probes"),                 # not in a probe
                      ({"train.steps": 0, "probe.critical_sharpness": "on"},   # training's only
                       "probe.critical_sharpness")):
         out = os.path.join(tmp, "bad.h5")
         r = train(binary, {**LM, **bad}, out)
         check(f"bad value exits 2 naming {key}", r.returncode == 2 and key in r.stderr
               and not os.path.exists(out), r.stderr.strip())
+
+
+def training_estimators(binary, tmp):
+    """The trace and the density at curvature rows, on the tiny model with K = n (exact
+    extremes): every other dataset byte-identical, shapes, weights, nodes inside the spectrum."""
+    base = {**TINY, "model.activation": "gelu", "train.steps": 4, "train.warmup": 1,
+            "train.lr": 3e-3, "train.schedule": "constant", "probe.curvature_every": 2,
+            "probe.curvature_iters": 400, "probe.curvature_block_iters": 0}
+    keys = {"probe.trace_probes": 12, "probe.density_probes": 5, "probe.density_iters": 7}
+    a, b = os.path.join(tmp, "est_off.h5"), os.path.join(tmp, "est_on.h5")
+    ra, rb = train(binary, base, a), train(binary, {**base, **keys}, b)
+    check("training with the trace and the density exits 0", ra.returncode == rb.returncode == 0,
+          ra.stderr + rb.stderr)
+    if ra.returncode or rb.returncode:
+        return
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        ta, tb = fa["train"], fb["train"]
+        same = all(ta[k][()].tobytes() == tb[k][()].tobytes() for k in ta
+                   if k not in ("time", "curv_passes"))
+        check("with them every other /train dataset is byte-identical (but time, curv_passes)",
+              same)
+        rows = len(tb["curv_step"])
+        P, M = keys["probe.density_probes"], keys["probe.density_iters"]
+        shapes = (tb["hessian_trace"].shape == tb["hessian_trace_stderr"].shape == (rows,) and
+                  tb["density_nodes"].shape == tb["precond_density_weights"].shape == (rows, P, M)
+                  and tb["hessian_block_trace"].shape[0] == rows)
+        check(f"trace [{rows}], block trace [curv][layer][kind], densities [{rows}][{P}][{M}]",
+              shapes)
+        w, pw = tb["density_weights"][()], tb["precond_density_weights"][()]
+        check("every row's and probe's weights sum to 1 (H and the active P^-1 H)",
+              np.all(np.abs(w.sum(axis=2) - 1) <= 1e-12) and np.all(np.abs(pw.sum(axis=2) - 1) <= 1e-12))
+        lo, hi = tb["hessian_min"][()], tb["hessian_max"][()]
+        nodes = tb["density_nodes"][()]
+        r = 1e-6 * np.maximum(np.abs(lo), np.abs(hi))
+        inside = all(np.all((nodes[i] >= lo[i] - r[i]) & (nodes[i] <= hi[i] + r[i]))
+                     for i in range(rows))
+        check("the nodes lie in [lambda_min, lambda_max] of each row (K = n: exact)", inside)
+        tr, se = tb["hessian_trace"][()], tb["hessian_trace_stderr"][()]
+        check("the trace and its standard error are finite, se > 0",
+              np.all(np.isfinite(tr)) and np.all(se > 0))
+        passes = tb["curv_passes"][()] - ta["curv_passes"][()]
+        want = 2 * (keys["probe.trace_probes"] * (1 + int(np.sum(np.isfinite(
+            tb["hessian_block_trace"][0])))) + 2 * P * M)
+        check(f"curv_passes counts the estimators' products ({want:.0f} more a row)",
+              np.all(passes >= want), f"{passes} vs {want}")
 
 
 def ref_text(a):
@@ -181,6 +235,7 @@ def main():
                                                    "density_weights", "density"))
         check("without the keys: no estimator dataset", rc == 0 and none, msg)
         training(binary, tmp)
+        training_estimators(binary, tmp)
     failed = results.count(False)
     print(f"estimators: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

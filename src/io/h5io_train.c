@@ -149,6 +149,9 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     w->radam = t->s.cfg.train.optimizer == OPT_RADAM;
     w->curv = t->s.cfg.probe.curvature_every > 0;
     w->critical = w->curv && t->s.cfg.probe.critical_sharpness;
+    w->trace = w->curv && t->s.cfg.probe.trace_probes > 0;
+    w->density_iters = w->curv && t->curv ? curv_density_iters(t->curv) : 0;
+    w->density_probes = w->density_iters > 0 ? t->s.cfg.probe.density_probes : 0;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
@@ -237,6 +240,17 @@ static int push_curv(h5io_train_t *w, const curv_row_t *c)
     push(w, h5io_tw_col("curv_passes"), &c->passes);
     push(w, h5io_tw_col("hessian_block_max"), c->hessian_block_max);
     push(w, h5io_tw_col("precond_block_max"), c->precond_block_max);
+    if (w->trace) {
+        push(w, h5io_tw_col("hessian_trace"), &c->trace);
+        push(w, h5io_tw_col("hessian_trace_stderr"), &c->trace_stderr);
+        push(w, h5io_tw_col("hessian_block_trace"), c->block_trace);
+    }
+    if (w->density_probes > 0) {
+        push(w, h5io_tw_col("density_nodes"), c->density_nodes);
+        push(w, h5io_tw_col("density_weights"), c->density_weights);
+        push(w, h5io_tw_col("precond_density_nodes"), c->precond_density_nodes);
+        push(w, h5io_tw_col("precond_density_weights"), c->precond_density_weights);
+    }
     if (w->critical) {
         push(w, h5io_tw_col("critical_sharpness"), &c->critical_sharpness);
         push(w, h5io_tw_col("update_curvature"), &c->update_curvature);

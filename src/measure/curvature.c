@@ -115,6 +115,16 @@ int curv_row_alloc(curv_row_t *r, const curv_t *c)
     r->hessian_block_max = malloc(n * sizeof(double));
     r->precond_block_max = malloc(n * sizeof(double));
     if (!r->hessian_block_max || !r->precond_block_max) { curv_row_free(r); return 1; }
+    // the estimators' arrays, only when their keys are on (measure/estimate.c)
+    const size_t d = (size_t)c->est_probes * c->est_iters;
+    if (c->est_trace > 0 && !(r->block_trace = malloc(n * sizeof(double)))) { curv_row_free(r); return 1; }
+    if (d && (!(r->density_nodes = malloc(d * sizeof(double))) ||
+              !(r->density_weights = malloc(d * sizeof(double))) ||
+              !(r->precond_density_nodes = malloc(d * sizeof(double))) ||
+              !(r->precond_density_weights = malloc(d * sizeof(double))))) {
+        curv_row_free(r);
+        return 1;
+    }
     return 0;
 }
 
@@ -122,7 +132,14 @@ void curv_row_free(curv_row_t *r)
 {
     free(r->hessian_block_max);
     free(r->precond_block_max);
-    r->hessian_block_max = r->precond_block_max = NULL;
+    free(r->block_trace);
+    free(r->density_nodes);
+    free(r->density_weights);
+    free(r->precond_density_nodes);
+    free(r->precond_density_weights);
+    r->hessian_block_max = r->precond_block_max = r->block_trace = NULL;
+    r->density_nodes = r->density_weights = NULL;
+    r->precond_density_nodes = r->precond_density_weights = NULL;
 }
 
 /* ------------------------------------------------------------------------- operators */

@@ -57,6 +57,12 @@ typedef struct {
     double update_curvature;    /* uᵀHu/uᵀu along that update u (the caller), else NaN */
     double critical_quadratic;  /* uᵀHu/gᵀu: λ_c of the local quadratic model (the caller) */
     double grad_precond_curvature;   /* Bai et al. 2025: gᵀ(√v̂ + ε)⁻¹Hg/gᵀg (the caller) */
+    double trace, trace_stderr; /* probe.trace_probes: Hutchinson's tr(H) and its standard
+                                   error (curv_estimate), else NaN */
+    double *block_trace;        /* (rows, TENSOR_BLOCKS) tr of each diagonal block; NULL when
+                                   the trace is off, NaN where a row has no such kind */
+    double *density_nodes, *density_weights;        /* (probes, iters) SLQ of H; NULL when off */
+    double *precond_density_nodes, *precond_density_weights;   /* of the active P⁻¹H */
     double *hessian_block_max;  /* (rows, TENSOR_BLOCKS) λ_max of each diagonal block of H;
                                    NaN where a row has no tensor of that kind */
     double *precond_block_max;  /* (rows, TENSOR_BLOCKS) of P^{−1/2}HP^{−1/2}, its floored
@@ -139,6 +145,13 @@ long curv_trace(curv_t *c, const double *theta, int block, unsigned long seed,
  * stream seed (curv_measure's λ_max is the first), descending, into top. Returns as
  * curv_density. */
 long curv_top(curv_t *c, const double *theta, unsigned long seed, int count, double *top);
+
+/* The estimators of a curvature row (docs/design.md §10), those whose keys are on: the trace
+ * of H (whole, from the stream seed + 1, and every diagonal block, from seed + 2 + block) and
+ * the SLQ density of H and of the active P⁻¹H (P NULL: H's again; from the stream seed) into
+ * out's fields above. */
+void curv_estimate(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
+                   unsigned long seed, curv_row_t *out);
 
 /* ∇L (n) of the measurement batch at θ (one forward and backward pass of the copy). */
 void curv_gradient(curv_t *c, const double *theta, double *g);

@@ -109,14 +109,21 @@ static int measure_curvature(session_t *s, probe_t *p, const run_options_t *o)
 int run_check_estimators(const config_t *cfg, int probe)
 {
     const char *key = cfg->probe.density_probes > 0 ? "density_probes"
-                    : cfg->probe.trace_probes > 0 ? "trace_probes"
-                    : probe && cfg->probe.critical_sharpness ? "critical_sharpness" : NULL;
-    if (!key) return 0;
+                    : cfg->probe.trace_probes > 0 ? "trace_probes" : NULL;
+    const char *why = NULL;
+    if (key && probe) why = "measured at training's curvature rows and by `stability dump --hvp`, "
+                            "not by a probe";
+    else if (key && cfg->probe.curvature_every == 0)
+        why = "measured at the curvature rows: needs probe.curvature_every > 0 (or `stability "
+              "dump --hvp`)";
+    else if (probe && cfg->probe.critical_sharpness) {
+        key = "critical_sharpness";
+        why = "measured at training's curvature rows (train.steps > 0), not by a probe";
+    }
+    if (!why) return 0;
     char where[1200];
     config_where(cfg, config_key_index("probe", key), where, sizeof where);
-    fprintf(stderr, "%s: %s\n", where, strcmp(key, "critical_sharpness")
-            ? "measured by `stability dump --hvp` only (no curvature row holds it yet)"
-            : "measured at training's curvature rows (train.steps > 0), not by a probe");
+    fprintf(stderr, "%s: %s\n", where, why);
     return 2;
 }
 

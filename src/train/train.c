@@ -117,6 +117,8 @@ static void curv_at(train_t *t, long s, double lr, curv_row_t *row)
                                                                            : curv_measure;
     fn(t->curv, t->curv_theta, t->opt.kind == OPT_SGD ? NULL : t->curv_P, t->curv_floored,
        t->s.cfg.init.seed + CURV_START_OFFSET + (unsigned long)s, row);
+    curv_estimate(t->curv, t->curv_theta, t->opt.kind == OPT_SGD ? NULL : t->curv_P,
+                  t->curv_floored, t->s.cfg.init.seed + CURV_ESTIMATE_OFFSET + (unsigned long)s, row);
     row->step = s;
     row->threshold = optim_threshold(&t->opt, lr);
     row->critical_sharpness = row->update_curvature = NAN;
