@@ -27,7 +27,8 @@ model): every other /train dataset byte-identical (curv_passes and time aside),
 /train/hessian_trace, hessian_trace_stderr, hessian_block_trace, density_nodes,
 density_weights, precond_density_nodes, precond_density_weights of the documented shapes,
 every probe's weights summing to 1, the nodes inside each row's [λ_min, λ_max], curv_passes
-counting the estimators' products.
+counting the estimators' products; a probe's /probe/hessian_trace [seed], seed 0's equal to
+training's update-0 value bit for bit.
 
     /usr/bin/python3 tests/test_estimators.py [--binary ./stability]
 
@@ -216,6 +217,26 @@ def training_estimators(binary, tmp):
               np.all(passes >= want), f"{passes} vs {want}")
 
 
+def probe_trace(binary, tmp):
+    """A probe's /probe/hessian_trace [seed]: seed 0 is training's update-0 value, bit for bit
+    (the same batch, θ and probes)."""
+    base = {**LM, "probe.curvature_block_iters": 0, "probe.trace_probes": 6}
+    pp, tp = os.path.join(tmp, "probe_tr.h5"), os.path.join(tmp, "train_tr.h5")
+    r1 = train(binary, {**base, "train.steps": 0, "probe.seeds": 2, "probe.batches": 2}, pp)
+    r2 = train(binary, {**base, "train.steps": 1}, tp)
+    check("probe and training with probe.trace_probes exit 0", r1.returncode == r2.returncode == 0,
+          r1.stderr + r2.stderr)
+    if r1.returncode or r2.returncode:
+        return
+    with h5py.File(pp, "r") as p, h5py.File(tp, "r") as t:
+        got = [p["probe"][k][()] for k in ("hessian_trace", "hessian_trace_stderr")]
+        want = [t["train"][k][0] for k in ("hessian_trace", "hessian_trace_stderr")]
+        check("probe: /probe/hessian_trace, hessian_trace_stderr one value per seed",
+              all(g.shape == (2,) for g in got))
+        check("probe seed 0's trace = training's update-0 trace, bit for bit",
+              all(g[0] == w for g, w in zip(got, want)), f"{[g[0] for g in got]} vs {want}")
+
+
 def ref_text(a):
     return a.decode() if isinstance(a, bytes) else str(a)
 
@@ -236,6 +257,7 @@ def main():
         check("without the keys: no estimator dataset", rc == 0 and none, msg)
         training(binary, tmp)
         training_estimators(binary, tmp)
+        probe_trace(binary, tmp)
     failed = results.count(False)
     print(f"estimators: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

@@ -111,8 +111,8 @@ int run_check_estimators(const config_t *cfg, int probe)
     const char *key = cfg->probe.density_probes > 0 ? "density_probes"
                     : cfg->probe.trace_probes > 0 ? "trace_probes" : NULL;
     const char *why = NULL;
-    if (key && probe) why = "measured at training's curvature rows and by `stability dump --hvp`, "
-                            "not by a probe";
+    if (probe && cfg->probe.density_probes > 0)
+        why = "measured at training's curvature rows and by `stability dump --hvp`, not by a probe";
     else if (key && cfg->probe.curvature_every == 0)
         why = "measured at the curvature rows: needs probe.curvature_every > 0 (or `stability "
               "dump --hvp`)";
