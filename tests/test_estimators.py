@@ -215,6 +215,11 @@ def training_estimators(binary, tmp):
             tb["hessian_block_trace"][0])))) + 2 * P * M)
         check(f"curv_passes counts the estimators' products ({want:.0f} more a row)",
               np.all(passes >= want), f"{passes} vs {want}")
+    ia = subprocess.run([binary, "info", a], capture_output=True, text=True).stdout
+    ib = subprocess.run([binary, "info", b], capture_output=True, text=True).stdout
+    check("info names the estimators' keys by value, only when set",
+          "estimators" not in ia and "trace_probes = 12, density_probes = 5, density_iters = 7"
+          in ib, ib)
 
 
 def probe_trace(binary, tmp):
