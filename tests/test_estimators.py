@@ -218,7 +218,7 @@ def training_estimators(binary, tmp):
     ia = subprocess.run([binary, "info", a], capture_output=True, text=True).stdout
     ib = subprocess.run([binary, "info", b], capture_output=True, text=True).stdout
     check("info names the estimators' keys by value, only when set",
-          "estimators" not in ia and "trace_probes = 12, density_probes = 5, density_iters = 7"
+          "estimators at update" not in ia and "trace_probes = 12, density_probes = 5, density_iters = 7"
           in ib, ib)
 
 
