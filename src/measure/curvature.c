@@ -11,7 +11,6 @@
 #include "measure/curvature_internal.h"
 #include "model/session.h"
 
-
 size_t curv_num_params(const curv_t *c) { return c->n; }
 int curv_rows(const curv_t *c) { return c->rows; }
 
@@ -117,11 +116,11 @@ int curv_row_alloc(curv_row_t *r, const curv_t *c)
     if (!r->hessian_block_max || !r->precond_block_max) { curv_row_free(r); return 1; }
     // the estimators' arrays, only when their keys are on (measure/estimate.c)
     const size_t d = (size_t)c->est_probes * c->est_iters;
-    if (c->est_trace > 0 && !(r->block_trace = malloc(n * sizeof(double)))) { curv_row_free(r); return 1; }
-    if (d && (!(r->density_nodes = malloc(d * sizeof(double))) ||
+    if ((c->est_trace > 0 && !(r->block_trace = malloc(n * sizeof(double)))) ||
+        (d && (!(r->density_nodes = malloc(d * sizeof(double))) ||
               !(r->density_weights = malloc(d * sizeof(double))) ||
               !(r->precond_density_nodes = malloc(d * sizeof(double))) ||
-              !(r->precond_density_weights = malloc(d * sizeof(double))))) {
+              !(r->precond_density_weights = malloc(d * sizeof(double)))))) {
         curv_row_free(r);
         return 1;
     }

@@ -118,25 +118,32 @@ long curv_top(curv_t *c, const double *theta, unsigned long seed, int count, dou
 void curv_estimate(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
                    unsigned long seed, curv_row_t *out)
 {
+    long k;   // products that crossed a kink: their values are NaN, counted in the row
     out->trace = out->trace_stderr = NAN;
     if (c->est_trace > 0) {
         trace_result_t tr;
-        if (curv_trace(c, theta, CURV_WHOLE, seed + 1, &tr) >= 0) {
+        if ((k = curv_trace(c, theta, CURV_WHOLE, seed + 1, &tr)) >= 0) {
             out->trace = tr.mean;
             out->trace_stderr = tr.se;
+            out->kinked += k;
         }
         for (int b = 0; b < c->rows * TENSOR_BLOCKS; b++) {
             out->block_trace[b] = NAN;
-            if (curv_trace(c, theta, b, seed + 2 + (unsigned long)b, &tr) >= 0)
+            if ((k = curv_trace(c, theta, b, seed + 2 + (unsigned long)b, &tr)) >= 0) {
                 out->block_trace[b] = tr.mean;
+                out->kinked += k;
+            }
         }
     }
     if (c->est_probes > 0) {
-        curv_density(c, theta, NULL, NULL, CURV_WHOLE, seed, out->density_nodes,
-                     out->density_weights);
         const size_t d = (size_t)c->est_probes * c->est_iters;
-        if (curv_density(c, theta, P, floored, CURV_WHOLE, seed, out->precond_density_nodes,
-                         out->precond_density_weights) < 0)   // every coordinate floored
+        if ((k = curv_density(c, theta, NULL, NULL, CURV_WHOLE, seed, out->density_nodes,
+                              out->density_weights)) > 0)
+            out->kinked += k;
+        if ((k = curv_density(c, theta, P, floored, CURV_WHOLE, seed, out->precond_density_nodes,
+                              out->precond_density_weights)) > 0)
+            out->kinked += k;
+        if (k < 0)   // every coordinate floored
             for (size_t i = 0; i < d; i++)
                 out->precond_density_nodes[i] = out->precond_density_weights[i] = NAN;
     }
