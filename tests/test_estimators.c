@@ -300,7 +300,8 @@ END_TEST
 /* Hutchinson (30 Rademacher probes) over 20 seeds: every estimate within 4 standard errors of
  * the explicit tr(H), the mean square of the z-scores within [0.3, 3] (1 if the standard error
  * is honest); the FFN block's trace against its diagonal's sum. The top-3 Ritz values with
- * K = n against GSL's three largest eigenvalues (1e-6 of ρ). */
+ * K = n against GSL's three largest eigenvalues (1e-6 of ρ), the first equal to curv_measure's
+ * λ_max from the same stream. */
 START_TEST(test_trace_and_top)
 {
     config_t cfg;
@@ -339,6 +340,11 @@ START_TEST(test_trace_and_top)
         printf("estimators: top %d: %.10g (explicit %.10g)\n", i + 1, top[i], vals[n - 1 - i]);
         ck_assert_msg(fabs(top[i] - vals[n - 1 - i]) <= 1e-6 * rho, "top %d", i + 1);
     }
+    curv_row_t row;   // from the same stream, the first is curv_measure's λ_max, bit for bit
+    ck_assert_int_eq(curv_row_alloc(&row, x.c), 0);
+    curv_measure(x.c, x.m->params, NULL, NULL, 7, &row);
+    ck_assert(top[0] == row.hessian_max);
+    curv_row_free(&row);
     free(vals);
     tiny_close(&x);
 }
