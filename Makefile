@@ -60,6 +60,8 @@ BUILD    ?= build
 # The curvature measure (docs/design.md §10) is float64 only, whatever the run's precision: its
 # files are compiled once, and the float32 core calls them by their own names with float64 arrays.
 CORE_F64_ONLY := src/measure/hvp.c src/measure/lanczos.c src/measure/curvature.c \
+                 src/measure/slq.c src/measure/trace.c src/measure/critical.c \
+                 src/measure/directional.c src/measure/estimate.c \
                  src/measure/probe_curvature.c src/measure/outcome.c
 CORE_SRC := $(filter-out $(CORE_F64_ONLY),$(wildcard src/nn/*.c src/model/*.c src/measure/*.c src/train/*.c))
 CORE_F32 := $(CORE_SRC:src/%.c=$(BUILD)/f32/%.o)
@@ -339,6 +341,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_remedies.py
 	/usr/bin/python3 tests/test_torch_remedies.py
 	/usr/bin/python3 tests/test_curv_signal.py
+	/usr/bin/python3 tests/test_estimators.py
 	/usr/bin/python3 tests/test_curvature_diag.py
 	/usr/bin/python3 tests/test_warmup_explained.py
 	/usr/bin/python3 tests/test_indicators_plot.py

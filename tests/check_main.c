@@ -33,6 +33,7 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, block_suite());
     srunner_add_suite(sr, curvature_suite());
     srunner_add_suite(sr, curv_step_suite());
+    srunner_add_suite(sr, estimators_suite());
     srunner_add_suite(sr, diagnose_suite());
     srunner_add_suite(sr, remedies_suite());
     srunner_add_suite(sr, memory_suite());

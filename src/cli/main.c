@@ -138,7 +138,10 @@ static const char *HELP_DUMP =
     "                  cross-check sees values other than 0 and 1\n"
     "  --hvp           also the Hessian of the objective on that batch (dropout off): a unit\n"
     "                  Gaussian direction /hvp/v/NAME, its product /hvp/Hv/NAME, and\n"
-    "                  /hvp/hessian_max, /hvp/hessian_min by probe.curvature_iters Lanczos steps\n"
+    "                  /hvp/hessian_max, /hvp/hessian_min by probe.curvature_iters Lanczos steps;\n"
+    "                  with probe.trace_probes /hvp/trace, /hvp/trace_stderr (Hutchinson), with\n"
+    "                  probe.density_probes /hvp/density_nodes, /hvp/density_weights (SLQ) and\n"
+    "                  /hvp/density on /hvp/density_grid (broadened by probe.density_sigma)\n"
     "  --quiet         no summary line\n";
 
 static const char *HELP_GRADCHECK =

@@ -153,6 +153,12 @@ typedef struct config {
                                     training: auto (0: on under bfloat16*, fp8) | on (1) | off (2) */
         int curvature_active_only; /* on: rows after update 0 measure only precond_max_active
                                     (docs/design.md §10)   default off */
+        int density_probes;      /* SLQ spectral density (docs/design.md §10): probes n_v, 0 = off */
+        int density_iters;       /* its Lanczos steps m per probe, >= 2       default 16 */
+        double density_sigma;    /* its Gaussian broadening σ (eigenvalue units) > 0; default 0.1 */
+        int trace_probes;        /* Hutchinson's trace: Rademacher probes, 0 = off, else >= 2 */
+        int critical_sharpness;  /* on: 2/η_c along the next update at every curvature row
+                                    (Kalra et al. 2026; docs/design.md §10)  default off */
     } probe;
     struct {
         char file[CONFIG_PATH_MAX]; /* "" = results/<name>.h5 */

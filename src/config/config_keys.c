@@ -153,6 +153,11 @@ const cfg_key_t cfg_keys[] = {
     KI(probe, curvature_until, 0),
     KO(probe, curvature_active_only),
     KE(probe, precision_measures, measures_names),
+    KI(probe, density_probes, 0),
+    KI(probe, density_iters, 2),
+    KD(probe, density_sigma, 0, 1, INFINITY, 0),
+    KI(probe, trace_probes, 0),
+    KO(probe, critical_sharpness),
 
     KS(output, file),
     KB(output, plots),
@@ -329,6 +334,11 @@ void config_defaults(config_t *cfg)
     cfg->probe.curvature_until = 0;         // every row to the end
     cfg->probe.curvature_active_only = 0;
     cfg->probe.precision_measures = 0;      // auto: with the low precisions
+    cfg->probe.density_probes = 0;          // the estimators (docs/design.md §10): off
+    cfg->probe.density_iters = 16;
+    cfg->probe.density_sigma = 0.1;
+    cfg->probe.trace_probes = 0;
+    cfg->probe.critical_sharpness = 0;
 
     cfg->output.file[0] = '\0';
     cfg->output.plots = 0;
@@ -556,6 +566,14 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
         if (remedy_key_silent(cfg, k->off)) continue;
         // the optimizers of docs/design.md §6h: their keys only where they apply
         if (!config_key_applies(cfg, k)) continue;
+        // the estimators (docs/design.md §10): only when set away from their defaults
+        if ((k->off == offsetof(config_t, probe.density_probes) && cfg->probe.density_probes == 0) ||
+            (k->off == offsetof(config_t, probe.density_iters) && cfg->probe.density_iters == 16) ||
+            (k->off == offsetof(config_t, probe.density_sigma) && cfg->probe.density_sigma == 0.1) ||
+            (k->off == offsetof(config_t, probe.trace_probes) && cfg->probe.trace_probes == 0) ||
+            (k->off == offsetof(config_t, probe.critical_sharpness) &&
+             !cfg->probe.critical_sharpness))
+            continue;
         sbuf_printf(&b, "%s = ", k->name);
         key_value(&b, cfg, k);
     }

@@ -365,6 +365,20 @@ static int validate_curvature(const config_t *cfg, char *err, size_t errlen)
     if (cfg->probe.curvature_block_iters == 1)
         return vfail(cfg, cfg_kidx("probe", "curvature_block_iters"), err, errlen,
                      "must be 0 (no blocks) or >= 2 (got 1)");
+    // the estimators (docs/design.md §10): a standard error needs two samples; the density's
+    // steps and broadening mean nothing without its probes; λ_c is taken at curvature rows
+    if (cfg->probe.trace_probes == 1)
+        return vfail(cfg, cfg_kidx("probe", "trace_probes"), err, errlen,
+                     "must be 0 (off) or >= 2 (a standard error needs two probes; got 1)");
+    if (cfg->probe.density_probes == 0 && cfg->probe.density_iters != 16)
+        return vfail(cfg, cfg_kidx("probe", "density_iters"), err, errlen,
+                     "the spectral density's Lanczos steps: needs probe.density_probes > 0");
+    if (cfg->probe.density_probes == 0 && cfg->probe.density_sigma != 0.1)
+        return vfail(cfg, cfg_kidx("probe", "density_sigma"), err, errlen,
+                     "the spectral density's broadening: needs probe.density_probes > 0");
+    if (cfg->probe.critical_sharpness && cfg->probe.curvature_every == 0)
+        return vfail(cfg, cfg_kidx("probe", "critical_sharpness"), err, errlen,
+                     "measured at the curvature rows: needs probe.curvature_every > 0");
     return 0;
 }
 

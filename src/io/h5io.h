@@ -205,14 +205,23 @@ typedef struct {
     double h;                /* the difference step H·v used */
     long kinked;             /* products that crossed a ReLU kink even at the smallest step */
     int iters;               /* Lanczos steps taken (probe.curvature_iters, capped at the parameters) */
+    /* the estimators (docs/design.md §10), written when their keys are on */
+    int trace_probes;        /* Hutchinson's probes (0: no /hvp/trace) */
+    double trace, trace_stderr;
+    int density_probes, density_iters;   /* SLQ (0 probes: no density) */
+    const double *density_nodes, *density_weights;   /* (probes, iters) */
+    const double *density_grid, *density;            /* (density_points) φ broadened by σ */
+    int density_points;
+    double density_sigma;
 } h5io_hvp_t;
 
 /* docs/design.md §6 dump: /batch/tokens, /batch/targets (int32 [B][T]), /loss, /params/NAME,
  * /grads/NAME, root attributes with the data's identity id (h5io_write_root_attrs; and
  * `precision` when not NULL: the float32 core's values, held exactly in float64); with hvp (may
- * be NULL) /hvp/v/NAME, /hvp/Hv/NAME, /hvp/hessian_max, /hvp/hessian_min; status "diverged"
- * with diverged_reason when diverged is not NULL, else "done". Returns 0, or 1/2 with err set;
- * nothing left on failure. */
+ * be NULL) /hvp/v/NAME, /hvp/Hv/NAME, /hvp/hessian_max, /hvp/hessian_min (and /hvp/trace,
+ * /hvp/trace_stderr, /hvp/density_nodes, /hvp/density_weights, /hvp/density_grid, /hvp/density
+ * when the estimators are on); status "diverged" with diverged_reason when diverged is not
+ * NULL, else "done". Returns 0, or 1/2 with err set; nothing left on failure. */
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
                     unsigned long seed, const data_identity_t *id, int overwrite,
                     const char *precision, const h5io_hvp_t *hvp, const char *diverged,

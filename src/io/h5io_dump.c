@@ -3,6 +3,28 @@
 #include <stdio.h>
 #include "io/h5io.h"
 
+/* The estimators of /hvp (docs/design.md §10): Hutchinson's trace and its standard error; the
+ * SLQ nodes and weights [probe][m] and the density they give on a grid. */
+static int write_estimators(h5io_file_t *f, const h5io_hvp_t *h)
+{
+    int rc = 0;
+    if (h->trace_probes > 0) {
+        rc |= h5io_write_doubles(f, "/hvp/trace", &h->trace, 0, NULL);
+        rc |= h5io_write_doubles(f, "/hvp/trace_stderr", &h->trace_stderr, 0, NULL);
+        rc |= h5io_write_attr_int(f, "/hvp/trace", "probes", h->trace_probes);
+    }
+    if (h->density_probes > 0) {
+        const size_t dims[2] = {(size_t)h->density_probes, (size_t)h->density_iters},
+                     pts = (size_t)h->density_points;
+        rc |= h5io_write_doubles(f, "/hvp/density_nodes", h->density_nodes, 2, dims);
+        rc |= h5io_write_doubles(f, "/hvp/density_weights", h->density_weights, 2, dims);
+        rc |= h5io_write_doubles(f, "/hvp/density_grid", h->density_grid, 1, &pts);
+        rc |= h5io_write_doubles(f, "/hvp/density", h->density, 1, &pts);
+        rc |= h5io_write_attr_double(f, "/hvp/density", "sigma", h->density_sigma);
+    }
+    return rc;
+}
+
 /* /hvp: v and H·v named as /params, λ_max and λ_min of H (docs/design.md §10). */
 static int write_hvp(h5io_file_t *f, const model_t *m, const h5io_hvp_t *h)
 {
@@ -27,7 +49,7 @@ static int write_hvp(h5io_file_t *f, const model_t *m, const h5io_hvp_t *h)
     rc |= h5io_write_attr_double(f, "/hvp", "h", h->h);
     rc |= h5io_write_attr_int(f, "/hvp", "kinked", h->kinked);
     rc |= h5io_write_attr_int(f, "/hvp", "iters", h->iters);
-    return rc;
+    return rc | write_estimators(f, h);
 }
 
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,

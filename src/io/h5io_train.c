@@ -159,6 +159,11 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     w->lowp = config_precision_measures(&t->s.cfg);
     w->swiglu = t->s.cfg.model.activation == ACT_SWIGLU;
     w->pure = t->s.cfg.train.precision == PRECISION_BFLOAT16_PURE;
+    const int rows = t->s.cfg.probe.curvature_every > 0;   // the estimators' rows (design §10)
+    w->critical = rows && t->s.cfg.probe.critical_sharpness;
+    w->trace = rows && t->s.cfg.probe.trace_probes > 0;
+    w->density_iters = rows && t->curv ? curv_density_iters(t->curv) : 0;
+    w->density_probes = w->density_iters > 0 ? t->s.cfg.probe.density_probes : 0;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
@@ -247,6 +252,23 @@ static int push_curv(h5io_train_t *w, const curv_row_t *c)
     push(w, h5io_tw_col("curv_passes"), &c->passes);
     push(w, h5io_tw_col("hessian_block_max"), c->hessian_block_max);
     push(w, h5io_tw_col("precond_block_max"), c->precond_block_max);
+    if (w->trace) {
+        push(w, h5io_tw_col("hessian_trace"), &c->trace);
+        push(w, h5io_tw_col("hessian_trace_stderr"), &c->trace_stderr);
+        push(w, h5io_tw_col("hessian_block_trace"), c->block_trace);
+    }
+    if (w->density_probes > 0) {
+        push(w, h5io_tw_col("density_nodes"), c->density_nodes);
+        push(w, h5io_tw_col("density_weights"), c->density_weights);
+        push(w, h5io_tw_col("precond_density_nodes"), c->precond_density_nodes);
+        push(w, h5io_tw_col("precond_density_weights"), c->precond_density_weights);
+    }
+    if (w->critical) {
+        push(w, h5io_tw_col("critical_sharpness"), &c->critical_sharpness);
+        push(w, h5io_tw_col("update_curvature"), &c->update_curvature);
+        push(w, h5io_tw_col("critical_quadratic"), &c->critical_quadratic);
+        push(w, h5io_tw_col("grad_precond_curvature"), &c->grad_precond_curvature);
+    }
     return ++w->pending[G_CURV] == GROUP_CAP[G_CURV] ? h5io_train_flush(w) : 0;
 }
 

@@ -108,6 +108,20 @@ const column_t COLUMNS[NCOL] = {
     {"channel_amax", G_PROBE, 0, 1, PA_CHANNEL, "max |x_c| over the batch's positions of each channel of each layer's output (the residual stream after the layer): the outliers a per-tensor scale must cover (Fishman et al. 2025)"},
     {"swiglu_cos", G_PROBE, 0, 1, PA_UNIT, "cosine between each SwiGLU unit's gate and linear weight vectors W1[:,j], W3[:,j] (Fishman et al. 2025); model.activation = swiglu only"},
     {"pv_round_bias", G_PROBE, 0, 1, PA_HEAD, "mean over the batch and the head's outputs of (bf16(P) - P).V, the bias bfloat16 rounding of the attention probabilities adds to softmax.V (Qiu & Yao 2025); NaN with train.round_attn_probs = off"},
+    // the estimators (docs/design.md §10): the trace with probe.trace_probes > 0, the density
+    // with probe.density_probes > 0
+    {"hessian_trace", G_CURV, 0, 0, PA_NONE, "Hutchinson's estimate of tr(H) on the measurement batch, probe.trace_probes Rademacher probes"},
+    {"hessian_trace_stderr", G_CURV, 0, 0, PA_NONE, "its standard error s/sqrt(N) over the probes"},
+    {"hessian_block_trace", G_CURV, 0, 2, PA_KIND, "Hutchinson's estimate of the trace of each diagonal block of H, layer x kind (as hessian_block_max); NaN where a layer has no such kind"},
+    {"density_nodes", G_CURV, 0, 3, PA_NONE, "SLQ nodes of H [probe][m]: the eigenvalues of each probe's Lanczos tridiagonal (probe.density_probes Rademacher probes, probe.density_iters steps); NaN past an invariant space"},
+    {"density_weights", G_CURV, 0, 3, PA_NONE, "SLQ weights [probe][m]: the squared first components of the tridiagonal's unit eigenvectors (each probe's sum to 1)"},
+    {"precond_density_nodes", G_CURV, 0, 3, PA_NONE, "SLQ nodes of P^-1/2 H P^-1/2 without its eps-floored coordinates (the active P^-1 H; sgd: H)"},
+    {"precond_density_weights", G_CURV, 0, 3, PA_NONE, "their weights"},
+    // the critical sharpness (docs/design.md §10), with probe.critical_sharpness = on only
+    {"critical_sharpness", G_CURV, 0, 0, PA_NONE, "2/eta_c, eta_c the smallest step scale at which the measurement batch's loss rises along the update the optimizer is about to take (forward passes: doubling, then bisection to 1/16; Kalra et al. 2026)"},
+    {"update_curvature", G_CURV, 0, 0, PA_NONE, "u^T H u / u^T u along that update u (one Hessian-vector product)"},
+    {"critical_quadratic", G_CURV, 0, 0, PA_NONE, "u^T H u / g^T u, g the measurement batch's gradient: the critical sharpness of the local quadratic model (what critical_sharpness estimates; u^T H u / u^T u when u = g)"},
+    {"grad_precond_curvature", G_CURV, 0, 0, PA_NONE, "g^T diag(1/(sqrt(v_hat)+eps)) H g / g^T g on the same gradient (Bai et al. 2025; sgd: g^T H g / g^T g); their spike threshold 2/lr"},
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 
@@ -115,6 +129,11 @@ _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS dis
 int h5io_tw_row_dims(const h5io_train_t *w, const column_t *c, hsize_t *d)
 {
     int n = 0;
+    if (c->layered == 3) {   // the density's [probe][m]
+        d[0] = (hsize_t)w->density_probes;
+        d[1] = (hsize_t)w->density_iters;
+        return 2;
+    }
     if (c->layered) d[n++] = (hsize_t)w->ax.L + (c->layered == 2);
     if (c->axis != PA_NONE) d[n++] = (hsize_t)probe_axis_len(&w->ax, c->axis);
     return n;
@@ -147,6 +166,11 @@ int h5io_tw_column_present(const h5io_train_t *w, int k)
         !w->lowp)
         return 0;
     if (!strcmp(COLUMNS[k].name, "swiglu_cos") && !w->swiglu) return 0;
+    if (COLUMNS[k].group == G_CURV && k >= h5io_tw_col("critical_sharpness") && !w->critical)
+        return 0;   // the critical sharpness's columns, the last of the table
+    if (!strncmp(COLUMNS[k].name, "hessian_trace", 13) || !strcmp(COLUMNS[k].name, "hessian_block_trace"))
+        return w->curv && w->trace;
+    if (COLUMNS[k].layered == 3) return w->curv && w->density_probes > 0;
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 
@@ -163,7 +187,12 @@ static int column_attrs(h5io_train_t *w, const column_t *c, const char *path)
 {
     const char *axes[3] = {GROUP_AXIS[c->group]};
     int n = 1, rc = 0;
-    if (c->layered) axes[n++] = "layer";
+    if (c->layered == 3) {   // the density's [probe][m]
+        axes[n++] = "probe";
+        axes[n++] = "node";
+    } else if (c->layered) {
+        axes[n++] = "layer";
+    }
     if (c->axis != PA_NONE) {
         axes[n++] = axis_label(c->axis);
         rc |= h5io_write_attr_strings(&w->f, path, axis_label(c->axis),
@@ -177,7 +206,7 @@ static int column_attrs(h5io_train_t *w, const column_t *c, const char *path)
         rows[w->ax.L] = "outside";
         rc |= h5io_write_attr_strings(&w->f, path, "stack", rows, (size_t)w->ax.L + 1);
         free(rows);
-    } else if (c->layered && w->ax.encdec) {   // which stack each layer row belongs to
+    } else if (c->layered == 1 && w->ax.encdec) {   // which stack each layer row belongs to
         rc |= h5io_write_attr_strings(&w->f, path, "stack", (const char *const *)w->ax.stack,
                                       (size_t)w->ax.L);
     }

@@ -14,7 +14,8 @@ extern const char *const GROUP_AXIS[G_COUNT];
 
 /* A row after the first (growing) axis: [layer] [one named probe axis] (measure/probe.h).
  * layered = 2: the layer rows and one more, the tensors outside the layers (the curvature's
- * blocks, measure/curvature.h), named by a stack attribute ending in "outside". */
+ * blocks, measure/curvature.h), named by a stack attribute ending in "outside".
+ * layered = 3: no layer, the row is the SLQ density's [probe][m] (measure/slq.h). */
 typedef struct {
     const char *name;
     int group, is_int, layered;
@@ -24,7 +25,7 @@ typedef struct {
 
 /* The /train datasets, in file order (h5io_train_columns.c). */
 extern const column_t COLUMNS[];
-#define NCOL 60
+#define NCOL 71
 /* Columns from this index on came with the dynamics measures (docs/design.md §6g): a file
  * written before them resumes with them NaN. */
 #define NCOL_BEFORE_DYNAMICS 20
@@ -64,6 +65,9 @@ struct h5io_train {
                                    with swiglu) */
     int swiglu;                 /* model.activation = swiglu */
     int pure;                   /* train.precision = bfloat16_pure: /train/stagnation */
+    int critical;               /* and the critical sharpness (probe.critical_sharpness) */
+    int trace;                  /* and Hutchinson's trace (probe.trace_probes > 0) */
+    int density_probes, density_iters;   /* and the SLQ density's shape (0: none) */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];

@@ -8,28 +8,8 @@
 #include <string.h>
 #include <gsl/gsl_rng.h>
 #include "measure/curvature.h"
-#include "measure/hvp.h"
-#include "measure/lanczos.h"
+#include "measure/curvature_internal.h"
 #include "model/session.h"
-
-struct curv {
-    model_t *m;               /* the float64 copy, dropout off */
-    batch_t batch;            /* the measurement batch (own buffers) */
-    hvp_t hvp;
-    lanczos_t lz;
-    gsl_rng *rng;
-    int K, Kb;                /* Lanczos steps: whole, blocks (0: no blocks) */
-    double l2;                /* λ of L2 decay in the gradient: the objective's Hessian is
-                                 H + λI (0: none, or the dump's loss alone) */
-    int rows;                 /* block rows: layer rows + 1 */
-    size_t n;
-    double *D;                /* (n) P^{−1/2} of the running measurement, or NULL: plain H */
-    double *u;                /* (n) scratch: the direction of a preconditioned product */
-    double *top;              /* (n) the top eigenvector of P^{−1/2}HP^{−1/2} */
-    double *Dbuf;             /* (n) storage of D */
-    unsigned char *mask;      /* (n) the support of a restricted run */
-    int stopped;              /* a run of the current measurement was stopped by the flag */
-};
 
 size_t curv_num_params(const curv_t *c) { return c->n; }
 void curv_set_stop(curv_t *c, const volatile sig_atomic_t *stop) { c->lz.stop = stop; }
@@ -49,6 +29,7 @@ void curv_free(curv_t *c)
     free(c->u);
     free(c->top);
     free(c->mask);
+    curv_estimate_free(c);
     free(c);
 }
 
@@ -127,7 +108,8 @@ int curv_create(curv_t **out, const config_t *cfg, const batch_caps_t *caps, con
     c->top = malloc(c->n * sizeof(double));
     c->mask = malloc(c->n ? c->n : 1);
     if (!c->rng || !c->Dbuf || !c->u || !c->top || !c->mask || copy_batch(c, b) ||
-        hvp_init(&c->hvp, c->m, &c->batch, HVP_H0, HVP_HMIN) || lanczos_alloc(&c->lz, c->n, K)) {
+        hvp_init(&c->hvp, c->m, &c->batch, HVP_H0, HVP_HMIN) || lanczos_alloc(&c->lz, c->n, K) ||
+        curv_estimate_alloc(c, cfg)) {
         curv_free(c);
         snprintf(err, errlen, "out of memory");
         return 1;
@@ -143,6 +125,16 @@ int curv_row_alloc(curv_row_t *r, const curv_t *c)
     r->hessian_block_max = malloc(n * sizeof(double));
     r->precond_block_max = malloc(n * sizeof(double));
     if (!r->hessian_block_max || !r->precond_block_max) { curv_row_free(r); return 1; }
+    // the estimators' arrays, only when their keys are on (measure/estimate.c)
+    const size_t d = (size_t)c->est_probes * c->est_iters;
+    if ((c->est_trace > 0 && !(r->block_trace = malloc(n * sizeof(double)))) ||
+        (d && (!(r->density_nodes = malloc(d * sizeof(double))) ||
+              !(r->density_weights = malloc(d * sizeof(double))) ||
+              !(r->precond_density_nodes = malloc(d * sizeof(double))) ||
+              !(r->precond_density_weights = malloc(d * sizeof(double)))))) {
+        curv_row_free(r);
+        return 1;
+    }
     return 0;
 }
 
@@ -150,13 +142,20 @@ void curv_row_free(curv_row_t *r)
 {
     free(r->hessian_block_max);
     free(r->precond_block_max);
-    r->hessian_block_max = r->precond_block_max = NULL;
+    free(r->block_trace);
+    free(r->density_nodes);
+    free(r->density_weights);
+    free(r->precond_density_nodes);
+    free(r->precond_density_weights);
+    r->hessian_block_max = r->precond_block_max = r->block_trace = NULL;
+    r->density_nodes = r->density_weights = NULL;
+    r->precond_density_nodes = r->precond_density_weights = NULL;
 }
 
 /* ------------------------------------------------------------------------- operators */
 
 /* y = (H + λI)·x (x of unit norm: a Lanczos vector; λ = c->l2). */
-static void op_hessian(void *ctx, const double *x, double *y)
+void curv_op_hessian(void *ctx, const double *x, double *y)
 {
     curv_t *c = ctx;
     hvp_apply(&c->hvp, x, y, NULL);
@@ -166,7 +165,7 @@ static void op_hessian(void *ctx, const double *x, double *y)
 
 /* y = D·(H + λI)·D·x, D = P^{−1/2}: the product is taken along the unit direction D·x/‖D·x‖
  * (so the difference step stays h) and scaled back. */
-static void op_precond(void *ctx, const double *x, double *y)
+void curv_op_precond(void *ctx, const double *x, double *y)
 {
     curv_t *c = ctx;
     double s = 0.0;
@@ -191,7 +190,7 @@ static void run(curv_t *c, int pre, const unsigned char *support, int iters, lan
 {
     if (c->stopped) iters = 0;   // NaN without a step
     const long before = c->hvp.kinked;
-    lanczos_run(&c->lz, pre ? op_precond : op_hessian, c, support, iters, c->rng, res, top);
+    lanczos_run(&c->lz, pre ? curv_op_precond : curv_op_hessian, c, support, iters, c->rng, res, top);
     if (res->stopped) c->stopped = 1;
     if (c->hvp.kinked > before) {
         *kinked += c->hvp.kinked - before;
@@ -213,13 +212,11 @@ double curv_cost_passes(double K, double Kb, int nblocks, double T, int precond,
 
 int curv_iters(const curv_t *c) { return c->K; }
 
-static size_t block_mask(curv_t *c, int row, int kind, const unsigned char *floored);
-
 double curv_row_passes(curv_t *c, const config_t *cfg, int later)
 {
     int nblocks = 0;
     for (int r = 0; c->Kb >= 1 && r < c->rows; r++)
-        for (int k = 0; k < TENSOR_BLOCKS; k++) nblocks += block_mask(c, r, k, NULL) > 0;
+        for (int k = 0; k < TENSOR_BLOCKS; k++) nblocks += curv_block_mask(c, r, k, NULL) > 0;
     const double T = (double)c->batch.B * (double)c->batch.T + (double)c->batch.B * c->batch.S;
     return curv_cost_passes(c->K, c->Kb, nblocks, T, cfg->train.optimizer != OPT_SGD,
                             later && cfg->probe.curvature_active_only);
@@ -229,7 +226,7 @@ double curv_row_passes(curv_t *c, const config_t *cfg, int later)
 
 /* mask = the coordinates of block (row, kind), without the floored ones when floored != NULL.
  * Returns how many. */
-static size_t block_mask(curv_t *c, int row, int kind, const unsigned char *floored)
+size_t curv_block_mask(curv_t *c, int row, int kind, const unsigned char *floored)
 {
     const model_t *m = c->m;
     memset(c->mask, 0, c->n);
@@ -254,7 +251,7 @@ static void measure_blocks(curv_t *c, const unsigned char *floored, curv_row_t *
         for (int k = 0; k < TENSOR_BLOCKS; k++) {
             const size_t o = (size_t)r * TENSOR_BLOCKS + k;
             out->hessian_block_max[o] = out->precond_block_max[o] = NAN;
-            if (c->Kb < 1 || !block_mask(c, r, k, NULL)) continue;
+            if (c->Kb < 1 || !curv_block_mask(c, r, k, NULL)) continue;
             lanczos_result_t res;
             run(c, 0, c->mask, c->Kb, &res, NULL, &out->kinked);
             out->hessian_block_max[o] = res.max;
@@ -262,7 +259,7 @@ static void measure_blocks(curv_t *c, const unsigned char *floored, curv_row_t *
                 out->precond_block_max[o] = res.max;
                 continue;
             }
-            if (!block_mask(c, r, k, floored)) continue;
+            if (!curv_block_mask(c, r, k, floored)) continue;
             run(c, 1, c->mask, c->Kb, &res, NULL, &out->kinked);
             out->precond_block_max[o] = res.max;
         }

@@ -56,6 +56,17 @@ typedef struct {
     double passes;              /* forward+backward passes the measurement took */
     int stopped;                /* a stop signal ended it between Lanczos steps (curv_set_stop):
                                    the row is partial, every value unknown; not to be recorded */
+    double critical_sharpness;  /* probe.critical_sharpness: 2/η_c along the next update
+                                   (Kalra et al. 2026; the caller, curv_critical), else NaN */
+    double update_curvature;    /* uᵀHu/uᵀu along that update u (the caller), else NaN */
+    double critical_quadratic;  /* uᵀHu/gᵀu: λ_c of the local quadratic model (the caller) */
+    double grad_precond_curvature;   /* Bai et al. 2025: gᵀ(√v̂ + ε)⁻¹Hg/gᵀg (the caller) */
+    double trace, trace_stderr; /* probe.trace_probes: Hutchinson's tr(H) and its standard
+                                   error (curv_estimate), else NaN */
+    double *block_trace;        /* (rows, TENSOR_BLOCKS) tr of each diagonal block; NULL when
+                                   the trace is off, NaN where a row has no such kind */
+    double *density_nodes, *density_weights;        /* (probes, iters) SLQ of H; NULL when off */
+    double *precond_density_nodes, *precond_density_weights;   /* of the active P⁻¹H */
     double *hessian_block_max;  /* (rows, TENSOR_BLOCKS) λ_max of each diagonal block of H;
                                    NaN where a row has no tensor of that kind */
     double *precond_block_max;  /* (rows, TENSOR_BLOCKS) of P^{−1/2}HP^{−1/2}, its floored
@@ -132,5 +143,63 @@ double curv_quad(curv_t *c, const double *theta, const double *u, const batch_t 
  * fewer at an invariant space. 0, or the products that crossed a kink (the values are then NaN). */
 long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
                    unsigned long seed, double *lmax, double *lmin, double *h, int *iters);
+
+/* ------------------------------------------------- the estimators (measure/estimate.c) */
+
+#include "measure/critical.h"
+#include "measure/trace.h"
+
+/* The start vectors of the estimators after s updates: the stream seed + this (+ s). */
+#define CURV_ESTIMATE_OFFSET 0x2545F491UL
+
+/* The diagonal block of `block` = row·TENSOR_BLOCKS + kind, or CURV_WHOLE: every parameter. */
+#define CURV_WHOLE (-1)
+
+/* SLQ (measure/slq.h) of H at θ (n) — or, with P (n), of P^{−1/2}HP^{−1/2} without the floored
+ * coordinates (the active P⁻¹H; floored may be NULL) — on `block`: probe.density_probes
+ * Rademacher probes × probe.density_iters steps from the stream seed; nodes, weights
+ * (probes, iters). Returns 0, or the products that crossed a kink (the values are then NaN),
+ * or −1 when the block is empty or the density is off. */
+long curv_density(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
+                  int block, unsigned long seed, double *nodes, double *weights);
+
+/* The density's Lanczos steps: probe.density_iters, at most n (0 when the density is off). */
+int curv_density_iters(const curv_t *c);
+
+/* Hutchinson's trace (measure/trace.h) of H at θ on `block` with probe.trace_probes probes from
+ * the stream seed. Returns as curv_density. */
+long curv_trace(curv_t *c, const double *theta, int block, unsigned long seed,
+                trace_result_t *out);
+
+/* The `count` largest Ritz values of H at θ by probe.curvature_iters Lanczos steps from the
+ * stream seed (curv_measure's λ_max is the first), descending, into top. Returns as
+ * curv_density. */
+long curv_top(curv_t *c, const double *theta, unsigned long seed, int count, double *top);
+
+/* The estimators of a curvature row (docs/design.md §10), those whose keys are on: the trace
+ * of H (whole, from the stream seed + 1, and every diagonal block, from seed + 2 + block) and
+ * the SLQ density of H and of the active P⁻¹H (P NULL: H's again; from the stream seed) into
+ * out's fields above. */
+void curv_estimate(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
+                   unsigned long seed, curv_row_t *out);
+
+/* ∇L (n) of the measurement batch at θ (one forward and backward pass of the copy). */
+void curv_gradient(curv_t *c, const double *theta, double *g);
+
+/* The critical sharpness along the update u (n; θ − η·u is the update at learning rate η):
+ * forward passes only (measure/critical.h) on the measurement batch from guess > 0. */
+void curv_critical(curv_t *c, const double *theta, const double *u, double guess,
+                   critical_result_t *out);
+
+/* uᵀHu/uᵀu at θ (one Hessian-vector product), and in *quadratic (may be NULL) uᵀHu/gᵀu: the
+ * critical sharpness 2/η_c of the local quadratic model along u, g (n) the gradient
+ * (measure/critical.h). NaN when the product crossed a kink. */
+double curv_update_curvature(curv_t *c, const double *theta, const double *u, const double *g,
+                             double *quadratic);
+
+/* Bai et al. 2025's gradient-direction curvature of the preconditioned Hessian at θ,
+ * gᵀ·diag(D)·H·g / gᵀg (measure/directional.h; one Hessian-vector product), D (n) the inverse
+ * preconditioner 1/(√v̂ + ε). NaN when the product crossed a kink. */
+double curv_precond_grad(curv_t *c, const double *theta, const double *g, const double *D);
 
 #endif

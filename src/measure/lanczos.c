@@ -114,12 +114,22 @@ static int ritz(lanczos_t *l, int k, lanczos_result_t *res, double *top)
 void lanczos_run(lanczos_t *l, lanczos_op_fn op, void *ctx, const unsigned char *support,
                  int iters, gsl_rng *rng, lanczos_result_t *res, double *top)
 {
+    // the start: Gaussian on the support (drawn in coordinate order)
+    double *q = l->Q;
+    for (size_t i = 0; i < l->n; i++)
+        q[i] = !support || support[i] ? gsl_ran_gaussian(rng, 1.0) : 0.0;
+    lanczos_run_from(l, op, ctx, support, iters, q, res, top);
+}
+
+void lanczos_run_from(lanczos_t *l, lanczos_op_fn op, void *ctx, const unsigned char *support,
+                      int iters, const double *start, lanczos_result_t *res, double *top)
+{
     const size_t n = l->n;
     res->stopped = 0;
     if (iters > l->K) iters = l->K;
-    // the start: Gaussian on the support (drawn in coordinate order), unit norm
-    double *q = l->Q;
-    for (size_t i = 0; i < n; i++) q[i] = !support || support[i] ? gsl_ran_gaussian(rng, 1.0) : 0.0;
+    double *q = l->Q;   // the start, unit norm
+    if (start != q) memcpy(q, start, n * sizeof(double));
+    cut(q, support, n);
     const double q0 = sqrt(dot(q, q, n));
     if (!(q0 > 0.0) || iters < 1) { nan_result(res, top, n); return; }
     for (size_t i = 0; i < n; i++) q[i] /= q0;
@@ -151,4 +161,27 @@ void lanczos_run(lanczos_t *l, lanczos_op_fn op, void *ctx, const unsigned char 
         for (size_t i = 0; i < n; i++) next[i] = l->w[i] / l->beta[j];
     }
     if (ritz(l, k, res, top)) nan_result(res, top, n);
+}
+
+void lanczos_quadrature(const lanczos_t *l, int iters, double *nodes, double *weights)
+{
+    const size_t k = (size_t)iters;
+    for (size_t j = 0; j < k; j++) {
+        nodes[j] = l->theta[j];
+        weights[j] = l->S[j] * l->S[j];   // row 0 of S: the eigenvectors' first components
+    }
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+void lanczos_top(const lanczos_t *l, int iters, int count, double *out)
+{
+    double *t = l->w;   // scratch: n ≥ iters (a Krylov space has at most n dimensions)
+    memcpy(t, l->theta, (size_t)iters * sizeof(double));
+    qsort(t, (size_t)iters, sizeof(double), cmp_desc);
+    for (int i = 0; i < count; i++) out[i] = i < iters ? t[i] : NAN;
 }

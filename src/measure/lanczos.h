@@ -58,4 +58,18 @@ void lanczos_free(lanczos_t *l);
 void lanczos_run(lanczos_t *l, lanczos_op_fn op, void *ctx, const unsigned char *support,
                  int iters, gsl_rng *rng, lanczos_result_t *res, double *top);
 
+/* The same from a given start (n; scaled to unit norm, cut to the support; may be l->Q itself).
+ * A start of zero norm gives NaN everywhere. */
+void lanczos_run_from(lanczos_t *l, lanczos_op_fn op, void *ctx, const unsigned char *support,
+                      int iters, const double *start, lanczos_result_t *res, double *top);
+
+/* Gauss quadrature of the last run of `iters` = res.iters steps (Golub & Meurant 1994; Ubaru et
+ * al. 2017, eq. 3.4): nodes (iters) the tridiagonal's eigenvalues θ_j, weights (iters) the
+ * squared first components τ_j² of its unit eigenvectors (they sum to 1), so that for the start
+ * q₁, Σ_j τ_j²·θ_j^p = q₁ᵀA^p q₁ exactly for p ≤ 2·iters − 1. */
+void lanczos_quadrature(const lanczos_t *l, int iters, double *nodes, double *weights);
+
+/* The `count` largest Ritz values of the last run of `iters` steps, descending (NaN past iters). */
+void lanczos_top(const lanczos_t *l, int iters, int count, double *out);
+
 #endif

@@ -69,6 +69,11 @@ const probe_array_t PROBE_ARRAYS[] = {
     {"precond_max_active", FIELD(precond_max_active), 0, PA_NONE, PO_CURV,
      "lambda_max(P^-1 H), P the preconditioner of the first update (from the first batch's "
      "gradient), its eps-floored coordinates (sqrt(v_hat) < eps) left out"},
+    {"hessian_trace", FIELD(hessian_trace), 0, PA_NONE, PO_CURV,
+     "Hutchinson's estimate of tr(H) on the seed's measurement batch, probe.trace_probes "
+     "Rademacher probes (docs/design.md section 10)"},
+    {"hessian_trace_stderr", FIELD(hessian_trace_stderr), 0, PA_NONE, PO_CURV,
+     "its standard error s/sqrt(N) over the probes"},
 };
 const int PROBE_NUM_ARRAYS = (int)(sizeof PROBE_ARRAYS / sizeof PROBE_ARRAYS[0]);
 

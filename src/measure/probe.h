@@ -94,6 +94,8 @@ typedef struct {
     double *hessian_max;          /* (S) λ_max of the Hessian on the seed's measurement batch */
     double *hessian_min;          /* (S) λ_min */
     double *precond_max_active;   /* (S) λ_max(P⁻¹H), P the first update's, ε-floor left out */
+    double *hessian_trace;        /* (S) Hutchinson's tr(H) (probe.trace_probes > 0; else NULL) */
+    double *hessian_trace_stderr; /* (S) its standard error */
 } probe_t;
 
 /* One array of probe_t: its name, where it is, its shape after the seed axis. */
@@ -159,8 +161,8 @@ typedef void (*probe_progress_fn)(void *ctx, long done, long total);
  * optimizer has none: sgd) or −1 (out of memory). */
 typedef int (*probe_precond_fn)(void *ctx, const model_t *m, double *P, unsigned char *floored);
 
-/* Allocate p's curvature arrays (NaN). 0 or 1. */
-int probe_curvature_alloc(probe_t *p);
+/* Allocate p's curvature arrays (NaN), with trace the trace's (probe.trace_probes > 0). 0 or 1. */
+int probe_curvature_alloc(probe_t *p, int trace);
 
 /* The curvature at initialisation of every seed k (measure/curvature.h, docs/design.md §10):
  * initialise from init.seed + k, the gradient of the seed's first batch (the probe's batch 0,

@@ -7,10 +7,11 @@
 #include "measure/curvature.h"
 #include "measure/probe.h"
 
-int probe_curvature_alloc(probe_t *p)
+int probe_curvature_alloc(probe_t *p, int trace)
 {
-    double **arrays[3] = {&p->hessian_max, &p->hessian_min, &p->precond_max_active};
-    for (int a = 0; a < 3; a++) {
+    double **arrays[5] = {&p->hessian_max, &p->hessian_min, &p->precond_max_active,
+                          &p->hessian_trace, &p->hessian_trace_stderr};
+    for (int a = 0; a < (trace ? 5 : 3); a++) {
         if (*arrays[a]) continue;
         if (!(*arrays[a] = malloc((size_t)p->S * sizeof(double)))) return 1;
         for (int s = 0; s < p->S; s++) (*arrays[a])[s] = NAN;
@@ -74,6 +75,12 @@ static int seed_measure(session_t *s, probe_t *p, int k, probe_precond_fn precon
     p->hessian_max[k] = row.hessian_max;
     p->hessian_min[k] = row.hessian_min;
     p->precond_max_active[k] = row.precond_max_active;
+    if (p->hessian_trace) {   // probe.trace_probes (docs/design.md §10): training's update-0 stream
+        trace_result_t tr;
+        curv_trace(c, m->params, CURV_WHOLE, seed + CURV_ESTIMATE_OFFSET + 1, &tr);
+        p->hessian_trace[k] = tr.mean;
+        p->hessian_trace_stderr[k] = tr.se;
+    }
     curv_row_free(&row);
     curv_free(c);
     return 0;
@@ -91,7 +98,7 @@ int probe_curvature(session_t *s, probe_t *p, probe_precond_fn precond, void *ct
                 .floored = malloc(m->num_params ? m->num_params : 1)};
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     int rc = !w.mb.tokens || !w.mb.targets || (m->caps.src_tokens && !w.mb.src) || !w.P ||
-             !w.floored || !r || probe_curvature_alloc(p);
+             !w.floored || !r || probe_curvature_alloc(p, s->cfg.probe.trace_probes > 0);
     if (rc) snprintf(err, errlen, "out of memory");
     for (int k = 0; k < p->S && !rc; k++) {
         rc = seed_measure(s, p, k, precond, ctx, &w, r, err, errlen);

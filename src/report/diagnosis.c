@@ -254,6 +254,19 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     if (c->data.label_smoothing > 0) any = fprintf(out, "%s label smoothing %g", any ? "," : "", c->data.label_smoothing);
     fprintf(out, "%s\n", any ? "" : " none");
     report_remedies(out, f, prefix, c);
+    // the estimators at the curvature rows (docs/design.md §10), only when one is on
+    if (c->probe.curvature_every > 0 && (c->probe.trace_probes > 0 || c->probe.density_probes > 0 ||
+                                         c->probe.critical_sharpness)) {
+        fprintf(out, "estimators at update 0 and every %d updates:", c->probe.curvature_every);
+        if (c->probe.trace_probes > 0) fprintf(out, " trace_probes = %d", c->probe.trace_probes);
+        if (c->probe.density_probes > 0)
+            fprintf(out, "%s density_probes = %d, density_iters = %d", c->probe.trace_probes > 0
+                    ? "," : "", c->probe.density_probes, c->probe.density_iters);
+        if (c->probe.critical_sharpness)
+            fprintf(out, "%s critical_sharpness = on", c->probe.trace_probes > 0 ||
+                    c->probe.density_probes > 0 ? "," : "");
+        fprintf(out, "\n");
+    }
 
     rows_t r;
     if (rows_read(&r, f, prefix)) return;

@@ -590,6 +590,7 @@ static int run_kernels(const char *path)
 
 int run_train(const config_t *cfg, const char *path, const run_options_t *o)
 {
+    if (run_check_estimators(cfg, 0)) return 2;
     char err[1400];
     // the file will be written or replaced: only a regular file may be (docs/design.md §6)
     int rc = h5io_check_target(path, 1, err, sizeof err);

@@ -46,6 +46,12 @@ int run_dump(const config_t *cfg, const char *path, const run_options_t *o);
  * (1 when a tensor exceeds o->tol). */
 int run_gradcheck(const config_t *cfg, const run_options_t *o);
 
+/* 0, or 2 with "WHERE: probe.KEY: message" on stderr when cfg sets an estimator this command
+ * does not measure (docs/design.md §10): the density and the trace need the curvature rows
+ * (probe.curvature_every; `dump --hvp` needs none), a probe measures the trace but neither the
+ * density nor the critical sharpness (probe = 1: a probe at initialisation). */
+int run_check_estimators(const config_t *cfg, int probe);
+
 /* Train cfg (train.steps > 0) into the HDF5 file path, written in place. With resume, a file
  * of the same configuration continues from its checkpoint (or starts over when it has none;
  * nothing to do when it is done or diverged); with force as well, a file of another

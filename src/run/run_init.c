@@ -8,6 +8,7 @@
 #include "train/core_f32.h"
 #include "train/optim.h"
 #include "measure/curvature.h"
+#include "measure/slq.h"
 #include "model/session.h"
 #include "io/h5io.h"
 #include "measure/gradcheck.h"
@@ -165,8 +166,30 @@ static int measure_curvature(session_t *s, probe_t *p, const run_options_t *o)
     return rc;
 }
 
+int run_check_estimators(const config_t *cfg, int probe)
+{
+    const char *key = cfg->probe.density_probes > 0 ? "density_probes"
+                    : cfg->probe.trace_probes > 0 ? "trace_probes" : NULL;
+    const char *why = NULL;
+    if (probe && cfg->probe.density_probes > 0)
+        why = "measured at training's curvature rows and by `stability dump --hvp`, not by a probe";
+    else if (key && cfg->probe.curvature_every == 0)
+        why = "measured at the curvature rows: needs probe.curvature_every > 0 (or `stability "
+              "dump --hvp`)";
+    else if (probe && cfg->probe.critical_sharpness) {
+        key = "critical_sharpness";
+        why = "measured at training's curvature rows (train.steps > 0), not by a probe";
+    }
+    if (!why) return 0;
+    char where[1200];
+    config_where(cfg, config_key_index("probe", key), where, sizeof where);
+    fprintf(stderr, "%s: %s\n", where, why);
+    return 2;
+}
+
 int run_probe(const config_t *cfg, const char *path, const run_options_t *o)
 {
+    if (run_check_estimators(cfg, 1)) return 2;
     char err[1024];
     const int overwrite = o->force || cfg->output.overwrite;
     // refuse early (before minutes of work) when the file exists or the place is not writable
@@ -266,10 +289,54 @@ static int forward_backward_f32(session_t *s)
     return 0;
 }
 
+/* The density's grid: DUMP_DENSITY_POINTS points from the smallest node − 4σ to the largest + 4σ. */
+#define DUMP_DENSITY_POINTS 512
+
+/* dump --hvp's estimators (docs/design.md §10), when their keys are on: Hutchinson's trace of H
+ * (probes from init.seed + CURV_ESTIMATE_OFFSET + 1), the SLQ nodes and weights (from init.seed +
+ * CURV_ESTIMATE_OFFSET) and the broadened density on a grid, its arrays in *buf (the caller
+ * frees it). 0 or 1. */
+static int dump_estimators(curv_t *c, const config_t *cfg, const double *theta, h5io_hvp_t *out,
+                           double **buf)
+{
+    const unsigned long seed = cfg->init.seed + CURV_ESTIMATE_OFFSET;
+    if (cfg->probe.trace_probes > 0) {
+        trace_result_t tr;
+        out->kinked += curv_trace(c, theta, CURV_WHOLE, seed + 1, &tr);
+        out->trace_probes = tr.probes;
+        out->trace = tr.mean;
+        out->trace_stderr = tr.se;
+    }
+    const int P = cfg->probe.density_probes, m = curv_density_iters(c);
+    if (P < 1) return 0;
+    const size_t nw = (size_t)P * m;
+    *buf = malloc((2 * nw + 2 * DUMP_DENSITY_POINTS) * sizeof(double));
+    if (!*buf) return 1;
+    double *nodes = *buf, *weights = *buf + nw, *grid = *buf + 2 * nw, *phi = grid + DUMP_DENSITY_POINTS;
+    const long k = curv_density(c, theta, NULL, NULL, CURV_WHOLE, seed, nodes, weights);
+    if (k > 0) out->kinked += k;
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < nw; i++)
+        if (isfinite(nodes[i])) { lo = fmin(lo, nodes[i]); hi = fmax(hi, nodes[i]); }
+    const double sigma = cfg->probe.density_sigma;
+    for (int i = 0; i < DUMP_DENSITY_POINTS; i++)
+        grid[i] = isfinite(lo) ? lo - 4 * sigma + (hi - lo + 8 * sigma) * i / (DUMP_DENSITY_POINTS - 1)
+                               : NAN;
+    slq_density(nodes, weights, P, m, sigma, grid, DUMP_DENSITY_POINTS, phi);
+    *out = (h5io_hvp_t){.v = out->v, .Hv = out->Hv, .iters = out->iters, .hessian_max =
+                        out->hessian_max, .hessian_min = out->hessian_min, .h = out->h, .kinked =
+                        out->kinked, .trace_probes = out->trace_probes, .trace = out->trace,
+                        .trace_stderr = out->trace_stderr, .density_probes = P, .density_iters = m,
+                        .density_nodes = nodes, .density_weights = weights, .density_grid = grid,
+                        .density = phi, .density_points = DUMP_DENSITY_POINTS,
+                        .density_sigma = sigma};
+    return 0;
+}
+
 /* dump --hvp (docs/design.md §10): a unit Gaussian direction v from the stream init.seed +
  * CURV_DIRECTION_OFFSET, H·v and λ_max, λ_min of H on the dump's batch (dropout off), from
  * the float64 parameters the dump writes. v and Hv (num_params) are the caller's. 0, 1 or 2. */
-static int dump_hvp(session_t *s, double *v, double *Hv, h5io_hvp_t *out)
+static int dump_hvp(session_t *s, double *v, double *Hv, h5io_hvp_t *out, double **buf)
 {
     const model_t *m = s->model;
     const config_t *cfg = &s->cfg;
@@ -293,8 +360,9 @@ static int dump_hvp(session_t *s, double *v, double *Hv, h5io_hvp_t *out)
     *out = (h5io_hvp_t){.v = v, .Hv = Hv};
     out->kinked = curv_hvp_dump(c, m->params, v, Hv, cfg->init.seed + CURV_START_OFFSET,
                                 &out->hessian_max, &out->hessian_min, &out->h, &out->iters);
+    const int erc = dump_estimators(c, cfg, m->params, out, buf);
     curv_free(c);
-    return 0;
+    return erc;
 }
 
 /* Why the dump of m (and hvp, may be NULL) is not a finite result, into why; 0 when it is.
@@ -330,14 +398,15 @@ int run_dump(const config_t *cfg, const char *path, const run_options_t *o)
         model_backward(s.model);
     }
     h5io_hvp_t hvp;
+    double *est = NULL;   // the estimators' arrays (dump_estimators)
     double *v = o->hvp ? malloc(s.model->num_params * sizeof(double)) : NULL;
     double *Hv = o->hvp ? malloc(s.model->num_params * sizeof(double)) : NULL;
     if (o->hvp && (!v || !Hv)) rc = 1;
-    else if (o->hvp) rc = dump_hvp(&s, v, Hv, &hvp);
+    else if (o->hvp) rc = dump_hvp(&s, v, Hv, &hvp, &est);
     char *ini = config_text(cfg), err[1024];
     if (rc || !ini) {
         if (!ini || rc == 1) fprintf(stderr, "stability: out of memory\n");
-        free(ini); free(v); free(Hv);
+        free(ini); free(v); free(Hv); free(est);
         session_close(&s);
         return rc ? rc : 1;
     }
@@ -356,6 +425,7 @@ int run_dump(const config_t *cfg, const char *path, const run_options_t *o)
     free(ini);
     free(v);
     free(Hv);
+    free(est);
     session_close(&s);
     return rc;
 }

@@ -487,3 +487,29 @@ double optim_threshold(const optim_t *o, double lr)
     if (o->kind == OPT_SGD) return 2.0 * (1.0 + o->momentum) / lr;
     return 2.0 * (1.0 + o->beta1) / ((1.0 - o->beta1) * lr);
 }
+
+int optim_direction(const optim_t *o, const real *params, const real *grads, double *u)
+{
+    const size_t n = o->n;
+    optim_t c = *o;   // the copy: its own moments, segments and scratch; the pieces are shared
+    c.m = malloc(n * sizeof(real));
+    c.v = o->v ? malloc(n * sizeof(real)) : NULL;
+    c.seg = malloc((size_t)o->nseg * sizeof *c.seg);
+    c.piece_sum = malloc((o->npiece ? o->npiece : 1) * sizeof(double));
+    real *p = malloc(n * sizeof(real));
+    int rc = !c.m || (o->v && !c.v) || !c.seg || !c.piece_sum || !p;
+    if (!rc) {
+        memcpy(c.m, o->m, n * sizeof(real));
+        if (o->v) memcpy(c.v, o->v, n * sizeof(real));
+        memcpy(c.seg, o->seg, (size_t)o->nseg * sizeof *c.seg);
+        memcpy(p, params, n * sizeof(real));
+        optim_update(&c, p, grads, 1.0);
+        for (size_t i = 0; i < n; i++) u[i] = (double)params[i] - (double)p[i];
+    }
+    free(c.m);
+    free(c.v);
+    free(c.seg);
+    free(c.piece_sum);
+    free(p);
+    return rc;
+}

@@ -124,6 +124,12 @@ void optim_nsgd_update(optim_t *o, real *params, const real *grads, double lr);
 /* Muon's step scale s of a rows × cols hidden matrix (rows = fan_in) under muon_scale_t kind. */
 double optim_muon_scale(int kind, size_t rows, size_t cols);
 
+/* The update the optimizer is about to take, without taking it (Kalra et al. 2026's "virtual
+ * step"; docs/design.md §10): u (n) with θ_next = θ − η·u the update at learning rate η on
+ * grads (n, already clipped), from a copy of the state — linear in η for every optimizer here
+ * (the lr multiplies every term, weight decay's too). o is unchanged. 0, or 1 when out of memory. */
+int optim_direction(const optim_t *o, const real *params, const real *grads, double *u);
+
 /* RAdam's rectification at update t ≥ 1 (Liu et al. 2020, Alg. 2): *rho = ρₜ and the return
  * rₜ when ρₜ > 4 (the adaptive step), else NaN (the un-adapted momentum step). β₂ and t only. */
 double optim_radam_rect(double beta2, long t, double *rho);

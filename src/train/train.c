@@ -83,6 +83,39 @@ static int curv_setup(train_t *t, char *err, size_t errlen)
     return 0;
 }
 
+/* The critical sharpness along the update about to be taken (Kalra et al. 2026; docs/design.md
+ * §10): the measurement batch's gradient at θ (float64), in the run's precision and clipped as
+ * the update clips, the optimizer's step on it taken on a copy (optim_direction), λ_c = 2/η_c
+ * by forward passes from the guess lr; the exact curvature uᵀHu/uᵀu along it and uᵀHu/gᵀu, the
+ * λ_c of the local quadratic; Bai et al. 2025's gᵀ(√v̂ + ε)⁻¹Hg/gᵀg on the same gradient. */
+static void critical_at(train_t *t, double lr, curv_row_t *row)
+{
+    const model_t *m = t->s.model;
+    const size_t n = m->num_params;
+    double *g = malloc(n * sizeof(double)), *u = malloc(n * sizeof(double));
+    real *gr = malloc(n * sizeof(real));
+    if (g && u && gr) {
+        curv_gradient(t->curv, t->curv_theta, g);
+        for (size_t i = 0; i < n; i++) gr[i] = (real)g[i];
+        optim_clip(gr, n, t->s.cfg.train.clip);
+        if (!optim_direction(&t->opt, m->params, gr, u)) {
+            critical_result_t cr;
+            curv_critical(t->curv, t->curv_theta, u, lr > 0.0 ? lr : CRITICAL_GUESS, &cr);
+            row->critical_sharpness = cr.sharpness;
+            row->update_curvature = curv_update_curvature(t->curv, t->curv_theta, u, g,
+                                                          &row->critical_quadratic);
+            // Bai et al.'s D = 1/(√v̂ + ε) = (1 − β₁ᵗ)/P (optim_precond; sgd: 1)
+            const long step = t->opt.t > 0 ? t->opt.t : 1;
+            const double bc = t->opt.kind == OPT_SGD ? 1.0 : 1.0 - pow(t->opt.beta1, (double)step);
+            for (size_t i = 0; i < n; i++) u[i] = t->opt.kind == OPT_SGD ? 1.0 : bc / t->curv_P[i];
+            row->grad_precond_curvature = curv_precond_grad(t->curv, t->curv_theta, g, u);
+        }
+    }
+    free(g);
+    free(u);
+    free(gr);
+}
+
 /* The curvature after s updates (before update s + 1, whose learning rate is lr): θ widened to
  * float64, the preconditioner of update s (s = 0: of update 1, from its gradient in m->grads)
  * divided by that update's clip factor (docs/design.md §10), the start vectors from init.seed +
@@ -100,8 +133,13 @@ static void curv_at(train_t *t, long s, double lr, curv_row_t *row)
                curv_row_t *) = s > 0 && active ? curv_measure_active : curv_measure;
     fn(t->curv, t->curv_theta, t->opt.kind == OPT_SGD ? NULL : t->curv_P, t->curv_floored,
        t->s.cfg.init.seed + CURV_START_OFFSET + (unsigned long)s, row);
+    curv_estimate(t->curv, t->curv_theta, t->opt.kind == OPT_SGD ? NULL : t->curv_P,
+                  t->curv_floored, t->s.cfg.init.seed + CURV_ESTIMATE_OFFSET + (unsigned long)s, row);
     row->step = s;
     row->threshold = optim_threshold(&t->opt, lr);
+    row->critical_sharpness = row->update_curvature = NAN;
+    row->critical_quadratic = row->grad_precond_curvature = NAN;
+    if (t->s.cfg.probe.critical_sharpness) critical_at(t, lr, row);
 }
 
 static void curv_free_all(train_t *t)
