@@ -10,7 +10,8 @@
  * update 0 and 1 — Post-LN and Pre-LN alike at the atlas's size — so those rows say nothing;
  * what tells the atlas's failing Post-LN from Pre-LN is the first few updates after them):
  *   peak  = the largest ratio of the rows at update ≥ ADVISE_FROM (2)
- *   a seed needs warm-up when peak > 1; the config does when most seeds do
+ *   a seed needs warm-up when peak > 1 (or it diverged); the config does when most of the
+ *   seeds measured do (a seed whose rows after update 1 all crossed a kink is not measured)
  *   warmup_updates = diagnose_warmup_updates(cfg, need) with need the largest of the seeds'
  *                    diagnose_curv_warmup (what `stability info` says), 0 when not needed
  *   max_lr_without_warmup = lr / (largest peak over seeds) — the ratio is η·λ, so at that lr the
@@ -121,7 +122,8 @@ static int advise_seed(const config_t *cfg, int s, advise_seed_t *a)
 
 /* The answer over the seeds. */
 typedef struct {
-    int above;              /* seeds whose peak is above 1 (or that diverged) */
+    int measured;           /* seeds with a finite peak or that diverged */
+    int above;              /* ... whose peak is above 1 or that diverged */
     int needs_warmup;
     long warmup_updates;
     double max_lr, worst;   /* max_lr_without_warmup; the largest peak */
@@ -133,12 +135,13 @@ static advise_answer_t advise_answer(const config_t *cfg, const advise_seed_t *a
     double need = 0;
     for (int s = 0; s < n; s++) {
         const int diverged = a[s].status == TRAIN_DIVERGED;
+        r.measured += diverged || isfinite(a[s].peak);
         r.above += diverged || a[s].peak > 1;
         if (a[s].peak > r.worst) r.worst = a[s].peak;
         if (diverged) r.worst = INFINITY;
         if (a[s].need > need) need = a[s].need;
     }
-    r.needs_warmup = 2 * r.above > n;
+    r.needs_warmup = 2 * r.above > r.measured;
     r.warmup_updates = r.needs_warmup ? diagnose_warmup_updates(cfg, need) : 0;
     const double lr = cfg->train.lr;
     r.max_lr = r.worst > 1 / ADVISE_LR_BOUND ? lr / r.worst : ADVISE_LR_BOUND * lr;
@@ -211,16 +214,21 @@ int run_advise(const config_t *cfg, const char *path, const run_options_t *o)
                     progress_now() - t0);
     }
     const advise_answer_t r = advise_answer(cfg, a, ADVISE_SEEDS);
+    if (r.measured == 0) {   // every row after update 1 crossed a kink (curvature.h): no answer
+        fprintf(stderr, "stability: advise: no seed's sharpness after update 1 could be measured "
+                "(the curvature rows are not finite)\n");
+        return 1;
+    }
     if (r.needs_warmup)
-        printf("needs warm-up at lr %g: the active preconditioned sharpness stays above Adam's "
-               "threshold after update 1 in %d of %d seeds (peak ratio %.3g); a linear warm-up of "
-               "%ld updates (train.warmup=%ld); the largest lr expected to train without one: "
-               "%.2g\n", cfg->train.lr, r.above, ADVISE_SEEDS, r.worst, r.warmup_updates,
-               r.warmup_updates, r.max_lr);
+        printf("needs warm-up at lr %g: the active preconditioned sharpness stays above the "
+               "optimizer's threshold after update 1 in %d of %d seeds (peak ratio %.3g); a "
+               "linear warm-up of %ld updates (train.warmup=%ld); the largest lr expected to "
+               "train without one: %.2g\n", cfg->train.lr, r.above, r.measured, r.worst,
+               r.warmup_updates, r.warmup_updates, r.max_lr);
     else
         printf("does not need warm-up at lr %g: the active preconditioned sharpness is below "
-               "Adam's threshold after update 1 in %d of %d seeds (peak ratio %.3g); the largest "
-               "lr expected to train without warm-up: %.2g\n", cfg->train.lr,
-               ADVISE_SEEDS - r.above, ADVISE_SEEDS, r.worst, r.max_lr);
+               "the optimizer's threshold after update 1 in %d of %d seeds (peak ratio %.3g); "
+               "the largest lr expected to train without warm-up: %.2g\n", cfg->train.lr,
+               r.measured - r.above, r.measured, r.worst, r.max_lr);
     return path ? advise_write(cfg, path, o->force, a, ADVISE_SEEDS, &r) : 0;
 }
