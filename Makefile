@@ -339,6 +339,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_hvp.py
 	/usr/bin/python3 tests/test_curvature.py
 	/usr/bin/python3 tests/test_remedies.py
+	/usr/bin/python3 tests/test_advise.py
 	/usr/bin/python3 tests/test_torch_remedies.py
 	/usr/bin/python3 tests/test_curv_signal.py
 	/usr/bin/python3 tests/test_estimators.py

@@ -132,7 +132,7 @@ expect_error "missing config name (configs/ lookup)" "no_such_config_xyz: cannot
 
 # ------------------------------------------------------------------ help, version, usage errors
 expect_usage "--help" "$BIN" --help
-for verb in sweep plot info dump gradcheck train probe translate; do
+for verb in sweep plot info dump gradcheck train probe translate advise; do
     expect_usage "$verb --help" "$BIN" "$verb" --help
 done
 # --help names every verb, option and exit code (issue 33): each of these words in the text
@@ -142,7 +142,7 @@ for w in "train CONFIG" "probe CONFIG" "info FILE.h5... --train" "--schemes" "--
          "--entries N" "--tol X" "--jobs N" "--dry-run" "--task I" "--merge" "--only-missing" \
          "--submit" "--format" "--beam K" "--lenpen A" "--max-len-a" "--input FILE" "--ids" \
          "--resume" "--force" "--quiet" "2 bad usage" "3 sweep --merge" "130 a run stopped by SIGINT" \
-         "128 + the signal" "output.log_every"; do
+         "128 + the signal" "output.log_every" "advise --config"; do
     grep -qF -- "$w" "$tmp/stdout" || missing="$missing '$w'"
 done
 if [ -z "$missing" ]; then ok "--help names every verb, option and exit code"; else notok "--help lacks$missing"; fi

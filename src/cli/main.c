@@ -52,6 +52,7 @@ static const char *USAGE =
     "       stability info [FILE.h5...] --schemes the scheme table, or each run's scheme\n"
     "       stability dump --config CONFIG --out FILE.h5 [--set ...] [--force] [--perturb S] [--hvp]\n"
     "       stability gradcheck --config CONFIG [--set ...] [--entries N] [--tol X] [--perturb S]\n"
+    "       stability advise --config CONFIG [--set ...] [--out ADVICE.h5] [--force] [--quiet]\n"
     "       stability translate RUN.h5 [--beam K] [--lenpen A] [--max-len-a A] [--max-len-b B]\n"
     "                           [--input FILE] [--ids]\n"
     "       stability --help | VERB --help | --version\n"
@@ -379,6 +380,33 @@ static int cmd_gradcheck(const options_t *o)
     return run_gradcheck(&cfg, &ro);
 }
 
+static const char *HELP_ADVISE =
+    "usage: stability advise --config CONFIG [--set section.key=value]... [--out ADVICE.h5]\n"
+    "                        [--force] [--quiet]\n"
+    "\n"
+    "Says whether the config needs learning-rate warm-up at its train.lr, how long a linear\n"
+    "warm-up would do, and the largest lr expected to train without one. It trains 6 updates\n"
+    "without warm-up at 3 seeds (init.seed, +1, +2), measures the active preconditioned\n"
+    "sharpness against Adam's threshold 2(1+beta1)/((1-beta1) lr) at updates 0, 2, 4, 6, and\n"
+    "calls for warm-up when most seeds are above the threshold after update 1\n"
+    "(docs/design.md 6g). A line per seed on stderr, the answer on stdout.\n"
+    "  --config CONFIG INI file; a bare name is looked up in configs/\n"
+    "  --set S.K=V     override one key (repeatable; a later one of a key wins, said on stderr)\n"
+    "  --out FILE.h5   also the answer as HDF5: root attributes needs_warmup, warmup_updates,\n"
+    "                  max_lr_without_warmup, indicator, config; /advise/peak_ratio etc. per seed\n"
+    "  --force         replace an existing output file\n"
+    "  --quiet         no per-seed lines\n"
+    "Example: stability advise --config atlas --set train.lr=3e-3\n";
+
+static int cmd_advise(const options_t *o)
+{
+    config_t cfg;
+    const int rc = load_config(o, &cfg);
+    if (rc) return rc;
+    const run_options_t ro = run_options(o);
+    return run_advise(&cfg, o->out, &ro);
+}
+
 static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv)
@@ -406,7 +434,7 @@ int main(int argc, char **argv)
 static int unknown_verb(const char *verb)
 {
     static const char *const VERBS[] = {"train", "probe", "sweep", "plot", "info", "dump",
-                                        "gradcheck", "translate", NULL};
+                                        "gradcheck", "translate", "advise", NULL};
     const char *best = NULL;
     int bestd = 3;
     for (int k = 0; VERBS[k]; k++) {
@@ -469,6 +497,10 @@ static int dispatch(int argc, char **argv)
         if ((rc = parse_options(argc, argv, 2, &o, HELP_DUMP, OPT_PERTURB | OPT_HVP | OPT_OUT)))
             return rc < 0 ? 0 : rc;
         return cmd_dump(&o);
+    }
+    if (!strcmp(verb, "advise")) {
+        if ((rc = parse_options(argc, argv, 2, &o, HELP_ADVISE, OPT_OUT))) return rc < 0 ? 0 : rc;
+        return cmd_advise(&o);
     }
     if (!strcmp(verb, "info")) return cli_info(argc, argv);
     if (!strcmp(verb, "sweep")) return cli_sweep(argc, argv);
