@@ -423,17 +423,49 @@ static void measure(train_t *t)
     p->final_jacobian_spec = fin.spec;
 }
 
+/* Update s's record before anything is measured: the values it may not get are NaN. */
+static void record_init(train_record_t *r, long s)
+{
+    memset(r, 0, sizeof *r);
+    r->step = s;
+    r->val_loss = r->bleu = NAN;
+    r->radam_rho = r->radam_rect = r->qk_clipped = r->stagnation = NAN;
+}
+
+/* Update s: the optimizer's step (or CDAT's) with its bounds, the pure-bfloat16 store, the
+ * optimizers' statistics and QK-Clip (docs/design.md §6h, §6k, "Low precision, emulated"). */
+static void update_apply(train_t *t, train_record_t *r, long s)
+{
+    const config_t *c = &t->s.cfg;
+    model_t *m = t->s.model;
+    r->updated = c->probe.model_update && (s <= TRAIN_UPDATE_EVERY_UNTIL || s % c->probe.every == 0);
+    const double ratio = c->train.update_ratio_cap, tau = c->train.spectral_bound;
+    if (r->updated || ratio > 0.0 || tau > 0.0)
+        memcpy(t->prev, m->params, m->num_params * sizeof(real));
+    const int pure = c->train.precision == PRECISION_BFLOAT16_PURE;
+    if (pure) store_begin(&t->store, m->params);
+    t->opt.want_sv = r->probed && t->opt_rms;   // muon's singular values at probe updates
+    if (c->train.lr_control == LR_CONTROL_CDAT) r->lr = cdat_update(t, r->lr);
+    else optim_update(&t->opt, m->params, m->grads, r->lr);
+    if (ratio > 0.0) update_bound_ratio(&t->opt, m->params, t->prev, ratio);
+    if (tau > 0.0) update_bound_spectral(m, m->params, t->prev, tau, t->bound_work);
+    if (pure) r->stagnation = store_end(&t->store, m->params, t->s.rng_init);
+    update_rms(t, 1);
+    if (t->ctl.wu) autowu_observe(t->ctl.wu, c, s, r->loss);   // the warm-up's end (design §6k)
+    if (r->probed && t->opt_rms)
+        qk_optim_stats(&t->ax, m, &t->opt, r->lr, t->opt_rms, t->opt_spec, t->opt_sv_min,
+                       t->opt_sv_max);
+    if (c->train.qk_clip > 0) r->qk_clipped = qk_clip_apply(m, c->train.qk_clip);
+    if (t->opt.kind == OPT_RADAM)
+        r->radam_rect = optim_radam_rect(t->opt.beta2, t->opt.t, &r->radam_rho);
+}
+
 void train_step(train_t *t, train_record_t *r)
 {
     const config_t *c = &t->s.cfg;
     model_t *m = t->s.model;
     const long s = t->step + 1;
-    memset(r, 0, sizeof *r);
-    r->step = s;
-    r->val_loss = NAN;
-    r->bleu = NAN;
-    r->radam_rho = r->radam_rect = r->qk_clipped = NAN;
-    r->stagnation = NAN;
+    record_init(r, s);
     update_rms(t, 0);
     r->lr = lrctl_scheduled(c, &t->ctl, s);
     // a curvature row in this update that train_run's stop flag may end: keep what to undo
@@ -480,26 +512,7 @@ void train_step(train_t *t, train_record_t *r)
     else if (!isfinite(r->grad_norm)) r->diverged = TRAIN_GRAD_NONFINITE;
     else if (r->loss > TRAIN_DIVERGE_FACTOR * log((double)m->V)) r->diverged = TRAIN_LOSS_EXPLODED;
     if (r->diverged) return;
-    r->updated = c->probe.model_update && (s <= TRAIN_UPDATE_EVERY_UNTIL || s % c->probe.every == 0);
-    const double ratio = c->train.update_ratio_cap, tau = c->train.spectral_bound;
-    if (r->updated || ratio > 0.0 || tau > 0.0)
-        memcpy(t->prev, m->params, m->num_params * sizeof(real));
-    const int pure = c->train.precision == PRECISION_BFLOAT16_PURE;
-    if (pure) store_begin(&t->store, m->params);
-    t->opt.want_sv = r->probed && t->opt_rms;   // muon's singular values at probe updates
-    if (c->train.lr_control == LR_CONTROL_CDAT) r->lr = cdat_update(t, r->lr);
-    else optim_update(&t->opt, m->params, m->grads, r->lr);
-    if (ratio > 0.0) update_bound_ratio(&t->opt, m->params, t->prev, ratio);
-    if (tau > 0.0) update_bound_spectral(m, m->params, t->prev, tau, t->bound_work);
-    if (pure) r->stagnation = store_end(&t->store, m->params, t->s.rng_init);
-    update_rms(t, 1);
-    if (t->ctl.wu) autowu_observe(t->ctl.wu, c, s, r->loss);   // the warm-up's end (design §6k)
-    if (r->probed && t->opt_rms)
-        qk_optim_stats(&t->ax, m, &t->opt, r->lr, t->opt_rms, t->opt_spec, t->opt_sv_min,
-                       t->opt_sv_max);
-    if (c->train.qk_clip > 0) r->qk_clipped = qk_clip_apply(m, c->train.qk_clip);
-    if (t->opt.kind == OPT_RADAM)
-        r->radam_rect = optim_radam_rect(t->opt.beta2, t->opt.t, &r->radam_rho);
+    update_apply(t, r, s);
     t->step = s;
     if (r->updated) {   // DeepNet's model update on the fixed batch (no dropout)
         change_relative_update(&t->ax, m, t->prev, t->update_rel);
