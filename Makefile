@@ -323,6 +323,7 @@ atlas-llama: deps
 # tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 test: test-deps
 	$(MAKE) stability $(BUILD)/test_runner
+	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the training tests run on
 	$(MAKE) unit
 	/usr/bin/python3 scripts/check_docs.py
 	tests/test_cli.sh
@@ -359,12 +360,10 @@ test: test-deps
 	/usr/bin/python3 tests/test_plot_overlay.py
 	/usr/bin/python3 tests/test_train.py
 	/usr/bin/python3 tests/test_watch.py
-	@[ -s results/licenses.txt ] || scripts/corpus.sh   # test_warmup_answer.py trains the anchor on it
 	/usr/bin/python3 tests/test_warmup_answer.py
 	/usr/bin/python3 tests/test_hostile.py
 	/usr/bin/python3 tests/test_harden_misc.py
 	/usr/bin/python3 tests/test_threads.py
-	@[ -s results/licenses.txt ] || scripts/corpus.sh   # test_float32.py trains on Fig. 2's text
 	/usr/bin/python3 tests/test_float32.py
 	/usr/bin/python3 tests/test_precision.py
 	tests/test_corpus.sh
