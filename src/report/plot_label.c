@@ -335,9 +335,9 @@ void plot_diff(const plot_set_t *set, const int *m, int n, int flags, plot_diff_
         }
     for (int i = 1; ok && i < n; i++)
         if (strcmp(set->runs[m[i]].data_id, set->runs[m[0]].data_id)) diff_add(d, "data");
+    if (ok) covary(set, m, n, its, scheme, d);
     if (ok && plot_diff_has(d, "init.parametrization") && mup_one_width(set, m, n))
         plot_diff_drop(d, "init.base_width");   // "mup" says it: standard reads none (§4)
-    if (ok) covary(set, m, n, its, scheme, d);
     for (int i = 0; its && i < n; i++) {
         if (its[i]) free(its[i]->text);
         free(its[i]);
