@@ -22,7 +22,8 @@ static void open_session(session_t *s, const config_t *cfg)
     ck_assert_int_eq(session_next_batch(s), 0);
 }
 
-/* A small lm (d = 16, L = 2, copy task) under μP with the given widths. */
+/* A small lm (d = 16, L = 2, copy task) under μParam (simple) with the given widths (Table 3's
+ * own rules: tests/test_mup_coord.c). */
 static void mup_config(config_t *cfg, int d, int d_ff, int base)
 {
     config_defaults(cfg);

@@ -1,5 +1,5 @@
 /* test_mup_coord.c — μP as published (Yang et al. 2022, "Tensor Programs V", Table 3, Adam;
- * docs/design.md §6h): the coordinate check of TP-V Fig. 5 as a test, and Table 3's embedding
+ * docs/design.md §6h): Yang et al.'s coordinate check as a test, and Table 3's embedding
  * lr and readout variance by hand. After a few Adam updates at one lr, the mean |Δ| of the
  * embedding's output, of every sub-layer's output and of the logits on a fixed batch, at
  * d = 64, 128, 256: under mup flat in d, under standard growing. */
@@ -109,7 +109,7 @@ static void coord_slopes(parametrization_t par, int tied, double *slope)
     }
 }
 
-/* The coordinate check (TP-V §6, Fig. 5; docs/design.md §6h): slopes of log₂ mean |Δ| per
+/* The coordinate check (Yang et al. 2022; docs/design.md §6h): slopes of log₂ mean |Δ| per
  * doubling of d, 4 updates at lr 3e-3, 2 × 8 tokens, Δ averaged over 3 seeds. Measured, rows
  * embed, l1.attn, l1.ffn, l2.attn, l2.ffn, logits:
  *   mup untied    −0.016 −0.079 −0.036 −0.019 −0.028 −0.116
