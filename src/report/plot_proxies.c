@@ -87,8 +87,9 @@ static void arm_words(const plot_run_t *r, const plot_diff_t *items, int generic
         if (used < rlen) used += (size_t)snprintf(rem + used, rlen - used, "%s%s", used ? " + " : "", w);
     }
     const parametrization_t pz = r->cfg.init.parametrization;
-    const char *param = pz == PARAM_MUP_SIMPLE ? "μP" : pz == PARAM_MUP_TABLE3 ? "μP (Table 3)"
-                                                                                : "standard";
+    const char *param = pz == PARAM_MUP_SIMPLE   ? "μP"
+                        : pz == PARAM_MUP_TABLE3 ? "μP Table 3"
+                                                 : "standard";
     if (plot_diff_has(items, "init.parametrization") || !rem[0])
         snprintf(full, flen, "%s%s%s", param, rem[0] ? " + " : "", rem);
     else snprintf(full, flen, "%s", rem);
