@@ -101,7 +101,8 @@ def read_study(paths, stability):
 def arm_label(arm):
     """A readable name of an arm (block, L, param, qk, z)."""
     block, L, param, qk, z = arm
-    parts = ["μP" if param == "mup" else "standard"]
+    # stored names (docs/design.md §6h): `mup` is μParam (simple), `mup_table3` Table 3
+    parts = [{"mup": "μP", "mup_table3": "μP Table 3"}.get(param, "standard")]
     if qk != "off":
         parts.append(f"QK-norm ({qk})")
     if z:

@@ -20,6 +20,7 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, probe_suite());
     srunner_add_suite(sr, optim_suite());
     srunner_add_suite(sr, mup_suite());
+    srunner_add_suite(sr, mup_coord_suite());
     srunner_add_suite(sr, muon_suite());
     srunner_add_suite(sr, train_suite());
     srunner_add_suite(sr, corpus_suite());

@@ -645,7 +645,7 @@ START_TEST(test_optim_precond_implied)
         cfg.train.lr = 3e-2;
         cfg.train.steps = 5;
         if (k == 3) {
-            cfg.init.parametrization = PARAM_MUP;
+            cfg.init.parametrization = PARAM_MUP_SIMPLE;
             cfg.init.base_width = 4;   // d = 8: the matrices train at lr·½
         }
         train_t *t;

@@ -202,7 +202,7 @@ def test_minor_sweeps(tmp):
 def test_minor_runs(tmp):
     out = os.path.join(tmp, "m.h5")
     r = run("--config", TINY, "--out", out, "--quiet", "--set", "train.steps=3", "--set",
-            "model.positions=rope", "--set", "model.bias=off", "--set", "init.parametrization=mup",
+            "model.positions=rope", "--set", "model.bias=off", "--set", "init.parametrization=mup_simple",
             "--set", "init.base_width=8", "--set", "train.schedule=cosine", "--set",
             "train.warmup=2", "--set", "train.min_lr_ratio=0.1")
     info = run("info", out).stdout

@@ -22,7 +22,8 @@ static void open_session(session_t *s, const config_t *cfg)
     ck_assert_int_eq(session_next_batch(s), 0);
 }
 
-/* A small lm (d = 16, L = 2, copy task) under μP with the given widths. */
+/* A small lm (d = 16, L = 2, copy task) under μParam (simple) with the given widths (Table 3's
+ * own rules: tests/test_mup_coord.c). */
 static void mup_config(config_t *cfg, int d, int d_ff, int base)
 {
     config_defaults(cfg);
@@ -37,7 +38,7 @@ static void mup_config(config_t *cfg, int d, int d_ff, int base)
     cfg->train.steps = 6;
     cfg->train.lr = 1e-2;
     cfg->train.warmup = 0;
-    cfg->init.parametrization = PARAM_MUP;
+    cfg->init.parametrization = PARAM_MUP_SIMPLE;
     cfg->init.base_width = base;
 }
 
@@ -203,15 +204,23 @@ START_TEST(test_new_keys)
     ck_assert(!strstr(text, "embed =") && !strstr(text, "parametrization") &&
               !strstr(text, "base_width"));
     ck_assert_int_eq(config_set(&c, "init.embed=xavier_uniform", err, sizeof err), 0);
-    ck_assert_int_eq(config_set(&c, "init.parametrization=mup", err, sizeof err), 0);
+    ck_assert_int_eq(config_set(&c, "init.parametrization=mup_simple", err, sizeof err), 0);
     ck_assert_int_eq(config_set(&c, "init.base_width=64", err, sizeof err), 0);
     ck_assert_int_eq(config_set(&c, "train.optimizer=stableadamw", err, sizeof err), 0);
     ck_assert_int_eq(config_validate(&c, err, sizeof err), 0);
     config_to_ini(&c, text, sizeof text);
+    // the simple rules are stored as `mup`, the name their results were written with
     ck_assert(strstr(text, "embed = xavier_uniform\nparametrization = mup\nbase_width = 64\n"));
     ck_assert_int_eq(config_parse_string(&d, text, "stored", err, sizeof err), 0);
-    ck_assert(d.init.embed == EMBED_XAVIER_UNIFORM && d.init.parametrization == PARAM_MUP &&
+    ck_assert(d.init.embed == EMBED_XAVIER_UNIFORM && d.init.parametrization == PARAM_MUP_SIMPLE &&
               d.init.base_width == 64 && d.train.optimizer == OPT_STABLEADAMW);
+    // a user's `mup` is Table 3, stored as mup_table3 and read back as Table 3
+    ck_assert_int_eq(config_set(&c, "init.parametrization=mup", err, sizeof err), 0);
+    ck_assert_int_eq(c.init.parametrization, PARAM_MUP_TABLE3);
+    config_to_ini(&c, text, sizeof text);
+    ck_assert(strstr(text, "\nparametrization = mup_table3\n"));
+    ck_assert_int_eq(config_parse_string(&d, text, "stored", err, sizeof err), 0);
+    ck_assert_int_eq(d.init.parametrization, PARAM_MUP_TABLE3);
     const struct { const char *set[3]; const char *key; } bad[] = {
         {{"init.parametrization=mup", NULL, NULL}, "init.base_width: must be > 0"},
         {{"init.parametrization=mup", "init.base_width=-1", NULL}, "init.base_width: must be"},

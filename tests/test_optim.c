@@ -459,7 +459,7 @@ START_TEST(test_resume_new)
         lm_config(&cfg, k == 0 ? OPT_GI_ADAM : k == 1 ? OPT_STABLEADAMW : OPT_ADAMW);
         cfg.train.weight_decay = 0.1;
         cfg.train.lr = 0.05;
-        if (k == 2) cfg.init.parametrization = PARAM_MUP, cfg.init.base_width = 4;
+        if (k == 2) cfg.init.parametrization = PARAM_MUP_SIMPLE, cfg.init.base_width = 4;
         train_t *a = train_of(&cfg), *b = train_of(&cfg), *c = train_of(&cfg);
         train_record_t ra[6], rb, rc;
         for (int s = 0; s < 6; s++) train_step(a, &ra[s]);

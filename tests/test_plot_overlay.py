@@ -159,10 +159,14 @@ def keys_of(tmp, out, files):
 def check_words(tmp):
     """μP vs standard, curvature rows vs none, d_ff with the width and with SwiGLU."""
     std = train(tmp, "std", "train.steps=6")
-    mup = train(tmp, "mup", "train.steps=6 init.parametrization=mup init.base_width=8")
+    mup = train(tmp, "mup", "train.steps=6 init.parametrization=mup_simple init.base_width=8")
     keys, title, err = keys_of(tmp, "words_mup", [std, mup])
     check("μP vs standard: keyed 'standard parametrization' and 'μP'",
           keys == ["standard parametrization", "μP"], f"{keys} {err}")
+    t3 = train(tmp, "mup_t3", "train.steps=6 init.parametrization=mup init.base_width=8")
+    k3, _, err3 = keys_of(tmp, "words_mup_t3", [mup, t3])
+    check("μParam (simple) vs Table 3: keyed 'μP' and 'μP Table 3'",
+          k3 == ["μP", "μP Table 3"], f"{k3} {err3}")
     check("μP vs standard: the base width in the subtitle", "μP: base width 8" in title, title)
     r = run("info", std, mup, "--train")
     rows = [ln.split("|")[1].strip() for ln in r.stdout.splitlines()

@@ -282,7 +282,7 @@ def dry(path):
 
 
 ARMS_REDUCED = {("standard", "off", "0"), ("standard", "QK", "0"), ("standard", "QK", "1e-4"),
-                ("mup", "off", "0")}
+                ("mup_simple", "off", "0")}   # the inis' μParam (simple), stored as `mup` (§6h)
 
 
 def check_study(name, runs, base, block, widths, depths, lrs, seeds, arms):
@@ -292,7 +292,7 @@ def check_study(name, runs, base, block, widths, depths, lrs, seeds, arms):
         d = int(o["model.d_model"])
         ff = 4 * d if block == "2017" else ((8 * d + 2) // 3 + 7) // 8 * 8
         want = {"model.heads": str(d // 32), "model.d_ff": str(ff), "train.precision": "float32",
-                "init.base_width": "32" if o.get("init.parametrization") == "mup" else "0",
+                "init.base_width": "32" if o.get("init.parametrization") == "mup_simple" else "0",
                 "train.steps": "300", "probe.model_update": "off"}
         if block == "today":
             want.update({"model.positions": "rope", "model.activation": "swiglu", "model.bias": "off",
@@ -336,8 +336,8 @@ def test_sweeps():
             runs, base = dry(path)
             check(f"{path} parses and every run's config validates (--dry-run)", runs is not None, base)
             studies[tag, kind] = (runs or {}, base)
-        full_arms = {(p, q, z) for p in ("standard", "mup") for q in ("off", "QK") for z in ("0", "1e-4")}
-        trial_arms = {("standard", "off", "0"), ("standard", "QK", "0"), ("mup", "off", "0")}
+        full_arms = {(p, q, z) for p in ("standard", "mup_simple") for q in ("off", "QK") for z in ("0", "1e-4")}
+        trial_arms = {("standard", "off", "0"), ("standard", "QK", "0"), ("mup_simple", "off", "0")}
         grid = [1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1]
         check_study(f"proxies_{tag}.ini", *studies[tag, ""], block, [32, 64, 128], [2], grid,
                     [1, 2, 3], ARMS_REDUCED)

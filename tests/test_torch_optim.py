@@ -4,7 +4,7 @@
 
 1. GI-Adam (Kalra & Barkeshli 2024), StableAdamW (Wortsman et al. 2023b, Alg. 2, in its own
    β̂ form), RAdam (Liu et al. 2020, Alg. 2) and μP's Adam/AdamW (torch.optim with one param
-   group per lr) written here from their definitions, run for K updates of a real model
+   group per lr; mup_simple's rates, and Table 3's — `mup`: tok_embed at lr·√r too) written here from their definitions, run for K updates of a real model
    (tests/test_torch.py's, on the parameters and batch of `stability dump`), against the
    checkpoint of a C run after K updates: every parameter within PARAM_TOL relative (b_K
    aside: its gradient is zero in exact arithmetic, its values rounding noise; is_noise).
@@ -15,7 +15,8 @@
    radam_rect against Liu et al.'s formulas.
 3. μP's forward and backward: the dump's loss and gradients against the PyTorch model with
    attention logits q·k/d_head and output logits × base_width/d (loss 1e-12, gradients 1e-9, as
-   docs/design.md §8), at d = base_width (d_ff = d and ≠ d) and at d = 2·base_width; at
+   docs/design.md §8), at d = base_width (d_ff = d and ≠ d) and at d = 2·base_width (and Table 3's
+   tied readout, logits × √(base_width/d)); at
    d = base_width the standard model's loss differs (the attention scale is the difference).
 4. The new keys: bad values exit 2 naming the key, no file written; a run's stored config holds
    init.embed, parametrization, base_width only when they are set.
@@ -77,13 +78,37 @@ def group(f, name):
 # ----------------------------------------------------------------------------------------------
 # The model: tests/test_torch.py's, with μP's two scales.
 
+MUPS = ("mup", "mup_simple")   # a user's names: Table 3, and μParam (simple)
+
+
+def tied(cfg):
+    return str(cfg.get("model.tie_embeddings", "true")) != "false"
+
+
 def mup_scales(m, cfg):
-    """(output logit multiplier, attention scale) of a config: (base/d, 1/d_head) under μP,
-    (1, 1/√d_head) otherwise (docs/design.md §6h)."""
+    """(output logit multiplier, attention scale) of a config (docs/design.md §6h): r = base/d
+    and 1/d_head under μP, but √r for Table 3's tied readout (`mup`: the readout tok_embed has
+    Var 1/d, so √r·W has Var r/d ∝ 1/d², Table 3's 1/fan_in²); (1, 1/√d_head) otherwise."""
     dh = m["d_model"] // m["heads"]
-    if cfg.get("init.parametrization") != "mup":
+    if cfg.get("init.parametrization") not in MUPS:
         return 1.0, 1.0 / math.sqrt(dh)
-    return cfg["init.base_width"] / m["d_model"], 1.0 / dh
+    r = cfg["init.base_width"] / m["d_model"]
+    table3 = cfg["init.parametrization"] == "mup"
+    return (math.sqrt(r) if table3 and tied(cfg) else r), 1.0 / dh
+
+
+def mup_lr_mult(cfg, name):
+    """The Adam lr multiplier of tensor name (Yang et al. 2022, Table 3, Adam column): hidden
+    matrices 1/fan_in ∝ r; under `mup` (Table 3) also tok_embed √r, so its effective step √d·lr·√r
+    (the input multiplier √d) is the base width's; everything else 1."""
+    if cfg.get("init.parametrization") not in MUPS:
+        return 1.0
+    r = cfg["init.base_width"] / cfg["model.d_model"]
+    if is_hidden(name):
+        return r
+    if name == "tok_embed" and cfg["init.parametrization"] == "mup":
+        return math.sqrt(r)
+    return 1.0
 
 
 def loss_fn(m, logit_scale, attn_scale):
@@ -135,10 +160,7 @@ class Reference:
         self.v = {k: torch.zeros_like(v) for k, v in P.items()}
         self.t = 0
         self.clipped = False
-        self.mult = {k: 1.0 for k in P}
-        if cfg.get("init.parametrization") == "mup":
-            d = cfg["model.d_model"]
-            self.mult = {k: cfg["init.base_width"] / d if is_hidden(k) else 1.0 for k in P}
+        self.mult = {k: mup_lr_mult(cfg, k) for k in P}
         if self.kind in ("adam", "adamw"):   # μP: torch.optim with one group per lr
             cls = torch.optim.Adam if self.kind == "adam" else torch.optim.AdamW
             self.leaves = {k: v.clone().requires_grad_(True) for k, v in self.P.items()}
@@ -288,7 +310,7 @@ def run_updates(tmp, name, settings, K, rms=True):
 # 3: μP's forward and backward through `stability dump`.
 
 def check_mup_dump(tmp, name, settings):
-    cfg = {**MODEL, "data.task": "random", "model.vocab": 23, "init.parametrization": "mup",
+    cfg = {**MODEL, "data.task": "random", "model.vocab": 23, "init.parametrization": "mup_simple",
            **settings}
     ini, out = os.path.join(tmp, name + ".ini"), os.path.join(tmp, name + ".h5")
     write_ini(ini, cfg)
@@ -358,14 +380,26 @@ def main():
                                              "train.weight_decay": 0.1, "train.beta2": 0.9}, 6)
             run_updates(tmp, "radam", {"train.optimizer": "radam", "train.lr": 3e-3,
                                        "train.weight_decay": 0.01}, 6)
-            run_updates(tmp, "mup_adam", {"train.optimizer": "adam", "train.lr": 3e-3,
-                                          "init.parametrization": "mup", "init.base_width": 8,
+            run_updates(tmp, "mup_simple_adam", {"train.optimizer": "adam", "train.lr": 3e-3,
+                                          "init.parametrization": "mup_simple", "init.base_width": 8,
                                           "model.d_model": 32, "model.d_ff": 48,
                                           "model.tie_embeddings": "false"}, 1)
-            run_updates(tmp, "mup_adamw", {"train.optimizer": "adamw", "train.lr": 3e-3,
-                                           "train.weight_decay": 0.1, "init.parametrization": "mup",
+            run_updates(tmp, "mup_simple_adamw", {"train.optimizer": "adamw", "train.lr": 3e-3,
+                                           "train.weight_decay": 0.1, "init.parametrization": "mup_simple",
                                            "init.base_width": 64, "model.d_model": 32,
                                            "model.d_ff": 48}, 3)
+            # Table 3 (`mup`): tok_embed's lr × √r, the tied readout's logits × √r
+            run_updates(tmp, "mup_table3_adam_untied", {
+                "train.optimizer": "adam", "train.lr": 3e-3, "init.parametrization": "mup",
+                "init.base_width": 8, "model.d_model": 32, "model.d_ff": 48,
+                "model.tie_embeddings": "false"}, 1)
+            run_updates(tmp, "mup_table3_adamw_tied", {
+                "train.optimizer": "adamw", "train.lr": 3e-3, "train.weight_decay": 0.1,
+                "init.parametrization": "mup", "init.base_width": 8, "model.d_model": 32,
+                "model.d_ff": 48}, 3)
+            check_mup_dump(tmp, "mup table3 d=2base tied post", {
+                "model.d_model": 32, "model.d_ff": 40, "init.base_width": 16,
+                "init.parametrization": "mup"})
             check_mup_dump(tmp, "mup d=base, d_ff=d", {"model.d_model": 16, "model.d_ff": 16,
                                                        "init.base_width": 16})
             check_mup_dump(tmp, "mup d=base, d_ff=24", {"model.d_model": 16, "model.d_ff": 24,

@@ -24,6 +24,7 @@ Suite *real_suite(void);     /* tests/test_real.c: the float32 core's layout, lo
 Suite *block_suite(void);    /* tests/test_block.c: rope, SwiGLU, bias-free linears vs FD; the kernel, names, decoding */
 Suite *dynamics_suite(void); /* tests/test_dynamics.c: QK-norm, soft-capping, z-loss vs FD; entropy, logits, log Z */
 Suite *mup_suite(void);      /* tests/test_mup.c: μP's rates, d = base_width, draws, FD; init.embed, parametrization keys */
+Suite *mup_coord_suite(void);   /* tests/test_mup_coord.c: μP Table 3: coordinate check, embedding lr, readout variance */
 Suite *curvature_suite(void);/* tests/test_curvature.c: HVP, Lanczos, P^-1 H, blocks vs explicit matrices; float32 route */
 Suite *curv_step_suite(void);/* tests/test_curv_step.c: c·P^-1(H + λI) of the step taken (clip, L2) vs explicit */
 Suite *lowp_suite(void);     /* tests/test_lowp.c: bf16 rounding vs PyTorch bit for bit, fp8 vs the OCP tables, stochastic rounding's mean */

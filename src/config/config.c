@@ -356,6 +356,7 @@ int config_parse_string(config_t *cfg, const char *text, const char *name, char 
     if (err && errlen) err[0] = '\0';
     snprintf(cfg->path, sizeof cfg->path, "%s", name);
     snprintf(cfg->name, sizeof cfg->name, "%s", name);
+    cfg->stored = 1;   // a stored `mup` is μParam (simple), as it was written (§6h)
     const int rc = parse_text(cfg, name, text, strlen(text), err, errlen);
     if (!rc) cfg_optimizer_defaults(cfg);
     return rc ? rc : config_validate_stored(cfg, err, errlen);

@@ -27,8 +27,10 @@ typedef enum { OPT_ADAM = 0, OPT_ADAMW = 1, OPT_SGD = 2, OPT_RADAM = 3, OPT_GI_A
 typedef enum { MUON_SCALE_ORIGINAL = 0, MUON_SCALE_MATCH_RMS_ADAMW = 1 } muon_scale_t;
 /* How tok_embed (and an untied lm_head) are drawn (docs/design.md §5). */
 typedef enum { EMBED_NORMAL = 0, EMBED_XAVIER_UNIFORM = 1 } embed_init_t;
-/* The parametrization (docs/design.md §6h): standard, or μP (Yang et al. 2022). */
-typedef enum { PARAM_STANDARD = 0, PARAM_MUP = 1 } parametrization_t;
+/* The parametrization (docs/design.md §6h): standard; μParam (simple), the rules of the results
+ * written before Table 3 was built (a user's `mup_simple`, stored as `mup`); or μP as Yang et al.
+ * 2022, Table 3 (a user's `mup`, stored as `mup_table3`). */
+typedef enum { PARAM_STANDARD = 0, PARAM_MUP_SIMPLE = 1, PARAM_MUP_TABLE3 = 2 } parametrization_t;
 typedef enum { QK_NORM_OFF = 0, QK_NORM_LAYERNORM = 1, QK_NORM_RMSNORM = 2 } qk_norm_t;
 /* How a token's position reaches the model (model.positions; docs/design.md §6i): sinusoidal
  * vectors added to the input, rotary positions on q and k of self-attention, or none. */
@@ -82,7 +84,7 @@ typedef struct config {
         int zero_qk;             /* W_Q = W_K = 0                default false */
         unsigned long seed;      /* default 1 */
         embed_init_t embed;      /* normal (N(0, 1/d)) | xavier_uniform   default normal */
-        parametrization_t parametrization;   /* standard | mup       default standard */
+        parametrization_t parametrization;   /* standard | mup | mup_simple  default standard */
         int base_width;          /* μP: the width d its lr was tuned at, > 0; 0 = unset */
     } init;
     struct {
@@ -171,6 +173,8 @@ typedef struct config {
     /* Provenance (not keys). */
     char path[CONFIG_PATH_MAX];  /* the file it was read from */
     char name[256];              /* basename without .ini, e.g. "postln_L12" */
+    int stored;                  /* read from a run's stored text (config_parse_string): there
+                                    `init.parametrization = mup` is μParam (simple), §6h */
     /* Where each key's value came from, indexed in the order config_to_ini writes the keys
      * (model.layers = 0 ... output.overwrite = last; config.c's key table):
      * 0 = default, > 0 = line in path, -1 = a --set override. Used by config_validate to
@@ -259,6 +263,10 @@ const char *config_schedule_name(schedule_t s);
 const char *config_precision_name(precision_t p);
 const char *config_lr_control_name(lr_control_t c);
 const char *config_warmup_start_name(warmup_start_t w);
+
+/* 1 under either μP (mup_simple or mup, docs/design.md §6h), 0 under the standard
+ * parametrization. */
+int config_is_mup(const config_t *cfg);
 const char *config_rounding_name(rounding_t r);
 
 /* 1 when train.precision runs on the float32 core (float32 and the emulated bfloat16s). */

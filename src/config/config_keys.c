@@ -27,7 +27,9 @@ static const char *const optimizer_names[] = {"adam", "adamw", "sgd", "radam", "
                                               "stableadamw", "lamb", "muon", "lion", "nsgd", NULL};
 static const char *const muon_scale_names[] = {"original", "match_rms_adamw", NULL};
 static const char *const embed_names[] = {"normal", "xavier_uniform", NULL};
-static const char *const parametrization_names[] = {"standard", "mup", NULL};
+/* as written in a stored config (index = value): μParam (simple) keeps the name `mup` its
+ * results were written with; a user's `mup` is read as mup_table3 (config_value.c) */
+static const char *const parametrization_names[] = {"standard", "mup", "mup_table3", NULL};
 static const char *const schedule_names[] = {"inverse_sqrt", "linear", "constant", "cosine",
                                              "autowu", "suboptimality", NULL};
 static const char *const qk_norm_names[] = {"off", "layernorm", "rmsnorm", NULL};
@@ -381,6 +383,12 @@ const char *config_optimizer_name(optimizer_t o) { return enum_name(optimizer_na
 const char *config_schedule_name(schedule_t s) { return enum_name(schedule_names, (int)s); }
 const char *config_precision_name(precision_t p) { return enum_name(precision_names, (int)p); }
 const char *config_lr_control_name(lr_control_t c) { return enum_name(lr_control_names, (int)c); }
+int config_is_mup(const config_t *cfg)
+{
+    return cfg->init.parametrization == PARAM_MUP_SIMPLE ||
+           cfg->init.parametrization == PARAM_MUP_TABLE3;
+}
+
 const char *config_warmup_start_name(warmup_start_t w)
 {
     return enum_name(warmup_start_names, (int)w);

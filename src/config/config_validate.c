@@ -270,7 +270,7 @@ static int validate_mitigations(const config_t *cfg, char *err, size_t errlen)
  * per-tensor rates it defines (Yang et al. 2022, Table 3's Adam column: the Adam family here). */
 static int validate_mup(const config_t *cfg, char *err, size_t errlen)
 {
-    if (cfg->init.parametrization != PARAM_MUP) return 0;
+    if (!config_is_mup(cfg)) return 0;
     const int par = cfg_kidx("init", "parametrization"), opt = cfg_kidx("train", "optimizer");
     if (cfg->init.base_width <= 0)
         return cfg_vfail(cfg, cfg_kidx("init", "base_width"), err, errlen,

@@ -33,7 +33,7 @@ static int validate_optim(const config_t *cfg, char *err, size_t errlen)
         return cfg_vfail(cfg, cfg_blame(cfg, clip, cfg_kidx("model", "attn_softcap")), err, errlen,
                      "train.qk_clip and model.attn_softcap do not go together: the capped logit "
                      "is not q.k/sqrt(d_head), which the clip scales");
-    if (cfg->init.parametrization == PARAM_MUP &&
+    if (config_is_mup(cfg) &&
         (cfg->train.optimizer == OPT_MUON || cfg->train.optimizer == OPT_LION ||
          cfg->train.optimizer == OPT_NSGD))
         return cfg_vfail(cfg, cfg_blame(cfg, cfg_kidx("init", "parametrization"), opt), err, errlen,
@@ -168,7 +168,7 @@ static int validate_ignored(const config_t *cfg, char *err, size_t errlen)
 {
     const int width = cfg_kidx("init", "base_width"), par = cfg_kidx("init", "parametrization");
     const int mom = cfg_kidx("train", "momentum"), opt = cfg_kidx("train", "optimizer");
-    if (cfg->init.base_width != 0 && cfg->init.parametrization != PARAM_MUP) {
+    if (cfg->init.base_width != 0 && !config_is_mup(cfg)) {
         if (cfg_blame(cfg, width, par) == width)
             return cfg_vfail(cfg, width, err, errlen, "only applies to init.parametrization = mup "
                          "(got standard)");

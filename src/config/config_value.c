@@ -95,9 +95,29 @@ static int parse_flag(config_t *cfg, const cfg_key_t *k, const char *v, char *ms
     return -1;
 }
 
+/* init.parametrization (docs/design.md §6h): a user's `mup` is Table 3 and `mup_simple` the
+ * simple rules; a stored config's `mup` is the simple rules it was written with, and Table 3 is
+ * stored as `mup_table3` (read as such from either). */
+static int parse_parametrization(config_t *cfg, const char *v, char *msg, size_t mlen)
+{
+    int *x = (int *)&cfg->init.parametrization;
+    if (!strcmp(v, "standard")) *x = PARAM_STANDARD;
+    else if (!strcmp(v, "mup")) *x = cfg->stored ? PARAM_MUP_SIMPLE : PARAM_MUP_TABLE3;
+    else if (!strcmp(v, "mup_simple")) *x = PARAM_MUP_SIMPLE;
+    else if (!strcmp(v, "mup_table3")) *x = PARAM_MUP_TABLE3;
+    else {
+        snprintf(msg, mlen, "must be standard, mup (Table 3), mup_simple or mup_table3 (got '%s')",
+                 v);
+        return -1;
+    }
+    return 0;
+}
+
 /* K_ENUM: one of the key's names (the message lists them all). */
 static int parse_enum(config_t *cfg, const cfg_key_t *k, const char *v, char *msg, size_t mlen)
 {
+    if (k->off == offsetof(config_t, init.parametrization))
+        return parse_parametrization(cfg, v, msg, mlen);
     int n = 0;
     for (; cfg_enum_name(k, n); n++)
         if (strcmp(v, cfg_enum_name(k, n)) == 0) { *(int *)cfg_field(cfg, k) = n; return 0; }

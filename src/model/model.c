@@ -138,9 +138,11 @@ static void copy_dims(model_t *m, const config_t *cfg, const batch_caps_t *c)
     m->tied = cfg->model.tie_embeddings;
     m->final_norm = config_has_final_norm(cfg);
     // μP (Yang et al. 2022; docs/design.md §6h): logits × base_width/d, attention q·k/d_head
-    const int mup = cfg->init.parametrization == PARAM_MUP && cfg->init.base_width > 0;
+    // Table 3 tied: the readout is tok_embed (Var 1/d), so √r gives it Var r/d ∝ 1/d² (§6h)
+    const int mup = config_is_mup(cfg) && cfg->init.base_width > 0;
     m->mup_ratio = mup ? (double)cfg->init.base_width / (double)m->C : 0.0;
-    m->logit_scale = mup ? m->mup_ratio : 1.0;
+    m->mup_table3 = mup && cfg->init.parametrization == PARAM_MUP_TABLE3;
+    m->logit_scale = !mup ? 1.0 : m->mup_table3 && m->tied ? sqrt(m->mup_ratio) : m->mup_ratio;
     m->bias = cfg->model.bias;
     m->positions = cfg->model.positions;
     m->shape = (sublayer_shape_t){.C = m->C, .F = m->F, .H = m->H, .norm = m->norm,

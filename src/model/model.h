@@ -39,9 +39,11 @@ typedef struct {
     double norm_eps, dropout, label_smoothing;
     double dyt_alpha;        /* DyT's α at initialisation */
     double embed_scale;      /* of tok_embed's initialisation (T-Fixup), else 1 */
-    double mup_ratio;        /* μP (init.parametrization = mup, docs/design.md §6h):
+    double mup_ratio;        /* μP (mup_simple or mup, docs/design.md §6h): r =
                                 init.base_width / d; 0 for the standard parametrization */
-    double logit_scale;      /* the output logits' multiplier: mup_ratio under μP, else 1 */
+    int mup_table3;          /* 1 under init.parametrization = mup (Table 3), else 0 */
+    double logit_scale;      /* the output logits' multiplier (§6h): r under mup_simple and
+                                under mup untied, √r under mup tied, else 1 */
     int causal, tied, final_norm;
     int bias;                /* model.bias: the linear maps have biases */
     positions_t positions;   /* model.positions (docs/design.md §6i) */
@@ -101,11 +103,13 @@ double model_memory_doubles(const config_t *cfg, const batch_caps_t *caps);
  * β = 0, biases 0, tok_embed and lm_head ~ N(0, 1/C) (init.embed = xavier_uniform:
  * U(±√(6/(rows + cols)))), matrices Xavier/normal times their gain; zero_qk zeroes the
  * self-attention's W_Q, W_K. μP (docs/design.md §6h): matrices with variance gain²/fan_in
- * (init.scheme = normal: (gain·std)²·base_width/d), in the scheme's distribution. */
+ * (init.scheme = normal: (gain·std)²·base_width/d), in the scheme's distribution; under mup
+ * (Table 3) an untied lm_head's variance divided by base_width/d. */
 void model_init(model_t *m, const config_t *cfg, gsl_rng *rng);
 
-/* The multiplier of tensor t's learning rate: base_width/d for the hidden matrices under μP
- * (Yang et al. 2022, Table 3, Adam), 1 for every other tensor and parametrization. */
+/* The multiplier of tensor t's learning rate (docs/design.md §6h): r = base_width/d for the
+ * hidden matrices under either μP, √r for tok_embed under mup (Yang et al. 2022, Table 3, Adam),
+ * 1 for every other tensor and parametrization. */
 double model_lr_scale(const model_t *m, const tensor_info_t *t);
 
 /* Admin (placement = admin): set every ω by the profiling forward of stack_admin_profile on

@@ -277,6 +277,15 @@ static void init_matrix(real *p, const tensor_info_t *t, const config_t *cfg, do
     }
 }
 
+/* Whether t is the untied readout under μP's Table 3 away from the base width: its draw's
+ * variance is divided by r = base_width/d, so that with the logits' multiplier r the effective
+ * readout r·W has Var r/d = base_width/d² ∝ 1/fan_in² (Yang et al. 2022, Table 3, output
+ * weights; docs/design.md §6h). At r = 1 the draw is the standard one, bit for bit. */
+static int readout_table3(const model_t *m, const tensor_info_t *t)
+{
+    return m->mup_table3 && m->mup_ratio != 1.0 && !strcmp(t->name, "lm_head");
+}
+
 /* An embedding matrix (tok_embed, lm_head): N(0, 1/d) (fairseq; docs/design.md §5) or, with
  * init.embed = xavier_uniform, U(±√(6/(rows + cols))) (PyTorch's xavier_uniform_, as the
  * curvature anchor draws it, docs/design.md §5); times T-Fixup's scale when not 1. */
@@ -287,11 +296,13 @@ static void init_embed(real *p, const tensor_info_t *t, const model_t *m, const 
     if (cfg->init.embed == EMBED_XAVIER_UNIFORM) {
         double a = sqrt(6.0 / (double)(t->rows + t->cols));
         if (t->value != 1.0) a *= t->value;
+        if (readout_table3(m, t)) a /= sqrt(m->mup_ratio);
         for (size_t j = 0; j < n; j++) p[j] = gsl_ran_flat(rng, -a, a);
         return;
     }
     const double sd_embed = 1.0 / sqrt((double)m->C);
-    const double sd = t->value != 1.0 ? sd_embed * t->value : sd_embed;   // T-Fixup
+    double sd = t->value != 1.0 ? sd_embed * t->value : sd_embed;   // T-Fixup
+    if (readout_table3(m, t)) sd /= sqrt(m->mup_ratio);
     for (size_t j = 0; j < n; j++) p[j] = gsl_ran_gaussian(rng, sd);
 }
 
@@ -324,8 +335,13 @@ void model_init(model_t *m, const config_t *cfg, gsl_rng *rng)
 double model_lr_scale(const model_t *m, const tensor_info_t *t)
 {
     // μP (Yang et al. 2022, Table 3, Adam): hidden weights' lr ∝ 1/fan_in, i.e. × base_width/d
-    // (every fan_in of a matrix is d or d_ff ∝ d); embeddings, norms, biases, gains keep theirs
-    return m->mup_ratio > 0.0 && t->init == TENSOR_MATRIX ? m->mup_ratio : 1.0;
+    // (every fan_in of a matrix is d or d_ff ∝ d); norms, biases, gains and lm_head keep theirs
+    if (m->mup_ratio <= 0.0) return 1.0;
+    if (t->init == TENSOR_MATRIX) return m->mup_ratio;
+    // Table 3, input weights: Θ(1) change of the input's coordinates. tok_embed enters as
+    // √d·E (§5), so Adam's step on E is taken at lr·√r: √d·lr·√(base/d) = √base·lr (§6h)
+    if (m->mup_table3 && !strcmp(t->name, "tok_embed")) return sqrt(m->mup_ratio);
+    return 1.0;
 }
 
 void model_perturb(model_t *m, gsl_rng *rng, double scale)

@@ -117,7 +117,7 @@ static int mup_one_width(const plot_set_t *set, const int *m, int n)
     int width = -1;
     for (int i = 0; i < n; i++) {
         const config_t *c = &set->runs[m[i]].cfg;
-        if (c->init.parametrization != PARAM_MUP) continue;
+        if (!config_is_mup(c)) continue;
         if (width >= 0 && c->init.base_width != width) return 0;
         width = c->init.base_width;
     }

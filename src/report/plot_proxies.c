@@ -86,7 +86,10 @@ static void arm_words(const plot_run_t *r, const plot_diff_t *items, int generic
         else plot_item_text(r, REMEDY[k], 0, w, sizeof w);
         if (used < rlen) used += (size_t)snprintf(rem + used, rlen - used, "%s%s", used ? " + " : "", w);
     }
-    const char *param = r->cfg.init.parametrization == PARAM_MUP ? "μP" : "standard";
+    const parametrization_t pz = r->cfg.init.parametrization;
+    const char *param = pz == PARAM_MUP_SIMPLE   ? "μP"
+                        : pz == PARAM_MUP_TABLE3 ? "μP Table 3"
+                                                 : "standard";
     if (plot_diff_has(items, "init.parametrization") || !rem[0])
         snprintf(full, flen, "%s%s%s", param, rem[0] ? " + " : "", rem);
     else snprintf(full, flen, "%s", rem);
@@ -266,7 +269,7 @@ static int study_axes(const plot_set_t *set, size_study_t *st, char (*ctx)[200],
         if (st->nc > nc) cfirst[c] = st->m[i];
         if (st->na > na) {
             snprintf(st->rem[a], sizeof st->rem[0], "%s", rem[i]);
-            st->mup[a] = r->cfg.init.parametrization == PARAM_MUP;
+            st->mup[a] = config_is_mup(&r->cfg);
         }
         if (intern_num(st->width, &st->nw, SIZE_WIDTHS, r->cfg.model.d_model) < 0 ||
             intern_num(st->lr, &st->nl, SIZE_LRS, r->cfg.train.lr) < 0 ||

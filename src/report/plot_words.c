@@ -143,7 +143,11 @@ static void special_text(const plot_run_t *r, const char *item, const char *v, c
     } else if (!strcmp(item, "init.scheme")) {
         snprintf(buf, len, "%s init", config_init_name(c->init.scheme));
     } else if (!strcmp(item, "init.parametrization")) {   // Yang et al. 2022 (docs/design.md §6h)
-        snprintf(buf, len, "%s", !strcmp(v, "mup") ? "μP" : "standard parametrization");
+        // the stored names (§6h): `mup` μParam (simple), as the figures always said; Table 3
+        const parametrization_t pz = c->init.parametrization;
+        snprintf(buf, len, "%s", pz == PARAM_MUP_SIMPLE   ? "μP"
+                                 : pz == PARAM_MUP_TABLE3 ? "μP Table 3"
+                                                          : "standard parametrization");
     } else if (!strcmp(item, "init.base_width")) {
         if (c->init.base_width > 0) snprintf(buf, len, "base width %d", c->init.base_width);
         else snprintf(buf, len, "no base width");

@@ -176,8 +176,10 @@ static void block_label(const config_t *cfg, char *buf, size_t len)
     if (cfg->model.positions == POS_ROPE) n += snprintf(buf + n, len - n, ", RoPE");
     if (cfg->model.positions == POS_NONE) n += snprintf(buf + n, len - n, ", no positions");
     if (!cfg->model.bias) n += snprintf(buf + n, len - n, ", no biases");
-    if (cfg->init.parametrization == PARAM_MUP)
+    if (cfg->init.parametrization == PARAM_MUP_SIMPLE)
         snprintf(buf + n, len - n, ", muP (base width %d)", cfg->init.base_width);
+    if (cfg->init.parametrization == PARAM_MUP_TABLE3)
+        snprintf(buf + n, len - n, ", muP Table 3 (base width %d)", cfg->init.base_width);
 }
 
 void report_config(FILE *out, const config_t *cfg)
