@@ -1,4 +1,5 @@
 /* diagnose.c — the rules of measure/diagnose.h (docs/design.md §6g) and their messages. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,7 +58,7 @@ long diagnose_warmup_updates(const config_t *cfg, double need)
     // (1 − 1e-12: 2/(1 − 0.9) is 20.000000000000004 in binary; the rule means 20)
     if (need > n) n = ceil(need);
     if (!(n >= 2)) n = 2;
-    return n < 1e9 ? (long)n : 1000000000L;   // no overflow at absurd lrs or β₂ → 1
+    return n < 9.2e18 ? (long)n : LONG_MAX;   // no overflow at absurd lrs or β₂ → 1
 }
 
 int diagnose_index(int e)

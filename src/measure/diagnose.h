@@ -130,7 +130,8 @@ typedef struct {
  * updates of linear warm-up: for Adam and its variants ⌈2/(1 − β₂)⌉ (Ma & Yarats 2021, "On the
  * adequacy of untuned warmup for adaptive optimization": Adam's second-moment time scale; 100
  * at β₂ = 0.98), raised to need when a measurement asks for more (the curvature rows: 0 when
- * none); for SGD, which has no such rule, max(need, a tenth of train.steps). At least 2. */
+ * none); for SGD, which has no such rule, max(need, a tenth of train.steps). At least 2;
+ * LONG_MAX when it does not fit a long. */
 long diagnose_warmup_updates(const config_t *cfg, double need);
 
 /* 1 when cfg's task is next-token prediction on one stack (text, random, copy, reverse): the
