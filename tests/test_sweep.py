@@ -291,8 +291,8 @@ def test_threads(tmp):
     for value in ("3junk", "99999999999", "0", "-2"):
         for var in ("STABILITY_THREADS", "SLURM_CPUS_PER_TASK"):
             r = run("sweep", f, "--dry-run", env=dict(os.environ, **{var: value}))
-            check(f"{var}={value}: exit 2, 'not an integer in 1..4096'", r.returncode == 2 and
-                  f"{var}='{value}': not an integer in 1..4096" in r.stderr, r.stderr.strip())
+            check(f"{var}={value}: exit 2, 'not an integer in 1..8192'", r.returncode == 2 and
+                  f"{var}='{value}': not an integer in 1..8192" in r.stderr, r.stderr.strip())
     r = run("--config", "configs/tiny.ini", "--set", "probe.seeds=1", "--out", os.path.join(tmp, "j.h5"),
             env=dict(os.environ, STABILITY_THREADS="3junk"))
     check("a run with STABILITY_THREADS=3junk: exit 2, nothing written", r.returncode == 2 and
