@@ -10,6 +10,10 @@ which diverges). Its rows are checked against the file read independently with h
 - loss_init is /train/loss[0]; final_loss the mean of the last tenth of /train/loss computed
   here (nan for the run that diverged, /train@diverged_at); diverged, stuck and trains follow
   the rule of docs/design.md §6d (below loss_init − 0.1 nats without a unigram plateau).
+The warm-up study keys its cells by the config (report/plot_indicators.c): an atlas and an
+indicators' sweep whose run names follow no pattern still give warmup_indicators, its cells
+"{placement}-{norm}-{init}" with Theorem 1's ratio over Pre-LN's found by config (1 for Pre-LN
+itself); the same atlas at seeds 1 and 2 is refused with a note that says so.
 Prints "ok - ..." / "FAIL - ..." per check, then "runs: N passed, M failed".
 """
 import configparser
@@ -58,6 +62,8 @@ train.lr = 1e-3, 1e2
 def read_rows(text):
     """The TSV's header and rows as dicts."""
     lines = text.splitlines()
+    if not lines:
+        return [], []
     head = lines[0].split("\t")
     return head, [dict(zip(head, line.split("\t"))) for line in lines[1:]]
 
@@ -124,9 +130,81 @@ def test_runs(tmp):
     check("--runs with another output is a usage error (exit 2)", s.returncode == 2, s.returncode)
 
 
+CELLS = """base = {base}
+zip = model.placement, model.norm, init.scheme
+model.placement = post, pre
+model.norm = layernorm, layernorm
+init.scheme = xavier_normal, xavier_normal
+model.vocab = 40
+model.seq_len = 8
+data.task = copy
+data.batch = 8
+train.optimizer = adam
+train.schedule = constant
+train.lr = 1e-3, 100
+"""
+ATLAS = CELLS + "name = a{lr}_{placement}_{warmup}\ntrain.warmup = 1, 30\ntrain.steps = 60\n"
+INDICATORS = CELLS + """name = i{lr}_{placement}
+train.warmup = 1
+train.steps = 20
+probe.curvature_every = 2
+probe.curvature_until = 20
+probe.curvature_active_only = on
+probe.curvature_iters = 4
+probe.curvature_block_iters = 0
+"""
+
+
+def cells_block(gp):
+    """The rows of the figure's $cells block: (k, L, lr, scheme)."""
+    body = gp.split("$cells << EOD\n", 1)[1].split("EOD", 1)[0]
+    return [line.split() for line in body.splitlines() if line.strip()]
+
+
+def ratio_block(gp):
+    """{k: value} of the xiong_ratio panel's block."""
+    if "$ind_xiong_ratio << EOD" not in gp:
+        return {}
+    body = gp.split("$ind_xiong_ratio << EOD\n", 1)[1].split("EOD", 1)[0]
+    return {int(r.split()[0]): float(r.split()[3]) for r in body.splitlines() if r.strip()}
+
+
+def test_warmup_cells(tmp):
+    tiny = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "configs", "tiny.ini")
+    merged = {}
+    for name, text in (("atl", ATLAS), ("ind", INDICATORS),
+                       ("atls", ATLAS.replace("{warmup}\n", "{warmup}_s{seed}\ninit.seed = 1, 2\n"))):
+        with open(os.path.join(tmp, name + ".ini"), "w") as f:
+            f.write("[sweep]\n" + text.replace("{base}", tiny))
+        s = run("sweep", name + ".ini", "--jobs", "1", "--quiet", cwd=tmp)
+        check(f"the {name} sweep runs", s.returncode == 0, s.stderr[-400:])
+        merged[name] = os.path.join(tmp, "results", name + ".h5")
+    pd = os.path.join(tmp, "plots")
+    s = run("plot", merged["atl"], merged["ind"], "--out", pd, "--format", "gp", cwd=tmp)
+    gp_path = os.path.join(pd, "atl-warmup_indicators.gp")
+    check("names of no pattern: warmup_indicators is drawn", os.path.exists(gp_path), s.stderr[-400:])
+    if os.path.exists(gp_path):
+        gp = open(gp_path).read()
+        cells = cells_block(gp)
+        want = sorted([str(L), f"{lr:g}", sch] for L in (3,) for lr in (1e-3, 100)
+                      for sch in ("post-layernorm-xavier_normal", "pre-layernorm-xavier_normal"))
+        got = sorted([c[1], f"{float(c[2]):g}", c[3]] for c in cells)
+        check("its cells are the config's (placement-norm-init, L, lr)", got == want, got)
+        ratio = ratio_block(gp)
+        pre = [int(c[0]) for c in cells if c[3].startswith("pre-")]
+        check("Theorem 1's ratio of Pre-LN over itself is 1 (its reference found by config)",
+              pre and all(abs(ratio.get(k, math.nan) - 1.0) < 1e-12 for k in pre), ratio)
+    s = run("plot", merged["atls"], merged["ind"], "--out", pd, "--format", "gp", cwd=tmp)
+    check("a seeded atlas: warmup_indicators refused with a note that says so",
+          "seeded atlas" in s.stderr and "seeds 1 and 2" in s.stderr, s.stderr[-600:])
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="stability_runs_") as tmp:
         test_runs(tmp)
+    with tempfile.TemporaryDirectory(prefix="stability_runs_") as tmp:
+        test_warmup_cells(tmp)
     return summary("runs")
 
 
