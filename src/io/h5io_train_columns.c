@@ -122,6 +122,7 @@ const column_t COLUMNS[NCOL] = {
     {"update_curvature", G_CURV, 0, 0, PA_NONE, "u^T H u / u^T u along that update u (one Hessian-vector product)"},
     {"critical_quadratic", G_CURV, 0, 0, PA_NONE, "u^T H u / g^T u, g the measurement batch's gradient: the critical sharpness of the local quadratic model (what critical_sharpness estimates; u^T H u / u^T u when u = g)"},
     {"grad_precond_curvature", G_CURV, 0, 0, PA_NONE, "g^T H_hat g / g^T g on the same gradient, H_hat = (1-beta1)/(1+beta1) P^-1 H = (1-beta1)/((1+beta1)(1-beta1^t)) diag(1/(sqrt(v_hat)+eps)) H (Bai et al. 2025; sgd: H/(1+momentum)); their spike threshold 2/lr"},
+    {"critical_passes", G_CURV, 0, 0, PA_NONE, "forward passes critical_sharpness took: the loss at theta, the doubling and the bisection (its cost; the gradient's forward+backward pass not counted)"},
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 

@@ -60,6 +60,8 @@ typedef struct {
                                    (Kalra et al. 2026; the caller, curv_critical), else NaN */
     double update_curvature;    /* uᵀHu/uᵀu along that update u (the caller), else NaN */
     double critical_quadratic;  /* uᵀHu/gᵀu: λ_c of the local quadratic model (the caller) */
+    double critical_passes;     /* forward passes the critical sharpness took, the loss at θ
+                                   included (the caller), else NaN */
     double grad_precond_curvature;   /* Bai et al. 2025: gᵀĤg/gᵀg, Ĥ = diag(D)·H with
                                         optim_bai_diag's D, threshold 2/lr (the caller) */
     double trace, trace_stderr; /* probe.trace_probes: Hutchinson's tr(H) and its standard

@@ -102,6 +102,7 @@ static void critical_at(train_t *t, double lr, curv_row_t *row)
             critical_result_t cr;
             curv_critical(t->curv, t->curv_theta, u, lr > 0.0 ? lr : CRITICAL_GUESS, &cr);
             row->critical_sharpness = cr.sharpness;
+            row->critical_passes = cr.passes + 1;   // and the loss at θ
             row->update_curvature = curv_update_curvature(t->curv, t->curv_theta, u, g,
                                                           &row->critical_quadratic);
             // Bai et al.'s Ĥ = diag(D)·H with their momentum factor: threshold 2/lr
@@ -136,7 +137,7 @@ static void curv_at(train_t *t, long s, double lr, curv_row_t *row)
     row->step = s;
     row->threshold = optim_threshold(&t->opt, lr);
     row->critical_sharpness = row->update_curvature = NAN;
-    row->critical_quadratic = row->grad_precond_curvature = NAN;
+    row->critical_quadratic = row->grad_precond_curvature = row->critical_passes = NAN;
     if (t->s.cfg.probe.critical_sharpness) critical_at(t, lr, row);
 }
 
