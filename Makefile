@@ -344,6 +344,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_remedies.py
 	/usr/bin/python3 tests/test_curv_signal.py
 	/usr/bin/python3 tests/test_estimators.py
+	/usr/bin/python3 tests/test_est_table.py
 	/usr/bin/python3 tests/test_curvature_diag.py
 	/usr/bin/python3 tests/test_warmup_explained.py
 	/usr/bin/python3 tests/test_indicators_plot.py
