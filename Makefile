@@ -261,6 +261,22 @@ figures-mlm: deps
 figures-train: figures-mlm
 # Training dynamics (docs/dynamics.md, docs/design.md §6g): attention-logit growth, entropy
 # collapse, QK-norm and the z-loss over the learning rate; figures into plots/logit_growth*-dyn_*.
+# The curvature estimators against the exact values at the atlas's size (docs/estimators.md):
+# experiments/estimators.ini (Post-LN and Pre-LN x lr 1e-3, 3e-3, 40 updates, a curvature row
+# every 5 with every estimator), one run at a time (about 40 min of one busy core here), the
+# table (`stability info --estimators`) into results/estimators.md and on stdout, the figures.
+ESTIMATOR_FIGURES := estimators-est_density estimators-est_critical
+.PHONY: estimators
+estimators: deps
+	$(MAKE) stability
+	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the runs train on
+	./stability sweep experiments/estimators.ini --jobs 1
+	./stability plot results/estimators.h5
+	./stability info results/estimators.h5 --estimators > results/estimators.md
+	@mkdir -p docs/figures; for f in $(ESTIMATOR_FIGURES); do \
+	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
+	@cat results/estimators.md
+
 # The reduced grid by default (about 30 min on 2 idle cores); DYNAMICS_SWEEP=logit_growth for
 # the full 80-run grid (a cluster's job: ./stability sweep experiments/logit_growth.ini --slurm).
 DYNAMICS_SWEEP ?= logit_growth_quick
