@@ -16,6 +16,8 @@ overwritten with h5py by values whose table is computed by hand (Adam, β₁ = 0
   grad_precond_curvature 1, 1, 3000 against λ_max(Ĥ): 0.81, 0.905, 0.425 → median 0.81,
       max 0.905; above 2/η in row 3 only → 1 above, 3 agree
   critical_passes     10, 12, 14 → "10–14 forward passes (median 12)"
+  tracking: λ_c's ranks 3, 1.5, 1.5 against λ_max(H)'s (and λ_max(Ĥ)'s) 1, 2, 3: Spearman
+      ρ = −1.5/√3 = −0.87 both; λ_c/λ_max(H) = 300, 0.5, 0.25 → "0.25–300"
 and every figure the file supports is drawn (est_density, est_critical); a file without the
 estimator keys makes `--estimators` exit 1 with a message.
 
@@ -129,6 +131,10 @@ def main():
               "3 agree", verdict.get("λ_max(Ĥ) active > 2/η (exact)") == ("1", "3", "3")
               and verdict.get("λ_c > 2/η") == ("1", "3", "1")
               and verdict.get("λ_grad(Ĥ) > 2/η") == ("1", "3", "3"), verdict)
+        track = re.search(r"^\| est \| 3 \| (\S+) \| (\S+) \| (\S+) \|$", text, re.M)
+        check("tracking: Spearman ρ(λ_c, λ_max(H)) = ρ(λ_c, λ_max(Ĥ)) = −0.87, λ_c/λ_max(H) "
+              "0.25–300", track is not None and track.groups() == ("-0.87", "-0.87", "0.25–300"),
+              track.groups() if track else text)
         figs = os.path.join(tmp, "figs")
         r = run(binary, ["plot", out, "--out", figs, "--format", "png"])
         drawn = sorted(os.listdir(figs)) if os.path.isdir(figs) else []

@@ -321,6 +321,14 @@ START_TEST(test_est_numerics)
     const double nodes[6] = {1.0, 4.0, 9.0, NAN, -2.0, 3.0}, w[6] = {0.5, 0.5, 0.0, 0.0, 0.2, 0.8};
     ck_assert_double_eq(est_slq_top(nodes, w, 2, 3), 4.0);
     ck_assert(isnan(est_slq_top(nodes + 2, w + 2, 1, 2)));
+    // Spearman by hand: x = 1, 2, 3, 4 against y = 10, 30, 20, 40 (NaN pair left out): ranks
+    // 1 2 3 4 and 1 3 2 4, Σd² = 2, ρ = 1 − 6·2/(4·15) = 0.8
+    const double x[5] = {1, 2, NAN, 3, 4}, y[5] = {10, 30, 5, 20, 40};
+    double sc[20];
+    size_t k;
+    ck_assert_double_eq_tol(est_spearman(x, y, 5, sc, &k), 0.8, 1e-12);
+    ck_assert_uint_eq(k, 4);
+    ck_assert(isnan(est_spearman(x, y, 2, sc, &k)));
     config_t cfg;
     config_defaults(&cfg);
     cfg.train.optimizer = OPT_ADAM;

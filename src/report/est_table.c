@@ -22,6 +22,19 @@ void est_relerr(const double *est, const double *ref, size_t n, double *scratch,
     out->max = scratch[k - 1];
 }
 
+double est_spearman(const double *x, const double *y, size_t n, double *scratch, size_t *count)
+{
+    double *a = scratch, *b = scratch + n, *work = scratch + 2 * n;   // work: 2n
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(x[i]) && isfinite(y[i])) {
+            a[k] = x[i];
+            b[k++] = y[i];
+        }
+    *count = k;
+    return k >= 3 ? gsl_stats_spearman(a, 1, b, 1, k, work) : NAN;
+}
+
 double est_hhat_scale(const config_t *cfg)
 {
     if (cfg->train.optimizer == OPT_SGD) return 1.0 / (1.0 + cfg->train.momentum);
@@ -140,6 +153,33 @@ static void print_verdicts(const plot_set_t *set, const int *m, int n, FILE *out
         if (rows[k]) fprintf(out, "| %s | %zu | %zu | %zu |\n", NAME[k], above[k], rows[k], agree[k]);
 }
 
+/* Per run: whether λ_c follows the exact curvature over training (Spearman's ρ over its rows,
+ * against λ_max(H) and λ_max(Ĥ)) and the range of λ_c/λ_max(H). */
+static void print_tracking(const plot_set_t *set, const int *m, int n, FILE *out)
+{
+    fprintf(out, "\n| run | rows | Spearman ρ(λ_c, λ_max(H)) | ρ(λ_c, λ_max(Ĥ)) | "
+                 "λ_c/λ_max(H), min–max |\n|---|---|---|---|---|\n");
+    for (int j = 0; j < n; j++) {
+        const plot_run_t *r = &set->runs[m[j]];
+        const plot_est_t *e = r->est;
+        if (!e->crit) continue;
+        double *hh = malloc(e->n * sizeof *hh), *sc = malloc(4 * e->n * sizeof *sc);
+        if (!hh || !sc) { free(hh); free(sc); return; }
+        double lo = INFINITY, hi = -INFINITY;
+        for (size_t i = 0; i < e->n; i++) {
+            hh[i] = est_hhat_scale(&r->cfg) * e->active[i];
+            const double q = e->crit[i] / e->hmax[i];
+            if (isfinite(q)) { lo = fmin(lo, q); hi = fmax(hi, q); }
+        }
+        size_t k1, k2;
+        const double r1 = est_spearman(e->crit, e->hmax, e->n, sc, &k1);
+        const double r2 = est_spearman(e->crit, hh, e->n, sc, &k2);
+        fprintf(out, "| %s | %zu | %.2f | %.2f | %.3g–%.3g |\n", r->name, k1, r1, r2, lo, hi);
+        free(hh);
+        free(sc);
+    }
+}
+
 int est_table_print(const plot_set_t *set, FILE *out)
 {
     int *m = malloc((size_t)(set->n ? set->n : 1) * sizeof *m);
@@ -178,6 +218,7 @@ int est_table_print(const plot_set_t *set, FILE *out)
             r0->cfg.probe.curvature_iters, 2 * r0->cfg.probe.curvature_iters,
             k ? gsl_stats_median_from_sorted_data(scratch, 1, k) : NAN, n, n > 1 ? "s" : "", total);
     print_verdicts(set, m, n, out);
+    print_tracking(set, m, n, out);
     free(m); free(est); free(ref); free(scratch);
     return n;
 }

@@ -1,8 +1,9 @@
 /* est_table.h — the curvature estimators against the exact values over training
  * (docs/estimators.md; docs/design.md §10, "Estimators at scale"): for each estimator its
  * relative error |e − x|/|x| against its exact reference over every curvature row of a set of
- * runs, as median and maximum, and its cost in Hessian-vector products or forward passes; a
- * Markdown table (`stability info FILE.h5... --estimators`). */
+ * runs, as median and maximum, and its cost in Hessian-vector products or forward passes; the
+ * verdicts on 2/η; per run, whether λ_c follows the exact λ_max (Spearman's ρ). Markdown
+ * (`stability info FILE.h5... --estimators`). */
 #ifndef STABILITY_EST_TABLE_H
 #define STABILITY_EST_TABLE_H
 
@@ -19,6 +20,10 @@ typedef struct {
 /* The relative errors |est_k − ref_k|/|ref_k| of n pairs, those with both values finite and
  * ref_k ≠ 0: their median and maximum (GSL statistics). scratch (n). */
 void est_relerr(const double *est, const double *ref, size_t n, double *scratch, est_err_t *out);
+
+/* Spearman's rank correlation of the pairs (x_k, y_k) with both finite (GSL; ties get their
+ * mean rank), their count into *count; NaN below 3 pairs. scratch (4n). */
+double est_spearman(const double *x, const double *y, size_t n, double *scratch, size_t *count);
 
 /* s of Ĥ = s·P⁻¹H, Bai et al.'s Adam preconditioned Hessian with its momentum factor (as
  * optim_bai_diag): (1 − β₁)/(1 + β₁) for the Adam family, 1/(1 + μ) for sgd; 2/η = s times
