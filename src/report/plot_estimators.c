@@ -204,7 +204,8 @@ int plot_fig_est_density(const plot_set_t *set, sbuf_t *s, char *name, size_t le
              e0->probes, e0->iters, sigma);
     plot_grid_t g;
     const int krows = plot_key_rows(nr[0], 12);
-    layout(set, m, n, &d, "Spectral density of the Hessian by update", lines, krows, s, &g);
+    layout(set, m, n, &d, "Spectral density of the Hessian over the first updates", lines, krows,
+           s, &g);
     plot_range_t x, y;
     plot_range_init(&x);
     plot_range_init(&y);
@@ -310,7 +311,7 @@ int plot_fig_est_critical(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     plot_update_tics(s, &x, 1);
     plot_axis(s, "y", &y, 1, 0.04, NAN, NAN);
     for (int p = 0; p < n; p++) {
-        panel(s, &g, p, n, &d, &set->runs[m[p]], "update", "curvature (1/lr units)");
+        panel(s, &g, p, n, &d, &set->runs[m[p]], "update", "curvature");
         sbuf_printf(s, "plot ");
         for (int k = 0; k < S_COUNT; k++) {
             char with[96];
