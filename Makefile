@@ -263,8 +263,8 @@ figures-train: figures-mlm
 # collapse, QK-norm and the z-loss over the learning rate; figures into plots/logit_growth*-dyn_*.
 # The curvature estimators against the exact values at the atlas's size (docs/estimators.md):
 # experiments/estimators.ini (Post-LN and Pre-LN x lr 1e-3, 3e-3, 40 updates, a curvature row
-# every 5 with every estimator), one run at a time (27 min of wall time here with one job on a busy machine), the
-# table (`stability info --estimators`) into results/estimators.md and on stdout, the figures.
+# every 5 with every estimator), one run at a time (27 min of wall time here on a busy machine),
+# the table (`stability info --estimators`) into results/estimators.md and on stdout, the figures.
 ESTIMATOR_FIGURES := estimators-est_density estimators-est_critical
 .PHONY: estimators
 estimators: deps
