@@ -259,8 +259,6 @@ figures-mlm: deps
 	@mkdir -p docs/figures; for f in $(MLM_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 figures-train: figures-mlm
-# Training dynamics (docs/dynamics.md, docs/design.md §6g): attention-logit growth, entropy
-# collapse, QK-norm and the z-loss over the learning rate; figures into plots/logit_growth*-dyn_*.
 # The curvature estimators against the exact values at the atlas's size (docs/estimators.md):
 # experiments/estimators.ini (Post-LN and Pre-LN x lr 1e-3, 3e-3, 40 updates, a curvature row
 # every 5 with every estimator), one run at a time (27 min of wall time here on a busy machine),
@@ -277,6 +275,8 @@ estimators: deps
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 	@cat results/estimators.md
 
+# Training dynamics (docs/dynamics.md, docs/design.md §6g): attention-logit growth, entropy
+# collapse, QK-norm and the z-loss over the learning rate; figures into plots/logit_growth*-dyn_*.
 # The reduced grid by default (about 30 min on 2 idle cores); DYNAMICS_SWEEP=logit_growth for
 # the full 80-run grid (a cluster's job: ./stability sweep experiments/logit_growth.ini --slurm).
 DYNAMICS_SWEEP ?= logit_growth_quick
