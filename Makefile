@@ -259,6 +259,7 @@ figures-mlm: deps
 	@mkdir -p docs/figures; for f in $(MLM_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 figures-train: figures-mlm
+
 # The curvature estimators against the exact values at the atlas's size (docs/estimators.md):
 # experiments/estimators.ini (Post-LN and Pre-LN x lr 1e-3, 3e-3, 40 updates, a curvature row
 # every 5 with every estimator), one run at a time (27 min of wall time here on a busy machine),
