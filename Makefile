@@ -262,6 +262,23 @@ figures-mlm: deps
 	@mkdir -p docs/figures; for f in $(MLM_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 figures-train: figures-mlm
+
+# The curvature estimators against the exact values at the atlas's size (docs/estimators.md):
+# experiments/estimators.ini (Post-LN and Pre-LN x lr 1e-3, 3e-3, 40 updates, a curvature row
+# every 5 with every estimator), one run at a time (27 min of wall time here on a busy machine),
+# the table (`stability info --estimators`) into results/estimators.md and on stdout, the figures.
+ESTIMATOR_FIGURES := estimators-est_density estimators-est_critical
+.PHONY: estimators
+estimators: deps
+	$(MAKE) stability
+	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the runs train on
+	./stability sweep experiments/estimators.ini --jobs 1
+	./stability plot results/estimators.h5
+	./stability info results/estimators.h5 --estimators > results/estimators.md
+	@mkdir -p docs/figures; for f in $(ESTIMATOR_FIGURES); do \
+	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
+	@cat results/estimators.md
+
 # Training dynamics (docs/dynamics.md, docs/design.md §6g): attention-logit growth, entropy
 # collapse, QK-norm and the z-loss over the learning rate; figures into plots/logit_growth*-dyn_*.
 # The reduced grid by default (about 30 min on 2 idle cores); DYNAMICS_SWEEP=logit_growth for
@@ -347,6 +364,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_torch_remedies.py
 	/usr/bin/python3 tests/test_curv_signal.py
 	/usr/bin/python3 tests/test_estimators.py
+	/usr/bin/python3 tests/test_est_table.py
 	/usr/bin/python3 tests/test_curvature_diag.py
 	/usr/bin/python3 tests/test_warmup_explained.py
 	/usr/bin/python3 tests/test_indicators_plot.py

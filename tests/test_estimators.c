@@ -478,6 +478,52 @@ START_TEST(test_optim_direction)
 }
 END_TEST
 
+/* Bai et al. 2025's Ĥ = diag(D)·H by hand: adam (β₁ = 0.9) with P = (2, 0.5): D = 0.1/(1.9·P) =
+ * (1/38, 1/9.5); sgd, momentum 0.9: D = 1/1.9; plain sgd: 1. And the threshold 2/η it implies:
+ * Adam's iteration with the preconditioner frozen on L = ½aθ² (m ← β₁m + (1 − β₁)aθ,
+ * θ ← θ − η·m/P, as optim_precond defines P) decays when a·D = 0.98·2/η and grows when
+ * a·D = 1.02·2/η (D without the momentum factor, the old definition, would put the boundary
+ * 19× lower). */
+START_TEST(test_bai_diag)
+{
+    config_t cfg;
+    config_defaults(&cfg);
+    cfg.train.optimizer = OPT_ADAM;
+    cfg.train.beta1 = 0.9;
+    optim_t o;
+    ck_assert_int_eq(optim_init(&o, &cfg, 2), 0);
+    const double P[2] = {2.0, 0.5};
+    double D[2];
+    optim_bai_diag(&o, P, 2, D);
+    ck_assert_double_eq_tol(D[0], 1.0 / 38.0, 1e-15);
+    ck_assert_double_eq_tol(D[1], 1.0 / 9.5, 1e-15);
+    const double eta = 1e-3;
+    for (int up = 0; up <= 1; up++) {
+        const double a = (up ? 1.02 : 0.98) * (2.0 / eta) / D[0];
+        double theta = 1.0, m = 0.0;
+        for (int t = 0; t < 4000 && fabs(theta) < 1e6; t++) {
+            m = 0.9 * m + 0.1 * a * theta;
+            theta -= eta * m / P[0];
+        }
+        ck_assert_msg(up ? fabs(theta) > 1e3 : fabs(theta) < 1e-3, "a·D %s 2/eta: theta %g",
+                      up ? "above" : "below", theta);
+    }
+    optim_free(&o);
+    const double one = 1.0;
+    cfg.train.optimizer = OPT_SGD;
+    cfg.train.momentum = 0.9;
+    ck_assert_int_eq(optim_init(&o, &cfg, 1), 0);
+    optim_bai_diag(&o, &one, 1, D);
+    ck_assert_double_eq_tol(D[0], 1.0 / 1.9, 1e-15);
+    optim_free(&o);
+    cfg.train.momentum = 0.0;
+    ck_assert_int_eq(optim_init(&o, &cfg, 1), 0);
+    optim_bai_diag(&o, &one, 1, D);
+    ck_assert_double_eq_tol(D[0], 1.0, 1e-15);
+    optim_free(&o);
+}
+END_TEST
+
 Suite *estimators_suite(void)
 {
     Suite *s = suite_create("estimators");
@@ -489,6 +535,7 @@ Suite *estimators_suite(void)
     tcase_add_test(tc, test_critical_quadratic);
     tcase_add_test(tc, test_directional_by_hand);
     tcase_add_test(tc, test_optim_direction);
+    tcase_add_test(tc, test_bai_diag);
     suite_add_tcase(s, tc);
     return s;
 }

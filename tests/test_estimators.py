@@ -14,8 +14,9 @@ dump's parameters and batch (tests/test_torch_hvp.py's reference, no project cod
 Training with probe.critical_sharpness = on (docs/design.md §10):
   - every /train dataset of the run without it is byte-identical (the measure changes no bit;
     /train/time, the wall clock, aside);
-  - /train/critical_sharpness, update_curvature, critical_quadratic, grad_precond_curvature
-    have one finite row per curvature row; the stored config names the key only when on;
+  - /train/critical_sharpness, update_curvature, critical_quadratic, grad_precond_curvature,
+    critical_passes have one finite row per curvature row (the passes whole, ≥ 3); the stored
+    config names the key only when on;
   - with plain SGD the update is the gradient, so uᵀHu/gᵀu = uᵀHu/uᵀu and Bai et al.'s
     quantity (D = 1) is the same number (1e-9), and each is at most λ_max (Ritz, K = n);
   - bad values exit 2 naming the key, nothing written: critical_sharpness without
@@ -110,7 +111,8 @@ LM = {"model.layers": 2, "model.d_model": 8, "model.heads": 2, "model.d_ff": 12,
       "model.vocab": 11, "model.seq_len": 5, "data.batch": 3, "train.steps": 9,
       "train.warmup": 1, "train.lr": 3e-3, "train.schedule": "constant",
       "probe.curvature_every": 3, "probe.curvature_iters": 8, "probe.curvature_block_iters": 3}
-CRIT = ["critical_sharpness", "update_curvature", "critical_quadratic", "grad_precond_curvature"]
+CRIT = ["critical_sharpness", "update_curvature", "critical_quadratic", "grad_precond_curvature",
+        "critical_passes"]
 
 
 def train(binary, settings, out):
@@ -136,6 +138,9 @@ def training(binary, tmp):
         rows = len(tb["curv_step"])
         ok = all(k in tb and tb[k].shape == (rows,) and np.all(np.isfinite(tb[k][()])) for k in CRIT)
         check(f"with it: {', '.join(CRIT)} finite, one per curvature row ({rows})", ok)
+        cp = tb["critical_passes"][()]   # the loss at θ, ≥ 1 doubling, then bisections
+        check("critical_passes: whole numbers, at least 3", np.all(cp == np.round(cp)) and
+              np.all(cp >= 3), f"{cp}")
         cfg_a, cfg_b = ref_text(fa.attrs["config"]), ref_text(fb.attrs["config"])
         check("the stored config names probe.critical_sharpness only when on",
               "critical_sharpness" not in cfg_a and "critical_sharpness = on" in cfg_b)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests.h"
+#include "report/est_table.h"
 #include "report/plot_band.h"
 
 #define NRUN 5
@@ -301,6 +302,44 @@ START_TEST(test_band_bleu_figure)
 }
 END_TEST
 
+/* The estimators' table's numerics by hand (report/est_table.h): relative errors of the pairs
+ * with both values finite and a non-zero reference — |1.1 − 1|/1 = 0.1, |2 − 2.5|/2.5 = 0.2,
+ * |−3 − 2|/2 = 2.5 (NaN, ref 0 left out): median 0.2, max 2.5, 3 pairs; none: NaN, 0. The SLQ
+ * top node skips NaN nodes and zero weights (9 has weight 0: 4 is the largest); Ĥ's scale
+ * (1 − 0.9)/(1 + 0.9) = 1/19 for Adam, 1/(1 + 0.5) for sgd with momentum 0.5. */
+START_TEST(test_est_numerics)
+{
+    const double est[5] = {1.1, 2.0, NAN, 5.0, -3.0}, ref[5] = {1.0, 2.5, 3.0, 0.0, 2.0};
+    double scratch[5];
+    est_err_t e;
+    est_relerr(est, ref, 5, scratch, &e);
+    ck_assert_uint_eq(e.count, 3);
+    ck_assert_double_eq_tol(e.median, 0.2, 1e-15);
+    ck_assert_double_eq_tol(e.max, 2.5, 1e-15);
+    est_relerr(est + 2, ref + 2, 2, scratch, &e);
+    ck_assert(e.count == 0 && isnan(e.median) && isnan(e.max));
+    const double nodes[6] = {1.0, 4.0, 9.0, NAN, -2.0, 3.0}, w[6] = {0.5, 0.5, 0.0, 0.0, 0.2, 0.8};
+    ck_assert_double_eq(est_slq_top(nodes, w, 2, 3), 4.0);
+    ck_assert(isnan(est_slq_top(nodes + 2, w + 2, 1, 2)));
+    // Spearman by hand: x = 1, 2, 3, 4 against y = 10, 30, 20, 40 (NaN pair left out): ranks
+    // 1 2 3 4 and 1 3 2 4, Σd² = 2, ρ = 1 − 6·2/(4·15) = 0.8
+    const double x[5] = {1, 2, NAN, 3, 4}, y[5] = {10, 30, 5, 20, 40};
+    double sc[20];
+    size_t k;
+    ck_assert_double_eq_tol(est_spearman(x, y, 5, sc, &k), 0.8, 1e-12);
+    ck_assert_uint_eq(k, 4);
+    ck_assert(isnan(est_spearman(x, y, 2, sc, &k)));
+    config_t cfg;
+    config_defaults(&cfg);
+    cfg.train.optimizer = OPT_ADAM;
+    cfg.train.beta1 = 0.9;
+    ck_assert_double_eq_tol(est_hhat_scale(&cfg), 1.0 / 19.0, 1e-15);
+    cfg.train.optimizer = OPT_SGD;
+    cfg.train.momentum = 0.5;
+    ck_assert_double_eq_tol(est_hhat_scale(&cfg), 1.0 / 1.5, 1e-15);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
     Suite *s = suite_create("report");
@@ -312,6 +351,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, test_band_reach_up);
     tcase_add_test(tc, test_band_bleu_table);
     tcase_add_test(tc, test_band_bleu_figure);
+    tcase_add_test(tc, test_est_numerics);
     suite_add_tcase(s, tc);
     return s;
 }

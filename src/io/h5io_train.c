@@ -268,6 +268,7 @@ static int push_curv(h5io_train_t *w, const curv_row_t *c)
         push(w, h5io_tw_col("update_curvature"), &c->update_curvature);
         push(w, h5io_tw_col("critical_quadratic"), &c->critical_quadratic);
         push(w, h5io_tw_col("grad_precond_curvature"), &c->grad_precond_curvature);
+        push(w, h5io_tw_col("critical_passes"), &c->critical_passes);
     }
     return ++w->pending[G_CURV] == GROUP_CAP[G_CURV] ? h5io_train_flush(w) : 0;
 }

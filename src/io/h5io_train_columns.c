@@ -121,7 +121,8 @@ const column_t COLUMNS[NCOL] = {
     {"critical_sharpness", G_CURV, 0, 0, PA_NONE, "2/eta_c, eta_c the smallest step scale at which the measurement batch's loss rises along the update the optimizer is about to take (forward passes: doubling, then bisection to 1/16; Kalra et al. 2026)"},
     {"update_curvature", G_CURV, 0, 0, PA_NONE, "u^T H u / u^T u along that update u (one Hessian-vector product)"},
     {"critical_quadratic", G_CURV, 0, 0, PA_NONE, "u^T H u / g^T u, g the measurement batch's gradient: the critical sharpness of the local quadratic model (what critical_sharpness estimates; u^T H u / u^T u when u = g)"},
-    {"grad_precond_curvature", G_CURV, 0, 0, PA_NONE, "g^T diag(1/(sqrt(v_hat)+eps)) H g / g^T g on the same gradient (Bai et al. 2025; sgd: g^T H g / g^T g); their spike threshold 2/lr"},
+    {"grad_precond_curvature", G_CURV, 0, 0, PA_NONE, "g^T H_hat g / g^T g on the same gradient, H_hat = (1-beta1)/(1+beta1) P^-1 H = (1-beta1)/((1+beta1)(1-beta1^t)) diag(1/(sqrt(v_hat)+eps)) H (Bai et al. 2025; sgd: H/(1+momentum)); their spike threshold 2/lr"},
+    {"critical_passes", G_CURV, 0, 0, PA_NONE, "forward passes critical_sharpness took: the loss at theta, the doubling and the bisection (its cost; the gradient's forward+backward pass not counted)"},
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 

@@ -25,7 +25,7 @@ typedef struct {
 
 /* The /train datasets, in file order (h5io_train_columns.c). */
 extern const column_t COLUMNS[];
-#define NCOL 71
+#define NCOL 72
 /* Columns from this index on came with the dynamics measures (docs/design.md §6g): a file
  * written before them resumes with them NaN. */
 #define NCOL_BEFORE_DYNAMICS 20

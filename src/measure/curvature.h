@@ -60,7 +60,10 @@ typedef struct {
                                    (Kalra et al. 2026; the caller, curv_critical), else NaN */
     double update_curvature;    /* uᵀHu/uᵀu along that update u (the caller), else NaN */
     double critical_quadratic;  /* uᵀHu/gᵀu: λ_c of the local quadratic model (the caller) */
-    double grad_precond_curvature;   /* Bai et al. 2025: gᵀ(√v̂ + ε)⁻¹Hg/gᵀg (the caller) */
+    double critical_passes;     /* forward passes the critical sharpness took, the loss at θ
+                                   included (the caller), else NaN */
+    double grad_precond_curvature;   /* Bai et al. 2025: gᵀĤg/gᵀg, Ĥ = diag(D)·H with
+                                        optim_bai_diag's D, threshold 2/lr (the caller) */
     double trace, trace_stderr; /* probe.trace_probes: Hutchinson's tr(H) and its standard
                                    error (curv_estimate), else NaN */
     double *block_trace;        /* (rows, TENSOR_BLOCKS) tr of each diagonal block; NULL when
@@ -198,8 +201,9 @@ double curv_update_curvature(curv_t *c, const double *theta, const double *u, co
                              double *quadratic);
 
 /* Bai et al. 2025's gradient-direction curvature of the preconditioned Hessian at θ,
- * gᵀ·diag(D)·H·g / gᵀg (measure/directional.h; one Hessian-vector product), D (n) the inverse
- * preconditioner 1/(√v̂ + ε). NaN when the product crossed a kink. */
+ * gᵀ·diag(D)·H·g / gᵀg (measure/directional.h; one Hessian-vector product), D (n) the diagonal
+ * of their Ĥ = diag(D)·H (the caller: (1 − β₁)/((1 + β₁)(1 − β₁ᵗ)·(√v̂ + ε)) for Adam). NaN when
+ * the product crossed a kink. */
 double curv_precond_grad(curv_t *c, const double *theta, const double *g, const double *D);
 
 #endif

@@ -4,8 +4,9 @@
  *       critical sharpness (measure/critical.h) estimates from forward passes;
  *   directional_precond_grad:  Bai et al. 2025 (arXiv 2506.04805, "Adaptive preconditioners
  *       trigger loss spikes in Adam"), the gradient-direction curvature of the preconditioned
- *       Hessian Ĥ = diag(1/(√v̂ + ε))·H: λ_grad = gᵀĤg / gᵀg = Σ_i g_i·D_i·(Hg)_i / Σ_i g_i²,
- *       D = 1/(√v̂ + ε); their loss spike begins when it exceeds 2/η.
+ *       Hessian Ĥ = diag(D)·H: λ_grad = gᵀĤg / gᵀg = Σ_i g_i·D_i·(Hg)_i / Σ_i g_i², for Adam
+ *       D = (1 − β₁)/((1 + β₁)(1 − β₁ᵗ)·(√v̂ + ε)) (their momentum factor included); their loss
+ *       spike begins when it exceeds 2/η.
  * Numerics only. */
 #ifndef STABILITY_DIRECTIONAL_H
 #define STABILITY_DIRECTIONAL_H

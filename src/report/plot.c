@@ -136,6 +136,7 @@ static int load_run(h5io_file_t *f, const char *file, const char *prefix, const 
     if (r->loss) plot_dyn_load(f, prefix, r);
     plot_ind_load(f, prefix, r);
     plot_curv_load(f, prefix, r);
+    plot_est_load(f, prefix, r);
     if (h5io_error(f)) {   // a malformed dataset or attribute (h5io_read.c)
         snprintf(err, errlen, "%s", h5io_error(f));
         return 1;
@@ -158,6 +159,7 @@ static void run_free(plot_run_t *r)
     plot_dyn_free(r->dyn);
     plot_ind_free(r->ind);
     plot_curv_free(r->curv);
+    plot_est_free(r->est);
 }
 
 /* One run's identity against another's: config texts (h5io_config_text, seed kept) and data. */
@@ -486,6 +488,7 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         {plot_fig_size_lr, 0}, {plot_fig_size_sensitivity, 0}, {plot_fig_size_best_lr, 0},
         {plot_fig_size_logit, 0}, {plot_fig_warmup_indicators, 0},
         {plot_fig_curv_lens, 0}, {plot_fig_curv_init_depth, 0}, {plot_fig_curv_blocks, 0},
+        {plot_fig_est_density, 0}, {plot_fig_est_critical, 0},
     };
     const int many = many_schemes(set);
     int drawn = 0, failed = 0;

@@ -12,6 +12,9 @@
  *   bleu           Fig. 2, 4    BLEU vs epochs, seeds as bands, the epoch reaching a BLEU (§6e)
  *   atlas_*, model_update        the schemes' measures and the atlas (§6c, §6d)
  *   mlm_val_loss   Fig. 5       validation masked-LM loss vs updates, seeds as bands (§6e, §6f)
+ *   est_density, est_critical    the SLQ density of H by update, the critical sharpness against
+ *                               the exact curvature over training (report/plot_estimators.c;
+ *                               docs/estimators.md)
  *   warmup_indicators            each explanation of warm-up's indicator against the atlas's
  *                               outcome (docs/curvature.md; report/plot_indicators.c)
  * The data reach gnuplot as inline data blocks; nothing is left on disk but the figures.
@@ -65,6 +68,7 @@ typedef struct {
     struct plot_ind *ind;    /* warm-up's indicators of a run with curvature rows
                                 (report/plot_indicators.c), or NULL */
     struct plot_curv *curv;  /* the curvature rows (report/plot_curvature.c), or NULL */
+    struct plot_est *est;    /* the estimators' columns (report/plot_estimators.c), or NULL */
 } plot_run_t;
 
 typedef struct {

@@ -231,6 +231,35 @@ int plot_fig_curv_lens(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 int plot_fig_curv_init_depth(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_curv_blocks(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
+/* ---- plot_estimators.c: the estimators beside the exact curvature (docs/estimators.md) ---- */
+
+typedef struct plot_est {
+    size_t n;                     /* curvature rows every column below has */
+    double *step;                 /* (n) curv_step */
+    double *hmax, *pmax, *active, *threshold, *passes;   /* (n) hessian_max, precond_max,
+                                     precond_max_active, stability_threshold, curv_passes */
+    double *crit, *quad, *ucurv, *bai, *cpasses;   /* (n) critical_sharpness,
+                                     critical_quadratic, update_curvature,
+                                     grad_precond_curvature, critical_passes; NULL without */
+    double *trace;                /* (n) hessian_trace, NULL without */
+    double *btrace;               /* (n, blocks) hessian_block_trace, NULL without */
+    size_t blocks;
+    int probes, iters;            /* the densities' [probe][m], 0 without */
+    double *nodes, *weights, *pnodes, *pweights;   /* (n, probes, iters) of H, active P⁻¹H */
+} plot_est_t;
+
+/* Read the estimators' columns of the run at prefix of f into r->est (left NULL without
+ * /train/curv_step, without any estimator column, or out of memory). */
+void plot_est_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
+
+/* Free e's arrays and itself. */
+void plot_est_free(plot_est_t *e);
+
+/* The SLQ density of H by update (a panel per run) and the critical sharpness against the
+ * exact λ_max over training (a panel per run, log y). */
+int plot_fig_est_density(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_est_critical(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
 /* ---- plot_atlas.c: the stability atlas ---- */
 
 /* Wortsman et al.'s LR sensitivity of n runs over a learning-rate grid: mean of

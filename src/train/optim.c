@@ -488,6 +488,12 @@ double optim_threshold(const optim_t *o, double lr)
     return 2.0 * (1.0 + o->beta1) / ((1.0 - o->beta1) * lr);
 }
 
+void optim_bai_diag(const optim_t *o, const double *P, size_t n, double *D)
+{
+    const double s = 2.0 / optim_threshold(o, 1.0);   // lr·threshold does not depend on lr
+    for (size_t i = 0; i < n; i++) D[i] = s / P[i];
+}
+
 int optim_direction(const optim_t *o, const real *params, const real *grads, double *u)
 {
     const size_t n = o->n;

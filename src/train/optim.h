@@ -180,4 +180,12 @@ size_t optim_precond(const optim_t *o, const real *params, const real *grads, do
  * sgd with momentum μ: 2(1 + μ)/lr (plain sgd: 2/lr). +∞ when lr = 0. */
 double optim_threshold(const optim_t *o, double lr);
 
+/* Bai et al. 2025's preconditioned Hessian Ĥ = diag(D)·H of the next update (their §3, Adam's
+ * spatial and momentum preconditioning), scaled so that its stability threshold is 2/lr:
+ * D_i = s/P_i (P as optim_precond gives it, n), s = 2/(lr·optim_threshold(lr)) — adam, adamw,
+ * radam: (1 − β₁)/(1 + β₁), so Ĥ = (1 − β₁)/((1 + β₁)(1 − β₁ᵗ))·diag(1/(√v̂ + ε))·H as theirs;
+ * sgd with momentum μ: 1/(1 + μ) (P = 1; plain sgd: Ĥ = H). λ(Ĥ) > 2/lr ⟺ the same Rayleigh
+ * quotient of P⁻¹H above optim_threshold (docs/design.md §10). */
+void optim_bai_diag(const optim_t *o, const double *P, size_t n, double *D);
+
 #endif

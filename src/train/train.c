@@ -87,7 +87,7 @@ static int curv_setup(train_t *t, char *err, size_t errlen)
  * §10): the measurement batch's gradient at θ (float64), in the run's precision and clipped as
  * the update clips, the optimizer's step on it taken on a copy (optim_direction), λ_c = 2/η_c
  * by forward passes from the guess lr; the exact curvature uᵀHu/uᵀu along it and uᵀHu/gᵀu, the
- * λ_c of the local quadratic; Bai et al. 2025's gᵀ(√v̂ + ε)⁻¹Hg/gᵀg on the same gradient. */
+ * λ_c of the local quadratic; Bai et al. 2025's gᵀĤg/gᵀg on the same gradient (optim_bai_diag). */
 static void critical_at(train_t *t, double lr, curv_row_t *row)
 {
     const model_t *m = t->s.model;
@@ -102,12 +102,11 @@ static void critical_at(train_t *t, double lr, curv_row_t *row)
             critical_result_t cr;
             curv_critical(t->curv, t->curv_theta, u, lr > 0.0 ? lr : CRITICAL_GUESS, &cr);
             row->critical_sharpness = cr.sharpness;
+            row->critical_passes = cr.passes + 1;   // and the loss at θ
             row->update_curvature = curv_update_curvature(t->curv, t->curv_theta, u, g,
                                                           &row->critical_quadratic);
-            // Bai et al.'s D = 1/(√v̂ + ε) = (1 − β₁ᵗ)/P (optim_precond; sgd: 1)
-            const long step = t->opt.t > 0 ? t->opt.t : 1;
-            const double bc = t->opt.kind == OPT_SGD ? 1.0 : 1.0 - pow(t->opt.beta1, (double)step);
-            for (size_t i = 0; i < n; i++) u[i] = t->opt.kind == OPT_SGD ? 1.0 : bc / t->curv_P[i];
+            // Bai et al.'s Ĥ = diag(D)·H with their momentum factor: threshold 2/lr
+            optim_bai_diag(&t->opt, t->curv_P, n, u);
             row->grad_precond_curvature = curv_precond_grad(t->curv, t->curv_theta, g, u);
         }
     }
@@ -138,7 +137,7 @@ static void curv_at(train_t *t, long s, double lr, curv_row_t *row)
     row->step = s;
     row->threshold = optim_threshold(&t->opt, lr);
     row->critical_sharpness = row->update_curvature = NAN;
-    row->critical_quadratic = row->grad_precond_curvature = NAN;
+    row->critical_quadratic = row->grad_precond_curvature = row->critical_passes = NAN;
     if (t->s.cfg.probe.critical_sharpness) critical_at(t, lr, row);
 }
 
