@@ -1,0 +1,46 @@
+/* cli_table.c — `stability table STUDY FILE.h5... [--tsv]`: a study's tables, computed by its
+ * analysis (study/study.h) from the runs of the files — the numbers the docs show. */
+#include <stdio.h>
+#include <string.h>
+#include "study/study.h"
+#include "cli/cli.h"
+
+static void help_table(FILE *f)
+{
+    fputs("usage: stability table STUDY FILE.h5... [--tsv]\n"
+          "\n"
+          "Prints a study's tables (Markdown; --tsv: tab-separated, NaN as nan) from its runs (run\n"
+          "files or merged sweep files; a run given twice counts once). Studies:\n", f);
+    for (const study_t *s = study_list(); s->name; s++) fprintf(f, "  %-18s %s\n", s->name, s->about);
+}
+
+int cli_table(int argc, char **argv)
+{
+    const char *files[256], *name = NULL;
+    int nfiles = 0;
+    study_format_t fmt = STUDY_MARKDOWN;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help_table(stdout); return 0; }
+        else if (!strcmp(a, "--tsv")) fmt = STUDY_TSV;
+        else if (a[0] == '-') return cli_usage_error("unknown option", a);
+        else if (!name) name = a;
+        else if (nfiles == 256) return cli_usage_error("table: more than 256 files", a);
+        else files[nfiles++] = a;
+    }
+    if (!name) return cli_usage_error("table: missing STUDY (stability table --help lists them)", NULL);
+    const study_t *s = study_find(name);
+    if (!s) return cli_usage_error("table: no such study (stability table --help lists them)", name);
+    if (!nfiles) return cli_usage_error("table: missing FILE.h5", NULL);
+    plot_set_t set;
+    char err[1024];
+    if (plot_load(&set, files, nfiles, err, sizeof err)) {
+        fprintf(stderr, "stability: %s\n", err);
+        return 1;
+    }
+    err[0] = '\0';
+    const int rc = s->table(&set, fmt, stdout, err, sizeof err);
+    plot_set_free(&set);
+    if (rc) fprintf(stderr, "stability: table %s: %s\n", name, err[0] ? err : "failed");
+    return rc;
+}

@@ -1,0 +1,17 @@
+/* study.c — the table of studies `stability table` knows (study.h). A study adds its row here
+ * and its analysis in study/<name>.c. */
+#include <string.h>
+#include "study/study.h"
+
+static const study_t STUDIES[] = {
+    {NULL, NULL, NULL},
+};
+
+const study_t *study_list(void) { return STUDIES; }
+
+const study_t *study_find(const char *name)
+{
+    for (int k = 0; STUDIES[k].name; k++)
+        if (!strcmp(STUDIES[k].name, name)) return &STUDIES[k];
+    return NULL;
+}
