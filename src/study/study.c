@@ -2,8 +2,11 @@
  * and its analysis in study/<name>.c. */
 #include <string.h>
 #include "study/study.h"
+#include "study/atlas.h"
 
 static const study_t STUDIES[] = {
+    {"atlas", "the stability atlas: LR sensitivity, best lr, needs warm-up (docs/atlas.md)",
+     study_atlas_table},
     {NULL, NULL, NULL},
 };
 
