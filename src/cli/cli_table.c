@@ -10,7 +10,8 @@ static void help_table(FILE *f)
     fputs("usage: stability table STUDY FILE.h5... [--tsv]\n"
           "\n"
           "Prints a study's tables (Markdown; --tsv: tab-separated, NaN as nan) from its runs (run\n"
-          "files or merged sweep files; a run given twice counts once). Studies:\n", f);
+          "files or merged sweep files; a run given twice counts once). A study that compares\n"
+          "two sets (atlas-compare) takes two files, A.h5 B.h5, each read apart. Studies:\n", f);
     for (const study_t *s = study_list(); s->name; s++) fprintf(f, "  %-18s %s\n", s->name, s->about);
 }
 
@@ -32,15 +33,22 @@ int cli_table(int argc, char **argv)
     const study_t *s = study_find(name);
     if (!s) return cli_usage_error("table: no such study (stability table --help lists them)", name);
     if (!nfiles) return cli_usage_error("table: missing FILE.h5", NULL);
-    plot_set_t set;
+    if (s->compare && nfiles != 2)
+        return cli_usage_error("table: this study compares two files: A.h5 B.h5", name);
+    plot_set_t set[2];
     char err[1024];
-    if (plot_load(&set, files, nfiles, err, sizeof err)) {
-        fprintf(stderr, "stability: %s\n", err);
-        return 1;
-    }
+    const int nsets = s->compare ? 2 : 1;   // a comparison reads each file apart
+    for (int k = 0; k < nsets; k++)
+        if (plot_load(&set[k], s->compare ? files + k : files, s->compare ? 1 : nfiles, err,
+                      sizeof err)) {
+            fprintf(stderr, "stability: %s\n", err);
+            if (k) plot_set_free(&set[0]);
+            return 1;
+        }
     err[0] = '\0';
-    const int rc = s->table(&set, fmt, stdout, err, sizeof err);
-    plot_set_free(&set);
+    const int rc = s->compare ? s->compare(&set[0], &set[1], fmt, stdout, err, sizeof err)
+                              : s->table(&set[0], fmt, stdout, err, sizeof err);
+    for (int k = 0; k < nsets; k++) plot_set_free(&set[k]);
     if (rc) fprintf(stderr, "stability: table %s: %s\n", name, err[0] ? err : "failed");
     return rc;
 }

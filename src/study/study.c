@@ -6,8 +6,10 @@
 
 static const study_t STUDIES[] = {
     {"atlas", "the stability atlas: LR sensitivity, best lr, needs warm-up (docs/atlas.md)",
-     study_atlas_table},
-    {NULL, NULL, NULL},
+     study_atlas_table, NULL},
+    {"atlas-compare", "two atlases cell by cell: final losses, verdicts that move, Spearman's ρ",
+     NULL, study_atlas_compare},
+    {0},
 };
 
 const study_t *study_list(void) { return STUDIES; }

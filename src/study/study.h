@@ -19,6 +19,10 @@ typedef struct {
      * runs are not the study's (a missing cell, a run it cannot place), 2 with err for a bad
      * option value. */
     int (*table)(const plot_set_t *set, study_format_t fmt, FILE *out, char *err, size_t errlen);
+    /* Or, for a study of two sets (table NULL): print how b differs from a, each set read from
+     * one file apart (a run in both is in each). Returns as table. */
+    int (*compare)(const plot_set_t *a, const plot_set_t *b, study_format_t fmt, FILE *out,
+                   char *err, size_t errlen);
 } study_t;
 
 /* The study called name, or NULL. */
