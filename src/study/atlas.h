@@ -69,12 +69,13 @@ void atlas_print(const atlas_table_t *a, study_format_t fmt, FILE *out);
 int study_atlas_table(const plot_set_t *set, study_format_t fmt, FILE *out, char *err,
                       size_t errlen);
 
-/* `stability table atlas-compare A.h5 B.h5` (study/atlas_compare.c): the runs paired by their
- * cell from the config (scheme without today's block's norm, depth, lr, warm-up, seed); the
- * final losses' median and largest |B − A|, the runs that diverged in one only, the lines whose
- * verdict moves, and per depth and warm-up Spearman's ρ of the schemes' order by LR sensitivity
- * (TSV: that last table only). 1 with err when the files do not hold the same cells. */
-int study_atlas_compare(const plot_set_t *a, const plot_set_t *b, study_format_t fmt, FILE *out,
-                        char *err, size_t errlen);
+/* `stability table atlas-compare A.h5 B.h5 [--common]` (study/atlas_compare.c): the runs paired
+ * by their cell from the config (scheme without today's block's norm, depth, lr, warm-up, seed);
+ * the final losses' median and largest |B − A|, the runs that diverged in one only, the lines
+ * whose verdict moves, and per depth and warm-up Spearman's ρ of the schemes' order by LR
+ * sensitivity (TSV: that last table only). 1 with err when the files do not hold the same
+ * cells; with common, the cells both hold are compared (1 when none). */
+int study_atlas_compare(const plot_set_t *a, const plot_set_t *b, int common, study_format_t fmt,
+                        FILE *out, char *err, size_t errlen);
 
 #endif

@@ -249,8 +249,26 @@ static void print_orders(const atlas_table_t *a, const atlas_table_t *b, study_f
     }
 }
 
-int study_atlas_compare(const plot_set_t *sa, const plot_set_t *sb, study_format_t fmt,
-                        FILE *out, char *err, size_t errlen)
+/* The runs of a (and b) that pair (of, from pair_runs) as sets of their own, sharing the
+ * runs' memory (free only .runs); their count. */
+static int common_sets(const runs_table_t *a, const runs_table_t *b, const int *of,
+                       plot_set_t *ca, plot_set_t *cb)
+{
+    const size_t n = (size_t)(a->n ? a->n : 1);
+    ca->runs = malloc(n * sizeof *ca->runs);
+    cb->runs = malloc(n * sizeof *cb->runs);
+    ca->n = cb->n = 0;
+    for (int i = 0; ca->runs && cb->runs && i < a->n; i++)
+        if (of[i] >= 0) {
+            ca->runs[ca->n++] = *a->rows[i].run;
+            cb->runs[cb->n++] = *b->rows[of[i]].run;
+        }
+    return ca->n;
+}
+
+/* The comparison of the paired runs and their tables. */
+static int compare_paired(const plot_set_t *sa, const plot_set_t *sb, study_format_t fmt,
+                          FILE *out, char *err, size_t errlen)
 {
     runs_table_t a = {0}, b = {0};
     char (*ka)[96] = NULL, (*kb)[96] = NULL;
@@ -258,13 +276,7 @@ int study_atlas_compare(const plot_set_t *sa, const plot_set_t *sb, study_format
     int *of = NULL;
     int rc = cells_read(sa, &a, &ka, err, errlen) || cells_read(sb, &b, &kb, err, errlen);
     if (!rc && !(of = malloc((size_t)(a.n ? a.n : 1) * sizeof *of))) rc = 1;
-    if (!rc && (pair_runs(ka, a.n, kb, b.n, of) != a.n || a.n != b.n || !a.n)) {
-        int i = 0;
-        while (i < a.n && of[i] >= 0) i++;
-        snprintf(err, errlen, "the two files do not hold the same cells: %d runs in A, %d in B%s%s",
-                 a.n, b.n, i < a.n ? ", e.g. A's " : "", i < a.n ? ka[i] : "");
-        rc = 1;
-    }
+    if (!rc) pair_runs(ka, a.n, kb, b.n, of);
     if (!rc) rc = atlas_build(sa, &ta, err, errlen) || atlas_build(sb, &tb, err, errlen);
     if (!rc) {
         if (fmt != STUDY_TSV) {
@@ -276,5 +288,37 @@ int study_atlas_compare(const plot_set_t *sa, const plot_set_t *sb, study_format
     runs_free(&a); runs_free(&b);
     free(ka); free(kb); free(of);
     atlas_free_table(&ta); atlas_free_table(&tb);
+    return rc;
+}
+
+int study_atlas_compare(const plot_set_t *sa, const plot_set_t *sb, int common,
+                        study_format_t fmt, FILE *out, char *err, size_t errlen)
+{
+    runs_table_t a = {0}, b = {0};
+    char (*ka)[96] = NULL, (*kb)[96] = NULL;
+    int *of = NULL, paired = 0;
+    plot_set_t ca = {0}, cb = {0};
+    int rc = cells_read(sa, &a, &ka, err, errlen) || cells_read(sb, &b, &kb, err, errlen);
+    if (!rc && !(of = malloc((size_t)(a.n ? a.n : 1) * sizeof *of))) rc = 1;
+    if (!rc) paired = pair_runs(ka, a.n, kb, b.n, of);
+    const int same = !rc && paired == a.n && a.n == b.n && a.n;
+    if (!rc && !same && common && paired) {   // the runs both hold, said first
+        if (common_sets(&a, &b, of, &ca, &cb) != paired) { snprintf(err, errlen, "out of memory"); rc = 1; }
+        else if (fmt != STUDY_TSV)
+            fprintf(out, "**Common runs only:** %d of %d in A and %d in B.\n\n", paired, a.n, b.n);
+    } else if (!rc && !same) {
+        int i = 0;
+        while (i < a.n && of[i] >= 0) i++;
+        char both[32] = "none in both";
+        if (paired) snprintf(both, sizeof both, "%d in both", paired);
+        snprintf(err, errlen, "the two files do not hold the same runs: %d in A, %d in B, %s%s%s "
+                 "(--common: compare the runs both hold)", a.n, b.n, both,
+                 i < a.n ? "; e.g. A's cell " : "", i < a.n ? ka[i] : "");
+        rc = 1;
+    }
+    if (!rc) rc = ca.runs ? compare_paired(&ca, &cb, fmt, out, err, errlen)
+                          : compare_paired(sa, sb, fmt, out, err, errlen);
+    runs_free(&a); runs_free(&b);
+    free(ka); free(kb); free(of); free(ca.runs); free(cb.runs);
     return rc;
 }

@@ -20,9 +20,10 @@ typedef struct {
      * option value. */
     int (*table)(const plot_set_t *set, study_format_t fmt, FILE *out, char *err, size_t errlen);
     /* Or, for a study of two sets (table NULL): print how b differs from a, each set read from
-     * one file apart (a run in both is in each). Returns as table. */
-    int (*compare)(const plot_set_t *a, const plot_set_t *b, study_format_t fmt, FILE *out,
-                   char *err, size_t errlen);
+     * one file apart (a run in both is in each); common: the runs both hold only (--common),
+     * else sets of other runs are refused. Returns as table. */
+    int (*compare)(const plot_set_t *a, const plot_set_t *b, int common, study_format_t fmt,
+                   FILE *out, char *err, size_t errlen);
 } study_t;
 
 /* The study called name, or NULL. */
