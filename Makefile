@@ -197,9 +197,9 @@ atlas: deps
 	@set -e; for f in $(ATLAS_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	./stability plot results/$(ATLAS).h5 results/atlas_init.h5
 	./stability plot results/model_update.h5
-	/usr/bin/python3 scripts/atlas_table.py results/$(ATLAS).h5
+	./stability table atlas results/$(ATLAS).h5
 	@if [ $(ATLAS) != $(ATLAS_F64) ] && [ -f results/$(ATLAS_F64).h5 ]; then \
-	  /usr/bin/python3 scripts/atlas_compare.py results/$(ATLAS_F64).h5 results/$(ATLAS).h5; fi
+	  ./stability table atlas-compare results/$(ATLAS_F64).h5 results/$(ATLAS).h5; fi
 	@mkdir -p docs/figures; for f in $(ATLAS_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 
@@ -329,9 +329,9 @@ atlas-llama: deps
 	@[ -s results/licenses.txt ] || scripts/corpus.sh
 	./stability sweep experiments/atlas_llama.ini
 	./stability plot results/atlas_llama.h5
-	/usr/bin/python3 scripts/atlas_blocks.py results/atlas_llama.h5
+	./stability table atlas results/atlas_llama.h5
 	@if [ -f results/atlas_f32.h5 ]; then \
-	  /usr/bin/python3 scripts/atlas_blocks.py results/atlas_f32.h5 results/atlas_llama.h5; fi
+	  ./stability table atlas-compare results/atlas_f32.h5 results/atlas_llama.h5; fi
 
 # Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
 # training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
@@ -371,6 +371,7 @@ test: test-deps
 	/usr/bin/python3 tests/test_curvature_anchor.py
 	/usr/bin/python3 tests/test_dynamics_plot.py
 	/usr/bin/python3 tests/test_runs.py
+	/usr/bin/python3 tests/test_atlas_table.py
 	/usr/bin/python3 tests/test_torch_float32.py
 	/usr/bin/python3 tests/test_probe.py
 	/usr/bin/python3 tests/test_sweep.py

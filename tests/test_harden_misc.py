@@ -18,7 +18,7 @@ minor    item 12: a merged file's status of a damaged run file whole (it stopped
          diverged with its reason (exit 0); the sweep summary pads UTF-8 names by columns;
          control characters of --set values are echoed as '?'; --resume of a file that logged
          no update says so instead of "would erase its 0 logged updates".
-scripts  item 9: the table scripts (warmup_explained, atlas_table, atlas_compare, atlas_blocks,
+scripts  item 9: the table scripts (warmup_explained, atlas_table,
          proxies_table, warmup_table, curvature_anchor_table) answer a wrong input with one
          line on stderr and exit 2 (they printed a table, exit 0, or a traceback): the two
          merged files of warmup_explained swapped, one file twice or a copy, --bootstrap 0, -5 and 1, --trains nan,
@@ -337,10 +337,6 @@ def test_scripts(tmp):
         ("atlas_table.py", [empty], "an empty file"),
         ("atlas_table.py", [runfile], "a run file"),
         ("atlas_table.py", [probe_only], "runs without /train"),
-        ("atlas_compare.py", [atlas, empty], "an empty file"),
-        ("atlas_compare.py", [atlas, copy, "--trains", "inf"], "--trains inf"),
-        ("atlas_blocks.py", [empty], "an empty file"),
-        ("atlas_blocks.py", [bare, atlas], "no /runs"),
         ("proxies_table.py", [empty], "an empty file"),
         ("proxies_table.py", [runfile], "a run file"),
         ("warmup_table.py", [atlas], "a merged file for a run file"),

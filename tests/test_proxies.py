@@ -12,8 +12,8 @@
    gsl_fit_linear) equals numpy's least squares, and its prediction at the next width and its
    intervals equal the textbook formulas; the peak attention logit is the median of the seeds'
    maxima; the command prints these numbers.
-2. scripts/atlas_blocks.py pairs two atlases whose run names differ (LayerNorm / RMSNorm in the
-   names) by their cells and reports what atlas_compare.py reports.
+2. `stability table atlas-compare` pairs two atlases whose run names differ (LayerNorm / RMSNorm
+   in the names) by their cells, read from the config, and names the cell whose verdict moves.
 3. Every sweep file of the study and the today's-block atlas parses (`stability sweep FILE
    --dry-run`, which validates every run's config) and its runs are what docs/proxies.md says:
    widths, heads = d/32, d_ff (4d; 8d/3 rounded up to 8 for SwiGLU), the block's keys, the arms,
@@ -228,7 +228,7 @@ def test_table(tmp):
     check("Fig. 1 table: a diverged seed marks its lr ×", row.rstrip("| ").endswith("×"), row)
 
 
-# ---- 2. atlas_blocks.py ------------------------------------------------------------------------
+# ---- 2. stability table atlas-compare across blocks ---------------------------------------------
 
 def write_atlas(path, norm, finals):
     with h5py.File(path, "w") as f:
@@ -239,7 +239,9 @@ def write_atlas(path, norm, finals):
                                  f"[train]\nlr = {lr!r}\nwarmup = {warm}\nsteps = 300\n[init]\nseed = 1\n")
             g.attrs["status"] = "done"
             t = g.create_group("train")
+            t["step"] = np.array([1, 2])
             t["loss"] = np.array([5.5, 3.0])
+            t["eval_step"] = np.array([2])
             t["val_loss"] = np.array([fin])
 
 
@@ -251,18 +253,12 @@ def test_atlas_blocks(tmp):
     pa, pb = os.path.join(tmp, "a.h5"), os.path.join(tmp, "b.h5")
     write_atlas(pa, "layernorm", a)
     write_atlas(pb, "rmsnorm", b)
-    run = lambda *files: subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts/atlas_blocks.py"),
-                                         *files, "--stability", STABILITY], capture_output=True, text=True)
-    r = run(pa, pb)
-    check("atlas_blocks.py: runs of other names paired by cell (8 in each, 8 finished in both)",
-          r.returncode == 0 and "8 in each; 8 finished in both" in r.stdout, r.stderr.strip() or r.stdout[:300])
-    check("atlas_blocks.py: the cell that moves is named (post, 6: needs warm-up no → yes)",
+    r = subprocess.run([STABILITY, "table", "atlas-compare", pa, pb], capture_output=True, text=True)
+    check("table atlas-compare: runs of other names paired by cell (8 in each, 8 finished in both)",
+          r.returncode == 0 and "8 in each; 8 finished in both" in r.stdout, r.stderr.strip()[-300:] or r.stdout[:300])
+    check("table atlas-compare: the cell that moves is named (post, 6: needs warm-up no → yes)",
           "- post, 6: needs warm-up no → yes" in r.stdout and "1 of 2 cells move" in r.stdout,
           r.stdout[-600:])
-    c = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts/atlas_compare.py"), pa, pb,
-                        "--stability", STABILITY], capture_output=True, text=True)
-    check("atlas_compare.py on the same two files refuses them (names differ): why the wrapper",
-          c.returncode == 1 and "do not hold the same runs" in c.stderr, c.stderr.strip())
 
 
 # ---- 3. the sweep files ------------------------------------------------------------------------

@@ -291,8 +291,8 @@ def test_threads(tmp):
     for value in ("3junk", "99999999999", "0", "-2"):
         for var in ("STABILITY_THREADS", "SLURM_CPUS_PER_TASK"):
             r = run("sweep", f, "--dry-run", env=dict(os.environ, **{var: value}))
-            check(f"{var}={value}: exit 2, 'not an integer in 1..8192'", r.returncode == 2 and
-                  f"{var}='{value}': not an integer in 1..8192" in r.stderr, r.stderr.strip())
+            check(f"{var}={value}: exit 2, 'not an integer in 1..4096'", r.returncode == 2 and
+                  f"{var}='{value}': not an integer in 1..4096" in r.stderr, r.stderr.strip())
     r = run("--config", "configs/tiny.ini", "--set", "probe.seeds=1", "--out", os.path.join(tmp, "j.h5"),
             env=dict(os.environ, STABILITY_THREADS="3junk"))
     check("a run with STABILITY_THREADS=3junk: exit 2, nothing written", r.returncode == 2 and
@@ -474,15 +474,14 @@ def test_atlas(tmp):
     shutil.rmtree("results/mini_f32_test", ignore_errors=True)
     r = run("sweep", os.path.join(tmp, "mini_f32_test.ini"), "--quiet")
     check("mini atlas in float32: 12 runs", r.returncode == 0, r.stderr.strip())
-    cmp = lambda a, b: subprocess.run(["/usr/bin/python3", "scripts/atlas_compare.py", a, b],
-                                      capture_output=True, text=True)
+    cmp = lambda a, b, *o: run("table", "atlas-compare", a, b, *o)
     c = cmp("results/mini_atlas_test.h5", "results/mini_f32_test.h5")
     with h5py.File("results/mini_atlas_test.h5") as h64, h5py.File("results/mini_f32_test.h5") as h32:
         d = [abs(float(h32["runs"][n]["train/loss"][-1]) - float(h64["runs"][n]["train/loss"][-1]))
              for n in h64["runs"]]
         prec = {h32["runs"][n].attrs.get("precision") for n in h32["runs"]}
     m = re.search(r"(\d+) in each; (\d+) finished in both", c.stdout)
-    check("atlas_compare.py: float64 against float32: 12 runs paired, the cells counted, the "
+    check("table atlas-compare: float64 against float32: 12 runs paired, the cells counted, the "
           "order per depth and warm-up", c.returncode == 0 and m and m.group(1) == "12"
           and "of 3 cells move" in c.stdout
           and len(re.findall(r"^\| \d+ \| (yes|no) \|", c.stdout, re.M)) == 2,
@@ -490,17 +489,15 @@ def test_atlas(tmp):
     check("the float32 twin is float32 (its runs' precision attribute) and its losses differ",
           prec in ({b"float32"}, {"float32"}) and np.nanmax(d) > 0, f"{prec} {np.nanmax(d)}")
     c = cmp("results/mini_atlas_test.h5", "results/mini_atlas_test.h5")
-    check("atlas_compare.py: an atlas against itself moves nothing (median |Δ| 0, 0 cells, ρ = 1)",
+    check("table atlas-compare: an atlas against itself moves nothing (median |Δ| 0, 0 cells, ρ = 1)",
           c.returncode == 0 and "median |Δ| 0.00e+00" in c.stdout and "0 of 3 cells move" in c.stdout
           and "Status differs** in 0 runs" in c.stdout
           and len(re.findall(r"\| 1\.000 \| — \|", c.stdout)) == 2, c.stdout[-400:])
     c = cmp("results/mini_atlas_test.h5", "results/mini_init_test.h5")
-    check("atlas_compare.py: two files of other runs: exit 1 and why", c.returncode == 1
+    check("table atlas-compare: two files of other runs: exit 1 and why", c.returncode == 1
           and "do not hold the same runs" in c.stderr, c.stderr.strip())
-    c = subprocess.run(["/usr/bin/python3", "scripts/atlas_compare.py", "--common",
-                        "results/mini_atlas_test.h5", "results/mini_init_test.h5"],
-                       capture_output=True, text=True)
-    check("atlas_compare.py --common with no run in both: exit 1, 'none in both'",
+    c = cmp("results/mini_atlas_test.h5", "results/mini_init_test.h5", "--common")
+    check("table atlas-compare --common with no run in both: exit 1, 'none in both'",
           c.returncode == 1 and "none in both" in c.stderr, c.stderr.strip())
     test_atlas_seeds(tmp, f)
     for d in ("mini_atlas_test", "mini_init_test", "mini_f32_test"):

@@ -24,6 +24,9 @@ int cli_info(int argc, char **argv);
 /* stability plot FILE.h5... [--out DIR] [--format LIST] [--quiet] (cli_plot.c). */
 int cli_plot(int argc, char **argv);
 
+/* stability table STUDY FILE.h5... [--tsv] (cli_table.c). */
+int cli_table(int argc, char **argv);
+
 /* stability sweep FILE [--jobs N] [--dry-run] [--task I] [--merge] [--slurm ...] (cli_sweep.c). */
 int cli_sweep(int argc, char **argv);
 

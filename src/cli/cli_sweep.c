@@ -102,8 +102,11 @@ static int parse_options(int argc, char **argv, sweep_opts_t *o)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(HELP_SWEEP, stdout); return 0; }
         else if (!strcmp(a, "--jobs") && i + 1 < argc) {
             long v;
-            if (args_parse_long(argv[++i], 1, SWEEP_MAX_RUNS, &v))
-                return cli_usage_error("--jobs: not an integer in 1..4096", argv[i]);
+            if (args_parse_long(argv[++i], 1, SWEEP_MAX_RUNS, &v)) {
+                char msg[64];
+                snprintf(msg, sizeof msg, "--jobs: not an integer in 1..%d", SWEEP_MAX_RUNS);
+                return cli_usage_error(msg, argv[i]);
+            }
             o->jobs = (int)v;
         } else if (!strcmp(a, "--task") && i + 1 < argc) {
             if (args_parse_long(argv[++i], 0, SWEEP_MAX_RUNS - 1, &o->task))

@@ -54,6 +54,7 @@ static const char *USAGE =
     "       stability dump --config CONFIG --out FILE.h5 [--set ...] [--force] [--perturb S] [--hvp]\n"
     "       stability gradcheck --config CONFIG [--set ...] [--entries N] [--tol X] [--perturb S]\n"
     "       stability advise --config CONFIG [--set ...] [--out ADVICE.h5] [--force] [--quiet]\n"
+    "       stability table STUDY FILE.h5... [--tsv]   a study's tables (docs' numbers)\n"
     "       stability translate RUN.h5 [--beam K] [--lenpen A] [--max-len-a A] [--max-len-b B]\n"
     "                           [--input FILE] [--ids]\n"
     "       stability --help | VERB --help | --version\n"
@@ -435,7 +436,7 @@ int main(int argc, char **argv)
 static int unknown_verb(const char *verb)
 {
     static const char *const VERBS[] = {"train", "probe", "sweep", "plot", "info", "dump",
-                                        "gradcheck", "translate", "advise", NULL};
+                                        "gradcheck", "translate", "advise", "table", NULL};
     const char *best = NULL;
     int bestd = 3;
     for (int k = 0; VERBS[k]; k++) {
@@ -471,7 +472,7 @@ static int dispatch(int argc, char **argv)
     for (int k = 0; k < 3; k++) {
         long n;
         char err[160];
-        if (args_env_count(COUNTS[k], 4096, &n, err, sizeof err) < 0) {
+        if (args_env_count(COUNTS[k], THREADS_ENV_MAX, &n, err, sizeof err) < 0) {
             fprintf(stderr, "stability: %s\n", err);
             return 2;
         }
@@ -506,6 +507,7 @@ static int dispatch(int argc, char **argv)
     if (!strcmp(verb, "info")) return cli_info(argc, argv);
     if (!strcmp(verb, "sweep")) return cli_sweep(argc, argv);
     if (!strcmp(verb, "plot")) return cli_plot(argc, argv);
+    if (!strcmp(verb, "table")) return cli_table(argc, argv);
     if (!strcmp(verb, "translate")) return run_translate(argc - 1, argv + 1);
     if (!strcmp(verb, "gradcheck")) {
         if ((rc = parse_options(argc, argv, 2, &o, HELP_GRADCHECK, OPT_ENTRIES | OPT_TOL | OPT_PERTURB)))

@@ -21,6 +21,7 @@
 #include "util/fsutil.h"
 #include "util/proc.h"
 #include "util/progress.h"
+#include "util/threads.h"
 #include "sweep/sweep_watch.h"
 
 /* The last stop signal (SIGINT, SIGTERM, SIGHUP; SIGUSR1 for a task) and how many came. */
@@ -175,7 +176,7 @@ static int cores_available(void)
     for (int k = 0; k < 2; k++) {
         long n;
         char err[128];
-        if (args_env_count(VARS[k], SWEEP_MAX_RUNS, &n, err, sizeof err) == 1) return (int)n;
+        if (args_env_count(VARS[k], THREADS_ENV_MAX, &n, err, sizeof err) == 1) return (int)n;
     }
     return cpus_available();
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "util/progress.h"
+#include "util/threads.h"
 
 double progress_now(void)
 {
@@ -141,7 +142,7 @@ int progress_channel_threads(void)
         msg[n] = '\0';
         char *end;
         const long t = msg[0] == 'T' && msg[1] == ' ' ? strtol(msg + 2, &end, 10) : 0;
-        if (t >= 1 && t <= 4096) threads = (int)t;   // the last one counts
+        if (t >= 1 && t <= THREADS_ENV_MAX) threads = (int)t;   // the last one counts
     }
     return threads;
 }

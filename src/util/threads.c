@@ -19,7 +19,7 @@ static int env_count(const char *name)
     char *end;
     const long v = strtol(s, &end, 10);
     // OMP_NUM_THREADS may be a list ("4,2"): its first entry is the outer level
-    if (end == s || (*end && *end != ',') || v < 1 || v > 4096) return 0;
+    if (end == s || (*end && *end != ',') || v < 1 || v > THREADS_ENV_MAX) return 0;
     return (int)v;
 }
 

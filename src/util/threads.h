@@ -20,6 +20,9 @@
 
 /* Most threads the pool uses. */
 #define THREADS_MAX 64
+/* The largest thread count a variable may ask for (STABILITY_THREADS, SLURM_CPUS_PER_TASK, …;
+ * main.c refuses larger ones): more than any machine, fewer than an overflow. */
+#define THREADS_ENV_MAX 4096
 
 /* The thread count the environment asks for: STABILITY_SWEEP_THREADS (set by `stability
  * sweep --jobs N` for its runs only: its share of the threads, which must win, docs/design.md

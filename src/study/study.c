@@ -1,0 +1,22 @@
+/* study.c — the table of studies `stability table` knows (study.h). A study adds its row here
+ * and its analysis in study/<name>.c. */
+#include <string.h>
+#include "study/study.h"
+#include "study/atlas.h"
+
+static const study_t STUDIES[] = {
+    {"atlas", "the stability atlas: LR sensitivity, best lr, needs warm-up (docs/atlas.md)",
+     study_atlas_table, NULL},
+    {"atlas-compare", "two atlases cell by cell: final losses, verdicts that move, Spearman's ρ",
+     NULL, study_atlas_compare},
+    {0},
+};
+
+const study_t *study_list(void) { return STUDIES; }
+
+const study_t *study_find(const char *name)
+{
+    for (int k = 0; STUDIES[k].name; k++)
+        if (!strcmp(STUDIES[k].name, name)) return &STUDIES[k];
+    return NULL;
+}
