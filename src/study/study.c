@@ -2,8 +2,13 @@
  * and its analysis in study/<name>.c. */
 #include <string.h>
 #include "study/study.h"
+#include "study/warmup_explained.h"
 
 static const study_t STUDIES[] = {
+    {"warmup-explained", "which explanation of warm-up predicts which failure: AUCs "
+     "(docs/curvature.md)", study_warmup_explained_table},
+    {"warmup-cells", "the warm-up study's cells: outcome and indicators (docs/curvature.md)",
+     study_warmup_cells_table},
     {NULL, NULL, NULL},
 };
 
