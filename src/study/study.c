@@ -9,6 +9,8 @@ static const study_t STUDIES[] = {
      "(docs/curvature.md)", study_warmup_explained_table},
     {"warmup-cells", "the warm-up study's cells: outcome and indicators (docs/curvature.md)",
      study_warmup_cells_table},
+    {"warmup-runs", "the warm-up study's indicators of each run by name (Fig. 2's runs)",
+     study_warmup_runs_table},
     {NULL, NULL, NULL},
 };
 

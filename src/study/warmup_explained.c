@@ -123,21 +123,20 @@ static double radam_rect(double beta2, int t)
     return sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho));
 }
 
-/* The indicators of cell c from its run r (docs/curvature.md "Indicators"). */
-static void cell_values(const plot_run_t *r, warmup_cell_t *c)
+void warmup_run_values(const plot_run_t *r, double v[WARMUP_N])
 {
     const plot_ind_t *d = r->ind;
     const double r5 = radam_rect(r->cfg.train.beta2, 5);
-    c->v[WARMUP_LR] = c->key.lr;
-    c->v[WARMUP_XIONG] = d->xiong;
-    c->v[WARMUP_RATIO] = NAN;
-    c->v[WARMUP_ADMIN] = NAN;
-    c->v[WARMUP_EOS] = d->eos;
-    c->v[WARMUP_EOS0] = d->eos0;
-    c->v[WARMUP_RADAM] = isfinite(r5) ? 1.0 - r5 : 1.0;   // un-adapted at t = 5: 1
-    c->v[WARMUP_KOSSON] = d->kosson;
-    c->v[WARMUP_RMS] = d->update_rms;
-    c->v[WARMUP_DEEPNET] = d->deepnet;
+    v[WARMUP_LR] = r->cfg.train.lr;
+    v[WARMUP_XIONG] = d ? d->xiong : NAN;
+    v[WARMUP_RATIO] = NAN;
+    v[WARMUP_ADMIN] = NAN;
+    v[WARMUP_EOS] = d ? d->eos : NAN;
+    v[WARMUP_EOS0] = d ? d->eos0 : NAN;
+    v[WARMUP_RADAM] = isfinite(r5) ? 1.0 - r5 : 1.0;   // un-adapted at t = 5: 1
+    v[WARMUP_KOSSON] = d ? d->kosson : NAN;
+    v[WARMUP_RMS] = d ? d->update_rms : NAN;
+    v[WARMUP_DEEPNET] = d ? d->deepnet : NAN;
 }
 
 static int cell_cmp(const void *a, const void *b)
@@ -179,7 +178,7 @@ int warmup_cells(const plot_set_t *set, warmup_cell_t *cells, int *admin, char *
         c.out = outcome(set, cold);
         c.needs = c.out != WARMUP_TRAINS_OUT && warm >= 0 &&
                   outcome(set, warm) == WARMUP_TRAINS_OUT;
-        cell_values(&set->runs[i], &c);
+        warmup_run_values(&set->runs[i], c.v);
         c.v[WARMUP_ADMIN] = admin_of(set, &c.key, admin);
         cells[n++] = c;
     }

@@ -48,6 +48,10 @@ typedef struct {
  * with why (a cell twice, a seeded atlas: one outcome run per cell). */
 int warmup_cells(const plot_set_t *set, warmup_cell_t *cells, int *admin, char *why, size_t len);
 
+/* The indicators of run r (lr, its own; xiong_ratio and admin NaN: they need other runs; NaN
+ * where r has no indicators' rows) into v. */
+void warmup_run_values(const plot_run_t *r, double v[WARMUP_N]);
+
 /* Mann–Whitney's AUC: P(f > o) + ½ P(f = o) over every pair (f of fail[nf], o of ok[no]);
  * NaN when a group is empty. */
 double warmup_auc(const double *fail, int nf, const double *ok, int no);
@@ -83,5 +87,10 @@ int study_warmup_explained_table(const plot_set_t *set, study_format_t fmt, FILE
  * results/warmup_explained_cells.tsv, every value to the last bit. */
 int study_warmup_cells_table(const plot_set_t *set, study_format_t fmt, FILE *out, char *err,
                              size_t errlen);
+
+/* `stability table warmup-runs`: each indicators' run by name (Fig. 2's runs,
+ * experiments/warmup_explained_fig2.ini) and its indicators, no AUC (study.h). */
+int study_warmup_runs_table(const plot_set_t *set, study_format_t fmt, FILE *out, char *err,
+                            size_t errlen);
 
 #endif

@@ -158,3 +158,49 @@ int study_warmup_cells_table(const plot_set_t *set, study_format_t fmt, FILE *ou
     free(c);
     return 0;
 }
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp((*(const plot_run_t *const *)a)->name, (*(const plot_run_t *const *)b)->name);
+}
+
+int study_warmup_runs_table(const plot_set_t *set, study_format_t fmt, FILE *out, char *err,
+                            size_t errlen)
+{
+    const plot_run_t **r = malloc((size_t)(set->n ? set->n : 1) * sizeof *r);
+    if (!r) { snprintf(err, errlen, "out of memory"); return 1; }
+    int n = 0;
+    for (int i = 0; i < set->n; i++)
+        if (set->runs[i].ind) r[n++] = &set->runs[i];
+    if (!n) {
+        free(r);
+        snprintf(err, errlen, "no run with the indicators' rows (curvature rows)");
+        return 1;
+    }
+    qsort(r, (size_t)n, sizeof *r, name_cmp);
+    const int md = fmt == STUDY_MARKDOWN;
+    if (md) fputs("Fig. 2's runs (outcomes: Fig. 2 itself, docs/warmup.md):\n\n| run |", out);
+    else fputs("run", out);
+    int cols = 0;
+    for (int k = 0; k < WARMUP_N; k++) {
+        if (k == WARMUP_ADMIN || k == WARMUP_RATIO) continue;   // they need other runs
+        fprintf(out, md ? " %s |" : "\t%s", WARMUP_IND[k].name);
+        cols++;
+    }
+    if (md) { fputs("\n|---|", out); for (int k = 0; k < cols; k++) fputs("---|", out); }
+    fputc('\n', out);
+    for (int i = 0; i < n; i++) {
+        double v[WARMUP_N];
+        warmup_run_values(r[i], v);
+        fprintf(out, md ? "| %s |" : "%s", r[i]->name);
+        for (int k = 0; k < WARMUP_N; k++) {
+            if (k == WARMUP_ADMIN || k == WARMUP_RATIO) continue;
+            if (md && isnan(v[k])) fputs(" nan |", out);   // as the script printed it
+            else if (md) fprintf(out, " %.3g |", v[k]);
+            else { fputc('\t', out); print_exact(out, v[k]); }
+        }
+        fputc('\n', out);
+    }
+    free(r);
+    return 0;
+}
