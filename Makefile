@@ -352,7 +352,6 @@ test: test-deps
 	/usr/bin/python3 tests/test_estimators.py
 	/usr/bin/python3 tests/test_curvature_diag.py
 	/usr/bin/python3 tests/test_warmup_explained.py
-	/usr/bin/python3 tests/test_indicators_plot.py
 	/usr/bin/python3 tests/test_curvature_anchor.py
 	/usr/bin/python3 tests/test_dynamics_plot.py
 	/usr/bin/python3 tests/test_runs.py

@@ -14,6 +14,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include "report/plot_internal.h"
 #include "report/runs.h"
+#include "train/optim.h"
 #include "study/warmup_explained.h"
 
 const struct warmup_indicator WARMUP_IND[WARMUP_N] = {
@@ -114,19 +115,11 @@ static double admin_of(const plot_set_t *set, const warmup_key_t *k, int *any)
     return NAN;
 }
 
-/* RAdam's rₜ (Liu et al. 2020a, Alg. 2); NaN while ρₜ ≤ 4. */
-static double radam_rect(double beta2, int t)
-{
-    const double rho_inf = 2.0 / (1.0 - beta2) - 1.0, b2t = pow(beta2, t);
-    const double rho = rho_inf - 2.0 * t * b2t / (1.0 - b2t);
-    if (rho <= 4.0) return NAN;
-    return sqrt((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho));
-}
-
 void warmup_run_values(const plot_run_t *r, double v[WARMUP_N])
 {
     const plot_ind_t *d = r->ind;
-    const double r5 = radam_rect(r->cfg.train.beta2, 5);
+    double rho;
+    const double r5 = optim_radam_rect(r->cfg.train.beta2, 5, &rho);   // the optimizer's rₜ
     v[WARMUP_LR] = r->cfg.train.lr;
     v[WARMUP_XIONG] = d ? d->xiong : NAN;
     v[WARMUP_RATIO] = NAN;
