@@ -48,7 +48,7 @@ CHECK_CFLAGS := $(CHECK_CFLAGS)
 CHECK_LIBS   := $(CHECK_LIBS)
 
 # src/<layer>/<concept>.c; a lower folder never includes a higher one (docs/design.md §2):
-# util < nn < config < data < model < measure < train < io < report < run < sweep < cli
+# util < nn < config < data < model < measure < train < io < report < study < run < sweep < cli
 SRC      := $(wildcard src/*/*.c)
 LIB_SRC  := $(filter-out src/cli/%,$(SRC))
 HEADERS  := $(wildcard src/*/*.h)
