@@ -37,14 +37,14 @@ static void print_exact(FILE *out, double x)
         if (strtod(e, NULL) == x) break;
     }
     snprintf(e, sizeof e, "%.*e", p - 1, x);
-    const char *m = e + (x < 0), *ex = strchr(e, 'e');
+    const char *m = e + (signbit(x) != 0), *ex = strchr(e, 'e');
     int nd = 0;
     for (const char *q = m; q < ex; q++)
         if (*q != '.') digits[nd++] = *q;
     while (nd > 1 && digits[nd - 1] == '0') nd--;
     digits[nd] = '\0';
     const int exp10 = atoi(ex + 1);
-    if (x < 0) fputc('-', out);
+    if (signbit(x)) fputc('-', out);
     if (exp10 < -4 || exp10 >= 16) {
         fprintf(out, "%c%s%s", digits[0], nd > 1 ? "." : "", digits + 1);
         fprintf(out, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
