@@ -12,7 +12,6 @@
 #include "report/plot.h"
 #include "study/study.h"
 
-#define WARMUP_UPTO 20          /* the first updates an indicator looks at */
 #define WARMUP_TRAINS 3.2       /* a run trains below this final loss (nats): the published
                                    table's threshold (docs/design.md §6d) */
 #define WARMUP_BOOTSTRAP 2000   /* bootstrap replicates B */
