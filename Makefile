@@ -48,7 +48,7 @@ CHECK_CFLAGS := $(CHECK_CFLAGS)
 CHECK_LIBS   := $(CHECK_LIBS)
 
 # src/<layer>/<concept>.c; a lower folder never includes a higher one (docs/design.md §2):
-# util < nn < config < data < model < measure < train < io < report < run < sweep < cli
+# util < nn < config < data < model < measure < train < io < report < study < run < sweep < cli
 SRC      := $(wildcard src/*/*.c)
 LIB_SRC  := $(filter-out src/cli/%,$(SRC))
 HEADERS  := $(wildcard src/*/*.h)
@@ -213,7 +213,8 @@ BLEU_FIGURES := fig2_bleu_short-val_loss fig2_bleu_short-bleu fig4_bleu_short-va
 # Which published explanation of warm-up predicts which failure (docs/curvature.md): the
 # indicators' sweeps (every atlas cell without warm-up, 20 measured updates; Fig. 2's runs
 # through the curvature lens; the per-block heat map's runs), then the table of ROC AUCs
-# against the atlas's outcomes (make atlas first: results/atlas.h5, results/atlas_init.h5).
+# against the atlas's outcomes (make atlas first: results/atlas.h5, results/atlas_init.h5) —
+# `stability table warmup-explained`, -runs (Fig. 2's runs) and -cells (every cell, TSV).
 WARMUP_EXPLAINED := warmup_explained warmup_explained_fig2 warmup_explained_blocks
 WARMUP_FIGURES := warmup_explained_fig2-curv_lens warmup_explained-curv_init_depth \
                   warmup_explained-curv_lens warmup_explained_blocks-curv_blocks
@@ -225,10 +226,12 @@ warmup-explained: deps
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text every run trains on
 	@set -e; for f in $(WARMUP_EXPLAINED); do ./stability sweep experiments/$$f.ini; done
 	@[ -f results/$(ATLAS).h5 ] || { echo "make warmup-explained: results/$(ATLAS).h5 is missing: make atlas$(if $(filter float32,$(PRECISION)), PRECISION=float32) gives the outcomes" >&2; exit 2; }
-	/usr/bin/python3 scripts/warmup_explained.py results/$(ATLAS).h5 results/warmup_explained.h5 \
-	  $$([ -f results/atlas_init.h5 ] && echo --init results/atlas_init.h5) \
-	  --fig2 results/warmup_explained_fig2.h5 \
-	  --cells results/warmup_explained_cells.tsv > results/warmup_explained.md
+	./stability table warmup-explained results/$(ATLAS).h5 results/warmup_explained.h5 \
+	  $$([ -f results/atlas_init.h5 ] && echo results/atlas_init.h5) > results/warmup_explained.md
+	@echo >> results/warmup_explained.md
+	./stability table warmup-runs results/warmup_explained_fig2.h5 >> results/warmup_explained.md
+	./stability table warmup-cells results/$(ATLAS).h5 results/warmup_explained.h5 \
+	  $$([ -f results/atlas_init.h5 ] && echo results/atlas_init.h5) --tsv > results/warmup_explained_cells.tsv
 	@set -e; for f in $(WARMUP_EXPLAINED); do ./stability plot results/$$f.h5; done   # curv_* (docs/curvature.md#figures)
 	./stability plot results/warmup_explained.h5 results/$(ATLAS).h5 \
 	  $$([ -f results/atlas_init.h5 ] && echo results/atlas_init.h5) --out plots/indicators   # warmup_indicators (Admin's panel from atlas_init)
@@ -367,7 +370,6 @@ test: test-deps
 	/usr/bin/python3 tests/test_est_table.py
 	/usr/bin/python3 tests/test_curvature_diag.py
 	/usr/bin/python3 tests/test_warmup_explained.py
-	/usr/bin/python3 tests/test_indicators_plot.py
 	/usr/bin/python3 tests/test_curvature_anchor.py
 	/usr/bin/python3 tests/test_dynamics_plot.py
 	/usr/bin/python3 tests/test_runs.py

@@ -315,23 +315,24 @@ def test_scripts(tmp):
     probefile = os.path.join(d, "probe.h5")
     r = run("--config", TINY, "--out", probefile, "--quiet", "--set", "probe.seeds=1",
             "--set", "probe.batches=1")
-    r = script("warmup_explained.py", atlas, ind, "--bootstrap", "50")
-    check("scripts: warmup_explained.py on its two files prints the table (exit 0)",
+    # the warm-up study is the program's verb (study/warmup_explained.c): its table, and a
+    # wrong input said in one line (exit 1: unreadable runs; exit 2: bad usage)
+    r = run("table", "warmup-explained", atlas, ind)
+    check("table warmup-explained on its two files prints the table (exit 0)",
           r.returncode == 0 and "| indicator |" in r.stdout, r.stderr[-300:])
+    for args, what, rc in (([atlas], "no indicators' runs", 1),
+                           ([empty, ind], "an empty file", 1),
+                           ([bare, ind], "no /runs", 1),
+                           ([runfile], "a run file alone", 1)):
+        r = run("table", "warmup-explained", *args)
+        lines = r.stderr.strip().splitlines()
+        check(f"table warmup-explained, {what}: one line, exit {rc}",
+              r.returncode == rc and len(lines) == 1 and "stability" in lines[0],
+              f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    r = run("table", "warmup-explained")
+    check("table warmup-explained without a file: the usage error, exit 2",
+          r.returncode == 2 and "missing FILE.h5" in r.stderr, r.stderr[-300:])
     cases = [
-        ("warmup_explained.py", [ind, atlas], "swapped"),
-        ("warmup_explained.py", [atlas, atlas], "one file twice"),
-        ("warmup_explained.py", [atlas, copy], "a copy as the indicators"),
-        ("warmup_explained.py", [atlas, ind, "--bootstrap", "0"], "--bootstrap 0"),
-        ("warmup_explained.py", [atlas, ind, "--bootstrap", "-5"], "--bootstrap -5"),
-        ("warmup_explained.py", [atlas, ind, "--bootstrap", "1"], "--bootstrap 1"),
-        ("warmup_explained.py", [atlas, ind, "--trains", "nan"], "--trains nan"),
-        ("warmup_explained.py", [atlas, ind, "--trains", "inf"], "--trains inf"),
-        ("warmup_explained.py", [atlas, ind, "--trains", "-1"], "--trains -1"),
-        ("warmup_explained.py", [empty, ind], "an empty file"),
-        ("warmup_explained.py", [runfile, ind], "a run file"),
-        ("warmup_explained.py", [bare, ind], "no /runs"),
-        ("warmup_explained.py", [atlas, ind, "--init", runfile], "a run file as --init"),
         ("atlas_table.py", [atlas, "--trains", "nan"], "--trains nan"),
         ("atlas_table.py", [atlas, "--trains", "-1"], "--trains -1"),
         ("atlas_table.py", [empty], "an empty file"),

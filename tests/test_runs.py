@@ -10,7 +10,7 @@ which diverges). Its rows are checked against the file read independently with h
 - loss_init is /train/loss[0]; final_loss the mean of the last tenth of /train/loss computed
   here (nan for the run that diverged, /train@diverged_at); diverged, stuck and trains follow
   the rule of docs/design.md §6d (below loss_init − 0.1 nats without a unigram plateau).
-The warm-up study keys its cells by the config (report/plot_indicators.c): an atlas and an
+The warm-up study keys its cells by the config (study/warmup_explained.c): an atlas and an
 indicators' sweep whose run names follow no pattern still give warmup_indicators, its cells
 "{placement}-{norm}-{init}" with Theorem 1's ratio over Pre-LN's found by config (1 for Pre-LN
 itself); the same atlas at seeds 1 and 2 is refused with a note that says so.

@@ -6,7 +6,7 @@
  *
  * The ratio of a row is precond_max_active / stability_threshold, i.e.
  * η·λ_max(P⁻¹H)_active / (2(1 + β₁)/(1 − β₁)) for Adam, η the lr of the next update: the
- * definition of design §10 and of scripts/warmup_explained.py's `eos`. A row is above when its
+ * definition of design §10 and of the warm-up study's `eos` (study/). A row is above when its
  * ratio is > 1; rows whose ratio is not finite (kinked products) are not measured ones.
  *
  * The warm-up estimate. A linear warm-up of N updates multiplies the lr of update t + 1 by

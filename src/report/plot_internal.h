@@ -196,15 +196,24 @@ void plot_dyn_free(plot_dyn_t *d);
 
 /* ---- plot_indicators.c: warm-up's indicators (plot.c's loader calls them) ---- */
 
-typedef struct plot_ind plot_ind_t;
+/* A run's indicators of warm-up's explanations (docs/curvature.md "Indicators"; the cells and
+ * their statistics: study/warmup_explained.h). */
+typedef struct plot_ind {
+    double xiong;            /* ‖∂L/∂W²‖_F of the last layer at update 1 */
+    double eos, eos0;        /* peak active η·λ_max(P⁻¹H) / threshold at updates 1…20, at 0 */
+    double kosson;           /* max ‖ΔW‖_F/‖W‖_F over updates ≤ 20, layers, matrices */
+    double update_rms;       /* max RMS of m̂/(√v̂ + ε) over updates 2…20 and layers */
+    double deepnet;          /* ‖F(x, θ_1) − F(x, θ_0)‖ */
+} plot_ind_t;
 
-/* The indicators of scripts/warmup_explained.py of the run at prefix of f into r->ind, when it
- * has curvature rows (/train/curv_step: experiments/warmup_explained.ini's runs); else NULL. */
+/* The indicators of the run at prefix of f into r->ind, when it has curvature rows
+ * (/train/curv_step: experiments/warmup_explained.ini's runs); else NULL. */
 void plot_ind_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
 
 void plot_ind_free(plot_ind_t *d);
 
-/* Each indicator against the atlas's outcome, a panel each (docs/curvature.md). */
+/* Each indicator against the atlas's outcome, a panel each (docs/curvature.md); defined with
+ * the study's statistics in study/warmup_figure.c. */
 int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 /* ---- plot_curvature.c: a run's curvature rows (docs/design.md §10) ---- */
 

@@ -3,12 +3,19 @@
 #include <string.h>
 #include "study/study.h"
 #include "study/atlas.h"
+#include "study/warmup_explained.h"
 
 static const study_t STUDIES[] = {
     {"atlas", "the stability atlas: LR sensitivity, best lr, needs warm-up (docs/atlas.md)",
      study_atlas_table, NULL},
     {"atlas-compare", "two atlases cell by cell: final losses, verdicts that move, Spearman's ρ",
      NULL, study_atlas_compare},
+    {"warmup-explained", "which explanation of warm-up predicts which failure: AUCs "
+     "(docs/curvature.md)", study_warmup_explained_table, NULL},
+    {"warmup-cells", "the warm-up study's cells: outcome and indicators (docs/curvature.md)",
+     study_warmup_cells_table, NULL},
+    {"warmup-runs", "the warm-up study's indicators of each run by name (Fig. 2's runs)",
+     study_warmup_runs_table, NULL},
     {0},
 };
 
