@@ -9,7 +9,8 @@ computed by hand (docs/curvature.md "The experiment"):
 - perfect separation gives AUC 1 with the interval [1, 1]; a constant indicator (RAdam's
   term) gives ½ with [½, ½]; the same seed gives the same replicates;
 - RAdam's rₜ against Liu et al.'s numbers (r₅ = 0.077, r₁₀ = 0.22 at β₂ = 0.98; un-adapted
-  while ρₜ ≤ 4, t ≤ 4);
+  while ρₜ ≤ 4, t ≤ 4), r₅ against Alg. 2 evaluated by hand, and every rₜ where PyTorch
+  rectifies (ρₜ > 5) against torch.optim.RAdam's step on a constant gradient;
 - reading: a synthetic merged atlas and indicator file (h5py) with one cell per outcome,
   whose outcomes, EoS peak, Kosson, update-RMS and Theorem-1 ratio are known by construction.
 """
@@ -69,11 +70,44 @@ def test_bootstrap():
     check(np.array_equal(r1, r2), "the same seed gives the same replicates")
 
 
+def torch_radam_steps(beta2, T):
+    """The steps torch.optim.RAdam (torch 1.13, an implementation apart from the script's) takes
+    on a constant gradient 1 with lr 1 and eps 0: m̂ₜ = v̂ₜ = 1, so step t is rₜ once rectified
+    (ρₜ > 5 in PyTorch's code) and 1 before."""
+    import torch
+    p = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.RAdam([p], lr=1.0, betas=(0.9, beta2), eps=0.0)
+    steps, prev = [], 0.0
+    for _ in range(T):
+        p.grad = torch.ones(1, dtype=torch.float64)
+        opt.step()
+        steps.append(prev - float(p))
+        prev = float(p)
+    return steps
+
+
+# r₅ at β₂ = 0.98 from Liu et al. 2020a, Alg. 2, by hand: ρ_∞ = 2/(1 − β₂) − 1 = 99,
+# ρ₅ = ρ_∞ − 2·5·β₂⁵/(1 − β₂⁵), r₅ = √((ρ₅ − 4)(ρ₅ − 2)ρ_∞ / ((ρ_∞ − 4)(ρ_∞ − 2)ρ₅))
+RHO5 = 99.0 - 10.0 * 0.98 ** 5 / (1.0 - 0.98 ** 5)                  # 4.9192…
+R5 = math.sqrt((RHO5 - 4.0) * (RHO5 - 2.0) * 99.0 / (95.0 * 97.0 * RHO5))   # 0.0766…
+
+
 def test_radam():
     r5, r10 = W.radam_rect(0.98, 5), W.radam_rect(0.98, 10)
     check(abs(r5 - 0.077) < 5e-4 and abs(r10 - 0.22) < 5e-3,
           f"RAdam r5 = {r5:.4f} (0.077), r10 = {r10:.4f} (0.22) at beta2 = 0.98")
+    check(abs(r5 - R5) < 1e-12, f"r5 = {r5:.12f} against Alg. 2 by hand ({R5:.12f})")
     check(all(math.isnan(W.radam_rect(0.98, t)) for t in (1, 2, 3, 4)), "un-adapted for t <= 4")
+    # against torch.optim.RAdam wherever PyTorch rectifies (its threshold is ρₜ > 5, the paper's 4)
+    worst, n = 0.0, 0
+    for beta2 in (0.98, 0.999):
+        steps = torch_radam_steps(beta2, 40)
+        for t in range(1, 41):
+            rho = 2.0 / (1.0 - beta2) - 1.0 - 2.0 * t * beta2 ** t / (1.0 - beta2 ** t)
+            if rho > 5.0:
+                worst, n = max(worst, abs(W.radam_rect(beta2, t) - steps[t - 1])), n + 1
+    check(n >= 60 and worst < 1e-12,
+          f"rₜ = torch.optim.RAdam's step on a constant gradient, {n} (β₂, t) pairs, worst {worst:.1e}")
 
 
 PARAMS = np.array([b"wq", b"bq", b"wk", b"bk", b"wv", b"bv", b"wo", b"bo", b"w1", b"b1", b"w2",
@@ -141,7 +175,7 @@ def test_reading():
         check(p["xiong"] == 4.0 and p["xiong_ratio"] == 2.0, f"Theorem 1: last layer's w2, ratio to Pre-LN ({p['xiong']}, {p['xiong_ratio']})")
         check(p["kosson"] == 0.3 and p["update_rms"] == 3.0 and abs(p["deepnet"] - 0.1) < 1e-15,
               f"Kosson over matrices and updates <= 20, update RMS over 2-20, model update at 1 ({p['kosson']}, {p['update_rms']}, {p['deepnet']})")
-        check(abs(p["radam"] - (1 - W.radam_rect(0.98, 5))) < 1e-15, "RAdam's term from beta2")
+        check(abs(p["radam"] - (1 - R5)) < 1e-12, f"RAdam's term 1 − r5 from beta2 ({p['radam']:.6f})")
 
 
 def main():
