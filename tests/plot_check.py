@@ -53,3 +53,20 @@ def svg_text(path):
     """Every text of an SVG (a well-formed XML file), joined by newlines."""
     return "\n".join("".join(e.itertext()) for e in ET.parse(path).getroot().iter()
                      if e.tag.endswith("text"))
+
+
+def sweep_in(tmp, name, text, jobs="2"):
+    """Run the sweep file text as NAME inside tmp: its results/NAME/ and results/NAME.h5 are
+    tmp's, never the repository's (two test runs cannot collide). The repository's configs/ and
+    corpus (results/licenses.txt, read only) are linked into tmp, so a sweep's relative base and
+    data.path resolve as in the repository. Returns (the completed process, the merged file)."""
+    os.makedirs(os.path.join(tmp, "results"), exist_ok=True)
+    for rel in ("configs", os.path.join("results", "licenses.txt")):
+        src, dst = os.path.join(REPO, rel), os.path.join(tmp, rel)
+        if os.path.exists(src) and not os.path.lexists(dst):
+            os.symlink(src, dst)
+    ini = os.path.join(tmp, name + ".ini")
+    with open(ini, "w") as f:
+        f.write(text)
+    r = run("sweep", ini, "--jobs", jobs, "--quiet", cwd=tmp)
+    return r, os.path.join(tmp, "results", name + ".h5")
