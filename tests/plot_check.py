@@ -8,6 +8,8 @@ import re
 import subprocess
 import xml.etree.ElementTree as ET
 
+import harness
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.abspath(os.environ.get("STABILITY", os.path.join(REPO, "stability")))
 counts = {"passed": 0, "failed": 0}
@@ -56,15 +58,10 @@ def svg_text(path):
 
 
 def sweep_in(tmp, name, text, jobs="2"):
-    """Run the sweep file text as NAME inside tmp: its results/NAME/ and results/NAME.h5 are
-    tmp's, never the repository's (two test runs cannot collide). The repository's configs/ and
-    corpus (results/licenses.txt, read only) are linked into tmp, so a sweep's relative base and
-    data.path resolve as in the repository. Returns (the completed process, the merged file)."""
-    os.makedirs(os.path.join(tmp, "results"), exist_ok=True)
-    for rel in ("configs", os.path.join("results", "licenses.txt")):
-        src, dst = os.path.join(REPO, rel), os.path.join(tmp, rel)
-        if os.path.exists(src) and not os.path.lexists(dst):
-            os.symlink(src, dst)
+    """Run the sweep file text as NAME inside tmp (harness.repo_like): its results/NAME/ and
+    results/NAME.h5 are tmp's, never the repository's, and a relative base or data.path resolves
+    as in the repository. Returns (the completed process, the merged file)."""
+    harness.repo_like(tmp)
     ini = os.path.join(tmp, name + ".ini")
     with open(ini, "w") as f:
         f.write(text)

@@ -18,18 +18,17 @@ Then scripts/warmup_explained.py --cells writes every cell's outcome and indicat
 - the outcomes cover trains and at least one failure (else the comparison says little);
 - the PNG is drawn; with the indicators' file alone there is no such figure and no error.
 Prints "ok - ..." / "FAIL - ..." per check, then "indicators plot: N passed, M failed".
-KEEP=1 keeps the two merged files (results/indicators_plot_{atlas,ind}.h5) to look at.
+KEEP=1 keeps the temporary folder (its sw_*/results/indicators_plot_{atlas,ind}.h5) to look at.
 """
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_check import REPO, check, run, blocks, summary  # noqa: E402
+from plot_check import REPO, check, run, blocks, summary, sweep_in  # noqa: E402
 SCRIPT = os.path.join(REPO, "scripts", "warmup_explained.py")
 OUT = {"trains": 0, "needs warm-up": 1, "stuck": 2, "diverged": 3}
 
@@ -65,14 +64,8 @@ probe.curvature_block_iters = 0
 
 
 def sweep(tmp, name, text):
-    ini = os.path.join(tmp, name + ".ini")
-    with open(ini, "w") as f:
-        f.write(text)
-    shutil.rmtree(os.path.join(REPO, "results", name), ignore_errors=True)
-    merged = os.path.join(REPO, "results", name + ".h5")
-    if os.path.exists(merged):   # a stale one of an interrupted test
-        os.remove(merged)
-    r = run("sweep", ini, "--jobs", "2", "--quiet")
+    """The sweep run in its own folder of tmp (never the repository's results/)."""
+    r, merged = sweep_in(os.path.join(tmp, "sw_" + name), name, text)
     check(f"the {name} sweep runs and merges", r.returncode == 0 and os.path.exists(merged),
           r.stderr[-400:])
     return merged if r.returncode == 0 else None
@@ -174,14 +167,16 @@ def test_pair(tmp):
     check("the indicators' runs without the atlas's: no such figure (the others drawn), no error",
           r.returncode == 0 and drawn and not any("warmup_indicators" in f for f in drawn),
           f"{drawn} {r.stderr[-300:]}")
-    for name in ("indicators_plot_atlas", "indicators_plot_ind") * (not os.environ.get("KEEP")):
-        shutil.rmtree(os.path.join(REPO, "results", name), ignore_errors=True)
-        os.remove(os.path.join(REPO, "results", name + ".h5"))
 
 
 def main():
-    with tempfile.TemporaryDirectory() as tmp:
+    if os.environ.get("KEEP"):
+        tmp = tempfile.mkdtemp(prefix="stability-indicators-plot.")
+        print(f"KEEP: the sweeps stay in {tmp}")
         test_pair(tmp)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            test_pair(tmp)
     sys.exit(summary("indicators plot"))
 
 
