@@ -1,8 +1,10 @@
 # stability — build, test, run.  `make` builds ./stability; `make run` and `make test` also
 # install missing Debian packages first (scripts/install-deps.sh).
 
-# Builds run in parallel on every CPU (a -jN of your own wins: make -j1).
-MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+# Builds run in parallel on every CPU (make JOBS=1 for one at a time). Only the build: the
+# targets named on the command line run one after another (two studies at once would race for
+# the cores and each rebuild ./stability beside the other).
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 CC       ?= cc
 CFLAGS   ?= -O2
@@ -88,7 +90,8 @@ ATLAS_F64 := $(subst atlas_f32,atlas,$(ATLAS))
 ATLAS_EXPERIMENTS := atlas_init $(if $(filter 3,$(SEEDS)),$(subst _seeds,,$(ATLAS))) $(ATLAS) model_update
 
 .PHONY: all deps test-deps run figures figures-single atlas dynamics check test unit asan-unit ubsan-cli bench clean
-all: stability
+all:
+	$(MAKE) -j$(JOBS) stability
 
 CLI_OBJ  := $(patsubst src/%.c,$(BUILD)/%.o,$(filter src/cli/%,$(SRC)))
 stability: $(OBJ) $(CLI_OBJ)
@@ -148,7 +151,7 @@ test-deps:
 # The main job: install what is missing, build, measure Fig. 3(a,b) (Post-LN vs Pre-LN at the
 # paper's size) and draw it into plots/.
 run: deps
-	$(MAKE) stability
+	$(MAKE) -j$(JOBS) stability
 	./stability sweep $(RUN_SWEEP)
 	./stability plot results/$(basename $(notdir $(RUN_SWEEP))).h5
 
@@ -160,7 +163,7 @@ DOC_FIGURES := fig3ab_encdec-grad_vs_layer fig3ab_encdec-subout_grad fig3cd_encd
                lemma_norms-hidden_norms lemma_norms-jacobian \
                fig3ab_grad_vs_layer-grad_vs_layer fig2_warmup-loss
 figures: deps
-	$(MAKE) stability
+	$(MAKE) -j$(JOBS) stability
 	@[ -s results/translation/manifest.txt ] || scripts/translation-corpus.sh   # Fig. 3, Fig. 2
 	@set -e; for f in $(FIGURE_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(FIGURE_EXPERIMENTS); do ./stability plot results/$$f.h5; done
@@ -168,7 +171,7 @@ figures: deps
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 
 figures-single: deps
-	$(MAKE) stability
+	$(MAKE) -j$(JOBS) stability
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # fig2_warmup's text
 	@set -e; for f in $(SINGLE_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(SINGLE_EXPERIMENTS); do ./stability plot results/$$f.h5; done
@@ -189,7 +192,7 @@ atlas: deps
 	@case "$(SEEDS)" in 1|3) ;; \
 	  *) echo "make atlas: SEEDS must be 1 or 3 (experiments/atlas_seeds.ini's init.seed), not '$(SEEDS)'" >&2; \
 	     exit 2;; esac
-	$(MAKE) stability
+	$(MAKE) -j$(JOBS) stability
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the atlas trains on
 	@set -e; for f in $(ATLAS_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	./stability plot results/$(ATLAS).h5 results/atlas_init.h5
@@ -218,7 +221,7 @@ WARMUP_FIGURES := warmup_explained_fig2-curv_lens warmup_explained-curv_init_dep
 # PRECISION=float32 takes results/atlas_f32.h5, the same run names).
 .PHONY: warmup-explained
 warmup-explained: deps
-	$(MAKE) stability
+	$(MAKE) -j$(JOBS) stability
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text every run trains on
 	@set -e; for f in $(WARMUP_EXPLAINED); do ./stability sweep experiments/$$f.ini; done
 	@[ -f results/$(ATLAS).h5 ] || { echo "make warmup-explained: results/$(ATLAS).h5 is missing: make atlas$(if $(filter float32,$(PRECISION)), PRECISION=float32) gives the outcomes" >&2; exit 2; }
@@ -236,7 +239,7 @@ warmup-explained: deps
 
 .PHONY: figures-bleu figures-train
 figures-bleu: deps
-	$(MAKE) stability
+	$(MAKE) -j$(JOBS) stability
 	@[ -s results/translation/manifest.txt ] || scripts/translation-corpus.sh
 	@set -e; for f in $(BLEU_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(BLEU_EXPERIMENTS); do ./stability plot results/$$f.h5; done
@@ -251,7 +254,7 @@ MLM_EXPERIMENTS := fig5_mlm_short
 MLM_FIGURES := fig5_mlm_short-mlm_val_loss
 .PHONY: figures-mlm figures-train
 figures-mlm: deps
-	$(MAKE) stability
+	$(MAKE) -j$(JOBS) stability
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the masked LM trains on
 	@set -e; for f in $(MLM_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(MLM_EXPERIMENTS); do ./stability plot results/$$f.h5; \
@@ -266,7 +269,7 @@ figures-train: figures-mlm
 DYNAMICS_SWEEP ?= logit_growth_quick
 DYNAMICS_FIGURES := dyn_lr dyn_lines
 dynamics: deps
-	$(MAKE) stability
+	$(MAKE) -j$(JOBS) stability
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the runs train on
 	./stability sweep experiments/$(DYNAMICS_SWEEP).ini
 	./stability plot results/$(DYNAMICS_SWEEP).h5
@@ -291,7 +294,7 @@ PROXIES_FIGURES := size_lr_by_block size_sensitivity_by_block size_best_lr_by_bl
 proxies: deps
 	@case "$(PROXIES)" in reduced|trial|full) ;; \
 	  *) echo "make proxies: PROXIES must be reduced, trial or full, not '$(PROXIES)'" >&2; exit 2;; esac
-	$(MAKE) stability
+	$(MAKE) -j$(JOBS) stability
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the runs train on
 	@set -e; for f in $(PROXIES_SWEEPS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(PROXIES_SWEEPS); do ./stability plot results/$$f.h5; done
@@ -305,7 +308,7 @@ proxies: deps
 # atlas's 288 training runs with rope, SwiGLU, no biases and RMSNorm, in float32; its table, and
 # the 2017 block's float32 atlas (make atlas PRECISION=float32) beside it when it is there.
 atlas-llama: deps
-	$(MAKE) stability
+	$(MAKE) -j$(JOBS) stability
 	@[ -s results/licenses.txt ] || scripts/corpus.sh
 	./stability sweep experiments/atlas_llama.ini
 	./stability plot results/atlas_llama.h5
@@ -322,7 +325,7 @@ TORCH := test_torch_encdec test_torch_schemes test_translate test_torch_dynamics
          test_torch_llama test_torch_hvp test_torch_remedies
 # Numbers against definitions, hand values or GSL, on constructed or tiny real runs:
 CHECK_NUMBERS := test_subopt test_curvature test_remedies test_curvature_diag \
-                 test_warmup_explained test_probe test_proxies test_precision
+                 test_warmup_explained test_probe test_proxies test_precision test_runs
 NUMBERS := test_advise test_curv_signal test_estimators test_curvature_anchor \
            test_train test_watch test_warmup_answer test_threads test_float32
 # Figures (tests/plot_check.py: the numbers, keys and titles of `plot --format gp`):
@@ -335,7 +338,7 @@ CHECK_PY := $(CHECK_TORCH) $(CHECK_NUMBERS) $(CHECK_FIGURES) $(CHECK_FILES)
 REST_PY := $(TORCH) $(NUMBERS) $(FIGURES_TESTS) $(FILES_TESTS)
 
 check:
-	$(MAKE) stability $(BUILD)/test_runner
+	$(MAKE) -j$(JOBS) stability $(BUILD)/test_runner
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the training tests run on
 	$(MAKE) unit
 	/usr/bin/python3 scripts/check_docs.py
@@ -361,7 +364,8 @@ test: test-deps
 	$(MAKE) ubsan-cli
 	$(MAKE) asan-unit
 
-unit: $(BUILD)/test_runner
+unit:
+	$(MAKE) -j$(JOBS) $(BUILD)/test_runner
 	cd tests && CK_DEFAULT_TIMEOUT=600 ../$(BUILD)/test_runner
 
 # The command line under UndefinedBehaviorSanitizer, with float-cast-overflow (which GCC's
@@ -370,14 +374,14 @@ unit: $(BUILD)/test_runner
 UBSAN_CFLAGS := -O1 -fsanitize=undefined,float-cast-overflow -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
 ubsan-cli:
-	$(MAKE) BUILD=build-ubsan CFLAGS="$(UBSAN_CFLAGS)" build-ubsan/stability
+	$(MAKE) -j$(JOBS) BUILD=build-ubsan CFLAGS="$(UBSAN_CFLAGS)" build-ubsan/stability
 	STABILITY=build-ubsan/stability tests/test_ubsan.sh
 
 $(BUILD)/stability: $(OBJ) $(CLI_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS)
 
 asan-unit:
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" build-asan/test_runner
+	$(MAKE) -j$(JOBS) BUILD=build-asan CFLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" build-asan/test_runner
 	cd tests && CK_FORK=no CK_DEFAULT_TIMEOUT=1200 ASAN_OPTIONS=detect_leaks=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ../build-asan/test_runner
 
@@ -392,7 +396,8 @@ asan-unit:
 # measurement at the anchor's size (bench/curvature_cost.py) and the log line's cost per update
 # (scripts/bench_log.py).
 BENCH_ARGS ?=
-bench: $(BUILD)/bench/bench stability
+bench:
+	$(MAKE) -j$(JOBS) $(BUILD)/bench/bench stability
 	mkdir -p results
 	$(BUILD)/bench/bench --csv results/bench.csv $(BENCH_ARGS)
 	bench/sweep_split.sh

@@ -28,6 +28,7 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, util_suite());
     srunner_add_suite(sr, sweep_suite());
     srunner_add_suite(sr, report_suite());
+    srunner_add_suite(sr, runs_suite());
     srunner_add_suite(sr, figures_suite());
     srunner_add_suite(sr, dynamics_suite());
     srunner_add_suite(sr, real_suite());

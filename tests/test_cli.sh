@@ -190,7 +190,7 @@ expect_error "dump --out of 1100 characters" "stability: --out: path longer than
     "$BIN" dump --config "$GOOD" --out "$long"
 expect_error "--out ''" "stability: --out: empty file name" "" "$BIN" --config "$GOOD" --out '' --quiet
 expect_error "sweep --task '': not task 0" "stability: --task: not a run index" "" "$BIN" sweep "$tmp/s.ini" --task ''
-expect_error "sweep --jobs 4294967297: not 1" "stability: --jobs: not an integer in 1..4096" "" \
+expect_error "sweep --jobs 4294967297: not 1" "stability: --jobs: not an integer in 1..8192" "" \
     "$BIN" sweep "$tmp/s.ini" --jobs 4294967297
 expect_error "dump --perturb '': not 0" "stability: --perturb: not a finite number >= 0" "$tmp/dump.h5" \
     "$BIN" dump --config "$GOOD" --perturb '' --out "$tmp/dump.h5"

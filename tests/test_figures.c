@@ -151,6 +151,21 @@ START_TEST(test_covary)
     ck_assert_int_eq(d.nf, 0);
     plot_key(&d, &r[1], 0, a, sizeof a);
     ck_assert_str_eq(a, "Pre-LN, lr 0.01, warm-up 50");
+    for (int i = 0; i < 3; i++) {   // a width and its d_ff swept together: the rule, said once
+        run(&r[i], i, "w", 20, 1e-3, 2.0);
+        r[i].cfg.model.d_model = 8 << i;
+        r[i].cfg.model.d_ff = 16 << i;
+    }
+    set_of(&set, r, 3);
+    plot_diff(&set, m, 3, 0, &d);
+    ck_assert(plot_diff_follows(&d, "model.d_ff"));
+    plot_shared(&d, &r[0], none, 0, sub, sizeof sub);
+    ck_assert_msg(strstr(sub, "d_ff = 2d") && !strstr(sub, "d = 8:"), "%s", sub);
+    r[2].cfg.model.d_ff = 66;   // within implied()'s 5 % but no one ratio: a clause per width
+    plot_diff(&set, m, 3, 0, &d);
+    ck_assert(plot_diff_follows(&d, "model.d_ff"));
+    plot_shared(&d, &r[0], none, 0, sub, sizeof sub);
+    ck_assert_msg(!strstr(sub, "2d") && strstr(sub, "d = 32: d_ff = 66"), "%s", sub);
 }
 END_TEST
 

@@ -75,6 +75,20 @@ def test_expansion(tmp):
     check("zipped lists stay paired (d 8 with d_ff 16, d 12 with d_ff 24)",
           ("pre_d12_L3", "model.d_ff=24") in pairs and ("post_d8_L2", "model.d_ff=16") in pairs)
     check("a single value is set for every run", all("probe.seeds=2" in l for l in lines))
+    # two zip groups ('|'): each paired within, the groups crossed with each other and the rest
+    write(f, "[sweep]\nbase = configs/tiny.ini\nname = {placement}_{norm}_L{layers}_{optimizer}_w{warmup}\n"
+             "model.placement = post, pre\nmodel.norm = layernorm, rmsnorm\nmodel.layers = 1, 2\n"
+             "train.optimizer = adam, radam, adam\ntrain.warmup = 1, 1, 10\ntrain.steps = 20\n"
+             "zip = model.placement, model.norm | train.optimizer, train.warmup\n")
+    r = run("sweep", f, "--dry-run")
+    names = [l.split()[1] for l in r.stdout.splitlines()[1:]]
+    check("two zip groups: 2 (placement, norm) x 2 depths x 3 (optimizer, warm-up) = 12 runs",
+          r.returncode == 0 and len(names) == 12, r.stderr.strip() or str(len(names)))
+    check("each group counts as one axis at its first key, the last fastest",
+          names[:4] == ["post_layernorm_L1_adam_w1", "post_layernorm_L1_radam_w1",
+                        "post_layernorm_L1_adam_w10", "post_layernorm_L2_adam_w1"], str(names[:4]))
+    check("no run pairs values across groups", not any(n.startswith("post_rmsnorm") or
+                                                       n.endswith("radam_w10") for n in names), str(names))
 
 
 def test_bad_sweeps(tmp):
@@ -83,6 +97,10 @@ def test_bad_sweeps(tmp):
         ("[sweep]\nbase = configs/tiny.ini\nmodel.d_model = 8, 12\nmodel.d_ff = 1, 2, 3\n"
          "zip = model.d_model, model.d_ff\n", ":4: model.d_ff: zipped lists"),
         ("[sweep]\nbase = configs/tiny.ini\nmodel.heads = 3, 2\n", ":3: model.heads:"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.d_model = 8, 12\nmodel.d_ff = 16, 24\n"
+         "zip = model.d_model, model.d_ff | model.d_ff\n", ":5: sweep.zip: model.d_ff is in two zip groups"),
+        ("[sweep]\nbase = configs/tiny.ini\nmodel.d_model = 8, 12\nmodel.d_ff = 16, 24\n"
+         "zip = model.d_model | \n", ":5: sweep.zip: empty item"),
         ("[sweep]\nmodel.layers = 1, 2\n", "sweep.base: missing"),
         ("[sweep]\nbase = configs/tiny.ini\nname = {placement}\nmodel.layers = 1, 2\n", "sweep.name:"),
         ("[oops]\nbase = x\n", ":2: oops: unknown section"),   # the line of its first key
@@ -275,8 +293,8 @@ def test_threads(tmp):
     for value in ("3junk", "99999999999", "0", "-2"):
         for var in ("STABILITY_THREADS", "SLURM_CPUS_PER_TASK"):
             r = run("sweep", f, "--dry-run", env=dict(os.environ, **{var: value}))
-            check(f"{var}={value}: exit 2, 'not an integer in 1..4096'", r.returncode == 2 and
-                  f"{var}='{value}': not an integer in 1..4096" in r.stderr, r.stderr.strip())
+            check(f"{var}={value}: exit 2, 'not an integer in 1..8192'", r.returncode == 2 and
+                  f"{var}='{value}': not an integer in 1..8192" in r.stderr, r.stderr.strip())
     r = run("--config", "configs/tiny.ini", "--set", "probe.seeds=1", "--out", os.path.join(tmp, "j.h5"),
             env=dict(os.environ, STABILITY_THREADS="3junk"))
     check("a run with STABILITY_THREADS=3junk: exit 2, nothing written", r.returncode == 2 and

@@ -31,6 +31,7 @@ Suite *lowp_suite(void);     /* tests/test_lowp.c: bf16 rounding vs PyTorch bit 
 Suite *precision_suite(void);/* tests/test_precision.c: bf16 GEMM within float32 accumulation's bound, pure bf16 stagnation vs stochastic/Kahan, spectral norm, keys */
 Suite *estimators_suite(void);/* tests/test_estimators.c: SLQ, Hutchinson, top-k, critical sharpness vs exact values */
 Suite *diagnose_suite(void); /* tests/test_diagnose.c: each diagnosis rule on made-up series, its place and remedies */
+Suite *runs_suite(void);     /* tests/test_runs.c: the table of runs' outcome columns, the grid's means and t half-widths */
 Suite *memory_suite(void);   /* tests/test_memory.c: the memory estimate, arithmetic at any depth */
 
 Suite *remedies_suite(void); /* tests/test_remedies.c: curvature cap, CDAT, catapult, update cap vs hand values and explicit H */

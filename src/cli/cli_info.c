@@ -9,12 +9,14 @@
 #include "report/plot.h"
 #include "report/plot_band.h"
 #include "report/report.h"
+#include "report/runs.h"
 #include "cli/cli.h"
 
 static const char *HELP_INFO =
     "usage: stability info FILE.h5... [--all]\n"
     "       stability info FILE.h5... --train\n"
     "       stability info [FILE.h5...] --schemes\n"
+    "       stability info FILE.h5... --runs\n"
     "\n"
     "For a run file, or every run of a merged sweep file (/runs/NAME): its status, model and\n"
     "data. A probe: per layer (counted from 1), mean ± 95% CI over seeds of ||E_batch dL/dW||_F\n"
@@ -38,7 +40,12 @@ static const char *HELP_INFO =
     "             which each reaches the loss every run reaches, mean ± 95% CI, and how many\n"
     "             seeds reach it; for runs that log BLEU (train.bleu_every) the same for BLEU,\n"
     "             with the epoch reaching the best BLEU every run reaches (Fig. 4)\n"
-    "--all, --schemes and --train are three different outputs: give at most one.\n";
+    "  --runs     the table of runs as TSV (docs/design.md §6d): a header line, then one row per\n"
+    "             run: its identity from the resolved config (run, origin, scheme, L, dec_L,\n"
+    "             d_model, d_ff, heads, lr, warmup, seed, optimizer, schedule, precision, block,\n"
+    "             parametrization, task, steps) and its outcome (loss_init, final_loss, plateau,\n"
+    "             diverged, stuck, trains; NaN as 'nan'), what every figure and table reads\n"
+    "--all, --schemes, --train and --runs are different outputs: give at most one.\n";
 
 /* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). A malformed
  * object is an error "FILE: /object: what is wrong" (exit 1, h5io_error). */
@@ -89,16 +96,48 @@ static int info_run(h5io_file_t *f, const char *file, const char *prefix, int al
     return rc;
 }
 
+/* The FILE arguments of argv (those not starting with '-'), at most 256; their count, or −1. */
+static int info_files(int argc, char **argv, const char **files)
+{
+    int n = 0;
+    for (int i = 2; i < argc; i++)
+        if (argv[i][0] != '-') {
+            if (n == 256) return -1;
+            files[n++] = argv[i];
+        }
+    return n;
+}
+
+/* info --runs: the table of runs as TSV (report/runs.h). */
+static int info_runs(int argc, char **argv)
+{
+    const char *files[256];
+    const int nfiles = info_files(argc, argv, files);
+    if (nfiles < 0) return cli_usage_error("info: more than 256 files", NULL);
+    plot_set_t set;
+    runs_table_t t;
+    char err[1024];
+    if (plot_load(&set, files, nfiles, err, sizeof err)) {
+        fprintf(stderr, "stability: %s\n", err);
+        return 1;
+    }
+    if (runs_build(&t, &set)) {
+        fprintf(stderr, "stability: info --runs: out of memory\n");
+        plot_set_free(&set);
+        return 1;
+    }
+    runs_print(stdout, &t);
+    runs_free(&t);
+    plot_set_free(&set);
+    return 0;
+}
+
 /* info --train: the seed groups' tables (report/plot_band.h): the (validation) loss, BLEU. */
 static int info_train(int argc, char **argv)
 {
     const char *files[256];
-    int nfiles = 0;
-    for (int i = 2; i < argc; i++)
-        if (argv[i][0] != '-') {
-            if (nfiles == 256) return cli_usage_error("info: more than 256 files", argv[i]);
-            files[nfiles++] = argv[i];
-        }
+    const int nfiles = info_files(argc, argv, files);
+    if (nfiles < 0) return cli_usage_error("info: more than 256 files", NULL);
     plot_set_t set;
     char err[1024];
     if (plot_load(&set, files, nfiles, err, sizeof err)) {
@@ -120,22 +159,26 @@ static int info_train(int argc, char **argv)
 
 int cli_info(int argc, char **argv)
 {
-    int all = 0, rc = 0, nfiles = 0, schemes = 0, train = 0;
+    int all = 0, rc = 0, nfiles = 0, schemes = 0, train = 0, runs = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(HELP_INFO, stdout); return 0; }
         if (!strcmp(argv[i], "--all")) all = 1;
         else if (!strcmp(argv[i], "--schemes")) schemes = 1;
         else if (!strcmp(argv[i], "--train")) train = 1;
+        else if (!strcmp(argv[i], "--runs")) runs = 1;
         else if (argv[i][0] == '-') return cli_usage_error("unknown option", argv[i]);
         else nfiles++;
     }
-    if (all + schemes + train > 1)   // each is its own output: one would be ignored
+    if (runs && all + schemes + train)   // each is its own output: one would be ignored
+        return cli_usage_error("info: --runs is an output of its own; give it alone", "--runs");
+    if (all + schemes + train > 1)
         return cli_usage_error("info: --all, --schemes and --train are different outputs; give one",
                                train && all ? "--train --all" : train ? "--train --schemes"
                                                                       : "--all --schemes");
     if (!nfiles && schemes) { report_scheme_table(stdout); return 0; }
     if (!nfiles) return cli_usage_error("info: missing FILE.h5", NULL);
     if (train) return info_train(argc, argv);
+    if (runs) return info_runs(argc, argv);
     for (int i = 2; i < argc; i++) {
         if (argv[i][0] == '-') continue;
         char err[1024];

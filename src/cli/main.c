@@ -50,6 +50,7 @@ static const char *USAGE =
     "       stability info FILE.h5... [--all]     per-run tables and the diagnosis\n"
     "       stability info FILE.h5... --train     seeds of training runs, losses +- 95% CI\n"
     "       stability info [FILE.h5...] --schemes the scheme table, or each run's scheme\n"
+    "       stability info FILE.h5... --runs      the table of runs (TSV): identity, outcome\n"
     "       stability dump --config CONFIG --out FILE.h5 [--set ...] [--force] [--perturb S] [--hvp]\n"
     "       stability gradcheck --config CONFIG [--set ...] [--entries N] [--tol X] [--perturb S]\n"
     "       stability advise --config CONFIG [--set ...] [--out ADVICE.h5] [--force] [--quiet]\n"

@@ -8,19 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "measure/outcome.h"
 #include "report/plot_internal.h"
-#include "measure/diagnose.h"
+#include "report/runs.h"
 #include "measure/fit.h"
 
 #define ATLAS_MAX PLOT_ATLAS_MAX   /* schemes, depths, learning rates */
 #define ATLAS_VARIANTS 8           /* variants (warm-up, precision, …); more: no atlas figures */
 #define ATLAS_SEEDS 16   /* seeds of one cell (a sweep's init.seed list); more: no atlas figures */
 
-/* The grid: schemes × depths × learning rates × variants × seeds; per slot the run's final loss
- * (the last validation loss; NaN when diverged or absent), its loss at update 1 and its
- * plateau (the unigram entropy a text run records, else its loss at update 1): a run whose
- * final loss is not below its plateau by DIAG_PLATEAU_BAND did not train. */
+/* The grid: schemes × depths × learning rates × variants × seeds; per slot the run's row of the
+ * table of runs (report/runs.h): its final loss (NaN when diverged or absent), its loss at
+ * update 1, whether it diverged and whether it trains (the one rule, docs/design.md §6d). */
 typedef struct {
     int ns, nd, nl, nv, nk;
     char scheme[ATLAS_MAX][32];
@@ -28,8 +26,8 @@ typedef struct {
     char variant[ATLAS_VARIANTS][200];
     double vorder[ATLAS_VARIANTS];     /* the variant's warm-up: the order (longest first) */
     plot_diff_t vitems;                /* the items a variant is made of */
-    double *final, *loss0, *plateau;   /* [s][d][l][v][k] */
-    int *diverged, *ran;
+    double *final, *loss0;   /* [s][d][l][v][k] */
+    int *diverged, *trains, *ran;
     int runs;
 } atlas_t;
 
@@ -39,14 +37,8 @@ typedef struct {
 static void atlas_free(atlas_t *a)
 {
     if (!a) return;
-    free(a->final); free(a->loss0); free(a->plateau); free(a->diverged); free(a->ran);
+    free(a->final); free(a->loss0); free(a->trains); free(a->diverged); free(a->ran);
     free(a);
-}
-
-/* A training run's final loss (measure/outcome.h). */
-static double final_loss(const plot_run_t *r)
-{
-    return outcome_final_loss(r->loss, r->nsteps, r->val_loss, r->nevals, !isnan(r->diverged_at));
 }
 
 /* Index of run r's variant, added when new; −1 when ATLAS_VARIANTS are taken. */
@@ -109,11 +101,11 @@ static int atlas_collect(const plot_set_t *set, atlas_t *a)
     const size_t N = (size_t)a->ns * a->nd * a->nl * a->nv * a->nk;
     a->final = malloc(N * sizeof *a->final);
     a->loss0 = malloc(N * sizeof *a->loss0);
-    a->plateau = malloc(N * sizeof *a->plateau);
+    a->trains = calloc(N, sizeof *a->trains);
     a->diverged = calloc(N, sizeof *a->diverged);
     a->ran = calloc(N, sizeof *a->ran);
-    if (!a->final || !a->loss0 || !a->plateau || !a->diverged || !a->ran) { free(m); return 0; }
-    for (size_t i = 0; i < N; i++) a->final[i] = a->loss0[i] = a->plateau[i] = NAN;
+    if (!a->final || !a->loss0 || !a->trains || !a->diverged || !a->ran) { free(m); return 0; }
+    for (size_t i = 0; i < N; i++) a->final[i] = a->loss0[i] = NAN;
     int rc = 1;
     for (int i = 0; i < n && rc == 1; i++) {
         const plot_run_t *r = &set->runs[m[i]];
@@ -126,10 +118,12 @@ static int atlas_collect(const plot_set_t *set, atlas_t *a)
         const int k = plot_intern_value(a->seed, &a->nk, (double)r->cfg.init.seed);
         const size_t x = IX(a, s, d, l, v, k);
         if (a->ran[x]) { rc = -1; break; }   // one run would hide the other
-        a->final[x] = final_loss(r);
-        a->loss0[x] = r->loss[0];
-        a->plateau[x] = isfinite(r->unigram) ? r->unigram : r->loss[0];
-        a->diverged[x] = !isnan(r->diverged_at);
+        runs_row_t row;
+        runs_row(set, m[i], &row);
+        a->final[x] = row.final_loss;
+        a->loss0[x] = row.loss_init;
+        a->trains[x] = row.trains;
+        a->diverged[x] = row.diverged;
         a->ran[x] = 1;
         a->runs++;
     }
@@ -192,8 +186,9 @@ static double atlas_point(const atlas_t *a, int sc, int d, int l, int v, double 
     return mean;
 }
 
-/* What a cell of the sensitivity map is: trained (a colour), stuck (no learning rate took a
- * run below its plateau), diverged (every run did), or empty (no run). */
+/* What a cell of the sensitivity map is: trained (a colour: some run trains, runs_outcome),
+ * stuck (no learning rate took a run below its plateau), diverged (every run did), or empty
+ * (no run). */
 enum { CELL_TRAINED, CELL_STUCK, CELL_DIVERGED, CELL_EMPTY };
 
 static int cell_kind(const atlas_t *a, int sc, int d, int v)
@@ -204,7 +199,7 @@ static int cell_kind(const atlas_t *a, int sc, int d, int v)
             const size_t x = IX(a, sc, d, l, v, k);
             ran += a->ran[x];
             div += a->diverged[x];
-            trained += isfinite(a->final[x]) && a->final[x] < a->plateau[x] - DIAG_PLATEAU_BAND;
+            trained += a->trains[x];
         }
     return !ran ? CELL_EMPTY : div == ran ? CELL_DIVERGED : trained ? CELL_TRAINED : CELL_STUCK;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "io/h5io.h"
 #include "report/plot_internal.h"
+#include "report/runs.h"
 
 #define DYN_MAX_HEAT 6      /* runs side by side in a heat map */
 #define DYN_MAX_LINES 48    /* runs in the line plots */
@@ -456,50 +457,47 @@ int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     return 1;
 }
 
-/* A run's final loss: its last validation loss, else the mean of its last 10 training losses;
- * a diverged run counts as its first loss (Wortsman et al. 2023); *div says which. */
-static double final_loss(const plot_run_t *r, int *div)
-{
-    *div = !isnan(r->diverged_at) || !strcmp(r->status, "diverged");
-    if (*div) return r->nsteps ? r->loss[0] : NAN;
-    if (r->nevals && isfinite(r->val_loss[r->nevals - 1])) return r->val_loss[r->nevals - 1];
-    double sum = 0.0;
-    int n = 0;
-    for (size_t t = r->nsteps > 10 ? r->nsteps - 10 : 0; t < r->nsteps; t++)
-        if (isfinite(r->loss[t])) { sum += r->loss[t]; n++; }
-    return n ? sum / n : NAN;
-}
-
 /* Block $f<j>: "lr mean-final-loss any-diverged" of the runs m[i] of series j (of[i] == j) over
- * the rates lrs[0..nl); x, y widened, seeds per point into *lo, *hi (their fewest and most),
- * *div set when a run diverged. */
-static void lr_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, const int *of, int j,
-                     const double *lrs, int nl, plot_range_t *x, plot_range_t *y, int *lo,
-                     int *hi, int *div)
+ * the rates lrs[0..nl), the final loss the table of runs' (report/runs.h: NaN when diverged, so
+ * the mean is over the seeds that did not); then block $x<j>: the rates at which every run
+ * diverged (drawn × at the top). x, y widened, seeds per point into *lo, *hi (their fewest and
+ * most), *div set when a run diverged. Returns whether $x<j> has rows. */
+static int lr_block(sbuf_t *s, const plot_set_t *set, const int *m, int n, const int *of, int j,
+                    const double *lrs, int nl, plot_range_t *x, plot_range_t *y, int *lo,
+                    int *hi, int *div)
 {
+    double gone[DYN_MAX_LINES * 4];
+    int ngone = 0;
     sbuf_printf(s, "$f%d << EOD\n", j);
     for (int q = 0; q < nl; q++) {
         double sum = 0.0;
         int cnt = 0, runs = 0, anydiv = 0;
         for (int i = 0; i < n; i++) {
-            const plot_run_t *r = &set->runs[m[i]];
-            if (of[i] != j || r->cfg.train.lr != lrs[q]) continue;
-            int dv;
-            const double f = final_loss(r, &dv);
-            if (isfinite(f)) { sum += f; cnt++; }
-            anydiv |= dv;
+            if (of[i] != j || set->runs[m[i]].cfg.train.lr != lrs[q]) continue;
+            runs_row_t row;
+            runs_row(set, m[i], &row);
+            if (isfinite(row.final_loss)) { sum += row.final_loss; cnt++; }
+            anydiv |= row.diverged;
             runs++;
         }
         if (!runs) continue;
         *lo = runs < *lo ? runs : *lo;
         *hi = runs > *hi ? runs : *hi;
         *div |= anydiv;
-        if (!cnt) continue;
-        sbuf_printf(s, "%.10g %.8g %d\n", lrs[q], sum / cnt, anydiv);
         plot_range_add(x, lrs[q]);
+        if (!cnt) {
+            if (anydiv) gone[ngone++] = lrs[q];
+            continue;
+        }
+        sbuf_printf(s, "%.10g %.8g %d\n", lrs[q], sum / cnt, anydiv);
         plot_range_add(y, sum / cnt);
     }
     sbuf_printf(s, "EOD\n");
+    if (!ngone) return 0;
+    sbuf_printf(s, "$x%d << EOD\n", j);
+    for (int q = 0; q < ngone; q++) sbuf_printf(s, "%.10g\n", gone[q]);
+    sbuf_printf(s, "EOD\n");
+    return 1;
 }
 
 int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
@@ -525,15 +523,18 @@ int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_range_t x, y;
     plot_range_init(&x);
     plot_range_init(&y);
-    int seeds_lo = 1 << 30, seeds_hi = 0, any_div = 0;
+    int seeds_lo = 1 << 30, seeds_hi = 0, any_div = 0, gone[DYN_MAX_LINES], any_gone = 0;
     for (int j = 0; j < ns; j++) {
-        lr_block(s, set, m, n, of, j, lrs, nl, &x, &y, &seeds_lo, &seeds_hi, &any_div);
+        gone[j] = lr_block(s, set, m, n, of, j, lrs, nl, &x, &y, &seeds_lo, &seeds_hi, &any_div);
+        any_gone |= gone[j];
         reps[j] = m[rep[j]];
     }
     if (plot_range_empty(&y)) {
         snprintf(name, len, "dyn_lr: no finite final loss");
         return -1;
     }
+    const double top = y.hi + 0.08 * (y.hi - y.lo > 0 ? y.hi - y.lo : 1.0);   // the ×s' row
+    if (any_gone) plot_range_add(&y, top);
     plot_style_t st[DYN_MAX_LINES];
     plot_styles_apart(set, reps, ns, &by, st);
     char title[400], sub[700], shared[400], seeds[80] = "";
@@ -542,9 +543,9 @@ int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
     plot_shared(&all, &set->runs[m[0]], PLOT_SHARED_TRAIN, 1, shared, sizeof shared);
     if (seeds_hi > 1 && seeds_lo == seeds_hi) snprintf(seeds, sizeof seeds, "; mean of %d seeds", seeds_hi);
     else if (seeds_hi > 1) snprintf(seeds, sizeof seeds, "; mean of %d–%d seeds", seeds_lo, seeds_hi);
-    snprintf(sub, sizeof sub, "%s%s\nfinal loss: the last validation loss (else the mean of the "
-             "last 10 training losses)%s", shared, seeds,
-             any_div ? "; ×: a run diverged there (counted at its initial loss)" : "");
+    snprintf(sub, sizeof sub, "%s%s\nfinal loss: the last validation loss, else the mean training "
+             "loss of the last tenth%s", shared, seeds,   // docs/design.md §6d
+             any_div ? "; ×: a run diverged (the others' mean; at the top: all did)" : "");
     sbuf_t keys = {0};
     for (int j = 0; j < ns; j++) plot_keyentry(&keys, &st[j], "linespoints");
     if (any_div) plot_keyentry_text(&keys, "points pt 2 ps 2 lw 2 lc rgb 'black'", "diverged");
@@ -564,6 +565,10 @@ int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
                        "$f%d using 1:($3 != 0 ? $2 : 1/0) with points pt 2 ps 2.5 lw 2 lc rgb '%s' "
                        "notitle", j ? ", " : "", j, st[j].color, st[j].dt, st[j].lw, st[j].pt, j,
                     st[j].color);
+    for (int j = 0; j < ns; j++)
+        if (gone[j])
+            sbuf_printf(s, ", $x%d using 1:(%.10g) with points pt 2 ps 2.5 lw 2 lc rgb '%s' "
+                           "notitle", j, top, st[j].color);
     sbuf_printf(s, "\n");
     plot_end(s, &g, rows, &keys);
     sbuf_free(&keys);

@@ -4,21 +4,24 @@
  * a point per cell coloured by depth (Okabe & Ito), and each panel's ROC AUC of "fails" against
  * "trains" (Mann–Whitney). Drawn when the set holds the indicators' runs
  * (experiments/warmup_explained.ini: the runs with curvature rows) and the atlas's outcome runs of
- * the same names (experiments/atlas.ini, {scheme}_L{L}_lr{lr}_w{warm-up}).
+ * the same cells (experiments/atlas.ini).
  *
- * Every definition is scripts/warmup_explained.py's, written once more here: the cell key read off
- * the run name (cell_key), the outcome (outcome, final_loss, read_outcomes), the indicators
- * (read_indicators; Admin's from atlas_init's probes, read_admin, when those runs are in the set).
+ * The cell of a run is read from its config, never its name (key_of_run: the atlas's zip of
+ * placement, norm and init, the depth, the lr; warm-up apart; one seed per cell, a seeded atlas
+ * refused); the outcome is the table of runs' (report/runs.h) at the published table's 3.2
+ * nats. The indicators are scripts/warmup_explained.py's (read_indicators; Admin's from
+ * atlas_init's probes, read_admin, when those runs are in the set).
  * tests/test_indicators_plot.py checks every point drawn against the script's --cells table. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "report/plot_internal.h"
+#include "report/runs.h"
 
 #define IND_UPTO 20          /* the first updates an indicator looks at (the script's upto) */
-#define IND_TRAINS 3.2       /* a run trains below this final loss (nats; atlas_table.py) */
-#define IND_PRE_LN "pre-layernorm-xavier_normal"   /* Theorem 1's reference scheme */
+#define IND_TRAINS 3.2       /* a run trains below this final loss (nats): the threshold of the
+                                published table (atlas_table.py, docs/design.md §6d) */
 
 struct plot_ind {
     double xiong;            /* ‖∂L/∂W²‖_F of the last layer at update 1 */
@@ -36,35 +39,23 @@ typedef struct {
     double lr;
 } cell_key_t;
 
-/* The cell of a run name {scheme}_L{L}_lr{lr}[_w…] (the script's cell_key): 1, or 0 when the
- * name is not of that form. */
-static int key_of_name(const char *name, cell_key_t *k)
-{
-    const char *l = strstr(name, "_L");
-    if (!l || (size_t)(l - name) >= sizeof k->scheme) return 0;
-    const char *lr = strstr(l + 2, "_lr");
-    if (!lr || lr == l + 2) return 0;
-    char num[64];
-    snprintf(k->scheme, sizeof k->scheme, "%.*s", (int)(l - name), name);
-    snprintf(num, sizeof num, "%.*s", (int)(lr - l - 2), l + 2);
-    char *end;
-    const long L = strtol(num, &end, 10);
-    if (*end || L < 1 || L > 100000) return 0;
-    k->L = (int)L;
-    const char *w = strstr(lr + 3, "_w");
-    snprintf(num, sizeof num, "%.*s", w ? (int)(w - lr - 3) : (int)strlen(lr + 3), lr + 3);
-    k->lr = strtod(num, &end);
-    return num[0] && !*end;
-}
-
-/* An indicator run's cell: from its name, else (Fig. 2's runs) the name with L and lr of its
- * config. */
+/* The cell of a run, from its resolved config, never its name (docs/design.md §6d): the scheme
+ * as the atlas's zip sets it, "{placement}-{norm}-{init.scheme}" (the script's cell text), the
+ * depth and the learning rate; warm-up and seed are the caller's. */
 static void key_of_run(const plot_run_t *r, cell_key_t *k)
 {
-    if (strstr(r->name, "_L") && key_of_name(r->name, k)) return;
-    snprintf(k->scheme, sizeof k->scheme, "%s", r->name);
-    k->L = r->cfg.model.layers;
-    k->lr = r->cfg.train.lr;
+    const config_t *c = &r->cfg;
+    snprintf(k->scheme, sizeof k->scheme, "%s-%s-%s", config_placement_name(c->model.placement),
+             config_norm_name(c->model.norm), config_init_name(c->init.scheme));
+    k->L = c->model.layers;
+    k->lr = c->train.lr;
+}
+
+/* Whether run r is Theorem 1's reference scheme: Pre-LN with LayerNorm, Xavier-normal. */
+static int is_pre_ln(const plot_run_t *r)
+{
+    return r->cfg.model.placement == PLACEMENT_PRE && r->cfg.model.norm == NORM_LAYERNORM &&
+           r->cfg.init.scheme == INIT_XAVIER_NORMAL;
 }
 
 static int key_cmp(const cell_key_t *a, const cell_key_t *b)
@@ -222,58 +213,54 @@ typedef struct {
     double v[I_N];
 } cell_t;
 
-/* The script's final_loss: the last validation loss when finite, else the mean of the last
- * tenth of the training losses. */
-static double final_loss(const plot_run_t *r)
+/* trains | stuck | diverged (OUT_*): the table of runs' outcome (report/runs.h) at the
+ * published table's IND_TRAINS nats. */
+static int outcome(const plot_set_t *set, int i)
 {
-    if (r->nevals > 0 && isfinite(r->val_loss[r->nevals - 1])) return r->val_loss[r->nevals - 1];
-    if (!r->nsteps) return NAN;
-    const size_t n = r->nsteps / 10 ? r->nsteps / 10 : 1;
-    double s = 0.0;
-    for (size_t t = r->nsteps - n; t < r->nsteps; t++) s += r->loss[t];
-    return s / (double)n;
+    runs_row_t row;
+    runs_row(set, i, &row);
+    runs_outcome(&row, IND_TRAINS);
+    return row.diverged ? OUT_DIVERGED : row.trains ? OUT_TRAINS : OUT_STUCK;
 }
 
-/* trains | stuck | diverged (OUT_*), scripts/atlas_table.py's rule. */
-static int outcome(const plot_run_t *r)
-{
-    if (!strcmp(r->status, "diverged")) return OUT_DIVERGED;
-    const double f = final_loss(r);
-    return isfinite(f) && f < IND_TRAINS ? OUT_TRAINS : OUT_STUCK;
-}
-
-/* The outcome run of key k with warm-up (warm) or without: its index, or −1; −2 when there are
- * two (two atlases in one set). */
-static int outcome_run(const plot_set_t *set, const cell_key_t *k, int warm)
+/* The outcome run of key k with warm-up (warm) or without: its index, or −1; −2 with why when
+ * there are two (two atlases in one set, or a seeded atlas: one outcome per cell). */
+static int outcome_run(const plot_set_t *set, const cell_key_t *k, int warm, char *why, size_t len)
 {
     int found = -1;
     for (int i = 0; i < set->n; i++) {
         const plot_run_t *r = &set->runs[i];
         cell_key_t x;
-        if (r->ind || !r->loss || (r->cfg.train.warmup > 1) != warm || !key_of_name(r->name, &x) ||
-            key_cmp(&x, k))
-            continue;
-        if (found >= 0) return -2;
+        if (r->ind || !r->loss || (r->cfg.train.warmup > 1) != warm) continue;
+        key_of_run(r, &x);
+        if (key_cmp(&x, k)) continue;
+        if (found >= 0) {
+            const plot_run_t *f = &set->runs[found];
+            if (f->cfg.init.seed != r->cfg.init.seed)
+                snprintf(why, len, "a seeded atlas (%s, L %d, lr %g at seeds %lu and %lu): the "
+                         "warm-up study takes one outcome run per cell; give one seed's runs",
+                         k->scheme, k->L, k->lr, f->cfg.init.seed, r->cfg.init.seed);
+            else
+                snprintf(why, len, "two outcome runs of one cell (%s, %s): give one atlas",
+                         f->origin, r->origin);
+            return -2;
+        }
         found = i;
     }
     return found;
 }
 
-/* Admin's output change of (scheme, L): the mean over its seeds of an atlas_init run named
- * {scheme}_L{L}[_…] (the script's read_admin); NaN when the set has none. */
+/* Admin's output change of (scheme, L): the mean over its seeds of the first atlas_init run of
+ * that scheme and depth (by config; the script's read_admin); NaN when the set has none. */
 static double admin_of(const plot_set_t *set, const cell_key_t *k, int *any)
 {
     for (int i = 0; i < set->n; i++) {
         const plot_run_t *r = &set->runs[i];
-        const char *l = strstr(r->name, "_L");
-        if (!r->probe || !r->probe->output_change || !l) continue;
+        if (!r->probe || !r->probe->output_change) continue;
         *any = 1;
-        char *end;
-        const long L = strtol(l + 2, &end, 10);
-        const size_t sl = (size_t)(l - r->name);
-        if (sl != strlen(k->scheme) || strncmp(r->name, k->scheme, sl) || L != k->L ||
-            (*end && *end != '_'))
-            continue;
+        cell_key_t x;
+        key_of_run(r, &x);
+        if (strcmp(x.scheme, k->scheme) || x.L != k->L) continue;
         double s = 0.0;
         int n = 0;
         for (int j = 0; j < r->probe->S; j++)
@@ -329,15 +316,12 @@ static int collect_cells(const plot_set_t *set, cell_t *cells, int *admin, char 
                          set->runs[cells[j].ind].origin, set->runs[i].origin);
                 return -1;
             }
-        const int cold = outcome_run(set, &c.key, 0), warm = outcome_run(set, &c.key, 1);
-        if (cold == -2 || warm == -2) {
-            snprintf(why, len, "two outcome runs of the cell of %s: give one atlas",
-                     set->runs[i].origin);
-            return -1;
-        }
+        const int cold = outcome_run(set, &c.key, 0, why, len);
+        const int warm = cold == -2 ? -2 : outcome_run(set, &c.key, 1, why, len);
+        if (cold == -2 || warm == -2) return -1;
         if (cold < 0) continue;
-        c.out = outcome(&set->runs[cold]);
-        if (c.out != OUT_TRAINS && warm >= 0 && outcome(&set->runs[warm]) == OUT_TRAINS)
+        c.out = outcome(set, cold);
+        if (c.out != OUT_TRAINS && warm >= 0 && outcome(set, warm) == OUT_TRAINS)
             c.out = OUT_NEEDS;
         cell_values(&set->runs[i], &c);
         c.v[I_ADMIN] = admin_of(set, &c.key, admin);
@@ -345,15 +329,13 @@ static int collect_cells(const plot_set_t *set, cell_t *cells, int *admin, char 
     }
     qsort(cells, (size_t)n, sizeof *cells, cell_cmp);
     for (int j = 0; j < n; j++) {   // Theorem 1's ratio: over Pre-LN's at the same depth and lr
-        cell_key_t pre = cells[j].key;
-        snprintf(pre.scheme, sizeof pre.scheme, "%s", IND_PRE_LN);
         for (int i = 0; i < set->n; i++) {
-            cell_key_t x;
-            if (!set->runs[i].ind) continue;
-            key_of_run(&set->runs[i], &x);
-            const double ref = set->runs[i].ind->xiong;
-            if (!key_cmp(&x, &pre) && ref != 0 && isfinite(ref))
-                cells[j].v[I_RATIO] = cells[j].v[I_XIONG] / ref;
+            const plot_run_t *r = &set->runs[i];
+            if (!r->ind || !is_pre_ln(r) || r->cfg.model.layers != cells[j].key.L ||
+                r->cfg.train.lr != cells[j].key.lr)
+                continue;
+            const double ref = r->ind->xiong;
+            if (ref != 0 && isfinite(ref)) cells[j].v[I_RATIO] = cells[j].v[I_XIONG] / ref;
         }
     }
     return n;

@@ -224,6 +224,43 @@ static int can_follow(const char *item)
     return 0;
 }
 
+/* "d_ff = 2d" when the group led by item lead has one follower j, both numbers in every run and
+ * j = R·lead with one R for all of them (a width and its d_ff swept together): the subtitle says
+ * the rule once, not a clause per width. 1 with the clause appended to d->covary at *used. */
+static int covary_ratio(const plot_set_t *set, const int *m, int n, items_t *const *its,
+                        char (*scheme)[32], plot_diff_t *d, const int *group, int lead,
+                        size_t *used)
+{
+    int j = -1;
+    for (int k = 0; k < d->n; k++) {
+        if (group[k] != lead || k == lead) continue;
+        if (j >= 0 || !strcmp(d->item[k], "data")) return 0;
+        j = k;
+    }
+    if (j < 0 || n < 2) return 0;
+    double ratio = NAN;
+    for (int i = 0; i < n; i++) {
+        char *e1, *e2;
+        const double a = strtod(item_value(set, m, its, scheme, i, d->item[lead]), &e1);
+        const double b = strtod(item_value(set, m, its, scheme, i, d->item[j]), &e2);
+        if (*e1 || *e2 || !(a > 0) || !isfinite(b)) return 0;
+        if (i == 0) ratio = b / a;
+        else if (fabs(b / a - ratio) > 1e-12 * fabs(ratio)) return 0;
+    }
+    char lw[256], w[256];   // "d = 64", "d_ff = 128": the names before " = "
+    plot_item_plain(&set->runs[m[0]], d->item[lead], 0, lw, sizeof lw);
+    plot_item_plain(&set->runs[m[0]], d->item[j], 0, w, sizeof w);
+    char *el = strstr(lw, " = "), *ew = strstr(w, " = ");
+    if (!el || !ew) return 0;
+    *el = *ew = '\0';
+    char r[32] = "";
+    if (ratio != 1.0) snprintf(r, sizeof r, ratio == floor(ratio) && ratio < 1e6 ? "%.0f" : "%g·", ratio);
+    if (*used < sizeof d->covary)
+        *used += (size_t)snprintf(d->covary + *used, sizeof d->covary - *used, "%s%s = %s%s",
+                                  *used ? "; " : "", w, r, lw);
+    return 1;
+}
+
 /* Group d's items that split the runs alike; a group led by a data key (any size), or of three
  * or more items, is named by its leader alone in keys and titles, the others go to d->follower
  * and, per value of the leader, to d->covary for the subtitle. Two items alone stay apart
@@ -266,7 +303,8 @@ static void covary(const plot_set_t *set, const int *m, int n, items_t *const *i
             continue;
         }
         group[k] = k;
-        for (int i = 0; i < n; i++) {   // one clause per value of the leader, in run order
+        const int ruled = covary_ratio(set, m, n, its, scheme, d, group, lead, &used);
+        for (int i = 0; i < n && !ruled; i++) {   // else one clause per value of the leader
             if (cls[lead * n + i] != i) continue;
             char lw[256], w[256];
             plot_item_plain(&set->runs[m[i]], d->item[lead], 0, lw, sizeof lw);

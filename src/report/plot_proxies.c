@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "measure/outcome.h"
 #include "report/plot_proxies.h"
+#include "report/runs.h"
 #include "measure/fit.h"
 
 /* The remedies an arm is made of (docs/design.md §6g, §6h), in the order its words list them. */
@@ -30,19 +30,6 @@ static int listed(const char *const *list, const char *item)
 
 /* ------------------------------------------------------------------------- words */
 
-/* 0: the 2017 block (sinusoidal positions, ReLU or GELU, biases, LayerNorm); 1: today's
- * (rotary positions, SwiGLU, no biases, RMSNorm: LLaMA's, docs/design.md §6i); 2: another. */
-static int block_kind(const config_t *c)
-{
-    if (c->model.positions == POS_SINUSOIDAL && c->model.activation != ACT_SWIGLU &&
-        c->model.bias && c->model.norm == NORM_LAYERNORM)
-        return 0;
-    if (c->model.positions == POS_ROPE && c->model.activation == ACT_SWIGLU && !c->model.bias &&
-        c->model.norm == NORM_RMSNORM)
-        return 1;
-    return 2;
-}
-
 /* The block of run r in words (plain): "2017 block", "today's block", else its parts; detail 1:
  * the parts in brackets after the name; 2: the parts alone. */
 static void block_text(const plot_run_t *r, int detail, char *buf, size_t len)
@@ -54,7 +41,7 @@ static void block_text(const plot_run_t *r, int detail, char *buf, size_t len)
     plot_item_text(r, "model.norm", 0, norm, sizeof norm);
     snprintf(parts, sizeof parts, "%s, %s, %s, %s", POS[c->model.positions % 3],
              ACT[c->model.activation % 3], c->model.bias ? "biases" : "no biases", norm);
-    const int k = block_kind(c);
+    const int k = runs_block_kind(c);
     if (k == 2 || detail == 2) snprintf(buf, len, "%s", parts);
     else snprintf(buf, len, "%s%s%s%s", k ? "today's block" : "2017 block", detail ? " (" : "",
                   detail ? parts : "", detail ? ")" : "");
@@ -214,7 +201,7 @@ static double ctx_order(const plot_set_t *set, const size_study_t *st, int run)
             v = plot_item_value(r, st->all.item[k]);
             break;
         }
-    return block_kind(&r->cfg) * 1e12 + (isfinite(v) ? v : 0.0);
+    return runs_block_kind(&r->cfg) * 1e12 + (isfinite(v) ? v : 0.0);
 }
 
 /* Sort the contexts (ctx_order; cfirst[c]: a run of each, moved with it) and the arms (standard
@@ -290,12 +277,6 @@ static int study_axes(const plot_set_t *set, size_study_t *st, char (*ctx)[200],
 
 /* ------------------------------------------------------------------------- reading */
 
-/* A run's final loss (measure/outcome.h), NaN when it diverged. */
-static double final_loss(const plot_run_t *r, int diverged)
-{
-    return outcome_final_loss(r->loss, r->nsteps, r->val_loss, r->nevals, diverged);
-}
-
 /* The largest finite max |attention logit| of any update, or NaN. */
 static double peak_logit(const plot_run_t *r)
 {
@@ -342,14 +323,15 @@ static int study_fill(const plot_set_t *set, size_study_t *st, char (*ctx)[200],
             snprintf(why, len, "two runs in one cell (%s and another)", r->name);
             return 0;
         }
-        const int div = !isnan(r->diverged_at) || !strcmp(r->status, "diverged");
-        st->final[x] = final_loss(r, div);
-        st->loss0[x] = r->loss[0];
+        runs_row_t row;   // the outcome, defined once (report/runs.h)
+        runs_row(set, st->m[i], &row);
+        st->final[x] = row.final_loss;
+        st->loss0[x] = row.loss_init;
         st->logit[x] = peak_logit(r);
-        st->diverged[x] = (char)div;
+        st->diverged[x] = (char)row.diverged;
         st->ran[x] = 1;
         if (st->rep[c][a] < 0) st->rep[c][a] = st->m[i];
-        if (isnan(st->plateau[c]) && isfinite(r->unigram)) st->plateau[c] = r->unigram;
+        if (isnan(st->plateau[c]) && isfinite(row.plateau)) st->plateau[c] = row.plateau;
     }
     return 1;
 }

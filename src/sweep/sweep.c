@@ -183,6 +183,38 @@ static int on_entry(void *user, const char *section, const char *key, const char
     return 1;
 }
 
+/* The zip groups of `zip = a, b | c, d`: each '|'-separated list is one group of swept keys
+ * paired with each other (equal lengths), the groups crossed with each other and with the other
+ * lists; axes[a].zipped is the group's number from 1 (0: not zipped). */
+static int parse_zip(parse_t *p)
+{
+    sweep_t *s = p->s;
+    char buf[sizeof p->zip];
+    snprintf(buf, sizeof buf, "%s", p->zip);
+    int group = 0;
+    for (char *tok = buf, *bar; tok; tok = bar ? bar + 1 : NULL) {
+        if ((bar = strchr(tok, '|'))) *bar = '\0';
+        char names[SWEEP_MAX_KEYS][128], why[160];
+        const int n = split_list(tok, names, SWEEP_MAX_KEYS, why, sizeof why);
+        if (n < 0) { fail(p, p->zip_line, "sweep.zip", "%s", why); return 2; }
+        group++;
+        for (int z = 0; z < n; z++) {
+            int found = 0;
+            for (int a = 0; a < s->naxes; a++) {
+                if (strcmp(s->axes[a].key, names[z])) continue;
+                if (s->axes[a].zipped) {
+                    fail(p, p->zip_line, "sweep.zip", "%s is in two zip groups", names[z]);
+                    return 2;
+                }
+                s->axes[a].zipped = group;
+                found = 1;
+            }
+            if (!found) { fail(p, p->zip_line, "sweep.zip", "%s is not a swept list", names[z]); return 2; }
+        }
+    }
+    return 0;
+}
+
 /* Short name of a key: the part after the dot. */
 static const char *short_key(const char *key)
 {
@@ -236,50 +268,54 @@ static int format_name(const sweep_t *s, const int *index, char *out, size_t len
     return 0;
 }
 
-/* Cartesian product over the non-zipped axes and the zip group (one axis). */
+/* Cartesian product over the non-zipped axes and the zip groups (each one axis, at its first
+ * member's place; the last axis varies fastest). */
 static int expand(sweep_t *s, parse_t *p)
 {
-    int group_len = -1;
+    int group_len[SWEEP_MAX_KEYS + 1], first[SWEEP_MAX_KEYS + 1];
+    for (int g = 0; g <= SWEEP_MAX_KEYS; g++) group_len[g] = -1, first[g] = -1;
     for (int a = 0; a < s->naxes; a++) {
-        if (!s->axes[a].zipped) continue;
-        if (group_len >= 0 && s->axes[a].nvalues != group_len) {
+        const int g = s->axes[a].zipped;
+        if (!g) continue;
+        if (group_len[g] >= 0 && s->axes[a].nvalues != group_len[g]) {
             fail(p, s->axes[a].line, s->axes[a].key, "zipped lists must have equal lengths (%d vs %d)",
-                 s->axes[a].nvalues, group_len);
+                 s->axes[a].nvalues, group_len[g]);
             return 2;
         }
-        group_len = s->axes[a].nvalues;
+        group_len[g] = s->axes[a].nvalues;
+        if (first[g] < 0) first[g] = a;
     }
-    long total = group_len > 0 ? group_len : 1;
-    for (int a = 0; a < s->naxes; a++)
-        if (!s->axes[a].zipped) total *= s->axes[a].nvalues;
+    long total = 1;
+    for (int a = 0; a < s->naxes; a++) {
+        const int g = s->axes[a].zipped;
+        if (!g || first[g] == a) total *= s->axes[a].nvalues;
+        if (total > SWEEP_MAX_RUNS) break;
+    }
     if (total > SWEEP_MAX_RUNS) {
-        fail(p, 1, "sweep", "%ld runs (at most %d)", total, SWEEP_MAX_RUNS);
+        fail(p, 1, "sweep", "%ld runs or more (at most %d)", total, SWEEP_MAX_RUNS);
         return 2;
     }
     s->runs = calloc((size_t)total, sizeof *s->runs);
     if (!s->runs) { fail(p, 1, "sweep", "out of memory"); return 1; }
     s->nruns = (int)total;
-    int idx[SWEEP_MAX_KEYS] = {0}, zipi = 0;
+    int idx[SWEEP_MAX_KEYS] = {0};   // per axis; a group's index lives at its first member
     for (long r = 0; r < total; r++) {
         sweep_run_t *run = &s->runs[r];
-        for (int a = 0; a < s->naxes; a++) run->index[a] = s->axes[a].zipped ? zipi : idx[a];
+        for (int a = 0; a < s->naxes; a++) {
+            const int g = s->axes[a].zipped;
+            run->index[a] = g ? idx[first[g]] : idx[a];
+        }
         char bad[256];
         if (format_name(s, run->index, run->name, sizeof run->name, bad, sizeof bad)) {
             fail(p, p->name_line ? p->name_line : 1, "sweep.name", "%s", bad);
             return 2;
         }
-        // odometer: the last axis varies fastest; the zip group counts as one axis at its first member
-        int first_zip = -1;
-        for (int a = 0; a < s->naxes; a++) if (s->axes[a].zipped) { first_zip = a; break; }
+        // odometer over the axes that count: the non-zipped ones and each group's first member
         for (int a = s->naxes - 1; a >= 0; a--) {
-            if (s->axes[a].zipped && a != first_zip) continue;
-            if (s->axes[a].zipped) {
-                if (++zipi < group_len) break;
-                zipi = 0;
-            } else {
-                if (++idx[a] < s->axes[a].nvalues) break;
-                idx[a] = 0;
-            }
+            const int g = s->axes[a].zipped;
+            if (g && first[g] != a) continue;
+            if (++idx[a] < s->axes[a].nvalues) break;
+            idx[a] = 0;
         }
     }
     for (int i = 0; i < s->nruns; i++)
@@ -368,17 +404,7 @@ static int parse_text(parse_t *p)
     if (p->failed) return 2;
     if (rc > 0) { fail(p, rc, "syntax", "expected 'key = value' or '[section]'"); return 2; }
     if (!s->base[0]) { fail(p, 1, "sweep.base", "missing (the config every run starts from)"); return 2; }
-    if (p->zip[0]) {
-        char names[SWEEP_MAX_KEYS][128], why[160];
-        const int n = split_list(p->zip, names, SWEEP_MAX_KEYS, why, sizeof why);
-        if (n < 0) { fail(p, p->zip_line, "sweep.zip", "%s", why); return 2; }
-        for (int z = 0; z < n; z++) {
-            int found = 0;
-            for (int a = 0; a < s->naxes; a++)
-                if (!strcmp(s->axes[a].key, names[z])) { s->axes[a].zipped = 1; found = 1; }
-            if (!found) { fail(p, p->zip_line, "sweep.zip", "%s is not a swept list", names[z]); return 2; }
-        }
-    }
+    if (p->zip[0] && parse_zip(p)) return 2;
     if (expand(s, p)) return 2;
     return validate_runs(s, p->err, p->errlen);
 }

@@ -8,7 +8,8 @@
  *   model.placement = post, pre           ; a list: swept (Cartesian product)
  *   model.layers = 6, 8, 10, 12, 14
  *   probe.seeds = 10                      ; one value: set for every run
- *   zip = model.d_model, model.d_ff       ; these lists are paired (zipped), not crossed
+ *   zip = model.d_model, model.d_ff       ; these lists are paired (zipped), not crossed;
+ *                                         ; 'a, b | c, d': two groups, crossed with each other
  *   title = Depth scan of the paper's LM   ; optional: the figures' title (/sweep@title)
  *   reuse = experiments/other.ini         ; optional: sweeps whose identical runs are taken
  *   [slurm]                               ; job-array resources
@@ -22,7 +23,7 @@
 
 #define SWEEP_MAX_KEYS 32
 #define SWEEP_MAX_VALUES 64
-#define SWEEP_MAX_RUNS 4096
+#define SWEEP_MAX_RUNS 8192
 #define SWEEP_MAX_SLURM 32
 #define SWEEP_MAX_REUSE 8
 
@@ -30,7 +31,7 @@ typedef struct {
     char key[64];                        /* section.key */
     int nvalues;
     char values[SWEEP_MAX_VALUES][128];
-    int zipped;                          /* member of the zip group */
+    int zipped;                          /* its zip group's number from 1; 0: not zipped */
     int line;                            /* line in the sweep file */
 } sweep_axis_t;
 
