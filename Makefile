@@ -89,7 +89,7 @@ ATLAS_F64 := $(subst atlas_f32,atlas,$(ATLAS))
 # ([sweep] reuse; docs/atlas.md, "Seeds") and computes seeds 2 and 3 only
 ATLAS_EXPERIMENTS := atlas_init $(if $(filter 3,$(SEEDS)),$(subst _seeds,,$(ATLAS))) $(ATLAS) model_update
 
-.PHONY: all deps test-deps run figures figures-single atlas dynamics test unit asan-unit ubsan-cli bench clean
+.PHONY: all deps test-deps run figures figures-single atlas dynamics check test unit asan-unit ubsan-cli bench clean
 all:
 	$(MAKE) -j$(JOBS) stability
 
@@ -336,62 +336,49 @@ atlas-llama: deps
 	@if [ -f results/atlas_f32.h5 ]; then \
 	  ./stability table atlas-compare results/atlas_f32.h5 results/atlas_llama.h5; fi
 
-# Every test: C unit tests (Check), the command line, PyTorch cross-check, probe files,
-# training runs (resume, signals, kill -9, divergence), the same bits at 1, 2, 3 and 16 threads
-# (tests/test_threads.py), training in float32 (tests/test_float32.py, test_torch_float32.py), the emulated bfloat16 and fp8
-# (tests/test_precision.py),
-# faults (devices, full disk, hostile names, signals, locks; tests/test_faults.sh), a real local Slurm cluster (root only; skipped otherwise), the build
-# without root against unpacked .deb files (tests/test_cluster_build.sh, docs/cluster.md; root
-# only), the command line under UndefinedBehaviorSanitizer (tests/test_ubsan.sh), then the unit
-# tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
-test: test-deps
+# The tests, by kind (docs/testing.md). CHECK_* are the fast tier, `make check` (at most 3 minutes
+# on 2 cores: the C unit tests, the documents' links, the command line, the corpus and a quick
+# Python test of each module); `make test` runs it and then the rest, so it is still every test.
+# Against PyTorch float64 / float32 (tests/torch_ref.py; each also runs its planted-fault self-test):
+CHECK_TORCH := test_torch test_torch_mlm test_torch_float32 test_torch_optim
+TORCH := test_torch_encdec test_torch_schemes test_translate test_torch_dynamics test_torch_muon \
+         test_torch_llama test_torch_hvp test_torch_remedies
+# Numbers against definitions, hand values or GSL, on constructed or tiny real runs:
+CHECK_NUMBERS := test_subopt test_curvature test_remedies test_curvature_diag \
+                 test_probe test_proxies test_precision test_runs test_est_table
+NUMBERS := test_advise test_curv_signal test_estimators test_curvature_anchor \
+           test_train test_watch test_warmup_answer test_threads test_float32 \
+           test_warmup_explained test_atlas_table
+# Figures (tests/plot_check.py: the numbers, keys and titles of `plot --format gp`):
+CHECK_FIGURES := test_dynamics_plot test_curvature_plot test_plot_keys test_plot_overlay
+FIGURES_TESTS := test_proxies_plot
+# Sweeps, files and faults:
+CHECK_FILES := test_sweep_reuse
+FILES_TESTS := test_sweep test_hostile test_harden_misc
+CHECK_PY := $(CHECK_TORCH) $(CHECK_NUMBERS) $(CHECK_FIGURES) $(CHECK_FILES)
+REST_PY := $(TORCH) $(NUMBERS) $(FIGURES_TESTS) $(FILES_TESTS)
+
+check:
 	$(MAKE) -j$(JOBS) stability $(BUILD)/test_runner
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the training tests run on
 	$(MAKE) unit
 	/usr/bin/python3 scripts/check_docs.py
 	tests/test_cli.sh
-	/usr/bin/python3 tests/test_torch.py
-	/usr/bin/python3 tests/test_torch_encdec.py
-	/usr/bin/python3 tests/test_torch_schemes.py
-	/usr/bin/python3 tests/test_translate.py
-	/usr/bin/python3 tests/test_torch_mlm.py
-	/usr/bin/python3 tests/test_torch_dynamics.py
-	/usr/bin/python3 tests/test_torch_optim.py
-	/usr/bin/python3 tests/test_torch_muon.py
-	/usr/bin/python3 tests/test_subopt.py
-	/usr/bin/python3 tests/test_torch_llama.py
-	/usr/bin/python3 tests/test_torch_hvp.py
-	/usr/bin/python3 tests/test_curvature.py
-	/usr/bin/python3 tests/test_remedies.py
-	/usr/bin/python3 tests/test_advise.py
-	/usr/bin/python3 tests/test_torch_remedies.py
-	/usr/bin/python3 tests/test_curv_signal.py
-	/usr/bin/python3 tests/test_estimators.py
-	/usr/bin/python3 tests/test_est_table.py
-	/usr/bin/python3 tests/test_curvature_diag.py
-	/usr/bin/python3 tests/test_warmup_explained.py
-	/usr/bin/python3 tests/test_curvature_anchor.py
-	/usr/bin/python3 tests/test_dynamics_plot.py
-	/usr/bin/python3 tests/test_runs.py
-	/usr/bin/python3 tests/test_atlas_table.py
-	/usr/bin/python3 tests/test_torch_float32.py
-	/usr/bin/python3 tests/test_probe.py
-	/usr/bin/python3 tests/test_sweep.py
-	/usr/bin/python3 tests/test_sweep_reuse.py
-	/usr/bin/python3 tests/test_proxies.py
-	/usr/bin/python3 tests/test_proxies_plot.py
-	/usr/bin/python3 tests/test_curvature_plot.py
-	/usr/bin/python3 tests/test_plot_keys.py
-	/usr/bin/python3 tests/test_plot_overlay.py
-	/usr/bin/python3 tests/test_train.py
-	/usr/bin/python3 tests/test_watch.py
-	/usr/bin/python3 tests/test_warmup_answer.py
-	/usr/bin/python3 tests/test_hostile.py
-	/usr/bin/python3 tests/test_harden_misc.py
-	/usr/bin/python3 tests/test_threads.py
-	/usr/bin/python3 tests/test_float32.py
-	/usr/bin/python3 tests/test_precision.py
 	tests/test_corpus.sh
+	@set -e; for t in $(CHECK_PY); do echo "== tests/$$t.py"; /usr/bin/python3 tests/$$t.py; done
+
+# Every test: the fast tier (above), then the rest: PyTorch cross-checks of every scheme, enc-dec,
+# translation, dynamics, muon, today's block, H·v and remedies; training runs (resume, signals,
+# kill -9, divergence), the same bits at 1, 2, 3 and 16 threads (tests/test_threads.py), training
+# in float32 (tests/test_float32.py), the figures of the warm-up and size studies, sweeps,
+# faults (devices, full disk, hostile names, signals, locks; tests/test_faults.sh), a real local
+# Slurm cluster (root only; skipped otherwise), the build without root against unpacked .deb files
+# (tests/test_cluster_build.sh, docs/cluster.md; root only), the command line under
+# UndefinedBehaviorSanitizer (tests/test_ubsan.sh), then the unit tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+test: test-deps
+	$(MAKE) check
+	@set -e; for t in $(REST_PY); do echo "== tests/$$t.py"; /usr/bin/python3 tests/$$t.py; done
 	tests/test_faults.sh
 	tests/test_slurm.sh
 	tests/test_cluster_build.sh

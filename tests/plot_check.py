@@ -8,6 +8,8 @@ import re
 import subprocess
 import xml.etree.ElementTree as ET
 
+import harness
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.abspath(os.environ.get("STABILITY", os.path.join(REPO, "stability")))
 counts = {"passed": 0, "failed": 0}
@@ -53,3 +55,15 @@ def svg_text(path):
     """Every text of an SVG (a well-formed XML file), joined by newlines."""
     return "\n".join("".join(e.itertext()) for e in ET.parse(path).getroot().iter()
                      if e.tag.endswith("text"))
+
+
+def sweep_in(tmp, name, text, jobs="2"):
+    """Run the sweep file text as NAME inside tmp (harness.repo_like): its results/NAME/ and
+    results/NAME.h5 are tmp's, never the repository's, and a relative base or data.path resolves
+    as in the repository. Returns (the completed process, the merged file)."""
+    harness.repo_like(tmp)
+    ini = os.path.join(tmp, name + ".ini")
+    with open(ini, "w") as f:
+        f.write(text)
+    r = run("sweep", ini, "--jobs", jobs, "--quiet", cwd=tmp)
+    return r, os.path.join(tmp, "results", name + ".h5")

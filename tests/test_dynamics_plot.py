@@ -34,7 +34,7 @@ import xml.etree.ElementTree as ET
 import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_check import REPO, check, run, key_titles, svg_text, summary  # noqa: E402
+from plot_check import REPO, check, run, key_titles, svg_text, summary, sweep_in  # noqa: E402
 
 SWEEP = """[sweep]
 base = configs/tiny.ini
@@ -58,18 +58,13 @@ def text(path):
 
 
 def sweep(tmp, name, body):
-    ini = os.path.join(tmp, name + ".ini")
-    with open(ini, "w") as f:
-        f.write(body)
-    shutil.rmtree(os.path.join(REPO, "results", name), ignore_errors=True)
-    r = run("sweep", ini, "--jobs", "2", "--quiet")
-    return r, os.path.join(REPO, "results", name + ".h5")
+    """The sweep run in its own folder of tmp (never the repository's results/)."""
+    return sweep_in(os.path.join(tmp, "sw_" + name), name, body)
 
 
-def clean(name):
-    shutil.rmtree(os.path.join(REPO, "results", name), ignore_errors=True)
-    if os.path.exists(os.path.join(REPO, "results", name + ".h5")):
-        os.remove(os.path.join(REPO, "results", name + ".h5"))
+def results_of(tmp, name):
+    """The folder of the sweep's run files."""
+    return os.path.join(tmp, "sw_" + name, "results", name)
 
 
 def test_dynamics(tmp):
@@ -98,7 +93,7 @@ def test_dynamics(tmp):
     titles = key_titles(text(f"{pd}/{name}-dyn_lr.gp"))
     pairs = {"Pre-LN, no QK-norm", "Pre-LN, QK-norm", "Post-LN, no QK-norm", "Post-LN, QK-norm"}
     check("dyn_lr: a line per placement and mitigation", set(titles) == pairs, str(titles))
-    four = [os.path.join(REPO, "results", name, f"pre_{q}_lr{x}.h5")
+    four = [os.path.join(results_of(tmp, name), f"pre_{q}_lr{x}.h5")
             for q in ("off", "layernorm") for x in ("1e-3", "3e-2")]
     pd4 = os.path.join(tmp, "plots4")
     r = run("plot", *four, "--out", pd4, "--format", "svg,gp")
@@ -112,7 +107,6 @@ def test_dynamics(tmp):
               and all(k in s for k in ("no QK-norm, lr 0.001", "QK-norm, lr 0.03"))
               and "set palette defined (0 '#440154'" in gp and "set cblabel '" in gp
               and "rgbformulae" not in gp, f"{svg} {r.stderr[-300:]}")
-    clean(name)
 
 
 def test_warmup_apart(tmp):
@@ -138,7 +132,7 @@ def test_warmup_apart(tmp):
           "diverged" not in loss and "'step'" not in loss and "set xlabel 'update'" in loss)
 
     # a run given twice counts once
-    one = os.path.join(REPO, "results", name, "w5_lr1e-3.h5")
+    one = os.path.join(results_of(tmp, name), "w5_lr1e-3.h5")
     r = run("info", one, one, one, "--train")
     rows = [l for l in r.stdout.splitlines() if l.startswith("| ") and "seeds" not in l]
     check("info --train F F F: one run, one seed, and one line on stderr", r.returncode == 0
@@ -148,7 +142,6 @@ def test_warmup_apart(tmp):
     check("plot MERGED RUNFILE: the run file's run counted once", r.returncode == 0 and
           "1 run given again, counted once" in r.stderr and f"{one} = {merged}:/runs/w5_lr1e-3"
           in r.stderr, r.stderr)
-    clean(name)
 
 
 def test_legitimate_runs(tmp):
@@ -199,7 +192,6 @@ def test_title_and_text(tmp):
     s = svg_text(os.path.join(pd, f"{name}-loss.svg")) if r.returncode == 0 else ""
     check("the sweep's title titles its figures, as written", 'Training loss: Post & Pre, "tiny"'
           in s, r.stderr[-300:] + s[:300])
-    clean(name)
     files = []
     for n, p in zip(("a'b", "post_lr"), paths):
         out = os.path.join(tmp, n + ".h5")
@@ -239,7 +231,6 @@ def test_atlas_warmups(tmp):
     check("atlas_table.py: a row per scheme and warm-up", t.returncode == 0 and sorted(rows) ==
           ["post (warm-up 20)", "post (warm-up 50)", "pre (warm-up 20)", "pre (warm-up 50)"],
           t.stdout + t.stderr)
-    clean(name)
 
 
 def main():

@@ -17,14 +17,14 @@ from the repository root: /usr/bin/python3 tests/test_proxies_plot.py
    initial loss drawn at it and keyed; two blocks at once: *_by_block figures, a row of panels
    per block, QK-norm one arm ("QK-RMSNorm" in today's block's panel titles; with no μP arm the
    remedies alone name the arms); runs of one width draw no size figure.
-3. The study's own trial files (results/proxies_2017_trial.h5, proxies_llama_trial.h5), when
-   present: every sensitivity the figure draws equals the script's.
+3. The study's own trial sweep files (experiments/proxies_{2017,llama}_trial.ini, 54 runs each),
+   cut to 10 updates of 4 sequences and run in a temporary directory: every sensitivity, best lr
+   and peak logit the figures draw equals the script's.
 Prints "ok - ..." / "FAIL - ..." per check, then "proxies plot: N passed, M failed".
 """
 import math
 import os
 import re
-import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -33,7 +33,8 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_check import BIN, REPO, check, run, blocks, key_titles, panel_titles, summary  # noqa: E402
+from plot_check import (BIN, REPO, check, run, blocks, key_titles, panel_titles,  # noqa: E402
+                        summary, sweep_in)
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 import proxies_table   # noqa: E402
 mean_ci = proxies_table.atlas_table.mean_ci
@@ -114,12 +115,7 @@ train.warmup = 5
 
 def test_sweep(tmp):
     name = "proxies_plot_test"
-    ini = os.path.join(tmp, name + ".ini")
-    with open(ini, "w") as f:
-        f.write(SWEEP)
-    shutil.rmtree(os.path.join(REPO, "results", name), ignore_errors=True)
-    r = run("sweep", ini, "--jobs", "2", "--quiet")
-    merged = os.path.join(REPO, "results", name + ".h5")
+    r, merged = sweep_in(tmp, name, SWEEP)
     check("the 54-run size sweep runs and merges", r.returncode == 0 and os.path.exists(merged),
           r.stderr[-400:])
     if r.returncode:
@@ -154,8 +150,6 @@ def test_sweep(tmp):
           and "set logscale y" in gp["size_logit"] and "set logscale y" in gp["size_best_lr"])
     compare_with_script("trial-sized sweep", [merged], gp["size_sensitivity"], gp["size_best_lr"],
                         gp["size_logit"])
-    shutil.rmtree(os.path.join(REPO, "results", name), ignore_errors=True)
-    os.remove(merged)
 
 
 # ---- 2. constructed files ----------------------------------------------------------------------
@@ -289,14 +283,31 @@ def test_constructed(tmp):
 
 # ---- 3. the study's trial files ----------------------------------------------------------------
 
+TRIAL_STEPS = 10   # the trial's 300 updates cut to 10, its batch to 4 sequences of 16: seconds
+
+
 def test_trials(tmp):
-    files = [os.path.join(REPO, "results", f"proxies_{b}_trial.h5") for b in ("2017", "llama")]
-    for f in files:
-        if not os.path.exists(f):
-            print(f"skip - {os.path.relpath(f, REPO)} absent (make proxies PROXIES=trial)")
+    """The study's own trial sweep files (experiments/proxies_{2017,llama}_trial.ini: its names,
+    widths, arms, lrs, seeds, block keys, float32), shortened and run here, each file's figures
+    against the script."""
+    for b in ("2017", "llama"):
+        name = f"proxies_{b}_trial"
+        with open(os.path.join(REPO, "experiments", name + ".ini")) as f:
+            text = f.read()
+        text, n = re.subn(r"^train\.steps *=.*$", f"train.steps = {TRIAL_STEPS}", text, flags=re.M)
+        text += "data.batch = 4\nmodel.seq_len = 16\n"
+        d = os.path.join(tmp, "trial_" + b)
+        r, merged = sweep_in(d, name, text)
+        runs = 0
+        if r.returncode == 0 and n == 1:
+            with h5py.File(merged, "r") as f:
+                runs = len(f["runs"])
+        check(f"{name}.ini at {TRIAL_STEPS} updates runs and merges its 54 runs", runs == 54,
+              f"{runs} runs; {r.stderr[-300:]}")
+        if runs != 54:
             continue
-        r, gp, _ = plot_gp(tmp, os.path.basename(f), f)
-        compare_with_script(os.path.basename(f), [f], gp("size_sensitivity"), gp("size_best_lr"),
+        r, gp, _ = plot_gp(d, name, merged)
+        compare_with_script(name, [merged], gp("size_sensitivity"), gp("size_best_lr"),
                             gp("size_logit"))
 
 

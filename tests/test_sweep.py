@@ -39,6 +39,8 @@ import xml.etree.ElementTree as ET
 import h5py
 import numpy as np
 
+import harness   # tests/: the temporary working directory
+
 STABILITY = os.path.abspath(os.environ.get("STABILITY", "./stability"))
 results = []
 
@@ -703,7 +705,7 @@ def test_item13(tmp):
 
 
 def main():
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, harness.chdir_repo_like(tmp):
         test_expansion(tmp)
         test_bad_sweeps(tmp)
         test_run_resume_merge(tmp)

@@ -24,6 +24,8 @@ import tempfile
 import h5py
 import numpy as np
 
+import harness   # tests/: the temporary working directory
+
 STABILITY = os.path.abspath(os.environ.get("STABILITY", "./stability"))
 results = []
 
@@ -223,7 +225,8 @@ def test_reuse(tmp):
 def main():
     tmp = tempfile.mkdtemp(prefix="stability-reuse.")
     try:
-        test_reuse(tmp)
+        with harness.chdir_repo_like(tmp):
+            test_reuse(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     failed = results.count(False)

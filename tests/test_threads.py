@@ -46,6 +46,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 import same_results as sr   # noqa: E402  (the comparison cases and the file comparison)
+import harness   # noqa: E402  (tests/: the temporary working directory)
 
 STABILITY = os.path.abspath(os.environ.get("STABILITY", "./stability"))
 THREADS = [1, 2, 3, 16]
@@ -336,7 +337,8 @@ def main():
         check(f"{STABILITY} exists (run make first)", False)
     else:
         t0 = time.time()
-        with tempfile.TemporaryDirectory(prefix="stability_threads_") as tmp:
+        with tempfile.TemporaryDirectory(prefix="stability_threads_") as tmp, \
+                harness.chdir_repo_like(tmp):
             test_cases(tmp)
             test_resume(tmp)
             test_sweep(tmp)

@@ -7,7 +7,7 @@ parameters and the resolved config text (root attribute `config`), run forward +
 stored batch and compare the loss and every gradient tensor with the C ones.
 
     /usr/bin/python3 tests/test_torch.py                 # the real cross-check (from the repo root)
-    /usr/bin/python3 tests/test_torch.py --self-test     # the reader/compare pipeline on its own
+    /usr/bin/python3 tests/test_torch.py --self-test     # only the self-test (the run above includes it)
     options: --binary PATH  --keep DIR  --case SUBSTRING  --verbose
 
 The last line is `torch: N passed, M failed`; exit status 1 if any case failed.

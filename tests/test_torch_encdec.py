@@ -26,7 +26,7 @@ The model (the contract the C code is checked against):
   no key is undefined), no scored target at a padding decoder-input position, and ≥ 1 scored target.
 
     /usr/bin/python3 tests/test_torch_encdec.py                # against `stability dump`
-    /usr/bin/python3 tests/test_torch_encdec.py --self-test    # no C program needed
+    /usr/bin/python3 tests/test_torch_encdec.py --self-test    # only the self-test (no C program; the run includes it)
     options: --binary PATH  --keep DIR  --case SUBSTRING  --verbose
 
 The last line is `torch encdec: N passed, M failed`; exit status 1 if any case failed.

@@ -151,7 +151,8 @@ def main():
     return ref.run_main(__doc__, "torch_float32",
                         f"test_torch_float32: PyTorch {torch.__version__}, float32 against the "
                         f"float32 core; gradients to {GRAD_MULT:g}·ε·depth, loss {LOSS_MULT:g}·ε",
-                        self_test, run_cases, "no self-test of its own")
+                        self_test, run_cases,
+                        "the comparison on PyTorch's own float32 values (no C program)")
 
 
 if __name__ == "__main__":

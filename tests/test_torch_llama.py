@@ -27,7 +27,7 @@ changes the loss. Held-out cases (`held-`) are configurations not used while the
 written: their sizes, heads and schemes appear nowhere else.
 
     /usr/bin/python3 tests/test_torch_llama.py                 # against `stability dump`
-    /usr/bin/python3 tests/test_torch_llama.py --self-test     # no C program needed
+    /usr/bin/python3 tests/test_torch_llama.py --self-test     # only the self-test (no C program; the run includes it)
     options: --binary PATH  --keep DIR  --case SUBSTRING  --verbose  (--case skips decoding)
 
 The last line is `torch llama: N passed, M failed`; exit status 1 if any case failed.
@@ -49,6 +49,11 @@ import torch_ref as ref  # noqa: E402  (the scaffolding the PyTorch cross-checks
 import test_torch as tt  # noqa: E402  (the lm dump reader)
 import test_torch_encdec as ttd  # noqa: E402  (the encdec dump reader, embedding with padding)
 import test_torch_schemes as tts  # noqa: E402  (the schemes' reference: layers and stacks)
+
+# Run as a script, this file is also the module test_torch_llama_decode imports: without this a
+# second copy would install its own reference into torch_ref, and the self-test's planted faults
+# (this copy's BUG) would no longer reach the model.
+sys.modules.setdefault("test_torch_llama", sys.modules[__name__])
 
 REPO = ref.REPO
 BUG = set()          # planted faults of the running check (empty for the real cases)

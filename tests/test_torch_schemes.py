@@ -35,7 +35,7 @@ of `layer()` names the file and lines, and says where our decisions deviate from
   final_norm is on and norm ≠ none; auto means on for pre, peri, subln, mixln, normformer.
 
     /usr/bin/python3 tests/test_torch_schemes.py                # against `stability dump`
-    /usr/bin/python3 tests/test_torch_schemes.py --self-test    # no C program needed
+    /usr/bin/python3 tests/test_torch_schemes.py --self-test    # only the self-test (no C program; the run includes it)
     options: --binary PATH  --keep DIR  --case SUBSTRING  --verbose
 
 The last line is `torch schemes: N passed, M failed`; exit status 1 if any case failed.

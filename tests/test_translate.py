@@ -45,6 +45,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_ref as ref  # noqa: E402  (the scaffolding the PyTorch cross-checks share)
+import harness  # noqa: E402  (the temporary working directory)
 import test_torch_encdec as te  # noqa: E402
 
 REPO = ref.REPO
@@ -64,8 +65,8 @@ def check(desc, ok, detail=""):
         print(f"FAIL - {desc}" + (f": {detail}" if detail else ""))
 
 
-def run(*args, **kw):
-    return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=REPO, **kw)
+def run(*args, cwd=REPO, **kw):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=cwd, **kw)
 
 
 def make_corpus(d, seed=1, now="jetzt"):
@@ -292,50 +293,45 @@ def check_sweep_reach(tmp, corpus, vocab):
         f.write(f"[sweep]\nbase = {base}\nname = {{placement}}_s{{seed}}\n"
                 "zip = model.placement, train.warmup\nmodel.placement = post, pre\n"
                 "train.warmup = 20, 1\ninit.seed = 3, 4\n")
-    shutil.rmtree(f"{REPO}/results/{name}", ignore_errors=True)
-    merged = f"{REPO}/results/{name}.h5"
-    try:
-        p = run("sweep", sw, "--quiet")
-        check("a 2 x 2-seed translation sweep with train.bleu_every runs and merges",
-              p.returncode == 0 and os.path.exists(merged), p.stderr)
-        if p.returncode:
-            return
-        curves = {}
-        with h5py.File(merged, "r") as f:
-            for r in f["runs"]:
-                t = f[f"runs/{r}/train"]
-                curves[r] = (t["bleu_step"][()] / t.attrs["epoch_batches"], t["bleu"][()])
-        target = min(float(np.max(y)) for _, y in curves.values() if np.max(y) >= 0.01)
-        q = run("info", merged, "--train")
-        rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[1:-1]]
-                for l in q.stdout.split("| last BLEU")[-1].splitlines() if l.startswith("| ")}
-        t975 = math.tan(0.475 * math.pi)
-        check(f"info --train: a BLEU table with the epoch reaching {target:.4g}",
-              q.returncode == 0 and f"| epoch reaching {target:.4g} | seeds reaching |" in q.stdout,
-              q.stdout + q.stderr)
-        keys = []
-        for placement, label in (("post", "Post-LN, warm-up 20"), ("pre", "Pre-LN, no warm-up")):
-            at = [reach(*curves[f"{placement}_s{s}"], target) for s in (3, 4)]
-            mean, half = sum(at) / 2, t975 * abs(at[0] - at[1]) / 2
-            want = [label, "2", "0", None, None, f"{mean:.2f} ± {half:.2f}", "2 of 2"]
-            got = rows.get(label, [])
-            check(f"{label}: reaches BLEU {target:.2f} at epochs {at[0]:.3f}, {at[1]:.3f}: "
-                  f"{want[5]}", len(got) == 7 and all(w is None or w == g for w, g in zip(want, got)),
-                  str(got))
-            keys.append(f"{label} (2 seeds): epoch {want[5]}")
-        pd = f"{tmp}/reach_plots"
-        p = run("plot", merged, "--out", pd, "--format", "svg")
-        svg = f"{pd}/{name}-bleu.svg"
-        svg = open(svg).read() if os.path.exists(svg) else ""
-        # the target once, in the caption; each key the epoch its configuration reaches it
-        keys.append(f"dotted: BLEU {target:.2f}, the lowest of the runs' best")
-        check("the BLEU figure's caption gives the target and its keys each configuration's "
-              "reach: " + "; ".join(keys), p.returncode == 0 and all(k in svg for k in keys),
-              p.stderr)
-    finally:
-        shutil.rmtree(f"{REPO}/results/{name}", ignore_errors=True)
-        if os.path.exists(merged):
-            os.remove(merged)
+    work = harness.repo_like(f"{tmp}/reach_work")   # the sweep's results/ are the test's own
+    merged = f"{work}/results/{name}.h5"
+    p = run("sweep", sw, "--quiet", cwd=work)
+    check("a 2 x 2-seed translation sweep with train.bleu_every runs and merges",
+          p.returncode == 0 and os.path.exists(merged), p.stderr)
+    if p.returncode:
+        return
+    curves = {}
+    with h5py.File(merged, "r") as f:
+        for r in f["runs"]:
+            t = f[f"runs/{r}/train"]
+            curves[r] = (t["bleu_step"][()] / t.attrs["epoch_batches"], t["bleu"][()])
+    target = min(float(np.max(y)) for _, y in curves.values() if np.max(y) >= 0.01)
+    q = run("info", merged, "--train")
+    rows = {l.split("|")[1].strip(): [c.strip() for c in l.split("|")[1:-1]]
+            for l in q.stdout.split("| last BLEU")[-1].splitlines() if l.startswith("| ")}
+    t975 = math.tan(0.475 * math.pi)
+    check(f"info --train: a BLEU table with the epoch reaching {target:.4g}",
+          q.returncode == 0 and f"| epoch reaching {target:.4g} | seeds reaching |" in q.stdout,
+          q.stdout + q.stderr)
+    keys = []
+    for placement, label in (("post", "Post-LN, warm-up 20"), ("pre", "Pre-LN, no warm-up")):
+        at = [reach(*curves[f"{placement}_s{s}"], target) for s in (3, 4)]
+        mean, half = sum(at) / 2, t975 * abs(at[0] - at[1]) / 2
+        want = [label, "2", "0", None, None, f"{mean:.2f} ± {half:.2f}", "2 of 2"]
+        got = rows.get(label, [])
+        check(f"{label}: reaches BLEU {target:.2f} at epochs {at[0]:.3f}, {at[1]:.3f}: "
+              f"{want[5]}", len(got) == 7 and all(w is None or w == g for w, g in zip(want, got)),
+              str(got))
+        keys.append(f"{label} (2 seeds): epoch {want[5]}")
+    pd = f"{tmp}/reach_plots"
+    p = run("plot", merged, "--out", pd, "--format", "svg")
+    svg = f"{pd}/{name}-bleu.svg"
+    svg = open(svg).read() if os.path.exists(svg) else ""
+    # the target once, in the caption; each key the epoch its configuration reaches it
+    keys.append(f"dotted: BLEU {target:.2f}, the lowest of the runs' best")
+    check("the BLEU figure's caption gives the target and its keys each configuration's "
+          "reach: " + "; ".join(keys), p.returncode == 0 and all(k in svg for k in keys),
+          p.stderr)
 
 
 def check_rows_by_batch(tmp, corpus, vocab):

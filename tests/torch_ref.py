@@ -480,11 +480,13 @@ def run_cases(args, workdir, cases, check, who, dump=None, after=None, report_fn
 
 
 def run_main(doc, name, banner, self_test_fn, run_cases_fn, self_test_help):
-    """The command line every PyTorch cross-check shares: parse the options, run the self-test
-    or the cases in a working directory (--keep DIR, else a temporary one), print the tally
+    """The command line every PyTorch cross-check shares: parse the options, run the cases and
+    then the self-test (its planted faults must each be caught; --self-test runs it alone,
+    --case skips it) in a working directory (--keep DIR, else a temporary one), print the tally
     as "NAME: P passed, F failed" and return the exit status (1 on a failure or no case)."""
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
-    ap.add_argument("--self-test", action="store_true", help=self_test_help)
+    ap.add_argument("--self-test", action="store_true",
+                    help="only the self-test: " + self_test_help)
     ap.add_argument("--binary", default="./stability", help="the C program (default ./stability)")
     ap.add_argument("--keep", metavar="DIR", help="write configs and dumps to DIR and keep them")
     ap.add_argument("--case", metavar="SUBSTRING", help="only the cases whose name contains it")
@@ -498,7 +500,16 @@ def run_main(doc, name, banner, self_test_fn, run_cases_fn, self_test_help):
         tmp = tempfile.TemporaryDirectory(prefix=f"stability-{name.replace(' ', '-')}-")
         workdir = tmp.name
     try:
-        passed, failed = (self_test_fn if args.self_test else run_cases_fn)(args, workdir)
+        passed = failed = 0
+        if not args.self_test:
+            passed, failed = run_cases_fn(args, workdir)
+        if args.self_test or not args.case:
+            # the self-test's planted faults, in a directory of their own (no name can clash)
+            print("self-test (planted faults, each must be caught):")
+            selfdir = os.path.join(workdir, "self-test")
+            os.makedirs(selfdir, exist_ok=True)
+            p2, f2 = self_test_fn(args, selfdir)
+            passed, failed = passed + p2, failed + f2
     finally:
         if tmp is not None:
             tmp.cleanup()
