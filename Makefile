@@ -269,7 +269,7 @@ figures-train: figures-mlm
 # The curvature estimators against the exact values at the atlas's size (docs/estimators.md):
 # experiments/estimators.ini (Post-LN and Pre-LN x lr 1e-3, 3e-3, 40 updates, a curvature row
 # every 5 with every estimator), one run at a time (27 min of wall time here on a busy machine),
-# the table (`stability info --estimators`) into results/estimators.md and on stdout, the figures.
+# the table (`stability table estimators`) into results/estimators.md and on stdout, the figures.
 ESTIMATOR_FIGURES := estimators-est_density estimators-est_critical
 .PHONY: estimators
 estimators: deps
@@ -277,7 +277,7 @@ estimators: deps
 	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the runs train on
 	./stability sweep experiments/estimators.ini --jobs 1
 	./stability plot results/estimators.h5
-	./stability info results/estimators.h5 --estimators > results/estimators.md
+	./stability table estimators results/estimators.h5 > results/estimators.md
 	@mkdir -p docs/figures; for f in $(ESTIMATOR_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 	@cat results/estimators.md

@@ -274,14 +274,19 @@ expect_rc "probe refuses --resume" 2 "$BIN" probe "$GOOD" --resume --out "$tmp/r
 expect_rc "train with two configs" 2 "$BIN" train "$GOOD" "$GOOD" --out "$tmp/run.h5"
 expect_rc "gradcheck refuses --out (it writes no file)" 2 "$BIN" gradcheck --config "$GOOD" --out "$tmp/g.h5"
 expect_rc "gradcheck refuses --force" 2 "$BIN" gradcheck --config "$GOOD" --force
-expect_error "info --train --all" "stability: info: --all, --schemes, --train and --estimators are different outputs" "" \
+expect_error "info --train --all" "stability: info: --all, --schemes and --train are different outputs" "" \
     "$BIN" info "$tmp/tr.h5" --train --all
-expect_error "info --train --schemes" "stability: info: --all, --schemes, --train and --estimators are different outputs" "" \
+expect_error "info --train --schemes" "stability: info: --all, --schemes and --train are different outputs" "" \
     "$BIN" info "$tmp/tr.h5" --train --schemes
-expect_error "info --all --schemes" "stability: info: --all, --schemes, --train and --estimators are different outputs" "" \
+expect_error "info --all --schemes" "stability: info: --all, --schemes and --train are different outputs" "" \
     "$BIN" info "$tmp/tr.h5" --all --schemes
-expect_error "info --estimators --train" "stability: info: --all, --schemes, --train and --estimators are different outputs" "" \
-    "$BIN" info "$tmp/tr.h5" --estimators --train
+expect_error "info --estimators (a study's table now)" "stability: unknown option: --estimators" "" \
+    "$BIN" info "$tmp/tr.h5" --estimators
+expect_error "table without a study" "stability: table: missing STUDY" "" "$BIN" table
+expect_error "table of an unknown study" "stability: table: no such study" "" "$BIN" table atlass "$tmp/tr.h5"
+expect_error "table estimators of a run without estimator columns" \
+    "stability: table estimators: no run with curvature rows and estimator columns" "" \
+    "$BIN" table estimators "$tmp/tr.h5"
 expect_error "sweep --slurm --only-missing without --submit" "stability: --only-missing goes with --slurm --submit" "" \
     "$BIN" sweep "$tmp/s.ini" --slurm --only-missing
 expect_error "sweep --set without --slurm" "stability: --set takes slurm.KEY=VALUE for --slurm" "" \

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_est_table.py — `stability info FILE --estimators` and the estimators' figures
+"""test_est_table.py — `stability table estimators FILE` and the estimators' figures
 (report/est_table.h, report/plot_estimators.c; docs/estimators.md) on a hand-made file: a tiny
 training run with every estimator key (3 curvature rows), whose curvature columns are then
 overwritten with h5py by values whose table is computed by hand (Adam, β₁ = 0.9: Ĥ's scale
@@ -19,7 +19,7 @@ overwritten with h5py by values whose table is computed by hand (Adam, β₁ = 0
   tracking: λ_c's ranks 3, 1.5, 1.5 against λ_max(H)'s (and λ_max(Ĥ)'s) 1, 2, 3: Spearman
       ρ = −1.5/√3 = −0.87 both; λ_c/λ_max(H) = 300, 0.5, 0.25 → "0.25–300"
 and every figure the file supports is drawn (est_density, est_critical); a file without the
-estimator keys makes `--estimators` exit 1 with a message.
+estimator keys makes `table estimators` exit 1 with a message.
 
     /usr/bin/python3 tests/test_est_table.py [--binary ./stability]
 
@@ -105,8 +105,8 @@ def main():
         if r.returncode:
             return 1
         handmade(out)
-        r = run(binary, ["info", out, "--estimators"])
-        check("info --estimators exits 0", r.returncode == 0, r.stderr)
+        r = run(binary, ["table", "estimators", out])
+        check("table estimators exits 0", r.returncode == 0, r.stderr)
         text = r.stdout
         print(text)
         want = [("SLQ: largest node, H", "λ_max(H)", 0.1, 0.25),
@@ -144,12 +144,16 @@ def main():
         plain = os.path.join(tmp, "plain.h5")
         r = run(binary, ["--config", "tiny", "--out", plain, "--quiet", "--force",
                          "--set", "train.steps=2", "--set", "probe.curvature_every=2"])
-        r2 = run(binary, ["info", plain, "--estimators"])
-        check("a file without the estimators' keys: --estimators exits 1 saying so",
+        r2 = run(binary, ["table", "estimators", plain])
+        check("a file without the estimators' keys: table estimators exits 1 saying so",
               r.returncode == 0 and r2.returncode == 1 and "estimator" in r2.stderr,
               r.stderr + r2.stderr)
-        r3 = run(binary, ["info", out, "--estimators", "--train"])
-        check("--estimators with --train is a usage error (exit 2)", r3.returncode == 2, r3.stderr)
+        r3 = run(binary, ["table", "estimators", out, "--tsv"])
+        tsv = r3.stdout.split("\n\n")[0].splitlines()
+        head = tsv[0].split("\t") if tsv else []
+        check("table estimators --tsv: a header and a row per estimator, the Markdown's numbers in full",
+              r3.returncode == 0 and head[:2] == ["estimator", "reference"] and len(tsv) >= 2
+              and all(len(l.split("\t")) == len(head) for l in tsv), r3.stdout[:300])
     failed = results.count(False)
     print(f"est_table: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

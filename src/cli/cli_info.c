@@ -1,14 +1,13 @@
 /* cli_info.c — `stability info`: what a result file holds, run by run (the probe's tables,
  * the config, the diagnosis of a training run), the schemes' table, and with --train the
- * tables of seeds of training runs (report/plot_band.h; docs/design.md §3, §6e), with
- * --estimators the curvature estimators against the exact values (report/est_table.h). */
+ * tables of seeds of training runs (report/plot_band.h; docs/design.md §3, §6e), with --runs
+ * the table of runs (report/runs.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "config/config.h"
 #include "io/h5io.h"
 #include "report/plot.h"
-#include "report/est_table.h"
 #include "report/plot_band.h"
 #include "report/report.h"
 #include "report/runs.h"
@@ -19,7 +18,6 @@ static const char *HELP_INFO =
     "       stability info FILE.h5... --train\n"
     "       stability info [FILE.h5...] --schemes\n"
     "       stability info FILE.h5... --runs\n"
-    "       stability info FILE.h5... --estimators\n"
     "\n"
     "For a run file, or every run of a merged sweep file (/runs/NAME): its status, model and\n"
     "data. A probe: per layer (counted from 1), mean ± 95% CI over seeds of ||E_batch dL/dW||_F\n"
@@ -48,13 +46,7 @@ static const char *HELP_INFO =
     "             d_model, d_ff, heads, lr, warmup, seed, optimizer, schedule, precision, block,\n"
     "             parametrization, task, steps) and its outcome (loss_init, final_loss, plateau,\n"
     "             diverged, stuck, trains; NaN as 'nan'), what every figure and table reads\n"
-    "  --estimators  a Markdown table of the curvature estimators of the runs with curvature\n"
-    "             rows and estimator keys (probe.density_probes, trace_probes,\n"
-    "             critical_sharpness): per estimator its exact reference, its cost, the median\n"
-    "             and largest relative error over every row, and how often the critical\n"
-    "             sharpness and Bai et al.'s quantity give the exact verdict on 2/lr\n"
-    "             (docs/estimators.md)\n"
-    "--all, --schemes, --train, --runs and --estimators are different outputs: give at most one.\n";
+    "--all, --schemes, --train and --runs are different outputs: give at most one.\n";
 
 /* Print one run (prefix "" for a run file, "/runs/NAME" in a merged sweep file). A malformed
  * object is an error "FILE: /object: what is wrong" (exit 1, h5io_error). */
@@ -141,18 +133,6 @@ static int info_runs(int argc, char **argv)
     return 0;
 }
 
-/* info --estimators: the estimators' table (report/est_table.h). */
-static int info_estimators(int argc, char **argv)
-{
-    plot_set_t set;
-    const int rc = load_files(argc, argv, &set);
-    if (rc) return rc;
-    const int n = est_table_print(&set, stdout);
-    plot_set_free(&set);
-    if (!n) fprintf(stderr, "stability: no run with curvature rows and estimator columns\n");
-    return n ? 0 : 1;
-}
-
 /* info --train: the seed groups' tables (report/plot_band.h): the (validation) loss, BLEU. */
 static int info_train(int argc, char **argv)
 {
@@ -174,29 +154,26 @@ static int info_train(int argc, char **argv)
 
 int cli_info(int argc, char **argv)
 {
-    int all = 0, rc = 0, nfiles = 0, schemes = 0, train = 0, runs = 0, est = 0;
+    int all = 0, rc = 0, nfiles = 0, schemes = 0, train = 0, runs = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(HELP_INFO, stdout); return 0; }
         if (!strcmp(argv[i], "--all")) all = 1;
         else if (!strcmp(argv[i], "--schemes")) schemes = 1;
         else if (!strcmp(argv[i], "--train")) train = 1;
         else if (!strcmp(argv[i], "--runs")) runs = 1;
-        else if (!strcmp(argv[i], "--estimators")) est = 1;
         else if (argv[i][0] == '-') return cli_usage_error("unknown option", argv[i]);
         else nfiles++;
     }
-    if (runs && all + schemes + train + est)   // each is its own output: one would be ignored
+    if (runs && all + schemes + train)   // each is its own output: one would be ignored
         return cli_usage_error("info: --runs is an output of its own; give it alone", "--runs");
-    if (all + schemes + train + est > 1)   // each is its own output: one would be ignored
-        return cli_usage_error("info: --all, --schemes, --train and --estimators are different "
-                               "outputs; give one",
-                               est ? "--estimators" : train && all ? "--train --all"
-                               : train ? "--train --schemes" : "--all --schemes");
+    if (all + schemes + train > 1)
+        return cli_usage_error("info: --all, --schemes and --train are different outputs; give one",
+                               train && all ? "--train --all" : train ? "--train --schemes"
+                                                                      : "--all --schemes");
     if (!nfiles && schemes) { report_scheme_table(stdout); return 0; }
     if (!nfiles) return cli_usage_error("info: missing FILE.h5", NULL);
     if (train) return info_train(argc, argv);
     if (runs) return info_runs(argc, argv);
-    if (est) return info_estimators(argc, argv);
     for (int i = 2; i < argc; i++) {
         if (argv[i][0] == '-') continue;
         char err[1024];

@@ -127,7 +127,7 @@ static int table_runs(const plot_set_t *set, int *m, size_t *rows)
 
 /* Rows above each verdict's threshold, and those agreeing with the exact one's
  * (λ_max(P⁻¹H)_active over stability_threshold, i.e. λ_max(Ĥ) over 2/η). */
-static void print_verdicts(const plot_set_t *set, const int *m, int n, FILE *out)
+static void print_verdicts(const plot_set_t *set, const int *m, int n, int tsv, FILE *out)
 {
     static const char *const NAME[3] = {"λ_max(Ĥ) active > 2/η (exact)", "λ_c > 2/η",
                                         "λ_grad(Ĥ) > 2/η"};
@@ -147,18 +147,21 @@ static void print_verdicts(const plot_set_t *set, const int *m, int n, FILE *out
             }
         }
     }
-    fprintf(out, "\n| criterion | rows above | of rows | same verdict as the exact |\n"
-                 "|---|---|---|---|\n");
+    fputs(tsv ? "\ncriterion\trows_above\trows\tsame_verdict\n"
+              : "\n| criterion | rows above | of rows | same verdict as the exact |\n|---|---|---|---|\n",
+          out);
     for (int k = 0; k < 3; k++)
-        if (rows[k]) fprintf(out, "| %s | %zu | %zu | %zu |\n", NAME[k], above[k], rows[k], agree[k]);
+        if (rows[k]) fprintf(out, tsv ? "%s\t%zu\t%zu\t%zu\n" : "| %s | %zu | %zu | %zu |\n", NAME[k],
+                             above[k], rows[k], agree[k]);
 }
 
 /* Per run: whether λ_c follows the exact curvature over training (Spearman's ρ over its rows,
  * against λ_max(H) and λ_max(Ĥ)) and the range of λ_c/λ_max(H). */
-static void print_tracking(const plot_set_t *set, const int *m, int n, FILE *out)
+static void print_tracking(const plot_set_t *set, const int *m, int n, int tsv, FILE *out)
 {
-    fprintf(out, "\n| run | rows | Spearman ρ(λ_c, λ_max(H)) | ρ(λ_c, λ_max(Ĥ)) | "
-                 "λ_c/λ_max(H), min–max |\n|---|---|---|---|---|\n");
+    fputs(tsv ? "\nrun\trows\tspearman_crit_hmax\tspearman_crit_hhat\tratio_min\tratio_max\n"
+              : "\n| run | rows | Spearman ρ(λ_c, λ_max(H)) | ρ(λ_c, λ_max(Ĥ)) | "
+                "λ_c/λ_max(H), min–max |\n|---|---|---|---|---|\n", out);
     for (int j = 0; j < n; j++) {
         const plot_run_t *r = &set->runs[m[j]];
         const plot_est_t *e = r->est;
@@ -174,13 +177,14 @@ static void print_tracking(const plot_set_t *set, const int *m, int n, FILE *out
         size_t k1, k2;
         const double r1 = est_spearman(e->crit, e->hmax, e->n, sc, &k1);
         const double r2 = est_spearman(e->crit, hh, e->n, sc, &k2);
-        fprintf(out, "| %s | %zu | %.2f | %.2f | %.3g–%.3g |\n", r->name, k1, r1, r2, lo, hi);
+        fprintf(out, tsv ? "%s\t%zu\t%.17g\t%.17g\t%.17g\t%.17g\n" : "| %s | %zu | %.2f | %.2f | %.3g–%.3g |\n",
+                r->name, k1, r1, r2, lo, hi);
         free(hh);
         free(sc);
     }
 }
 
-int est_table_print(const plot_set_t *set, FILE *out)
+int est_table_print(const plot_set_t *set, int tsv, FILE *out)
 {
     int *m = malloc((size_t)(set->n ? set->n : 1) * sizeof *m);
     size_t total = 0;
@@ -192,8 +196,9 @@ int est_table_print(const plot_set_t *set, FILE *out)
         return 0;
     }
     const plot_run_t *r0 = &set->runs[m[0]];
-    fprintf(out, "| estimator | exact reference | cost per estimate | median rel. error | "
-                 "max rel. error | rows |\n|---|---|---|---|---|---|\n");
+    fputs(tsv ? "estimator\treference\tcost\tmedian_rel_error\tmax_rel_error\trows\n"
+              : "| estimator | exact reference | cost per estimate | median rel. error | "
+                "max rel. error | rows |\n|---|---|---|---|---|---|\n", out);
     for (int c = 0; c < C_COUNT; c++) {
         size_t k = 0;
         for (int j = 0; j < n; j++)
@@ -204,21 +209,21 @@ int est_table_print(const plot_set_t *set, FILE *out)
         if (!e.count) continue;
         char cost[160];
         cost_text(r0, c, scratch, cost, sizeof cost);
-        fprintf(out, "| %s | %s | %s | %.3g | %.3g | %zu |\n", WHAT[c][0], WHAT[c][1], cost,
-                e.median, e.max, e.count);
+        fprintf(out, tsv ? "%s\t%s\t%s\t%.17g\t%.17g\t%zu\n" : "| %s | %s | %s | %.3g | %.3g | %zu |\n",
+                WHAT[c][0], WHAT[c][1], cost, e.median, e.max, e.count);
     }
     size_t k = 0;
     for (int j = 0; j < n; j++)
         for (size_t i = 0; i < set->runs[m[j]].est->n; i++)
             if (set->runs[m[j]].est->passes) scratch[k++] = set->runs[m[j]].est->passes[i];
     gsl_sort(scratch, 1, k);
-    fprintf(out, "\nThe exact values: %d Lanczos steps each (%d HVPs, %d passes) for λ_max(H), "
+    if (!tsv) fprintf(out, "\nThe exact values: %d Lanczos steps each (%d HVPs, %d passes) for λ_max(H), "
             "λ_max(P⁻¹H) and its active value; a whole row, estimators included, took a median "
             "of %.0f passes (curv_passes). %d run%s, %zu rows.\n", r0->cfg.probe.curvature_iters,
             r0->cfg.probe.curvature_iters, 2 * r0->cfg.probe.curvature_iters,
             k ? gsl_stats_median_from_sorted_data(scratch, 1, k) : NAN, n, n > 1 ? "s" : "", total);
-    print_verdicts(set, m, n, out);
-    print_tracking(set, m, n, out);
+    print_verdicts(set, m, n, tsv, out);
+    print_tracking(set, m, n, tsv, out);
     free(m); free(est); free(ref); free(scratch);
     return n;
 }

@@ -3,7 +3,7 @@
  * relative error |e − x|/|x| against its exact reference over every curvature row of a set of
  * runs, as median and maximum, and its cost in Hessian-vector products or forward passes; the
  * verdicts on 2/η; per run, whether λ_c follows the exact λ_max (Spearman's ρ). Markdown
- * (`stability info FILE.h5... --estimators`). */
+ * (`stability table estimators FILE.h5...`). */
 #ifndef STABILITY_EST_TABLE_H
 #define STABILITY_EST_TABLE_H
 
@@ -34,8 +34,9 @@ double est_hhat_scale(const config_t *cfg);
  * none): the density's estimate of λ_max. */
 double est_slq_top(const double *nodes, const double *weights, int probes, int iters);
 
-/* Print the table of the runs of set with estimator columns (report/plot_internal.h's
- * plot_est) to out, Markdown. Returns the runs it read, 0 when none has them. */
-int est_table_print(const plot_set_t *set, FILE *out);
+/* Print the tables of the runs of set with estimator columns (report/plot_internal.h's
+ * plot_est) to out: Markdown, or with tsv a header line and a row per line for each table
+ * (full precision, NaN as "nan"). Returns the runs it read, 0 when none has them. */
+int est_table_print(const plot_set_t *set, int tsv, FILE *out);
 
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "study/study.h"
 #include "study/atlas.h"
+#include "study/estimators.h"
 #include "study/warmup_explained.h"
 
 static const study_t STUDIES[] = {
@@ -16,6 +17,8 @@ static const study_t STUDIES[] = {
      study_warmup_cells_table, NULL},
     {"warmup-runs", "the warm-up study's indicators of each run by name (Fig. 2's runs)",
      study_warmup_runs_table, NULL},
+    {"estimators", "the curvature estimators against the exact values: error, cost, verdicts "
+     "(docs/estimators.md)", study_estimators_table, NULL},
     {0},
 };
 
