@@ -2,7 +2,7 @@
  * PyTorch at its fastest on the identical model (docs/performance.md, "make bench").
  *
  *   build/bench/bench [--threads N] [--steps S] [--warmup W] [--csv FILE] [--python PATH]
- *                     [--only SUB[,SUB...]] [--precision f64|f32|both|bf16|all] [--no-torch]
+ *                     [--only SUB[,SUB...]] [--precision P[,P...]] [--no-torch]
  *                     [--torch-kernels LIST] [--torch-policies LIST] [--torch-loaded]
  *                     [--torch-steps S]
  *                     [--retries N] [--wait SECONDS]
@@ -45,7 +45,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: bench [--threads N] [--steps S] [--warmup W] [--csv FILE] "
                     "[--python PATH] [--only SUB[,SUB...]]\n"
-                    "             [--precision f64|f32|both|bf16|all] [--no-torch] [--torch-kernels "
+                    "             [--precision f64|f32|bf16|both|all[,...]] [--no-torch] [--torch-kernels "
                     "LIST] [--torch-policies LIST]\n"
                     "             [--torch-capabilities LIST] [--torch-loaded] [--torch-steps S] "
                     "[--retries N] [--wait SECONDS]\n");
@@ -78,10 +78,16 @@ static int parse(int argc, char **argv, bench_opts_t *o, const char **run, int *
             const char *p = argv[++i];
             o->f32 = !strcmp(p, "emulated") ? BENCH_BF16E : !strcmp(p, "onednn") ? BENCH_BF16O : -1;
             if (o->f32 < 0) return usage();
-        } else if (!strcmp(argv[i], "--precision") && more) {
-            const char *p = argv[++i];
-            *precision = !strcmp(p, "f64") ? 1 : !strcmp(p, "f32") ? 2 : !strcmp(p, "both") ? 3
-                       : !strcmp(p, "bf16") ? 4 : !strcmp(p, "all") ? 7 : 0;
+        } else if (!strcmp(argv[i], "--precision") && more) {   // a comma-separated list
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", argv[++i]);
+            *precision = 0;
+            for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+                const int bits = !strcmp(p, "f64") ? 1 : !strcmp(p, "f32") ? 2 : !strcmp(p, "both") ? 3
+                               : !strcmp(p, "bf16") ? 4 : !strcmp(p, "all") ? 7 : 0;
+                if (!bits) return usage();
+                *precision |= bits;
+            }
             if (!*precision) return usage();
         } else return usage();
     }
