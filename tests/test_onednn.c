@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_randist.h>
 #include "tests.h"
@@ -20,6 +21,8 @@
 #include "util/threads.h"
 
 int gemm_dnnl_available_f32(void);
+int gemm_dnnl_f32(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc);
 
 static const round_policy_t EMULATED = {1, 0, 0, 0, 0, 0}, ONEDNN = {1, 0, 0, 0, 0, 1};
 
@@ -126,7 +129,8 @@ END_TEST
 /* The promise of nn/gemm.h on the oneDNN path: each product has the bytes of one call at 1 and
  * at 2 threads (the pool's blocks, each one single-threaded oneDNN call), and the split really
  * happens for the larger shapes (gemm_blocks ≥ 2), so the comparison is not of one call with
- * itself. */
+ * itself; and one call made where OpenMP may use 2 threads has the bits of one made at 1, and
+ * leaves the caller's OpenMP maximum as it was. */
 START_TEST(test_onednn_same_bits_1_2_threads)
 {
     if (!gemm_dnnl_available_f32()) {
@@ -157,6 +161,21 @@ START_TEST(test_onednn_same_bits_1_2_threads)
     }
     threads_set(0);
     ck_assert_int_ge(split, 4);
+    // one call from a thread whose OpenMP maximum is 2: the bits of a call at 1 (oneDNN runs one
+    // thread inside our calls), and the caller's maximum is 2 again afterwards
+    enum { M = 16, N = 16, K = 8192 };
+    float *A = malloc(M * K * sizeof(float)), *B = malloc(K * N * sizeof(float)), C[2][M * N];
+    for (int i = 0; i < M * K; i++) A[i] = (float)gsl_ran_gaussian(r, 1.0);
+    for (int i = 0; i < K * N; i++) B[i] = (float)gsl_ran_gaussian(r, 1.0);
+    const int saved = omp_get_max_threads();
+    for (int t = 0; t < 2; t++) {
+        omp_set_num_threads(t + 1);
+        ck_assert_int_eq(gemm_dnnl_f32(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C[t], N), 0);
+        ck_assert_int_eq(omp_get_max_threads(), t + 1);
+    }
+    omp_set_num_threads(saved);
+    ck_assert_int_eq(memcmp(C[0], C[1], sizeof C[0]), 0);
+    free(A), free(B);
     gsl_rng_free(r);
 }
 END_TEST

@@ -8,9 +8,11 @@
  * product cut in two column blocks (stride 1024) differed from the same blocks computed apart,
  * which is what nn/gemm.c's check compares.
  * oneDNN's OpenMP threads are set to 1 on the calling thread while the primitive is made and run
- * (oneDNN 2.6 chooses its blocking from the threads it may use, and a team of its own would
- * change the order of the additions with its size); the pool's split (nn/gemm.c) shares a
- * product instead. Each thread keeps its stream, packing scratch and primitives (a small cache
+ * (and restored after): the pool's split (nn/gemm.c) shares a product instead, and a team of
+ * oneDNN's own inside each of the pool's threads would oversubscribe the CPUs. oneDNN chooses
+ * its blocking from the threads it may use; measured, its own split at 2 and 16 threads gave the
+ * bits of one thread (16×16×8192, 64×64×4096, 512×256×256, 8×512×2048), but nothing promises
+ * that of another version or ISA. Each thread keeps its stream, packing scratch and primitives (a small cache
  * by shape, as the model has few), freed when the thread ends.
  *
  * The result is not sgemm's on the rounded operands bit for bit: every product of two bfloat16
