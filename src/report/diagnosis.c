@@ -226,8 +226,7 @@ static void report_gemm_path(FILE *out, h5io_file_t *f, const char *prefix, cons
     else if (c->train.gemm_path != GEMM_PATH_AUTO)
         fprintf(out, ", train.gemm_path = %s", config_gemm_path_name(c->train.gemm_path));
     else
-        fprintf(out, ", auto: %s", emulated ? "no AMX, where sgemm on the rounded operands is the "
-                                              "faster" : "the CPU has AMX");
+        fprintf(out, ", auto: %s", emulated ? "no AMX, so the exact emulation" : "the CPU has AMX");
     free(path);
 }
 
