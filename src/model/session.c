@@ -38,8 +38,8 @@ int session_gemm_onednn(const config_t *cfg)
          cfg->train.precision != PRECISION_BFLOAT16_PURE) || !cfg->train.round_gemm)
         return 0;
     // auto: AMX's bf16 tiles run 3.7-5.4x sgemm; with AVX512-BF16 alone oneDNN runs at about
-    // sgemm's rate and a bf16 update on either path is slower than float32's, so the exact
-    // emulation stays there (docs/performance.md, "bfloat16")
+    // sgemm's rate and a bf16 update is no faster than float32's, so the exact emulation stays
+    // there (docs/performance.md, "bfloat16")
     return cfg->train.gemm_path == GEMM_PATH_ONEDNN ||
            (cfg->train.gemm_path == GEMM_PATH_AUTO && gemm_dnnl_amx());
 }

@@ -6,7 +6,7 @@
  * or `emulated` (the operands rounded to bfloat16, then float32 sgemm; nn/gemm.c). `auto` picks
  * oneDNN where the CPU has AMX (Intel Sapphire Rapids and later: 3.7–5.4× sgemm) and the
  * emulation elsewhere: with AVX512-BF16 only (AMD Zen 4) oneDNN's bf16 matmul runs at about
- * sgemm's rate, and a bfloat16 update on either path is slower than float32's (docs/performance.md,
+ * sgemm's rate, and a bfloat16 update is no faster than float32's (docs/performance.md,
  * "bfloat16"), so the exact emulation, whose bits every stored result has, stays. Without oneDNN in
  * the build (STAB_DNNL undefined) every function says so and the emulation runs.
  */
