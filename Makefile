@@ -34,16 +34,22 @@ INIH_LIBS    ?= $(or $(call pkg,inih,--libs),-linih)
 BLAS_LIBS    ?= $(call pkg,openblas,--libs-only-L) -lopenblas
 CRYPTO_CFLAGS ?= $(call pkg,libcrypto,--cflags)
 CRYPTO_LIBS  ?= $(or $(call pkg,libcrypto,--libs),-lcrypto)
+# oneDNN (Debian: libdnnl-dev), the fast bfloat16 path's matmul (src/nn/gemm_dnnl.c): linked when
+# its header compiles, else the build runs the emulation only (DNNL_LIBS= leaves it out).
+ifeq ($(origin DNNL_LIBS),undefined)
+DNNL_LIBS    := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\n' | $(CC) $(PREFIX_CFLAGS) -E -x c - >/dev/null 2>&1 && echo -ldnnl)
+endif
+DNNL_CFLAGS  := $(if $(strip $(DNNL_LIBS)),-DSTAB_DNNL)
 CHECK_CFLAGS ?= $(call pkg,check,--cflags)
 CHECK_LIBS   ?= $(or $(call pkg,check,--libs),-lcheck -lsubunit -lrt -lm -pthread)
 # evaluated once (pkg-config runs once per make, not once per file)
-PKG_CFLAGS   := $(PREFIX_CFLAGS) $(HDF5_CFLAGS) $(GSL_CFLAGS) $(INIH_CFLAGS) $(CRYPTO_CFLAGS)
+PKG_CFLAGS   := $(PREFIX_CFLAGS) $(DNNL_CFLAGS) $(HDF5_CFLAGS) $(GSL_CFLAGS) $(INIH_CFLAGS) $(CRYPTO_CFLAGS)
 LIB_DIRS     := $(PREFIX_LIBS) $(filter -L%,$(HDF5_LIBS) $(INIH_LIBS) $(GSL_LIBS) $(BLAS_LIBS) $(CRYPTO_LIBS) $(CHECK_LIBS))
 # DT_RPATH, not RUNPATH: it also finds the libraries' own dependencies in the prefix (libgsl's
 # libgslcblas, libhdf5's libsz), where RUNPATH serves the program's direct ones only
 RPATH_DIRS   := $(sort $(filter-out /usr/% /lib/% /lib64/%,$(patsubst -L%,%,$(LIB_DIRS))))
 RPATH        := $(if $(RPATH_DIRS),-Wl$(,)--disable-new-dtags $(foreach d,$(RPATH_DIRS),-Wl$(,)-rpath$(,)$(d)))
-PKG_LIBS     := $(PREFIX_LIBS) $(HDF5_LIBS) $(INIH_LIBS) $(GSL_LIBS) $(BLAS_LIBS) $(CRYPTO_LIBS) -lm $(RPATH)
+PKG_LIBS     := $(PREFIX_LIBS) $(HDF5_LIBS) $(INIH_LIBS) $(GSL_LIBS) $(BLAS_LIBS) $(DNNL_LIBS) $(CRYPTO_LIBS) -lm $(RPATH)
 CHECK_CFLAGS := $(CHECK_CFLAGS)
 CHECK_LIBS   := $(CHECK_LIBS)
 

@@ -2,14 +2,15 @@
  * PyTorch at its fastest on the identical model (docs/performance.md, "make bench").
  *
  *   build/bench/bench [--threads N] [--steps S] [--warmup W] [--csv FILE] [--python PATH]
- *                     [--only SUB[,SUB...]] [--precision f64|f32|both] [--no-torch]
+ *                     [--only SUB[,SUB...]] [--precision P[,P...]] [--no-torch]
  *                     [--torch-kernels LIST] [--torch-policies LIST] [--torch-loaded]
  *                     [--torch-steps S]
  *                     [--retries N] [--wait SECONDS]
  *
  * The driver measures DGEMM and SGEMM at 1024³ through the BLAS the model uses, then runs every
  * case in a child process of its own (`bench --run CASE [--f32]`, bench_child.c: each peak RSS
- * is that case's alone), the update cases in float64 and in float32, and PyTorch
+ * is that case's alone), the update cases in float64 and in float32 (and at d ≥ 256 in bfloat16,
+ * its products emulated and through oneDNN: `--bf16 emulated|onednn`), and PyTorch
  * (bench/bench_torch.py) on the same model, threads and precision, as loaded and at every
  * setting of the search (bench_torch.c); prints a table per kind of case, a summary of both
  * ratios, and writes one CSV line per case and precision. The forward+backward cases at d = 512
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "bench.h"
+#include "nn/gemm_dnnl.h"
 #include "util/blascore.h"
 #include "util/threads.h"
 
@@ -43,14 +45,15 @@ static int usage(void)
 {
     fprintf(stderr, "usage: bench [--threads N] [--steps S] [--warmup W] [--csv FILE] "
                     "[--python PATH] [--only SUB[,SUB...]]\n"
-                    "             [--precision f64|f32|both] [--no-torch] [--torch-kernels "
+                    "             [--precision f64|f32|bf16|both|all[,...]] [--no-torch] [--torch-kernels "
                     "LIST] [--torch-policies LIST]\n"
                     "             [--torch-capabilities LIST] [--torch-loaded] [--torch-steps S] "
                     "[--retries N] [--wait SECONDS]\n");
     return 2;
 }
 
-/* Parse argv into o (run: the child's case, precision: 1 f64, 2 f32, 3 both); 0 or usage's 2. */
+/* Parse argv into o (run: the child's case, precision: bits 1 f64, 2 f32, 4 bf16); 0 or usage's
+ * 2. */
 static int parse(int argc, char **argv, bench_opts_t *o, const char **run, int *precision)
 {
     for (int i = 1; i < argc; i++) {
@@ -70,10 +73,21 @@ static int parse(int argc, char **argv, bench_opts_t *o, const char **run, int *
         else if (!strcmp(argv[i], "--torch-loaded")) o->torch_search = 0;
         else if (!strcmp(argv[i], "--torch-steps") && more) o->torch_steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-torch")) o->torch = 0;
-        else if (!strcmp(argv[i], "--f32")) o->f32 = 1;
-        else if (!strcmp(argv[i], "--precision") && more) {
+        else if (!strcmp(argv[i], "--f32")) o->f32 = o->f32 ? o->f32 : BENCH_F32;
+        else if (!strcmp(argv[i], "--bf16") && more) {
             const char *p = argv[++i];
-            *precision = !strcmp(p, "f64") ? 1 : !strcmp(p, "f32") ? 2 : !strcmp(p, "both") ? 3 : 0;
+            o->f32 = !strcmp(p, "emulated") ? BENCH_BF16E : !strcmp(p, "onednn") ? BENCH_BF16O : -1;
+            if (o->f32 < 0) return usage();
+        } else if (!strcmp(argv[i], "--precision") && more) {   // a comma-separated list
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", argv[++i]);
+            *precision = 0;
+            for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+                const int bits = !strcmp(p, "f64") ? 1 : !strcmp(p, "f32") ? 2 : !strcmp(p, "both") ? 3
+                               : !strcmp(p, "bf16") ? 4 : !strcmp(p, "all") ? 7 : 0;
+                if (!bits) return usage();
+                *precision |= bits;
+            }
             if (!*precision) return usage();
         } else return usage();
     }
@@ -82,24 +96,29 @@ static int parse(int argc, char **argv, bench_opts_t *o, const char **run, int *
     return o->steps < 1 || o->warmup < 0 ? usage() : 0;
 }
 
-/* Case c in precision f32 (ours, then PyTorch's) into *r; hint: PyTorch's setting to time
- * besides as loaded (NULL: search). 0, or 1 when our child failed. */
+/* Case c in precision f32 (a BENCH_*; ours, then PyTorch's) into *r; hint: PyTorch's setting
+ * to time besides as loaded (NULL: search); torch: PyTorch's times already measured for this
+ * case and precision (the oneDNN row takes the emulated row's: PyTorch has one bfloat16), or
+ * NULL. 0, or 1 when our child failed. */
 static int measure(const bench_opts_t *o, const char *self, const bench_case_t *c, int f32,
-                   double dgemm, const torch_setting_t *hint, bench_row_t *r)
+                   double dgemm, const torch_setting_t *hint, const torch_times_t *torch,
+                   bench_row_t *r)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d%s", self,
-             c->name, o->threads, o->steps, o->warmup, f32 ? " --f32" : "");
+    snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d%s%s", self,
+             c->name, o->threads, o->steps, o->warmup, f32 ? " --f32" : "",
+             f32 == BENCH_BF16E ? " --bf16 emulated" : f32 == BENCH_BF16O ? " --bf16 onednn" : "");
     r->c = c;
     r->f32 = f32;
     r->others = 0.0;
     if (!bench_run_measured(o, cmd, "RESULT", r->line, 1, sizeof r->line, &r->others)) {
-        printf("%-21s %4s failed\n", c->label, f32 ? "f32" : "f64");
+        printf("%-21s %5s failed\n", c->label, bench_prec_name(f32));
         return 1;
     }
     // a float32 child measures SGEMM right after its updates: this machine's speed drifts
     r->gemm = f32 ? bench_field(r->line, "sgemm") : dgemm;
-    bench_torch(o, c, f32, hint, &r->torch, &r->others);
+    if (torch) r->torch = *torch;
+    else bench_torch(o, c, f32, hint, &r->torch, &r->others);
     bench_print_row(r);
     return 0;
 }
@@ -142,11 +161,14 @@ static double print_machine(const bench_opts_t *o, const char *cpu)
     printf("SGEMM 1024^3: %.1f GFLOP/s median (best %.1f), %.2f x DGEMM: float32's ceiling%s\n",
            sgemm, sgemm_best, sgemm / dgemm,
            sgemm_others > 0.05 ? "  ! disturbed by other processes" : "");
+    printf("bfloat16 products: emulated (rounded operands, SGEMM) and %s; train.gemm_path = "
+           "auto runs %s here (%s)\n", gemm_dnnl_name(), gemm_dnnl_amx() ? "oneDNN" : "the emulation",
+           gemm_dnnl_amx() ? "AMX" : "no AMX");
     fflush(stdout);
     return dgemm;
 }
 
-/* Every case --only picks, in each precision asked (1 f64, 2 f32, 3 both), a row each into
+/* Every case --only picks, in each precision asked (bits 1 f64, 2 f32, 4 bf16), a row each into
  * rows (room for cap); the forward+backward cases time PyTorch at the setting that won the
  * float64 d = 512 update of their placement. Returns the rows. */
 static int run_cases(const bench_opts_t *o, const char *self, int precision, double dgemm,
@@ -154,17 +176,23 @@ static int run_cases(const bench_opts_t *o, const char *self, int precision, dou
 {
     torch_setting_t won512[2];   // PyTorch's float64 winner of the d = 512 updates, post/pre
     int have512[2] = {0, 0}, nrows = 0, shown = -1;
-    for (int i = 0; i < BENCH_NUM_CASES && nrows + 2 <= cap; i++) {
+    for (int i = 0; i < BENCH_NUM_CASES && nrows + 4 <= cap; i++) {
         const bench_case_t *c = &BENCH_CASES[i];
         if (o->only && !only_matches(o->only, c->name)) continue;
         const int pre = !strcmp(c->placement, "pre");
         const torch_setting_t *hint = c->kind == K_STEP && have512[pre] ? &won512[pre] : NULL;
-        for (int f32 = 0; f32 < 2; f32++) {
-            if (!(precision & (1 << f32)) || (f32 && !bench_case_f32(c))) continue;
+        const torch_times_t *bf16_torch = NULL;   // the emulated bfloat16 row's PyTorch
+        for (int f32 = BENCH_F64; f32 <= BENCH_BF16O; f32++) {
+            const int bf16 = f32 >= BENCH_BF16E;
+            if (!(precision & (bf16 ? 4 : 1 << f32)) || (f32 == BENCH_F32 && !bench_case_f32(c)) ||
+                (bf16 && (!bench_case_bf16(c) || (f32 == BENCH_BF16O && !gemm_dnnl_available()))))
+                continue;
             if (shown != (int)c->kind) bench_print_header(c->kind);
             shown = (int)c->kind;
             bench_row_t *r = &rows[nrows];
-            if (measure(o, self, c, f32, dgemm, hint, r)) continue;
+            if (measure(o, self, c, f32, dgemm, hint, f32 == BENCH_BF16O ? bf16_torch : NULL, r))
+                continue;
+            if (f32 == BENCH_BF16E) bf16_torch = &r->torch;
             nrows++;
             if (c->kind == K_UPDATE && c->d == 512 && !f32 && r->torch.best >= 0) {
                 won512[pre] = r->torch.set[r->torch.best];
@@ -202,7 +230,7 @@ int main(int argc, char **argv)
                       .torch_search = 1,
                       .torch_steps = 6};
     const char *run = NULL;
-    int precision = 3;
+    int precision = 7;
     if (parse(argc, argv, &o, &run, &precision)) return 2;
     if (run) return bench_child(run, &o);
 
@@ -213,10 +241,11 @@ int main(int argc, char **argv)
     bench_cpu_model(cpu, sizeof cpu);
     const double t_start = bench_now();
     const double dgemm = print_machine(&o, cpu);
-    static bench_row_t rows[2 * 64];
+    static bench_row_t rows[4 * 64];
     const int nrows = run_cases(&o, self, precision, dgemm, rows,
                                 (int)(sizeof rows / sizeof rows[0]));
     bench_print_summary(rows, nrows, cpu, blascore_name());
+    bench_print_bf16(rows, nrows, cpu, gemm_dnnl_name());
     bench_print_notes();
     const double dgemm_end = print_end(&o, rows, nrows, dgemm, t_start);
     if (o.csv && bench_write_csv(o.csv, rows, nrows, &o, cpu, blascore_name(), dgemm_end))

@@ -40,6 +40,18 @@ const bench_case_t *bench_case_find(const char *name);
 /* Whether case c also runs in the float32 core (the updates, every d). */
 int bench_case_f32(const bench_case_t *c);
 
+/* The precisions a row runs in (the child's --f32 and --bf16): float64, the float32 core,
+ * train.precision = bfloat16 with the emulated products or oneDNN's (train.gemm_path). */
+enum { BENCH_F64 = 0, BENCH_F32 = 1, BENCH_BF16E = 2, BENCH_BF16O = 3 };
+
+/* Whether case c also runs in bfloat16 (the updates at d ≥ 256, where the GEMMs decide). */
+int bench_case_bf16(const bench_case_t *c);
+
+/* A precision's short name in the tables ("f64", "f32", "bf16e", "bf16o"), and in the CSV
+ * ("float64", "float32", "bfloat16", "bfloat16_onednn"). */
+const char *bench_prec_name(int prec);
+const char *bench_prec_csv(int prec);
+
 /* The config of case c into cfg: 0, or 2 on a config error (printed). */
 int bench_case_config(const bench_case_t *c, config_t *cfg);
 
@@ -50,7 +62,8 @@ double bench_step_flops(const model_t *m, int update);
 
 typedef struct {
     int threads, steps, warmup, torch;
-    int f32;                    /* child: time the float32 core (K_STEP, K_UPDATE) */
+    int f32;                    /* child: BENCH_F64, or the float32 core in BENCH_F32, BENCH_BF16E,
+                                   BENCH_BF16O (K_STEP, K_UPDATE; bfloat16: K_UPDATE) */
     int retries;                /* repeat a run disturbed by other processes at most this often */
     double wait;                /* seconds to wait for an idle machine before each run (0: no) */
     const char *csv, *python, *only;
@@ -126,7 +139,8 @@ typedef struct {
     int loaded, best;                       /* indices of "as loaded" and the fastest, or -1 */
 } torch_times_t;
 
-/* PyTorch on case c's model in float64 (f32 = 0) or float32, as loaded and at every setting of
+/* PyTorch on case c's model in float64 (f32 = BENCH_F64), float32 (BENCH_F32) or float32 under
+ * CPU autocast to bfloat16 (the bfloat16 rows), as loaded and at every setting of
  * the search (o->torch_kernels × OpenBLAS threads {1, N} × torch threads {1, N}, both ≤ N and
  * one = N, × o->torch_policies × o->torch_caps; hint != NULL: only "as loaded" and that
  * setting) into *t; *worst = the largest share of the CPUs other processes took meanwhile. */
@@ -162,6 +176,11 @@ void bench_print_notes(void);
 /* The summary table: every update case's time and both ratios, float64 and float32 side by
  * side, with the CPU, our kernels and PyTorch's winning settings. */
 void bench_print_summary(const bench_row_t *rows, int n, const char *cpu, const char *ours);
+
+/* The bfloat16 table: each update case with bfloat16 rows, float32 against bfloat16 emulated
+ * and through oneDNN (path: what oneDNN runs, e.g. "onednn 2.6.3 avx512_core_bf16") and
+ * PyTorch's bfloat16 autocast at its fastest. */
+void bench_print_bf16(const bench_row_t *rows, int n, const char *cpu, const char *path);
 
 /* The CSV at path (a header, one line per row), with the machine's cpu and our kernels.
  * 0, or 1 (with perror) when the file cannot be written. */

@@ -115,7 +115,7 @@ static double dyn_overhead_ms(model_t *m, int reps)
             for (int k = 0; k < m->stack[0].L * m->stack[0].nsub; k++) {
                 const sublayer_t *sl = &m->stack[0].subs[k];
                 if (sl->rule.kind == SUB_FFN) continue;
-                const attention_opts_t o = {0.0, NULL, NULL, ent, mxl, 0.0};
+                const attention_opts_t o = {0.0, NULL, NULL, ent, mxl, 0.0, NULL};
                 double t0 = bench_now();
                 attention_forward(ctx, att, sl->qa, sl->ka, sl->v, b->B, b->T, b->T, m->C, m->H,
                                   m->causal, NULL);
@@ -232,6 +232,10 @@ int bench_child(const char *name, const bench_opts_t *o)
     if (o->f32 && (c->kind == K_PROBE || c->kind == K_DYN)) {
         fprintf(stderr, "bench: %s: float32 times updates only\n", name);
         return 2;
+    }
+    if (o->f32 >= BENCH_BF16E) {   // train.precision = bfloat16, its products by either path
+        cfg.train.precision = PRECISION_BFLOAT16;
+        cfg.train.gemm_path = o->f32 == BENCH_BF16O ? GEMM_PATH_ONEDNN : GEMM_PATH_EMULATED;
     }
     if (k->open(&ses, &cfg, err, sizeof err)) {
         fprintf(stderr, "bench: %s\n", err);

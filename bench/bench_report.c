@@ -7,7 +7,7 @@
 
 void bench_print_header(case_kind_t kind)
 {
-    printf("\n%-21s %4s %8s %8s %7s %6s %9s %6s %9s %6s %-21s %7s %7s %6s\n",
+    printf("\n%-21s %5s %8s %8s %7s %6s %9s %6s %9s %6s %-21s %7s %7s %6s\n",
            kind == K_UPDATE || kind == K_DYN ? "per update (+Adam)" : "per forward+backward",
            "", "ms", "ms/layer", "GFLOP/s", "%GEMM", "torch ld", "x",
            "torch best", "x", "best setting", "RSS MB", "est. MB", "other");
@@ -53,8 +53,8 @@ void bench_print_row(const bench_row_t *r)
     const double best = t->best >= 0 ? t->ms[t->best] : NAN;
     char tag[64] = "-";
     if (t->best >= 0) bench_torch_tag(&t->set[t->best], tag, sizeof tag);
-    printf("%-21s %4s %8.1f %8.2f %7.1f %5.0f%% %9.1f %6.2f %9.1f %6.2f %-21s %7.0f %7.0f "
-           "%5.0f%%%s\n", c->label, r->f32 ? "f32" : "f64", ms, ms / layers, gflops,
+    printf("%-21s %5s %8.1f %8.2f %7.1f %5.0f%% %9.1f %6.2f %9.1f %6.2f %-21s %7.0f %7.0f "
+           "%5.0f%%%s\n", c->label, bench_prec_name(r->f32), ms, ms / layers, gflops,
            100.0 * gflops / r->gemm, ld, ld / ms, best, best / ms, tag, rss, est,
            100.0 * r->others, r->others > 0.05 ? " !" : "");
     print_settings(t);
@@ -98,15 +98,18 @@ static void ratios(const bench_row_t *r, double *ms, double *x_loaded, double *x
 
 void bench_print_summary(const bench_row_t *rows, int n, const char *cpu, const char *ours)
 {
+    int any = 0;   // a float64 update row: the summary's key
+    for (int i = 0; i < n; i++) any |= rows[i].c->kind == K_UPDATE && rows[i].f32 == BENCH_F64;
+    if (!any) return;
     printf("\nAgainst PyTorch, per update, each in its own precision (%s; stability's kernels "
            "%s)\n%-21s %8s %7s %7s %6s %-21s %8s %7s %7s %6s %-21s\n", cpu, ours, "",
            "f64 ms", "x ld", "x best", "%DGEMM", "PyTorch f64 best", "f32 ms", "x ld", "x best",
            "%SGEMM", "PyTorch f32 best");
     for (int i = 0; i < n; i++) {
-        if (rows[i].c->kind != K_UPDATE || rows[i].f32) continue;
+        if (rows[i].c->kind != K_UPDATE || rows[i].f32 != BENCH_F64) continue;
         const bench_row_t *r64 = &rows[i], *r32 = NULL;
         for (int j = i + 1; j < n; j++)
-            if (rows[j].c == r64->c && rows[j].f32) r32 = &rows[j];
+            if (rows[j].c == r64->c && rows[j].f32 == BENCH_F32) r32 = &rows[j];
         double ms[2] = {NAN, NAN}, xl[2] = {NAN, NAN}, xb[2] = {NAN, NAN}, pct[2] = {NAN, NAN};
         char tag[2][64] = {"-", "-"};
         for (int k = 0; k < 2; k++) {
@@ -120,6 +123,43 @@ void bench_print_summary(const bench_row_t *rows, int n, const char *cpu, const 
                r64->c->label, ms[0], xl[0], xb[0], pct[0], tag[0], ms[1], xl[1], xb[1], pct[1],
                tag[1]);
     }
+}
+
+/* The row of case c in precision prec, or NULL. */
+static const bench_row_t *row_of(const bench_row_t *rows, int n, const bench_case_t *c, int prec)
+{
+    for (int i = 0; i < n; i++)
+        if (rows[i].c == c && rows[i].f32 == prec) return &rows[i];
+    return NULL;
+}
+
+void bench_print_bf16(const bench_row_t *rows, int n, const char *cpu, const char *path)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++) any |= rows[i].f32 >= BENCH_BF16E;
+    if (!any) return;
+    printf("\nbfloat16 against float32, per update (%s; bf16e: rounded operands into SGEMM, "
+           "bf16o: %s; PyTorch: float32 under torch.autocast(\"cpu\", torch.bfloat16))\n"
+           "%-21s %8s %8s %6s %8s %6s %11s %6s %-21s %11s\n", cpu, path, "", "f32 ms", "bf16e ms",
+           "x f32", "bf16o ms", "x f32", "torch bf16", "x", "best setting", "torch f32");
+    for (int i = 0; i < n; i++) {
+        if (rows[i].f32 != BENCH_BF16E) continue;
+        const bench_case_t *c = rows[i].c;
+        const bench_row_t *r[3] = {row_of(rows, n, c, BENCH_F32), &rows[i],
+                                   row_of(rows, n, c, BENCH_BF16O)};
+        double ms[3];
+        for (int k = 0; k < 3; k++) ms[k] = r[k] ? bench_field(r[k]->line, "ms_median") : NAN;
+        const torch_times_t *t = &rows[i].torch, *t32 = r[0] ? &r[0]->torch : NULL;
+        const double tb = t->best >= 0 ? t->ms[t->best] : NAN;
+        const double t32b = t32 && t32->best >= 0 ? t32->ms[t32->best] : NAN;
+        const double ours = isnan(ms[2]) || ms[1] < ms[2] ? ms[1] : ms[2];
+        char tag[64] = "-";
+        if (t->best >= 0) bench_torch_tag(&t->set[t->best], tag, sizeof tag);
+        printf("%-21s %8.1f %8.1f %6.2f %8.1f %6.2f %11.1f %6.2f %-21s %11.1f\n", c->label, ms[0],
+               ms[1], ms[0] / ms[1], ms[2], ms[0] / ms[2], tb, tb / ours, tag, t32b);
+    }
+    printf("x f32: float32's time over bfloat16's (> 1: bfloat16 faster); x: PyTorch's bfloat16 "
+           "over our faster bfloat16\n");
 }
 
 int bench_write_csv(const char *path, const bench_row_t *rows, int n, const bench_opts_t *o,
@@ -150,7 +190,7 @@ int bench_write_csv(const char *path, const bench_row_t *rows, int n, const benc
         fprintf(csv, "%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.6f,%.3f,%.3f,%.4f,"
                 "%.1f,%.1f,%.4f,%.4f,%.1f,%s,%s,%.4f,%s,%.4f,%.4f,%.4f,%s,%d,%d,%s,%d,%.1f,%.3f,"
                 "%.4f,%.4f,%.4f,%.4f,%s\n",
-                c->name, r->f32 ? "float32" : "float64", kind_name(c->kind),
+                c->name, bench_prec_csv(r->f32), kind_name(c->kind),
                 c->encdec ? "encdec" : "lm", c->placement, c->d, c->vocab, layers,
                 o->threads, o->steps, ms, bench_field(l, "ms_min"),
                 bench_field(l, "ms_max"), ms / layers, gflop, gflop / (ms * 1e-3), r->gemm,

@@ -80,7 +80,8 @@ static void torch_process(const bench_opts_t *o, const bench_case_t *c, int f32,
              "--placement %s --dtype %s --threads %d --steps %d --warmup %d --arch %s "
              "--d-model %d --d-ff %d --vocab %d --causal %d --update %d --settings %s",
              strcmp(policy, "passive") ? "" : "OMP_WAIT_POLICY=PASSIVE", coretype, aten, o->threads,
-             o->threads, o->python, c->layers, c->placement, f32 ? "float32" : "float64",
+             o->threads, o->python, c->layers, c->placement,
+             f32 >= BENCH_BF16E ? "bfloat16" : f32 ? "float32" : "float64",
              o->threads, o->torch_steps, o->warmup, c->encdec ? "encdec" : "lm", c->d, 2 * c->d,
              c->vocab, c->causal, c->kind == K_UPDATE, pairs);
     const int n = bench_run_measured(o, cmd, "TORCH", &lines[0][0], 8, sizeof lines[0], &others);

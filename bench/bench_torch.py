@@ -125,7 +125,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--placement", choices=("post", "pre"), default="post")
-    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64")
+    ap.add_argument("--dtype", choices=("float64", "float32", "bfloat16"), default="float64",
+                    help="bfloat16: float32 parameters under torch.autocast('cpu', bfloat16)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
@@ -148,7 +149,10 @@ def main():
     # the vector width of ATen's own kernels (ATEN_CPU_CAPABILITY, or PyTorch's choice)
     cap = torch.__config__.show().split("CPU capability usage: ")[-1].split()[0]
     torch.set_num_threads(a.threads)
-    dtype = getattr(torch, a.dtype)
+    # bfloat16: mixed precision as PyTorch does it on a CPU, float32 parameters and Adam, the
+    # matmuls in bfloat16 (oneDNN) under autocast
+    autocast = a.dtype == "bfloat16"
+    dtype = torch.float32 if autocast else getattr(torch, a.dtype)
     gen = torch.Generator().manual_seed(1)
     encdec = a.arch == "encdec"
     P = build(a.layers, a.d_model, a.heads, a.d_ff, a.vocab, dtype, gen, encdec)
@@ -168,7 +172,8 @@ def main():
         t0 = time.perf_counter()
         for t in P.values():
             t.grad = None
-        loss = forward(P, tokens, targets, pe, a.layers, a.heads, a.placement, a.causal, src)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = forward(P, tokens, targets, pe, a.layers, a.heads, a.placement, a.causal, src)
         loss.backward()
         if opt is not None:
             opt.step()

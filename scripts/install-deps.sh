@@ -11,6 +11,8 @@ set -euo pipefail
 RUNTIME_PKGS=(build-essential pkg-config libgsl-dev libopenblas-dev libhdf5-dev libinih-dev gnuplot-nox)
 # SHA-256 of the data a run reads (data_sha256 in every result file): OpenSSL's libcrypto
 RUNTIME_PKGS+=(libssl-dev)
+# the fast bfloat16 path (train.gemm_path = onednn): oneDNN's bf16 matmul (src/nn/gemm_dnnl.c)
+RUNTIME_PKGS+=(libdnnl-dev)
 # scripts/atlas_table.py, warmup_table.py read results with h5py
 RUNTIME_PKGS+=(python3-h5py python3-numpy)
 # BLEU (scripts/bleu.py: stability translate, train.bleu_every): sentencepiece detokenises,

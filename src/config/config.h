@@ -49,6 +49,9 @@ typedef enum { PRECISION_FLOAT64 = 0, PRECISION_FLOAT32 = 1, PRECISION_BFLOAT16 
                PRECISION_BFLOAT16_PURE = 3, PRECISION_FP8 = 4 } precision_t;
 /* How bfloat16_pure stores an updated weight (train.rounding). */
 typedef enum { ROUNDING_NEAREST = 0, ROUNDING_STOCHASTIC = 1 } rounding_t;
+/* What computes bfloat16's products (train.gemm_path; docs/design.md, "The fast bfloat16 path"):
+ * auto (oneDNN where the CPU has AMX, else the emulation), the emulation, oneDNN. */
+typedef enum { GEMM_PATH_AUTO = 0, GEMM_PATH_EMULATED = 1, GEMM_PATH_ONEDNN = 2 } gemm_path_t;
 
 typedef struct config {
     struct {
@@ -128,6 +131,7 @@ typedef struct config {
         int round_attn_probs;    /* bfloat16*: attention probabilities rounded before ·V, on | off */
         int round_residual;      /* bfloat16*: the residual stream rounded after each add, on | off */
         int round_norm_stats;    /* bfloat16*: norm means and 1/√(σ²+ε) rounded, on | off */
+        gemm_path_t gemm_path;   /* bfloat16*: auto (default) | emulated | onednn */
         /* the remedies (docs/design.md §6k) */
         lr_control_t lr_control; /* none (default) | curvature | cdat */
         int lr_control_every;    /* curvature: updates between measurements k, default 5 */
@@ -268,6 +272,7 @@ const char *config_warmup_start_name(warmup_start_t w);
  * parametrization. */
 int config_is_mup(const config_t *cfg);
 const char *config_rounding_name(rounding_t r);
+const char *config_gemm_path_name(gemm_path_t g);
 
 /* 1 when train.precision runs on the float32 core (float32 and the emulated bfloat16s). */
 int config_core_float(const config_t *cfg);

@@ -37,6 +37,7 @@ static const char *const resume_names[] = {"off", "auto", NULL};   /* value 0 = 
 static const char *const precision_names[] = {"float64", "float32", "bfloat16", "bfloat16_pure",
                                               "fp8", NULL};
 static const char *const rounding_names[] = {"nearest", "stochastic", NULL};
+static const char *const gemm_path_names[] = {"auto", "emulated", "onednn", NULL};
 static const char *const measures_names[] = {"auto", "on", "off", NULL};   /* 0 = auto */
 static const char *const lr_control_names[] = {"none", "curvature", "cdat", NULL};
 static const char *const warmup_start_names[] = {"zero", "catapult", NULL};
@@ -142,6 +143,7 @@ const cfg_key_t cfg_keys[] = {
     KO(train, round_attn_probs),
     KO(train, round_residual),
     KO(train, round_norm_stats),
+    KE(train, gemm_path, gemm_path_names),
 
     KI(probe, seeds, 1),
     KI(probe, batches, 1),
@@ -319,6 +321,7 @@ void config_defaults(config_t *cfg)
     cfg->train.spectral_bound = 0.0;
     cfg->train.rounding = ROUNDING_NEAREST;
     cfg->train.kahan = 0;
+    cfg->train.gemm_path = GEMM_PATH_AUTO;
     cfg->train.round_gemm = 1;         // bfloat16 mixed precision's usual recipe (docs/design.md,
     cfg->train.round_attn_probs = 1;   // "Low precision, emulated"): every operand of a product,
     cfg->train.round_residual = 0;     // activations stored between products in float32,
@@ -395,6 +398,7 @@ const char *config_warmup_start_name(warmup_start_t w)
 }
 
 const char *config_rounding_name(rounding_t r) { return enum_name(rounding_names, (int)r); }
+const char *config_gemm_path_name(gemm_path_t g) { return enum_name(gemm_path_names, (int)g); }
 int config_core_float(const config_t *cfg) { return cfg->train.precision != PRECISION_FLOAT64; }
 int config_precision_measures(const config_t *cfg)
 {
@@ -506,7 +510,8 @@ static void key_value(sbuf_t *b, const config_t *cfg, const cfg_key_t *k)
 
 /* The low-precision keys are written only where they act (docs/design.md, "Low precision,
  * emulated"): the rounding places under bfloat16* and fp8, rounding and kahan under
- * bfloat16_pure, probe.precision_measures when not auto. 1 for such a key that does not act
+ * bfloat16_pure, probe.precision_measures when not auto, gemm_path when not auto (a file of
+ * either path keeps the config text it had before the key). 1 for such a key that does not act
  * under cfg. */
 static int lowp_key_idle(const config_t *cfg, const cfg_key_t *k)
 {
@@ -518,6 +523,7 @@ static int lowp_key_idle(const config_t *cfg, const cfg_key_t *k)
         if (k->off == places[i]) return !config_lowp(cfg);
     if (k->off == offsetof(config_t, train.rounding) || k->off == offsetof(config_t, train.kahan))
         return cfg->train.precision != PRECISION_BFLOAT16_PURE;
+    if (k->off == offsetof(config_t, train.gemm_path)) return cfg->train.gemm_path == GEMM_PATH_AUTO;
     return k->off == offsetof(config_t, probe.precision_measures) && cfg->probe.precision_measures == 0;
 }
 

@@ -354,6 +354,18 @@ static int validate_lowp(const config_t *cfg, char *err, size_t errlen)
                          "are stored: needs train.precision = bfloat16_pure (got %s)", pure[i],
                          config_precision_name(cfg->train.precision));
     }
+    // the path of bfloat16's products (docs/design.md, "The fast bfloat16 path"): it computes
+    // products of bfloat16 operands, so only where round_gemm rounds them to bfloat16
+    const int gp = cfg_kidx("train", "gemm_path");
+    if (cfg->src_line[gp] != 0 && cfg->train.precision != PRECISION_BFLOAT16 &&
+        cfg->train.precision != PRECISION_BFLOAT16_PURE)
+        return cfg_vfail(cfg, cfg_blame(cfg, gp, prec), err, errlen, "train.gemm_path says what "
+                     "computes bfloat16 products: needs train.precision = bfloat16 or "
+                     "bfloat16_pure (got %s)", config_precision_name(cfg->train.precision));
+    if (cfg->train.gemm_path == GEMM_PATH_ONEDNN && !cfg->train.round_gemm)
+        return cfg_vfail(cfg, cfg_blame(cfg, gp, cfg_kidx("train", "round_gemm")), err, errlen,
+                     "train.gemm_path = onednn computes products of bfloat16 operands: needs "
+                     "train.round_gemm = on");
     if (cfg->train.kahan && cfg->train.rounding == ROUNDING_STOCHASTIC)
         return cfg_vfail(cfg, cfg_kidx("train", "kahan"), err, errlen, "on and train.rounding = "
                      "stochastic are two cures for the same lost updates: choose one");

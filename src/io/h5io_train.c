@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "io/h5io.h"
+#include "model/session.h"
+#include "nn/gemm_dnnl.h"
 #include "util/fsutil.h"
 #include "util/tmpfiles.h"
 #include "io/h5io_train_internal.h"
@@ -390,8 +392,9 @@ int h5io_tw_create_file(h5io_train_t *w, const char *path, int trunc, const trai
                                      config_precision_name(t->s.cfg.train.precision));
     // which code computed the bfloat16 products (docs/design.md, "Low precision, emulated")
     if (config_lowp(&t->s.cfg)) {
-        rc |= h5io_write_attr_string(&w->f, "/", "gemm_path", "emulated");
-        rc |= h5io_write_attr_string(&w->f, "/train", "gemm_path", "emulated");
+        const char *path = session_gemm_onednn(&t->s.cfg) ? gemm_dnnl_name() : "emulated";
+        rc |= h5io_write_attr_string(&w->f, "/", "gemm_path", path);
+        rc |= h5io_write_attr_string(&w->f, "/train", "gemm_path", path);
     }
     char *created = h5io_read_attr_string(&w->f, "/", "created");
     snprintf(w->created, sizeof w->created, "%s", created ? created : "");

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "model/session.h"
+#include "nn/gemm_dnnl.h"
 #include "nn/round.h"
 
 double session_memory_bytes(const config_t *cfg)
@@ -31,10 +32,27 @@ static int check_memory(const config_t *cfg, const batch_caps_t *caps, char *err
     return 0;
 }
 
+int session_gemm_onednn(const config_t *cfg)
+{
+    if ((cfg->train.precision != PRECISION_BFLOAT16 &&
+         cfg->train.precision != PRECISION_BFLOAT16_PURE) || !cfg->train.round_gemm)
+        return 0;
+    // auto: AMX's bf16 tiles run 3.7-5.4x sgemm; with AVX512-BF16 alone oneDNN runs at about
+    // sgemm's rate and a bf16 update is no faster than float32's, so the exact emulation stays
+    // there (docs/performance.md, "bfloat16")
+    return cfg->train.gemm_path == GEMM_PATH_ONEDNN ||
+           (cfg->train.gemm_path == GEMM_PATH_AUTO && gemm_dnnl_amx());
+}
+
 int session_open(session_t *s, const config_t *cfg, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
+    if (cfg->train.gemm_path == GEMM_PATH_ONEDNN && !gemm_dnnl_available()) {
+        snprintf(err, errlen, "train.gemm_path = onednn: %s (this build has no oneDNN, or it "
+                 "cannot run a bfloat16 matmul on this CPU)", gemm_dnnl_name());
+        return 1;
+    }
     int rc = data_open(&s->data, &s->cfg, err, errlen);
     if (rc) return rc;
     batch_caps_t caps;
@@ -63,7 +81,8 @@ int session_open(session_t *s, const config_t *cfg, char *err, size_t errlen)
     if (config_lowp(cfg)) {
         const round_policy_t p = {cfg->train.round_gemm, cfg->train.round_attn_probs,
                                   cfg->train.round_residual, cfg->train.round_norm_stats,
-                                  cfg->train.precision == PRECISION_FP8};
+                                  cfg->train.precision == PRECISION_FP8,
+                                  session_gemm_onednn(cfg)};
         round_policy_set(&p);
     }
 #endif

@@ -29,6 +29,11 @@ typedef struct {
  * data task rejects cfg, or the model does not fit). */
 int session_open(session_t *s, const config_t *cfg, char *err, size_t errlen);
 
+/* 1 when cfg's bfloat16 products go through oneDNN (train.gemm_path = onednn, or auto on a CPU
+ * with AMX; docs/design.md, "The fast bfloat16 path"), 0 when they are emulated or there are none
+ * (float32, float64, fp8, round_gemm off). */
+int session_gemm_onednn(const config_t *cfg);
+
 /* Free what session_open allocated (s may be half-open). */
 void session_close(session_t *s);
 

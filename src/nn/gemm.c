@@ -14,6 +14,7 @@
 #include <threads.h>
 #include <gsl/gsl_cblas.h>
 #include "nn/gemm.h"
+#include "nn/gemm_dnnl.h"
 #include "nn/round.h"
 #include "util/blascore.h"
 #include "util/lowp.h"
@@ -47,7 +48,7 @@ struct gemm_type {
     void (*fill)(void *x, size_t n, size_t first, uint64_t seed);   /* values first.. of a stream */
 };
 
-enum { CUTS_DOUBLE, CUTS_FLOAT };
+enum { CUTS_DOUBLE, CUTS_FLOAT, CUTS_ONEDNN };
 
 /* Value i of the pseudo-random stream `seed`, in [−1, 1) (splitmix64 of the counter: any value
  * of the stream can be made again without the ones before it). */
@@ -98,6 +99,17 @@ static void fill_float(void *x, size_t n, size_t first, uint64_t seed)
 
 static const gemm_type_t FLOAT = {1, sizeof(float), CUTS_FLOAT, call_float, fill_float};
 #define REAL_TYPE FLOAT
+
+/* train.gemm_path = onednn (nn/gemm_dnnl.h; docs/design.md, "The fast bfloat16 path"): float32
+ * operands, rounded to bfloat16 as oneDNN packs them, one single-threaded matmul per call. */
+static void call_onednn(const call_t *c)
+{
+    if (gemm_dnnl(c->ta, c->tb, c->M, c->N, c->K, (float)c->alpha, c->A, c->lda, c->B, c->ldb,
+                  (float)c->beta, c->C, c->ldc))
+        abort();   // out of memory in a step: nowhere to report it
+}
+
+static const gemm_type_t ONEDNN = {2, sizeof(float), CUTS_ONEDNN, call_onednn, fill_float};
 
 /* train.precision = bfloat16*, round_gemm (nn/round.h; docs/design.md, "Low precision,
  * emulated"): the product of the operands rounded to bfloat16, accumulated by sgemm in float32
@@ -169,6 +181,10 @@ static int round_operands(call_t *c, int grad)
 {
     const round_policy_t *p = round_policy();
     if (!p->gemm || c->M < 1 || c->N < 1 || c->K < 1) return 0;
+    if (p->onednn && !p->fp8) {   // oneDNN rounds as it packs
+        c->type = &ONEDNN;
+        return 0;
+    }
     const int ar = c->ta ? c->K : c->M, ac = c->ta ? c->M : c->K;   // A as stored
     const int br = c->tb ? c->N : c->K, bc = c->tb ? c->K : c->N;   // B as stored
     const int fa = !p->fp8 ? -1 : grad == GEMM_GRAD_A ? LOWP_E5M2 : LOWP_E4M3;
@@ -204,6 +220,11 @@ static const cuts_t HASWELL[2] = {{16, 16, 0}, {12, 0, 0}};
  * multiples of 4: 16 on both sides. */
 static const cuts_t SKYLAKEX[2] = {{12, 16, 1e6 + 1}, {16, 16, 1e6 + 1}};
 
+/* oneDNN's bf16 matmul (one thread, nn/gemm_dnnl.c), whatever OpenBLAS's family: its kernel sums
+ * each entry over K in an order of K alone, so rows or columns in multiples of its 16-wide
+ * tiles (the check below still guards every shape). */
+static const cuts_t ONEDNN_CUTS = {16, 16, 0};
+
 /* The cuts of type ty under the kernels OpenBLAS runs (fixed for the process; other
  * families get Haswell's, under the same check). */
 static const cuts_t *cuts_of(const gemm_type_t *ty)
@@ -214,7 +235,7 @@ static const cuts_t *cuts_of(const gemm_type_t *ty)
         family = !strcasecmp(name, "SkylakeX") || !strcasecmp(name, "Cooperlake") ? SKYLAKEX
                                                                                    : HASWELL;
     }
-    return &family[ty->family_cuts];
+    return ty->family_cuts == CUTS_ONEDNN ? &ONEDNN_CUTS : &family[ty->family_cuts];
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -451,7 +472,7 @@ void gemm_serial_grad(int grad, int ta, int tb, int M, int N, int K, double alph
 #else
     (void)grad;
 #endif
-    REAL_TYPE.call(&c);
+    c.type->call(&c);
 }
 
 void gemm(int ta, int tb, int M, int N, int K, double alpha, const real *A, int lda,
@@ -469,6 +490,11 @@ void gemm_serial(int ta, int tb, int M, int N, int K, double alpha, const real *
 int gemm_blocks(int ta, int tb, int M, int N, int K)
 {
     if (M < 1 || N < 1) return 0;
-    const plan_t *p = plan_of(&REAL_TYPE, threads_get(), ta, tb, M, N, K);
+    const gemm_type_t *ty = &REAL_TYPE;
+#if REAL_IS_FLOAT
+    const round_policy_t *rp = round_policy();
+    if (rp->gemm && rp->onednn && !rp->fp8) ty = &ONEDNN;   // the type gemm() would run
+#endif
+    const plan_t *p = plan_of(ty, threads_get(), ta, tb, M, N, K);
     return p->l.side == SIDE_NONE ? 0 : p->l.nb;
 }

@@ -18,7 +18,8 @@
  * on the values, and random operands expose any difference in order); a shape whose blocks do
  * not, or that is too large to check (over 512 MiB of operands), is one call on the caller. So
  * every entry of C has the bits of the one call at any thread count; at one thread every product
- * is that call.
+ * is that call. Under train.gemm_path = onednn (nn/round.h's policy) "one call" is one
+ * single-threaded oneDNN bf16 matmul (nn/gemm_dnnl.h), split and checked the same way.
  */
 #ifndef STABILITY_GEMM_H
 #define STABILITY_GEMM_H

@@ -7,7 +7,7 @@ static round_policy_t policy;   // every place off: the float32 and float64 runs
 
 void round_policy_set(const round_policy_t *p)
 {
-    static const round_policy_t off = {0, 0, 0, 0, 0};
+    static const round_policy_t off = {0};
     policy = p ? *p : off;
 }
 

@@ -19,6 +19,8 @@ typedef struct {
                          they normalise (and as the backward reads them) */
     int fp8;          /* train.precision = fp8: GEMM operands through E4M3 (forward values) and
                          E5M2 (gradients) with per-tensor scales instead of bfloat16 */
+    int onednn;       /* with gemm (and not fp8): the products through oneDNN's bf16 matmul
+                         (nn/gemm_dnnl.h) instead of sgemm on the rounded operands */
 } round_policy_t;
 
 /* Make p the policy of this core (NULL: every place off). */

@@ -212,6 +212,24 @@ void report_muon_routing(FILE *out, const config_t *c)
             c->train.beta2, c->train.eps, lr_adamw, c->model.tie_embeddings ? "" : ", lm_head");
 }
 
+/* " (PATH gemm_path, why": what computed the bfloat16 products, as the file's /train attribute
+ * gemm_path says (docs/design.md, "The fast bfloat16 path"), and why: the key, or auto's rule. */
+static void report_gemm_path(FILE *out, h5io_file_t *f, const char *prefix, const config_t *c)
+{
+    char obj[1400];
+    snprintf(obj, sizeof obj, "%s/train", prefix);
+    char *path = h5io_read_attr_string(f, obj, "gemm_path");
+    const int emulated = !path || !strcmp(path, "emulated");
+    fprintf(out, " (%s gemm_path", path ? path : "emulated");
+    if (c->train.precision == PRECISION_FP8 || !c->train.round_gemm)
+        fprintf(out, ", %s", c->train.round_gemm ? "fp8 operands" : "no rounded operands");
+    else if (c->train.gemm_path != GEMM_PATH_AUTO)
+        fprintf(out, ", train.gemm_path = %s", config_gemm_path_name(c->train.gemm_path));
+    else
+        fprintf(out, ", auto: %s", emulated ? "no AMX, so the exact emulation" : "the CPU has AMX");
+    free(path);
+}
+
 void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const config_t *cfg)
 {
     const config_t *c = cfg;
@@ -233,7 +251,8 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     fprintf(out, ", %d updates, batch %d, %s", c->train.steps, c->data.batch,
             config_precision_name(c->train.precision));
     if (config_lowp(c)) {   // where it rounds (docs/design.md, "Low precision, emulated")
-        fprintf(out, " (emulated gemm_path; round_gemm %s, round_attn_probs %s, round_residual %s, "
+        report_gemm_path(out, f, prefix, c);
+        fprintf(out, "; round_gemm %s, round_attn_probs %s, round_residual %s, "
                 "round_norm_stats %s", c->train.round_gemm ? "on" : "off",
                 c->train.round_attn_probs ? "on" : "off", c->train.round_residual ? "on" : "off",
                 c->train.round_norm_stats ? "on" : "off");
