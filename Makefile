@@ -1,5 +1,5 @@
 # stability — build, test, run.  `make` builds ./stability; `make run` and `make test` also
-# install missing Debian packages first (scripts/install-deps.sh).
+# install missing Debian packages first (setup/install-deps.sh).
 
 # Builds run in parallel on every CPU (make JOBS=1 for one at a time). Only the build: the
 # targets named on the command line run one after another (two studies at once would race for
@@ -149,10 +149,10 @@ $(BUILD)/bench:
 	mkdir -p $(BUILD)/bench
 
 deps:
-	scripts/install-deps.sh
+	setup/install-deps.sh
 
 test-deps:
-	scripts/install-deps.sh --test
+	setup/install-deps.sh --test
 
 # The main job: install what is missing, build, measure Fig. 3(a,b) (Post-LN vs Pre-LN at the
 # paper's size) and draw it into plots/.
@@ -170,7 +170,7 @@ DOC_FIGURES := fig3ab_encdec-grad_vs_layer fig3ab_encdec-subout_grad fig3cd_encd
                fig3ab_grad_vs_layer-grad_vs_layer fig2_warmup-loss
 figures: deps
 	$(MAKE) -j$(JOBS) stability
-	@[ -s results/translation/manifest.txt ] || scripts/translation-corpus.sh   # Fig. 3, Fig. 2
+	@[ -s results/translation/manifest.txt ] || setup/translation-corpus.sh   # Fig. 3, Fig. 2
 	@set -e; for f in $(FIGURE_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(FIGURE_EXPERIMENTS); do ./stability plot results/$$f.h5; done
 	@mkdir -p docs/figures; for f in $(DOC_FIGURES); do \
@@ -178,7 +178,7 @@ figures: deps
 
 figures-single: deps
 	$(MAKE) -j$(JOBS) stability
-	@[ -s results/licenses.txt ] || scripts/corpus.sh   # fig2_warmup's text
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # fig2_warmup's text
 	@set -e; for f in $(SINGLE_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(SINGLE_EXPERIMENTS); do ./stability plot results/$$f.h5; done
 	@mkdir -p docs/figures; for f in $(DOC_FIGURES); do \
@@ -199,7 +199,7 @@ atlas: deps
 	  *) echo "make atlas: SEEDS must be 1 or 3 (experiments/atlas_seeds.ini's init.seed), not '$(SEEDS)'" >&2; \
 	     exit 2;; esac
 	$(MAKE) -j$(JOBS) stability
-	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the atlas trains on
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the atlas trains on
 	@set -e; for f in $(ATLAS_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	./stability plot results/$(ATLAS).h5 results/atlas_init.h5
 	./stability plot results/model_update.h5
@@ -229,7 +229,7 @@ WARMUP_FIGURES := warmup_explained_fig2-curv_lens warmup_explained-curv_init_dep
 .PHONY: warmup-explained
 warmup-explained: deps
 	$(MAKE) -j$(JOBS) stability
-	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text every run trains on
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text every run trains on
 	@set -e; for f in $(WARMUP_EXPLAINED); do ./stability sweep experiments/$$f.ini; done
 	@[ -f results/$(ATLAS).h5 ] || { echo "make warmup-explained: results/$(ATLAS).h5 is missing: make atlas$(if $(filter float32,$(PRECISION)), PRECISION=float32) gives the outcomes" >&2; exit 2; }
 	./stability table warmup-explained results/$(ATLAS).h5 results/warmup_explained.h5 \
@@ -249,7 +249,7 @@ warmup-explained: deps
 .PHONY: figures-bleu figures-train
 figures-bleu: deps
 	$(MAKE) -j$(JOBS) stability
-	@[ -s results/translation/manifest.txt ] || scripts/translation-corpus.sh
+	@[ -s results/translation/manifest.txt ] || setup/translation-corpus.sh
 	@set -e; for f in $(BLEU_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(BLEU_EXPERIMENTS); do ./stability plot results/$$f.h5; done
 	@mkdir -p docs/figures; for f in $(BLEU_FIGURES); do \
@@ -264,7 +264,7 @@ MLM_FIGURES := fig5_mlm_short-mlm_val_loss
 .PHONY: figures-mlm figures-train
 figures-mlm: deps
 	$(MAKE) -j$(JOBS) stability
-	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the masked LM trains on
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the masked LM trains on
 	@set -e; for f in $(MLM_EXPERIMENTS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(MLM_EXPERIMENTS); do ./stability plot results/$$f.h5; \
 	  ./stability info results/$$f.h5 --train; done
@@ -280,7 +280,7 @@ ESTIMATOR_FIGURES := estimators-est_density estimators-est_critical
 .PHONY: estimators
 estimators: deps
 	$(MAKE) stability
-	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the runs train on
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the runs train on
 	./stability sweep experiments/estimators.ini --jobs 1
 	./stability plot results/estimators.h5
 	./stability table estimators results/estimators.h5 > results/estimators.md
@@ -296,7 +296,7 @@ DYNAMICS_SWEEP ?= logit_growth_quick
 DYNAMICS_FIGURES := dyn_lr dyn_lines
 dynamics: deps
 	$(MAKE) -j$(JOBS) stability
-	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the runs train on
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the runs train on
 	./stability sweep experiments/$(DYNAMICS_SWEEP).ini
 	./stability plot results/$(DYNAMICS_SWEEP).h5
 	@mkdir -p docs/figures; for f in $(DYNAMICS_FIGURES); do \
@@ -321,7 +321,7 @@ proxies: deps
 	@case "$(PROXIES)" in reduced|trial|full) ;; \
 	  *) echo "make proxies: PROXIES must be reduced, trial or full, not '$(PROXIES)'" >&2; exit 2;; esac
 	$(MAKE) -j$(JOBS) stability
-	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the runs train on
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the runs train on
 	@set -e; for f in $(PROXIES_SWEEPS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(PROXIES_SWEEPS); do ./stability plot results/$$f.h5; done
 	./stability plot $(PROXIES_SWEEPS:%=results/%.h5)
@@ -335,7 +335,7 @@ proxies: deps
 # the 2017 block's float32 atlas (make atlas PRECISION=float32) beside it when it is there.
 atlas-llama: deps
 	$(MAKE) -j$(JOBS) stability
-	@[ -s results/licenses.txt ] || scripts/corpus.sh
+	@[ -s results/licenses.txt ] || setup/corpus.sh
 	./stability sweep experiments/atlas_llama.ini
 	./stability plot results/atlas_llama.h5
 	./stability table atlas results/atlas_llama.h5
@@ -366,9 +366,9 @@ REST_PY := $(TORCH) $(NUMBERS) $(FIGURES_TESTS) $(FILES_TESTS)
 
 check:
 	$(MAKE) -j$(JOBS) stability $(BUILD)/test_runner
-	@[ -s results/licenses.txt ] || scripts/corpus.sh   # the text the training tests run on
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the training tests run on
 	$(MAKE) unit
-	/usr/bin/python3 scripts/check_docs.py
+	/usr/bin/python3 tools/check_docs.py
 	tests/test_cli.sh
 	tests/test_corpus.sh
 	@set -e; for t in $(CHECK_PY); do echo "== tests/$$t.py"; /usr/bin/python3 tests/$$t.py; done
@@ -421,7 +421,7 @@ asan-unit:
 # update time before/after GEMM bits were made independent of the thread count
 # (bench/split_cost.sh; builds that commit's benchmark once, in build/before-*), one curvature
 # measurement at the anchor's size (bench/curvature_cost.py) and the log line's cost per update
-# (scripts/bench_log.py).
+# (tools/bench_log.py).
 BENCH_ARGS ?=
 bench:
 	$(MAKE) -j$(JOBS) $(BUILD)/bench/bench stability
@@ -430,7 +430,7 @@ bench:
 	bench/sweep_split.sh
 	bench/split_cost.sh
 	/usr/bin/python3 bench/curvature_cost.py ./stability
-	/usr/bin/python3 scripts/bench_log.py ./stability
+	/usr/bin/python3 tools/bench_log.py ./stability
 
 clean:
 	rm -rf build build-asan build-ubsan stability

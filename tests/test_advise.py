@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """`stability advise` (docs/design.md §6g, "The advisor"), its files read with h5py and no project
-code. Needs results/licenses.txt (scripts/corpus.sh); about 90 s on 2 cores.
+code. Needs results/licenses.txt (setup/corpus.sh); about 90 s on 2 cores.
 
 Run from the repository root (make test does): /usr/bin/python3 tests/test_advise.py
 1. The anchors: the atlas config (d = 64, L = 6, Adam (0.9, 0.98)) at lr 3e-3 — Post-LN needs
@@ -98,7 +98,7 @@ def refusals(tmp):
 
 def main():
     if not os.path.exists("results/licenses.txt"):
-        print("not ok results/licenses.txt missing (scripts/corpus.sh)")
+        print("not ok results/licenses.txt missing (setup/corpus.sh)")
         print("advise: 0 passed, 1 failed")
         return 1
     with tempfile.TemporaryDirectory() as tmp:

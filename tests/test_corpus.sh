@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_corpus.sh — scripts/translation-corpus.sh on catalogs made here with msgfmt (--mo-dir):
+# test_corpus.sh — setup/translation-corpus.sh on catalogs made here with msgfmt (--mo-dir):
 #   - a UTF-8 catalog with a plural, two contexts of one msgid, a multi-line string, escapes, an
 #     identical pair, a format-only pair, a whitespace-only translation and an over-long one;
 #   - a Latin-1 catalog with a pair that duplicates one of the first;
@@ -14,7 +14,7 @@ set -u
 export LC_ALL=C.UTF-8
 
 cd "$(dirname "$0")/.." || exit 1
-SCRIPT=scripts/translation-corpus.sh
+SCRIPT=setup/translation-corpus.sh
 VOCAB=90
 pass=0
 fail=0

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_curvature_anchor.py — the PyTorch anchor (scripts/curvature_anchor.py, docs/curvature.md)
+"""test_curvature_anchor.py — the PyTorch anchor (tests/oracles/curvature_anchor.py, docs/curvature.md)
 models the program's model: on a `stability dump --hvp` of the anchor's setting at a reduced
 size (L = 2, d = 32, d_ff = 64, n = 16, B = 4; Post-LN with the anchor's Xavier-uniform
 embedding, Pre-LN with the program's N(0, 1/d)), the script's loss equals the dump's within
@@ -22,7 +22,7 @@ ARGS = ["--layers", "2", "--d", "32", "--d-ff", "64", "--n", "16", "--batch", "4
 def main():
     corpus = os.path.join(ROOT, "results", "licenses.txt")
     if not os.path.exists(corpus):
-        subprocess.run([os.path.join(ROOT, "scripts", "corpus.sh")], check=True,
+        subprocess.run([os.path.join(ROOT, "setup", "corpus.sh")], check=True,
                        stdout=subprocess.DEVNULL)
     fails = passed = 0
     with tempfile.TemporaryDirectory() as d:
@@ -35,7 +35,7 @@ def main():
             for s in sets:
                 cmd += ["--set", s]
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
-            r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "curvature_anchor.py"),
+            r = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "oracles", "curvature_anchor.py"),
                                 "--check", out, "--placement", placement] + ARGS,
                                check=True, capture_output=True, text=True)
             got = json.loads(r.stdout)

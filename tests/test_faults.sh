@@ -22,7 +22,7 @@
 #              what it held;
 #   figures    a full disk, a failing gnuplot: exit 1, the old figure kept; a live run plots;
 #              a write error on standard output is exit 1;
-#   apt        scripts/install-deps.sh waits for apt's locks, by the clock and for at most
+#   apt        setup/install-deps.sh waits for apt's locks, by the clock and for at most
 #              STABILITY_APT_LOCK_WAIT seconds; a wait or retry that is not a number is exit 2.
 # Needs root for mknod and mount (CI is root); those checks are skipped otherwise.
 # Prints "ok - ..." / "not ok - ..." per check, then "faults: N passed, M failed"; exit 1 if M > 0.
@@ -706,7 +706,7 @@ exit 0
 EOF2
 printf '#!/bin/sh\nexec "$@"\n' > "$A/bin/sudo"
 chmod +x "$A/bin/"*
-PATH="$A/bin:$PATH" APT_STATE="$A" STABILITY_APT_RETRY=0 timeout 60 "$ROOT/scripts/install-deps.sh" \
+PATH="$A/bin:$PATH" APT_STATE="$A" STABILITY_APT_RETRY=0 timeout 60 "$ROOT/setup/install-deps.sh" \
     >"$tmp/out" 2>"$tmp/err" </dev/null
 rc=$?
 updates=$(grep -cw 'update' "$A/calls" 2>/dev/null)
@@ -721,14 +721,14 @@ fi
 rm -f "$A/installed" "$A/calls" "$A/locked"
 t0=$SECONDS
 PATH="$A/bin:$PATH" APT_STATE="$A" APT_LOCKED=1 STABILITY_APT_RETRY=0 STABILITY_APT_LOCK_WAIT=2 \
-    timeout 20 "$ROOT/scripts/install-deps.sh" >"$tmp/out" 2>"$tmp/err" </dev/null
+    timeout 20 "$ROOT/setup/install-deps.sh" >"$tmp/out" 2>"$tmp/err" </dev/null
 rc=$?
 check "install-deps.sh, apt locked for good, STABILITY_APT_RETRY=0: gives up after 2 s, exit 1 ($((SECONDS - t0)) s)" \
     eval '[ "$rc" -eq 1 ] && grep -q "held for more than 2 s" "$tmp/err"'
 for v in STABILITY_APT_LOCK_WAIT=abc STABILITY_APT_RETRY=-1 STABILITY_APT_RETRY=1e3; do
     rm -f "$A/calls"
     env PATH="$A/bin:$PATH" APT_STATE="$A" APT_LOCKED=1 "$v" \
-        timeout 20 "$ROOT/scripts/install-deps.sh" >"$tmp/out" 2>"$tmp/err" </dev/null
+        timeout 20 "$ROOT/setup/install-deps.sh" >"$tmp/out" 2>"$tmp/err" </dev/null
     rc=$?
     check "install-deps.sh, $v: exit 2 naming it, apt never run" \
         eval '[ "$rc" -eq 2 ] && grep -q "${v%%=*}: not a whole number" "$tmp/err" && [ ! -e "$A/calls" ]'

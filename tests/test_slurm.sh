@@ -1,6 +1,6 @@
 #!/bin/bash
 # Cluster runs on a real single-node Slurm cluster, started on loopback by
-# scripts/slurm-local-start.sh and torn down by PID at the end, whatever happened.
+# setup/slurm-local-start.sh and torn down by PID at the end, whatever happened.
 #  1. a small sweep submitted with --slurm --submit runs as one job array; every task
 #     COMPLETED; --merge gives a file whose runs equal a local run of the same sweep; with
 #     two run files lost, --merge names their task ids and --slurm --submit --only-missing
@@ -22,20 +22,20 @@ if [ "$(id -u)" != 0 ]; then
     exit 0
 fi
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
-    echo "slurm: skipped: slurmctld/munge not installed (scripts/install-deps.sh --test installs them)"
+    echo "slurm: skipped: slurmctld/munge not installed (setup/install-deps.sh --test installs them)"
     exit 0
 fi
 
 DIR=$(mktemp -d /tmp/stability-slurm.XXXXXX)
 NAME=slurmtest_$$
 cleanup() {
-    scripts/slurm-local-stop.sh "$DIR" >/dev/null
+    setup/slurm-local-stop.sh "$DIR" >/dev/null
     rm -rf "$DIR" "results/$NAME" "results/$NAME.h5" "results/${NAME}_local" "results/${NAME}_local.h5" \
            "results/${NAME}_usr1" "results/${NAME}_usr1.h5" "results/${NAME}_straight.h5"
 }
 trap cleanup EXIT
 # MaxArraySize = 3: the 4-run sweep must be split into two arrays (indices 0-2, then 0 + offset 3)
-if ! STABILITY_SLURM_MAX_ARRAY=3 scripts/slurm-local-start.sh "$DIR" > "$DIR/start.log" 2>&1; then
+if ! STABILITY_SLURM_MAX_ARRAY=3 setup/slurm-local-start.sh "$DIR" > "$DIR/start.log" 2>&1; then
     cat "$DIR/start.log"
     not_ok "local Slurm cluster starts"
     finish

@@ -2,7 +2,7 @@
 """The same bits at every thread count, from the repository root: /usr/bin/python3 tests/test_threads.py
 
 Every float64 result is defined by the program, not by the thread count (docs/performance.md,
-"Same bits at every thread count"). A representative subset of scripts/same_results.py's cases,
+"Same bits at every thread count"). A representative subset of tools/same_results.py's cases,
 big enough that GEMMs are shared among the pool (256 and 320 rows at d = 64, nn/gemm.h; under
 the SkylakeX kernels only those beyond OpenBLAS's small-matrix size, 100³ multiply-adds, are),
 runs at 1, 2, 3 and 16 threads (STABILITY_THREADS) under the kernels the machine pins, and every
@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import same_results as sr   # noqa: E402  (the comparison cases and the file comparison)
 import harness   # noqa: E402  (tests/: the temporary working directory)
 
@@ -77,7 +77,7 @@ def env_for(threads, **extra):
 
 def test_cases(tmp):
     todo = [(n, v, s) for n, v, s, _ in sr.cases() if n in CASES] + EXTRA
-    check("the cases exist in scripts/same_results.py", len(todo) == len(CASES) + len(EXTRA))
+    check("the cases exist in tools/same_results.py", len(todo) == len(CASES) + len(EXTRA))
     todo += [(n + "-float32", v, s + ["train.precision=float32"]) for n, v, s in todo if n in F32]
     for name, verb, sets in todo:
         files, bad = {}, []

@@ -4,7 +4,7 @@ an independent PyTorch float64 decoder on the same checkpoint, the BLEU helper a
 while training, and the bad inputs.
 
 A tiny En->De corpus is made here (a word-for-word language with one reordering rule, a 96-piece
-sentencepiece BPE in the corpus layout of scripts/translation-corpus.sh); a 2+2-layer d = 16
+sentencepiece BPE in the corpus layout of setup/translation-corpus.sh); a 2+2-layer d = 16
 model trains on it for 400 updates and checkpoints. Then:
   - greedy: the ids of `stability translate --ids` equal, sentence for sentence, those of a
     PyTorch float64 greedy search on the checkpoint's parameters (test_torch_encdec's model);
@@ -29,7 +29,7 @@ model trains on it for 400 updates and checkpoints. Then:
     files, data_bytes their size.
 Prints "ok - ..." / "FAIL - ..." per check, then "translate: N passed, M failed".
 `tests/test_translate.py hardening` runs the training run and the issue-34 checks only;
-STABILITY=PATH tests another binary (its scripts/ beside it).
+STABILITY=PATH tests another binary (its runtime/ beside it).
 """
 import math
 import os
@@ -50,7 +50,7 @@ import test_torch_encdec as te  # noqa: E402
 
 REPO = ref.REPO
 BIN = os.path.abspath(os.environ.get("STABILITY", os.path.join(REPO, "stability")))
-BLEU_PY = os.path.join(os.path.dirname(BIN), "scripts", "bleu.py")   # the binary's own helper
+BLEU_PY = os.path.join(os.path.dirname(BIN), "runtime", "bleu.py")   # the binary's own helper
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 passed = failed = 0
 
@@ -224,7 +224,7 @@ def check_bleu(tmp, corpus, run_file):
     def score(keep):
         lines = "".join(f"{i + 1}\t{' '.join(map(str, sp.encode(r)))}\n"
                         for i, r in enumerate(refs) if keep(r))
-        s = subprocess.run(["/usr/bin/python3", f"{REPO}/scripts/bleu.py", "score", "--dir",
+        s = subprocess.run(["/usr/bin/python3", f"{REPO}/runtime/bleu.py", "score", "--dir",
                             corpus], input=lines, capture_output=True, text=True)
         return float(s.stdout) if s.returncode == 0 else float("nan")
     long4 = score(lambda r: len(tok.tokenize(r)) >= 4)
@@ -494,7 +494,7 @@ def release(fifo):
 
 
 def check_fifos(tmp, corpus, vocab, run_file):
-    """A FIFO where scripts/bleu.py reads (valid.de, spm.model) is refused at once, never waited
+    """A FIFO where runtime/bleu.py reads (valid.de, spm.model) is refused at once, never waited
     for; training with train.bleu_every refuses it before its first update."""
     c, ini = corpus_copy(tmp, corpus, "fiforefs", vocab, train__bleu_every=100,
                          train__checkpoint_every=100)

@@ -56,7 +56,7 @@ def main():
     if not os.access(STABILITY, os.X_OK):
         check(f"{STABILITY} exists (run make first)", False)
     elif not os.path.exists("results/licenses.txt"):
-        check("results/licenses.txt exists (scripts/corpus.sh)", False)
+        check("results/licenses.txt exists (setup/corpus.sh)", False)
     else:
         with tempfile.TemporaryDirectory(prefix="stability_warmup_answer_") as tmp:
             seeds = (1, 2)

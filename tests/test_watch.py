@@ -34,7 +34,7 @@ import tempfile
 import h5py
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import same_results as sr   # noqa: E402  (the byte-for-byte comparison of two result files)
 
 STABILITY = os.path.abspath(os.environ.get("STABILITY", "./stability"))

@@ -220,7 +220,7 @@ static int validate_arch(const config_t *cfg, char *err, size_t errlen)
         if (!cfg->data.path[0])
             return cfg_vfail(cfg, task, err, errlen,
                          "translation needs data.path (the directory of "
-                         "scripts/translation-corpus.sh, e.g. results/translation)");
+                         "setup/translation-corpus.sh, e.g. results/translation)");
         if (cfg->model.vocab < 5)
             return cfg_vfail(cfg, cfg_kidx("model", "vocab"), err, errlen,
                          "must be >= 5 for translation (4 special ids) (got %d)", cfg->model.vocab);

@@ -1,4 +1,4 @@
-/* corpus.h — the English→German sentence pairs of scripts/translation-corpus.sh, as batches.
+/* corpus.h — the English→German sentence pairs of setup/translation-corpus.sh, as batches.
  *
  * DIR holds train.en.ids train.de.ids valid.en.ids valid.de.ids: one sentence a line,
  * space-separated sentencepiece ids, line i of .en and .de a pair, no BOS/EOS.

@@ -1,4 +1,4 @@
-/* translation.c — the translation task over the corpus of scripts/translation-corpus.sh
+/* translation.c — the translation task over the corpus of setup/translation-corpus.sh
  * (docs/design.md §6b): batches of data.batch random pairs, or with data.max_tokens the
  * training split cut by length as fairseq's batch_by_size, a new batch order every epoch. */
 #include <errno.h>
@@ -16,7 +16,7 @@ static unsigned long epoch_seed(unsigned long seed, long e)
 }
 
 /* train.bleu_every: the references DIR/valid.de and the vocabulary DIR/spm.model, which
- * scripts/bleu.py reads at every BLEU, are regular files (a FIFO would block the run at its
+ * runtime/bleu.py reads at every BLEU, are regular files (a FIFO would block the run at its
  * first BLEU, hours in). 0, or 2 with err. */
 static int references_regular(const char *dir, char *err, size_t errlen)
 {

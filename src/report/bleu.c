@@ -1,4 +1,4 @@
-/* bleu.c — scripts/bleu.py as a child process (bleu.h). */
+/* bleu.c — runtime/bleu.py as a child process (bleu.h). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,8 +12,8 @@
 
 #define PYTHON "/usr/bin/python3"
 
-/* DIR_OF_EXECUTABLE/scripts/bleu.py, else ./scripts/bleu.py (a program copied elsewhere run
- * from the repository, as scripts/same_results.py does) into path. 0, or 1 with err. */
+/* DIR_OF_EXECUTABLE/runtime/bleu.py, else ./runtime/bleu.py (a program copied elsewhere run
+ * from the repository, as tools/same_results.py does) into path. 0, or 1 with err. */
 static int script_path(char *path, size_t len, char *err, size_t errlen)
 {
     char exe[PATH_MAX];
@@ -26,10 +26,10 @@ static int script_path(char *path, size_t len, char *err, size_t errlen)
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
     struct stat st;
-    if ((size_t)snprintf(path, len, "%s/scripts/bleu.py", exe) < len && stat(path, &st) == 0)
+    if ((size_t)snprintf(path, len, "%s/runtime/bleu.py", exe) < len && stat(path, &st) == 0)
         return 0;
-    if ((size_t)snprintf(path, len, "scripts/bleu.py") < len && stat(path, &st) == 0) return 0;
-    snprintf(err, errlen, "%.200s/scripts/bleu.py: not found (it belongs beside the program)", exe);
+    if ((size_t)snprintf(path, len, "runtime/bleu.py") < len && stat(path, &st) == 0) return 0;
+    snprintf(err, errlen, "%.200s/runtime/bleu.py: not found (it belongs beside the program)", exe);
     return 1;
 }
 
@@ -42,7 +42,7 @@ static int run_helper(const char *mode, const char *dir, const char *opt, const 
     const char *argv[] = {PYTHON, script, mode, "--dir", dir, opt, val, NULL};
     const int st = proc_run(argv, io);
     if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        snprintf(err, errlen, "scripts/bleu.py %s --dir %.200s failed (%s); its message is above",
+        snprintf(err, errlen, "runtime/bleu.py %s --dir %.200s failed (%s); its message is above",
                  mode, dir, st == -1 ? strerror(errno) : !WIFEXITED(st) ? "killed" :
                  WEXITSTATUS(st) == 127 ? PYTHON " not found" : "exit status not 0");
         return 1;
@@ -58,7 +58,7 @@ int bleu_score(const char *dir, const char *lines, double *bleu, char *err, size
     char *end;
     *bleu = strtod(out, &end);
     if (end == out) {
-        snprintf(err, errlen, "scripts/bleu.py score: no number in its answer '%.40s'", out);
+        snprintf(err, errlen, "runtime/bleu.py score: no number in its answer '%.40s'", out);
         return 1;
     }
     return 0;
@@ -105,7 +105,7 @@ int bleu_vocab(const char *dir, long *n, char *err, size_t errlen)
     if ((size_t)snprintf(path, sizeof path, "%s/spm.model", dir) >= sizeof path ||
         stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
         snprintf(err, errlen, "%.200s/spm.model: no vocabulary (the corpus of "
-                 "scripts/translation-corpus.sh has one)", dir);
+                 "setup/translation-corpus.sh has one)", dir);
         return 1;
     }
     char script[PATH_MAX + 32];

@@ -1,8 +1,8 @@
-/* bleu.h — the packaged scorer and detokeniser, through scripts/bleu.py (docs/paper_training.md):
+/* bleu.h — the packaged scorer and detokeniser, through runtime/bleu.py (docs/paper_training.md):
  * sentencepiece (Debian's python3-sentencepiece) turns ids into text and back, NLTK's
  * corpus_bleu (python3-nltk) scores detokenised text. The helper runs as a child process
  * (util/proc.h, no shell), as gnuplot does for the figures; the script is found beside the
- * program (DIR_OF_EXECUTABLE/scripts/bleu.py). Errors: 1 (the helper failed) with err set. */
+ * program (DIR_OF_EXECUTABLE/runtime/bleu.py). Errors: 1 (the helper failed) with err set. */
 #ifndef STABILITY_BLEU_H
 #define STABILITY_BLEU_H
 

@@ -383,7 +383,7 @@ static int render_one(const char *term, const char *script, const char *out, int
     int rc = 0;
     if (status != 0) {
         if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
-            snprintf(err, errlen, "gnuplot not found (install gnuplot-nox: scripts/install-deps.sh)");
+            snprintf(err, errlen, "gnuplot not found (install gnuplot-nox: setup/install-deps.sh)");
         else
             snprintf(err, errlen, "gnuplot failed on %s (status %d); %s kept as it was", out,
                      status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);

@@ -289,7 +289,7 @@ static int parse_sources(const char *ids, int S, const char *input, int32_t **po
     return 0;
 }
 
-/* Lines of the regular file path as every reader of user text counts them (scripts/userfile.py
+/* Lines of the regular file path as every reader of user text counts them (runtime/userfile.py
  * for the Python side): the "\n"s, and the text after the last one when there is any. −1 with
  * errno when path cannot be read (a FIFO is never waited for). */
 static long count_lines(const char *path)

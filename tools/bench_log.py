@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench_log.py — what watching a run costs per update (issue 33; for `make bench`).
 
-    /usr/bin/python3 scripts/bench_log.py [BINARY] [--base OLD_BINARY] [--reps N] [--steps S]
+    /usr/bin/python3 tools/bench_log.py [BINARY] [--base OLD_BINARY] [--reps N] [--steps S]
 
 Trains configs/tiny.ini on the copy task (d = 8: about 30 µs an update, where a fixed cost per
 update shows most; probes and the model update off) with stderr to a file, so that the run logs,

@@ -3,14 +3,14 @@
 # built offline from the German gettext catalogs of a pinned list of Debian 12 packages, with one
 # joint 8000-piece BPE (sentencepiece) and every sentence encoded as ids.
 #
-#   scripts/translation-corpus.sh [OUT] [--vocab N] [--mo-dir DIR] [--force]
+#   setup/translation-corpus.sh [OUT] [--vocab N] [--mo-dir DIR] [--force]
 #
 # OUT (default results/translation) gets train.{en,de} valid.{en,de} (clean text, one sentence a
 # line), train.{en,de}.ids valid.{en,de}.ids (space-separated sentencepiece ids, no BOS/EOS),
 # spm.model, spm.vocab and manifest.txt (packages and versions, pair counts after every cleaning
 # stage, split sizes, token counts, sha256 of every file). Ids: 0 pad, 1 unk, 2 BOS, 3 EOS.
 # Run again, it checks the manifest and returns at once when OUT is complete and up to date.
-# Cleaning rules: scripts/translation_pairs.py. Needs root or sudo to install missing packages.
+# Cleaning rules: setup/translation_pairs.py. Needs root or sudo to install missing packages.
 set -euo pipefail
 export LC_ALL=C
 
@@ -226,7 +226,7 @@ encode() {
 # manifest: what was read, every count, every file's sha256 (deterministic: no dates).
 manifest() {
     local f
-    echo "# English->German corpus from Debian's German gettext catalogs (scripts/translation-corpus.sh)"
+    echo "# English->German corpus from Debian's German gettext catalogs (setup/translation-corpus.sh)"
     echo "# ids: 0 pad, 1 unk, 2 BOS, 3 EOS; the .ids files hold no BOS/EOS."
     echo "key $1"
     echo "source ${mo_dir:-pinned packages}"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Stop what scripts/slurm-local-start.sh started, by the PIDs in its pid files (never by name).
+# Stop what setup/slurm-local-start.sh started, by the PIDs in its pid files (never by name).
 DIR=${1:-/tmp/stability-slurm}
 for f in slurmd slurmctld munged; do
     [ -s "$DIR/$f.pid" ] || continue

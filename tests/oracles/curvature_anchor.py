@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """curvature_anchor.py — the curvature anchor of docs/curvature.md in PyTorch, independent of the
-program: a byte-level LM on the licence texts (scripts/corpus.sh -> results/licenses.txt), d = 64,
+program: a byte-level LM on the licence texts (setup/corpus.sh -> results/licenses.txt), d = 64,
 L = 6, 4 heads, d_ff = 256, ReLU, n = 64, B = 16, tied embeddings, Adam β = (0.9, 0.98), ε = 1e-8,
 constant lr after an optional linear warm-up, and Adam's preconditioned sharpness on one fixed
 measurement batch of 1 024 tokens (docs/design.md §10; Cohen et al. 2022).
@@ -24,8 +24,8 @@ principal submatrix without the floored coordinates) for each floor definition o
 
 The threshold is Adam's 2(1 + β₁)/((1 − β₁)·η_{s+1}). Prints one JSON object per run.
 
-    scripts/curvature_anchor.py --placement post --lr 3e-3 --seed 1            # one run
-    scripts/curvature_anchor.py --placement post --lr 3e-3 --warmup 100 --embed normal
+    tests/oracles/curvature_anchor.py --placement post --lr 3e-3 --seed 1            # one run
+    tests/oracles/curvature_anchor.py --placement post --lr 3e-3 --warmup 100 --embed normal
 """
 import argparse
 import json
@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 torch.set_default_dtype(torch.float64)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 # ---------------------------------------------------------------------------- the model
@@ -396,7 +396,7 @@ def main():
     if a.check:
         return check(a)
     if not os.path.exists(a.corpus):
-        sys.exit(f"{a.corpus}: not found (scripts/corpus.sh writes it)")
+        sys.exit(f"{a.corpus}: not found (setup/corpus.sh writes it)")
     print(json.dumps(run(a)), flush=True)
 
 

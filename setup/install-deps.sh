@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh — install the Debian packages stability needs, only those that are missing.
 #
-#   scripts/install-deps.sh          runtime set (build, run, plot)
-#   scripts/install-deps.sh --test   runtime set + what `make test` needs (Check, PyTorch, h5py)
+#   setup/install-deps.sh          runtime set (build, run, plot)
+#   setup/install-deps.sh --test   runtime set + what `make test` needs (Check, PyTorch, h5py)
 #
 # It runs on every `make run` / `make test`, so when nothing is missing it only asks dpkg and exits 0.
 # Package names: docs/design.md §7.
@@ -15,7 +15,7 @@ RUNTIME_PKGS+=(libssl-dev)
 RUNTIME_PKGS+=(libdnnl-dev)
 # scripts/atlas_table.py, warmup_table.py read results with h5py
 RUNTIME_PKGS+=(python3-h5py python3-numpy)
-# BLEU (scripts/bleu.py: stability translate, train.bleu_every): sentencepiece detokenises,
+# BLEU (runtime/bleu.py: stability translate, train.bleu_every): sentencepiece detokenises,
 # NLTK's corpus_bleu scores
 RUNTIME_PKGS+=(python3-sentencepiece python3-nltk)
 TEST_PKGS=(check python3-torch python3-h5py python3-numpy)

@@ -2,10 +2,10 @@
 """logit_growth_torch.py — an independent PyTorch reference for attention-logit growth
 (docs/dynamics.md): the reference setting of docs/design.md trained in PyTorch, no project code.
 
-    /usr/bin/python3 scripts/logit_growth_torch.py [--lr 3e-3,1e-2,3e-2,1e-1] [--seeds 0,1]
+    /usr/bin/python3 tests/oracles/logit_growth_torch.py [--lr 3e-3,1e-2,3e-2,1e-1] [--seeds 0,1]
         [--qk off,layernorm] [--placement pre] [--steps 500] [--dtype float32] [--out CSV]
 
-A byte-level causal LM on results/licenses.txt (scripts/corpus.sh): d = 128, L = 4, 4 heads,
+A byte-level causal LM on results/licenses.txt (setup/corpus.sh): d = 128, L = 4, 4 heads,
 d_ff = 512, GELU, n = 64, B = 16, tied embedding ·√d + sinusoidal positions (fairseq), Xavier
 normal matrices, AdamW β = (0.9, 0.95), ε = 1e-8, no weight decay, 50 linear warm-up updates then
 constant lr. Per run it prints the peak over updates of the max |attention logit| (max over

@@ -3,10 +3,10 @@
 # path of `stability sweep --slurm` can be tried on one machine, and tested. Needs root.
 # Why each setting is what it is: the comment beside it below.
 #
-#   scripts/slurm-local-start.sh [DIR]      # state, logs, pid files and slurm.conf under DIR
+#   setup/slurm-local-start.sh [DIR]      # state, logs, pid files and slurm.conf under DIR
 #   (STABILITY_SLURM_MAX_ARRAY=N sets MaxArraySize, to try the splitting of large arrays)
 #   export SLURM_CONF=DIR/slurm.conf        # for sbatch, squeue, scontrol
-#   scripts/slurm-local-stop.sh [DIR]       # stops the daemons by their PIDs
+#   setup/slurm-local-stop.sh [DIR]       # stops the daemons by their PIDs
 set -euo pipefail
 DIR=${1:-/tmp/stability-slurm}
 [ "$(id -u)" = 0 ] || { echo "slurm-local-start: needs root" >&2; exit 1; }
@@ -28,7 +28,7 @@ munge -n | unmunge >/dev/null || { echo "slurm-local-start: munge does not work"
 HOST=$(hostname -s)
 read -r CPUS MEM < <(slurmd -C | sed -n 's/.*CPUs=\([0-9]*\).*RealMemory=\([0-9]*\).*/\1 \2/p')
 cat > "$DIR/slurm.conf" <<CONF
-# written by scripts/slurm-local-start.sh
+# written by setup/slurm-local-start.sh
 ClusterName=stability
 SlurmctldHost=$HOST(127.0.0.1)
 SlurmUser=root

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """same_results.py — are two builds' results the same bits? (a developer's check)
 
-    /usr/bin/python3 scripts/same_results.py OLD_BINARY NEW_BINARY [--threads 1,2,3] [--only SUBSTR]
+    /usr/bin/python3 tools/same_results.py OLD_BINARY NEW_BINARY [--threads 1,2,3] [--only SUBSTR]
                                              [--keep DIR] [--cases] [--additions]
 
 Runs the comparison cases below (dumps, probes and short training runs over every scheme, norm,
@@ -17,8 +17,8 @@ results do not depend on the thread count (--across-threads).
 With --additions, what a new build only adds is allowed: objects only in the new file, attributes
 only on its objects, and in a `config` attribute the lines of keys the old build did not have
 (a new option at its default); everything both files hold must still be the same bits.
-Needs results/licenses.txt (scripts/corpus.sh) for the text cases and results/translation/
-(scripts/translation-corpus.sh) for the translation case; a case whose data is missing is
+Needs results/licenses.txt (setup/corpus.sh) for the text cases and results/translation/
+(setup/translation-corpus.sh) for the translation case; a case whose data is missing is
 skipped and said so.
 """
 import argparse

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """check_docs.py — the README and docs/*.md: every relative link resolves, and nothing was lost.
 
-  scripts/check_docs.py                  every relative link and image of README.md and docs/*.md
+  tools/check_docs.py                  every relative link and image of README.md and docs/*.md
                                          names a file that exists, and every #anchor a heading of
                                          that file (GitHub's rule for heading ids)
-  scripts/check_docs.py --numbers REV    also: every number of REV's README.md (e.g. 1.46, 2.1e-7,
+  tools/check_docs.py --numbers REV    also: every number of REV's README.md (e.g. 1.46, 2.1e-7,
                                          45,315) still appears in README.md or docs/*.md
 
 Prints each failure and exits 1 if there is one. Links written as `code` (pages still to come)

@@ -11,7 +11,7 @@ contract, with tests/torch_ref.py's layers) and prints, averaged over tokens:
   |sum g|, |sum dx|  the same gradients summed over the batch's tokens (their coherent part,
                   which is what the expected gradient of a weight keeps)
 Each row is the mean over init.seed = 1, 2, 3 (one batch each).
-Run from the repository root after `make`: /usr/bin/python3 scripts/tied_output_gradient.py
+Run from the repository root after `make`: /usr/bin/python3 tests/oracles/tied_output_gradient.py
 """
 import math
 import os
@@ -23,7 +23,7 @@ import h5py
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import test_torch as tt  # noqa: E402  (the lm stack of docs/design.md §1, shared with the tests)
 import torch_ref as ref  # noqa: E402  (config reader, dump reader, norms, loss)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """translation_pairs.py — English->German sentence pairs from UTF-8 .po files (msgunfmt output).
 
-Used by scripts/translation-corpus.sh; Python standard library only.
+Used by setup/translation-corpus.sh; Python standard library only.
 
     translation_pairs.py --out DIR [--max-chars 256] [--valid-percent 5] LABEL=FILE.po ...
 
@@ -23,7 +23,7 @@ The split is by the source text: valid if sha256(source) mod 100 < --valid-perce
 translations of one source are on the same side. Each split is ordered by sha256(source TAB
 target): a deterministic shuffle that does not depend on the order of the input files.
 
-Files and lines as the C side has them (scripts/userfile.py): only regular files are read and
+Files and lines as the C side has them (runtime/userfile.py): only regular files are read and
 written (a FIFO, a device or a link is refused, exit 1, never waited for), a .po line ends at
 "\n" only (so FILE:LINE is the line sed and gettext count), and no sentence written holds a
 character that any reader could take for a line end (cleaning turns them into spaces).
@@ -39,8 +39,8 @@ import re
 import sys
 import unicodedata
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import userfile  # noqa: E402  (scripts/userfile.py: regular files only, lines end at "\n")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime"))
+import userfile  # noqa: E402  (runtime/userfile.py: regular files only, lines end at "\n")
 
 # printf conversions (C, positional "%1$s", gcc's "%qs" "%<" "%>" "%'"), Python "%(name)s",
 # positional brace fields "{0}", "%%". Named braces stay: gcc's "{anonymous}" is text.

@@ -7,10 +7,10 @@
     bleu.py encode --dir DIR --input FILE      prints FILE's lines as sentencepiece ids
     bleu.py vocab  --dir DIR                   prints the vocabulary size of DIR/spm.model
 
-DIR is a corpus of scripts/translation-corpus.sh (spm.model, valid.de, ...). LINE is the
+DIR is a corpus of setup/translation-corpus.sh (spm.model, valid.de, ...). LINE is the
 1-based line of the hypothesis' pair in DIR/SPLIT.de, the reference.
 
-Files and lines as the C side has them (scripts/userfile.py): only regular files are read (a
+Files and lines as the C side has them (runtime/userfile.py): only regular files are read (a
 FIFO is refused, exit 2, never waited for), and a line ends at "\n" only, in FILE, in the
 references and on stdin: one line of ids out for every line in. Text is UTF-8 in every
 locale: FILE and the references are read as UTF-8, and the text printed is UTF-8 (as the
@@ -32,7 +32,7 @@ import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import userfile  # noqa: E402  (scripts/userfile.py: regular files only, lines end at "\n")
+import userfile  # noqa: E402  (runtime/userfile.py: regular files only, lines end at "\n")
 
 
 def fail(code, msg):
@@ -44,7 +44,7 @@ def load_spm(d):
     try:
         import sentencepiece as spm
     except ImportError:
-        fail(1, "python3-sentencepiece is not installed (scripts/install-deps.sh)")
+        fail(1, "python3-sentencepiece is not installed (setup/install-deps.sh)")
     path = f"{d}/spm.model"
     try:   # read here, not by sentencepiece's own open: a FIFO is refused, never waited for
         with userfile.open_read(path) as f:
@@ -60,7 +60,7 @@ def load_spm(d):
 
 
 def read_lines(path):
-    """The lines of the regular UTF-8 file path (scripts/userfile.py); exit 2 for a FIFO, a
+    """The lines of the regular UTF-8 file path (runtime/userfile.py); exit 2 for a FIFO, a
     device or a directory, 1 when it cannot be read."""
     try:
         return userfile.split_lines(userfile.read_text(path))
@@ -89,7 +89,7 @@ def score(args):
         from nltk.tokenize import NLTKWordTokenizer
         from nltk.translate.bleu_score import corpus_bleu
     except ImportError:
-        fail(1, "python3-nltk is not installed (scripts/install-deps.sh)")
+        fail(1, "python3-nltk is not installed (setup/install-deps.sh)")
     sp = load_spm(args.dir)
     path = f"{args.dir}/{args.split}.de"
     refs = read_lines(path)
