@@ -68,6 +68,10 @@ void size_sensitivity_ci(const size_study_t *st, int c, int a, int w, double *me
  * lr). NaN when the seed ran at no lr. scripts/proxies_table.py's best_lr. */
 double size_best_lr(const size_study_t *st, int c, int a, int w, int k, int *edge);
 
+/* One seed's spread of the best lr over the arm's widths (max − min of log10 lr*, decades); NaN
+ * when the seed misses a width. */
+double size_best_lr_seed_spread(const size_study_t *st, int c, int a, int k);
+
 /* Per seed, the spread of the best lr over the widths (max − min of log10 lr*, decades; seeds
  * that ran at every width): its mean and 95 % half-width over the seeds, and how many. */
 void size_best_lr_spread(const size_study_t *st, int c, int a, double *mean, double *half,
