@@ -11,7 +11,7 @@ set -euo pipefail
 RUNTIME_PKGS=(build-essential pkg-config libgsl-dev libopenblas-dev libhdf5-dev libinih-dev gnuplot-nox)
 # SHA-256 of the data a run reads (data_sha256 in every result file): OpenSSL's libcrypto
 RUNTIME_PKGS+=(libssl-dev)
-# scripts/atlas_table.py, warmup_table.py read results with h5py
+# scripts/warmup_table.py, curvature_anchor_table.py read results with h5py
 RUNTIME_PKGS+=(python3-h5py python3-numpy)
 # BLEU (scripts/bleu.py: stability translate, train.bleu_every): sentencepiece detokenises,
 # NLTK's corpus_bleu scores
