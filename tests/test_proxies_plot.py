@@ -20,6 +20,8 @@ from the repository root: /usr/bin/python3 tests/test_proxies_plot.py
 3. The study's own trial sweep files (experiments/proxies_{2017,llama}_trial.ini, 54 runs each),
    cut to 10 updates of 4 sequences and run in a temporary directory: every sensitivity, best lr
    and peak logit the figures draw equals the definitions recomputed from the files.
+In 1 and 3, `stability table proxies --tsv` too: every arm and width's sensitivity, best lr,
+failing lr and seeds above the grid equal the definitions recomputed from the files.
 Prints "ok - ..." / "FAIL - ..." per check, then "proxies plot: N passed, M failed".
 """
 import configparser
@@ -159,6 +161,61 @@ def compare_with_oracle(tag, files, gp_sens, gp_best, gp_logit):
           worst_l < 1e-9, f"worst relative difference {worst_l:.2e}")
 
 
+def oracle_fail(rs, margin=0.2):
+    """(log10 lr_fail, above): the lr above the best at which the capped loss first exceeds the
+    best by more than margin, linear in log10 lr between the grid's points; above the grid when
+    none does (docs/proxies.md)."""
+    x = [math.log10(r[0]) for r in rs]
+    c = [r[2] if not np.isfinite(r[1]) else min(r[1], r[2]) for r in rs]
+    b = int(np.argmin(c))
+    for i in range(b + 1, len(c)):
+        if c[i] > c[b] + margin:
+            return x[i - 1] + (c[b] + margin - c[i - 1]) / (c[i] - c[i - 1]) * (x[i] - x[i - 1]), False
+    return x[-1], True
+
+
+def compare_table_with_oracle(tag, files):
+    """`stability table proxies --tsv` of the files against the oracle, arm by arm and width by
+    width: sensitivity mean and half-width, the best lr's and the failing lr's geometric means,
+    the seeds above the grid; and the Markdown tables print."""
+    runs = oracle_runs(files)
+    r = run("table", "proxies", *files, "--tsv")
+    lines = r.stdout.splitlines()
+    cols = lines[0].split("\t") if lines else []
+    got = [dict(zip(cols, l.split("\t"))) for l in lines[1:]]
+    generic = lambda a: a.replace("QK-RMSNorm", "QK-norm")
+    worst, n = 0.0, 0
+    for g in got:
+        block = ("today" if g["context"].startswith("today") else "2017" if g["context"]
+                 else next(iter(runs))[0])   # one block: no context
+        sizes = {generic(a): v for (b, a), v in runs.items() if b == block}.get(generic(g["arm"]), {})
+        seeds = sizes.get(int(float(g["d"])), {})
+        if not seeds:
+            worst = math.inf
+            continue
+        m, h = mean_ci([oracle_sens(rs) for rs in seeds.values()])
+        best = mean_ci([oracle_best_lr(rs) for rs in seeds.values()])[0]
+        fails = [oracle_fail(rs) for rs in seeds.values()]
+        fail = mean_ci([f for f, above in fails if not above])[0]
+        above = sum(a for _, a in fails)
+        d = [abs(float(g["sens"]) - m), abs(math.log10(float(g["best_lr"])) - best)]
+        if np.isfinite(h):
+            d.append(abs(float(g["sens_half"]) - h))
+        if np.isfinite(fail):
+            d.append(abs(math.log10(float(g["fail_lr"])) - fail))
+        worst = max(worst, *d, 0.0 if int(float(g["fail_above"])) == above else math.inf)
+        n += 1
+    want = sum(len(sz) for sz in runs.values())
+    check(f"{tag}: table proxies --tsv: every arm and width's sensitivity (mean, half-width), best "
+          f"and failing lr and the seeds above the grid = the definitions recomputed ({n} of {want} rows)",
+          r.returncode == 0 and n == want == len(got) and worst < 1e-9,
+          f"worst {worst:.2e}; {r.stderr.strip()[-300:]}")
+    r = run("table", "proxies", *files)
+    check(f"{tag}: table proxies prints its Markdown tables", r.returncode == 0
+          and all(t in r.stdout for t in ("### LR sensitivity per width", "### Where each width fails",
+                                          "### Peak max |attention logit|")), r.stderr.strip()[-300:])
+
+
 # ---- 1. a trial-sized sweep --------------------------------------------------------------------
 
 SWEEP = """[sweep]
@@ -219,6 +276,7 @@ def test_sweep(tmp):
           and "set logscale y" in gp["size_logit"] and "set logscale y" in gp["size_best_lr"])
     compare_with_oracle("trial-sized sweep", [merged], gp["size_sensitivity"], gp["size_best_lr"],
                         gp["size_logit"])
+    compare_table_with_oracle("trial-sized sweep", [merged])
 
 
 # ---- 2. constructed files ----------------------------------------------------------------------
@@ -378,6 +436,7 @@ def test_trials(tmp):
         r, gp, _ = plot_gp(d, name, merged)
         compare_with_oracle(name, [merged], gp("size_sensitivity"), gp("size_best_lr"),
                             gp("size_logit"))
+        compare_table_with_oracle(name, [merged])
 
 
 def main():
