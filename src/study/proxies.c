@@ -41,8 +41,7 @@ double proxies_fail_lr(const size_study_t *st, int c, int a, int w, int k, doubl
     return pow(10.0, x[n - 1]);
 }
 
-/* Whether arm a of context c ran width w (at any lr and seed). */
-static int arm_has(const size_study_t *st, int c, int a, int w)
+int proxies_arm_has(const size_study_t *st, int c, int a, int w)
 {
     for (int l = 0; l < st->nl; l++)
         for (int k = 0; k < st->nk; k++)
@@ -63,7 +62,7 @@ double proxies_best_lr_exponent(const size_study_t *st, int c, int a, int k)
     double x[SIZE_WIDTHS], y[SIZE_WIDTHS];
     size_t n = 0;
     for (int w = 0; w < st->nw; w++) {
-        if (!arm_has(st, c, a, w)) continue;
+        if (!proxies_arm_has(st, c, a, w)) continue;
         if (!seed_has(st, c, a, w, k)) return NAN;
         int edge;
         x[n] = log10(st->width[w]);
@@ -90,7 +89,7 @@ int proxies_fail_fit(const size_study_t *st, int c, int a, double margin, proxie
     int n = 0, widths = 0;
     *f = (proxies_fit_t){.k = NAN, .k_half = NAN, .y = NAN, .h_mean = NAN, .h_pred = NAN};
     for (int w = 0; w < st->nw; w++) {
-        if (!arm_has(st, c, a, w)) continue;
+        if (!proxies_arm_has(st, c, a, w)) continue;
         dmax = st->width[w];
         int here = 0;
         for (int k = 0; k < st->nk; k++) {

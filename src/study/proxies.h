@@ -15,6 +15,9 @@
  * the seed's best (docs/proxies.md). */
 #define PROXIES_FAIL_MARGIN 0.2
 
+/* Whether arm a of context c ran width w (at any lr and seed). */
+int proxies_arm_has(const size_study_t *st, int c, int a, int w);
+
 /* One seed's failing lr at one width: the lr above the best at which min(final, initial loss)
  * (a diverged run its initial loss) first exceeds the best by more than margin, linear in log10
  * lr between the last point within it and the first beyond; *above = 1 and the largest lr run

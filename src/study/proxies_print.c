@@ -33,15 +33,6 @@ static const char *verdict(double m, double h)
     return m - h > 0 ? "up" : m + h < 0 ? "down" : "not resolved";
 }
 
-/* Whether arm a of context c ran width w. */
-static int has(const size_study_t *st, int c, int a, int w)
-{
-    for (int l = 0; l < st->nl; l++)
-        for (int k = 0; k < st->nk; k++)
-            if (st->ran[SIZE_IX(st, c, a, w, l, k)]) return 1;
-    return 0;
-}
-
 /* An arm's name: its context, when there are several, then its remedies. */
 static const char *label(const size_study_t *st, int c, int a, char *buf, size_t len)
 {
@@ -102,7 +93,7 @@ static void table_sensitivity(const size_study_t *st, FILE *out)
             const int n = grid(st, c, a, &lo, &hi);
             fprintf(out, "| %s | %g … %g (%d) |", label(st, c, a, b, sizeof b), lo, hi, n);
             for (int w = 0; w < st->nw; w++) {
-                if (!has(st, c, a, w)) { fputs(" – |", out); continue; }
+                if (!proxies_arm_has(st, c, a, w)) { fputs(" – |", out); continue; }
                 double m, h;
                 size_t used;
                 size_sensitivity_ci(st, c, a, w, &m, &h, &used);
@@ -136,7 +127,7 @@ static void table_order(const size_study_t *st, FILE *out)
             double mean[SIZE_WIDTHS], h;
             size_t used;
             for (int w = 0; w < st->nw; w++)
-                if (has(st, c, a, w)) {
+                if (proxies_arm_has(st, c, a, w)) {
                     size_sensitivity_ci(st, c, a, w, &mean[n], &h, &used);
                     ws[n++] = w;
                 }
@@ -182,7 +173,10 @@ static void table_remedies(const size_study_t *st, FILE *out)
                 }
                 fprintf(out, "| %s | %s |", label(st, c, a, b, sizeof b), st->rem[r]);
                 for (int w = 0; w < st->nw; w++) {
-                    if (!has(st, c, a, w) || !has(st, c, r, w)) { fputs(" – |", out); continue; }
+                    if (!proxies_arm_has(st, c, a, w) || !proxies_arm_has(st, c, r, w)) {
+                        fputs(" – |", out);
+                        continue;
+                    }
                     double x[SIZE_SEEDS], y[SIZE_SEEDS], m, h;
                     per_seed(st, c, a, w, 's', x);
                     per_seed(st, c, r, w, 's', y);
@@ -217,7 +211,7 @@ static void table_best_lr(const size_study_t *st, FILE *out)
             if (st->rep[c][a] < 0) continue;
             fprintf(out, "| %s |", label(st, c, a, b, sizeof b));
             for (int w = 0; w < st->nw; w++) {
-                if (!has(st, c, a, w)) { fputs(" – |", out); continue; }
+                if (!proxies_arm_has(st, c, a, w)) { fputs(" – |", out); continue; }
                 double v[SIZE_SEEDS];
                 int edge = 0, e;
                 per_seed(st, c, a, w, 'b', v);
@@ -294,7 +288,7 @@ static void table_fail(const size_study_t *st, FILE *out)
             if (st->rep[c][a] < 0) continue;
             fprintf(out, "| %s |", label(st, c, a, b, sizeof b));
             for (int w = 0; w < st->nw; w++)
-                if (has(st, c, a, w)) fail_cell(st, c, a, w, out);
+                if (proxies_arm_has(st, c, a, w)) fail_cell(st, c, a, w, out);
                 else fputs(" – |", out);
             proxies_fit_t f;
             if (!proxies_fail_fit(st, c, a, PROXIES_FAIL_MARGIN, &f)) {
@@ -328,7 +322,7 @@ static void table_per_lr(const size_study_t *st, int logit, FILE *out)
     for (int c = 0; c < st->nc; c++)
         for (int a = 0; a < st->na; a++)
             for (int w = 0; w < st->nw; w++) {
-                if (st->rep[c][a] < 0 || !has(st, c, a, w)) continue;
+                if (st->rep[c][a] < 0 || !proxies_arm_has(st, c, a, w)) continue;
                 fprintf(out, "| %s | %g |", label(st, c, a, b, sizeof b), st->width[w]);
                 for (int l = 0; l < st->nl; l++) {
                     double h, lo, hi;
@@ -378,7 +372,7 @@ static void print_tsv(const size_study_t *st, FILE *out)
             proxies_fit_t f;
             const int fit = proxies_fail_fit(st, c, a, PROXIES_FAIL_MARGIN, &f);
             for (int w = 0; w < st->nw; w++) {
-                if (!has(st, c, a, w)) continue;
+                if (!proxies_arm_has(st, c, a, w)) continue;
                 double s, hsens, b[SIZE_SEEDS], fl[SIZE_SEEDS], bm, blo, bhi, fm, flo, fhi;
                 size_t seeds;
                 int div = 0, edge = 0, above = 0;
