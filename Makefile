@@ -305,7 +305,7 @@ dynamics: deps
 # The size axis (docs/proxies.md; Wortsman et al. 2023): final loss against lr for widths 32, 64,
 # 128, with and without QK-norm and the z-loss, standard and muP, on the 2017 block and today's
 # (experiments/proxies_2017.ini, proxies_llama.ini: 432 runs, float32, about 40 min on 2 idle
-# cores), its figures and the table of numbers (scripts/proxies_table.py). PROXIES=trial: a 108-run
+# cores), its figures and the table of numbers (stability table proxies). PROXIES=trial: a 108-run
 # part of it that checks the pipeline (*_trial.ini); PROXIES=full: the full grid (*_full.ini, 2688
 # runs: a cluster's job, ./stability sweep experiments/proxies_2017_full.ini --slurm --submit).
 # Figures (docs/proxies.md#figures): each block's into plots/proxies_<block>-size_*.png, both blocks
@@ -325,7 +325,7 @@ proxies: deps
 	@set -e; for f in $(PROXIES_SWEEPS); do ./stability sweep experiments/$$f.ini; done
 	@set -e; for f in $(PROXIES_SWEEPS); do ./stability plot results/$$f.h5; done
 	./stability plot $(PROXIES_SWEEPS:%=results/%.h5)
-	/usr/bin/python3 scripts/proxies_table.py --curves $(PROXIES_SWEEPS:%=results/%.h5)
+	./stability table proxies $(PROXIES_SWEEPS:%=results/%.h5)
 	@if [ "$(PROXIES)" != trial ]; then mkdir -p docs/figures; for f in $(PROXIES_FIGURES); do \
 	  if [ -f plots/$(firstword $(PROXIES_SWEEPS))-$$f.png ]; then \
 	    cp plots/$(firstword $(PROXIES_SWEEPS))-$$f.png docs/figures/proxies-$$f.png; fi; done; fi

@@ -1,7 +1,7 @@
 """run_identity.py — which runs are one run, and what tells runs apart (docs/design.md §6j).
 
 The rule every reader that aggregates runs follows, written once for the table scripts
-(atlas_table.py, warmup_table.py import it) as the program writes it in C
+(warmup_table.py, curvature_anchor_table.py import it) as the program writes it in C
 (src/report/plot.c's plot_same_run, src/report/plot_label.c's plot_diff):
 
 - A run is its resolved configuration (the file's `config` attribute) without the [output]

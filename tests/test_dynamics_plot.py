@@ -19,14 +19,13 @@
 5. A sweep file's `title` titles its figures (kept as /sweep@title of the merged file).
 6. `info --train` prints plain text: names and values with ' _ & as they are.
 7. An atlas with warm-up 20 and 50: two cells in the figures and two rows in
-   scripts/atlas_table.py, neither hiding the other.
+   `stability table atlas`, neither hiding the other.
 Prints "ok - ..." / "FAIL - ..." per check, then "dynamics plot: N passed, M failed".
 """
 import glob
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -225,10 +224,9 @@ def test_atlas_warmups(tmp):
           and len(re.findall(r"\$f\d_0_\d using", lr)) == 4, r.stderr[-300:])
     h = text(f"{pd}/{name}-atlas_sensitivity.gp").split("$h << EOD\n")[-1].split("EOD")[0]
     check("atlas_sensitivity: a cell per scheme and warm-up (4)", len(h.strip().splitlines()) == 4, h)
-    t = subprocess.run(["/usr/bin/python3", "scripts/atlas_table.py", merged], capture_output=True,
-                       text=True, cwd=REPO)
+    t = run("table", "atlas", merged)
     rows = [l.split("|")[1].strip() for l in t.stdout.splitlines()[2:] if l.startswith("| ")]
-    check("atlas_table.py: a row per scheme and warm-up", t.returncode == 0 and sorted(rows) ==
+    check("table atlas: a row per scheme and warm-up", t.returncode == 0 and sorted(rows) ==
           ["post (warm-up 20)", "post (warm-up 50)", "pre (warm-up 20)", "pre (warm-up 50)"],
           t.stdout + t.stderr)
 

@@ -18,11 +18,10 @@ minor    item 12: a merged file's status of a damaged run file whole (it stopped
          diverged with its reason (exit 0); the sweep summary pads UTF-8 names by columns;
          control characters of --set values are echoed as '?'; --resume of a file that logged
          no update says so instead of "would erase its 0 logged updates".
-scripts  item 9: the table scripts (warmup_explained, atlas_table,
-         proxies_table, warmup_table, curvature_anchor_table) answer a wrong input with one
-         line on stderr and exit 2 (they printed a table, exit 0, or a traceback): the two
-         merged files of warmup_explained swapped, one file twice or a copy, --bootstrap 0, -5 and 1, --trains nan,
-         inf and -1, an empty file, a run file for a merged one (and the other way round), a
+scripts  item 9: the table verbs (`stability table warmup-explained|atlas|proxies`) and
+         scripts (warmup_table, curvature_anchor_table) answer a wrong input with one line on
+         stderr (the verbs exit 1, the scripts 2; they printed a table, exit 0, or a
+         traceback): an empty file, a run file for a merged one (and the other way round), a
          file without /runs or /train; curvature_anchor_table counts a copied run once and
          keeps L = 1 and L = 2 apart.
 Prints "ok"/"not ok" per check, then "harden_misc: N passed, M failed"; exit 1 if M > 0.
@@ -332,14 +331,17 @@ def test_scripts(tmp):
     r = run("table", "warmup-explained")
     check("table warmup-explained without a file: the usage error, exit 2",
           r.returncode == 2 and "missing FILE.h5" in r.stderr, r.stderr[-300:])
+    # the atlas and the size study are the program's verbs (study/atlas.c, study/proxies.c)
+    for study, args, what in (("atlas", [empty], "an empty file"),
+                              ("atlas", [probe_only], "runs without /train"),
+                              ("proxies", [empty], "an empty file"),
+                              ("proxies", [runfile], "a run file (no size study)")):
+        r = run("table", study, *args)
+        lines = r.stderr.strip().splitlines()
+        check(f"table {study}, {what}: one line, exit 1",
+              r.returncode == 1 and len(lines) == 1 and "stability" in lines[0],
+              f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
     cases = [
-        ("atlas_table.py", [atlas, "--trains", "nan"], "--trains nan"),
-        ("atlas_table.py", [atlas, "--trains", "-1"], "--trains -1"),
-        ("atlas_table.py", [empty], "an empty file"),
-        ("atlas_table.py", [runfile], "a run file"),
-        ("atlas_table.py", [probe_only], "runs without /train"),
-        ("proxies_table.py", [empty], "an empty file"),
-        ("proxies_table.py", [runfile], "a run file"),
         ("warmup_table.py", [atlas], "a merged file for a run file"),
         ("warmup_table.py", [empty], "an empty file"),
         ("warmup_table.py", [probefile], "a file without /train"),

@@ -2,16 +2,16 @@
 """The size study's files and analysis (docs/proxies.md), from the repository root:
 /usr/bin/python3 tests/test_proxies.py
 
-1. scripts/proxies_table.py on a constructed study (a merged file written here with h5py, whose
-   final losses are built so that every number has a known value): the LR sensitivity per width
+1. `stability table proxies` (Markdown and --tsv) on a constructed study (a merged file written
+   here with h5py, whose final losses are built so that every number has a known value): the
+   LR sensitivity per width
    equals the definition (mean over lr of min(final, loss_0) - best, diverged = loss_0) with the
    95 % half-width of Student t with 2 degrees of freedom (4.302653, the textbook value); the
    best lr's parabola recovers a quadratic's vertex exactly; the spread and exponent of the best
    lr across widths are those built in (-1 for the standard arm, 0 for muP); the failing lr is
-   the linear interpolation built in; the fit of log lr_fail against log d (GSL's
-   gsl_fit_linear) equals numpy's least squares, and its prediction at the next width and its
-   intervals equal the textbook formulas; the peak attention logit is the median of the seeds'
-   maxima; the command prints these numbers.
+   the linear interpolation built in; the fit of log lr_fail against log d equals numpy's least
+   squares, and its prediction at the next width and its intervals equal the textbook formulas;
+   the peak attention logit is the median of the seeds' maxima.
 2. `stability table atlas-compare` pairs two atlases whose run names differ (LayerNorm / RMSNorm
    in the names) by their cells, read from the config, and names the cell whose verdict moves.
 3. Every sweep file of the study and the today's-block atlas parses (`stability sweep FILE
@@ -33,8 +33,6 @@ import h5py
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-import proxies_table   # noqa: E402
 
 STABILITY = os.path.abspath(os.environ.get("STABILITY", os.path.join(ROOT, "stability")))
 results = []
@@ -113,9 +111,12 @@ def write_study(path):
                         div = diverges(param, qk, d, s, lr)
                         g.attrs["status"] = "diverged" if div else "done"
                         t = g.create_group("train")
+                        t["step"] = np.array([1.0, 2.0, 3.0])
                         t["loss"] = np.array([LOSS0, 3.0, np.nan if div else 2.5])
+                        t["eval_step"] = np.array([2.0, 3.0])
                         t["val_loss"] = np.array([3.0, np.nan if div else c[i]])
                         t["max_attn_logit"] = np.array([4.0, 100.0 * lr * s, np.nan])
+                        t["min_attn_entropy"] = np.array([2.0, 1.0, np.nan])
 
 
 def expected_sens(param, qk, d):
@@ -132,53 +133,62 @@ def expected_sens(param, qk, d):
 def test_table(tmp):
     path = os.path.join(tmp, "study.h5")
     write_study(path)
-    runs = proxies_table.read_study([path], STABILITY)
-    check("constructed study: every run read, its width, arm and block from the config",
-          len(runs) == 4 * 3 * 3 * 6 and {r["block"] for r in runs} == {"2017"}
-          and {(r["param"], r["qk"]) for r in runs} == set(ARMS), f"{len(runs)} runs")
-    arms = proxies_table.arms_of(runs)
-    stats = {a: proxies_table.arm_stats(arms[a], MARGIN) for a in arms}
-    key = lambda param, qk: ("2017", 2, param, qk, 0.0)
+    r = subprocess.run([STABILITY, "table", "proxies", path, "--tsv"], capture_output=True, text=True)
+    lines = r.stdout.splitlines()
+    cols = lines[0].split("\t") if lines else []
+    rows = {(x["arm"], int(float(x["d"]))): x for x in
+            ({k: (v if k in ("context", "arm") else float(v)) for k, v in zip(cols, l.split("\t"))}
+             for l in lines[1:])}
+    arm = {("standard", "off"): "standard", ("mup", "off"): "μP",
+           ("standard", "layernorm"): "standard + QK-norm", ("mup", "layernorm"): "μP + QK-norm"}
+    check("table proxies --tsv: a row per arm and width, the arms from the config",
+          r.returncode == 0 and set(rows) == {(arm[a], d) for a in ARMS for d in WIDTHS},
+          r.stderr.strip()[-300:] or sorted(rows))
+    if set(rows) != {(arm[a], d) for a in ARMS for d in WIDTHS}:
+        return
+    row = lambda a, d: rows[arm[a], d]
 
     worst = 0.0
-    for (param, qk) in ARMS:
+    for a in ARMS:
         for d in WIDTHS:
-            m, h = proxies_table.atlas_table.mean_ci([x["sens"] for x in stats[key(param, qk)][d].values()])
-            em, eh = expected_sens(param, qk, d)
-            worst = max(worst, abs(m - em), abs(h - eh))
+            em, eh = expected_sens(*a, d)
+            worst = max(worst, abs(row(a, d)["sens"] - em), abs(row(a, d)["sens_half"] - eh))
     check("LR sensitivity per arm and width = the definition, ± t(0.975, 2)·sd/√3", worst < 1e-9,
           f"worst difference {worst:.1e}")
 
-    a = stats[key("standard", "off")]
-    worst = max(abs(math.log10(a[d][s]["best_lr"]) - parabola(d, s, False)[1]) for d in WIDTHS for s in SEEDS)
-    check("best lr: the parabola through the grid's minimum and its neighbours finds the vertex",
-          worst < 1e-12 and not any(a[d][s]["best_edge"] for d in WIDTHS for s in SEEDS),
+    # the best lr: the vertex x0 built in, per seed; the table's geometric mean and its interval
+    worst = 0.0
+    for d in WIDTHS:
+        x0 = [parabola(d, s, False)[1] for s in SEEDS]
+        m, h = np.mean(x0), T975_2 * np.std(x0, ddof=1) / math.sqrt(3)
+        got = row(("standard", "off"), d)
+        worst = max(worst, abs(math.log10(got["best_lr"]) - m), abs(math.log10(got["best_lr_lo"]) - (m - h)),
+                    abs(math.log10(got["best_lr_hi"]) - (m + h)))
+    check("best lr: the parabola through the grid's minimum and its neighbours finds the vertex "
+          "(geometric mean over the seeds, ± t(0.975, 2))",
+          worst < 1e-10 and not any(row(("standard", "off"), d)["best_edge"] for d in WIDTHS),
           f"worst |Δ log10 lr*| {worst:.1e}")
-    spread, expo = proxies_table.spread_and_exponent(
-        {d: {s: a[d][s]["best_lr"] for s in SEEDS} for d in WIDTHS})
-    b = stats[key("mup", "off")]
-    mspread, mexpo = proxies_table.spread_and_exponent(
-        {d: {s: b[d][s]["best_lr"] for s in SEEDS} for d in WIDTHS})
+    st, mp = row(("standard", "off"), 32), row(("mup", "off"), 32)
     check("best lr across widths: standard spread log10 4 and exponent -1, muP 0 and 0",
-          all(abs(spread[s] - math.log10(4)) < 1e-12 and abs(expo[s] + 1) < 1e-12 for s in SEEDS)
-          and all(abs(mspread[s]) < 1e-12 and abs(mexpo[s]) < 1e-12 for s in SEEDS),
-          f"{spread} {expo} {mspread} {mexpo}")
-    f = stats[key("mup", "layernorm")]
-    check("a flat arm: best at the grid's edge (flagged), no lr fails (above the grid)",
-          all(f[d][s]["best_edge"] and f[d][s]["fail_above"] for d in WIDTHS for s in SEEDS)
-          and proxies_table.extrapolate(f) is None)
+          abs(st["spread"] - math.log10(4)) < 1e-12 and abs(st["k"] + 1) < 1e-12
+          and abs(mp["spread"]) < 1e-12 and abs(mp["k"]) < 1e-12,
+          f"{st['spread']} {st['k']} {mp['spread']} {mp['k']}")
+    f = [row(("mup", "layernorm"), d) for d in WIDTHS]
+    check("a flat arm: best at the grid's edge (flagged), no lr fails (above the grid in 3 seeds)",
+          all(x["best_edge"] == 1 and x["fail_above"] == 3 and math.isnan(x["fail_lr"]) for x in f)
+          and math.isnan(f[0]["fail_k"]))
 
-    k = stats[key("standard", "layernorm")]
-    worst = max(abs(math.log10(k[d][s]["fail"]) - kinked(d, s)[1]) for d in WIDTHS for s in SEEDS)
-    check("failing lr: the interpolated crossing of best + margin built in (a diverged run = loss_0)",
-          worst < 1e-12 and not any(k[d][s]["fail_above"] for d in WIDTHS for s in SEEDS),
+    worst = 0.0
+    for d in WIDTHS:
+        xf = [kinked(d, s)[1] for s in SEEDS]
+        got = row(("standard", "layernorm"), d)
+        worst = max(worst, abs(math.log10(got["fail_lr"]) - np.mean(xf)))
+    check("failing lr: the interpolated crossing of best + margin built in (a diverged run = "
+          "loss_0), geometric mean over the seeds",
+          worst < 1e-12 and not any(row(("standard", "layernorm"), d)["fail_above"] for d in WIDTHS),
           f"worst |Δ log10 lr_fail| {worst:.1e}")
-    lr, above = proxies_table.fail_lr(LRS, np.array([2.3, 2.0, 2.1, 2.5, 5.5, 5.5]), 0.2)
-    check("failing lr, by hand: 2.1 at 1e-2, 2.5 at 3e-2, margin 0.2 over 2.0 -> 1e-2 * 3^(1/4)",
-          not above and abs(lr - 1e-2 * 3 ** 0.25) < 1e-15, f"{lr!r}")
 
     # the fit against numpy's least squares and the textbook prediction intervals
-    e = proxies_table.extrapolate(k)
     xs = np.array([math.log10(d) for d in WIDTHS for s in SEEDS])
     ys = np.array([kinked(d, s)[1] for d in WIDTHS for s in SEEDS])
     A = np.column_stack([np.ones_like(xs), xs])
@@ -186,46 +196,40 @@ def test_table(tmp):
     n = len(xs)
     s2 = float(res[0]) / (n - 2)
     cov = s2 * np.linalg.inv(A.T @ A)
-    x_next = math.log10(256)
-    v = np.array([1.0, x_next])
+    v = np.array([1.0, math.log10(256)])
     y_next = coef @ v
     se = math.sqrt(v @ cov @ v)
-    fit = e["fit"]
-    ok = (abs(fit["c1"] + 1) < 1e-12 and abs(fit["c1"] - coef[1]) < 1e-12 and abs(fit["c0"] - coef[0]) < 1e-12
-          and abs(fit["cov11"] - cov[1, 1]) < 1e-12 and abs(fit["cov01"] - cov[0, 1]) < 1e-12
-          and abs(fit["sumsq"] - res[0]) < 1e-12 and e["d_next"] == 256 and e["n"] == 9)
-    check("fit of log10 lr_fail on log10 d (GSL) = numpy's least squares: slope -1 as built, "
-          "covariance σ²(XᵀX)⁻¹", ok, f"{fit} vs {coef} {cov.tolist()}")
-    ok = (abs(e["y"] - y_next) < 1e-12 and abs(e["h_mean"] - T975_7 * se) < 1e-9
-          and abs(e["h_pred"] - T975_7 * math.sqrt(se ** 2 + s2)) < 1e-9
+    got = row(("standard", "layernorm"), 32)
+    ok = (abs(got["fail_k"] + 1) < 1e-12 and abs(got["fail_k"] - coef[1]) < 1e-12
+          and abs(got["fail_k_half"] - T975_7 * math.sqrt(cov[1, 1])) < 1e-9 and got["next_d"] == 256
+          and abs(math.log10(got["next_fail_lr"]) - y_next) < 1e-12
           and abs(y_next - (math.log10(0.1 / 8) + np.mean(list(E.values())))) < 1e-12)
-    check("prediction at d = 256: the line's value, ± t(0.975, 7)·se (line) and "
-          "± t·√(se² + s²) (one run)", ok, f"{e['y']} {e['h_mean']} {e['h_pred']}")
+    check("fit of log10 lr_fail on log10 d = numpy's least squares: slope -1 as built, ± t(0.975, 7)"
+          "·√cov11, its value at d = 256", ok, f"{got} vs {coef} {cov.tolist()}")
 
-    # the command's tables
-    r = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts/proxies_table.py"), path,
-                        "--stability", STABILITY, "--curves"], capture_output=True, text=True)
+    # the Markdown tables
+    r = subprocess.run([STABILITY, "table", "proxies", path], capture_output=True, text=True)
     out = r.stdout
     em, eh = expected_sens("standard", "off", 32)
-    row = next((l for l in out.splitlines() if l.startswith("| 2017 block, L = 2, standard | ")), "")
-    check("proxies_table.py prints the sensitivity of (standard, d = 32) as 'm ± h'",
-          r.returncode == 0 and f"| {em:.3f} ± {eh:.3f} |" in row, r.stderr.strip() or row)
-    row = next((l for l in out.splitlines()
-                if l.startswith("| 2017 block, L = 2, standard + QK-norm (layernorm) |") and "d = 256" in l), "")
+    line = next((l for l in out.splitlines() if l.startswith("| standard | 0.001 … 0.3 (6) |")), "")
+    check("table proxies prints the sensitivity of (standard, d = 32) as 'm ± h'",
+          r.returncode == 0 and f"| {em:.3f} ± {eh:.3f} |" in line, r.stderr.strip() or line)
+    line = next((l for l in out.splitlines()
+                 if l.startswith("| standard + QK-norm |") and "d = 256" in l), "")
     want = (f"d = 256: {10 ** y_next:.2g} [{10 ** (y_next - T975_7 * se):.2g}, "
-            f"{10 ** (y_next + T975_7 * se):.2g}]")
-    check("proxies_table.py prints the extrapolation to d = 256 with its intervals",
-          want in row and "| -1.00 ± " in row, row)
-    row = next((l for l in out.splitlines() if l.startswith("| 2017 block, L = 2, standard | 32 | 4 |")), "")
+            f"{10 ** (y_next + T975_7 * se):.2g}] [{10 ** (y_next - T975_7 * math.sqrt(se ** 2 + s2)):.2g}, "
+            f"{10 ** (y_next + T975_7 * math.sqrt(se ** 2 + s2)):.2g}] (9 points)")
+    check("table proxies prints the extrapolation to d = 256 with the line's interval ± t·se and "
+          "one run's ± t·√(se² + s²)", want in line and "| -1.00 ± " in line, f"{line} / want {want}")
+    line = next((l for l in out.splitlines() if l.startswith("| standard | 32 | 4 |")), "")
     check("peak max attention logit: median over the seeds of each run's maximum (60 at 3e-1, "
-          "4 where the first update's is larger)", row.split("|")[-2].strip() == "60", row)
-    row = next((l for l in out.splitlines() if l.startswith("| 2017 block, L = 2, μP vs")
-                or l.startswith("| 2017 block, L = 2, standard vs μP")), "")
+          "4 where the first update's is larger)", line.split("|")[-2].strip() == "60", line)
+    line = next((l for l in out.splitlines() if l.startswith("| standard vs μP")), "")
     check("standard minus μP: the spread differs by log10 4 = 0.60 in every seed (± 0.00)",
-          "| 0.60 ± 0.00 |" in row, row)
-    row = next((l for l in out.splitlines()
-                if l.startswith("| 2017 block, L = 2, standard + QK-norm (layernorm) | 64 |")), "")
-    check("Fig. 1 table: a diverged seed marks its lr ×", row.rstrip("| ").endswith("×"), row)
+          "| 0.60 ± 0.00 |" in line, line)
+    line = next((l for l in out.splitlines() if l.startswith("| standard + QK-norm | 64 |")
+                 and "±" in l), "")
+    check("Fig. 1 table: a diverged seed marks its lr ×", line.rstrip("| ").endswith("×"), line)
 
 
 # ---- 2. stability table atlas-compare across blocks ---------------------------------------------

@@ -7,8 +7,8 @@ from the repository root: /usr/bin/python3 tests/test_proxies_plot.py
    updates: 54 runs in seconds): `stability plot` draws size_lr, size_sensitivity, size_best_lr
    and size_logit as PNG, PDF and SVG; the keys name the widths (size_lr, size_logit) and the
    remedies (size_sensitivity, size_best_lr), the panels the remedies; every LR sensitivity the
-   figure draws (mean and 95 % half-width over the seeds) equals scripts/proxies_table.py's
-   within 1e-9, and so do the best lr (geometric mean of the seeds' parabola-refined minima) and
+   figure draws (mean and 95 % half-width over the seeds) equals the definition recomputed here
+   from the files (h5py) within 1e-9, and so do the best lr (geometric mean of the seeds' parabola-refined minima) and
    the peak attention logit (median over the seeds).
 2. Constructed files (h5py) whose numbers are known: the sensitivity against its definition
    (mean over lr of min(final, loss_0) - best; diverged = loss_0) and the 95 % half-width of
@@ -19,9 +19,12 @@ from the repository root: /usr/bin/python3 tests/test_proxies_plot.py
    remedies alone name the arms); runs of one width draw no size figure.
 3. The study's own trial sweep files (experiments/proxies_{2017,llama}_trial.ini, 54 runs each),
    cut to 10 updates of 4 sequences and run in a temporary directory: every sensitivity, best lr
-   and peak logit the figures draw equals the script's.
+   and peak logit the figures draw equals the definitions recomputed from the files.
+In 1 and 3, `stability table proxies --tsv` too: every arm and width's sensitivity, best lr,
+failing lr and seeds above the grid equal the definitions recomputed from the files.
 Prints "ok - ..." / "FAIL - ..." per check, then "proxies plot: N passed, M failed".
 """
+import configparser
 import math
 import os
 import re
@@ -35,9 +38,6 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_check import (BIN, REPO, check, run, blocks, key_titles, panel_titles,  # noqa: E402
                         summary, sweep_in)
-sys.path.insert(0, os.path.join(REPO, "scripts"))
-import proxies_table   # noqa: E402
-mean_ci = proxies_table.atlas_table.mean_ci
 T975_1 = 12.706204736174707   # Student t, 0.975 quantile, 1 degree of freedom
 FIGS = ("size_lr", "size_sensitivity", "size_best_lr", "size_logit")
 
@@ -46,29 +46,100 @@ def read(path):
     return open(path).read() if os.path.exists(path) else ""
 
 
-def arm_name(arm):
-    """The figure's words for a proxies_table arm (block, L, param, qk, z)."""
-    qk = {"off": "", "rmsnorm": " + QK-RMSNorm"}.get(arm[3], " + QK-norm")
-    return "μP" if arm[2] == "mup" else "standard" + qk
+# ---- the oracle: the study's numbers from the definitions, read here with h5py -----------------
+
+def t975(df):
+    """Student t's 0.975 quantile in closed form for 1 and 2 degrees of freedom (2 or 3 seeds)."""
+    return {1: math.tan(math.pi * 0.475), 2: 0.95 * math.sqrt(2 / (4 * 0.975 * 0.025))}[df]
 
 
-def compare_with_script(tag, files, gp_sens, gp_best, gp_logit, block_of_ctx=None):
-    """The numbers the figures draw against scripts/proxies_table.py's, arm by arm and width by
-    width: sensitivity mean and half-width, the best lr's geometric mean, the peak logit's median."""
-    runs = proxies_table.read_study(files, BIN)
-    st = proxies_table.Study(runs, 0.2)
+def mean_ci(v):
+    """Mean and 95 % half-width (Student t) of the finite values; (nan, nan) when none."""
+    v = [x for x in v if np.isfinite(x)]
+    if not v:
+        return math.nan, math.nan
+    if len(v) < 2:
+        return float(v[0]), math.nan
+    return float(np.mean(v)), t975(len(v) - 1) * float(np.std(v, ddof=1)) / math.sqrt(len(v))
+
+
+def oracle_runs(files):
+    """{(block, arm): {d: {seed: [(lr, final, loss0, peak logit, diverged)] by lr}}} from the
+    files' stored configs and /train: block '2017' or 'today' by the four block keys, arm the
+    figures' words (standard, standard + QK-norm / QK-RMSNorm, μP); final the last validation
+    loss (NaN when diverged), loss0 the first training loss, the peak the largest finite
+    /train/max_attn_logit."""
+    out = {}
+    for path in files:
+        with h5py.File(path, "r") as f:
+            for g in f["runs"].values():
+                cfg = configparser.ConfigParser(inline_comment_prefixes=(";",))
+                text = g.attrs["config"]
+                cfg.read_string(text.decode() if isinstance(text, bytes) else text)
+                t = g["train"]
+                status = g.attrs["status"]
+                div = (status.decode() if isinstance(status, bytes) else status) == "diverged"
+                val, loss = t["val_loss"][:] if "val_loss" in t else [], t["loss"][:]
+                final = (math.nan if div else float(val[-1]) if len(val) and np.isfinite(val[-1])
+                         else float(np.mean(loss[-max(len(loss) // 10, 1):])))
+                logit = t["max_attn_logit"][:]
+                logit = logit[np.isfinite(logit)]
+                block = "today" if cfg.get("model", "norm", fallback="layernorm") == "rmsnorm" else "2017"
+                qk = cfg.get("model", "qk_norm", fallback="off")
+                param = cfg.get("init", "parametrization", fallback="standard")
+                arm = (("μP" if param.startswith("mup") else "standard")
+                       + {"off": "", "rmsnorm": " + QK-RMSNorm"}.get(qk, " + QK-norm"))
+                d, seed = int(cfg["model"]["d_model"]), int(cfg.get("init", "seed", fallback="1"))
+                out.setdefault((block, arm), {}).setdefault(d, {}).setdefault(seed, []).append(
+                    (float(cfg["train"]["lr"]), final, float(t["loss"][0]),
+                     float(logit.max()) if len(logit) else math.nan, div))
+    for sizes in out.values():
+        for seeds in sizes.values():
+            for k in seeds:
+                seeds[k].sort()
+    return out
+
+
+def oracle_sens(rs):
+    """Wortsman et al.'s LR sensitivity (docs/design.md §6c): the mean over the lrs of
+    min(final, loss0), a diverged run its loss0, minus the best final loss."""
+    capped = [r[2] if not np.isfinite(r[1]) else min(r[1], r[2]) for r in rs]
+    fin = [r[1] for r in rs if np.isfinite(r[1])]
+    return float(np.mean(capped)) - min(fin) if fin else math.nan
+
+
+def oracle_best_lr(rs):
+    """log10 of the best lr: the grid minimum of the capped losses, refined by the vertex of the
+    parabola through it and its neighbours in log10 lr (the grid's point at an edge)."""
+    x = [math.log10(r[0]) for r in rs]
+    c = [r[2] if not np.isfinite(r[1]) else min(r[1], r[2]) for r in rs]
+    b = int(np.argmin(c))
+    if b in (0, len(c) - 1):
+        return x[b]
+    a2, a1, _ = np.polyfit(x[b - 1:b + 2], c[b - 1:b + 2], 2)
+    return x[b] if a2 <= 0 else -a1 / (2 * a2)
+
+
+def compare_with_oracle(tag, files, gp_sens, gp_best, gp_logit):
+    """The numbers the figures draw against the oracle's, arm by arm and width by width:
+    sensitivity mean and half-width, the best lr's geometric mean, the peak logit's median."""
+    runs = oracle_runs(files)
     names = key_titles(gp_sens)
     bs, bb, bl = blocks(gp_sens), blocks(gp_best), blocks(gp_logit)
-    blocks_in = sorted({a[0] for a in st.order})
+    blocks_in = sorted({b for b, _ in runs})
+    generic = lambda a: a.replace("QK-RMSNorm", "QK-norm")   # one arm in the key
     worst_s = worst_b = worst_l = 0.0
     count = 0
-    for arm in st.order:
-        c = blocks_in.index(arm[0]) if len(blocks_in) > 1 else 0
-        a = names.index(arm_name(arm))
+    for (block, arm), sizes in runs.items():
+        c = blocks_in.index(block)
+        a = names.index(generic(arm)) if generic(arm) in names else names.index(arm)
         rows = {int(r[0]): r for r in bs.get(f"s{c}_{a}", [])}
         brow = {int(r[0]): r for r in bb.get(f"b{c}_{a}", [])}
-        for w, d in enumerate(st.widths):
-            m, h = mean_ci(list(st.per_seed(arm, d, "sens").values()))
+        widths = sorted({d for sz in runs.values() for d in sz})
+        for w, d in enumerate(widths):
+            if d not in sizes:
+                continue
+            m, h = mean_ci([oracle_sens(rs) for rs in sizes[d].values()])
             r = rows.get(d)
             if r is None:
                 worst_s = math.inf
@@ -76,18 +147,73 @@ def compare_with_script(tag, files, gp_sens, gp_best, gp_logit, block_of_ctx=Non
             worst_s = max(worst_s, abs(r[2] - m), abs(r[5] - h) if np.isfinite(h) else 0.0)
             count += 1
             if d in brow:
-                g = 10 ** mean_ci(np.log10(list(st.per_seed(arm, d, "best_lr").values())))[0]
-                worst_b = max(worst_b, abs(math.log10(brow[d][2]) - math.log10(g)))
+                g = mean_ci([oracle_best_lr(rs) for rs in sizes[d].values()])[0]
+                worst_b = max(worst_b, abs(math.log10(brow[d][2]) - g))
             for row in bl.get(f"v{c}_{a}_{w}", []):
-                v = [x["peak_logit"] for x in st.at(arm, d, row[4]) if np.isfinite(x["peak_logit"])]
+                v = [x[3] for rs in sizes[d].values() for x in rs if x[0] == row[4] and np.isfinite(x[3])]
                 worst_l = max(worst_l, abs(row[1] - np.median(v)) / np.median(v))
-    check(f"{tag}: every LR sensitivity size_sensitivity draws (mean, 95 % half-width) = "
-          f"scripts/proxies_table.py's ({count} arm × width points)", count and worst_s < 1e-9,
-          f"worst difference {worst_s:.2e}")
-    check(f"{tag}: size_best_lr's geometric mean of the seeds' best lr = the script's",
-          worst_b < 1e-9, f"worst |Δ log10| {worst_b:.2e}")
-    check(f"{tag}: size_logit's median peak attention logit = the script's", worst_l < 1e-9,
-          f"worst relative difference {worst_l:.2e}")
+    check(f"{tag}: every LR sensitivity size_sensitivity draws (mean, 95 % half-width) = the "
+          f"definition recomputed from the files ({count} arm × width points)",
+          count and worst_s < 1e-9, f"worst difference {worst_s:.2e}")
+    check(f"{tag}: size_best_lr's geometric mean of the seeds' best lr = the parabola's vertex "
+          "recomputed", worst_b < 1e-9, f"worst |Δ log10| {worst_b:.2e}")
+    check(f"{tag}: size_logit's median peak attention logit = the seeds' maxima's median",
+          worst_l < 1e-9, f"worst relative difference {worst_l:.2e}")
+
+
+def oracle_fail(rs, margin=0.2):
+    """(log10 lr_fail, above): the lr above the best at which the capped loss first exceeds the
+    best by more than margin, linear in log10 lr between the grid's points; above the grid when
+    none does (docs/proxies.md)."""
+    x = [math.log10(r[0]) for r in rs]
+    c = [r[2] if not np.isfinite(r[1]) else min(r[1], r[2]) for r in rs]
+    b = int(np.argmin(c))
+    for i in range(b + 1, len(c)):
+        if c[i] > c[b] + margin:
+            return x[i - 1] + (c[b] + margin - c[i - 1]) / (c[i] - c[i - 1]) * (x[i] - x[i - 1]), False
+    return x[-1], True
+
+
+def compare_table_with_oracle(tag, files):
+    """`stability table proxies --tsv` of the files against the oracle, arm by arm and width by
+    width: sensitivity mean and half-width, the best lr's and the failing lr's geometric means,
+    the seeds above the grid; and the Markdown tables print."""
+    runs = oracle_runs(files)
+    r = run("table", "proxies", *files, "--tsv")
+    lines = r.stdout.splitlines()
+    cols = lines[0].split("\t") if lines else []
+    got = [dict(zip(cols, l.split("\t"))) for l in lines[1:]]
+    generic = lambda a: a.replace("QK-RMSNorm", "QK-norm")
+    worst, n = 0.0, 0
+    for g in got:
+        block = ("today" if g["context"].startswith("today") else "2017" if g["context"]
+                 else next(iter(runs))[0])   # one block: no context
+        sizes = {generic(a): v for (b, a), v in runs.items() if b == block}.get(generic(g["arm"]), {})
+        seeds = sizes.get(int(float(g["d"])), {})
+        if not seeds:
+            worst = math.inf
+            continue
+        m, h = mean_ci([oracle_sens(rs) for rs in seeds.values()])
+        best = mean_ci([oracle_best_lr(rs) for rs in seeds.values()])[0]
+        fails = [oracle_fail(rs) for rs in seeds.values()]
+        fail = mean_ci([f for f, above in fails if not above])[0]
+        above = sum(a for _, a in fails)
+        d = [abs(float(g["sens"]) - m), abs(math.log10(float(g["best_lr"])) - best)]
+        if np.isfinite(h):
+            d.append(abs(float(g["sens_half"]) - h))
+        if np.isfinite(fail):
+            d.append(abs(math.log10(float(g["fail_lr"])) - fail))
+        worst = max(worst, *d, 0.0 if int(float(g["fail_above"])) == above else math.inf)
+        n += 1
+    want = sum(len(sz) for sz in runs.values())
+    check(f"{tag}: table proxies --tsv: every arm and width's sensitivity (mean, half-width), best "
+          f"and failing lr and the seeds above the grid = the definitions recomputed ({n} of {want} rows)",
+          r.returncode == 0 and n == want == len(got) and worst < 1e-9,
+          f"worst {worst:.2e}; {r.stderr.strip()[-300:]}")
+    r = run("table", "proxies", *files)
+    check(f"{tag}: table proxies prints its Markdown tables", r.returncode == 0
+          and all(t in r.stdout for t in ("### LR sensitivity per width", "### Where each width fails",
+                                          "### Peak max |attention logit|")), r.stderr.strip()[-300:])
 
 
 # ---- 1. a trial-sized sweep --------------------------------------------------------------------
@@ -148,8 +274,9 @@ def test_sweep(tmp):
           "set logscale x\n" in gp["size_lr"] and "set logscale x 2" in gp["size_sensitivity"]
           and "set xtics (16, 32, 64)" in gp["size_sensitivity"]
           and "set logscale y" in gp["size_logit"] and "set logscale y" in gp["size_best_lr"])
-    compare_with_script("trial-sized sweep", [merged], gp["size_sensitivity"], gp["size_best_lr"],
+    compare_with_oracle("trial-sized sweep", [merged], gp["size_sensitivity"], gp["size_best_lr"],
                         gp["size_logit"])
+    compare_table_with_oracle("trial-sized sweep", [merged])
 
 
 # ---- 2. constructed files ----------------------------------------------------------------------
@@ -289,7 +416,7 @@ TRIAL_STEPS = 10   # the trial's 300 updates cut to 10, its batch to 4 sequences
 def test_trials(tmp):
     """The study's own trial sweep files (experiments/proxies_{2017,llama}_trial.ini: its names,
     widths, arms, lrs, seeds, block keys, float32), shortened and run here, each file's figures
-    against the script."""
+    against the definitions recomputed from the files."""
     for b in ("2017", "llama"):
         name = f"proxies_{b}_trial"
         with open(os.path.join(REPO, "experiments", name + ".ini")) as f:
@@ -307,8 +434,9 @@ def test_trials(tmp):
         if runs != 54:
             continue
         r, gp, _ = plot_gp(d, name, merged)
-        compare_with_script(name, [merged], gp("size_sensitivity"), gp("size_best_lr"),
+        compare_with_oracle(name, [merged], gp("size_sensitivity"), gp("size_best_lr"),
                             gp("size_logit"))
+        compare_table_with_oracle(name, [merged])
 
 
 def main():

@@ -417,7 +417,7 @@ def test_training_titles(tmp):
 def test_atlas(tmp):
     """A miniature atlas: 3 schemes x 2 learning rates x warm-up on/off, trained briefly. Its own
     figures come out (and not the Post/Pre-LN ones, which would mix the schemes), and
-    scripts/atlas_table.py's LR sensitivities equal the definition recomputed here from the
+    `stability table atlas`'s LR sensitivities equal the definition recomputed here from the
     run files (mean over lr of min(final, loss_0) - best; diverged = loss_0)."""
     f = os.path.join(tmp, "mini_atlas_test.ini")
     write(f, "[sweep]\nbase = configs/tiny.ini\nname = {placement}_lr{lr}_w{warmup}\n"
@@ -444,8 +444,7 @@ def test_atlas(tmp):
           r.returncode == 0 and {"atlas_lr", "atlas_sensitivity", "atlas_grad", "output_change"} <= set(drawn)
           and not {"grad_vs_layer", "grad_vs_depth", "hidden_norms", "jacobian"} & set(drawn),
           r.stderr.strip() or str(drawn))
-    t = subprocess.run(["/usr/bin/python3", "scripts/atlas_table.py", "results/mini_atlas_test.h5"],
-                       capture_output=True, text=True)
+    t = run("table", "atlas", "results/mini_atlas_test.h5")
     table = {}
     for line in t.stdout.splitlines()[2:]:
         c = [x.strip() for x in line.strip("|").split("|")]
@@ -467,7 +466,7 @@ def test_atlas(tmp):
         want = np.mean([a for a, _ in v]) - np.nanmin([b for _, b in v])
         got = table.get(place, (np.nan, np.nan))[0 if w else 1]
         ok &= abs(got - want) < 5e-4   # the table prints 3 decimals
-    check("atlas_table.py: LR sensitivity per scheme and warm-up = the definition", ok,
+    check("table atlas: LR sensitivity per scheme and warm-up = the definition", ok,
           t.stderr.strip() or str(table))
     # the same mini atlas trained in float32 (as experiments/atlas_f32.ini is atlas.ini's twin)
     write(os.path.join(tmp, "mini_f32_test.ini"),
@@ -509,7 +508,7 @@ def test_atlas(tmp):
 
 def test_atlas_seeds(tmp, single):
     """The mini atlas with three seeds a cell (as experiments/atlas_seeds.ini is atlas.ini's):
-    atlas_table.py's LR sensitivity is the mean of the seeds' own with a 95 % half-width that
+    `stability table atlas`'s LR sensitivity is the mean of the seeds' own with a 95 % half-width that
     equals the definition recomputed here (Student t with 2 degrees of freedom: 4.303, the
     textbook value), its verdicts say how many seeds agree, and the figures say they draw means
     and intervals."""
@@ -522,8 +521,7 @@ def test_atlas_seeds(tmp, single):
     r = run("sweep", f, "--quiet")
     check("mini atlas with 3 seeds: 24 runs", r.returncode == 0
           and len(glob.glob("results/mini_seeds_test/*.h5")) == 24, r.stderr.strip())
-    t = subprocess.run(["/usr/bin/python3", "scripts/atlas_table.py", "results/mini_seeds_test.h5"],
-                       capture_output=True, text=True)
+    t = run("table", "atlas", "results/mini_seeds_test.h5")
     rows = [[x.strip() for x in line.strip("|").split("|")] for line in t.stdout.splitlines()[2:]
             if line.startswith("| ")]
     table = {c[0]: (c[2], c[3], c[8]) for c in rows}
@@ -547,7 +545,7 @@ def test_atlas_seeds(tmp, single):
         got = table.get(place, ("nan ± nan",) * 2)[0 if w == 5 else 1].split(" ± ")
         ok &= len(got) == 2 and abs(float(got[0]) - want_m) < 5e-4 and abs(float(got[1]) - want_h) < 5e-4
     ok &= all(re.search(r"\((\d) of 3 seeds\)$", c[2]) for c in table.values())
-    check("atlas_table.py, 3 seeds: LR sensitivity = the seeds' mean ± 95 % half-width, verdicts "
+    check("table atlas, 3 seeds: LR sensitivity = the seeds' mean ± 95 % half-width, verdicts "
           "with how many seeds agree", ok and "3 seeds a cell" in t.stdout,
           t.stderr.strip() or t.stdout[-600:])
     outdir = os.path.join(tmp, "seeds_plots")

@@ -33,6 +33,7 @@ Suite *onednn_suite(void);   /* tests/test_onednn.c: oneDNN bf16 GEMM against th
 Suite *estimators_suite(void);/* tests/test_estimators.c: SLQ, Hutchinson, top-k, critical sharpness vs exact values */
 Suite *diagnose_suite(void); /* tests/test_diagnose.c: each diagnosis rule on made-up series, its place and remedies */
 Suite *atlas_suite(void);    /* tests/test_atlas.c: the atlas's sensitivity, best lr, largest lr that trains, warm-up verdict over seeds */
+Suite *proxies_suite(void);  /* tests/test_proxies.c: the size study's failing lr, best-lr exponent, paired differences, failing-lr line */
 Suite *runs_suite(void);     /* tests/test_runs.c: the table of runs' outcome columns, the grid's means and t half-widths */
 Suite *warmup_suite(void);   /* tests/test_warmup.c: the warm-up study: AUC by pairs, bootstrap intervals in closed form, a table row, cells of a made-up set */
 Suite *memory_suite(void);   /* tests/test_memory.c: the memory estimate, arithmetic at any depth */

@@ -34,7 +34,7 @@ static const char *HELP_INFO =
     "many updates, GI-Adam, Pre-LN (docs/manual.md, \"Watching a run\").\n"
     "  --all      every tensor's gradient, and the gradient at each sub-layer's output\n"
     "  --schemes  the table of normalisation schemes (tab-separated), or with files each run's\n"
-    "             scheme, atlas rank, family and label (scripts/atlas_table.py reads it)\n"
+    "             scheme, atlas rank, family and label (as `stability table atlas` reads it)\n"
     "  --train    a Markdown table of the training runs, one row per configuration with its\n"
     "             seeds (runs that differ only in init.seed): last and best validation loss\n"
     "             (training loss without validation), mean ± 95% CI over the seeds, the update at\n"

@@ -2,7 +2,7 @@
  * about one lives in one row of one const table (scheme.c), beside the enum of model.placement.
  * How a scheme wires its sub-layers is its row of model/placement.c; everything else reads
  * this table: the config's names and rules, the final norm's default, labels, reports,
- * figures, the atlas and scripts/atlas_table.py (through `stability info --schemes`).
+ * figures, the atlas and its table (`stability table atlas`; `stability info --schemes`).
  *
  * Rows 0 … PLACEMENT_COUNT − 1 are the placements, in the enum's order. The rows after them
  * are variants: a scheme selected by another key on top of a placement (DyT by model.norm,

@@ -165,7 +165,7 @@ double plot_lr_sensitivity(const double *final, const double *loss0, int n)
 
 /* One point of the atlas over its seeds: the mean final loss and its 95 % half-width (NaN with
  * one seed), NaN when a seed diverged there or no seed ran (*diverged: some seed diverged; the
- * tables' rule, scripts/atlas_table.py). One seed: that run's final loss, exactly. */
+ * tables' rule, study/atlas.c). One seed: that run's final loss, exactly. */
 static double atlas_point(const atlas_t *a, int sc, int d, int l, int v, double *half, int *diverged)
 {
     double f[ATLAS_SEEDS];

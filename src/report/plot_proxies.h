@@ -1,8 +1,8 @@
 /* plot_proxies.h — the size study of Wortsman et al. 2023, "Small-scale proxies for large-scale
  * Transformer training instabilities" (docs/proxies.md): training runs of several widths at
  * several learning rates, read into one grid by what their configs say, and the study's numbers,
- * computed once here for its four figures (plot_proxies_figs.c) and equal to
- * scripts/proxies_table.py's (tests/test_proxies_plot.py).
+ * computed once here for its four figures (plot_proxies_figs.c) and its tables (study/proxies.c;
+ * tests/test_proxies_plot.py recomputes them from the files).
  *
  * The grid's axes: a *context* (what sets a row of panels apart: the block, the depth, any other
  * key that differs and is no remedy; one empty context when nothing does), an *arm* (the remedy:
@@ -65,8 +65,12 @@ void size_sensitivity_ci(const size_study_t *st, int c, int a, int w, double *me
 /* One seed's best learning rate at one width: the grid's minimum of min(final, initial loss)
  * (a diverged run its initial loss) refined by the vertex of the parabola through it and its two
  * neighbours in log10 lr; *edge when the minimum is the grid's first or last lr run (then that
- * lr). NaN when the seed ran at no lr. scripts/proxies_table.py's best_lr. */
+ * lr). NaN when the seed ran at no lr. */
 double size_best_lr(const size_study_t *st, int c, int a, int w, int k, int *edge);
+
+/* One seed's spread of the best lr over the arm's widths (max − min of log10 lr*, decades); NaN
+ * when the seed misses a width. */
+double size_best_lr_seed_spread(const size_study_t *st, int c, int a, int k);
 
 /* Per seed, the spread of the best lr over the widths (max − min of log10 lr*, decades; seeds
  * that ran at every width): its mean and 95 % half-width over the seeds, and how many. */

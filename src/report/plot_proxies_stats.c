@@ -1,7 +1,7 @@
 /* plot_proxies_stats.c — the size study's numbers from its grid (report/plot_proxies.h;
  * docs/proxies.md; Wortsman et al. 2023): LR sensitivity and its interval, the best lr and its
  * spread over widths, a cell's final loss over the seeds, the median peak attention logit. The
- * same definitions as scripts/proxies_table.py (tests/test_proxies_plot.py compares them). */
+ * same numbers feed the study's tables (study/proxies.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,30 +52,33 @@ double size_best_lr(const size_study_t *st, int c, int a, int w, int k, int *edg
     return pow(10.0, 0.5 * (x[b - 1] + x[b]) - d1 / (2.0 * a2));
 }
 
+double size_best_lr_seed_spread(const size_study_t *st, int c, int a, int k)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    int widths = 0;
+    for (int w = 0; w < st->nw; w++) {
+        int arm_has = 0, seed_has = 0;   // the arm's widths; the seed must have each
+        for (int l = 0; l < st->nl; l++)
+            for (int q = 0; q < st->nk; q++) {
+                arm_has |= st->ran[SIZE_IX(st, c, a, w, l, q)];
+                seed_has |= q == k && st->ran[SIZE_IX(st, c, a, w, l, q)];
+            }
+        if (!arm_has) continue;
+        int edge;
+        const double b = size_best_lr(st, c, a, w, k, &edge);
+        if (!seed_has || !isfinite(b)) return NAN;
+        lo = fmin(lo, log10(b));
+        hi = fmax(hi, log10(b));
+        widths++;
+    }
+    return widths ? hi - lo : NAN;
+}
+
 void size_best_lr_spread(const size_study_t *st, int c, int a, double *mean, double *half,
                          size_t *n)
 {
     double v[SIZE_SEEDS];
-    for (int k = 0; k < st->nk; k++) {
-        double lo = INFINITY, hi = -INFINITY;
-        int all = 1, widths = 0;
-        for (int w = 0; w < st->nw; w++) {
-            int arm_has = 0, seed_has = 0;   // the arm's widths; the seed must have each
-            for (int l = 0; l < st->nl; l++)
-                for (int q = 0; q < st->nk; q++) {
-                    arm_has |= st->ran[SIZE_IX(st, c, a, w, l, q)];
-                    seed_has |= q == k && st->ran[SIZE_IX(st, c, a, w, l, q)];
-                }
-            if (!arm_has) continue;
-            int edge;
-            const double b = size_best_lr(st, c, a, w, k, &edge);
-            if (!seed_has || !isfinite(b)) { all = 0; break; }
-            lo = fmin(lo, log10(b));
-            hi = fmax(hi, log10(b));
-            widths++;
-        }
-        v[k] = all && widths ? hi - lo : NAN;
-    }
+    for (int k = 0; k < st->nk; k++) v[k] = size_best_lr_seed_spread(st, c, a, k);
     fit_mean_ci(v, 1, (size_t)st->nk, mean, half, n);
 }
 

@@ -4,6 +4,7 @@
 #include "study/study.h"
 #include "study/atlas.h"
 #include "study/estimators.h"
+#include "study/proxies.h"
 #include "study/warmup_explained.h"
 
 static const study_t STUDIES[] = {
@@ -19,6 +20,8 @@ static const study_t STUDIES[] = {
      study_warmup_runs_table, NULL},
     {"estimators", "the curvature estimators against the exact values: error, cost, verdicts "
      "(docs/estimators.md)", study_estimators_table, NULL},
+    {"proxies", "the size study: LR sensitivity, best and failing lr against width, peak logits "
+     "(docs/proxies.md)", study_proxies_table, NULL},
     {0},
 };
 
