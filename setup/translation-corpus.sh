@@ -156,8 +156,11 @@ catalogs() {
 # module it reads files with, the parameters, the package versions and (with --mo-dir) the
 # catalogs' bytes.
 config_key() {
+    local sums   # a file missing is an error, never a key that silently leaves it out
+    sums=$(sha256sum "${BASH_SOURCE[0]}" "$helper" "$here/../runtime/userfile.py") ||
+        die "cannot hash the corpus builder's own files (setup/, runtime/userfile.py)"
     {
-        sha256sum "${BASH_SOURCE[0]}" "$helper" "$here/userfile.py" | cut -d' ' -f1
+        echo "$sums" | cut -d' ' -f1
         echo "vocab $vocab max_chars $MAX_CHARS valid_percent $VALID_PERCENT mo_dir ${mo_dir:+yes}"
         packages
         if [ -n "$mo_dir" ]; then catalogs | while read -r _ f; do sha256sum < "$f"; done; fi

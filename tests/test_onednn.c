@@ -182,8 +182,8 @@ END_TEST
 
 /* train.gemm_path: refused outside bfloat16 and bfloat16_pure (float32 has no rounded operands,
  * fp8's are not bfloat16) and, as onednn, with round_gemm off; written to the resolved config
- * only when set (auto, the default, keeps every stored config's text); auto is the emulation on a
- * CPU without AMX, and onednn where it is asked for. */
+ * when not emulated (the default, which keeps every stored config's text and never depends on
+ * the CPU); auto is oneDNN only on a CPU with AMX, and onednn where it is asked for. */
 START_TEST(test_gemm_path_key)
 {
     config_t cfg;
@@ -205,6 +205,11 @@ START_TEST(test_gemm_path_key)
     ck_assert_int_eq(config_validate(&cfg, err, sizeof err), 0);
     config_to_ini(&cfg, ini, sizeof ini);
     ck_assert_ptr_null(strstr(ini, "gemm_path"));
+    ck_assert_int_eq(session_gemm_onednn(&cfg), 0);   // the default: the emulation on every CPU
+    ck_assert_int_eq(config_set(&cfg, "train.gemm_path=auto", err, sizeof err), 0);
+    ck_assert_int_eq(config_validate(&cfg, err, sizeof err), 0);
+    config_to_ini(&cfg, ini, sizeof ini);
+    ck_assert_ptr_nonnull(strstr(ini, "gemm_path = auto"));   // another configuration
     ck_assert_int_eq(session_gemm_onednn(&cfg), gemm_dnnl_amx());
     ck_assert_int_eq(config_set(&cfg, "train.gemm_path=onednn", err, sizeof err), 0);
     ck_assert_int_eq(config_validate(&cfg, err, sizeof err), 0);

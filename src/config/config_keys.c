@@ -321,7 +321,8 @@ void config_defaults(config_t *cfg)
     cfg->train.spectral_bound = 0.0;
     cfg->train.rounding = ROUNDING_NEAREST;
     cfg->train.kahan = 0;
-    cfg->train.gemm_path = GEMM_PATH_AUTO;
+    cfg->train.gemm_path = GEMM_PATH_EMULATED;   // the exact, portable default: a file's bits
+                                                 // never depend on which CPU ran it
     cfg->train.round_gemm = 1;         // bfloat16 mixed precision's usual recipe (docs/design.md,
     cfg->train.round_attn_probs = 1;   // "Low precision, emulated"): every operand of a product,
     cfg->train.round_residual = 0;     // activations stored between products in float32,
@@ -510,8 +511,9 @@ static void key_value(sbuf_t *b, const config_t *cfg, const cfg_key_t *k)
 
 /* The low-precision keys are written only where they act (docs/design.md, "Low precision,
  * emulated"): the rounding places under bfloat16* and fp8, rounding and kahan under
- * bfloat16_pure, probe.precision_measures when not auto, gemm_path when not auto (a file of
- * either path keeps the config text it had before the key). 1 for such a key that does not act
+ * bfloat16_pure, probe.precision_measures when not auto, gemm_path when not emulated (the default: a file
+ * keeps the config text it had before the key; auto and onednn are written, so a run of either
+ * is another configuration). 1 for such a key that does not act
  * under cfg. */
 static int lowp_key_idle(const config_t *cfg, const cfg_key_t *k)
 {
@@ -523,7 +525,7 @@ static int lowp_key_idle(const config_t *cfg, const cfg_key_t *k)
         if (k->off == places[i]) return !config_lowp(cfg);
     if (k->off == offsetof(config_t, train.rounding) || k->off == offsetof(config_t, train.kahan))
         return cfg->train.precision != PRECISION_BFLOAT16_PURE;
-    if (k->off == offsetof(config_t, train.gemm_path)) return cfg->train.gemm_path == GEMM_PATH_AUTO;
+    if (k->off == offsetof(config_t, train.gemm_path)) return cfg->train.gemm_path == GEMM_PATH_EMULATED;
     return k->off == offsetof(config_t, probe.precision_measures) && cfg->probe.precision_measures == 0;
 }
 

@@ -223,7 +223,7 @@ static void report_gemm_path(FILE *out, h5io_file_t *f, const char *prefix, cons
     fprintf(out, " (%s gemm_path", path ? path : "emulated");
     if (c->train.precision == PRECISION_FP8 || !c->train.round_gemm)
         fprintf(out, ", %s", c->train.round_gemm ? "fp8 operands" : "no rounded operands");
-    else if (c->train.gemm_path != GEMM_PATH_AUTO)
+    else if (c->train.gemm_path != GEMM_PATH_AUTO)   // the default, emulated, or onednn: the key
         fprintf(out, ", train.gemm_path = %s", config_gemm_path_name(c->train.gemm_path));
     else
         fprintf(out, ", auto: %s", emulated ? "no AMX, so the exact emulation" : "the CPU has AMX");
