@@ -35,9 +35,10 @@ BLAS_LIBS    ?= $(call pkg,openblas,--libs-only-L) -lopenblas
 CRYPTO_CFLAGS ?= $(call pkg,libcrypto,--cflags)
 CRYPTO_LIBS  ?= $(or $(call pkg,libcrypto,--libs),-lcrypto)
 # oneDNN (Debian: libdnnl-dev), the fast bfloat16 path's matmul (src/nn/gemm_dnnl.c): linked when
-# its header compiles, else the build runs the emulation only (DNNL_LIBS= leaves it out).
+# its header compiles and is oneDNN 2.x (3.x removed the operation descriptors gemm_dnnl.c uses),
+# else the build runs the emulation only (DNNL_LIBS= leaves it out).
 ifeq ($(origin DNNL_LIBS),undefined)
-DNNL_LIBS    := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\n' | $(CC) $(PREFIX_CFLAGS) -E -x c - >/dev/null 2>&1 && echo -ldnnl)
+DNNL_LIBS    := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\n\043if DNNL_VERSION_MAJOR != 2\n\043error not 2.x\n\043endif\n' | $(CC) $(PREFIX_CFLAGS) -E -x c - >/dev/null 2>&1 && echo -ldnnl)
 endif
 DNNL_CFLAGS  := $(if $(strip $(DNNL_LIBS)),-DSTAB_DNNL)
 CHECK_CFLAGS ?= $(call pkg,check,--cflags)
@@ -233,11 +234,13 @@ warmup-explained: deps
 	@set -e; for f in $(WARMUP_EXPLAINED); do ./stability sweep experiments/$$f.ini; done
 	@[ -f results/$(ATLAS).h5 ] || { echo "make warmup-explained: results/$(ATLAS).h5 is missing: make atlas$(if $(filter float32,$(PRECISION)), PRECISION=float32) gives the outcomes" >&2; exit 2; }
 	./stability table warmup-explained results/$(ATLAS).h5 results/warmup_explained.h5 \
-	  $$([ -f results/atlas_init.h5 ] && echo results/atlas_init.h5) > results/warmup_explained.md
-	@echo >> results/warmup_explained.md
-	./stability table warmup-runs results/warmup_explained_fig2.h5 >> results/warmup_explained.md
+	  $$([ -f results/atlas_init.h5 ] && echo results/atlas_init.h5) > results/warmup_explained.md.tmp
+	@echo >> results/warmup_explained.md.tmp
+	./stability table warmup-runs results/warmup_explained_fig2.h5 >> results/warmup_explained.md.tmp
+	mv results/warmup_explained.md.tmp results/warmup_explained.md   # whole, or the old one kept
 	./stability table warmup-cells results/$(ATLAS).h5 results/warmup_explained.h5 \
-	  $$([ -f results/atlas_init.h5 ] && echo results/atlas_init.h5) --tsv > results/warmup_explained_cells.tsv
+	  $$([ -f results/atlas_init.h5 ] && echo results/atlas_init.h5) --tsv > results/warmup_explained_cells.tsv.tmp
+	mv results/warmup_explained_cells.tsv.tmp results/warmup_explained_cells.tsv
 	@set -e; for f in $(WARMUP_EXPLAINED); do ./stability plot results/$$f.h5; done   # curv_* (docs/curvature.md#figures)
 	./stability plot results/warmup_explained.h5 results/$(ATLAS).h5 \
 	  $$([ -f results/atlas_init.h5 ] && echo results/atlas_init.h5) --out plots/indicators   # warmup_indicators (Admin's panel from atlas_init)
@@ -279,11 +282,12 @@ figures-train: figures-mlm
 ESTIMATOR_FIGURES := estimators-est_density estimators-est_critical
 .PHONY: estimators
 estimators: deps
-	$(MAKE) stability
+	$(MAKE) -j$(JOBS) stability
 	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the runs train on
 	./stability sweep experiments/estimators.ini --jobs 1
 	./stability plot results/estimators.h5
-	./stability table estimators results/estimators.h5 > results/estimators.md
+	./stability table estimators results/estimators.h5 > results/estimators.md.tmp
+	mv results/estimators.md.tmp results/estimators.md   # whole, or the old one kept
 	@mkdir -p docs/figures; for f in $(ESTIMATOR_FIGURES); do \
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 	@cat results/estimators.md

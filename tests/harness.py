@@ -1,7 +1,7 @@
 """harness.py — what the Python tests share to run apart from the repository: a working
 directory in a temporary folder that looks like the repository to relative paths (configs/,
 experiments/, runtime/, scripts/, setup/, tools/ and ./stability linked; the corpus
-results/licenses.txt linked, read only), so a test's results/<sweep>/ and plots/ are its own and two test runs cannot collide (docs/testing.md)."""
+results/licenses.txt linked: to be read, never written), so a test's results/<sweep>/ and plots/ are its own and two test runs cannot collide (docs/testing.md)."""
 
 import os
 

@@ -54,7 +54,7 @@ static const char *USAGE =
     "       stability dump --config CONFIG --out FILE.h5 [--set ...] [--force] [--perturb S] [--hvp]\n"
     "       stability gradcheck --config CONFIG [--set ...] [--entries N] [--tol X] [--perturb S]\n"
     "       stability advise --config CONFIG [--set ...] [--out ADVICE.h5] [--force] [--quiet]\n"
-    "       stability table STUDY FILE.h5... [--tsv]   a study's tables (docs' numbers)\n"
+    "       stability table STUDY FILE.h5... [--tsv] [--common]   a study's tables (docs' numbers)\n"
     "       stability translate RUN.h5 [--beam K] [--lenpen A] [--max-len-a A] [--max-len-b B]\n"
     "                           [--input FILE] [--ids]\n"
     "       stability --help | VERB --help | --version\n"

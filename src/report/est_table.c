@@ -82,7 +82,8 @@ static void pair_at(const plot_run_t *r, int c, size_t i, double *est, double *r
         *ref = sum;
     } else if (c >= C_CRIT_QUAD && c <= C_CRIT_H && e->crit) {
         *est = e->crit[i];
-        *ref = c == C_CRIT_QUAD ? e->quad[i] : c == C_CRIT_HHAT ? s * e->active[i] : e->hmax[i];
+        *ref = c == C_CRIT_QUAD ? (e->quad ? e->quad[i] : NAN)   // a file may lack the column
+             : c == C_CRIT_HHAT ? s * e->active[i] : e->hmax[i];
     } else if (c == C_BAI_HHAT && e->bai) {
         *est = e->bai[i];
         *ref = s * e->active[i];
