@@ -240,10 +240,11 @@ static int covary_ratio(const plot_set_t *set, const int *m, int n, items_t *con
     if (j < 0 || n < 2) return 0;
     double ratio = NAN;
     for (int i = 0; i < n; i++) {
+        const char *sa = item_value(set, m, its, scheme, i, d->item[lead]);
+        const char *sb = item_value(set, m, its, scheme, i, d->item[j]);
         char *e1, *e2;
-        const double a = strtod(item_value(set, m, its, scheme, i, d->item[lead]), &e1);
-        const double b = strtod(item_value(set, m, its, scheme, i, d->item[j]), &e2);
-        if (*e1 || *e2 || !(a > 0) || !isfinite(b)) return 0;
+        const double a = strtod(sa, &e1), b = strtod(sb, &e2);
+        if (!*sa || !*sb || *e1 || *e2 || !(a > 0) || !isfinite(b)) return 0;   // "": not written
         if (i == 0) ratio = b / a;
         else if (fabs(b / a - ratio) > 1e-12 * fabs(ratio)) return 0;
     }
