@@ -120,12 +120,39 @@ START_TEST(test_runs_grid)
 }
 END_TEST
 
+/* runs_remedy: each remedy key by itself, two at once in the documented order, and none. */
+START_TEST(test_runs_remedy)
+{
+    config_t c;
+    char buf[96];
+    config_defaults(&c);
+    runs_remedy(&c, buf, sizeof buf);
+    ck_assert_str_eq(buf, "none");
+    c.train.lr_control = LR_CONTROL_CDAT;
+    c.train.cdat_sigma = 2;
+    runs_remedy(&c, buf, sizeof buf);
+    ck_assert_str_eq(buf, "cdat 2");
+    c.train.lr_control = LR_CONTROL_CURVATURE;
+    c.train.curvature_cap = 0.5;
+    c.train.spectral_bound = 0.05;
+    runs_remedy(&c, buf, sizeof buf);
+    ck_assert_str_eq(buf, "curvature_cap 0.5+spectral_bound 0.05");
+    config_defaults(&c);
+    c.train.warmup_start = WARMUP_START_CATAPULT;
+    c.train.update_ratio_cap = 0.01;
+    c.train.schedule = SCHED_AUTOWU;
+    runs_remedy(&c, buf, sizeof buf);
+    ck_assert_str_eq(buf, "catapult+ratio_cap 0.01+autowu");
+}
+END_TEST
+
 Suite *runs_suite(void)
 {
     Suite *s = suite_create("runs");
     TCase *tc = tcase_create("runs");
     tcase_add_test(tc, test_runs_outcome);
     tcase_add_test(tc, test_runs_grid);
+    tcase_add_test(tc, test_runs_remedy);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_check import check, run, summary  # noqa: E402
 
 COLUMNS = ("run origin scheme L dec_L d_model d_ff heads lr warmup seed optimizer schedule "
-           "precision block parametrization task steps loss_init final_loss plateau diverged "
+           "remedy precision block parametrization task steps loss_init final_loss plateau diverged "
            "stuck trains").split()
 
 BASE = """[model]
@@ -101,7 +101,7 @@ def test_runs(tmp):
             loss = list(g["train"]["loss"][:])
             div = "diverged_at" in g["train"].attrs and g["train"].attrs["diverged_at"] >= 0
             want = {"scheme": "pre", "L": "2", "d_model": "16", "d_ff": "24", "heads": "2",
-                    "warmup": "5", "seed": "3", "optimizer": "sgd", "schedule": "linear",
+                    "warmup": "5", "seed": "3", "optimizer": "sgd", "schedule": "linear", "remedy": "none",
                     "steps": "30", "task": cfg["data"]["task"],
                     "precision": cfg["train"].get("precision", "float64"), "block": "2017",
                     "parametrization": "standard", "dec_L": "0"}

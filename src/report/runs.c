@@ -29,6 +29,26 @@ void runs_outcome(runs_row_t *row, double threshold)
     row->stuck = !row->diverged && !row->trains && isfinite(row->final_loss);
 }
 
+void runs_remedy(const config_t *cfg, char *buf, size_t len)
+{
+    char part[6][48];
+    int n = 0;
+    if (cfg->train.lr_control == LR_CONTROL_CURVATURE)
+        snprintf(part[n++], sizeof part[0], "curvature_cap %g", cfg->train.curvature_cap);
+    if (cfg->train.lr_control == LR_CONTROL_CDAT) snprintf(part[n++], sizeof part[0], "cdat %g", cfg->train.cdat_sigma);
+    if (cfg->train.warmup_start == WARMUP_START_CATAPULT) snprintf(part[n++], sizeof part[0], "catapult");
+    if (cfg->train.update_ratio_cap > 0)
+        snprintf(part[n++], sizeof part[0], "ratio_cap %g", cfg->train.update_ratio_cap);
+    if (cfg->train.spectral_bound > 0)
+        snprintf(part[n++], sizeof part[0], "spectral_bound %g", cfg->train.spectral_bound);
+    if (cfg->train.schedule == SCHED_AUTOWU) snprintf(part[n++], sizeof part[0], "autowu");
+    snprintf(buf, len, "%s", n ? part[0] : "none");
+    for (int k = 1; k < n; k++) {
+        const size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "+%s", part[k]);
+    }
+}
+
 void runs_row(const plot_set_t *set, int i, runs_row_t *row)
 {
     static const char *const BLOCK[] = {"2017", "today", "other"};
@@ -51,6 +71,7 @@ void runs_row(const plot_set_t *set, int i, runs_row_t *row)
     row->precision = config_precision_name(c->train.precision);
     row->task = config_task_name(c->data.task);
     row->block = BLOCK[runs_block_kind(c)];
+    runs_remedy(c, row->remedy, sizeof row->remedy);
     if (config_value_text(c, "init.parametrization", row->parametrization,
                           sizeof row->parametrization))
         snprintf(row->parametrization, sizeof row->parametrization, "?");
@@ -80,7 +101,7 @@ void runs_free(runs_table_t *t)
 
 const char *const RUNS_COLUMNS[] = {
     "run", "origin", "scheme", "L", "dec_L", "d_model", "d_ff", "heads", "lr", "warmup", "seed",
-    "optimizer", "schedule", "precision", "block", "parametrization", "task", "steps",
+    "optimizer", "schedule", "remedy", "precision", "block", "parametrization", "task", "steps",
     "loss_init", "final_loss", "plateau", "diverged", "stuck", "trains", NULL};
 
 /* The text columns' values of row, in RUNS_COLUMNS's order up to "task"; NULL for a number. */
@@ -91,6 +112,7 @@ static const char *text_of(const runs_row_t *row, const char *col)
     if (!strcmp(col, "scheme")) return row->scheme;
     if (!strcmp(col, "optimizer")) return row->optimizer;
     if (!strcmp(col, "schedule")) return row->schedule;
+    if (!strcmp(col, "remedy")) return row->remedy;
     if (!strcmp(col, "precision")) return row->precision;
     if (!strcmp(col, "block")) return row->block;
     if (!strcmp(col, "parametrization")) return row->parametrization;

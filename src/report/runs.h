@@ -28,6 +28,7 @@ typedef struct {
     unsigned long seed;
     const char *optimizer, *schedule, *precision, *task;
     char parametrization[16];  /* as the resolved config writes it ("standard", "mup" …) */
+    char remedy[96];         /* runs_remedy: "none", or the warm-up remedies the run used */
     const char *block;       /* "2017" (sinusoidal, ReLU/GELU, biases, LayerNorm), "today"
                                 (rotary, SwiGLU, no biases, RMSNorm), else "other" */
     int steps;               /* train.steps (0: a probe) */
@@ -47,6 +48,11 @@ typedef struct {
 /* A run's block by its config: 0 the 2017 block, 1 today's (LLaMA's, docs/design.md §6i),
  * 2 another. */
 int runs_block_kind(const config_t *cfg);
+
+/* The warm-up remedies of cfg's lr (docs/design.md §6k) into buf, joined by "+" in this order:
+ * "curvature_cap C", "cdat S" (σ), "catapult", "ratio_cap R", "spectral_bound T", "autowu"; or
+ * "none". The optimizer (LAMB, GI-Adam …) and the warm-up length are columns of their own. */
+void runs_remedy(const config_t *cfg, char *buf, size_t len);
 
 /* The identity and outcome (runs_outcome at RUNS_BELOW_PLATEAU) of set->runs[i] into row. */
 void runs_row(const plot_set_t *set, int i, runs_row_t *row);
