@@ -147,12 +147,6 @@ void plot_layer_axis(sbuf_t *s, int L);
  * antialiasing leaves no light seam between neighbours; the data keep their true spans. */
 void plot_heat_cells(sbuf_t *s, const char *block, double xspan, double yspan);
 
-/* Write one figure's script: returns 1 and fills name when the runs support the figure, 0
- * when they do not; −1 when they do but it would have nothing to draw (no finite value: a run
- * that diverged at once, every max logit 0), name then "figure: why" (plot_draw_all notes it
- * on stderr and goes on: never an error). */
-typedef int (*plot_figure_fn)(const plot_set_t *set, sbuf_t *script, char *name, size_t len);
-
 int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_grad_vs_depth(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_grad_vs_width(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
@@ -212,9 +206,6 @@ void plot_ind_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
 
 void plot_ind_free(plot_ind_t *d);
 
-/* Each indicator against the atlas's outcome, a panel each (docs/curvature.md); defined with
- * the study's statistics in study/warmup_figure.c. */
-int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 /* ---- plot_curvature.c: a run's curvature rows (docs/design.md §10) ---- */
 
 typedef struct plot_curv {

@@ -1,0 +1,17 @@
+/* figures.h — the table of figures `stability plot` draws (report/plot.h's plot_draw_all), and
+ * the studies' figures in it. Each study's figures sit beside its analysis in study/ and read
+ * the figure machinery of report/ (plot_internal.h, plot_band.h); report/ knows only the row
+ * type plot_figure_t, never a study (docs/design.md §2). */
+#ifndef STABILITY_FIGURES_H
+#define STABILITY_FIGURES_H
+
+#include "report/plot.h"
+
+/* Every figure, in the order they are drawn, ending with a row whose fn is NULL. */
+const plot_figure_t *study_figures(void);
+
+/* The warm-up study's indicators against the atlas's outcome, a panel each (docs/curvature.md;
+ * study/warmup_figure.c). */
+int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
+#endif
