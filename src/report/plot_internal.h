@@ -174,11 +174,6 @@ int plot_fig_dyn_entropy(const plot_set_t *set, sbuf_t *s, char *name, size_t le
 int plot_fig_dyn_logit(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-/* The size study of Wortsman et al. 2023 (plot_proxies_figs.c; docs/proxies.md). */
-int plot_fig_size_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_size_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_size_best_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_size_logit(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 /* ---- plot_dynamics.c: reading a run's dynamics (plot.c's loader calls them) ---- */
 

@@ -10,6 +10,13 @@
 /* Every figure, in the order they are drawn, ending with a row whose fn is NULL. */
 const plot_figure_t *study_figures(void);
 
+/* The size study of Wortsman et al. 2023 (study/proxies_figure.c; docs/proxies.md): final loss
+ * against lr, LR sensitivity and best lr against width, the peak attention logit. */
+int plot_fig_size_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_size_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_size_best_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_size_logit(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
 /* The warm-up study's indicators against the atlas's outcome, a panel each (docs/curvature.md;
  * study/warmup_figure.c). */
 int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
