@@ -160,8 +160,6 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 /* BLEU against epochs of the runs that logged /train/bleu (plot_bleu.c). */
 int plot_fig_bleu(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 /* Every scheme side by side (plot_schemes.c): gradient per layer at initialisation, output
  * change vs depth, DeepNet's model update. */
 int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
@@ -254,12 +252,6 @@ void plot_est_free(plot_est_t *e);
  * exact λ_max over training (a panel per run, log y). */
 int plot_fig_est_density(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_est_critical(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-
-/* ---- plot_atlas.c: the stability atlas ---- */
-
-/* Wortsman et al.'s LR sensitivity of n runs over a learning-rate grid: mean of
- * min(final, loss0) − min final (a diverged run, final NaN, counts as loss0). */
-double plot_lr_sensitivity(const double *final, const double *loss0, int n);
 
 /* Send script to gnuplot once per format into dir/name.<fmt> (gnuplot writes to its standard
  * output, which is the file). 0, or −1 (gnuplot failed) / −2 (an output that is not a regular

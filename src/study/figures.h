@@ -10,6 +10,11 @@
 /* Every figure, in the order they are drawn, ending with a row whose fn is NULL. */
 const plot_figure_t *study_figures(void);
 
+/* The stability atlas's training grid (study/atlas_figure.c; docs/design.md §6d): final loss
+ * against lr per scheme and depth, and the LR sensitivity per cell. */
+int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
 /* The size study of Wortsman et al. 2023 (study/proxies_figure.c; docs/proxies.md): final loss
  * against lr, LR sensitivity and best lr against width, the peak attention logit. */
 int plot_fig_size_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);

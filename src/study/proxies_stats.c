@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "study/atlas.h"
 #include "study/proxies_grid.h"
 #include "measure/fit.h"
 
