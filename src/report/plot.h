@@ -16,7 +16,7 @@
  *                               the exact curvature over training (report/plot_estimators.c;
  *                               docs/estimators.md)
  *   warmup_indicators            each explanation of warm-up's indicator against the atlas's
- *                               outcome (docs/curvature.md; report/plot_indicators.c)
+ *                               outcome (docs/curvature.md; study/warmup_figure.c)
  * The data reach gnuplot as inline data blocks; nothing is left on disk but the figures.
  * Titles, subtitles and keys say what the runs share and what tells them apart, from their
  * configs (report/plot_label.h); colours and layout: plot_palette.h, plot_layout.h
@@ -30,7 +30,7 @@
 #include "measure/probe.h"
 #include "util/sbuf.h"
 
-/* The training dynamics of a run (report/plot_dynamics.c; docs/design.md §6g): NULL arrays
+/* The training dynamics of a run (report/plot_columns.c; docs/design.md §6g): NULL arrays
  * where the file predates a column. */
 typedef struct plot_dyn {
     size_t nsteps;           /* rows of the per-update columns */
@@ -67,9 +67,9 @@ typedef struct {
     double unigram;          /* /train@unigram_entropy: a text run's plateau (nats), or NaN */
     plot_dyn_t *dyn;         /* the training dynamics, or NULL without /train */
     struct plot_ind *ind;    /* warm-up's indicators of a run with curvature rows
-                                (report/plot_indicators.c), or NULL */
+                                (report/plot_columns.c), or NULL */
     struct plot_curv *curv;  /* the curvature rows (report/plot_curvature.c), or NULL */
-    struct plot_est *est;    /* the estimators' columns (report/plot_estimators.c), or NULL */
+    struct plot_est *est;    /* the estimators' columns (report/plot_columns.c), or NULL */
 } plot_run_t;
 
 typedef struct {

@@ -173,15 +173,13 @@ int plot_fig_dyn_logit(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
-/* ---- plot_dynamics.c: reading a run's dynamics (plot.c's loader calls them) ---- */
+/* ---- plot_columns.c: a run's columns beyond its training curve (plot.c's loader calls them) */
 
 /* Read the dynamics of the run at prefix of f into r->dyn (left NULL when out of memory). */
 void plot_dyn_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
 
 /* Free r->dyn's arrays and itself. */
 void plot_dyn_free(plot_dyn_t *d);
-
-/* ---- plot_indicators.c: warm-up's indicators (plot.c's loader calls them) ---- */
 
 /* A run's indicators of warm-up's explanations (docs/curvature.md "Indicators"; the cells and
  * their statistics: study/warmup_explained.h). */
@@ -224,7 +222,7 @@ int plot_fig_curv_lens(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 int plot_fig_curv_init_depth(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_curv_blocks(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
-/* ---- plot_estimators.c: the estimators beside the exact curvature (docs/estimators.md) ---- */
+/* ---- plot_columns.c: the estimators beside the exact curvature (docs/estimators.md) ---- */
 
 typedef struct plot_est {
     size_t n;                     /* curvature rows every column below has */
@@ -247,6 +245,8 @@ void plot_est_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
 
 /* Free e's arrays and itself. */
 void plot_est_free(plot_est_t *e);
+
+/* ---- plot_estimators.c: the estimators' figures ---- */
 
 /* The SLQ density of H by update (a panel per run) and the critical sharpness against the
  * exact λ_max over training (a panel per run, log y). */
