@@ -166,12 +166,6 @@ int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len
 int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_mlm(const plot_set_t *set, sbuf_t *s, char *name, size_t len);   /* plot_mlm.c */
-int plot_fig_dyn_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_dyn_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_dyn_entropy(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_dyn_logit(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 /* ---- plot_columns.c: a run's columns beyond its training curve (plot.c's loader calls them) */
 

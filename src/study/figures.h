@@ -15,6 +15,16 @@ const plot_figure_t *study_figures(void);
 int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
+/* The training dynamics (study/dynamics_figure.c; docs/dynamics.md): layer × update heat maps
+ * of the gradient, the update ratio, the attention entropy and its largest logit; the lines of
+ * the largest logit, the lowest entropy and the loss; the final loss against lr. */
+int plot_fig_dyn_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_dyn_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_dyn_entropy(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_dyn_logit(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
 /* The size study of Wortsman et al. 2023 (study/proxies_figure.c; docs/proxies.md): final loss
  * against lr, LR sensitivity and best lr against width, the peak attention logit. */
 int plot_fig_size_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);

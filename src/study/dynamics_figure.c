@@ -1,10 +1,11 @@
-/* plot_dynamics.c — the training dynamics' figures (docs/design.md §6g): layer × update heat
- * maps of the gradient, the update ratio, the attention entropy and its largest logit (viridis,
- * a labelled colour bar, each column the updates since the previous measurement); the largest
- * attention logit, the lowest entropy and the loss against the update, as small multiples
- * (a panel per configuration but the ordered key, which the colour shows); the final loss
- * against the learning rate per configuration (Wortsman et al. 2023, Fig. 1). The data come
- * from /train (files written before a column existed draw without it). */
+/* dynamics_figure.c — the training dynamics' figures (docs/design.md §6g, docs/dynamics.md):
+ * layer × update heat maps of the gradient, the update ratio, the attention entropy and its
+ * largest logit (viridis, a labelled colour bar, each column the updates since the previous
+ * measurement); the largest attention logit, the lowest entropy and the loss against the
+ * update, as small multiples (a panel per configuration but the ordered key, which the colour
+ * shows); the final loss against the learning rate per configuration (Wortsman et al. 2023,
+ * Fig. 1). The data come from /train, read by report/plot_columns.c (files written before a
+ * column existed draw without it). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include "report/plot_internal.h"
 #include "report/runs.h"
+#include "study/figures.h"
 
 #define DYN_MAX_HEAT 6      /* runs side by side in a heat map */
 #define DYN_MAX_LINES 48    /* runs in the line plots */
