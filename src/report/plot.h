@@ -13,7 +13,7 @@
  *   atlas_*, model_update        the schemes' measures and the atlas (§6c, §6d)
  *   mlm_val_loss   Fig. 5       validation masked-LM loss vs updates, seeds as bands (§6e, §6f)
  *   est_density, est_critical    the SLQ density of H by update, the critical sharpness against
- *                               the exact curvature over training (report/plot_estimators.c;
+ *                               the exact curvature over training (study/estimators_figure.c;
  *                               docs/estimators.md)
  *   warmup_indicators            each explanation of warm-up's indicator against the atlas's
  *                               outcome (docs/curvature.md; study/warmup_figure.c)

@@ -216,7 +216,8 @@ int plot_fig_curv_lens(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 int plot_fig_curv_init_depth(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_curv_blocks(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
-/* ---- plot_columns.c: the estimators beside the exact curvature (docs/estimators.md) ---- */
+/* ---- plot_columns.c: the estimators beside the exact curvature (docs/estimators.md; their
+ * figures and table: study/estimators_figure.c, estimators_table.c) ---- */
 
 typedef struct plot_est {
     size_t n;                     /* curvature rows every column below has */
@@ -239,13 +240,6 @@ void plot_est_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
 
 /* Free e's arrays and itself. */
 void plot_est_free(plot_est_t *e);
-
-/* ---- plot_estimators.c: the estimators' figures ---- */
-
-/* The SLQ density of H by update (a panel per run) and the critical sharpness against the
- * exact λ_max over training (a panel per run, log y). */
-int plot_fig_est_density(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_est_critical(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 /* Send script to gnuplot once per format into dir/name.<fmt> (gnuplot writes to its standard
  * output, which is the file). 0, or −1 (gnuplot failed) / −2 (an output that is not a regular

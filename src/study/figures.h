@@ -32,6 +32,12 @@ int plot_fig_size_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size
 int plot_fig_size_best_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_size_logit(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
+/* The curvature estimators (study/estimators_figure.c; docs/estimators.md): the SLQ density of
+ * H by update (a panel per run) and the critical sharpness against the exact λ_max over
+ * training (a panel per run, log y). */
+int plot_fig_est_density(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_est_critical(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
 /* The warm-up study's indicators against the atlas's outcome, a panel each (docs/curvature.md;
  * study/warmup_figure.c). */
 int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, size_t len);

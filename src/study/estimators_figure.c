@@ -1,4 +1,4 @@
-/* plot_estimators.c — the curvature estimators beside the exact values over training
+/* estimators_figure.c — the curvature estimators beside the exact values over training
  * (docs/estimators.md; docs/design.md §10, "Estimators at scale"): the SLQ spectral density of
  * H at a few curvature rows, a panel per run (Ubaru, Chen & Saad 2017; Ghorbani et al. 2019),
  * and the critical sharpness λ_c = 2/η_c (Kalra et al. 2026) against the exact λ_max(H), the
@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "measure/slq.h"
-#include "report/est_table.h"
 #include "report/plot_internal.h"
+#include "study/estimators_table.h"
+#include "study/figures.h"
 
 #define EST_MAX_PANELS 8    /* runs of one figure */
 #define EST_MAX_ROWS 5      /* densities drawn per panel */
