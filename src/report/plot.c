@@ -1,5 +1,7 @@
 /* plot.c — reading runs for figures, and the gnuplot pipe. The figures themselves are in
- * plot_figs.c; both share plot_internal.h. */
+ * plot_figs.c and the other plot_*.c here, and each study's in study/; all share
+ * plot_internal.h. Which figures are drawn is the table the caller gives plot_draw_all
+ * (study/figures.c): nothing here calls a study. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
