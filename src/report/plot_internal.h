@@ -160,11 +160,6 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 /* BLEU against epochs of the runs that logged /train/bleu (plot_bleu.c). */
 int plot_fig_bleu(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-/* Every scheme side by side (plot_schemes.c): gradient per layer at initialisation, output
- * change vs depth, DeepNet's model update. */
-int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_mlm(const plot_set_t *set, sbuf_t *s, char *name, size_t len);   /* plot_mlm.c */
 
 /* ---- plot_columns.c: a run's columns beyond its training curve (plot.c's loader calls them) */

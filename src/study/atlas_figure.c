@@ -3,7 +3,7 @@
  * several (means and 95 % intervals). A cell is a scheme, a depth, a learning rate and a
  * variant: every other config key that differs between the runs (warm-up 20 and 50 are two
  * variants, float32 and float64 two more; report/plot_label.h), so no run hides another
- * (docs/design.md §6j). The atlas's figures at initialisation are report/plot_schemes.c's. */
+ * (docs/design.md §6j). The atlas's figures at initialisation are atlas_schemes_figure.c's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

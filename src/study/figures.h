@@ -14,6 +14,11 @@ const plot_figure_t *study_figures(void);
  * against lr per scheme and depth, and the LR sensitivity per cell. */
 int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+/* Every scheme side by side (study/atlas_schemes_figure.c): the gradient per layer at
+ * initialisation, the output change vs depth, DeepNet's model update. */
+int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 /* The training dynamics (study/dynamics_figure.c; docs/dynamics.md): layer × update heat maps
  * of the gradient, the update ratio, the attention entropy and its largest logit; the lines of
