@@ -112,13 +112,14 @@ typedef struct {
     int post_pre;
 } plot_figure_t;
 
-/* Draw every figure of the table figs (in its order) the runs support into dir/<prefix>-<figure>.<fmt> for each format of the
- * comma-separated list formats (png, pdf, svg, gp). Prints each file written unless quiet; a figure
- * whose data hold no finite value (a run that diverged at once) is skipped with a note on
- * stderr, never an error; one gnuplot fails on is said and the later ones still drawn. Returns
- * the number of figures the runs support (drawn or skipped so), or −1 with err set (gnuplot
- * missing or failing on a figure: the first one's error), or −2 (dir not a directory, an output path
- * that is not a regular file: a usage error). */
+/* Draw every figure of the table figs (in its order) the runs support into
+ * dir/<prefix>-<figure>.<fmt> for each format of the comma-separated list formats (png, pdf,
+ * svg, gp). Prints each file written unless quiet; a figure whose data hold no finite value (a
+ * run that diverged at once) is skipped with a note on stderr, never an error; one gnuplot
+ * fails on is said and the later ones still drawn. Returns the number of figures the runs
+ * support (drawn or skipped so), or −1 with err set (gnuplot missing or failing on a figure:
+ * the first one's error), or −2 (dir not a directory, an output path that is not a regular
+ * file: a usage error). */
 int plot_draw_all(const plot_set_t *set, const plot_figure_t *figs, const char *dir,
                   const char *prefix, const char *formats, int quiet, char *err, size_t errlen);
 

@@ -2,8 +2,8 @@
  * the studies' figures in it. Each study's figures sit beside its analysis in study/ and read
  * the figure machinery of report/ (plot_internal.h, plot_band.h); report/ knows only the row
  * type plot_figure_t, never a study (docs/design.md §2). */
-#ifndef STABILITY_FIGURES_H
-#define STABILITY_FIGURES_H
+#ifndef STABILITY_STUDY_FIGURES_H
+#define STABILITY_STUDY_FIGURES_H
 
 #include "report/plot.h"
 
