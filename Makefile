@@ -365,7 +365,9 @@ FIGURES_TESTS := test_proxies_plot
 # Sweeps, files and faults:
 CHECK_FILES := test_sweep_reuse
 FILES_TESTS := test_sweep test_hostile test_harden_misc
-CHECK_PY := $(CHECK_TORCH) $(CHECK_NUMBERS) $(CHECK_FIGURES) $(CHECK_FILES)
+# The layout (docs/design.md §2): no folder includes or calls a higher one (after the build):
+CHECK_LAYOUT := test_layers
+CHECK_PY := $(CHECK_TORCH) $(CHECK_NUMBERS) $(CHECK_FIGURES) $(CHECK_FILES) $(CHECK_LAYOUT)
 REST_PY := $(TORCH) $(NUMBERS) $(FIGURES_TESTS) $(FILES_TESTS)
 
 check:

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_est_table.py — `stability table estimators FILE` and the estimators' figures
-(report/est_table.h, report/plot_estimators.c; docs/estimators.md) on a hand-made file: a tiny
+(study/estimators_table.h, study/estimators_figure.c; docs/estimators.md) on a hand-made file: a tiny
 training run with every estimator key (3 curvature rows), whose curvature columns are then
 overwritten with h5py by values whose table is computed by hand (Adam, β₁ = 0.9: Ĥ's scale
 1/19, 2/η = stability_threshold/19):

@@ -11,6 +11,7 @@
 #include "tests.h"
 #include "report/plot_band.h"
 #include "report/plot_internal.h"
+#include "study/figures.h"
 
 #define NR 8
 #define NT 4

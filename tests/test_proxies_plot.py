@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_proxies_plot.py — the size study's figures (docs/proxies.md; src/report/plot_proxies*.c),
+"""test_proxies_plot.py — the size study's figures (docs/proxies.md; src/study/proxies_*.c),
 from the repository root: /usr/bin/python3 tests/test_proxies_plot.py
 
 1. A trial-sized sweep run here (the `tiny` model on the copy task, widths 16, 32, 64 with

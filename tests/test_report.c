@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tests.h"
-#include "report/est_table.h"
+#include "study/estimators_table.h"
 #include "report/plot_band.h"
 
 #define NRUN 5
@@ -302,7 +302,7 @@ START_TEST(test_band_bleu_figure)
 }
 END_TEST
 
-/* The estimators' table's numerics by hand (report/est_table.h): relative errors of the pairs
+/* The estimators' table's numerics by hand (study/estimators_table.h): relative errors of the pairs
  * with both values finite and a non-zero reference — |1.1 − 1|/1 = 0.1, |2 − 2.5|/2.5 = 0.2,
  * |−3 − 2|/2 = 2.5 (NaN, ref 0 left out): median 0.2, max 2.5, 3 pairs; none: NaN, 0. The SLQ
  * top node skips NaN nodes and zero weights (9 has weight 0: 4 is the largest); Ĥ's scale

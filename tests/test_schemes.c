@@ -273,7 +273,7 @@ END_TEST
 /* Wortsman et al.'s LR sensitivity as the atlas computes it (docs/design.md §6c): the mean over
  * the learning rates of min(loss, loss_0) − the best loss, a diverged run (NaN) counting as its
  * initial loss; worked by hand. */
-double plot_lr_sensitivity(const double *final, const double *loss0, int n);   // report/
+double plot_lr_sensitivity(const double *final, const double *loss0, int n);   // study/atlas.h
 START_TEST(test_lr_sensitivity)
 {
     const double z[4] = {5.5, 5.5, 5.5, 5.5};

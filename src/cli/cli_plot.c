@@ -1,8 +1,9 @@
 /* cli_plot.c — `stability plot`: every figure the result files support, drawn by gnuplot
- * (report/plot.h; docs/design.md §3). */
+ * (report/plot.h; the table of figures: study/figures.h; docs/design.md §3). */
 #include <stdio.h>
 #include <string.h>
 #include "report/plot.h"
+#include "study/figures.h"
 #include "cli/cli.h"
 
 static const char *HELP_PLOT =
@@ -58,7 +59,7 @@ int cli_plot(int argc, char **argv)
     snprintf(prefix, sizeof prefix, "%s", b ? b + 1 : files[0]);
     char *dot = strrchr(prefix, '.');
     if (dot) *dot = '\0';
-    const int n = plot_draw_all(&set, dir, prefix, formats, quiet, err, sizeof err);
+    const int n = plot_draw_all(&set, study_figures(), dir, prefix, formats, quiet, err, sizeof err);
     plot_set_free(&set);
     if (n < 0) {
         fprintf(stderr, "stability: %s\n", err);

@@ -1,5 +1,7 @@
 /* plot.c — reading runs for figures, and the gnuplot pipe. The figures themselves are in
- * plot_figs.c; both share plot_internal.h. */
+ * plot_figs.c and the other plot_*.c here, and each study's in study/; all share
+ * plot_internal.h. Which figures are drawn is the table the caller gives plot_draw_all
+ * (study/figures.c): nothing here calls a study. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -462,8 +464,8 @@ static int many_schemes(const plot_set_t *set)
     return n >= 3;
 }
 
-int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
-                  const char *formats, int quiet, char *err, size_t errlen)
+int plot_draw_all(const plot_set_t *set, const plot_figure_t *figs, const char *dir,
+                  const char *prefix, const char *formats, int quiet, char *err, size_t errlen)
 {
     struct stat st;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
@@ -475,29 +477,15 @@ int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
         return -2;
     }
     // The Post-LN/Pre-LN figures (post_pre = 1) compare two placements; a set of many schemes
-    // (the atlas) would be mixed under two labels: its own figures (plot_atlas.c) draw it.
-    static const struct { plot_figure_fn fn; int post_pre; } figures[] = {
-        {plot_fig_grad_vs_layer, 1}, {plot_fig_grad_vs_depth, 1}, {plot_fig_grad_vs_width, 1},
-        {plot_fig_grad_ratio, 1},
-        {plot_fig_jacobian, 1}, {plot_fig_hidden_norms, 1}, {plot_fig_loss, 0},
-        {plot_fig_grad_vs_layer_encdec, 0}, {plot_fig_subout, 1}, {plot_fig_val_loss, 0}, {plot_fig_bleu, 0},
-        {plot_fig_atlas_lr, 0}, {plot_fig_atlas_sensitivity, 0}, {plot_fig_atlas_grad, 0},
-        {plot_fig_output_change, 0}, {plot_fig_model_update, 0}, {plot_fig_mlm, 0},
-        {plot_fig_dyn_grad, 0}, {plot_fig_dyn_update, 0}, {plot_fig_dyn_entropy, 0},
-        {plot_fig_dyn_logit, 0}, {plot_fig_dyn_lines, 0}, {plot_fig_dyn_lr, 0},
-        {plot_fig_size_lr, 0}, {plot_fig_size_sensitivity, 0}, {plot_fig_size_best_lr, 0},
-        {plot_fig_size_logit, 0}, {plot_fig_warmup_indicators, 0},
-        {plot_fig_curv_lens, 0}, {plot_fig_curv_init_depth, 0}, {plot_fig_curv_blocks, 0},
-        {plot_fig_est_density, 0}, {plot_fig_est_critical, 0},
-    };
+    // (the atlas) would be mixed under two labels: the atlas's own figures draw it.
     const int many = many_schemes(set);
     int drawn = 0, failed = 0;
-    for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {
-        if (many && figures[k].post_pre) continue;
+    for (const plot_figure_t *fig = figs; fig->fn; fig++) {
+        if (many && fig->post_pre) continue;
         sbuf_t script = {0};
         char name[256];
         name[0] = '\0';
-        const int has = figures[k].fn(set, &script, name, sizeof name);
+        const int has = fig->fn(set, &script, name, sizeof name);
         if (script.failed) { sbuf_free(&script); snprintf(err, errlen, "out of memory"); return -1; }
         if (has < 0) {   // the runs have the figure's data, but no finite value of it: a note
             const char *why = strstr(name, ": ");   // "figure: why"

@@ -13,10 +13,10 @@
  *   atlas_*, model_update        the schemes' measures and the atlas (§6c, §6d)
  *   mlm_val_loss   Fig. 5       validation masked-LM loss vs updates, seeds as bands (§6e, §6f)
  *   est_density, est_critical    the SLQ density of H by update, the critical sharpness against
- *                               the exact curvature over training (report/plot_estimators.c;
+ *                               the exact curvature over training (study/estimators_figure.c;
  *                               docs/estimators.md)
  *   warmup_indicators            each explanation of warm-up's indicator against the atlas's
- *                               outcome (docs/curvature.md; report/plot_indicators.c)
+ *                               outcome (docs/curvature.md; study/warmup_figure.c)
  * The data reach gnuplot as inline data blocks; nothing is left on disk but the figures.
  * Titles, subtitles and keys say what the runs share and what tells them apart, from their
  * configs (report/plot_label.h); colours and layout: plot_palette.h, plot_layout.h
@@ -28,8 +28,9 @@
 #include <stddef.h>
 #include "config/config.h"
 #include "measure/probe.h"
+#include "util/sbuf.h"
 
-/* The training dynamics of a run (report/plot_dynamics.c; docs/design.md §6g): NULL arrays
+/* The training dynamics of a run (report/plot_columns.c; docs/design.md §6g): NULL arrays
  * where the file predates a column. */
 typedef struct plot_dyn {
     size_t nsteps;           /* rows of the per-update columns */
@@ -66,9 +67,9 @@ typedef struct {
     double unigram;          /* /train@unigram_entropy: a text run's plateau (nats), or NaN */
     plot_dyn_t *dyn;         /* the training dynamics, or NULL without /train */
     struct plot_ind *ind;    /* warm-up's indicators of a run with curvature rows
-                                (report/plot_indicators.c), or NULL */
+                                (report/plot_columns.c), or NULL */
     struct plot_curv *curv;  /* the curvature rows (report/plot_curvature.c), or NULL */
-    struct plot_est *est;    /* the estimators' columns (report/plot_estimators.c), or NULL */
+    struct plot_est *est;    /* the estimators' columns (report/plot_columns.c), or NULL */
 } plot_run_t;
 
 typedef struct {
@@ -97,14 +98,29 @@ void plot_set_free(plot_set_t *set);
  * nothing and succeed); else 2 with err. */
 int plot_check_formats(const char *formats, char *err, size_t errlen);
 
-/* Draw every figure the runs support into dir/<prefix>-<figure>.<fmt> for each format of the
- * comma-separated list formats (png, pdf, svg, gp). Prints each file written unless quiet; a figure
- * whose data hold no finite value (a run that diverged at once) is skipped with a note on
- * stderr, never an error; one gnuplot fails on is said and the later ones still drawn. Returns
- * the number of figures the runs support (drawn or skipped so), or −1 with err set (gnuplot
- * missing or failing on a figure: the first one's error), or −2 (dir not a directory, an output path
- * that is not a regular file: a usage error). */
-int plot_draw_all(const plot_set_t *set, const char *dir, const char *prefix,
-                  const char *formats, int quiet, char *err, size_t errlen);
+/* Write one figure's script: returns 1 and fills name when the runs support the figure, 0
+ * when they do not; −1 when they do but it would have nothing to draw (no finite value: a run
+ * that diverged at once, every max logit 0), name then "figure: why" (plot_draw_all notes it
+ * on stderr and goes on: never an error). */
+typedef int (*plot_figure_fn)(const plot_set_t *set, sbuf_t *script, char *name, size_t len);
+
+/* A row of a table of figures: post_pre 1 for a figure comparing Post-LN with Pre-LN, which a
+ * set of three or more schemes (an atlas) does not get. The table is given to plot_draw_all by
+ * the layer above (study/figures.h), so the machinery here knows no study (docs/design.md §2). */
+typedef struct {
+    plot_figure_fn fn;   /* NULL ends the table */
+    int post_pre;
+} plot_figure_t;
+
+/* Draw every figure of the table figs (in its order) the runs support into
+ * dir/<prefix>-<figure>.<fmt> for each format of the comma-separated list formats (png, pdf,
+ * svg, gp). Prints each file written unless quiet; a figure whose data hold no finite value (a
+ * run that diverged at once) is skipped with a note on stderr, never an error; one gnuplot
+ * fails on is said and the later ones still drawn. Returns the number of figures the runs
+ * support (drawn or skipped so), or −1 with err set (gnuplot missing or failing on a figure:
+ * the first one's error), or −2 (dir not a directory, an output path that is not a regular
+ * file: a usage error). */
+int plot_draw_all(const plot_set_t *set, const plot_figure_t *figs, const char *dir,
+                  const char *prefix, const char *formats, int quiet, char *err, size_t errlen);
 
 #endif

@@ -2,7 +2,7 @@
  * curvature lens on training (the active η·λ_max(P⁻¹H) over Adam's threshold against the
  * update, a line at 1: Cohen et al. 2021, 2022; Kalra & Barkeshli 2024), λ_max(H) at
  * initialisation against depth per scheme, and the per-block sharpness as a layer × update heat
- * map (viridis, log colour bar, as the gradient's in plot_dynamics.c). The data: /train's
+ * map (viridis, log colour bar, as the gradient's in study/dynamics_figure.c). The data: /train's
  * curvature rows (curv_step, hessian_max, precond_max_active, stability_threshold,
  * hessian_block_max and precond_block_max [row][layer + 1][kind]) and /probe's hessian_max. */
 #include <math.h>
@@ -438,7 +438,7 @@ static int block_any(const plot_curv_t *c, const double *b)
 }
 
 /* Block $b<p>_<i>: "x layer x0 x1 y0 y1 value" cells of run r's b, a column per row spanning
- * the updates since the previous one ([t − 1, t] for the first, as plot_dynamics.c's). */
+ * the updates since the previous one ([t − 1, t] for the first, as study/dynamics_figure.c's). */
 static void block_cells(sbuf_t *s, int p, int i, const plot_curv_t *c, const double *b,
                         plot_range_t *x, plot_range_t *v)
 {

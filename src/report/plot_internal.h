@@ -147,12 +147,6 @@ void plot_layer_axis(sbuf_t *s, int L);
  * antialiasing leaves no light seam between neighbours; the data keep their true spans. */
 void plot_heat_cells(sbuf_t *s, const char *block, double xspan, double yspan);
 
-/* Write one figure's script: returns 1 and fills name when the runs support the figure, 0
- * when they do not; −1 when they do but it would have nothing to draw (no finite value: a run
- * that diverged at once, every max logit 0), name then "figure: why" (plot_draw_all notes it
- * on stderr and goes on: never an error). */
-typedef int (*plot_figure_fn)(const plot_set_t *set, sbuf_t *script, char *name, size_t len);
-
 int plot_fig_grad_vs_layer(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_grad_vs_depth(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_grad_vs_width(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
@@ -166,35 +160,15 @@ int plot_fig_val_loss(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 /* BLEU against epochs of the runs that logged /train/bleu (plot_bleu.c). */
 int plot_fig_bleu(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_atlas_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_atlas_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-/* Every scheme side by side (plot_schemes.c): gradient per layer at initialisation, output
- * change vs depth, DeepNet's model update. */
-int plot_fig_atlas_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_output_change(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_model_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_mlm(const plot_set_t *set, sbuf_t *s, char *name, size_t len);   /* plot_mlm.c */
-int plot_fig_dyn_grad(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_dyn_update(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_dyn_entropy(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_dyn_logit(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_dyn_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_dyn_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-/* The size study of Wortsman et al. 2023 (plot_proxies_figs.c; docs/proxies.md). */
-int plot_fig_size_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_size_sensitivity(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_size_best_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_size_logit(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
-/* ---- plot_dynamics.c: reading a run's dynamics (plot.c's loader calls them) ---- */
+/* ---- plot_columns.c: a run's columns beyond its training curve (plot.c's loader calls them) */
 
 /* Read the dynamics of the run at prefix of f into r->dyn (left NULL when out of memory). */
 void plot_dyn_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
 
 /* Free r->dyn's arrays and itself. */
 void plot_dyn_free(plot_dyn_t *d);
-
-/* ---- plot_indicators.c: warm-up's indicators (plot.c's loader calls them) ---- */
 
 /* A run's indicators of warm-up's explanations (docs/curvature.md "Indicators"; the cells and
  * their statistics: study/warmup_explained.h). */
@@ -212,9 +186,6 @@ void plot_ind_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
 
 void plot_ind_free(plot_ind_t *d);
 
-/* Each indicator against the atlas's outcome, a panel each (docs/curvature.md); defined with
- * the study's statistics in study/warmup_figure.c. */
-int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 /* ---- plot_curvature.c: a run's curvature rows (docs/design.md §10) ---- */
 
 typedef struct plot_curv {
@@ -240,7 +211,8 @@ int plot_fig_curv_lens(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 int plot_fig_curv_init_depth(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 int plot_fig_curv_blocks(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
-/* ---- plot_estimators.c: the estimators beside the exact curvature (docs/estimators.md) ---- */
+/* ---- plot_columns.c: the estimators beside the exact curvature (docs/estimators.md; their
+ * figures and table: study/estimators_figure.c, estimators_table.c) ---- */
 
 typedef struct plot_est {
     size_t n;                     /* curvature rows every column below has */
@@ -263,17 +235,6 @@ void plot_est_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
 
 /* Free e's arrays and itself. */
 void plot_est_free(plot_est_t *e);
-
-/* The SLQ density of H by update (a panel per run) and the critical sharpness against the
- * exact λ_max over training (a panel per run, log y). */
-int plot_fig_est_density(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-int plot_fig_est_critical(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
-
-/* ---- plot_atlas.c: the stability atlas ---- */
-
-/* Wortsman et al.'s LR sensitivity of n runs over a learning-rate grid: mean of
- * min(final, loss0) − min final (a diverged run, final NaN, counts as loss0). */
-double plot_lr_sensitivity(const double *final, const double *loss0, int n);
 
 /* Send script to gnuplot once per format into dir/name.<fmt> (gnuplot writes to its standard
  * output, which is the file). 0, or −1 (gnuplot failed) / −2 (an output that is not a regular

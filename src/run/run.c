@@ -16,6 +16,7 @@
 #include "report/diagnosis_curv.h"
 #include "report/plot.h"
 #include "run/run.h"
+#include "study/figures.h"
 #include "model/tensors.h"
 #include "train/train.h"
 #include "util/blascore.h"
@@ -472,7 +473,7 @@ int run_plot(const char *path, int quiet)
     if (dot) *dot = '\0';
     int rc = plot_load(&set, files, 1, err, sizeof err);
     if (!rc) {
-        rc = plot_draw_all(&set, "plots", prefix, "png,pdf", quiet, err, sizeof err) < 0;
+        rc = plot_draw_all(&set, study_figures(), "plots", prefix, "png,pdf", quiet, err, sizeof err) < 0;
         plot_set_free(&set);
     }
     if (rc) fprintf(stderr, "stability: %s (the results file is complete)\n", err);

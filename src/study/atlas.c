@@ -6,6 +6,24 @@
 #include "report/plot_internal.h"
 #include "study/atlas.h"
 
+/* Wortsman et al. 2023's LR sensitivity of one scheme, depth and warm-up: the mean over the
+ * learning rates of min(loss(lr), loss_0) − min_lr loss(lr), a diverged run counting as
+ * loss_0. NaN when no run of the row finished. */
+double plot_lr_sensitivity(const double *final, const double *loss0, int n)
+{
+    double best = INFINITY, sum = 0.0;
+    int count = 0;
+    for (int l = 0; l < n; l++) if (isfinite(final[l]) && final[l] < best) best = final[l];
+    if (!isfinite(best)) return NAN;
+    for (int l = 0; l < n; l++) {
+        if (isnan(loss0[l])) continue;
+        const double x = isfinite(final[l]) ? fmin(final[l], loss0[l]) : loss0[l];
+        sum += x - best;
+        count++;
+    }
+    return count ? sum / count : NAN;
+}
+
 static int by_lr(const void *a, const void *b)
 {
     const double x = (*(const runs_row_t *const *)a)->lr, y = (*(const runs_row_t *const *)b)->lr;

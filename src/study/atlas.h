@@ -2,7 +2,7 @@
  * of runs (report/runs.h): per scheme, depth and variant, with warm-up and without, Wortsman et
  * al. 2023's LR sensitivity, the best final loss and its lr, the runs that diverged, the largest
  * lr that trains, and whether the scheme needs warm-up there. `stability table atlas` prints
- * them; the atlas's figures (report/plot_atlas.c) draw the same sensitivity. */
+ * them; the atlas's figures (study/atlas_figure.c) draw the same sensitivity. */
 #ifndef STABILITY_STUDY_ATLAS_H
 #define STABILITY_STUDY_ATLAS_H
 
@@ -13,6 +13,11 @@
 /* The atlas's "trains" threshold in nats, passed to runs_outcome (the one rule): the published
  * tables' 3.2 (the byte-level LM sits on its unigram plateau at about 3.5). */
 #define ATLAS_TRAINS 3.2
+
+/* Wortsman et al. 2023's LR sensitivity of n runs over a learning-rate grid: the mean of
+ * min(final, loss0) − min final (a diverged run, final NaN, counts as loss0); NaN when none
+ * finished. The atlas's, the size study's and their figures' one definition (§6c). */
+double plot_lr_sensitivity(const double *final, const double *loss0, int n);
 
 /* One half of a row (the runs with warm-up, or those without). */
 typedef struct {

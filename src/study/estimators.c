@@ -1,6 +1,6 @@
 /* estimators.c — `stability table estimators` (estimators.h): the statistics are
- * report/est_table.c's, shared with the figures est_density and est_critical. */
-#include "report/est_table.h"
+ * study/estimators_table.c's, shared with the figures est_density and est_critical. */
+#include "study/estimators_table.h"
 #include "study/estimators.h"
 
 int study_estimators_table(const plot_set_t *set, study_format_t fmt, FILE *out, char *err,

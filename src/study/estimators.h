@@ -1,6 +1,6 @@
 /* estimators.h — the curvature estimators' study (docs/estimators.md): the table of
- * report/est_table.h (each estimator's error against the exact value, its cost, the verdicts on
- * 2/η, whether λ_c tracks λ_max) as `stability table estimators`. */
+ * study/estimators_table.h (each estimator's error against the exact value, its cost, the
+ * verdicts on 2/η, whether λ_c tracks λ_max) as `stability table estimators`. */
 #ifndef STABILITY_STUDY_ESTIMATORS_H
 #define STABILITY_STUDY_ESTIMATORS_H
 

@@ -1,7 +1,7 @@
 /* proxies.c — the size study's statistics (study/proxies.h, docs/proxies.md; Wortsman et al.
  * 2023): the failing lr, the best lr's exponent, paired differences over seeds and the failing
  * lr's line against width. The sensitivity, the best lr and its spread are the figures' own
- * (report/plot_proxies_stats.c). */
+ * (study/proxies_stats.c). */
 #include <math.h>
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_fit.h>

@@ -1,6 +1,6 @@
 /* proxies.h — the size study's statistics and tables (docs/proxies.md; Wortsman et al. 2023,
  * "Small-scale proxies for large-scale Transformer training instabilities"), computed once on
- * the study's grid (report/plot_proxies.h): per context, arm and width the LR sensitivity, the
+ * the study's grid (study/proxies_grid.h): per context, arm and width the LR sensitivity, the
  * best lr and where the width fails; per arm the best lr's spread and exponent over the widths
  * and the failing lr's line extrapolated to the next width; the peak attention logit and the
  * final loss per lr. `stability table proxies FILE.h5...` prints them. */
@@ -8,7 +8,7 @@
 #define STABILITY_STUDY_PROXIES_H
 
 #include <stdio.h>
-#include "report/plot_proxies.h"
+#include "study/proxies_grid.h"
 #include "study/study.h"
 
 /* A width fails at an lr above its best once its capped final loss lies this many nats above

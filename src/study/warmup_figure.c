@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report/plot_internal.h"
+#include "study/figures.h"
 #include "study/warmup_explained.h"
 
 enum { OUT_N = WARMUP_OUT_N, I_N = WARMUP_N, I_ADMIN = WARMUP_ADMIN };

@@ -1,12 +1,12 @@
-/* est_table.c — the estimators' relative errors against the exact curvature and their cost,
- * as a Markdown table (report/est_table.h; docs/estimators.md). */
+/* estimators_table.c — the estimators' relative errors against the exact curvature and their cost,
+ * as a Markdown table (study/estimators_table.h; docs/estimators.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
-#include "report/est_table.h"
 #include "report/plot_internal.h"
+#include "study/estimators_table.h"
 
 void est_relerr(const double *est, const double *ref, size_t n, double *scratch, est_err_t *out)
 {

@@ -1,16 +1,18 @@
-/* plot_atlas.c — the stability atlas's training grid (docs/design.md §6d): final loss vs
+/* atlas_figure.c — the stability atlas's training grid (docs/design.md §6d): final loss vs
  * learning rate per scheme and depth, and Wortsman et al.'s LR sensitivity, over one seed or
  * several (means and 95 % intervals). A cell is a scheme, a depth, a learning rate and a
  * variant: every other config key that differs between the runs (warm-up 20 and 50 are two
  * variants, float32 and float64 two more; report/plot_label.h), so no run hides another
- * (docs/design.md §6j). The atlas's figures at initialisation are plot_schemes.c's. */
+ * (docs/design.md §6j). The atlas's figures at initialisation are atlas_schemes_figure.c's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "measure/fit.h"
 #include "report/plot_internal.h"
 #include "report/runs.h"
-#include "measure/fit.h"
+#include "study/atlas.h"
+#include "study/figures.h"
 
 #define ATLAS_MAX PLOT_ATLAS_MAX   /* schemes, depths, learning rates */
 #define ATLAS_VARIANTS 8           /* variants (warm-up, precision, …); more: no atlas figures */
@@ -143,24 +145,6 @@ static int atlas_collect(const plot_set_t *set, atlas_t *a)
                 if (rates >= 2) return 1;
             }
     return 0;
-}
-
-/* Wortsman et al. 2023's LR sensitivity of one scheme, depth and warm-up: the mean over the
- * learning rates of min(loss(lr), loss_0) − min_lr loss(lr), a diverged run counting as
- * loss_0. NaN when no run of the row finished. */
-double plot_lr_sensitivity(const double *final, const double *loss0, int n)
-{
-    double best = INFINITY, sum = 0.0;
-    int count = 0;
-    for (int l = 0; l < n; l++) if (isfinite(final[l]) && final[l] < best) best = final[l];
-    if (!isfinite(best)) return NAN;
-    for (int l = 0; l < n; l++) {
-        if (isnan(loss0[l])) continue;
-        const double x = isfinite(final[l]) ? fmin(final[l], loss0[l]) : loss0[l];
-        sum += x - best;
-        count++;
-    }
-    return count ? sum / count : NAN;
 }
 
 /* One point of the atlas over its seeds: the mean final loss and its 95 % half-width (NaN with

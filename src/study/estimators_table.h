@@ -1,11 +1,11 @@
-/* est_table.h — the curvature estimators against the exact values over training
+/* estimators_table.h — the curvature estimators against the exact values over training
  * (docs/estimators.md; docs/design.md §10, "Estimators at scale"): for each estimator its
  * relative error |e − x|/|x| against its exact reference over every curvature row of a set of
  * runs, as median and maximum, and its cost in Hessian-vector products or forward passes; the
  * verdicts on 2/η; per run, whether λ_c follows the exact λ_max (Spearman's ρ). Markdown
  * (`stability table estimators FILE.h5...`). */
-#ifndef STABILITY_EST_TABLE_H
-#define STABILITY_EST_TABLE_H
+#ifndef STABILITY_STUDY_ESTIMATORS_TABLE_H
+#define STABILITY_STUDY_ESTIMATORS_TABLE_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* plot_proxies.c — the size study's grid and numbers (report/plot_proxies.h; docs/proxies.md;
+/* proxies_grid.c — the size study's grid and numbers (study/proxies_grid.h; docs/proxies.md;
  * Wortsman et al. 2023). Every axis comes from the runs' configs through the labelling module
  * (plot_diff, plot_item_text): the width is model.d_model, the remedies the keys of REMEDY that
  * differ, the context every other key that differs; the words the labelling module has no entry
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "report/plot_proxies.h"
+#include "study/proxies_grid.h"
 #include "report/runs.h"
 #include "measure/fit.h"
 

@@ -1,13 +1,14 @@
-/* plot_schemes.c — every scheme side by side (docs/design.md §6c, §6d): the gradient per layer
- * at initialisation, Liu et al.'s output change vs depth, and DeepNet's model update in the
- * first updates. Runs that differ in any other key are panels or curves of their own
- * (report/plot_label.h). */
+/* atlas_schemes_figure.c — the atlas's every scheme side by side (docs/atlas.md; docs/design.md
+ * §6c, §6d): the gradient per layer at initialisation (atlas_grad), Liu et al.'s output change
+ * vs depth (output_change), and DeepNet's model update in the first updates (model_update). Runs
+ * that differ in any other key are panels or curves of their own (report/plot_label.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "report/plot_internal.h"
 #include "measure/fit.h"
+#include "report/plot_internal.h"
+#include "study/figures.h"
 
 /* Sort m[0..n) by scheme (the atlas's order), stable. */
 static void sort_by_scheme(const plot_set_t *set, int *m, int n)

@@ -1,11 +1,12 @@
-/* plot_proxies_stats.c — the size study's numbers from its grid (report/plot_proxies.h;
+/* proxies_stats.c — the size study's numbers from its grid (study/proxies_grid.h;
  * docs/proxies.md; Wortsman et al. 2023): LR sensitivity and its interval, the best lr and its
  * spread over widths, a cell's final loss over the seeds, the median peak attention logit. The
  * same numbers feed the study's tables (study/proxies.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "report/plot_proxies.h"
+#include "study/atlas.h"
+#include "study/proxies_grid.h"
 #include "measure/fit.h"
 
 double size_sensitivity(const size_study_t *st, int c, int a, int w, int k)

@@ -1,15 +1,15 @@
-/* plot_proxies.h — the size study of Wortsman et al. 2023, "Small-scale proxies for large-scale
+/* proxies_grid.h — the size study of Wortsman et al. 2023, "Small-scale proxies for large-scale
  * Transformer training instabilities" (docs/proxies.md): training runs of several widths at
  * several learning rates, read into one grid by what their configs say, and the study's numbers,
- * computed once here for its four figures (plot_proxies_figs.c) and its tables (study/proxies.c;
+ * computed once here for its four figures (study/proxies_figure.c) and its tables (study/proxies.c;
  * tests/test_proxies_plot.py recomputes them from the files).
  *
  * The grid's axes: a *context* (what sets a row of panels apart: the block, the depth, any other
  * key that differs and is no remedy; one empty context when nothing does), an *arm* (the remedy:
  * the parametrization, QK-norm, the z-loss, the soft-cap), the width d (with the keys that follow
  * it: heads, d_ff), the learning rate and the seed. */
-#ifndef STABILITY_PLOT_PROXIES_H
-#define STABILITY_PLOT_PROXIES_H
+#ifndef STABILITY_STUDY_PROXIES_GRID_H
+#define STABILITY_STUDY_PROXIES_GRID_H
 
 #include "report/plot_internal.h"
 

@@ -1,4 +1,4 @@
-/* plot_estimators.c — the curvature estimators beside the exact values over training
+/* estimators_figure.c — the curvature estimators beside the exact values over training
  * (docs/estimators.md; docs/design.md §10, "Estimators at scale"): the SLQ spectral density of
  * H at a few curvature rows, a panel per run (Ubaru, Chen & Saad 2017; Ghorbani et al. 2019),
  * and the critical sharpness λ_c = 2/η_c (Kalra et al. 2026) against the exact λ_max(H), the
@@ -10,74 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "io/h5io.h"
 #include "measure/slq.h"
-#include "report/est_table.h"
 #include "report/plot_internal.h"
+#include "study/estimators_table.h"
+#include "study/figures.h"
 
 #define EST_MAX_PANELS 8    /* runs of one figure */
 #define EST_MAX_ROWS 5      /* densities drawn per panel */
 #define EST_GRID 1500       /* points of a density curve */
-
-/* ------------------------------------------------------------------------- loading */
-
-/* /train/<name> of the run into *out when it has at least c->n rows (c->n shrinks to the
- * common rows of a live file's columns); *d = its row width. NULL when absent. */
-static void read_col(h5io_file_t *f, const char *prefix, const char *name, plot_est_t *e,
-                     double **out, size_t *d)
-{
-    size_t k, d1, d2;
-    *out = h5io_read_train(f, prefix, name, &k, &d1, &d2);
-    if (!*out) return;
-    if (k < e->n) e->n = k;
-    if (d) *d = d1 * d2;
-}
-
-void plot_est_load(h5io_file_t *f, const char *prefix, plot_run_t *r)
-{
-    size_t n, d1, d2, w = 0;
-    double *step = h5io_read_train(f, prefix, "curv_step", &n, &d1, &d2);
-    if (!step || !n) { free(step); return; }
-    plot_est_t *e = calloc(1, sizeof *e);
-    if (!e) { free(step); return; }
-    e->step = step;
-    e->n = n;
-    read_col(f, prefix, "hessian_max", e, &e->hmax, NULL);
-    read_col(f, prefix, "precond_max", e, &e->pmax, NULL);
-    read_col(f, prefix, "precond_max_active", e, &e->active, NULL);
-    read_col(f, prefix, "stability_threshold", e, &e->threshold, NULL);
-    read_col(f, prefix, "curv_passes", e, &e->passes, NULL);
-    read_col(f, prefix, "critical_sharpness", e, &e->crit, NULL);
-    read_col(f, prefix, "critical_quadratic", e, &e->quad, NULL);
-    read_col(f, prefix, "update_curvature", e, &e->ucurv, NULL);
-    read_col(f, prefix, "grad_precond_curvature", e, &e->bai, NULL);
-    read_col(f, prefix, "critical_passes", e, &e->cpasses, NULL);
-    read_col(f, prefix, "hessian_trace", e, &e->trace, NULL);
-    read_col(f, prefix, "hessian_block_trace", e, &e->btrace, &e->blocks);
-    read_col(f, prefix, "density_nodes", e, &e->nodes, &w);
-    read_col(f, prefix, "density_weights", e, &e->weights, NULL);
-    read_col(f, prefix, "precond_density_nodes", e, &e->pnodes, NULL);
-    read_col(f, prefix, "precond_density_weights", e, &e->pweights, NULL);
-    if (e->nodes && e->weights && e->pnodes && e->pweights) {
-        e->probes = r->cfg.probe.density_probes;   // [probe][m]: m = the row's width / probes
-        e->iters = e->probes > 0 ? (int)(w / (size_t)e->probes) : 0;
-    }
-    if (!e->hmax || !e->active || !e->threshold || (!e->crit && !e->trace && !e->probes)) {
-        plot_est_free(e);   // no estimator beside the exact values
-        return;
-    }
-    r->est = e;
-}
-
-void plot_est_free(plot_est_t *e)
-{
-    if (!e) return;
-    double *a[] = {e->step, e->hmax, e->pmax, e->active, e->threshold, e->passes, e->crit,
-                   e->quad, e->ucurv, e->bai, e->cpasses, e->trace, e->btrace, e->nodes,
-                   e->weights, e->pnodes, e->pweights};
-    for (size_t k = 0; k < sizeof a / sizeof a[0]; k++) free(a[k]);
-    free(e);
-}
 
 /* ------------------------------------------------------------------------- shared */
 

@@ -1,114 +1,23 @@
-/* plot_dynamics.c — the training dynamics' figures (docs/design.md §6g): layer × update heat
- * maps of the gradient, the update ratio, the attention entropy and its largest logit (viridis,
- * a labelled colour bar, each column the updates since the previous measurement); the largest
- * attention logit, the lowest entropy and the loss against the update, as small multiples
- * (a panel per configuration but the ordered key, which the colour shows); the final loss
- * against the learning rate per configuration (Wortsman et al. 2023, Fig. 1). The data come
- * from /train (files written before a column existed draw without it). */
+/* dynamics_figure.c — the training dynamics' figures (docs/design.md §6g, docs/dynamics.md):
+ * layer × update heat maps of the gradient, the update ratio, the attention entropy and its
+ * largest logit (viridis, a labelled colour bar, each column the updates since the previous
+ * measurement); the largest attention logit, the lowest entropy and the loss against the
+ * update, as small multiples (a panel per configuration but the ordered key, which the colour
+ * shows); the final loss against the learning rate per configuration (Wortsman et al. 2023,
+ * Fig. 1). The data come from /train, read by report/plot_columns.c (files written before a
+ * column existed draw without it). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "io/h5io.h"
 #include "report/plot_internal.h"
 #include "report/runs.h"
+#include "study/figures.h"
 
 #define DYN_MAX_HEAT 6      /* runs side by side in a heat map */
 #define DYN_MAX_LINES 48    /* runs in the line plots */
 #define DYN_MAX_COLUMNS 300 /* update columns of a heat map */
-
-/* /train/<name> of the run at prefix as rows × width (the axes after the first together). */
-static double *read_rows(h5io_file_t *f, const char *prefix, const char *name, size_t *rows,
-                         size_t *width)
-{
-    size_t d1, d2;
-    double *x = h5io_read_train(f, prefix, name, rows, &d1, &d2);
-    *width = d1 * d2;
-    return x;
-}
-
-/* Per row and layer: sqrt(Σ_c x²) over the columns (norm = 1), mean over the columns
- * picked by use (norm = 0; use NULL: all), or the max (norm = 2); NaN entries skipped. */
-static double *per_layer(const double *x, size_t rows, int L, int K, const int *use, int norm)
-{
-    double *y = malloc((rows * (size_t)L + 1) * sizeof(double));
-    for (size_t i = 0; y && i < rows * (size_t)L; i++) {
-        double acc = 0.0;
-        int n = 0;
-        for (int c = 0; c < K; c++) {
-            const double v = x[i * K + c];
-            if (isnan(v) || (use && !use[c])) continue;
-            acc = norm == 1 ? acc + v * v : norm == 2 ? fmax(acc, v) : acc + v;
-            n++;
-        }
-        y[i] = !n ? NAN : norm == 1 ? sqrt(acc) : norm == 2 ? acc : acc / n;
-    }
-    return y;
-}
-
-/* Which names of attribute `label` of /train/<name> start with one of the prefixes. */
-static int *pick_names(h5io_file_t *f, const char *prefix, const char *name, const char *label,
-                       const char *const *starts, int K)
-{
-    char path[512];
-    size_t n = 0;
-    snprintf(path, sizeof path, "%s/train/%s", prefix, name);
-    char **names = h5io_read_attr_strings(f, path, label, &n);
-    int *use = calloc((size_t)K + 1, sizeof(int));
-    for (size_t c = 0; use && names && c < n && (int)c < K; c++)
-        for (int s = 0; starts[s]; s++)
-            use[c] |= !strncmp(names[c], starts[s], strlen(starts[s]));
-    h5io_free_names(names, (int)n);
-    return use;
-}
-
-void plot_dyn_load(h5io_file_t *f, const char *prefix, plot_run_t *r)
-{
-    plot_dyn_t *d = calloc(1, sizeof *d);
-    if (!d) return;
-    r->dyn = d;
-    size_t w, n2;
-    d->max_logit = read_rows(f, prefix, "max_attn_logit", &d->nsteps, &w);
-    d->min_entropy = read_rows(f, prefix, "min_attn_entropy", &n2, &w);
-    if (!d->max_logit || !d->min_entropy || n2 < d->nsteps) d->nsteps = d->max_logit ? n2 : 0;
-    d->probe_step = read_rows(f, prefix, "probe_step", &d->nprobe, &w);
-    d->update_step = read_rows(f, prefix, "update_step", &d->nupdate, &w);
-    d->L = r->probe ? r->probe->ax.L : r->cfg.model.layers + config_dec_layers(&r->cfg) *
-                                            (r->cfg.model.arch == ARCH_ENCDEC);
-    const int L = d->L;
-    double *x;
-    size_t rows;
-    static const char *const WEIGHTS[] = {"w", "cw", NULL}, *const SELF[] = {"self", NULL};
-    if (d->probe_step && (x = read_rows(f, prefix, "grad_fro", &rows, &w)) && rows >= d->nprobe) {
-        d->grad = per_layer(x, d->nprobe, L, (int)(w / L), NULL, 1);   // ‖∇(layer)‖_F
-        free(x);
-    }
-    if (d->probe_step && (x = read_rows(f, prefix, "attn_entropy", &rows, &w)) && rows >= d->nprobe) {
-        int *use = pick_names(f, prefix, "attn_entropy", "head", SELF, (int)(w / L));
-        d->entropy = per_layer(x, d->nprobe, L, (int)(w / L), use, 0);  // mean over self heads
-        d->logit = NULL;
-        free(use);
-        free(x);
-        if ((x = read_rows(f, prefix, "attn_max_logit", &rows, &w)) && rows >= d->nprobe)
-            d->logit = per_layer(x, d->nprobe, L, (int)(w / L), NULL, 2);
-        free(x);
-    }
-    if (d->update_step && (x = read_rows(f, prefix, "update_rel", &rows, &w)) && rows >= d->nupdate) {
-        int *use = pick_names(f, prefix, "update_rel", "param", WEIGHTS, (int)(w / L));
-        d->update = per_layer(x, d->nupdate, L, (int)(w / L), use, 0);   // mean over matrices
-        free(use);
-        free(x);
-    }
-}
-
-void plot_dyn_free(plot_dyn_t *d)
-{
-    if (!d) return;
-    free(d->max_logit); free(d->min_entropy); free(d->probe_step); free(d->update_step);
-    free(d->grad); free(d->update); free(d->entropy); free(d->logit);
-    free(d);
-}
 
 /* ------------------------------------------------------------------------- heat maps */
 

@@ -1,20 +1,21 @@
-/* plot_proxies_figs.c — the size study's four figures (docs/proxies.md; Wortsman et al. 2023,
+/* proxies_figure.c — the size study's four figures (docs/proxies.md; Wortsman et al. 2023,
  * "Small-scale proxies for large-scale Transformer training instabilities"), drawn when the runs
- * form a size study (report/plot_proxies.h: several widths at several learning rates):
+ * form a size study (study/proxies_grid.h: several widths at several learning rates):
  *   size_lr           final loss vs lr, a curve per width, a panel per remedy (their Fig. 1)
  *   size_sensitivity  LR sensitivity vs width, a line per remedy (docs/design.md §6c, §6d)
  *   size_best_lr      the best lr vs width, standard vs μP, each seed and their mean
  *   size_logit        peak max |attention logit| vs lr, a curve per width, a panel per remedy
  * A name ends "_by_block" (or by the key that differs) when the runs hold several blocks or
  * depths: then a row of panels, or a panel, per block. Words, colours and layout come from
- * plot_label.h, plot_palette.h and plot_layout.h (docs/design.md §6j): widths in ordinal colours
+ * report/plot_label.h, plot_palette.h and plot_layout.h (docs/design.md §6j): widths in ordinal colours
  * (viridis), remedies in Okabe & Ito's, each with its own marker too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "report/plot_proxies.h"
 #include "measure/fit.h"
+#include "study/figures.h"
+#include "study/proxies_grid.h"
 
 #define PANELS_MAX 16
 /* Filled markers a series each (circle, square, triangles, diamond, pentagon, …). */
