@@ -18,10 +18,16 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_advis
    advice files alone: exit 1, "no outcome runs".
 5. `stability sweep FILE --configs DIR`: one DIR/<run>.ini per run, the swept value in it, and
    `advise --config` reads it.
+6. One warm-up answer: three runs of advise's own measurement (lr 1, no warm-up, constant, 6
+   updates, curvature rows at 0, 2, 4, 6, active only, K = 10) at seeds 1, 2, 3: every warm-up
+   number `info` says of a run (the explosion's "--set train.warmup=N" and the curvature line's
+   "about N updates") is one number, max(the seed's /advise/warmup_need, 2/(1 - 0.98) = 100),
+   and advise's warmup_updates is the largest of the three.
 Prints "ok"/"not ok" per check, then "advise_table: N passed, M failed"; exit 1 if M > 0.
 """
 import configparser
 import math
+import re
 import os
 import subprocess
 import sys
@@ -207,6 +213,31 @@ def check_configs(tmp):
     check("sweep --configs with --dry-run: exit 2", p.returncode == 2)
 
 
+def check_one_answer():
+    a = "advice_1.h5"
+    with h5py.File(a, "r") as f:
+        need = [int(x) for x in f["advise/warmup_need"][:]]
+        seeds = [int(x) for x in f["advise/seed"][:]]
+        answer = int(f.attrs["warmup_updates"])
+    said = []
+    for s, n in zip(seeds, need):
+        out = f"same_s{s}.h5"
+        run(["train", "configs/tiny.ini", "--set", "data.task=copy", "--set", "train.lr=1",
+             "--set", "train.warmup=1", "--set", "train.schedule=constant", "--set",
+             f"init.seed={s}", "--set", "train.steps=6", "--set", "probe.curvature_every=2",
+             "--set", "probe.curvature_until=6", "--set", "probe.curvature_active_only=on",
+             "--set", "probe.curvature_iters=10", "--out", out, "--quiet"])
+        info = run(["info", out]).stdout
+        nums = [int(x) for x in re.findall(r"train\.warmup=(\d+)", info)]
+        nums += [int(x) for x in re.findall(r"would need about (\d+) updates", info)]
+        want = max(n, 100)
+        check(f"seed {s}: info's warm-up numbers {nums} are one, max(need {n}, 100) = {want}",
+              len(nums) >= 2 and set(nums) == {want}, info)
+        said.append(want)
+    check(f"advise's warmup_updates {answer} = the largest of info's {said}",
+          answer == max(said) and max(said) > 100)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp, chdir_repo_like(tmp):
         runs, advice = make_grid()
@@ -223,6 +254,7 @@ def main():
         check("advice alone: exit 1, no outcome runs",
               p.returncode == 1 and "no outcome runs" in p.stderr, p.stderr)
         check_configs(tmp)
+        check_one_answer()
     passed = sum(results)
     print(f"advise_table: {passed} passed, {len(results) - passed} failed")
     return 0 if passed == len(results) else 1
