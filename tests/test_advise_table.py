@@ -153,7 +153,8 @@ def expected(runs, advice):
         pos = max([k for k, g in enumerate(grid) if g <= max_lr * (1 + 1e-9)], default=-1)
         truth = (2 * sum(cold) > len(cold)) if cold else None
         rows[a] = dict(needs=needs, cold=len(cold), cold_ok=sum(cold), warm=len(warm),
-                       warm_ok=sum(warm), right=None if truth is None else int(needs == (not truth)),
+                       warm_ok=sum(warm),
+                       right=None if truth is None else int(needs == (not truth)),
                        measured=grid[m] if m >= 0 else 0.0, steps=abs(pos - m))
     return rows
 
@@ -188,7 +189,8 @@ def check_tsv(out, rows):
         s = srows.get(g, {})
         check(f"{g}: {k} right of {n}", (s.get("right"), s.get("n")) == (str(k), str(n)), str(s))
         lo, hi = clopper_pearson(k, n)
-        ok = abs(float(s.get("lo", "nan")) - lo) < 1e-9 and abs(float(s.get("hi", "nan")) - hi) < 1e-9
+        ok = (abs(float(s.get("lo", "nan")) - lo) < 1e-9
+              and abs(float(s.get("hi", "nan")) - hi) < 1e-9)
         check(f"{g}: Clopper–Pearson [{lo:.6f}, {hi:.6f}]", ok, str(s))
         print(f"#   {g}: {k}/{n}, [{lo:.4f}, {hi:.4f}]")
 
@@ -200,8 +202,8 @@ def check_configs(tmp):
                 "data.task = copy\n")
     p = run(["sweep", sweep, "--configs", "cells"])
     files = sorted(os.listdir("cells")) if os.path.isdir("cells") else []
-    check("sweep --configs: one .ini per run", p.returncode == 0 and files == ["lr0.01.ini",
-                                                                               "lr0.3.ini"], str(files))
+    check("sweep --configs: one .ini per run",
+          p.returncode == 0 and files == ["lr0.01.ini", "lr0.3.ini"], str(files))
     if "lr0.3.ini" in files:
         c = configparser.ConfigParser(inline_comment_prefixes=(";",), interpolation=None)
         c.read("cells/lr0.3.ini")

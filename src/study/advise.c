@@ -239,10 +239,12 @@ static void print_summary(FILE *out, const advice_t *a, int n, study_format_t fm
         study_clopper_pearson(k, m, 0.05, &lo, &hi);
         const char *name = g < 3 ? GROUP[g] : "η_max within one grid step";
         if (fmt == STUDY_TSV)
-            fprintf(out, "%s\t%d\t%d\t%.17g\t%.17g\t%.17g\n", g < 3 ? GROUP[g] : "max_lr_within_one_step",
-                    k, m, m ? (double)k / m : NAN, lo, hi);
+            fprintf(out, "%s\t%d\t%d\t%.17g\t%.17g\t%.17g\n",
+                    g < 3 ? GROUP[g] : "max_lr_within_one_step", k, m, m ? (double)k / m : NAN,
+                    lo, hi);
         else if (m)
-            fprintf(out, "| %s | %d | %d | %.2f | [%.2f, %.2f] |\n", name, k, m, (double)k / m, lo, hi);
+            fprintf(out, "| %s | %d | %d | %.2f | [%.2f, %.2f] |\n", name, k, m, (double)k / m,
+                    lo, hi);
         else fprintf(out, "| %s | 0 | 0 | – | – |\n", name);
     }
 }
