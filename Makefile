@@ -346,6 +346,35 @@ atlas-llama: deps
 	@if [ -f results/atlas_f32.h5 ]; then \
 	  ./stability table atlas-compare results/atlas_f32.h5 results/atlas_llama.h5; fi
 
+# The advisor's held-out accuracy (docs/design.md, "The advisor"): the outcome sweep
+# experiments/advise_llama.ini (today's block at L = 6, 96 runs, ~5 min on 2 cores), then
+# `stability advise` on each of its warm-up-1 cells (48 cells, each cell's resolved config from
+# `stability sweep --configs`; ~30 s a cell, ~25 min on 2 cores), and on Fig. 2's two cells
+# (configs/warmup_6-6.ini at lr 3e-3, Post-LN and Pre-LN; ~2 min each) against
+# experiments/fig2_bleu_short.ini's runs (the sweep of make figures-bleu: ~1 h when not yet
+# run), then `stability table advise` into results/advise.md.
+ADVICE_CELLS := results/advice_cells
+.PHONY: advise-validation
+advise-validation: deps
+	$(MAKE) -j$(JOBS) stability
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the atlas trains on
+	@[ -s results/translation/manifest.txt ] || setup/translation-corpus.sh   # Fig. 2's
+	./stability sweep experiments/advise_llama.ini
+	./stability sweep experiments/fig2_bleu_short.ini
+	./stability sweep experiments/advise_llama.ini --configs $(ADVICE_CELLS)
+	@mkdir -p results/advice
+	@set -e; for f in $(ADVICE_CELLS)/*_w1.ini; do \
+	  n=$$(basename "$$f" .ini); \
+	  [ -f "results/advice/$$n.h5" ] || ./stability advise --config "$$f" --quiet \
+	    --out "results/advice/$$n.h5"; done   # the runs without warm-up: the name's _w1
+	@set -e; for p in post pre; do [ -f results/advice/fig2_$${p}_adam.h5 ] || \
+	  ./stability advise --config configs/warmup_6-6.ini --set train.lr=3e-3 \
+	    --set model.placement=$$p --quiet --out results/advice/fig2_$${p}_adam.h5; done
+	./stability table advise results/advice/*.h5 results/advise_llama.h5 \
+	  results/fig2_bleu_short.h5 > results/advise.md.tmp
+	mv results/advise.md.tmp results/advise.md   # whole, or the old one kept
+	@cat results/advise.md
+
 # The tests, by kind (docs/testing.md). CHECK_* are the fast tier, `make check` (at most 3 minutes
 # on 2 cores: the C unit tests, the documents' links, the command line, the corpus and a quick
 # Python test of each module); `make test` runs it and then the rest, so it is still every test.
@@ -354,7 +383,7 @@ CHECK_TORCH := test_torch test_torch_mlm test_torch_float32 test_torch_optim
 TORCH := test_torch_encdec test_torch_schemes test_translate test_torch_dynamics test_torch_muon \
          test_torch_llama test_torch_hvp test_torch_remedies
 # Numbers against definitions, hand values or GSL, on constructed or tiny real runs:
-CHECK_NUMBERS := test_subopt test_curvature test_remedies test_curvature_diag \
+CHECK_NUMBERS := test_subopt test_curvature test_remedies test_curvature_diag test_advise_table \
                  test_probe test_proxies test_precision test_runs test_est_table
 NUMBERS := test_advise test_curv_signal test_estimators test_curvature_anchor \
            test_train test_watch test_warmup_answer test_threads test_float32 \

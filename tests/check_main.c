@@ -32,6 +32,7 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, atlas_suite());
     srunner_add_suite(sr, proxies_suite());
     srunner_add_suite(sr, warmup_suite());
+    srunner_add_suite(sr, study_suite());
     srunner_add_suite(sr, figures_suite());
     srunner_add_suite(sr, dynamics_suite());
     srunner_add_suite(sr, real_suite());

@@ -142,7 +142,7 @@ for w in "train CONFIG" "probe CONFIG" "info FILE.h5... --train" "--schemes" "--
          "--entries N" "--tol X" "--jobs N" "--dry-run" "--task I" "--merge" "--only-missing" \
          "--submit" "--format" "--beam K" "--lenpen A" "--max-len-a" "--input FILE" "--ids" \
          "--resume" "--force" "--quiet" "2 bad usage" "3 sweep --merge" "130 a run stopped by SIGINT" \
-         "128 + the signal" "output.log_every" "advise --config"; do
+         "128 + the signal" "output.log_every" "advise --config" "--configs DIR"; do
     grep -qF -- "$w" "$tmp/stdout" || missing="$missing '$w'"
 done
 if [ -z "$missing" ]; then ok "--help names every verb, option and exit code"; else notok "--help lacks$missing"; fi
@@ -294,7 +294,7 @@ expect_error "sweep --set without --slurm" "stability: --set takes slurm.KEY=VAL
     "$BIN" sweep "$tmp/s.ini" --set slurm.time=1:00:00
 expect_error "sweep --jobs with --merge" "stability: --jobs goes with a local sweep" "" \
     "$BIN" sweep "$tmp/s.ini" --merge --jobs 2
-expect_error "sweep --dry-run --merge" "stability: sweep: --slurm, --dry-run, --task and --merge are different" "" \
+expect_error "sweep --dry-run --merge" "stability: sweep: --slurm, --dry-run, --configs, --task and --merge are" "" \
     "$BIN" sweep "$tmp/s.ini" --dry-run --merge
 expect_error "sweep --slurm --force" "stability: --force goes with a local sweep or --merge" "" \
     "$BIN" sweep "$tmp/s.ini" --slurm --force

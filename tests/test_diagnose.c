@@ -126,6 +126,15 @@ START_TEST(test_exploded)
     diagnose_message(&d, DIAG_EXPLODED, msg, sizeof msg);
     ck_assert_msg(strstr(msg, "from update 31") && strstr(msg, "ends exploded") &&
                   strstr(msg, "--set train.lr=0.0001"), "%s", msg);
+    // the one warm-up answer raised by the curvature rows' need (advise's): 150.2 → 151
+    ck_assert_int_eq(diagnose_warmup_answer(&d), 100);
+    d.warmup_need = 150.2;
+    ck_assert_int_eq(diagnose_warmup_answer(&d), 151);
+    diagnose_message(&d, DIAG_EXPLODED, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "--set train.warmup=151 (the curvature rows' need"), "%s", msg);
+    d.warmup_need = 40;   // below 2/(1 - 0.98): the untuned rule's 100, as before
+    diagnose_message(&d, DIAG_EXPLODED, msg, sizeof msg);
+    ck_assert_msg(strstr(msg, "--set train.warmup=100 (2/(1 - beta2)"), "%s", msg);
     char flags[300];
     diagnose_flags(&d, flags, sizeof flags);
     ck_assert_str_eq(flags, "exploded@31");

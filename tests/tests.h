@@ -36,6 +36,7 @@ Suite *atlas_suite(void);    /* tests/test_atlas.c: the atlas's sensitivity, bes
 Suite *proxies_suite(void);  /* tests/test_proxies.c: the size study's failing lr, best-lr exponent, paired differences, failing-lr line */
 Suite *runs_suite(void);     /* tests/test_runs.c: the table of runs' outcome columns, the grid's means and t half-widths */
 Suite *warmup_suite(void);   /* tests/test_warmup.c: the warm-up study: AUC by pairs, bootstrap intervals in closed form, a table row, cells of a made-up set */
+Suite *study_suite(void);    /* tests/test_study.c: the Clopper–Pearson interval against its closed forms and R */
 Suite *memory_suite(void);   /* tests/test_memory.c: the memory estimate, arithmetic at any depth */
 
 Suite *remedies_suite(void); /* tests/test_remedies.c: curvature cap, CDAT, catapult, update cap vs hand values and explicit H */

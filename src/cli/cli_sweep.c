@@ -1,9 +1,13 @@
 /* cli_sweep.c — `stability sweep`: a sweep file's runs, locally, as one run of it (--task,
  * a Slurm array task) or as a Slurm job array, and their merge (sweep/sweep.h;
  * docs/design.md §3). */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include "config/config.h"
 #include "util/args.h"
 #include "sweep/sweep.h"
 #include "cli/cli.h"
@@ -13,6 +17,7 @@ static const char *HELP_SWEEP =
     "       stability sweep FILE --slurm [--submit [--only-missing]] [--set slurm.KEY=VALUE]...\n"
     "       stability sweep FILE --task I\n"
     "       stability sweep FILE --merge [--force]\n"
+    "       stability sweep FILE --configs DIR\n"
     "\n"
     "Runs every point of a sweep file (experiments/*.ini: a base config, lists of values to\n"
     "cross or zip, a run-name pattern) as its own process, N at a time (default: one per\n"
@@ -29,6 +34,9 @@ static const char *HELP_SWEEP =
     "(/runs/NAME/... and the /sweep table of swept values).\n"
     "  --jobs N     runs at a time\n"
     "  --dry-run    list the runs and their overrides, run nothing\n"
+    "  --configs DIR  write each run's resolved config to DIR/<run>.ini (DIR made if\n"
+    "               missing, files replaced), run nothing: one run's config for another verb\n"
+    "               (make advise-validation gives each cell to stability advise)\n"
     "  --task I     run only run I (0-based; what a Slurm array task does)\n"
     "  --merge      only merge what is complete; list what is missing (exit 3 if any). A\n"
     "               merged file holding more complete runs than the run files now give is\n"
@@ -41,8 +49,8 @@ static const char *HELP_SWEEP =
     "  --only-missing  with --submit: submit only the runs that are not complete\n"
     "  --set slurm.KEY=VALUE   with --slurm: a [slurm] setting (a run's keys go in the file)\n"
     "  --quiet      no bar, no warnings, no table (summary.txt is still written)\n"
-    "One of --slurm, --dry-run, --task, --merge at a time; an option the action would not use\n"
-    "is refused.\n"
+    "One of --slurm, --dry-run, --configs, --task, --merge at a time; an option the action\n"
+    "would not use is refused.\n"
     "SIGINT, SIGTERM, SIGHUP: passed on to the runs (training runs checkpoint), then exit\n"
     "128 + the signal; run the sweep again to resume. A second sweep of the same file at the\n"
     "same time refuses (results/<sweep>/.lock).\n"
@@ -67,8 +75,8 @@ static int check_modes(int slurm, int dry, int task, int merge, int jobs, int su
                        int only_missing, int nsets, int force)
 {
     if (slurm + dry + task + merge > 1)
-        return cli_usage_error("sweep: --slurm, --dry-run, --task and --merge are different "
-                               "actions; give one", NULL);
+        return cli_usage_error("sweep: --slurm, --dry-run, --configs, --task and --merge are "
+                               "different actions; give one", NULL);
     if (submit && !slurm) return cli_usage_error("--submit goes with --slurm", NULL);
     if (only_missing && !submit)
         return cli_usage_error("--only-missing goes with --slurm --submit (it chooses what is "
@@ -77,8 +85,8 @@ static int check_modes(int slurm, int dry, int task, int merge, int jobs, int su
         return cli_usage_error("--set takes slurm.KEY=VALUE for --slurm (a run's keys go in the "
                                "sweep file)", NULL);
     if (jobs && (slurm || dry || task || merge))
-        return cli_usage_error("--jobs goes with a local sweep (no --slurm, --dry-run, --task, "
-                               "--merge)", NULL);
+        return cli_usage_error("--jobs goes with a local sweep (no --slurm, --dry-run, --configs, "
+                               "--task, --merge)", NULL);
     if (force && (slurm || dry || task))
         return cli_usage_error("--force goes with a local sweep or --merge", NULL);
     return 0;
@@ -90,6 +98,7 @@ typedef struct {
     int jobs, dry, merge_only, quiet, slurm, submit, only_missing, force;
     long task;                  /* −1: none */
     const char *sets[64];       /* --set slurm.KEY=VALUE */
+    const char *configs;        /* --configs DIR, or NULL */
     int nsets;
 } sweep_opts_t;
 
@@ -116,6 +125,8 @@ static int parse_options(int argc, char **argv, sweep_opts_t *o)
             o->sets[o->nsets] = argv[++i];
             if (cli_check_set(o->sets, o->nsets, i + 1 < argc ? argv[i + 1] : NULL)) return 2;
             o->nsets++;
+        } else if (!strcmp(a, "--configs") && i + 1 < argc) {
+            o->configs = argv[++i];
         } else if (!strcmp(a, "--dry-run")) o->dry = 1;
         else if (!strcmp(a, "--slurm")) o->slurm = 1;
         else if (!strcmp(a, "--submit")) o->submit = 1;
@@ -128,8 +139,9 @@ static int parse_options(int argc, char **argv, sweep_opts_t *o)
         else return cli_usage_error("sweep: more than one FILE", a);
     }
     if (!o->file) return cli_usage_error("sweep: missing FILE", NULL);
-    const int rc = check_modes(o->slurm, o->dry, o->task >= 0, o->merge_only, o->jobs > 0,
-                               o->submit, o->only_missing, o->nsets, o->force);
+    const int rc = check_modes(o->slurm, o->dry + (o->configs != NULL), o->task >= 0,
+                               o->merge_only, o->jobs > 0, o->submit, o->only_missing, o->nsets,
+                               o->force);
     return rc ? rc : -1;
 }
 
@@ -146,6 +158,35 @@ static void list_runs(const sweep_t *s)
         for (int k = 0; k < sets.n; k++) printf(" %s", sets.ptr[k]);
         printf("\n");
     }
+}
+
+/* --configs DIR: each run's resolved config (config_to_ini of the base with the run's
+ * overrides, as the run itself resolves it) into DIR/<run>.ini. The exit code. */
+static int write_configs(const sweep_t *s, const char *dir)
+{
+    if (mkdir(dir, 0777) && errno != EEXIST) {
+        fprintf(stderr, "stability: %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    for (int i = 0; i < s->nruns; i++) {
+        sweep_sets_t sets;
+        sweep_run_sets(s, i, &sets);
+        config_t cfg;
+        char err[CONFIG_ERR_MAX], path[4096];
+        if (config_load(&cfg, s->base, sets.ptr, sets.n, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            return 2;
+        }
+        const size_t len = config_to_ini(&cfg, NULL, 0) + 1;
+        char *ini = malloc(len);
+        snprintf(path, sizeof path, "%s/%s.ini", dir, s->runs[i].name);
+        FILE *f = ini ? fopen(path, "w") : NULL;
+        if (f) config_to_ini(&cfg, ini, len);
+        const int bad = !f || fputs(ini, f) == EOF || fclose(f);
+        free(ini);
+        if (bad) { fprintf(stderr, "stability: %s: cannot write\n", path); return 1; }
+    }
+    return 0;
 }
 
 /* --slurm: the job script, and with --submit its submission. The exit code. */
@@ -186,6 +227,8 @@ int cli_sweep(int argc, char **argv)
     int rc = 0;
     if (o.slurm) {
         rc = slurm_job(&s, &o, exe);
+    } else if (o.configs) {
+        rc = write_configs(&s, o.configs);
     } else if (o.dry) {
         list_runs(&s);
     } else if (o.task >= s.nruns) {

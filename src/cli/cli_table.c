@@ -40,8 +40,14 @@ int cli_table(int argc, char **argv)
         return cli_usage_error("table: this study compares two files: A.h5 B.h5", name);
     if (common && !s->compare)
         return cli_usage_error("table: --common is for a study that compares two files", name);
-    plot_set_t set[2];
     char err[1024];
+    if (s->files) {   // a study that reads its files itself (advise: advice files and runs)
+        err[0] = '\0';
+        const int rc = s->files(files, nfiles, fmt, stdout, err, sizeof err);
+        if (rc) fprintf(stderr, "stability: table %s: %s\n", name, err[0] ? err : "failed");
+        return rc;
+    }
+    plot_set_t set[2];
     const int nsets = s->compare ? 2 : 1;   // a comparison reads each file apart
     for (int k = 0; k < nsets; k++)
         if (plot_load(&set[k], s->compare ? files + k : files, s->compare ? 1 : nfiles, err,

@@ -44,7 +44,7 @@ static const char *USAGE =
     "       stability probe CONFIG [--set section.key=value]... [--out FILE.h5] [--force] [--quiet]\n"
     "       stability --config CONFIG [same options]   (trains when train.steps > 0, else probes)\n"
     "       stability sweep FILE [--jobs N] [--dry-run] [--quiet]\n"
-    "       stability sweep FILE --task I | --merge [--force]\n"
+    "       stability sweep FILE --task I | --merge [--force] | --configs DIR\n"
     "       stability sweep FILE --slurm [--submit [--only-missing]] [--set slurm.KEY=VALUE]...\n"
     "       stability plot FILE.h5... [--out DIR] [--format png,pdf,svg] [--quiet]\n"
     "       stability info FILE.h5... [--all]     per-run tables and the diagnosis\n"

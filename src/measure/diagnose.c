@@ -61,6 +61,11 @@ long diagnose_warmup_updates(const config_t *cfg, double need)
     return n < 9.2e18 ? (long)n : LONG_MAX;   // no overflow at absurd lrs or β₂ → 1
 }
 
+long diagnose_warmup_answer(const diagnose_t *d)
+{
+    return diagnose_warmup_updates(d->cfg, d->warmup_need);
+}
+
 int diagnose_index(int e)
 {
     int i = 0;
@@ -330,13 +335,15 @@ enum { R_LR_DOWN = 1, R_WARMUP = 2, R_PRE = 4, R_QKNORM = 8, R_SOFTCAP = 16, R_C
 static void put_warmup(text_t *t, const diagnose_t *d, const char **sep)
 {
     const config_t *c = d->cfg;
-    const long steps = c->train.steps, w = c->train.warmup, n = diagnose_warmup_updates(c, 0);
+    const long steps = c->train.steps, w = c->train.warmup, n = diagnose_warmup_answer(d);
     if (w >= n) {
         if (4 * w <= steps) { put(t, "%s--set train.warmup=%ld", *sep, 2 * w); *sep = ", "; }
         return;
     }
     put(t, "%s--set train.warmup=%ld (", *sep, n);
-    if (c->train.optimizer == OPT_SGD) put(t, "a tenth of the run: SGD has no untuned rule");
+    if (n > diagnose_warmup_updates(c, 0))   // raised by the curvature rows
+        put(t, "the curvature rows' need: every measured row above the threshold would be below");
+    else if (c->train.optimizer == OPT_SGD) put(t, "a tenth of the run: SGD has no untuned rule");
     else put(t, "2/(1 - beta2) for beta2 = %g, Ma & Yarats 2021", c->train.beta2);
     if (2 * n > steps) put(t, "; with train.steps >= %ld, as a warm-up is a small part of a run", 3 * n);
     put(t, ")");
@@ -349,7 +356,7 @@ static void put_remedies(text_t *t, const diagnose_t *d, unsigned r)
     const long steps = c->train.steps, w = c->train.warmup;
     const char *sep = "; try ";
     if (r & R_SHORT_WARMUP) {   // the run ends inside its warm-up: a shorter one, or a longer run
-        const long n = diagnose_warmup_updates(c, 0);
+        const long n = diagnose_warmup_answer(d);
         if (2 * n <= steps && n != w) put(t, "%s--set train.warmup=%ld or more train.steps", sep, n);
         else put(t, "%s--set train.steps=%ld (three times the warm-up)", sep, 3 * (w > n ? w : n));
         sep = ", ";

@@ -124,6 +124,8 @@ typedef struct {
     int exploded_now;        /* the current window's mean is above the explosion line */
     char reason[64];         /* DIAG_DIVERGED: the loop's reason */
     long plateau_run, plateau_from, plateau_longest, plateau_total, plateau_last;
+    double warmup_need;      /* the curvature rows' need (diagnose_curv_warmup; 0 without rows),
+                                set by the caller: raises the one warm-up answer, as advise's */
 } diagnose_t;
 
 /* The one warm-up the diagnosis suggests (docs/design.md §6g, "One warm-up answer"), in
@@ -133,6 +135,11 @@ typedef struct {
  * none); for SGD, which has no such rule, max(need, a tenth of train.steps). At least 2;
  * LONG_MAX when it does not fit a long. */
 long diagnose_warmup_updates(const config_t *cfg, double need);
+
+/* The one warm-up answer of a run being diagnosed: diagnose_warmup_updates(d->cfg,
+ * d->warmup_need), what every warm-up suggestion of the diagnosis, `info`'s curvature line and
+ * `stability advise` say for the same rows (docs/design.md §6g, "One warm-up answer"). */
+long diagnose_warmup_answer(const diagnose_t *d);
 
 /* 1 when cfg's task is next-token prediction on one stack (text, random, copy, reverse): the
  * target of position t is the input at t + 1, so only a causal model predicts it honestly. */

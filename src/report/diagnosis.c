@@ -154,6 +154,9 @@ void report_diagnosis(FILE *out, h5io_file_t *f, const char *prefix, const confi
     diagnose_t d;
     rows_t r;
     if (diagnose_file(f, prefix, cfg, &d, &r)) return;   // not a training run
+    diagnose_curv_t cv;   // the curvature rows' need raises the one warm-up answer, as advise's
+    if (!report_curvature_read(f, prefix, cfg, &cv))
+        d.warmup_need = (double)diagnose_curv_warmup(&cv);
     fprintf(out, "diagnosis over %ld updates:\n", d.seen);
     static const int ORDER[DIAG_NEVENTS] = {DIAG_LEAK, DIAG_WARMUP_LONG, DIAG_DIVERGED, DIAG_EXPLODED,
         DIAG_NOT_LEARNING, DIAG_PLATEAU, DIAG_LOGIT_GROWTH, DIAG_ENTROPY_COLLAPSE, DIAG_GRAD_COLLAPSE};

@@ -177,7 +177,9 @@ static void watch_curv(run_ctx_t *c, const train_t *t, const train_record_t *r)
             .step = m->step, .active = m->precond_max_active, .threshold = m->threshold,
             .full = m->precond_max, .eps_share = m->precond_eps_share,
             .block = m->precond_block_max};
-        if (!diagnose_curv_row(&c->curv, &row)) continue;
+        const int first = diagnose_curv_row(&c->curv, &row);
+        c->diag.warmup_need = (double)diagnose_curv_warmup(&c->curv);   // the one warm-up answer's
+        if (!first) continue;
         char msg[2000];
         report_curvature_message(&c->curv, &t->s.cfg, &c->curv_ax, 1, msg, sizeof msg);
         warn_line(c, msg);

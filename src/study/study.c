@@ -1,7 +1,10 @@
 /* study.c — the table of studies `stability table` knows (study.h). A study adds its row here
  * and its analysis in study/<name>.c. */
+#include <math.h>
 #include <string.h>
+#include <gsl/gsl_cdf.h>
 #include "study/study.h"
+#include "study/advise.h"
 #include "study/atlas.h"
 #include "study/estimators.h"
 #include "study/proxies.h"
@@ -9,19 +12,21 @@
 
 static const study_t STUDIES[] = {
     {"atlas", "the stability atlas: LR sensitivity, best lr, needs warm-up (docs/atlas.md)",
-     study_atlas_table, NULL},
+     study_atlas_table, NULL, NULL},
     {"atlas-compare", "two atlases cell by cell: final losses, verdicts that move, Spearman's ρ",
-     NULL, study_atlas_compare},
+     NULL, study_atlas_compare, NULL},
     {"warmup-explained", "which explanation of warm-up predicts which failure: AUCs "
-     "(docs/curvature.md)", study_warmup_explained_table, NULL},
+     "(docs/curvature.md)", study_warmup_explained_table, NULL, NULL},
     {"warmup-cells", "the warm-up study's cells: outcome and indicators (docs/curvature.md)",
-     study_warmup_cells_table, NULL},
+     study_warmup_cells_table, NULL, NULL},
     {"warmup-runs", "the warm-up study's indicators of each run by name (Fig. 2's runs)",
-     study_warmup_runs_table, NULL},
+     study_warmup_runs_table, NULL, NULL},
     {"estimators", "the curvature estimators against the exact values: error, cost, verdicts "
-     "(docs/estimators.md)", study_estimators_table, NULL},
+     "(docs/estimators.md)", study_estimators_table, NULL, NULL},
     {"proxies", "the size study: LR sensitivity, best and failing lr against width, peak logits "
-     "(docs/proxies.md)", study_proxies_table, NULL},
+     "(docs/proxies.md)", study_proxies_table, NULL, NULL},
+    {"advise", "stability advise against outcome runs it was not built on: right / wrong, "
+     "accuracy with its interval (docs/design.md, the advisor)", NULL, NULL, study_advise_files},
     {0},
 };
 
@@ -32,4 +37,11 @@ const study_t *study_find(const char *name)
     for (int k = 0; STUDIES[k].name; k++)
         if (!strcmp(STUDIES[k].name, name)) return &STUDIES[k];
     return NULL;
+}
+
+void study_clopper_pearson(int k, int n, double alpha, double *lo, double *hi)
+{
+    if (n <= 0 || k < 0 || k > n) { *lo = *hi = NAN; return; }
+    *lo = k == 0 ? 0.0 : gsl_cdf_beta_Pinv(alpha / 2, k, n - k + 1);
+    *hi = k == n ? 1.0 : gsl_cdf_beta_Pinv(1 - alpha / 2, k + 1, n - k);
 }

@@ -24,6 +24,10 @@ typedef struct {
      * else sets of other runs are refused. Returns as table. */
     int (*compare)(const plot_set_t *a, const plot_set_t *b, int common, study_format_t fmt,
                    FILE *out, char *err, size_t errlen);
+    /* Or, for a study whose inputs are not all runs (table and compare NULL): print its tables
+     * of the files themselves (advise: advice files beside outcome runs). Returns as table. */
+    int (*files)(const char *const *files, int nfiles, study_format_t fmt, FILE *out, char *err,
+                 size_t errlen);
 } study_t;
 
 /* The study called name, or NULL. */
@@ -31,5 +35,10 @@ const study_t *study_find(const char *name);
 
 /* Every study, ending with an entry whose name is NULL. */
 const study_t *study_list(void);
+
+/* The exact (Clopper–Pearson) 1 − alpha interval of a binomial proportion k of n into *lo, *hi
+ * (Clopper & Pearson 1934: the Beta(k, n − k + 1) and Beta(k + 1, n − k) quantiles; 0 at k = 0,
+ * 1 at k = n); NaN both when n = 0. */
+void study_clopper_pearson(int k, int n, double alpha, double *lo, double *hi);
 
 #endif
