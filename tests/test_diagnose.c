@@ -496,6 +496,25 @@ START_TEST(test_curv_below)
 }
 END_TEST
 
+/* diagnose_target_entropy on two pairs built by hand: targets (4, 4) and (5), each + EOS (3),
+ * are 4 ×2, 5 ×1, EOS ×2 of 5: H = −2·0.4 ln 0.4 − 0.2 ln 0.2 = 1.0549201679861442; the sources
+ * (7, 8, 9) are not counted. With eps = 0.1 over V = 10: t = 0.9 p + 0.01 →
+ * 0.37 (×2), 0.19, 0.01 (×7): −Σ t ln t = 1.3736475245897417 (python3's math.log). */
+START_TEST(test_target_entropy)
+{
+    int32_t pool[] = {7, 8, 4, 4, 9, 5};   // pair 0: s (7, 8), t (4, 4); pair 1: s (9), t (5)
+    size_t at[] = {0, 4};
+    int src_len[] = {2, 1}, tgt_len[] = {2, 1};
+    corpus_t c = {.vocab = 10};
+    c.split[CORPUS_TRAIN] = (corpus_split_t){.n = 2, .pool = pool, .at = at, .src_len = src_len,
+                                             .tgt_len = tgt_len};
+    ck_assert_double_eq_tol(diagnose_target_entropy(&c, 0.0), 1.0549201679861442, 1e-15);
+    ck_assert_double_eq_tol(diagnose_target_entropy(&c, 0.1), 1.3736475245897417, 1e-15);
+    c.split[CORPUS_TRAIN].n = 0;
+    ck_assert(isnan(diagnose_target_entropy(&c, 0.0)));
+}
+END_TEST
+
 Suite *diagnose_suite(void)
 {
     Suite *s = suite_create("diagnose");
@@ -512,6 +531,7 @@ Suite *diagnose_suite(void)
     tcase_add_test(tc, test_curv_block_elsewhere);
     tcase_add_test(tc, test_curv_warmup_and_remedies);
     tcase_add_test(tc, test_curv_below);
+    tcase_add_test(tc, test_target_entropy);
     suite_add_tcase(s, tc);
     return s;
 }
