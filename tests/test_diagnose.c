@@ -515,6 +515,31 @@ START_TEST(test_target_entropy)
 }
 END_TEST
 
+/* The plateau finding names the plateau it used: a translation run's is its targets' entropy. */
+START_TEST(test_plateau_names_targets)
+{
+    static const struct { task_t task; const char *said; } CASE[2] = {
+        {TASK_TEXT, "of the training text's unigram entropy 7.000"},
+        {TASK_TRANSLATION, "of the training targets' unigram entropy 7.000"}};
+    for (int k = 0; k < 2; k++) {
+        config_t c = lm_config();
+        c.data.task = CASE[k].task;
+        diagnose_t d;
+        diagnose_init(&d, &c, 7.0);
+        diagnose_start(&d);
+        int ev = 0;
+        for (long t = 1; t <= 150; t++) {
+            const diagnose_update_t u = update(t, 7.02, 1e-3);
+            ev |= diagnose_step(&d, &u);
+        }
+        ck_assert(ev & DIAG_PLATEAU);
+        char msg[1200];
+        diagnose_message(&d, DIAG_PLATEAU, msg, sizeof msg);
+        ck_assert_msg(strstr(msg, CASE[k].said), "%s", msg);
+    }
+}
+END_TEST
+
 Suite *diagnose_suite(void)
 {
     Suite *s = suite_create("diagnose");
@@ -532,6 +557,7 @@ Suite *diagnose_suite(void)
     tcase_add_test(tc, test_curv_warmup_and_remedies);
     tcase_add_test(tc, test_curv_below);
     tcase_add_test(tc, test_target_entropy);
+    tcase_add_test(tc, test_plateau_names_targets);
     suite_add_tcase(s, tc);
     return s;
 }
