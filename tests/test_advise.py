@@ -11,9 +11,20 @@ Run from the repository root (make test does): /usr/bin/python3 tests/test_advis
    Pre-LN), indicator names what it used, the config attribute is the run's (placement, lr).
 3. --out over an existing file without --force: exit 2 before measuring, the file unchanged.
 4. Bad input: a missing config, an unknown key, train.lr_control = curvature: exit 2, no file.
+5. The edges (docs/design.md, "The advisor"): a config whose measured seeds diverge (configs/tiny.ini
+   on the copy task at lr 10: all 3; T-Fixup on today's block at lr 1e-2, the case that printed a
+   warm-up of 127710667673152 updates and an lr of 0) says "needs", how many seeds diverged within
+   6 updates (diverged_seeds = the sum of /advise/diverged = the words' count), no warm-up count
+   (warmup_updates 0, warmup "unknown: diverged", no digit run of 4 or more in the words) and
+   max_lr_without_warmup NaN, "below <lr>" in words. tiny at lr 1 with train.steps = 100, whose
+   rule asks for 679 updates: warmup "longer than the run", warmup_updates = 100, the words say
+   "longer than the run's 100 updates" and not 679; without train.steps the same config still
+   says 679 (warmup "linear").
 Prints "ok"/"not ok" per check, then "advise: N passed, M failed"; exit 1 if M > 0.
 """
+import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -96,6 +107,59 @@ def refusals(tmp):
     check("lr_control: the message names the key", "train.lr_control" in p.stderr, p.stderr)
 
 
+def attrs(path):
+    with h5py.File(path, "r") as f:
+        a = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+        return a, f["advise/diverged"][:].tolist() if "advise/diverged" in f else None
+
+
+def diverged_case(tmp, name, sets):
+    out = os.path.join(tmp, name + ".h5")
+    p = advise([*sets, "--out", out])
+    check(f"{name}: exit 0", p.returncode == 0, p.stderr[-500:])
+    if p.returncode != 0:
+        return
+    a, div = attrs(out)
+    n = int(a.get("diverged_seeds", -1))
+    print(f"#   {name}: {p.stdout.strip()}")
+    check(f"{name}: diverged_seeds = sum(/advise/diverged) > 0",
+          div is not None and n == sum(div) and n > 0, f"{n} {div}")
+    check(f"{name}: the words say the run diverged in {n} of 3 seeds within 6 updates",
+          p.stdout.startswith("needs warm-up") and f"diverged within 6 updates in {n} of 3 seeds"
+          in p.stdout, p.stdout)
+    check(f"{name}: needs_warmup 1, warmup_updates 0, warmup 'unknown: diverged'",
+          (int(a["needs_warmup"]), int(a["warmup_updates"]), a.get("warmup")) ==
+          (1, 0, "unknown: diverged"), str(a))
+    check(f"{name}: max_lr_without_warmup NaN", math.isnan(float(a["max_lr_without_warmup"])),
+          str(a["max_lr_without_warmup"]))
+    lr = re.search(r"at lr (\S+):", p.stdout)
+    check(f"{name}: the words say 'below' the lr and no count",
+          lr is not None and f"below {lr.group(1)}" in p.stdout and
+          not re.search(r"\d{4,}", p.stdout) and "train.warmup=" not in p.stdout, p.stdout)
+
+
+def edges(tmp):
+    tiny = ["--config", "configs/tiny.ini", "--set", "data.task=copy"]
+    diverged_case(tmp, "tiny-lr10", [*tiny, "--set", "train.lr=10"])
+    diverged_case(tmp, "tfixup", [
+        "--config", "configs/atlas.ini", "--set", "model.placement=post",
+        "--set", "model.norm=none", "--set", "init.scheme=tfixup", "--set", "train.lr=1e-2",
+        "--set", "model.positions=rope", "--set", "model.activation=swiglu",
+        "--set", "model.bias=off", "--set", "model.d_ff=88", "--set", "train.precision=float32"])
+    for steps, kind, count in [("100", "longer than the run", 100), (None, "linear", 679)]:
+        out = os.path.join(tmp, f"tiny-lr1-{steps}.h5")
+        sets = ["--set", f"train.steps={steps}"] if steps else []
+        p = advise([*tiny, "--set", "train.lr=1", *sets, "--out", out])
+        a, _ = attrs(out) if p.returncode == 0 else ({}, None)
+        check(f"tiny lr 1, steps {steps}: warmup '{kind}', warmup_updates {count}",
+              (a.get("warmup"), int(a.get("warmup_updates", -1))) == (kind, count), str(a))
+        words = ("longer than the run's 100 updates" if steps else
+                 "a linear warm-up of 679 updates (train.warmup=679)")
+        check(f"tiny lr 1, steps {steps}: the words say '{words}'" +
+              (" and not 679" if steps else ""),
+              words in p.stdout and (not steps or "679" not in p.stdout), p.stdout)
+
+
 def main():
     if not os.path.exists("results/licenses.txt"):
         print("not ok results/licenses.txt missing (setup/corpus.sh)")
@@ -105,6 +169,7 @@ def main():
         anchor(tmp, "post", True)
         anchor(tmp, "pre", False)
         refusals(tmp)
+        edges(tmp)
     passed = sum(results)
     print(f"advise: {passed} passed, {len(results) - passed} failed")
     return 0 if passed == len(results) else 1

@@ -152,10 +152,15 @@ def expected(runs, advice):
         warm = [o[4] for o in cell if o[0] == lr and o[1] > 1]
         pos = max([k for k, g in enumerate(grid) if g <= max_lr * (1 + 1e-9)], default=-1)
         truth = (2 * sum(cold) > len(cold)) if cold else None
+        measured = grid[m] if m >= 0 else 0.0
+        # a diverged advice says "below lr" (NaN): within when the measured one is below lr
+        below = math.isnan(max_lr)
         rows[a] = dict(needs=needs, cold=len(cold), cold_ok=sum(cold), warm=len(warm),
                        warm_ok=sum(warm),
                        right=None if truth is None else int(needs == (not truth)),
-                       measured=grid[m] if m >= 0 else 0.0, steps=abs(pos - m))
+                       measured=measured, steps="nan" if below else abs(pos - m),
+                       within=int(measured < lr) if below else int(abs(pos - m) <= 1),
+                       below=below, lr=lr)
     return rows
 
 
@@ -169,7 +174,8 @@ def check_tsv(out, rows):
         g = got.get(a, {})
         for key, col in [("needs", "needs_warmup"), ("cold", "runs_without"),
                          ("cold_ok", "train_without"), ("warm", "runs_with"),
-                         ("warm_ok", "train_with"), ("steps", "grid_steps")]:
+                         ("warm_ok", "train_with"), ("steps", "grid_steps"),
+                         ("within", "max_lr_within")]:
             check(f"{a}: {col} = {e[key]}", g.get(col) == str(e[key]), str(g.get(col)))
         check(f"{a}: measured_max_lr = {e['measured']}",
               float(g.get("measured_max_lr", "nan")) == e["measured"], str(g))
@@ -184,7 +190,9 @@ def check_tsv(out, rows):
     sh = slines[0].split("\t")
     srows = {r["group"]: r for r in (dict(zip(sh, ln.split("\t"))) for ln in slines[1:])}
     counts = {g: (sum(e["right"] for e in es), len(es)) for g, es in groups.items()}
-    counts["max_lr_within_one_step"] = (sum(e["steps"] <= 1 for e in rows.values()), len(rows))
+    counts["max_lr_within_one_step"] = (sum(e["within"] for e in rows.values()), len(rows))
+    below = [a for a, e in rows.items() if e["below"]]
+    check("a diverged advice (lr 10) says below lr", below == ["advice_10.h5"], str(below))
     for g, (k, n) in counts.items():
         s = srows.get(g, {})
         check(f"{g}: {k} right of {n}", (s.get("right"), s.get("n")) == (str(k), str(n)), str(s))
@@ -252,6 +260,10 @@ def main():
         check("Markdown: right and **wrong** cells",
               "| right |" in p.stdout and "| **wrong** |" in p.stdout, p.stdout)
         check("Markdown: the caption names the 3.2-nat rule", "3.2 nats" in p.stdout, p.stdout)
+        row10 = [ln for ln in p.stdout.splitlines() if ln.startswith("| copy | post | 3 | 10 |")]
+        check("Markdown: the diverged advice's warm-up is unknown and its η_max below lr",
+              len(row10) == 1 and "| needs | unknown (diverged) | below 10 |" in row10[0],
+              str(row10))
         p = run(["table", "advise", *advice])
         check("advice alone: exit 1, no outcome runs",
               p.returncode == 1 and "no outcome runs" in p.stderr, p.stderr)

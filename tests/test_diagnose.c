@@ -496,6 +496,50 @@ START_TEST(test_curv_below)
 }
 END_TEST
 
+/* diagnose_target_entropy on two pairs built by hand: targets (4, 4) and (5), each + EOS (3),
+ * are 4 ×2, 5 ×1, EOS ×2 of 5: H = −2·0.4 ln 0.4 − 0.2 ln 0.2 = 1.0549201679861442; the sources
+ * (7, 8, 9) are not counted. With eps = 0.1 over V = 10: t = 0.9 p + 0.01 →
+ * 0.37 (×2), 0.19, 0.01 (×7): −Σ t ln t = 1.3736475245897417 (python3's math.log). */
+START_TEST(test_target_entropy)
+{
+    int32_t pool[] = {7, 8, 4, 4, 9, 5};   // pair 0: s (7, 8), t (4, 4); pair 1: s (9), t (5)
+    size_t at[] = {0, 4};
+    int src_len[] = {2, 1}, tgt_len[] = {2, 1};
+    corpus_t c = {.vocab = 10};
+    c.split[CORPUS_TRAIN] = (corpus_split_t){.n = 2, .pool = pool, .at = at, .src_len = src_len,
+                                             .tgt_len = tgt_len};
+    ck_assert_double_eq_tol(diagnose_target_entropy(&c, 0.0), 1.0549201679861442, 1e-15);
+    ck_assert_double_eq_tol(diagnose_target_entropy(&c, 0.1), 1.3736475245897417, 1e-15);
+    c.split[CORPUS_TRAIN].n = 0;
+    ck_assert(isnan(diagnose_target_entropy(&c, 0.0)));
+}
+END_TEST
+
+/* The plateau finding names the plateau it used: a translation run's is its targets' entropy. */
+START_TEST(test_plateau_names_targets)
+{
+    static const struct { task_t task; const char *said; } CASE[2] = {
+        {TASK_TEXT, "of the training text's unigram entropy 7.000"},
+        {TASK_TRANSLATION, "of the training targets' unigram entropy 7.000"}};
+    for (int k = 0; k < 2; k++) {
+        config_t c = lm_config();
+        c.data.task = CASE[k].task;
+        diagnose_t d;
+        diagnose_init(&d, &c, 7.0);
+        diagnose_start(&d);
+        int ev = 0;
+        for (long t = 1; t <= 150; t++) {
+            const diagnose_update_t u = update(t, 7.02, 1e-3);
+            ev |= diagnose_step(&d, &u);
+        }
+        ck_assert(ev & DIAG_PLATEAU);
+        char msg[1200];
+        diagnose_message(&d, DIAG_PLATEAU, msg, sizeof msg);
+        ck_assert_msg(strstr(msg, CASE[k].said), "%s", msg);
+    }
+}
+END_TEST
+
 Suite *diagnose_suite(void)
 {
     Suite *s = suite_create("diagnose");
@@ -512,6 +556,8 @@ Suite *diagnose_suite(void)
     tcase_add_test(tc, test_curv_block_elsewhere);
     tcase_add_test(tc, test_curv_warmup_and_remedies);
     tcase_add_test(tc, test_curv_below);
+    tcase_add_test(tc, test_target_entropy);
+    tcase_add_test(tc, test_plateau_names_targets);
     suite_add_tcase(s, tc);
     return s;
 }

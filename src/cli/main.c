@@ -395,7 +395,9 @@ static const char *HELP_ADVISE =
     "  --config CONFIG INI file; a bare name is looked up in configs/\n"
     "  --set S.K=V     override one key (repeatable; a later one of a key wins, said on stderr)\n"
     "  --out FILE.h5   also the answer as HDF5: root attributes needs_warmup, warmup_updates,\n"
-    "                  max_lr_without_warmup, indicator, config; /advise/peak_ratio etc. per seed\n"
+    "                  max_lr_without_warmup (NaN when a seed diverged: below lr), warmup\n"
+    "                  (none, linear, longer than the run, unknown: diverged), diverged_seeds,\n"
+    "                  indicator, config; /advise/peak_ratio etc. per seed\n"
     "  --force         replace an existing output file\n"
     "  --quiet         no per-seed lines\n"
     "Example: stability advise --config atlas --set train.lr=3e-3\n";

@@ -36,17 +36,49 @@ void diagnose_axes(diagnose_t *d, int L, const char *const *stack, int H, const 
     d->head = head;
 }
 
+/* −Σ p ln p of the histogram count[k] (p = count / its sum); NaN for an empty one. */
+static double entropy_of_counts(const size_t *count, size_t k)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < k; i++) n += count[i];
+    if (!n) return NAN;
+    double h = 0.0;
+    for (size_t i = 0; i < k; i++)
+        if (count[i]) {
+            const double p = (double)count[i] / (double)n;
+            h -= p * log(p);
+        }
+    return h;
+}
+
 double diagnose_unigram_entropy(const unsigned char *text, size_t n)
 {
     if (!n) return NAN;
     size_t count[256] = {0};
     for (size_t i = 0; i < n; i++) count[text[i]]++;
-    double h = 0.0;
-    for (int b = 0; b < 256; b++)
-        if (count[b]) {
-            const double p = (double)count[b] / (double)n;
-            h -= p * log(p);
+    return entropy_of_counts(count, 256);
+}
+
+double diagnose_target_entropy(const corpus_t *c, double eps)
+{
+    const corpus_split_t *sp = &c->split[CORPUS_TRAIN];
+    size_t *count = calloc((size_t)c->vocab, sizeof *count);   // (V)
+    if (!count) return NAN;
+    for (long i = 0; i < sp->n; i++) {
+        const int32_t *t = sp->pool + sp->at[i] + sp->src_len[i];   // its target follows
+        for (int j = 0; j < sp->tgt_len[i]; j++) count[t[j]]++;
+        count[CORPUS_EOS]++;   // targets = t + [EOS] (corpus.h)
+    }
+    size_t n = 0;
+    for (int v = 0; v < c->vocab; v++) n += count[v];
+    double h = n ? 0.0 : NAN;
+    if (!(eps > 0)) h = entropy_of_counts(count, (size_t)c->vocab);
+    else   // min over q of E_y[−Σ_v t_v(y) ln q_v] is at q = E_y[t(y)]: its entropy
+        for (int v = 0; n && v < c->vocab; v++) {
+            const double t = (1 - eps) * (double)count[v] / (double)n + eps / c->vocab;
+            h -= t * log(t);
         }
+    free(count);
     return h;
 }
 
@@ -470,8 +502,9 @@ void diagnose_message(const diagnose_t *d, int e, char *buf, size_t len)
         break;
     case DIAG_PLATEAU:
         put(&t, "stuck on the unigram plateau since update %ld: the mean loss of %d updates is %.3f, "
-            "within %.2f nats of the training text's unigram entropy %.3f", d->at[i], W,
-            d->value[i], DIAG_PLATEAU_BAND, d->unigram);
+            "within %.2f nats of the training %s unigram entropy %.3f", d->at[i], W,
+            d->value[i], DIAG_PLATEAU_BAND,
+            d->cfg->data.task == TASK_TRANSLATION ? "targets'" : "text's", d->unigram);
         put_remedies(&t, d, R_WARMUP | R_PRE | R_LR_DOWN);
         break;
     case DIAG_LOGIT_GROWTH:

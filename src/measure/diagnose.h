@@ -38,6 +38,7 @@
 
 #include <stddef.h>
 #include "config/config.h"
+#include "data/corpus.h"
 
 #define DIAG_LOGIT_FACTOR 100.0   /* logit growth: max |attention logit| > this × its update-1 value */
 #define DIAG_LOGIT_FLOOR 10.0     /* ... and > this: at a logit of 10 the softmax odds are e^10 ≈ 2·10⁴
@@ -173,6 +174,14 @@ int diagnose_finish(diagnose_t *d, int ended);
 /* Entropy −Σ p ln p (nats) of the byte histogram of text (n bytes): the loss of a model that
  * learned the bytes' frequencies and nothing else. NaN for n = 0. */
 double diagnose_unigram_entropy(const unsigned char *text, size_t n);
+
+/* The same entropy of what a translation run's loss scores: the training split's target ids
+ * and one EOS per pair (data/corpus.h's targets; padding is never scored), the loss of a
+ * decoder that learned the target tokens' frequencies and nothing else. With label smoothing
+ * eps the loss's target is (1 − eps)·onehot + eps/V (nn/loss.c), so that loss is the entropy
+ * of t = (1 − eps)·p + eps/V over the V ids (p at eps = 0). NaN for an empty split or out of
+ * memory. */
+double diagnose_target_entropy(const corpus_t *c, double eps);
 
 /* The lowest / highest per-layer gradient norm of a probe row (NaN when fewer than 2 layers). */
 double diagnose_grad_ratio(const double *grad, int L, int K);

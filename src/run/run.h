@@ -62,7 +62,8 @@ int run_train(const config_t *cfg, const char *path, const run_options_t *o);
 /* `stability advise`: whether cfg needs warm-up at its lr, from 6 updates without warm-up at
  * 3 seeds (run/run_advise.c, docs/design.md §6g); the answer in words on stdout and, with path
  * (NULL: none), an HDF5 file (root attributes needs_warmup, warmup_updates,
- * max_lr_without_warmup, indicator; the per-seed values under /advise). Returns the exit code. */
+ * max_lr_without_warmup (NaN: a seed diverged, below lr), warmup, diverged_seeds, indicator;
+ * the per-seed values under /advise). Returns the exit code. */
 int run_advise(const config_t *cfg, const char *path, const run_options_t *o);
 
 /* `stability translate RUN.h5 [--beam K] [--lenpen A] [--input FILE] [--ids] ...` (argv[0] =

@@ -13,11 +13,17 @@
  *   a seed needs warm-up when peak > 1 (or it diverged); the config does when most of the
  *   seeds measured do (a seed whose rows after update 1 all crossed a kink is not measured)
  *   warmup_updates = diagnose_warmup_updates(cfg, need) with need the largest of the seeds'
- *                    diagnose_curv_warmup (what `stability info` says), 0 when not needed
+ *                    diagnose_curv_warmup (what `stability info` says), 0 when not needed;
+ *                    train.steps when that is longer than the run (said in words, not as a
+ *                    count)
  *   max_lr_without_warmup = lr / (largest peak over seeds) — the ratio is η·λ, so at that lr the
  *                    worst seed's peak sits at the threshold (the path held fixed) — at most
  *                    ADVISE_LR_BOUND × lr: further than that the path it was measured on says
  *                    little.
+ * A seed that diverged has no path to read either number off (its rows blow up with it): when
+ * any did, the warm-up's length is unknown (warmup_updates 0, `warmup` "unknown: diverged") and
+ * the largest lr without warm-up is below lr by an unknown amount (NaN) — docs/design.md, "The
+ * advisor", the diverged case.
  */
 #include <math.h>
 #include <stdio.h>
@@ -120,13 +126,20 @@ static int advise_seed(const config_t *cfg, int s, advise_seed_t *a)
     return 0;
 }
 
+/* How the warm-up's length is known (the file's `warmup` attribute, WARMUP_KIND's words). */
+typedef enum { ADVISE_NONE, ADVISE_LINEAR, ADVISE_LONGER, ADVISE_UNKNOWN } advise_kind_t;
+static const char *const WARMUP_KIND[] = {"none", "linear", "longer than the run",
+                                          "unknown: diverged"};
+
 /* The answer over the seeds. */
 typedef struct {
     int measured;           /* seeds with a finite peak or that diverged */
     int above;              /* ... whose peak is above 1 or that diverged */
+    int diverged;           /* ... that diverged */
     int needs_warmup;
-    long warmup_updates;
-    double max_lr, worst;   /* max_lr_without_warmup; the largest peak */
+    advise_kind_t kind;
+    long warmup_updates;    /* ADVISE_LINEAR: the rule's count; LONGER: train.steps; else 0 */
+    double max_lr, worst;   /* max_lr_without_warmup (NaN: below lr); the largest finite peak */
 } advise_answer_t;
 
 static advise_answer_t advise_answer(const config_t *cfg, const advise_seed_t *a, int n)
@@ -137,14 +150,23 @@ static advise_answer_t advise_answer(const config_t *cfg, const advise_seed_t *a
         const int diverged = a[s].status == TRAIN_DIVERGED;
         r.measured += diverged || isfinite(a[s].peak);
         r.above += diverged || a[s].peak > 1;
+        r.diverged += diverged;
+        if (diverged) continue;   // its path says nothing of the length or the lr
         if (a[s].peak > r.worst) r.worst = a[s].peak;
-        if (diverged) r.worst = INFINITY;
         if (a[s].need > need) need = a[s].need;
     }
     r.needs_warmup = 2 * r.above > r.measured;
-    r.warmup_updates = r.needs_warmup ? diagnose_warmup_updates(cfg, need) : 0;
+    const long steps = cfg->train.steps;
+    if (!r.needs_warmup) r.kind = ADVISE_NONE;
+    else if (r.diverged) r.kind = ADVISE_UNKNOWN;
+    else {
+        r.warmup_updates = diagnose_warmup_updates(cfg, need);
+        r.kind = steps > 0 && r.warmup_updates > steps ? ADVISE_LONGER : ADVISE_LINEAR;
+        if (r.kind == ADVISE_LONGER) r.warmup_updates = steps;
+    }
     const double lr = cfg->train.lr;
-    r.max_lr = r.worst > 1 / ADVISE_LR_BOUND ? lr / r.worst : ADVISE_LR_BOUND * lr;
+    if (r.diverged) r.max_lr = NAN;
+    else r.max_lr = r.worst > 1 / ADVISE_LR_BOUND ? lr / r.worst : ADVISE_LR_BOUND * lr;
     return r;
 }
 
@@ -157,11 +179,12 @@ static int advise_write(const config_t *cfg, const char *path, int force, const 
     int rc = h5io_create(&f, path, force, "an advice", err, sizeof err);
     if (rc) { fprintf(stderr, "stability: %s\n", err); return rc; }
     double peak[ADVISE_SEEDS], r0[ADVISE_SEEDS], need[ADVISE_SEEDS];
-    int32_t seed[ADVISE_SEEDS], step[ADVISE_SEEDS];
+    int32_t seed[ADVISE_SEEDS], step[ADVISE_SEEDS], div[ADVISE_SEEDS];
     for (int s = 0; s < n; s++) {
         peak[s] = a[s].peak; r0[s] = a[s].ratio0; need[s] = a[s].need;
         seed[s] = (int32_t)(cfg->init.seed + (unsigned long)s);
         step[s] = (int32_t)a[s].peak_step;
+        div[s] = a[s].status == TRAIN_DIVERGED;
     }
     const size_t dims[1] = {(size_t)n};
     const size_t len = config_to_ini(cfg, NULL, 0) + 1;
@@ -176,15 +199,54 @@ static int advise_write(const config_t *cfg, const char *path, int force, const 
                                 "eta*lambda_max(P^-1 H)_active/(2(1+beta1)/(1-beta1)) "
                                 "at updates >= 2 of 6 without warm-up") ||
          h5io_write_attr_int(f, "/", "seeds_above", r->above) ||
+         h5io_write_attr_int(f, "/", "diverged_seeds", r->diverged) ||
+         h5io_write_attr_string(f, "/", "warmup", WARMUP_KIND[r->kind]) ||
          h5io_write_ints(f, "/advise/seed", seed, 1, dims) ||
          h5io_write_doubles(f, "/advise/peak_ratio", peak, 1, dims) ||
          h5io_write_ints(f, "/advise/peak_step", step, 1, dims) ||
+         h5io_write_ints(f, "/advise/diverged", div, 1, dims) ||
          h5io_write_doubles(f, "/advise/ratio0", r0, 1, dims) ||
          h5io_write_doubles(f, "/advise/warmup_need", need, 1, dims);
     free(ini);
     if (rc) { fprintf(stderr, "stability: %s: cannot write the advice\n", path); h5io_abort(f); return 1; }
     if ((rc = h5io_commit(f, err, sizeof err))) fprintf(stderr, "stability: %s\n", err);
     return rc;
+}
+
+/* The answer in words on stdout: every number one a reader can act on (none read off a
+ * diverged path, no warm-up count longer than the run). */
+static void advise_print(const config_t *cfg, const advise_answer_t *r)
+{
+    const double lr = cfg->train.lr;
+    if (!r->needs_warmup) {
+        printf("does not need warm-up at lr %g: the active preconditioned sharpness is below "
+               "the optimizer's threshold after update 1 in %d of %d seeds (peak ratio %.3g)",
+               lr, r->measured - r->above, r->measured, r->worst);
+        if (r->diverged)
+            printf(", but the run diverged within %d updates in %d of %d seeds; the largest lr "
+                   "expected to train without warm-up in every seed is below %g\n",
+                   ADVISE_UPDATES, r->diverged, r->measured, lr);
+        else printf("; the largest lr expected to train without warm-up: %.2g\n", r->max_lr);
+        return;
+    }
+    if (r->kind == ADVISE_UNKNOWN) {
+        printf("needs warm-up at lr %g: the run diverged within %d updates in %d of %d seeds "
+               "(above the optimizer's threshold after update 1 in %d of %d); how long a warm-up "
+               "would make it train cannot be read off a diverged path; the largest lr expected "
+               "to train without one is below %g (how far is unknown: run advise at a lower "
+               "train.lr)\n", lr, ADVISE_UPDATES, r->diverged, r->measured, r->above,
+               r->measured, lr);
+        return;
+    }
+    printf("needs warm-up at lr %g: the active preconditioned sharpness stays above the "
+           "optimizer's threshold after update 1 in %d of %d seeds (peak ratio %.3g); ", lr,
+           r->above, r->measured, r->worst);
+    if (r->kind == ADVISE_LONGER)
+        printf("a linear warm-up longer than the run's %ld updates (no train.warmup within "
+               "train.steps will do: lower the lr or lengthen the run)", r->warmup_updates);
+    else printf("a linear warm-up of %ld updates (train.warmup=%ld)", r->warmup_updates,
+                r->warmup_updates);
+    printf("; the largest lr expected to train without one: %.2g\n", r->max_lr);
 }
 
 int run_advise(const config_t *cfg, const char *path, const run_options_t *o)
@@ -219,16 +281,6 @@ int run_advise(const config_t *cfg, const char *path, const run_options_t *o)
                 "(the curvature rows are not finite)\n");
         return 1;
     }
-    if (r.needs_warmup)
-        printf("needs warm-up at lr %g: the active preconditioned sharpness stays above the "
-               "optimizer's threshold after update 1 in %d of %d seeds (peak ratio %.3g); a "
-               "linear warm-up of %ld updates (train.warmup=%ld); the largest lr expected to "
-               "train without one: %.2g\n", cfg->train.lr, r.above, r.measured, r.worst,
-               r.warmup_updates, r.warmup_updates, r.max_lr);
-    else
-        printf("does not need warm-up at lr %g: the active preconditioned sharpness is below "
-               "the optimizer's threshold after update 1 in %d of %d seeds (peak ratio %.3g); "
-               "the largest lr expected to train without warm-up: %.2g\n", cfg->train.lr,
-               r.measured - r.above, r.measured, r.worst, r.max_lr);
+    advise_print(cfg, &r);
     return path ? advise_write(cfg, path, o->force, a, ADVISE_SEEDS, &r) : 0;
 }

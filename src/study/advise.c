@@ -11,7 +11,10 @@
  *
  * The measured largest lr without warm-up of a cell is the largest lr of the outcome runs of
  * the same cell but lr (its grid) whose warm-up-1 runs train; the advised one is rounded down
- * to that grid; within one grid step when the two grid positions differ by at most 1. */
+ * to that grid; within one grid step when the two grid positions differ by at most 1. An advice
+ * whose measured runs diverged says only "below lr" (max_lr_without_warmup NaN): it is right
+ * when the measured largest lr is below the advice's lr; its warm-up's length is unknown
+ * (root attribute `warmup`, docs/design.md "The advisor", the diverged case). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,13 +33,16 @@ typedef struct {
     runs_row_t id;           /* its cell */
     int needs;               /* needs_warmup */
     long warmup;             /* warmup_updates */
-    double max_lr;           /* max_lr_without_warmup */
+    char kind[32];           /* the `warmup` attribute ("linear", "longer than the run",
+                                "unknown: diverged", "none"), "" in files before it */
+    double max_lr;           /* max_lr_without_warmup (NaN: below the advice's lr) */
     int cold, cold_ok;       /* its outcome runs without warm-up, how many train */
     int warm, warm_ok;       /* ... with warm-up */
     int truth;               /* 1: trains without warm-up (the majority), 0: not, −1: no run */
     double measured;         /* the measured largest lr without warm-up (0: none trains) */
     int grid_n;              /* lrs in its cell's grid */
-    int steps;               /* grid positions between advised and measured */
+    int steps;               /* grid positions between advised and measured (−1: "below lr") */
+    int within;              /* η_max within one grid step (or below lr, when it says so) */
 } advice_t;
 
 /* Whether outcome row o is of a's cell, lr aside (lr too when with_lr). */
@@ -68,6 +74,7 @@ static int advice_read(const char *file, advice_t *a, char *err, size_t errlen)
         return bad ? -1 : 0;
     }
     char *ini = h5io_read_attr_string(f, "/", "config");
+    char *kind = h5io_read_attr_string(f, "/", "warmup");   // NULL in files before it
     const int missing = h5io_read_attr_double(f, "/", "warmup_updates", &warmup) ||
                         h5io_read_attr_double(f, "/", "max_lr_without_warmup", &max_lr);
     memset(a, 0, sizeof *a);
@@ -86,6 +93,8 @@ static int advice_read(const char *file, advice_t *a, char *err, size_t errlen)
         snprintf(err, errlen, "%s: its config: %s", file, cerr);
     else rc = 0;
     free(ini);
+    if (kind) snprintf(a->kind, sizeof a->kind, "%s", kind);
+    free(kind);
     h5io_close(f);
     if (rc) return -1;
     a->needs = needs != 0;
@@ -150,7 +159,13 @@ static void advice_check(advice_t *a, const runs_table_t *t, double *g)
     for (int k = 0; k < a->grid_n; k++)
         if (trains_at(a, t, g[k])) m = k;
     a->measured = m >= 0 ? g[m] : 0.0;
+    if (isnan(a->max_lr)) {   // "below lr": right when the measured one is
+        a->steps = -1;
+        a->within = a->measured < a->id.lr;
+        return;
+    }
     a->steps = abs(grid_pos(g, a->grid_n, a->max_lr) - m);
+    a->within = a->steps <= 1;
 }
 
 static int advice_cmp(const void *x, const void *y)
@@ -172,7 +187,7 @@ static advise_count_t advise_count(const advice_t *a, int n)
 {
     advise_count_t c = {{0}, {0}, 0, 0};
     for (int i = 0; i < n; i++) {
-        if (a[i].grid_n) { c.gridded++; c.within += a[i].steps <= 1; }
+        if (a[i].grid_n) { c.gridded++; c.within += a[i].within; }
         if (a[i].truth < 0) continue;
         const int right = a[i].needs == !a[i].truth, g = a[i].needs ? 1 : 2;
         c.right[0] += right; c.n[0]++;
@@ -197,8 +212,13 @@ static void print_cells_md(FILE *out, const advice_t *a, int n)
         const runs_row_t *c = &a[i].id;
         fprintf(out, "| %s | %s | %d", c->task, c->scheme, c->L);
         if (c->dec_L) fprintf(out, "-%d", c->dec_L);
-        fprintf(out, " | %g | %s | %ld | %.2g | ", c->lr, a[i].needs ? "needs" : "does not need",
-                a[i].warmup, a[i].max_lr);
+        fprintf(out, " | %g | %s | ", c->lr, a[i].needs ? "needs" : "does not need");
+        if (!strcmp(a[i].kind, "unknown: diverged")) fputs("unknown (diverged)", out);
+        else if (!strcmp(a[i].kind, "longer than the run"))
+            fprintf(out, "longer than the run (%ld)", a[i].warmup);
+        else fprintf(out, "%ld", a[i].warmup);
+        if (isnan(a[i].max_lr)) fprintf(out, " | below %g | ", c->lr);
+        else fprintf(out, " | %.2g | ", a[i].max_lr);
         if (!a[i].grid_n) fputs("–", out);
         else if (a[i].measured > 0) fprintf(out, "%g", a[i].measured);
         else fputs("none trains", out);
@@ -213,15 +233,17 @@ static void print_cells_tsv(FILE *out, const advice_t *a, int n)
 {
     fputs("file\ttask\tscheme\tL\tdec_L\tlr\tneeds_warmup\twarmup_updates\t"
           "max_lr_without_warmup\tmeasured_max_lr\tgrid_steps\truns_without\ttrain_without\t"
-          "runs_with\ttrain_with\tright\n", out);
+          "runs_with\ttrain_with\tright\twarmup\tmax_lr_within\n", out);
     for (int i = 0; i < n; i++) {
         const runs_row_t *c = &a[i].id;
         fprintf(out, "%s\t%s\t%s\t%d\t%d\t%.17g\t%d\t%ld\t%.17g\t", a[i].file, c->task, c->scheme,
                 c->L, c->dec_L, c->lr, a[i].needs, a[i].warmup, a[i].max_lr);
-        if (a[i].grid_n) fprintf(out, "%.17g\t%d\t", a[i].measured, a[i].steps);
+        if (a[i].grid_n && a[i].steps >= 0) fprintf(out, "%.17g\t%d\t", a[i].measured, a[i].steps);
+        else if (a[i].grid_n) fprintf(out, "%.17g\tnan\t", a[i].measured);
         else fputs("nan\tnan\t", out);
-        fprintf(out, "%d\t%d\t%d\t%d\t%s\n", a[i].cold, a[i].cold_ok, a[i].warm, a[i].warm_ok,
-                a[i].truth < 0 ? "nan" : a[i].needs == !a[i].truth ? "1" : "0");
+        fprintf(out, "%d\t%d\t%d\t%d\t%s\t%s\t%s\n", a[i].cold, a[i].cold_ok, a[i].warm,
+                a[i].warm_ok, a[i].truth < 0 ? "nan" : a[i].needs == !a[i].truth ? "1" : "0",
+                a[i].kind[0] ? a[i].kind : "nan", a[i].grid_n ? a[i].within ? "1" : "0" : "nan");
     }
 }
 
@@ -259,7 +281,9 @@ static void print_caption(FILE *out, int n, int runs)
             "train). Right: the advice says \"needs\" exactly when the runs without warm-up do "
             "not train. η_max advised: max_lr_without_warmup; measured: the largest lr of the "
             "cell's grid whose runs without warm-up train; within one grid step: the advised "
-            "value, rounded down to the grid, at most one grid lr from the measured one.\n\n",
+            "value, rounded down to the grid, at most one grid lr from the measured one (an "
+            "advice whose measured runs diverged says \"below lr\": right when the measured one "
+            "is below the cell's lr; its warm-up's length is unknown).\n\n",
             runs, n, n == 1 ? "" : "s", WARMUP_TRAINS, DIAG_PLATEAU_BAND);
 }
 

@@ -308,8 +308,11 @@ int train_create(train_t **out, const config_t *cfg, char *err, size_t errlen)
     for (int i = 0; i < m->num_tensors; i++)   // the elements of each layer row (update_rms)
         if (m->tensors[i].layer >= 0) t->layer_size[m->tensors[i].layer] += t->opt.seg[i].size;
     session_init(&t->s, cfg->init.seed);
-    t->unigram = t->s.data.text ? diagnose_unigram_entropy(t->s.data.text, t->s.data.n_train)
-                                : NAN;
+    // the plateau (docs/design.md §6d): the text's bytes, or the translation targets' ids
+    t->unigram = NAN;
+    if (t->s.data.text) t->unigram = diagnose_unigram_entropy(t->s.data.text, t->s.data.n_train);
+    else if (cfg->data.task == TASK_TRANSLATION)
+        t->unigram = diagnose_target_entropy(&t->s.data.corpus, cfg->data.label_smoothing);
     if (t->ax.admin && (t->admin_omega = malloc((size_t)t->ax.L * t->ax.nsub * sizeof(double))))
         probe_admin_omega(&t->ax, t->s.model, t->admin_omega);
     if ((t->ax.admin && !t->admin_omega) || update_setup(t)) {
