@@ -70,6 +70,9 @@ typedef struct {
                                    the trace is off, NaN where a row has no such kind */
     double *density_nodes, *density_weights;        /* (probes, iters) SLQ of H; NULL when off */
     double *precond_density_nodes, *precond_density_weights;   /* of the active P⁻¹H */
+    double *block_density_nodes, *block_density_weights;   /* (rows, TENSOR_BLOCKS, probes,
+                                   iters) SLQ of each diagonal block of H (probe.density_blocks;
+                                   NULL when off), NaN where a row has no such kind */
     double *hessian_block_max;  /* (rows, TENSOR_BLOCKS) λ_max of each diagonal block of H;
                                    NaN where a row has no tensor of that kind */
     double *precond_block_max;  /* (rows, TENSOR_BLOCKS) of P^{−1/2}HP^{−1/2}, its floored
@@ -180,9 +183,10 @@ long curv_trace(curv_t *c, const double *theta, int block, unsigned long seed,
 long curv_top(curv_t *c, const double *theta, unsigned long seed, int count, double *top);
 
 /* The estimators of a curvature row (docs/design.md §10), those whose keys are on: the trace
- * of H (whole, from the stream seed + 1, and every diagonal block, from seed + 2 + block) and
- * the SLQ density of H and of the active P⁻¹H (P NULL: H's again; from the stream seed) into
- * out's fields above. */
+ * of H (whole, from the stream seed + 1, and every diagonal block, from seed + 2 + block), the
+ * SLQ density of H and of the active P⁻¹H (P NULL: H's again; from the stream seed) and of
+ * every diagonal block of H (from seed + 2 + block: the block trace's probes) into out's
+ * fields above. */
 void curv_estimate(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
                    unsigned long seed, curv_row_t *out);
 
