@@ -169,6 +169,13 @@ long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
 long curv_density(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
                   int block, unsigned long seed, double *nodes, double *weights);
 
+/* The SLQ density of every diagonal block of H at θ (curv_density on block b from seed + 2 + b:
+ * the probes of curv_estimate's block trace, so that with as many probes the mean over them of
+ * n_b·Σ_j τ_j²θ_j is that trace; docs/design.md §10) into nodes, weights (rows, TENSOR_BLOCKS,
+ * probes, iters), NaN where a row has no such kind. Returns the products that crossed a kink. */
+long curv_block_densities(curv_t *c, const double *theta, unsigned long seed, double *nodes,
+                          double *weights);
+
 /* The density's Lanczos steps: probe.density_iters, at most n (0 when the density is off). */
 int curv_density_iters(const curv_t *c);
 

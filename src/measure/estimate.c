@@ -116,21 +116,20 @@ long curv_top(curv_t *c, const double *theta, unsigned long seed, int count, dou
     return kinked;
 }
 
-/* The SLQ density of every diagonal block of H into out->block_density_* (rows, TENSOR_BLOCKS,
- * probes, iters), block b from seed + 2 + b: the probes of its Hutchinson trace, so that with
- * as many probes the mean of n_b·Σ_j τ_j²θ_j over them is hessian_block_trace (docs/design.md
- * §10); NaN where a row has no such kind. */
-static void block_densities(curv_t *c, const double *theta, unsigned long seed, curv_row_t *out)
+long curv_block_densities(curv_t *c, const double *theta, unsigned long seed, double *nodes,
+                          double *weights)
 {
     const size_t d = (size_t)c->est_probes * c->est_iters;
+    long kinked = 0;
     for (int b = 0; b < c->rows * TENSOR_BLOCKS; b++) {
-        double *nodes = out->block_density_nodes + b * d, *weights = out->block_density_weights + b * d;
-        const long k = curv_density(c, theta, NULL, NULL, b, seed + 2 + (unsigned long)b, nodes,
-                                    weights);
-        if (k > 0) out->kinked += k;
+        double *nb = nodes + b * d, *wb = weights + b * d;   // (probes, iters)
+        // block b from seed + 2 + b: the probes of its Hutchinson trace (curv_estimate)
+        const long k = curv_density(c, theta, NULL, NULL, b, seed + 2 + (unsigned long)b, nb, wb);
+        if (k > 0) kinked += k;
         if (k < 0)   // an empty block
-            for (size_t i = 0; i < d; i++) nodes[i] = weights[i] = NAN;
+            for (size_t i = 0; i < d; i++) nb[i] = wb[i] = NAN;
     }
+    return kinked;
 }
 
 void curv_estimate(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
@@ -164,7 +163,9 @@ void curv_estimate(curv_t *c, const double *theta, const double *P, const unsign
         if (k < 0)   // every coordinate floored
             for (size_t i = 0; i < d; i++)
                 out->precond_density_nodes[i] = out->precond_density_weights[i] = NAN;
-        if (c->est_blocks) block_densities(c, theta, seed, out);
+        if (c->est_blocks)
+            out->kinked += curv_block_densities(c, theta, seed, out->block_density_nodes,
+                                                out->block_density_weights);
     }
     if (c->est_trace > 0 || c->est_probes > 0) out->passes = c->hvp.passes;   // the row's, these too
 }
