@@ -30,7 +30,8 @@ density_weights, precond_density_nodes, precond_density_weights of the documente
 every probe's weights summing to 1, the nodes inside each row's [λ_min, λ_max], curv_passes
 counting the estimators' products; with probe.density_blocks = on also
 /train/block_density_nodes, _weights [curv][layer][kind][probe][m] (NaN exactly where the
-block trace is, weights summing to 1, every other dataset byte-identical) and
+block trace is, weights summing to 1, every other dataset byte-identical, the same after a
+SIGTERM and --resume) and
 /hvp/block_density_* in the dump; a probe's /probe/hessian_trace [seed], seed 0's equal to
 training's update-0 value bit for bit.
 
@@ -267,6 +268,21 @@ def block_densities(binary, tmp, base, keys, b):
               "density_blocks = on" in ref_text(fc.attrs["config"]))
     ic = subprocess.run([binary, "info", c], capture_output=True, text=True).stdout
     check("info shows density_blocks = on", "density_blocks = on" in ic, ic)
+    # a SIGTERM after update 2 (test_train.py's hook), then --resume: the same block densities
+    h = os.path.join(tmp, "est_blocks_resumed.h5")
+    args = [binary, "--config", "tiny", "--out", h, "--quiet", "--force"]
+    for k, v in {**base, **keys, "probe.density_blocks": "on", "train.checkpoint_every": 2}.items():
+        args += ["--set", f"{k}={v}"]
+    r1 = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600,
+                        env={**os.environ, "STABILITY_SIGNAL_AT_STEP": "2"})
+    r2 = subprocess.run([a for a in args if a != "--force"] + ["--resume"], cwd=REPO,
+                        capture_output=True, text=True, timeout=600)
+    if r1.returncode == r2.returncode == 0:
+        with h5py.File(c, "r") as fc, h5py.File(h, "r") as fh:
+            same = all(np.array_equal(fc["train"][k][()], fh["train"][k][()], equal_nan=True)
+                       for k in names + ("curv_step",))
+    check("interrupted after update 2 and resumed: the same block densities",
+          r1.returncode == r2.returncode == 0 and same, r1.stderr + r2.stderr)
     d0, d1 = os.path.join(tmp, "dump_nob.h5"), os.path.join(tmp, "dump_blocks.h5")
     r0, _ = dump(binary, {**TINY, **KEYS}, d0)
     r1, msg = dump(binary, {**TINY, **KEYS, "probe.density_blocks": "on"}, d1)
