@@ -727,6 +727,31 @@ START_TEST(test_roundtrip_defaults_and_final_norm)
 }
 END_TEST
 
+/* probe.density_blocks (docs/design.md §10): off by default and then not written; refused
+ * without probe.density_probes, naming itself; on with the density written as "on" and read
+ * back. */
+START_TEST(test_density_blocks_key)
+{
+    config_t a, b;
+    load_ok(&a, "configs/good_minimal.ini", NULL, 0);
+    ck_assert_int_eq(a.probe.density_blocks, 0);
+    char text[8192];
+    ck_assert_uint_lt(config_to_ini(&a, text, sizeof text), sizeof text);
+    ck_assert_msg(!strstr(text, "density_blocks"), "written at its default:\n%s", text);
+    expect_set_fail("probe.density_blocks=on", "--set probe.density_blocks: the spectral density "
+                    "of each block: needs probe.density_probes > 0");
+    expect_set_fail("probe.density_blocks=maybe", "--set probe.density_blocks:");
+    const char *sets[] = {"probe.curvature_every=5", "probe.density_probes=4",
+                          "probe.density_blocks=on"};
+    load_ok(&a, "configs/good_minimal.ini", sets, 3);
+    ck_assert_int_eq(a.probe.density_blocks, 1);
+    ck_assert_uint_lt(config_to_ini(&a, text, sizeof text), sizeof text);
+    ck_assert_msg(strstr(text, "density_blocks = on\n"), "not written when on:\n%s", text);
+    roundtrip(&a, &b);
+    ck_assert_int_eq(b.probe.density_blocks, 1);
+}
+END_TEST
+
 START_TEST(test_roundtrip_awkward_values)
 {
     config_t a, b;
@@ -833,6 +858,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, test_roundtrip_awkward_values);
     tcase_add_test(tc, test_to_ini_length);
     tcase_add_test(tc, test_stableadamw_eps);
+    tcase_add_test(tc, test_density_blocks_key);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -28,7 +28,11 @@ model): every other /train dataset byte-identical (curv_passes and time aside),
 /train/hessian_trace, hessian_trace_stderr, hessian_block_trace, density_nodes,
 density_weights, precond_density_nodes, precond_density_weights of the documented shapes,
 every probe's weights summing to 1, the nodes inside each row's [λ_min, λ_max], curv_passes
-counting the estimators' products; a probe's /probe/hessian_trace [seed], seed 0's equal to
+counting the estimators' products; with probe.density_blocks = on also
+/train/block_density_nodes, _weights [curv][layer][kind][probe][m] (NaN exactly where the
+block trace is, weights summing to 1, every other dataset byte-identical, the same after a
+SIGTERM and --resume) and
+/hvp/block_density_* in the dump; a probe's /probe/hessian_trace [seed], seed 0's equal to
 training's update-0 value bit for bit.
 
     /usr/bin/python3 tests/test_estimators.py [--binary ./stability]
@@ -170,7 +174,8 @@ def training(binary, tmp):
                      ({"train.steps": 0, "probe.density_probes": 4},
                       "probe.density_probes"),                 # not in a probe
                      ({"train.steps": 0, "probe.critical_sharpness": "on"},   # training's only
-                      "probe.critical_sharpness")):
+                      "probe.critical_sharpness"),
+                     ({"probe.density_blocks": "on"}, "probe.density_blocks")):   # no probes
         out = os.path.join(tmp, "bad.h5")
         r = train(binary, {**LM, **bad}, out)
         check(f"bad value exits 2 naming {key}", r.returncode == 2 and key in r.stderr
@@ -224,7 +229,79 @@ def training_estimators(binary, tmp):
     ib = subprocess.run([binary, "info", b], capture_output=True, text=True).stdout
     check("info names the estimators' keys by value, only when set",
           "estimators at update" not in ia and "trace_probes = 12, density_probes = 5, density_iters = 7"
-          in ib, ib)
+          in ib and "density_blocks" not in ib, ib)
+    block_densities(binary, tmp, base, keys, b)
+
+
+def block_densities(binary, tmp, base, keys, b):
+    """probe.density_blocks = on on the run of training_estimators: every other dataset
+    byte-identical, [curv][layer][kind][probe][m] NaN exactly where the block trace is."""
+    c = os.path.join(tmp, "est_blocks.h5")
+    r = train(binary, {**base, **keys, "probe.density_blocks": "on"}, c)
+    check("training with probe.density_blocks = on exits 0", r.returncode == 0, r.stderr)
+    if r.returncode:
+        return
+    names = ("block_density_nodes", "block_density_weights")
+    with h5py.File(b, "r") as fb, h5py.File(c, "r") as fc:
+        tb, tc = fb["train"], fc["train"]
+        check("without the key: no block density dataset", not any(k in tb for k in names))
+        same = all(tb[k][()].tobytes() == tc[k][()].tobytes() for k in tb
+                   if k not in ("time", "curv_passes"))
+        check("with it every other /train dataset is byte-identical (but time, curv_passes)", same)
+        bt = tc["hessian_block_trace"][()]   # (rows, L + 1, 6)
+        P, M = keys["probe.density_probes"], keys["probe.density_iters"]
+        nodes, w = tc["block_density_nodes"][()], tc["block_density_weights"][()]
+        check(f"block densities [curv][layer][kind][probe][m] = {bt.shape + (P, M)}",
+              nodes.shape == w.shape == bt.shape + (P, M), f"{nodes.shape}")
+        if nodes.shape != bt.shape + (P, M):
+            return
+        empty = np.all(np.isnan(w), axis=(3, 4))
+        check("a block's density is NaN exactly where its trace is (a kind the layer lacks)",
+              np.array_equal(empty, np.isnan(bt)) and np.any(empty) and not np.all(empty))
+        sums = w[~empty].sum(axis=-1)
+        check("every measured block's probes' weights sum to 1", np.all(np.abs(sums - 1) <= 1e-12),
+              f"{sums.min()!r} .. {sums.max()!r}")
+        check("the axes attribute names them", list(map(ref_text, tc["block_density_nodes"].attrs[
+            "axes"])) == ["curv", "layer", "kind", "probe", "node"])
+        check("the stored config names probe.density_blocks only when on",
+              "density_blocks" not in ref_text(fb.attrs["config"]) and
+              "density_blocks = on" in ref_text(fc.attrs["config"]))
+    ic = subprocess.run([binary, "info", c], capture_output=True, text=True).stdout
+    check("info shows density_blocks = on", "density_blocks = on" in ic, ic)
+    # a SIGTERM after update 2 (test_train.py's hook), then --resume: the same block densities
+    h = os.path.join(tmp, "est_blocks_resumed.h5")
+    args = [binary, "--config", "tiny", "--out", h, "--quiet", "--force"]
+    for k, v in {**base, **keys, "probe.density_blocks": "on", "train.checkpoint_every": 2}.items():
+        args += ["--set", f"{k}={v}"]
+    r1 = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600,
+                        env={**os.environ, "STABILITY_SIGNAL_AT_STEP": "2"})
+    r2 = subprocess.run([a for a in args if a != "--force"] + ["--resume"], cwd=REPO,
+                        capture_output=True, text=True, timeout=600)
+    if r1.returncode == r2.returncode == 0:
+        with h5py.File(c, "r") as fc, h5py.File(h, "r") as fh:
+            same = all(np.array_equal(fc["train"][k][()], fh["train"][k][()], equal_nan=True)
+                       for k in names + ("curv_step",))
+    check("interrupted after update 2 and resumed: the same block densities",
+          r1.returncode == r2.returncode == 0 and same, r1.stderr + r2.stderr)
+    d0, d1 = os.path.join(tmp, "dump_nob.h5"), os.path.join(tmp, "dump_blocks.h5")
+    r0, _ = dump(binary, {**TINY, **KEYS}, d0)
+    r1, msg = dump(binary, {**TINY, **KEYS, "probe.density_blocks": "on"}, d1)
+    check("dump --hvp with probe.density_blocks = on exits 0", r0 == r1 == 0, msg)
+    if r0 or r1:
+        return
+    with h5py.File(d0, "r") as f0, h5py.File(d1, "r") as f1:
+        check("the dump without it has no /hvp/block_density_*",
+              not any(k in f0["hvp"] for k in names))
+        same = all(f0["hvp"][k][()].tobytes() == f1["hvp"][k][()].tobytes()
+                   for k in ("density_nodes", "density_weights", "trace"))
+        check("the whole density and the trace are byte-identical with it", same)
+        n, w = f1["hvp/block_density_nodes"][()], f1["hvp/block_density_weights"][()]
+        P, M = KEYS["probe.density_probes"], KEYS["probe.density_iters"]
+        ok = n.shape == w.shape and n.shape[1:] == (6, P, M)
+        measured = ~np.all(np.isnan(w), axis=(2, 3)) if ok else None
+        check("dump: /hvp/block_density_* [layer][kind][probe][m], the measured blocks' "
+              "weights summing to 1", ok and np.any(measured) and
+              np.all(np.abs(w[measured].sum(axis=-1) - 1) <= 1e-12), f"{n.shape}")
 
 
 def probe_trace(binary, tmp):

@@ -144,7 +144,9 @@ static const char *HELP_DUMP =
     "                  /hvp/hessian_max, /hvp/hessian_min by probe.curvature_iters Lanczos steps;\n"
     "                  with probe.trace_probes /hvp/trace, /hvp/trace_stderr (Hutchinson), with\n"
     "                  probe.density_probes /hvp/density_nodes, /hvp/density_weights (SLQ) and\n"
-    "                  /hvp/density on /hvp/density_grid (broadened by probe.density_sigma)\n"
+    "                  /hvp/density on /hvp/density_grid (broadened by probe.density_sigma),\n"
+    "                  with probe.density_blocks = on /hvp/block_density_nodes, _weights\n"
+    "                  [layer][kind][probe][m] (every diagonal block's)\n"
     "  --quiet         no summary line\n";
 
 static const char *HELP_GRADCHECK =

@@ -165,6 +165,8 @@ typedef struct config {
         int trace_probes;        /* Hutchinson's trace: Rademacher probes, 0 = off, else >= 2 */
         int critical_sharpness;  /* on: 2/η_c along the next update at every curvature row
                                     (Kalra et al. 2026; docs/design.md §10)  default off */
+        int density_blocks;      /* on: the SLQ density of each diagonal block of H too, at
+                                    every curvature row (docs/design.md §10)  default off */
     } probe;
     struct {
         char file[CONFIG_PATH_MAX]; /* "" = results/<name>.h5 */

@@ -162,6 +162,7 @@ const cfg_key_t cfg_keys[] = {
     KD(probe, density_sigma, 0, 1, INFINITY, 0),
     KI(probe, trace_probes, 0),
     KO(probe, critical_sharpness),
+    KO(probe, density_blocks),
 
     KS(output, file),
     KB(output, plots),
@@ -345,6 +346,7 @@ void config_defaults(config_t *cfg)
     cfg->probe.density_sigma = 0.1;
     cfg->probe.trace_probes = 0;
     cfg->probe.critical_sharpness = 0;
+    cfg->probe.density_blocks = 0;
 
     cfg->output.file[0] = '\0';
     cfg->output.plots = 0;
@@ -588,7 +590,8 @@ size_t config_to_ini(const config_t *cfg, char *buf, size_t len)
             (k->off == offsetof(config_t, probe.density_sigma) && cfg->probe.density_sigma == 0.1) ||
             (k->off == offsetof(config_t, probe.trace_probes) && cfg->probe.trace_probes == 0) ||
             (k->off == offsetof(config_t, probe.critical_sharpness) &&
-             !cfg->probe.critical_sharpness))
+             !cfg->probe.critical_sharpness) ||
+            (k->off == offsetof(config_t, probe.density_blocks) && !cfg->probe.density_blocks))
             continue;
         sbuf_printf(&b, "%s = ", k->name);
         key_value(&b, cfg, k);

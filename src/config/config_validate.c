@@ -389,6 +389,9 @@ static int validate_curvature(const config_t *cfg, char *err, size_t errlen)
     if (cfg->probe.density_probes == 0 && cfg->probe.density_sigma != 0.1)
         return cfg_vfail(cfg, cfg_kidx("probe", "density_sigma"), err, errlen,
                      "the spectral density's broadening: needs probe.density_probes > 0");
+    if (cfg->probe.density_probes == 0 && cfg->probe.density_blocks)
+        return cfg_vfail(cfg, cfg_kidx("probe", "density_blocks"), err, errlen,
+                     "the spectral density of each block: needs probe.density_probes > 0");
     if (cfg->probe.critical_sharpness && cfg->probe.curvature_every == 0)
         return cfg_vfail(cfg, cfg_kidx("probe", "critical_sharpness"), err, errlen,
                      "measured at the curvature rows: needs probe.curvature_every > 0");

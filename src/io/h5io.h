@@ -213,6 +213,9 @@ typedef struct {
     const double *density_grid, *density;            /* (density_points) φ broadened by σ */
     int density_points;
     double density_sigma;
+    int block_rows;          /* probe.density_blocks: rows of every block's density (0: none) */
+    const double *block_density_nodes, *block_density_weights;   /* (block_rows,
+                                                 TENSOR_BLOCKS, probes, iters) */
 } h5io_hvp_t;
 
 /* docs/design.md §6 dump: /batch/tokens, /batch/targets (int32 [B][T]), /loss, /params/NAME,
@@ -220,7 +223,7 @@ typedef struct {
  * `precision` when not NULL: the float32 core's values, held exactly in float64); with hvp (may
  * be NULL) /hvp/v/NAME, /hvp/Hv/NAME, /hvp/hessian_max, /hvp/hessian_min (and /hvp/trace,
  * /hvp/trace_stderr, /hvp/density_nodes, /hvp/density_weights, /hvp/density_grid, /hvp/density
- * when the estimators are on); status "diverged" with diverged_reason when diverged is not
+ * and /hvp/block_density_nodes, /hvp/block_density_weights when the estimators are on); status "diverged" with diverged_reason when diverged is not
  * NULL, else "done". Returns 0, or 1/2 with err set; nothing left on failure. */
 int h5io_write_dump(const char *path, const model_t *m, const char *config_ini,
                     unsigned long seed, const data_identity_t *id, int overwrite,

@@ -4,7 +4,8 @@
 #include "io/h5io.h"
 
 /* The estimators of /hvp (docs/design.md §10): Hutchinson's trace and its standard error; the
- * SLQ nodes and weights [probe][m] and the density they give on a grid. */
+ * SLQ nodes and weights [probe][m] and the density they give on a grid; every block's nodes and
+ * weights [layer][kind][probe][m] (probe.density_blocks). */
 static int write_estimators(h5io_file_t *f, const h5io_hvp_t *h)
 {
     int rc = 0;
@@ -21,6 +22,13 @@ static int write_estimators(h5io_file_t *f, const h5io_hvp_t *h)
         rc |= h5io_write_doubles(f, "/hvp/density_grid", h->density_grid, 1, &pts);
         rc |= h5io_write_doubles(f, "/hvp/density", h->density, 1, &pts);
         rc |= h5io_write_attr_double(f, "/hvp/density", "sigma", h->density_sigma);
+    }
+    if (h->density_probes > 0 && h->block_rows > 0) {   // [layer][kind][probe][m]
+        const size_t dims[4] = {(size_t)h->block_rows, TENSOR_BLOCKS, (size_t)h->density_probes,
+                                (size_t)h->density_iters};
+        rc |= h5io_write_doubles(f, "/hvp/block_density_nodes", h->block_density_nodes, 4, dims);
+        rc |= h5io_write_doubles(f, "/hvp/block_density_weights", h->block_density_weights, 4,
+                                 dims);
     }
     return rc;
 }

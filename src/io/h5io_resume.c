@@ -141,7 +141,7 @@ static double *read_column(h5io_file_t *f, const h5io_train_t *w, int k, hsize_t
     char path[64];
     double *x;
     size_t dims[8];
-    hsize_t want[2];
+    hsize_t want[4];
     int r;
     snprintf(path, sizeof path, "/train/%s", COLUMNS[k].name);
     if (h5io_read_doubles(f, path, &x, dims, &r)) return NULL;
@@ -162,7 +162,7 @@ static double *nan_column(h5io_file_t *f, const h5io_train_t *w, int k, double *
     snprintf(path, sizeof path, "/train/%s", COLUMNS[k].name);
     const int key = h5io_tw_col(GROUP_KEY[COLUMNS[k].group]);
     if (h5io_exists(f, path) || !data[key]) return NULL;
-    hsize_t d[2];
+    hsize_t d[4];
     size_t per = 1;
     for (int i = 0, r = h5io_tw_row_dims(w, &COLUMNS[k], d); i < r; i++) per *= (size_t)d[i];
     double *x = malloc(((size_t)n[key] * per + 1) * sizeof(double));

@@ -166,6 +166,7 @@ h5io_train_t *h5io_tw_alloc(const train_t *t, const char *path)
     w->trace = rows && t->s.cfg.probe.trace_probes > 0;
     w->density_iters = rows && t->curv ? curv_density_iters(t->curv) : 0;
     w->density_probes = w->density_iters > 0 ? t->s.cfg.probe.density_probes : 0;
+    w->density_blocks = w->density_probes > 0 && t->s.cfg.probe.density_blocks;
     for (int k = 0; k < NCOL; k++) w->ds[k] = -1;
     if (probe_axes_copy(&w->ax, &t->ax)) { free(w); return NULL; }
     for (int k = 0; k < NCOL; k++) {
@@ -194,7 +195,7 @@ int h5io_tw_append_rows(hid_t ds, const double *rows, hsize_t n)
 {
     if (n == 0) return 0;
     hid_t space = H5Dget_space(ds);
-    hsize_t dims[3], start[3] = {0}, count[3];
+    hsize_t dims[5], start[5] = {0}, count[5];
     const int r = H5Sget_simple_extent_dims(space, dims, NULL);
     H5Sclose(space);
     if (r < 1) return 1;
@@ -264,6 +265,10 @@ static int push_curv(h5io_train_t *w, const curv_row_t *c)
         push(w, h5io_tw_col("density_weights"), c->density_weights);
         push(w, h5io_tw_col("precond_density_nodes"), c->precond_density_nodes);
         push(w, h5io_tw_col("precond_density_weights"), c->precond_density_weights);
+    }
+    if (w->density_blocks) {
+        push(w, h5io_tw_col("block_density_nodes"), c->block_density_nodes);
+        push(w, h5io_tw_col("block_density_weights"), c->block_density_weights);
     }
     if (w->critical) {
         push(w, h5io_tw_col("critical_sharpness"), &c->critical_sharpness);

@@ -23,6 +23,8 @@
  *   /train/curv_step, hessian_max, …         (C)       probe.curvature_every > 0 only: update 0
  *                                                      and every N (docs/design.md §10)
  *   /train/hessian_block_max, precond_block_max (C,L+1,6) layer rows + "outside" × block kind
+ *   /train/density_nodes, density_weights, … (C,P,M)   the SLQ density [probe][m]
+ *   /train/block_density_nodes, _weights  (C,L+1,6,P,M) every block's (probe.density_blocks)
  *   /train/qk_clip_heads                     (S)       train.qk_clip > 0 only
  *   /train/opt_update_rms                    (P,L,16)  muon, lion, nsgd only (docs/design.md §6h)
  *   /train/opt_update_spec, ortho_sv_min, ortho_sv_max (P,L,16) muon only
@@ -117,6 +119,9 @@ const column_t COLUMNS[NCOL] = {
     {"density_weights", G_CURV, 0, 3, PA_NONE, "SLQ weights [probe][m]: the squared first components of the tridiagonal's unit eigenvectors (each probe's sum to 1)"},
     {"precond_density_nodes", G_CURV, 0, 3, PA_NONE, "SLQ nodes of P^-1/2 H P^-1/2 without its eps-floored coordinates (the active P^-1 H; sgd: H)"},
     {"precond_density_weights", G_CURV, 0, 3, PA_NONE, "their weights"},
+    // with probe.density_blocks = on
+    {"block_density_nodes", G_CURV, 0, 4, PA_KIND, "SLQ nodes of each diagonal block of H [layer][kind][probe][m] (the blocks of hessian_block_max; block b's probes from the stream of its hessian_block_trace); NaN where a layer has no such kind and past an invariant space"},
+    {"block_density_weights", G_CURV, 0, 4, PA_KIND, "their weights (each probe's sum to 1)"},
     // the critical sharpness (docs/design.md §10), with probe.critical_sharpness = on only
     {"critical_sharpness", G_CURV, 0, 0, PA_NONE, "2/eta_c, eta_c the smallest step scale at which the measurement batch's loss rises along the update the optimizer is about to take (forward passes: doubling, then bisection to 1/16; Kalra et al. 2026)"},
     {"update_curvature", G_CURV, 0, 0, PA_NONE, "u^T H u / u^T u along that update u (one Hessian-vector product)"},
@@ -126,14 +131,18 @@ const column_t COLUMNS[NCOL] = {
 };
 _Static_assert(sizeof COLUMNS / sizeof COLUMNS[0] == NCOL, "NCOL and COLUMNS disagree");
 
-/* Inner dims of a column's row; returns their count (0..2). */
+/* Inner dims of a column's row; returns their count (0..4). */
 int h5io_tw_row_dims(const h5io_train_t *w, const column_t *c, hsize_t *d)
 {
     int n = 0;
-    if (c->layered == 3) {   // the density's [probe][m]
-        d[0] = (hsize_t)w->density_probes;
-        d[1] = (hsize_t)w->density_iters;
-        return 2;
+    if (c->layered == 3 || c->layered == 4) {   // [layer][kind] and the density's [probe][m]
+        if (c->layered == 4) {
+            d[n++] = (hsize_t)w->ax.L + 1;
+            d[n++] = (hsize_t)probe_axis_len(&w->ax, c->axis);
+        }
+        d[n++] = (hsize_t)w->density_probes;
+        d[n++] = (hsize_t)w->density_iters;
+        return n;
     }
     if (c->layered) d[n++] = (hsize_t)w->ax.L + (c->layered == 2);
     if (c->axis != PA_NONE) d[n++] = (hsize_t)probe_axis_len(&w->ax, c->axis);
@@ -142,7 +151,7 @@ int h5io_tw_row_dims(const h5io_train_t *w, const column_t *c, hsize_t *d)
 
 size_t h5io_tw_row_size(const h5io_train_t *w, const column_t *c)
 {
-    hsize_t d[2];
+    hsize_t d[4];
     size_t n = 1;
     for (int i = 0, r = h5io_tw_row_dims(w, c, d); i < r; i++) n *= (size_t)d[i];
     return n;
@@ -172,6 +181,7 @@ int h5io_tw_column_present(const h5io_train_t *w, int k)
     if (!strncmp(COLUMNS[k].name, "hessian_trace", 13) || !strcmp(COLUMNS[k].name, "hessian_block_trace"))
         return w->curv && w->trace;
     if (COLUMNS[k].layered == 3) return w->curv && w->density_probes > 0;
+    if (COLUMNS[k].layered == 4) return w->curv && w->density_probes > 0 && w->density_blocks;
     return COLUMNS[k].axis == PA_NONE || probe_axis_len(&w->ax, COLUMNS[k].axis) > 0;
 }
 
@@ -186,21 +196,30 @@ int h5io_tw_col(const char *name)
 /* Axis names and labels of a column. */
 static int column_attrs(h5io_train_t *w, const column_t *c, const char *path)
 {
-    const char *axes[3] = {GROUP_AXIS[c->group]};
+    const char *axes[5] = {GROUP_AXIS[c->group]};
     int n = 1, rc = 0;
-    if (c->layered == 3) {   // the density's [probe][m]
+    if (c->layered == 4) {   // every block's density [layer][kind][probe][m]
+        axes[n++] = "layer";
+        axes[n++] = axis_label(c->axis);
+        axes[n++] = "probe";
+        axes[n++] = "node";
+    } else if (c->layered == 3) {   // the density's [probe][m]
         axes[n++] = "probe";
         axes[n++] = "node";
     } else if (c->layered) {
         axes[n++] = "layer";
     }
-    if (c->axis != PA_NONE) {
+    if (c->layered == 4) {
+        rc |= h5io_write_attr_strings(&w->f, path, axis_label(c->axis),
+                                      (const char *const *)probe_axis_names(&w->ax, c->axis),
+                                      (size_t)probe_axis_len(&w->ax, c->axis));
+    } else if (c->axis != PA_NONE) {
         axes[n++] = axis_label(c->axis);
         rc |= h5io_write_attr_strings(&w->f, path, axis_label(c->axis),
                                       (const char *const *)probe_axis_names(&w->ax, c->axis),
                                       (size_t)probe_axis_len(&w->ax, c->axis));
     }
-    if (c->layered == 2) {   // the layer rows' stacks, then the tensors outside the layers
+    if (c->layered == 2 || c->layered == 4) {   // the layer rows' stacks, then "outside"
         const char **rows = malloc(((size_t)w->ax.L + 1) * sizeof *rows);
         if (!rows) return 1;
         for (int i = 0; i < w->ax.L; i++) rows[i] = w->ax.stack[i];
@@ -224,7 +243,7 @@ int h5io_tw_create_columns(h5io_train_t *w)
     for (int k = 0; k < NCOL && !rc; k++) {
         if (!h5io_tw_column_present(w, k)) continue;
         const column_t *c = &COLUMNS[k];
-        hsize_t dims[3] = {0}, maxd[3] = {H5S_UNLIMITED}, chunk[3] = {(hsize_t)GROUP_CAP[c->group]};
+        hsize_t dims[5] = {0}, maxd[5] = {H5S_UNLIMITED}, chunk[5] = {(hsize_t)GROUP_CAP[c->group]};
         const int r = 1 + h5io_tw_row_dims(w, c, dims + 1);
         for (int i = 1; i < r; i++) maxd[i] = chunk[i] = dims[i];
         hid_t space = H5Screate_simple(r, dims, maxd), dcpl = H5Pcreate(H5P_DATASET_CREATE);

@@ -15,7 +15,8 @@ extern const char *const GROUP_AXIS[G_COUNT];
 /* A row after the first (growing) axis: [layer] [one named probe axis] (measure/probe.h).
  * layered = 2: the layer rows and one more, the tensors outside the layers (the curvature's
  * blocks, measure/curvature.h), named by a stack attribute ending in "outside".
- * layered = 3: no layer, the row is the SLQ density's [probe][m] (measure/slq.h). */
+ * layered = 3: no layer, the row is the SLQ density's [probe][m] (measure/slq.h).
+ * layered = 4: the rows of layered = 2 × kind × the density's [probe][m] (every block's SLQ). */
 typedef struct {
     const char *name;
     int group, is_int, layered;
@@ -25,7 +26,7 @@ typedef struct {
 
 /* The /train datasets, in file order (h5io_train_columns.c). */
 extern const column_t COLUMNS[];
-#define NCOL 72
+#define NCOL 74
 /* Columns from this index on came with the dynamics measures (docs/design.md §6g): a file
  * written before them resumes with them NaN. */
 #define NCOL_BEFORE_DYNAMICS 20
@@ -68,13 +69,14 @@ struct h5io_train {
     int critical;               /* and the critical sharpness (probe.critical_sharpness) */
     int trace;                  /* and Hutchinson's trace (probe.trace_probes > 0) */
     int density_probes, density_iters;   /* and the SLQ density's shape (0: none) */
+    int density_blocks;         /* and every block's density (probe.density_blocks) */
     hid_t ds[NCOL];             /* open /train datasets (−1 when absent) */
     double *buf[NCOL];          /* (GROUP_CAP, row) pending rows */
     int pending[G_COUNT];
     double last_flush;
 };
 
-/* Inner dims of a column's row ([layer] [axis]); returns their count (0..2). */
+/* Inner dims of a column's row ([layer] [axis], or the density's); returns their count (0..4). */
 int h5io_tw_row_dims(const h5io_train_t *w, const column_t *c, hsize_t *d);
 
 /* Doubles in one row of column c (the product of its inner dims; 1 for a scalar). */

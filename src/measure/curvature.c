@@ -131,7 +131,9 @@ int curv_row_alloc(curv_row_t *r, const curv_t *c)
         (d && (!(r->density_nodes = malloc(d * sizeof(double))) ||
               !(r->density_weights = malloc(d * sizeof(double))) ||
               !(r->precond_density_nodes = malloc(d * sizeof(double))) ||
-              !(r->precond_density_weights = malloc(d * sizeof(double)))))) {
+              !(r->precond_density_weights = malloc(d * sizeof(double))))) ||
+        (d && c->est_blocks && (!(r->block_density_nodes = malloc(n * d * sizeof(double))) ||
+                                !(r->block_density_weights = malloc(n * d * sizeof(double)))))) {
         curv_row_free(r);
         return 1;
     }
@@ -147,9 +149,12 @@ void curv_row_free(curv_row_t *r)
     free(r->density_weights);
     free(r->precond_density_nodes);
     free(r->precond_density_weights);
+    free(r->block_density_nodes);
+    free(r->block_density_weights);
     r->hessian_block_max = r->precond_block_max = r->block_trace = NULL;
     r->density_nodes = r->density_weights = NULL;
     r->precond_density_nodes = r->precond_density_weights = NULL;
+    r->block_density_nodes = r->block_density_weights = NULL;
 }
 
 /* ------------------------------------------------------------------------- operators */

@@ -70,6 +70,9 @@ typedef struct {
                                    the trace is off, NaN where a row has no such kind */
     double *density_nodes, *density_weights;        /* (probes, iters) SLQ of H; NULL when off */
     double *precond_density_nodes, *precond_density_weights;   /* of the active P⁻¹H */
+    double *block_density_nodes, *block_density_weights;   /* (rows, TENSOR_BLOCKS, probes,
+                                   iters) SLQ of each diagonal block of H (probe.density_blocks;
+                                   NULL when off), NaN where a row has no such kind */
     double *hessian_block_max;  /* (rows, TENSOR_BLOCKS) λ_max of each diagonal block of H;
                                    NaN where a row has no tensor of that kind */
     double *precond_block_max;  /* (rows, TENSOR_BLOCKS) of P^{−1/2}HP^{−1/2}, its floored
@@ -166,6 +169,13 @@ long curv_hvp_dump(curv_t *c, const double *theta, const double *v, double *Hv,
 long curv_density(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
                   int block, unsigned long seed, double *nodes, double *weights);
 
+/* The SLQ density of every diagonal block of H at θ (curv_density on block b from seed + 2 + b:
+ * the probes of curv_estimate's block trace, so that with as many probes the mean over them of
+ * n_b·Σ_j τ_j²θ_j is that trace; docs/design.md §10) into nodes, weights (rows, TENSOR_BLOCKS,
+ * probes, iters), NaN where a row has no such kind. Returns the products that crossed a kink. */
+long curv_block_densities(curv_t *c, const double *theta, unsigned long seed, double *nodes,
+                          double *weights);
+
 /* The density's Lanczos steps: probe.density_iters, at most n (0 when the density is off). */
 int curv_density_iters(const curv_t *c);
 
@@ -180,9 +190,10 @@ long curv_trace(curv_t *c, const double *theta, int block, unsigned long seed,
 long curv_top(curv_t *c, const double *theta, unsigned long seed, int count, double *top);
 
 /* The estimators of a curvature row (docs/design.md §10), those whose keys are on: the trace
- * of H (whole, from the stream seed + 1, and every diagonal block, from seed + 2 + block) and
- * the SLQ density of H and of the active P⁻¹H (P NULL: H's again; from the stream seed) into
- * out's fields above. */
+ * of H (whole, from the stream seed + 1, and every diagonal block, from seed + 2 + block), the
+ * SLQ density of H and of the active P⁻¹H (P NULL: H's again; from the stream seed) and of
+ * every diagonal block of H (from seed + 2 + block: the block trace's probes) into out's
+ * fields above. */
 void curv_estimate(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
                    unsigned long seed, curv_row_t *out);
 

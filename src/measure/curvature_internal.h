@@ -29,6 +29,7 @@ struct curv {
     /* the estimators (estimate.c), allocated only when a key asks for them */
     lanczos_t lz_slq;         /* density_iters steps (K = 0: none) */
     int est_probes, est_iters, est_trace;   /* probe.density_probes, its steps, trace_probes */
+    int est_blocks;           /* probe.density_blocks: the density of every diagonal block too */
     double *ev, *ew;          /* (n) a probe and its product; the update direction */
     double *samples;          /* (trace_probes) zᵀHz */
 };

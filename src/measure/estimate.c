@@ -19,6 +19,7 @@ int curv_estimate_alloc(curv_t *c, const config_t *cfg)
     if (!c->ev || !c->ew || !c->samples) return 1;
     c->est_probes = cfg->probe.density_probes;
     c->est_trace = cfg->probe.trace_probes;
+    c->est_blocks = slq && cfg->probe.density_blocks;
     if (!slq) return 0;
     // a Krylov space has at most n dimensions
     c->est_iters = (size_t)cfg->probe.density_iters < c->n ? cfg->probe.density_iters : (int)c->n;
@@ -115,6 +116,22 @@ long curv_top(curv_t *c, const double *theta, unsigned long seed, int count, dou
     return kinked;
 }
 
+long curv_block_densities(curv_t *c, const double *theta, unsigned long seed, double *nodes,
+                          double *weights)
+{
+    const size_t d = (size_t)c->est_probes * c->est_iters;
+    long kinked = 0;
+    for (int b = 0; b < c->rows * TENSOR_BLOCKS; b++) {
+        double *nb = nodes + b * d, *wb = weights + b * d;   // (probes, iters)
+        // block b from seed + 2 + b: the probes of its Hutchinson trace (curv_estimate)
+        const long k = curv_density(c, theta, NULL, NULL, b, seed + 2 + (unsigned long)b, nb, wb);
+        if (k > 0) kinked += k;
+        if (k < 0)   // an empty block
+            for (size_t i = 0; i < d; i++) nb[i] = wb[i] = NAN;
+    }
+    return kinked;
+}
+
 void curv_estimate(curv_t *c, const double *theta, const double *P, const unsigned char *floored,
                    unsigned long seed, curv_row_t *out)
 {
@@ -146,6 +163,9 @@ void curv_estimate(curv_t *c, const double *theta, const double *P, const unsign
         if (k < 0)   // every coordinate floored
             for (size_t i = 0; i < d; i++)
                 out->precond_density_nodes[i] = out->precond_density_weights[i] = NAN;
+        if (c->est_blocks)
+            out->kinked += curv_block_densities(c, theta, seed, out->block_density_nodes,
+                                                out->block_density_weights);
     }
     if (c->est_trace > 0 || c->est_probes > 0) out->passes = c->hvp.passes;   // the row's, these too
 }

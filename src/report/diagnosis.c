@@ -284,6 +284,7 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
         if (c->probe.density_probes > 0)
             fprintf(out, "%s density_probes = %d, density_iters = %d", c->probe.trace_probes > 0
                     ? "," : "", c->probe.density_probes, c->probe.density_iters);
+        if (c->probe.density_blocks) fprintf(out, ", density_blocks = on");
         if (c->probe.critical_sharpness)
             fprintf(out, "%s critical_sharpness = on", c->probe.trace_probes > 0 ||
                     c->probe.density_probes > 0 ? "," : "");

@@ -294,8 +294,9 @@ static int forward_backward_f32(session_t *s)
 
 /* dump --hvp's estimators (docs/design.md §10), when their keys are on: Hutchinson's trace of H
  * (probes from init.seed + CURV_ESTIMATE_OFFSET + 1), the SLQ nodes and weights (from init.seed +
- * CURV_ESTIMATE_OFFSET) and the broadened density on a grid, its arrays in *buf (the caller
- * frees it). 0 or 1. */
+ * CURV_ESTIMATE_OFFSET) and the broadened density on a grid, and with probe.density_blocks every
+ * block's nodes and weights (block b from that seed + 2 + b, as at training's rows), its arrays
+ * in *buf (the caller frees it). 0 or 1. */
 static int dump_estimators(curv_t *c, const config_t *cfg, const double *theta, h5io_hvp_t *out,
                            double **buf)
 {
@@ -309,12 +310,15 @@ static int dump_estimators(curv_t *c, const config_t *cfg, const double *theta, 
     }
     const int P = cfg->probe.density_probes, m = curv_density_iters(c);
     if (P < 1) return 0;
-    const size_t nw = (size_t)P * m;
-    *buf = malloc((2 * nw + 2 * DUMP_DENSITY_POINTS) * sizeof(double));
+    const size_t nw = (size_t)P * m, nb = cfg->probe.density_blocks
+                                           ? (size_t)curv_rows(c) * TENSOR_BLOCKS * nw : 0;
+    *buf = malloc((2 * nw + 2 * DUMP_DENSITY_POINTS + 2 * nb) * sizeof(double));
     if (!*buf) return 1;
     double *nodes = *buf, *weights = *buf + nw, *grid = *buf + 2 * nw, *phi = grid + DUMP_DENSITY_POINTS;
+    double *bnodes = phi + DUMP_DENSITY_POINTS, *bweights = bnodes + nb;
     const long k = curv_density(c, theta, NULL, NULL, CURV_WHOLE, seed, nodes, weights);
     if (k > 0) out->kinked += k;
+    if (nb) out->kinked += curv_block_densities(c, theta, seed, bnodes, bweights);
     double lo = INFINITY, hi = -INFINITY;
     for (size_t i = 0; i < nw; i++)
         if (isfinite(nodes[i])) { lo = fmin(lo, nodes[i]); hi = fmax(hi, nodes[i]); }
@@ -329,7 +333,8 @@ static int dump_estimators(curv_t *c, const config_t *cfg, const double *theta, 
                         .trace_stderr = out->trace_stderr, .density_probes = P, .density_iters = m,
                         .density_nodes = nodes, .density_weights = weights, .density_grid = grid,
                         .density = phi, .density_points = DUMP_DENSITY_POINTS,
-                        .density_sigma = sigma};
+                        .density_sigma = sigma, .block_rows = nb ? curv_rows(c) : 0,
+                        .block_density_nodes = bnodes, .block_density_weights = bweights};
     return 0;
 }
 
