@@ -5,6 +5,7 @@
 #include "study/atlas.h"
 #include "study/estimators.h"
 #include "study/proxies.h"
+#include "study/remedies.h"
 #include "study/warmup_explained.h"
 
 static const study_t STUDIES[] = {
@@ -22,6 +23,8 @@ static const study_t STUDIES[] = {
      "(docs/estimators.md)", study_estimators_table, NULL},
     {"proxies", "the size study: LR sensitivity, best and failing lr against width, peak logits "
      "(docs/proxies.md)", study_proxies_table, NULL},
+    {"remedies", "warm-up's remedies on the failure boundary: the causal test, η_max, the cost "
+     "(docs/remedies.md)", study_remedies_table, NULL},
     {0},
 };
 
