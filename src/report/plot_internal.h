@@ -215,6 +215,11 @@ void plot_ind_free(plot_ind_t *d);
 /* Each indicator against the atlas's outcome, a panel each (docs/curvature.md); defined with
  * the study's statistics in study/warmup_figure.c. */
 int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
+/* The remedies study's failure boundary: log₂(η_max / linear warm-up's) per method and scheme ×
+ * depth, a heat map (docs/design.md §6k); defined with the study's statistics in
+ * study/remedies_figure.c. Drawn when the set holds a run with a remedy and both baselines. */
+int plot_fig_remedies_boundary(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 /* ---- plot_curvature.c: a run's curvature rows (docs/design.md §10) ---- */
 
 typedef struct plot_curv {
