@@ -28,7 +28,7 @@ import tempfile
 import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_check import REPO, check, run, summary  # noqa: E402
+from plot_check import REPO, blocks, check, run, summary  # noqa: E402
 
 TRAINS = 3.2
 SWEEP = """[sweep]
@@ -198,6 +198,31 @@ def test_tables(path):
           f"Adam, linear warm-up 20 trains: {len(needs)} here" in s.stdout, s.stdout[:300])
 
 
+def test_figure(tmp, path):
+    """remedies_boundary's cells: log2 of η_max over linear warm-up's, labelled with η_max."""
+    pd = os.path.join(tmp, "plots")
+    s = run("plot", path, "--out", pd, "--format", "gp")
+    gp = os.path.join(pd, "rem-remedies_boundary.gp")
+    check("stability plot draws remedies_boundary", s.returncode == 0 and os.path.exists(gp), s.stderr[-400:])
+    if not os.path.exists(gp):
+        return
+    cells = blocks(open(gp).read(), str)["h"]
+    runs = read_runs(path)
+    methods = list(LABEL.values())
+    methods = [methods[k] for k in (0, 1, 3, 2)]   # the study's order: cap before LAMB
+    want = []
+    for sc, scheme in enumerate(("post", "pre")):
+        w = boundary(runs, scheme, 2, "Adam, linear warm-up 20")[0]
+        for mi, m in enumerate(methods):
+            top = boundary(runs, scheme, 2, m)[0]
+            v = math.log2(top / w) if top > 0 and w > 0 else math.nan
+            want.append((sc, len(methods) - 1 - mi, v, f'"{top:.2g}"' if top > 0 else '"none"'))
+    got = sorted((int(c[0]), int(c[1]), float(c[2]), c[3]) for c in cells)
+    check("a cell per method and scheme: log2(η_max / warm-up's) and the η_max label",
+          len(got) == len(want) and all(g[:2] == x[:2] and close(g[2], x[2], 1e-5) and g[3] == x[3]
+                                        for g, x in zip(got, sorted(want))), (got, sorted(want)))
+
+
 def test_refusals(tmp, path):
     other = os.path.join(tmp, "other.ini")
     with open(other, "w") as f:   # Adam without warm-up only, at another d_ff: cells of the first
@@ -222,6 +247,7 @@ def main():
         check("the tiny remedies sweep runs", s.returncode == 0, s.stderr[-400:])
         path = os.path.join(tmp, "results", "rem.h5")
         test_tables(path)
+        test_figure(tmp, path)
         test_refusals(tmp, path)
     return summary("remedies_table")
 
