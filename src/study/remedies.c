@@ -18,9 +18,15 @@ void remedies_clopper_pearson(int k, int n, double conf, double *lo, double *hi)
     *hi = k == n ? 1.0 : gsl_cdf_beta_Pinv(1 - a / 2, k + 1, n - k);
 }
 
+/* The place of method m, scheme s, depth d, lr l, seed k in st->idx: (nm, ns, nd, nl, nk). */
+static size_t slot(const remedies_t *st, int m, int s, int d, int l, int k)
+{
+    return ((((size_t)m * st->ns + s) * st->nd + d) * st->nl + l) * st->nk + k;
+}
+
 int remedies_at(const remedies_t *st, int m, int s, int d, int l, int k)
 {
-    return st->idx[(((size_t)m * st->ns + s) * st->nd + d) * st->nl * st->nk + (size_t)l * st->nk + k];
+    return st->idx[slot(st, m, s, d, l, k)];
 }
 
 /* The method of row r: its label, key and rank (remedies_method_t). */
@@ -38,10 +44,14 @@ static void method_of(const runs_row_t *r, remedies_method_t *m)
     m->rank = 12;
     m->warmup = w;
     for (int k = 0; k < 4; k++)
-        if (!strcmp(r->optimizer, OPT[k][0])) { snprintf(opt, sizeof opt, "%s", OPT[k][1]); m->rank = OPT_RANK[k]; }
+        if (!strcmp(r->optimizer, OPT[k][0])) {
+            snprintf(opt, sizeof opt, "%s", OPT[k][1]);
+            m->rank = OPT_RANK[k];
+        }
     if (!strcmp(r->remedy, "none")) {
         if (adam) m->rank = w > 1;
-        if (adam) snprintf(m->label, sizeof m->label, w > 1 ? "Adam, linear warm-up %d" : "Adam, no warm-up", w);
+        if (adam && w > 1) snprintf(m->label, sizeof m->label, "Adam, linear warm-up %d", w);
+        else if (adam) snprintf(m->label, sizeof m->label, "Adam, no warm-up");
         else if (w > 1) snprintf(m->label, sizeof m->label, "%s, warm-up %d", opt, w);
         else snprintf(m->label, sizeof m->label, "%s", opt);
         return;
@@ -161,13 +171,16 @@ static int place_rows(remedies_t *st, char *why, size_t len)
         snprintf(sc, sizeof sc, "%s", r->scheme);
         int mi = 0;
         while (strcmp(st->m[mi].key, m.key)) mi++;
-        const int s = where(st->scheme, st->ns, sc, sizeof sc), d = where(st->depth, st->nd, &r->L, sizeof r->L),
-                  l = where(st->lr, st->nl, &r->lr, sizeof r->lr), k = where(st->seed, st->nk, &r->seed, sizeof r->seed);
-        int *at = &st->idx[(((size_t)mi * st->ns + s) * st->nd + d) * st->nl * st->nk + (size_t)l * st->nk + k];
+        const int s = where(st->scheme, st->ns, sc, sizeof sc);
+        const int d = where(st->depth, st->nd, &r->L, sizeof r->L);
+        const int l = where(st->lr, st->nl, &r->lr, sizeof r->lr);
+        const int k = where(st->seed, st->nk, &r->seed, sizeof r->seed);
+        int *at = &st->idx[slot(st, mi, s, d, l, k)];
         if (*at >= 0) {
             snprintf(why, len, "%s and %s are one cell (%s, L %d, lr %g) of one method (%s) at one "
                      "seed (%lu): another key tells them apart, which this study does not compare",
-                     st->t.rows[*at].run->origin, r->run->origin, r->scheme, r->L, r->lr, m.label, r->seed);
+                     st->t.rows[*at].run->origin, r->run->origin, r->scheme, r->L, r->lr, m.label,
+                     r->seed);
             return 1;
         }
         *at = i;
@@ -183,7 +196,8 @@ static void causal_test(remedies_t *st)
         for (int d = 0; d < st->nd; d++)
             for (int l = 0; l < st->nl; l++)
                 for (int k = 0; k < st->nk; k++) {
-                    const int c = remedies_at(st, st->nowu, s, d, l, k), w = remedies_at(st, st->linwu, s, d, l, k);
+                    const int c = remedies_at(st, st->nowu, s, d, l, k);
+                    const int w = remedies_at(st, st->linwu, s, d, l, k);
                     if (c < 0) continue;
                     const int cold = st->t.rows[c].trains, needs = !cold && w >= 0 && st->t.rows[w].trains;
                     st->needs += needs;

@@ -59,14 +59,14 @@ static void tics(sbuf_t *s, const remedies_t *st)
     for (int sc = 0; sc < st->ns; sc++)
         for (int d = 0; d < st->nd; d++) {
             char name[64];
-            plot_escape_name(st->scheme[sc], name, sizeof name);
+            plot_enh(st->scheme[sc], name, sizeof name);   // in a double-quoted tic
             sbuf_printf(s, "%s\"%s\\nL = %d\" %d", sc || d ? ", " : "", name, st->depth[d], sc * st->nd + d);
         }
     sbuf_printf(s, ") @F70 scale 0\nset ytics (");
     for (int mi = 0; mi < st->nm; mi++) {
         char label[200];
         plot_escape_name(st->m[mi].label, label, sizeof label);
-        sbuf_printf(s, "%s\"%s\" %d", mi ? ", " : "", label, st->nm - 1 - mi);
+        sbuf_printf(s, "%s'%s' %d", mi ? ", " : "", label, st->nm - 1 - mi);
     }
     sbuf_printf(s, ") @F70 scale 0\n");
 }
