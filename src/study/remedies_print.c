@@ -12,6 +12,13 @@ static const remedies_line_t *line_of(const remedies_t *st, int m, int s, int d)
     return &st->line[((size_t)m * st->ns + s) * st->nd + d];
 }
 
+/* A real for TSV: a tab, then %.17g, "nan" for NaN (never "-nan"). */
+static void tsv_real(FILE *out, double x)
+{
+    if (isnan(x)) fprintf(out, "\tnan");
+    else fprintf(out, "\t%.17g", x);
+}
+
 /* x as %.3g, or "none" when not above 0, "nan" for NaN. */
 static void lr_text(char *buf, size_t len, double x, const char *none)
 {
@@ -41,8 +48,9 @@ static void print_causal(const remedies_t *st, study_format_t fmt, FILE *out)
         remedies_clopper_pearson(k, n, 0.95, &lo, &hi);
         const double f = n ? (double)k / n : NAN;
         if (fmt == STUDY_TSV) {
-            fprintf(out, "%s\t%d\t%d\t%.17g\t%.17g\t%.17g\t%d\t%d\n", st->m[m].label, k, n, f, lo,
-                    hi, st->broke[m], st->kept[m]);
+            fprintf(out, "%s\t%d\t%d", st->m[m].label, k, n);
+            tsv_real(out, f); tsv_real(out, lo); tsv_real(out, hi);
+            fprintf(out, "\t%d\t%d\n", st->broke[m], st->kept[m]);
             continue;
         }
         if (n) fprintf(out, "| %s | %d of %d | %.2f [%.2f, %.2f] | %d of %d |\n", st->m[m].label, k, n, f,
@@ -71,8 +79,11 @@ static void print_boundary(const remedies_t *st, study_format_t fmt, FILE *out)
                 if (!ln->runs) continue;
                 const double q = top_ratio(ln, w);
                 if (fmt == STUDY_TSV) {
-                    fprintf(out, "%s\t%d\t%s\t%.17g\t%d\t%d\t%.17g\n", st->scheme[s], st->depth[d],
-                            st->m[m].label, ln->top, ln->seeds, ln->agree, q);
+                    fprintf(out, "%s\t%d\t%s", st->scheme[s], st->depth[d], st->m[m].label);
+                    tsv_real(out, ln->top);
+                    fprintf(out, "\t%d\t%d", ln->seeds, ln->agree);
+                    tsv_real(out, q);
+                    fprintf(out, "\n");
                     continue;
                 }
                 char top[32], ratio[32];
@@ -106,9 +117,10 @@ static void print_cost(const remedies_t *st, study_format_t fmt, FILE *out)
                 if (!ln->runs) continue;
                 const double dl = ln->best - w->best, q = ln->sec / c->sec;
                 if (fmt == STUDY_TSV) {
-                    fprintf(out, "%s\t%d\t%s\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\n", st->scheme[s],
-                            st->depth[d], st->m[m].label, ln->best, ln->best_half, ln->best_lr, dl,
-                            ln->sec, q);
+                    fprintf(out, "%s\t%d\t%s", st->scheme[s], st->depth[d], st->m[m].label);
+                    const double v[6] = {ln->best, ln->best_half, ln->best_lr, dl, ln->sec, q};
+                    for (int k = 0; k < 6; k++) tsv_real(out, v[k]);
+                    fprintf(out, "\n");
                     continue;
                 }
                 char best[64] = "-", diff[32] = "-", sec[32] = "-", rel[32] = "-";
