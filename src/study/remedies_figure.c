@@ -52,17 +52,19 @@ static double boundary_cells(sbuf_t *s, const remedies_t *st)
     return m;
 }
 
-/* The axes' tics: a column per scheme × depth, a row per method. */
-static void tics(sbuf_t *s, const remedies_t *st)
+/* The axes' tics: a column per scheme × depth (many: on one slanted line each), a row per
+ * method. */
+static void tics(sbuf_t *s, const remedies_t *st, int many)
 {
     sbuf_printf(s, "set xtics (");
     for (int sc = 0; sc < st->ns; sc++)
         for (int d = 0; d < st->nd; d++) {
             char name[64];
             plot_enh(st->scheme[sc], name, sizeof name);   // in a double-quoted tic
-            sbuf_printf(s, "%s\"%s\\nL = %d\" %d", sc || d ? ", " : "", name, st->depth[d], sc * st->nd + d);
+            sbuf_printf(s, "%s\"%s%sL = %d\" %d", sc || d ? ", " : "", name, many ? ", " : "\\n",
+                        st->depth[d], sc * st->nd + d);
         }
-    sbuf_printf(s, ") @F70 scale 0\nset ytics (");
+    sbuf_printf(s, ") @F70 scale 0%s\nset ytics (", many ? " rotate by 40 right" : "");
     for (int mi = 0; mi < st->nm; mi++) {
         char label[200];
         plot_escape_name(st->m[mi].label, label, sizeof label);
@@ -83,15 +85,19 @@ int plot_fig_remedies_boundary(const plot_set_t *set, sbuf_t *s, char *name, siz
     }
     snprintf(name, len, "remedies_boundary");
     const double m = boundary_cells(s, &st);
-    char title[200], sub[900], lrs[80] = "";
-    snprintf(lrs, sizeof lrs, "%d lrs, %g … %g", st.nl, st.lr[0], st.lr[st.nl - 1]);
+    char title[200], sub[900], lrs[80] = "", depths[80] = "";
+    if (st.nl > 1) snprintf(lrs, sizeof lrs, "%d lrs, %g … %g", st.nl, st.lr[0], st.lr[st.nl - 1]);
+    else snprintf(lrs, sizeof lrs, "lr %g", st.lr[0]);
+    for (int d = 0; d < st.nd; d++)
+        snprintf(depths + strlen(depths), sizeof depths - strlen(depths), "%s%d", d ? ", " : "", st.depth[d]);
+    const int many = st.ns * st.nd > 8;   // two-line tics would overlap
     snprintf(title, sizeof title, "Warm-up's remedies: the largest lr that trains (η_{max}) per "
              "method, scheme and depth");
-    snprintf(sub, sizeof sub, "%d runs: d = %d, L = %d%s, %s, %d seed%s, %d updates; η_{max}: the "
+    snprintf(sub, sizeof sub, "%d runs: d = %d, L = %s, %s, %d seed%s, %d updates; η_{max}: the "
              "largest lr whose mean final loss over the seeds is below %.1f nats (stability table "
              "remedies)\ncolour: log_2(η_{max} / η_{max} of %s), blue larger; label: η_{max}; grey: "
              "none trains, or %s trains at no lr",
-             st.t.n, st.d_model, st.depth[0], st.nd > 1 ? " …" : "", lrs, st.nk, st.nk > 1 ? "s" : "",
+             st.t.n, st.d_model, depths, lrs, st.nk, st.nk > 1 ? "s" : "",
              st.steps, WARMUP_TRAINS, st.m[st.linwu].label, st.m[st.linwu].label);
     plot_grid_t g;
     plot_grid(&g, 1, 1, plot_title_lines(sub), 0);
@@ -100,14 +106,15 @@ int plot_fig_remedies_boundary(const plot_set_t *set, sbuf_t *s, char *name, siz
         if (strlen(st.m[mi].label) > longest) longest = strlen(st.m[mi].label);
     g.width = 0.84;
     g.left = fmin(0.4, fmax(0.11, 0.02 + 0.0085 * (double)longest));
-    g.below = 0.1;
+    g.below = many ? 0.2 : 0.1;
     g.bottom = 0.0;
     plot_begin(s, title, sub);
     plot_panel(s, &g, 0);
-    tics(s, &st);
-    sbuf_printf(s, "set xlabel 'scheme, depth' @F80\nset ylabel 'method (no warm-up unless said)' @F80 "
-                   "offset -1,0\nset xrange [-0.5:%g]\nset yrange [-0.5:%g]\nunset key\n",
-                st.ns * st.nd - 0.5, st.nm - 0.5);
+    tics(s, &st, many);
+    sbuf_printf(s, "set xlabel 'scheme, depth' @F80 offset 0,%g\nunset ylabel\n"
+                   "set label 1 'method (no warm-up unless said)' at screen 0.015, graph 0.5 center "
+                   "rotate by 90 @F80\nset xrange [-0.5:%g]\nset yrange [-0.5:%g]\nunset key\n",
+                many ? 0.5 : 0.0, st.ns * st.nd - 0.5, st.nm - 0.5);
     palette_diverging(s, "log_2(η_{max} / η_{max} of linear warm-up)");
     sbuf_printf(s, "set cbrange [%g:%g]\nset colorbox user origin screen 0.875, screen %.4f size "
                    "screen 0.02, screen %.4f\n", -m, m, g.bottom + g.below,
