@@ -4,8 +4,9 @@ remedies study"), from the repository root: /usr/bin/python3 tests/test_remedies
 
 A tiny failure-boundary sweep in a temporary directory (configs/tiny.ini widened to d 16 on the
 copy task with 32 symbols, so a run starts above the 3.2-nat threshold: Post-LN and Pre-LN × L 2
-× lr ∈ {1e-2, 3e-2} × two seeds × four methods: Adam without warm-up, Adam with a linear warm-up
-of 20, LAMB, a relative-update cap r = 0.01; 30 updates, seconds). The oracle is written here from
+× lr ∈ {1e-2, 3e-2} × two seeds × five methods: Adam without warm-up, Adam with a linear warm-up
+of 20, the catapult start with that warm-up, LAMB, a relative-update cap r = 0.01; 30 updates,
+seconds). The oracle is written here from
 the definitions, from the files read with h5py, not from the program's code:
 - a run's final loss: its last validation loss, else the mean of the last tenth of its training
   losses; none when it diverged; it trains below 3.2 nats;
@@ -33,9 +34,9 @@ from plot_check import REPO, blocks, check, run, summary  # noqa: E402
 TRAINS = 3.2
 SWEEP = """[sweep]
 base = {base}
-name = {{placement}}_lr{{lr}}_{{optimizer}}_w{{warmup}}_r{{update_ratio_cap}}_s{{seed}}
+name = {{placement}}_lr{{lr}}_{{optimizer}}_w{{warmup}}_{{warmup_start}}_r{{update_ratio_cap}}_s{{seed}}
 init.seed = 1, 2
-zip = train.optimizer, train.warmup, train.update_ratio_cap
+zip = train.optimizer, train.warmup, train.warmup_start, train.update_ratio_cap
 model.placement = post, pre
 model.layers = 2
 model.d_model = 16
@@ -45,9 +46,10 @@ model.seq_len = 8
 data.task = copy
 data.batch = 16
 train.lr = 1e-2, 3e-2
-train.optimizer = adam, adam, lamb, adam
-train.warmup = 1, 20, 1, 1
-train.update_ratio_cap = 0, 0, 0, 0.01
+train.optimizer = adam, adam, lamb, adam, adam
+train.warmup = 1, 20, 1, 1, 20
+train.warmup_start = zero, zero, zero, zero, catapult
+train.update_ratio_cap = 0, 0, 0, 0.01, 0
 train.steps = 30
 """
 OTHER = """[sweep]
@@ -66,8 +68,9 @@ train.optimizer = adam
 train.warmup = 1
 train.steps = 30
 """
-LABEL = {("adam", 1, 0.0): "Adam, no warm-up", ("adam", 20, 0.0): "Adam, linear warm-up 20",
-         ("lamb", 1, 0.0): "LAMB", ("adam", 1, 0.01): "relative-update cap r = 0.01"}
+LABEL = {("adam", 1, "zero", 0.0): "Adam, no warm-up", ("adam", 20, "zero", 0.0): "Adam, linear warm-up 20",
+         ("lamb", 1, "zero", 0.0): "LAMB", ("adam", 1, "zero", 0.01): "relative-update cap r = 0.01",
+         ("adam", 20, "catapult", 0.0): "catapult η_init + warm-up 20"}
 
 
 def read_runs(path):
@@ -86,7 +89,8 @@ def read_runs(path):
             n = max(len(loss) // 10, 1)
             final = val[-1] if val and math.isfinite(val[-1]) else sum(loss[-n:]) / n
             tr = cfg["train"]
-            method = (tr["optimizer"], max(int(tr["warmup"]), 1), float(tr.get("update_ratio_cap", "0")))
+            method = (tr["optimizer"], max(int(tr["warmup"]), 1), tr.get("warmup_start", "zero"),
+                      float(tr.get("update_ratio_cap", "0")))
             out.append({"scheme": cfg["model"]["placement"], "L": int(cfg["model"]["layers"]),
                         "lr": float(tr["lr"]), "seed": int(cfg["init"].get("seed", "1")),
                         "method": LABEL[method], "final": math.nan if div else final,
@@ -155,8 +159,12 @@ def test_tables(path):
     cold = [c for c in cells if at[c + ("Adam, no warm-up",)]["final"] < TRAINS]
     check(f"the sweep has (cell, seed)s that need warm-up ({len(needs)}) and that train without "
           f"({len(cold)}): the test sees both", needs and cold, (needs, cold))
+    fixed = [m for m in LABEL.values() if any(at[c + (m,)]["final"] < TRAINS for c in needs)]
+    check(f"a method trains a needs-warm-up (cell, seed) ({fixed}): a lower interval end above 0",
+          "catapult η_init + warm-up 20" in fixed, fixed)
     check("the causal test has a row per method but the baselines, in the study's order",
-          [r["method"] for r in causal] == ["relative-update cap r = 0.01", "LAMB"], causal)
+          [r["method"] for r in causal] == ["catapult η_init + warm-up 20", "relative-update cap r = 0.01",
+                                            "LAMB"], causal)
     for row in causal:
         m = row["method"]
         k = sum(at[c + (m,)]["final"] < TRAINS for c in needs)
@@ -176,7 +184,7 @@ def test_tables(path):
         check(f"{key}: η_max {top:g}, {agree} seeds agree",
               close(float(row["eta_max"]), top) and int(row["agree"]) == agree
               and int(row["seeds"]) == 2, row)
-    check("a line per scheme × depth × method (2 × 1 × 4)", len(bound) == 8 and len(cost) == 8, len(bound))
+    check("a line per scheme × depth × method (2 × 1 × 5)", len(bound) == 10 and len(cost) == 10, len(bound))
     for row in bound:
         w = tops[(row["scheme"], int(row["L"]), "Adam, linear warm-up 20")]
         mine = tops[(row["scheme"], int(row["L"]), row["method"])]
@@ -209,7 +217,7 @@ def test_figure(tmp, path):
     cells = blocks(open(gp).read(), str)["h"]
     runs = read_runs(path)
     methods = list(LABEL.values())
-    methods = [methods[k] for k in (0, 1, 3, 2)]   # the study's order: cap before LAMB
+    methods = [methods[k] for k in (0, 1, 4, 3, 2)]   # the study's order: catapult, cap, LAMB
     want = []
     for sc, scheme in enumerate(("post", "pre")):
         w = boundary(runs, scheme, 2, "Adam, linear warm-up 20")[0]
