@@ -183,7 +183,7 @@ def test_tables(path):
         tops[key] = top
         check(f"{key}: η_max {top:g}, {agree} seeds agree",
               close(float(row["eta_max"]), top) and int(row["agree"]) == agree
-              and int(row["seeds"]) == 2, row)
+              and int(row["seeds"]) == 2 and int(row["lrs"]) == 2, row)
     check("a line per scheme × depth × method (2 × 1 × 5)", len(bound) == 10 and len(cost) == 10, len(bound))
     for row in bound:
         w = tops[(row["scheme"], int(row["L"]), "Adam, linear warm-up 20")]

@@ -221,9 +221,10 @@ static int line_stats(remedies_t *st, int m, int s, int d, const runs_row_t **bu
     int n = 0, nsec = 0;
     double sec = 0.0;
     for (int l = 0; l < st->nl; l++)
-        for (int k = 0; k < st->nk; k++) {
+        for (int k = 0, at_l = 0; k < st->nk; k++) {
             const int r = remedies_at(st, m, s, d, l, k);
             if (r < 0) continue;
+            ln->lrs += !at_l++;
             buf[n++] = &st->t.rows[r];
             if (isfinite(st->t.rows[r].sec_per_update)) { sec += st->t.rows[r].sec_per_update; nsec++; }
         }

@@ -23,7 +23,7 @@ typedef struct {
 
 /* One scheme × depth × method of the boundary and cost tables. */
 typedef struct {
-    int runs, seeds;      /* its runs (every lr and seed), its seeds */
+    int runs, seeds, lrs; /* its runs (every lr and seed), its seeds, its lrs (of the set's nl) */
     double top;           /* η_max: the largest lr whose mean final loss trains (atlas's rule); 0 */
     int agree;            /* seeds whose own η_max is top */
     double best, best_lr; /* the best of the lrs' mean final losses and its lr; NaN */

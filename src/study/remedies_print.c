@@ -68,7 +68,7 @@ static void print_causal(const remedies_t *st, study_format_t fmt, FILE *out)
 static void print_boundary(const remedies_t *st, study_format_t fmt, FILE *out)
 {
     if (fmt == STUDY_TSV)
-        fprintf(out, "scheme\tL\tmethod\teta_max\tseeds\tagree\tratio_to_linear_warmup\n");
+        fprintf(out, "scheme\tL\tmethod\teta_max\tseeds\tagree\tratio_to_linear_warmup\tlrs\n");
     else
         fprintf(out, "### Boundary: the largest lr that trains (η_max)\n\n| scheme | L | method | η_max "
                      "| seeds agree | η_max / %s's |\n|---|---|---|---|---|---|\n", st->m[st->linwu].label);
@@ -83,11 +83,14 @@ static void print_boundary(const remedies_t *st, study_format_t fmt, FILE *out)
                     tsv_real(out, ln->top);
                     fprintf(out, "\t%d\t%d", ln->seeds, ln->agree);
                     tsv_real(out, q);
-                    fprintf(out, "\n");
+                    fprintf(out, "\t%d\n", ln->lrs);
                     continue;
                 }
-                char top[32], ratio[32];
+                char top[64], ratio[32];
                 lr_text(top, sizeof top, ln->top, "none");
+                if (ln->lrs < st->nl)   // a sweep under way: η_max of the lrs run so far
+                    snprintf(top + strlen(top), sizeof top - strlen(top), " (%d of %d lrs)", ln->lrs,
+                             st->nl);
                 if (isnan(q)) snprintf(ratio, sizeof ratio, "none");
                 else snprintf(ratio, sizeof ratio, "%.3g", q);
                 fprintf(out, "| %s | %d | %s | %s | %d of %d | %s |\n", st->scheme[s], st->depth[d],
@@ -97,7 +100,7 @@ static void print_boundary(const remedies_t *st, study_format_t fmt, FILE *out)
         fprintf(out, "\nη_max as `stability table atlas` decides it: the largest lr whose mean final loss "
                      "over the seeds is below %.1f nats (an lr where a seed diverged counts as diverged); "
                      "seeds agree: how many seeds alone give the same η_max; none: it trains at no lr "
-                     "(the ratio: either does).\n\n", WARMUP_TRAINS);
+                     "(the ratio: either does); (k of n lrs): run at k of the set's n lrs only.\n\n", WARMUP_TRAINS);
 }
 
 static void print_cost(const remedies_t *st, study_format_t fmt, FILE *out)
