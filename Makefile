@@ -292,6 +292,24 @@ estimators: deps
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 	@cat results/estimators.md
 
+# The remedies of warm-up on the failure boundary (docs/design.md §6k, issue 46): the two reduced
+# sweeps (experiments/remedies_reduced.ini, remedies_reduced_cap.ini: L = 6, four schemes, six lrs,
+# twelve methods, three seeds, 864 runs; ~75 min on 2 cores), the table (`stability table
+# remedies`) into results/remedies.md, whole or not at all, and the figure remedies_boundary.
+REMEDIES_FILES := results/remedies_reduced.h5 results/remedies_reduced_cap.h5
+.PHONY: remedies
+remedies: deps
+	$(MAKE) -j$(JOBS) stability
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the runs train on
+	./stability sweep experiments/remedies_reduced.ini --jobs $(JOBS)
+	./stability sweep experiments/remedies_reduced_cap.ini --jobs $(JOBS)
+	./stability plot $(REMEDIES_FILES)
+	./stability table remedies $(REMEDIES_FILES) > results/remedies.md.tmp
+	mv results/remedies.md.tmp results/remedies.md   # whole, or the old one kept
+	@mkdir -p docs/figures; if [ -f plots/remedies_reduced-remedies_boundary.png ]; then \
+	  cp plots/remedies_reduced-remedies_boundary.png docs/figures/; fi
+	@cat results/remedies.md
+
 # Training dynamics (docs/dynamics.md, docs/design.md §6g): attention-logit growth, entropy
 # collapse, QK-norm and the z-loss over the learning rate; figures into plots/logit_growth*-dyn_*.
 # The reduced grid by default (about 30 min on 2 idle cores); DYNAMICS_SWEEP=logit_growth for
@@ -388,7 +406,7 @@ CHECK_NUMBERS := test_subopt test_curvature test_remedies test_curvature_diag te
                  test_translation_plateau
 NUMBERS := test_advise test_curv_signal test_estimators test_curvature_anchor \
            test_train test_watch test_warmup_answer test_threads test_float32 \
-           test_warmup_explained test_atlas_table
+           test_warmup_explained test_atlas_table test_remedies_table
 # Figures (tests/plot_check.py: the numbers, keys and titles of `plot --format gp`):
 CHECK_FIGURES := test_dynamics_plot test_curvature_plot test_plot_keys test_plot_overlay
 FIGURES_TESTS := test_proxies_plot

@@ -42,6 +42,7 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, estimators_suite());
     srunner_add_suite(sr, diagnose_suite());
     srunner_add_suite(sr, remedies_suite());
+    srunner_add_suite(sr, remedies_study_suite());
     srunner_add_suite(sr, memory_suite());
     srunner_add_suite(sr, lowp_suite());
     srunner_add_suite(sr, precision_suite());

@@ -40,5 +40,6 @@ Suite *study_suite(void);    /* tests/test_study.c: the Clopper–Pearson interv
 Suite *memory_suite(void);   /* tests/test_memory.c: the memory estimate, arithmetic at any depth */
 
 Suite *remedies_suite(void); /* tests/test_remedies.c: curvature cap, CDAT, catapult, update cap vs hand values and explicit H */
+Suite *remedies_study_suite(void); /* tests/test_remedies_study.c: Clopper–Pearson ends, η_max of one method's runs */
 
 #endif

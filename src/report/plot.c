@@ -71,7 +71,8 @@ static int load_identity(h5io_file_t *f, const char *prefix, const char *name, p
 }
 
 /* The training curve, when the run has /train/loss: loss, step and lr (the rows all three
- * have), and /train's attributes diverged_at, epoch_batches, unigram_entropy. */
+ * have), /train's attributes diverged_at, epoch_batches, unigram_entropy, and the seconds an
+ * update from /train/time. */
 static void load_training(h5io_file_t *f, const char *prefix, plot_run_t *r)
 {
     char path[512];
@@ -111,6 +112,12 @@ static void load_training(h5io_file_t *f, const char *prefix, plot_run_t *r)
         r->epoch_batches = div;
     if (h5io_read_attr_double(f, p2, "unigram_entropy", &div) == 0 && isfinite(div))
         r->unigram = div;
+    double *t = NULL;   // /train/time: seconds since the run started, a row per logged update
+    snprintf(p2, sizeof p2, "%s/train/time", prefix);
+    if (r->nsteps && h5io_exists(f, p2) && h5io_read_doubles(f, p2, &t, dims, &rank) == 0 &&
+        rank == 1 && dims[0] >= r->nsteps && r->step[r->nsteps - 1] > 0)
+        r->sec_per_update = t[r->nsteps - 1] / r->step[r->nsteps - 1];
+    free(t);
 }
 
 /* Everything the figures read of the run at prefix of file f. 0, or 1 with err. */
@@ -122,6 +129,7 @@ static int load_run(h5io_file_t *f, const char *file, const char *prefix, const 
     r->diverged_at = NAN;
     r->epoch_batches = NAN;
     r->unigram = NAN;
+    r->sec_per_update = NAN;
     snprintf(r->name, sizeof r->name, "%s", name);
     if (load_identity(f, prefix, name, r, err, errlen)) return 1;
     char path[512], perr[256];

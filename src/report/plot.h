@@ -65,6 +65,8 @@ typedef struct {
     double epoch_batches;    /* updates per epoch (translation by length), or NaN */
     double diverged_at;      /* step, or NaN */
     double unigram;          /* /train@unigram_entropy: a text run's plateau (nats), or NaN */
+    double sec_per_update;   /* /train/time's last row over its step (wall seconds an update,
+                                every measurement of the run included), or NaN without it */
     plot_dyn_t *dyn;         /* the training dynamics, or NULL without /train */
     struct plot_ind *ind;    /* warm-up's indicators of a run with curvature rows
                                 (report/plot_columns.c), or NULL */

@@ -41,6 +41,14 @@ void palette_heat(sbuf_t *s, const char *label, int log)
     sbuf_printf(s, ")\nset cblabel '%s'\n%s", label, log ? "set logscale cb\n" : "unset logscale cb\n");
 }
 
+void palette_diverging(sbuf_t *s, const char *label)
+{
+    static const unsigned RDBU[7] = {0xb2182b, 0xef8a62, 0xfddbc7, 0xf7f7f7, 0xd1e5f0, 0x67a9cf, 0x2166ac};
+    sbuf_printf(s, "set palette defined (");
+    for (int k = 0; k < 7; k++) sbuf_printf(s, "%s%d '#%06x'", k ? ", " : "", k - 3, RDBU[k]);
+    sbuf_printf(s, ")\nset cblabel '%s'\nunset logscale cb\n", label);
+}
+
 void palette_ordinal(int i, int n, char *buf)
 {
     palette_viridis(n > 1 ? 0.85 * i / (n - 1) : 0.45, buf);

@@ -14,6 +14,9 @@
  * (gnuplot enhanced text), logarithmic when log. */
 void palette_heat(sbuf_t *s, const char *label, int log);
 
+/* gnuplot commands for a heat map of a signed quantity around 0: ColorBrewer's diverging RdBu
+ * (Brewer 2003; colour-blind safe), red below 0, white at 0, blue above, the bar labelled label. */
+void palette_diverging(sbuf_t *s, const char *label);
 /* Viridis at t in [0, 1] as "#rrggbb" into buf (8 bytes). */
 void palette_viridis(double t, char *buf);
 

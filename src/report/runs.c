@@ -80,6 +80,7 @@ void runs_row(const plot_set_t *set, int i, runs_row_t *row)
     row->loss_init = r->nsteps ? r->loss[0] : NAN;
     row->final_loss = outcome_final_loss(r->loss, r->nsteps, r->val_loss, r->nevals, row->diverged);
     row->plateau = r->unigram;
+    row->sec_per_update = r->sec_per_update;
     runs_outcome(row, RUNS_BELOW_PLATEAU);
 }
 

@@ -38,6 +38,7 @@ typedef struct {
     int diverged;            /* /train@diverged_at, or status "diverged" */
     int stuck;               /* neither diverged nor trains, with a finite final loss */
     int trains;              /* the final loss below the threshold of runs_outcome */
+    double sec_per_update;   /* wall seconds an update (plot_run_t's; NaN), not a column */
 } runs_row_t;
 
 typedef struct {

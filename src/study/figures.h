@@ -47,4 +47,9 @@ int plot_fig_est_critical(const plot_set_t *set, sbuf_t *s, char *name, size_t l
  * study/warmup_figure.c). */
 int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
+/* The remedies study's failure boundary: log₂(η_max / linear warm-up's) per method and scheme ×
+ * depth, a heat map (docs/design.md §6k; study/remedies_figure.c). Drawn when the set holds a run
+ * with a remedy and both baselines. */
+int plot_fig_remedies_boundary(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
 #endif

@@ -8,6 +8,7 @@
 #include "study/atlas.h"
 #include "study/estimators.h"
 #include "study/proxies.h"
+#include "study/remedies.h"
 #include "study/warmup_explained.h"
 
 static const study_t STUDIES[] = {
@@ -27,6 +28,8 @@ static const study_t STUDIES[] = {
      "(docs/proxies.md)", study_proxies_table, NULL, NULL},
     {"advise", "stability advise against outcome runs it was not built on: right / wrong, "
      "accuracy with its interval (docs/design.md, the advisor)", NULL, NULL, study_advise_files},
+    {"remedies", "warm-up's remedies on the failure boundary: the causal test, η_max, the cost "
+     "(docs/remedies.md)", study_remedies_table, NULL, NULL},
     {0},
 };
 
