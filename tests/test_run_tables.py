@@ -149,7 +149,10 @@ def test_anchor(files):
         for col, v in e.items():
             check(f"table curvature-anchor: {g['setting']} seed {g['seed']} {col} = {v:.6g}",
                   close(g[col], v), f"got {g[col]}")
-    cols = ["setting", "embedding", "seeds"] + sum(([c + "_lo", c + "_hi"] for c in head[3:]), [])
+    cols = across.splitlines()[0].split("\t")
+    check("table curvature-anchor: across seeds, a lo and a hi column each",
+          cols == ["setting", "embedding", "seeds"] + sum(([c + "_lo", c + "_hi"]
+                                                           for c in head[3:]), []), cols)
     rows = [dict(zip(cols, l.split("\t"))) for l in across.splitlines()[1:]]
     two = [x for x in rows if x["seeds"] == "2"]
     check("table curvature-anchor: the seeds of Post-LN without warm-up one row of 2",

@@ -106,9 +106,13 @@ static void header(FILE *out, int md, const char *third, const double *steps, in
         fputs("---|\n", out);
         return;
     }
-    fprintf(out, "setting\tembedding\t%s\thessian_max_init", third);
-    for (int s = 0; s < ns; s++) fprintf(out, "\tupdate_%g", steps[s]);
-    fputs("\tfinal_loss\n", out);
+    const int range = !strcmp(third, "seeds");   // TSV: a lo and a hi column each
+    fprintf(out, range ? "setting\tembedding\t%s\thessian_max_init_lo\thessian_max_init_hi"
+                       : "setting\tembedding\t%s\thessian_max_init", third);
+    for (int s = 0; s < ns; s++)
+        if (range) fprintf(out, "\tupdate_%g_lo\tupdate_%g_hi", steps[s], steps[s]);
+        else fprintf(out, "\tupdate_%g", steps[s]);
+    fputs(range ? "\tfinal_loss_lo\tfinal_loss_hi\n" : "\tfinal_loss\n", out);
 }
 
 /* x as fmt, "–" (Markdown) or "nan" (TSV) when not finite. */
