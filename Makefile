@@ -403,7 +403,7 @@ TORCH := test_torch_encdec test_torch_schemes test_translate test_torch_dynamics
 # Numbers against definitions, hand values or GSL, on constructed or tiny real runs:
 CHECK_NUMBERS := test_subopt test_curvature test_remedies test_curvature_diag test_advise_table \
                  test_probe test_proxies test_precision test_runs test_est_table \
-                 test_translation_plateau
+                 test_translation_plateau test_run_tables
 NUMBERS := test_advise test_curv_signal test_estimators test_curvature_anchor \
            test_train test_watch test_warmup_answer test_threads test_float32 \
            test_warmup_explained test_atlas_table test_remedies_table

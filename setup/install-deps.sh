@@ -13,7 +13,7 @@ RUNTIME_PKGS=(build-essential pkg-config libgsl-dev libopenblas-dev libhdf5-dev 
 RUNTIME_PKGS+=(libssl-dev)
 # the fast bfloat16 path (train.gemm_path = onednn): oneDNN's bf16 matmul (src/nn/gemm_dnnl.c)
 RUNTIME_PKGS+=(libdnnl-dev)
-# scripts/warmup_table.py, curvature_anchor_table.py read results with h5py
+# result files read from Python (tools/same_results.py; the files are h5py-readable by design)
 RUNTIME_PKGS+=(python3-h5py python3-numpy)
 # BLEU (runtime/bleu.py: stability translate, train.bleu_every): sentencepiece detokenises,
 # NLTK's corpus_bleu scores

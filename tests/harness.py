@@ -1,18 +1,18 @@
 """harness.py — what the Python tests share to run apart from the repository: a working
 directory in a temporary folder that looks like the repository to relative paths (configs/,
-experiments/, runtime/, scripts/, setup/, tools/ and ./stability linked; the corpus
+experiments/, runtime/, setup/, tools/ and ./stability linked; the corpus
 results/licenses.txt linked: to be read, never written), so a test's results/<sweep>/ and plots/ are its own and two test runs cannot collide (docs/testing.md)."""
 
 import os
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LINKED = ("configs", "experiments", "runtime", "scripts", "setup", "tools", "stability",
+LINKED = ("configs", "experiments", "runtime", "setup", "tools", "stability",
           os.path.join("results", "licenses.txt"))
 
 
 def repo_like(d):
     """Make d (created if missing) a working directory for the program: results/ of its own, the
-    repository's configs/, experiments/, runtime/, scripts/, setup/, tools/, ./stability and
+    repository's configs/, experiments/, runtime/, setup/, tools/, ./stability and
     corpus linked in. Returns d."""
     os.makedirs(os.path.join(d, "results"), exist_ok=True)
     for rel in LINKED:

@@ -18,12 +18,12 @@ minor    item 12: a merged file's status of a damaged run file whole (it stopped
          diverged with its reason (exit 0); the sweep summary pads UTF-8 names by columns;
          control characters of --set values are echoed as '?'; --resume of a file that logged
          no update says so instead of "would erase its 0 logged updates".
-scripts  item 9: the table verbs (`stability table warmup-explained|atlas|proxies`) and
-         scripts (warmup_table, curvature_anchor_table) answer a wrong input with one line on
-         stderr (the verbs exit 1, the scripts 2; they printed a table, exit 0, or a
-         traceback): an empty file, a run file for a merged one (and the other way round), a
-         file without /runs or /train; curvature_anchor_table counts a copied run once and
-         keeps L = 1 and L = 2 apart.
+scripts  item 9: the table verbs (`stability table warmup-explained|atlas|proxies|warmup|
+         curvature-anchor`; the last two were scripts) answer a wrong input with one line on
+         stderr, exit 1 (they printed a table, exit 0, or a traceback): a missing, empty or
+         non-HDF5 file, a run file where a merged one belongs, a file without /runs or /train;
+         a file given twice is one row; curvature-anchor counts a copied run once and keeps
+         L = 1 and L = 2 apart.
 Prints "ok"/"not ok" per check, then "harden_misc: N passed, M failed"; exit 1 if M > 0.
 Everything is written under a temporary directory.
 """
@@ -255,20 +255,6 @@ def test_minor_resume(tmp):
           r.stderr[-300:])
 
 
-def script(name, *args):
-    try:
-        return subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", name), *args],
-                              capture_output=True, text=True, env=ENV, timeout=120)
-    except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(args, -999, "", "no answer within 120 s")
-
-
-def one_line_2(r):
-    """Exit 2 with one line on stderr and no traceback."""
-    lines = r.stderr.strip().splitlines()
-    return r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr
-
-
 def anchor_run(f, name, layers, seed, ratio):
     import numpy as np
     g = f.create_group(f"runs/{name}")
@@ -341,29 +327,46 @@ def test_scripts(tmp):
         check(f"table {study}, {what}: one line, exit 1",
               r.returncode == 1 and len(lines) == 1 and "stability" in lines[0],
               f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
-    cases = [
-        ("warmup_table.py", [atlas], "a merged file for a run file"),
-        ("warmup_table.py", [empty], "an empty file"),
-        ("warmup_table.py", [probefile], "a file without /train"),
-        ("curvature_anchor_table.py", [empty], "an empty file"),
-        ("curvature_anchor_table.py", [runfile], "a run file"),
-        ("curvature_anchor_table.py", [bare], "no /runs"),
-    ]
-    for name, args, what in cases:
-        r = script(name, *args)
-        check(f"scripts: {name} {what}: one line, exit 2", one_line_2(r),
+    # the tables of docs/warmup.md and docs/curvature.md's anchor are the program's verbs
+    # (study/warmup.c, study/curvature_anchor.c; they were scripts): a wrong input is the
+    # loader's one line, exit 1, as the other studies; a run file and a merged file are both
+    # runs to the loader, so neither is refused for the other
+    notes = os.path.join(d, "notes.h5")
+    with open(notes, "w") as f:
+        f.write("not HDF5\n")
+    for study, args, what in (("warmup", [os.path.join(d, "missing.h5")], "a missing file"),
+                              ("warmup", [empty], "an empty file"),
+                              ("warmup", [notes], "not an HDF5 file"),
+                              ("warmup", [probefile], "a file without /train"),
+                              ("warmup", [bare], "no /runs and no run"),
+                              ("curvature-anchor", [empty], "an empty file"),
+                              ("curvature-anchor", [runfile], "a run without curvature rows"),
+                              ("curvature-anchor", [bare], "no /runs")):
+        r = run("table", study, *args)
+        lines = r.stderr.strip().splitlines()
+        check(f"table {study}, {what}: one line, exit 1, no table",
+              r.returncode == 1 and len(lines) == 1 and "stability" in lines[0] and not r.stdout,
               f"exit {r.returncode}: {r.stderr.strip()[-300:]} {r.stdout[:100]!r}")
+    r = run("table", "warmup", runfile, runfile)
+    rows = r.stdout.splitlines()[2:]   # after the header and its rule
+    check("table warmup, a file twice: one row, one line says it was counted once",
+          r.returncode == 0 and len(rows) == 1 and "counted once" in r.stderr
+          and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr)
+    r = run("table", "warmup", atlas)
+    rows = [l for l in r.stdout.splitlines() if l.startswith("| post") or l.startswith("| pre")]
+    check("table warmup, a merged file: its runs are the rows (3)",
+          r.returncode == 0 and len(rows) == 3, r.stdout + r.stderr)
     anchor = os.path.join(d, "anchor.h5")
     with h5py.File(anchor, "w") as f:
         anchor_run(f, "L1_s1", 1, 1, 0.5)
         anchor_run(f, "L2_s1", 2, 1, 0.25)
         anchor_run(f, "L1_s1_again", 1, 1, 0.5)   # a copy of L1_s1: the same run
-    r = script("curvature_anchor_table.py", anchor)
+    r = run("table", "curvature-anchor", anchor)
     across = r.stdout.split("Across seeds")[-1]
     rows = [l for l in across.splitlines() if l.startswith("| post")]
-    check("scripts: curvature_anchor_table.py keeps L = 1 and L = 2 apart, a copy counted once",
+    check("table curvature-anchor keeps L = 1 and L = 2 apart, a copy counted once",
           r.returncode == 0 and len(rows) == 2 and all(" | 1 | " in l for l in rows)
-          and "layers 1" in across and "layers 2" in across and "counted once" in r.stderr,
+          and "L = 1" in across and "L = 2" in across and "counted once" in r.stderr,
           r.stdout + r.stderr)
 
 

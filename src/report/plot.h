@@ -42,6 +42,8 @@ typedef struct plot_dyn {
     double *entropy;         /* (nprobe,L) mean self-attention entropy over heads */
     double *logit;           /* (nprobe,L) max |attention logit| over heads */
     double *update;          /* (nupdate,L) mean ‖ΔW‖/‖W‖ over the layer's matrices */
+    double *grad_w2;         /* (nprobe,L) ‖∂L/∂W²‖_F of each layer's FFN (Fig. 3's quantity) */
+    double wall;             /* /train/time's last row: seconds the run took, NaN without */
 } plot_dyn_t;
 
 /* One run as read from a file (a single-run file, or /runs/NAME of a merged sweep). */

@@ -59,6 +59,9 @@ static int *pick_names(h5io_file_t *f, const char *prefix, const char *name, con
     return use;
 }
 
+static int *param_cols(h5io_file_t *f, const char *prefix, const char *dset,
+                       const char *const *names, size_t K);
+
 void plot_dyn_load(h5io_file_t *f, const char *prefix, plot_run_t *r)
 {
     plot_dyn_t *d = calloc(1, sizeof *d);
@@ -76,10 +79,17 @@ void plot_dyn_load(h5io_file_t *f, const char *prefix, plot_run_t *r)
     double *x;
     size_t rows;
     static const char *const WEIGHTS[] = {"w", "cw", NULL}, *const SELF[] = {"self", NULL};
+    static const char *const W2[] = {"w2", NULL};
     if (d->probe_step && (x = read_rows(f, prefix, "grad_fro", &rows, &w)) && rows >= d->nprobe) {
         d->grad = per_layer(x, d->nprobe, L, (int)(w / L), NULL, 1);   // ‖∇(layer)‖_F
+        int *use = param_cols(f, prefix, "grad_fro", W2, w / L);
+        if (use) d->grad_w2 = per_layer(x, d->nprobe, L, (int)(w / L), use, 0);   // the one column
+        free(use);
         free(x);
     }
+    d->wall = NAN;
+    if ((x = read_rows(f, prefix, "time", &rows, &w)) && rows && w == 1) d->wall = x[rows - 1];
+    free(x);
     if (d->probe_step && (x = read_rows(f, prefix, "attn_entropy", &rows, &w)) && rows >= d->nprobe) {
         int *use = pick_names(f, prefix, "attn_entropy", "head", SELF, (int)(w / L));
         d->entropy = per_layer(x, d->nprobe, L, (int)(w / L), use, 0);  // mean over self heads
@@ -102,7 +112,7 @@ void plot_dyn_free(plot_dyn_t *d)
 {
     if (!d) return;
     free(d->max_logit); free(d->min_entropy); free(d->probe_step); free(d->update_step);
-    free(d->grad); free(d->update); free(d->entropy); free(d->logit);
+    free(d->grad); free(d->update); free(d->entropy); free(d->logit); free(d->grad_w2);
     free(d);
 }
 

@@ -6,9 +6,11 @@
 #include "study/study.h"
 #include "study/advise.h"
 #include "study/atlas.h"
+#include "study/curvature_anchor.h"
 #include "study/estimators.h"
 #include "study/proxies.h"
 #include "study/remedies.h"
+#include "study/warmup.h"
 #include "study/warmup_explained.h"
 
 static const study_t STUDIES[] = {
@@ -22,6 +24,10 @@ static const study_t STUDIES[] = {
      study_warmup_cells_table, NULL, NULL},
     {"warmup-runs", "the warm-up study's indicators of each run by name (Fig. 2's runs)",
      study_warmup_runs_table, NULL, NULL},
+    {"warmup", "Fig. 2's training runs: final and best loss, updates to < 2.5, ‖∇W²‖ ratio "
+     "(docs/warmup.md)", study_warmup_table, NULL, NULL},
+    {"curvature-anchor", "the anchor's runs: λ_max(H), the active ratio by update, final loss "
+     "(docs/curvature.md)", study_curvature_anchor_table, NULL, NULL},
     {"estimators", "the curvature estimators against the exact values: error, cost, verdicts "
      "(docs/estimators.md)", study_estimators_table, NULL, NULL},
     {"proxies", "the size study: LR sensitivity, best and failing lr against width, peak logits "
