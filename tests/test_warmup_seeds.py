@@ -4,7 +4,8 @@ src/study/warmup_explained.c, warmup_auc.c) through `stability table warmup-cell
 warmup-explained | warmup-depth`, against oracles written from the definitions and h5py reads:
 
 - a tiny seeded grid run in a temporary directory (tests/harness.py): outcome runs (Post-LN and
-  Pre-LN, L = 2 and 3, three lrs (two where the seeds' outcomes differ), seeds 1 and 2, warm-up 1 and 30), the indicators' runs of the
+  Pre-LN, L = 2 and 3, three lrs — two where the seeds' outcomes differ —, seeds 1 and 2,
+  warm-up 1 and 30), the indicators' runs of the
   same cells and seeds with the critical sharpness on, and in a third file runs that must be
   ignored (a relative-update cap, LAMB) at the same cells;
 - every unit (scheme, L, lr, seed) paired with the outcome runs of its own seed, by config:
@@ -175,7 +176,8 @@ def check_table(cells, table):
         fail = [c for c in fin if c["outcome"] in ("stuck", "diverged")]
         ok = [c for c in fin if c["outcome"] == "trains"]
         want = (auc([float(c[k]) for c in fail], [float(c[k]) for c in ok]),
-                within([(float(c[k]), c["lr"]) for c in fail], [(float(c[k]), c["lr"]) for c in ok]))
+                within([(float(c[k]), c["lr"]) for c in fail],
+                       [(float(c[k]), c["lr"]) for c in ok]))
         got = (float(row["fails_vs_trains"]), float(row["within_lr"]))
         for g, w in zip(got, want):
             if math.isnan(g) != math.isnan(w):

@@ -3,8 +3,9 @@
  * (scheme × depth × lr × seed without warm-up, keyed by config; a cell is scheme × depth × lr,
  * its seeds the replicates), their outcomes from the table of runs (report/runs.h), each
  * indicator per unit, and the Mann–Whitney AUCs — pooled, within each lr, per depth — with
- * bootstrap intervals that resample cells with their seeds as a block. `stability table warmup-explained` and `warmup-cells` print them; the figure
- * warmup_indicators (study/warmup_figure.c) draws the same cells and AUCs. */
+ * bootstrap intervals that resample cells with their seeds as a block (study/warmup_auc.c).
+ * `stability table warmup-explained`, `warmup-depth` and `warmup-cells` print them; the figure
+ * warmup_indicators (study/warmup_figure.c) draws the same units and AUCs. */
 #ifndef STABILITY_WARMUP_EXPLAINED_H
 #define STABILITY_WARMUP_EXPLAINED_H
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gsl/gsl_sort_int.h>
 #include "study/warmup_explained.h"
 
 /* The cells of set into *cells (malloc'd; the caller frees): their count, or −1 with err. */
@@ -93,17 +94,13 @@ static void units_said(const warmup_cell_t *c, int n, char *buf, size_t len)
 static void print_depths(const warmup_cell_t *c, int n, int admin, study_format_t fmt,
                          FILE *out)
 {
-    int L[64], nl = 0;
-    for (int i = 0; i < n; i++) {
-        int j = 0;
-        while (j < nl && L[j] != c[i].key.L) j++;
-        if (j == nl && nl < 64) L[nl++] = c[i].key.L;
-    }
-    for (int i = 1; i < nl; i++)   // ascending
-        for (int j = i; j > 0 && L[j - 1] > L[j]; j--) { const int t = L[j]; L[j] = L[j - 1]; L[j - 1] = t; }
+    int *L = malloc((size_t)(n + 1) * sizeof *L), nl = 0;   // the distinct depths, ascending
     warmup_cell_t *d = malloc((size_t)(n + 1) * sizeof *d);
-    int *m = calloc((size_t)nl + 1, sizeof *m);
-    if (!d || !m) { free(d); free(m); return; }
+    int *m = calloc((size_t)n + 1, sizeof *m);
+    if (!L || !d || !m) { free(L); free(d); free(m); return; }
+    for (int i = 0; i < n; i++) L[i] = c[i].key.L;
+    gsl_sort_int(L, 1, (size_t)n);
+    for (int i = 0; i < n; i++) if (!nl || L[i] != L[nl - 1]) L[nl++] = L[i];
     const int md = fmt == STUDY_MARKDOWN;
     fputs(md ? "| indicator |" : "indicator", out);
     for (int j = 0; j < nl; j++) {
@@ -128,6 +125,7 @@ static void print_depths(const warmup_cell_t *c, int n, int admin, study_format_
     }
     free(m);
     free(d);
+    free(L);
 }
 
 int study_warmup_explained_table(const plot_set_t *set, study_format_t fmt, FILE *out,
@@ -166,7 +164,10 @@ int study_warmup_explained_table(const plot_set_t *set, study_format_t fmt, FILE
         fprintf(out, fmt == STUDY_MARKDOWN ? "| %s | %d |" : "%s\t%d", WARMUP_IND[k].name,
                 finite);
         for (int col = 0; col < WARMUP_COLS; col++) {
-            if (fmt == STUDY_MARKDOWN) { print_auc(out, auc[col], col == WARMUP_MINUS_LR); continue; }
+            if (fmt == STUDY_MARKDOWN) {
+                print_auc(out, auc[col], col == WARMUP_MINUS_LR);
+                continue;
+            }
             for (int j = 0; j < 3; j++) { fputc('\t', out); print_exact(out, auc[col][j]); }
         }
         fputc('\n', out);
