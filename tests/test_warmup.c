@@ -114,6 +114,52 @@ START_TEST(test_warmup_row)
 }
 END_TEST
 
+START_TEST(test_warmup_within)
+{
+    // within strata, by hand: stratum 0 fails {3} vs trains {2, 0.5}: 2 wins of 2 pairs;
+    // stratum 1 fails {1} vs trains {1}: a tie, ½ of 1; pooled by pair count: 2.5 of 3
+    static const double f[] = {3.0, 1.0}, o[] = {2.0, 0.5, 1.0};
+    static const int gf[] = {0, 1}, go[] = {0, 0, 1};
+    ck_assert_double_eq_tol(warmup_within_auc(f, gf, 2, o, go, 3), 2.5 / 3.0, 1e-15);
+    ck_assert(isnan(warmup_within_auc(f, gf, 1, o + 2, go + 2, 1)));   // no pair shares a stratum
+    // units of the row test, each cell with two seeds of equal values: the block bootstrap
+    // draws whole cells, so every replicate is a one-seed replicate with each unit doubled —
+    // the same AUC — and the interval is the one-seed interval to the last bit (a bootstrap of
+    // units would narrow it)
+    static const int out[] = {WARMUP_TRAINS_OUT, WARMUP_TRAINS_OUT, WARMUP_STUCK, WARMUP_STUCK,
+                              WARMUP_DIVERGED};
+    static const double v[] = {1.0, 2.0, 3.0, 0.5, 4.0}, lr[] = {1e-3, 1e-2, 1e-3, 1e-2, 3e-2};
+    warmup_cell_t one[5], two[10];
+    memset(one, 0, sizeof one);
+    for (int i = 0; i < 5; i++) {
+        snprintf(one[i].key.scheme, sizeof one[i].key.scheme, "s%d", i);
+        one[i].key.lr = lr[i];
+        one[i].key.seed = 1;
+        one[i].out = out[i];
+        one[i].v[WARMUP_LR] = lr[i];
+        one[i].v[WARMUP_EOS] = v[i];
+        two[2 * i] = two[2 * i + 1] = one[i];
+        two[2 * i + 1].key.seed = 2;
+    }
+    double a1[3], a2[3], wide = 0.0;
+    for (int col = 0; col < WARMUP_COLS; col++) {
+        warmup_column(one, 5, WARMUP_EOS, col, 400, 3, a1);
+        warmup_column(two, 10, WARMUP_EOS, col, 400, 3, a2);
+        for (int j = 0; j < 3; j++)
+            ck_assert_msg(a1[j] == a2[j] || (isnan(a1[j]) && isnan(a2[j])),
+                          "column %d: %g vs %g", col, a1[j], a2[j]);
+        if (col == WARMUP_FAILS) wide = a1[2] - a1[1];
+    }
+    ck_assert(wide > 0.1);   // fails vs trains: a real interval, not a point
+    // within lr: lr 1e-3 {3} vs {1}, lr 1e-2 {0.5} vs {2}, 3e-2 no training unit: 1 of 2;
+    // each stratum one block: every replicate the same, [½, ½]
+    ck_assert(a1[0] == 0.5 && a1[1] == 0.5 && a1[2] == 0.5);
+    // the lr within lr ties every pair: ½, and every replicate too
+    warmup_column(two, 10, WARMUP_LR, WARMUP_WITHIN_LR, 400, 3, a2);
+    ck_assert(a2[0] == 0.5 && a2[1] == 0.5 && a2[2] == 0.5);
+}
+END_TEST
+
 #define NR 8
 static double losses[NR][10];
 
@@ -185,12 +231,31 @@ START_TEST(test_warmup_cells)
     const double r5 = sqrt((rho - 4.0) * (rho - 2.0) * 99.0 / (95.0 * 97.0 * rho));
     ck_assert_double_eq_tol(r5, 0.0766, 1e-4);   // the paper's r₅ ≈ 0.077
     ck_assert_double_eq_tol(c[0].v[WARMUP_RADAM], 1.0 - r5, 1e-12);
-    // a seeded atlas: a second outcome run of pre 1e-3 at seed 2 is refused, naming both seeds
+    // seeds as replicates: an outcome run of pre 1e-3 at seed 2 alone adds no unit (no
+    // indicators' run of seed 2 to pair with); with one it adds the unit (pre, 1e-3, seed 2),
+    // sorted after seed 1's, its outcome its own seed's (3.5: stuck), not seed 1's (trains)
+    static double stuck[10] = {5, 5, 5, 5, 5, 5, 5, 5, 5, 3.5};
     r[NR] = r[6];
     r[NR].cfg.init.seed = r[6].cfg.init.seed + 1;
+    r[NR].loss = stuck;
     set.n = NR + 1;
-    ck_assert_int_eq(warmup_cells(&set, c, &admin, why, sizeof why), -1);
-    ck_assert_ptr_nonnull(strstr(why, "seeded atlas"));
+    ck_assert_int_eq(warmup_cells(&set, c, &admin, why, sizeof why), 3);
+    ck_assert(!warmup_seeded(c, 3));
+    plot_run_t r2[NR + 2];
+    memcpy(r2, r, (NR + 1) * sizeof *r);
+    r2[NR + 1] = r[3];   // pre 1e-3's indicators' run, at seed 2
+    r2[NR + 1].cfg.init.seed = r[3].cfg.init.seed + 1;
+    set.runs = r2;
+    set.n = NR + 2;
+    warmup_cell_t c2[NR + 2];
+    ck_assert_int_eq(warmup_cells(&set, c2, &admin, why, sizeof why), 4);
+    ck_assert(warmup_seeded(c2, 4) && c2[3].key.seed == c2[2].key.seed + 1);
+    ck_assert(c2[2].out == WARMUP_TRAINS_OUT && c2[3].out == WARMUP_STUCK);
+    ck_assert_double_eq_tol(c2[3].v[WARMUP_RATIO], 1.0, 1e-15);   // its own seed's Pre-LN
+    // a remedy's run (a ratio cap) in the same set is ignored, not refused
+    r2[NR] = r[6];
+    r2[NR].cfg.train.update_ratio_cap = 0.01;
+    ck_assert_int_eq(warmup_cells(&set, c2, &admin, why, sizeof why), 3);
 }
 END_TEST
 
@@ -202,6 +267,7 @@ Suite *warmup_suite(void)
     tcase_add_test(tc, test_warmup_bootstrap);
     tcase_add_test(tc, test_warmup_row);
     tcase_add_test(tc, test_warmup_cells);
+    tcase_add_test(tc, test_warmup_within);
     suite_add_tcase(s, tc);
     return s;
 }

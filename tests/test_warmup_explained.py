@@ -408,10 +408,11 @@ def test_trial(tmp):
           "trains" in outs and len(outs) >= 3)
     check_cells(cells, atlas, ind)
     check_aucs(cells, table)
-    lines = [x for x in m.stdout.splitlines() if x.startswith("| ")]
+    first = m.stdout.split("\nPer depth:")[0]   # the AUC table; the per-depth one follows
+    lines = [x for x in first.splitlines() if x.startswith("| ")]
     check("the Markdown table: a header and a row per indicator but admin (no atlas_init)",
-          len(lines) == 1 + len(INDICATORS) - 1 and m.stdout.startswith("16 cells without warm-up"),
-          m.stdout[:300])
+          len(lines) == 1 + len(INDICATORS) - 1 and m.stdout.startswith("16 cells without warm-up")
+          and "\nPer depth:" in m.stdout, m.stdout[:300])
     pd = os.path.join(tmp, "plots")
     p = run("plot", atlas, ind, "--out", pd, "--format", "gp,png")
     gpf = os.path.join(pd, "atlas-warmup_indicators.gp")

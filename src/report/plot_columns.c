@@ -202,6 +202,29 @@ static void read_updates(h5io_file_t *f, const char *prefix, plot_ind_t *d)
     free(mu);
 }
 
+/* eos_c: the peak over updates 1…20 of λ_c/(2/η), the critical sharpness against the one-step
+ * threshold 2/η (docs/design.md, "Which threshold applies to which quantity"), η the lr of the
+ * next update. Adam's stability_threshold is 2(1 + β₁)/((1 − β₁)·η), so 2/η is it times
+ * (1 − β₁)/(1 + β₁): the same η the eos ratio uses. NaN without the rows or for another
+ * optimizer. */
+static void read_critical(h5io_file_t *f, const char *prefix, const config_t *cfg,
+                          const double *cs, size_t nc, const double *thr, size_t nt,
+                          plot_ind_t *d)
+{
+    size_t n1, w, w2;
+    double *lc = h5io_read_train(f, prefix, "critical_sharpness", &n1, &w, &w2);
+    if (!lc) return;
+    d->critical = 1;
+    const double b1 = cfg->train.beta1;
+    const int adam = cfg->train.optimizer == OPT_ADAM || cfg->train.optimizer == OPT_ADAMW;
+    double *two = thr && adam ? malloc((nt + 1) * sizeof *two) : NULL;
+    for (size_t i = 0; two && i < nt; i++) two[i] = thr[i] * (1.0 - b1) / (1.0 + b1);   // 2/η
+    size_t n = nc < n1 ? nc : n1;
+    if (two) d->eos_c = eos_peak(cs, lc, two, n < nt ? n : nt, 1, IND_UPTO);
+    free(two);
+    free(lc);
+}
+
 void plot_ind_load(h5io_file_t *f, const char *prefix, plot_run_t *r)
 {
     size_t nc, n1, n2, w, w2;
@@ -209,7 +232,7 @@ void plot_ind_load(h5io_file_t *f, const char *prefix, plot_run_t *r)
     if (!cs) return;   // no curvature rows: not an indicators' run
     plot_ind_t *d = calloc(1, sizeof *d);
     if (!d) { free(cs); return; }
-    d->xiong = d->eos = d->eos0 = d->kosson = d->update_rms = d->deepnet = NAN;
+    d->xiong = d->eos = d->eos0 = d->eos_c = d->kosson = d->update_rms = d->deepnet = NAN;
     d->xiong = read_xiong(f, prefix, r->cfg.model.layers);
     double *act = h5io_read_train(f, prefix, "precond_max_active", &n1, &w, &w2);
     double *thr = h5io_read_train(f, prefix, "stability_threshold", &n2, &w, &w2);
@@ -218,6 +241,7 @@ void plot_ind_load(h5io_file_t *f, const char *prefix, plot_run_t *r)
         d->eos = eos_peak(cs, act, thr, n, 1, IND_UPTO);
         d->eos0 = eos_peak(cs, act, thr, n, 0, 0);
     }
+    read_critical(f, prefix, &r->cfg, cs, nc, thr, thr ? n2 : 0, d);
     free(act);
     free(thr);
     free(cs);

@@ -175,6 +175,8 @@ void plot_dyn_free(plot_dyn_t *d);
 typedef struct plot_ind {
     double xiong;            /* ‖∂L/∂W²‖_F of the last layer at update 1 */
     double eos, eos0;        /* peak active η·λ_max(P⁻¹H) / threshold at updates 1…20, at 0 */
+    double eos_c;            /* peak λ_c·η/2 at updates 1…20 (critical sharpness over 2/η) */
+    int critical;            /* the run has /train/critical_sharpness */
     double kosson;           /* max ‖ΔW‖_F/‖W‖_F over updates ≤ 20, layers, matrices */
     double update_rms;       /* max RMS of m̂/(√v̂ + ε) over updates 2…20 and layers */
     double deepnet;          /* ‖F(x, θ_1) − F(x, θ_0)‖ */

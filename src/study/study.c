@@ -20,6 +20,8 @@ static const study_t STUDIES[] = {
      NULL, study_atlas_compare, NULL},
     {"warmup-explained", "which explanation of warm-up predicts which failure: AUCs "
      "(docs/curvature.md)", study_warmup_explained_table, NULL, NULL},
+    {"warmup-depth", "the warm-up study's AUC of fails vs trains per depth (docs/curvature.md)",
+     study_warmup_depth_table, NULL, NULL},
     {"warmup-cells", "the warm-up study's cells: outcome and indicators (docs/curvature.md)",
      study_warmup_cells_table, NULL, NULL},
     {"warmup-runs", "the warm-up study's indicators of each run by name (Fig. 2's runs)",

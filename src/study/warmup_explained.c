@@ -1,17 +1,15 @@
-/* warmup_explained.c — the warm-up study's statistics (warmup_explained.h; docs/curvature.md
- * "The experiment"): the cells, their outcomes and indicators, the AUCs and their intervals.
+/* warmup_explained.c — the warm-up study's units (warmup_explained.h; docs/curvature.md
+ * "The experiment"): their outcomes and indicators; the AUCs are study/warmup_auc.c's.
  *
- * The cell of a run is read from its config, never its name (docs/design.md §6d): the atlas's
- * zip of placement, norm and init, the depth, the lr; warm-up apart; one seed per cell, a
- * seeded atlas refused. The outcome is the table of runs' (report/runs.h) at the published
- * 3.2 nats. The per-run indicators are read with the set (report/plot_indicators.c). */
+ * The unit of a run is read from its config, never its name (docs/design.md §6d): the atlas's
+ * zip of placement, norm and init, the depth, the lr and the seed; warm-up apart. Only runs of
+ * remedy none (report/runs.h's runs_remedy) and optimizer adam take part: a remedies sweep's
+ * other runs in the same files are ignored. The outcome is the table of runs' at the
+ * published 3.2 nats. The per-run indicators are read with the set (report/plot_indicators.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <gsl/gsl_rng.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include "report/plot_internal.h"
 #include "report/runs.h"
 #include "train/optim.h"
@@ -28,12 +26,13 @@ const struct warmup_indicator WARMUP_IND[WARMUP_N] = {
     {"kosson", "max ‖ΔW‖/‖W‖, updates 1–20"},
     {"update_rms", "max update RMS, updates 2–20"},
     {"deepnet", "‖F(x, θ₁) − F(x, θ₀)‖"},
+    {"eos_c", "peak λ_c·η/2, upd. 1–20"},
 };
 
 /* ------------------------------------------------------------------ the cell of a run */
 
-/* The cell of a run from its resolved config: the scheme as the atlas's zip sets it, the depth
- * and the learning rate; warm-up and seed are the caller's. */
+/* The unit of a run from its resolved config: the scheme as the atlas's zip sets it, the
+ * depth, the learning rate and the seed; warm-up is the caller's. */
 static void key_of_run(const plot_run_t *r, warmup_key_t *k)
 {
     const config_t *c = &r->cfg;
@@ -41,6 +40,16 @@ static void key_of_run(const plot_run_t *r, warmup_key_t *k)
              config_norm_name(c->model.norm), config_init_name(c->init.scheme));
     k->L = c->model.layers;
     k->lr = c->train.lr;
+    k->seed = c->init.seed;
+}
+
+/* Whether run r takes part in the study: remedy none and optimizer adam (docs/design.md §6d,
+ * "The warm-up study"). */
+static int plain_adam(const plot_run_t *r)
+{
+    char remedy[96];
+    runs_remedy(&r->cfg, remedy, sizeof remedy);
+    return r->cfg.train.optimizer == OPT_ADAM && !strcmp(remedy, "none");
 }
 
 /* Whether run r is Theorem 1's reference scheme: Pre-LN with LayerNorm, Xavier-normal. */
@@ -55,7 +64,8 @@ static int key_cmp(const warmup_key_t *a, const warmup_key_t *b)
     const int s = strcmp(a->scheme, b->scheme);
     if (s) return s;
     if (a->L != b->L) return a->L < b->L ? -1 : 1;
-    return a->lr < b->lr ? -1 : a->lr > b->lr;
+    if (a->lr != b->lr) return a->lr < b->lr ? -1 : 1;
+    return a->seed < b->seed ? -1 : a->seed > b->seed;
 }
 
 /* trains | stuck | diverged: the table of runs' outcome at the published WARMUP_TRAINS. */
@@ -67,8 +77,8 @@ static int outcome(const plot_set_t *set, int i)
     return row.diverged ? WARMUP_DIVERGED : row.trains ? WARMUP_TRAINS_OUT : WARMUP_STUCK;
 }
 
-/* The outcome run of key k with warm-up (warm) or without: its index, or −1; −2 with why when
- * there are two (two atlases in one set, or a seeded atlas: one outcome per cell). */
+/* The outcome run of unit k (its seed's) with warm-up (warm) or without: its index, or −1;
+ * −2 with why when there are two (two atlases in one set). */
 static int outcome_run(const plot_set_t *set, const warmup_key_t *k, int warm, char *why,
                        size_t len)
 {
@@ -76,18 +86,13 @@ static int outcome_run(const plot_set_t *set, const warmup_key_t *k, int warm, c
     for (int i = 0; i < set->n; i++) {
         const plot_run_t *r = &set->runs[i];
         warmup_key_t x;
-        if (r->ind || !r->loss || (r->cfg.train.warmup > 1) != warm) continue;
+        if (r->ind || !r->loss || (r->cfg.train.warmup > 1) != warm || !plain_adam(r))
+            continue;
         key_of_run(r, &x);
         if (key_cmp(&x, k)) continue;
         if (found >= 0) {
-            const plot_run_t *f = &set->runs[found];
-            if (f->cfg.init.seed != r->cfg.init.seed)
-                snprintf(why, len, "a seeded atlas (%s, L %d, lr %g at seeds %lu and %lu): the "
-                         "warm-up study takes one outcome run per cell; give one seed's runs",
-                         k->scheme, k->L, k->lr, f->cfg.init.seed, r->cfg.init.seed);
-            else
-                snprintf(why, len, "two outcome runs of one cell (%s, %s): give one atlas",
-                         f->origin, r->origin);
+            snprintf(why, len, "two outcome runs of one cell and seed (%s, %s): give one atlas",
+                     set->runs[found].origin, r->origin);
             return -2;
         }
         found = i;
@@ -130,21 +135,24 @@ void warmup_run_values(const plot_run_t *r, double v[WARMUP_N])
     v[WARMUP_KOSSON] = d ? d->kosson : NAN;
     v[WARMUP_RMS] = d ? d->update_rms : NAN;
     v[WARMUP_DEEPNET] = d ? d->deepnet : NAN;
+    v[WARMUP_EOSC] = d ? d->eos_c : NAN;
 }
+
+int warmup_run_critical(const plot_run_t *r) { return r->ind && r->ind->critical; }
 
 static int cell_cmp(const void *a, const void *b)
 {
     return key_cmp(&((const warmup_cell_t *)a)->key, &((const warmup_cell_t *)b)->key);
 }
 
-/* Theorem 1's ratio of cell c (Xiong et al. 2020): its xiong over Pre-LN's at the same depth
- * and lr. */
+/* Theorem 1's ratio of unit c (Xiong et al. 2020): its xiong over Pre-LN's at the same depth,
+ * lr and seed. */
 static void xiong_ratio(const plot_set_t *set, warmup_cell_t *c)
 {
     for (int i = 0; i < set->n; i++) {
         const plot_run_t *r = &set->runs[i];
-        if (!r->ind || !is_pre_ln(r) || r->cfg.model.layers != c->key.L ||
-            r->cfg.train.lr != c->key.lr)
+        if (!r->ind || !is_pre_ln(r) || !plain_adam(r) || r->cfg.model.layers != c->key.L ||
+            r->cfg.train.lr != c->key.lr || r->cfg.init.seed != c->key.seed)
             continue;
         const double ref = r->ind->xiong;
         if (ref != 0 && isfinite(ref)) c->v[WARMUP_RATIO] = c->v[WARMUP_XIONG] / ref;
@@ -155,12 +163,12 @@ int warmup_cells(const plot_set_t *set, warmup_cell_t *cells, int *admin, char *
 {
     int n = 0;
     for (int i = 0; i < set->n; i++) {
-        if (!set->runs[i].ind) continue;
-        warmup_cell_t c = {.ind = i};
+        if (!set->runs[i].ind || !plain_adam(&set->runs[i])) continue;
+        warmup_cell_t c = {.ind = i, .critical = set->runs[i].ind->critical};
         key_of_run(&set->runs[i], &c.key);
         for (int j = 0; j < n; j++)
             if (!key_cmp(&cells[j].key, &c.key)) {
-                snprintf(why, len, "two indicator runs of one cell (%s, %s)",
+                snprintf(why, len, "two indicator runs of one cell and seed (%s, %s)",
                          set->runs[cells[j].ind].origin, set->runs[i].origin);
                 return -1;
             }
@@ -180,138 +188,18 @@ int warmup_cells(const plot_set_t *set, warmup_cell_t *cells, int *admin, char *
     return n;
 }
 
-/* ------------------------------------------------------------------ AUC and bootstrap */
-
-double warmup_auc(const double *fail, int nf, const double *ok, int no)
+int warmup_shown(const warmup_cell_t *c, int n, int k, int admin)
 {
-    if (nf <= 0 || no <= 0) return NAN;
-    double wins = 0.0;   // integers and halves: exact, as the rank-sum U is
-    for (int i = 0; i < nf; i++)
-        for (int j = 0; j < no; j++)
-            wins += fail[i] > ok[j] ? 1.0 : fail[i] == ok[j] ? 0.5 : 0.0;
-    return wins / ((double)nf * no);
-}
-
-/* The finite values of x[n] into out; their count. */
-static int finite_of(const double *x, int n, double *out)
-{
-    int m = 0;
+    if (k == WARMUP_ADMIN) return admin;
+    if (k != WARMUP_EOSC) return 1;
     for (int i = 0; i < n; i++)
-        if (isfinite(x[i])) out[m++] = x[i];
-    return m;
-}
-
-/* The 2.5 % and 97.5 % points of reps[B] (sorted here) into ci[1], ci[2]. */
-static void percentiles(double *reps, int B, double ci[3])
-{
-    gsl_sort(reps, 1, (size_t)B);
-    ci[1] = gsl_stats_quantile_from_sorted_data(reps, 1, (size_t)B, 0.025);
-    ci[2] = gsl_stats_quantile_from_sorted_data(reps, 1, (size_t)B, 0.975);
-}
-
-/* B stratified replicates of AUC(a) − AUC(b) (b NULL: of AUC(a)) over fa/oa (and fb/ob):
- * each replicate draws nf failing then no training indices with replacement, the same for
- * a and b, into reps. 0, or 1 when out of memory. */
-static int bootstrap(const double *fa, const double *fb, int nf, const double *oa,
-                     const double *ob, int no, int B, unsigned long seed, double *reps)
-{
-    double *buf = malloc((size_t)(2 * (nf + no)) * sizeof *buf);
-    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!buf || !rng) { free(buf); if (rng) gsl_rng_free(rng); return 1; }
-    gsl_rng_set(rng, seed);
-    double *f1 = buf, *o1 = f1 + nf, *f2 = o1 + no, *o2 = f2 + nf;
-    for (int b = 0; b < B; b++) {
-        for (int i = 0; i < nf; i++) {
-            const unsigned long k = gsl_rng_uniform_int(rng, (unsigned long)nf);
-            f1[i] = fa[k];
-            if (fb) f2[i] = fb[k];
-        }
-        for (int j = 0; j < no; j++) {
-            const unsigned long k = gsl_rng_uniform_int(rng, (unsigned long)no);
-            o1[j] = oa[k];
-            if (ob) o2[j] = ob[k];
-        }
-        reps[b] = warmup_auc(f1, nf, o1, no) - (fb ? warmup_auc(f2, nf, o2, no) : 0.0);
-    }
-    gsl_rng_free(rng);
-    free(buf);
+        if (c[i].critical) return 1;
     return 0;
 }
 
-void warmup_auc_ci(const double *fail, int nf, const double *ok, int no, int B,
-                   unsigned long seed, double ci[3])
+int warmup_seeded(const warmup_cell_t *c, int n)
 {
-    ci[0] = ci[1] = ci[2] = NAN;
-    double *f = malloc((size_t)(nf + no + B + 1) * sizeof *f);
-    if (!f) return;
-    double *o = f + nf, *reps = o + no;
-    const int mf = finite_of(fail, nf, f), mo = finite_of(ok, no, o);
-    if (mf && mo && !bootstrap(f, NULL, mf, o, NULL, mo, B, seed, reps)) {
-        ci[0] = warmup_auc(f, mf, o, mo);
-        percentiles(reps, B, ci);
-    }
-    free(f);
-}
-
-/* The pairs (a[i], b[i]) where both are finite into pa, pb; their count. */
-static int finite_pairs(const double *a, const double *b, int n, double *pa, double *pb)
-{
-    int m = 0;
-    for (int i = 0; i < n; i++)
-        if (isfinite(a[i]) && isfinite(b[i])) { pa[m] = a[i]; pb[m] = b[i]; m++; }
-    return m;
-}
-
-void warmup_paired_diff_ci(const double *fa, const double *fb, int nf, const double *oa,
-                           const double *ob, int no, int B, unsigned long seed, double ci[3])
-{
-    ci[0] = ci[1] = ci[2] = NAN;
-    double *buf = malloc((size_t)(2 * (nf + no) + B + 1) * sizeof *buf);
-    if (!buf) return;
-    double *pfa = buf, *pfb = pfa + nf, *poa = pfb + nf, *pob = poa + no, *reps = pob + no;
-    const int mf = finite_pairs(fa, fb, nf, pfa, pfb), mo = finite_pairs(oa, ob, no, poa, pob);
-    if (mf && mo && !bootstrap(pfa, pfb, mf, poa, pob, mo, B, seed, reps)) {
-        ci[0] = warmup_auc(pfa, mf, poa, mo) - warmup_auc(pfb, mf, pob, mo);
-        percentiles(reps, B, ci);
-    }
-    free(buf);
-}
-
-/* The values of indicator k (lr when k < 0) of the cells whose outcome is in mask (bit o for
- * outcome o; bit WARMUP_NEEDS: the needs flag) into x; their count. */
-static int group(const warmup_cell_t *c, int n, int k, unsigned mask, double *x)
-{
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        const int o = c[i].needs && (mask & (1u << WARMUP_NEEDS)) ? WARMUP_NEEDS : c[i].out;
-        if (mask & (1u << o)) x[m++] = c[i].v[k < 0 ? WARMUP_LR : k];
-    }
-    return m;
-}
-
-void warmup_row(const warmup_cell_t *c, int n, int k, int B, unsigned long seed, int *finite,
-                double auc[WARMUP_COLS][3])
-{
-    enum { T = 1u << WARMUP_TRAINS_OUT, S = 1u << WARMUP_STUCK, D = 1u << WARMUP_DIVERGED,
-           N = 1u << WARMUP_NEEDS };
-    for (int col = 0; col < WARMUP_COLS; col++) auc[col][0] = auc[col][1] = auc[col][2] = NAN;
-    *finite = 0;
-    for (int i = 0; i < n; i++) *finite += isfinite(c[i].v[k]) != 0;
-    double *x = calloc((size_t)(4 * n + 1), sizeof *x);
-    if (!x) return;
-    double *fl = x + n, *ok = fl + n, *okl = ok + n;
-    const int nf = group(c, n, k, S | D, x), no = group(c, n, k, T, ok);
-    group(c, n, -1, S | D, fl);
-    group(c, n, -1, T, okl);
-    warmup_auc_ci(x, nf, ok, no, B, seed, auc[WARMUP_FAILS]);
-    warmup_paired_diff_ci(x, fl, nf, ok, okl, no, B, seed, auc[WARMUP_MINUS_LR]);
-    const int nn = group(c, n, k, N, x);   // the needs flag alone: N without S, D
-    warmup_auc_ci(x, nn, ok, no, B, seed, auc[WARMUP_NEEDS_VS]);
-    const int ns = group(c, n, k, S, x);
-    warmup_auc_ci(x, ns, ok, no, B, seed, auc[WARMUP_STUCK_VS]);
-    const int nd = group(c, n, k, D, x);
-    warmup_auc_ci(x, nd, ok, no, B, seed, auc[WARMUP_DIV_VS]);
-    group(c, n, k, S, fl);
-    warmup_auc_ci(x, nd, fl, ns, B, seed, auc[WARMUP_DIV_STUCK]);
-    free(x);
+    for (int i = 1; i < n; i++)
+        if (c[i].key.seed != c[0].key.seed) return 1;
+    return 0;
 }

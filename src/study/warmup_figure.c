@@ -50,23 +50,26 @@ static double jitter_x(const warmup_cell_t *c, int i)
     return category(&c[i]) + 0.6 * (u - 0.5);
 }
 
-/* $cells ("k L lr scheme": which cell row k is, for a reader of the figure) and $ind_<name>
+/* $cells ("k L lr scheme [seed]": which unit row k is, for a reader of the figure) and $ind_<name>
  * ("k outcome x y L") per indicator drawn (admin only with atlas_init's runs); has[k][d]
  * whether depth d has a point in panel k. */
 static void write_blocks(sbuf_t *s, const warmup_cell_t *c, int n, int admin, const double *depth,
                          int nd, char (*has)[PLOT_QUAL_COUNT], plot_range_t *y)
 {
+    const int seeded = warmup_seeded(c, n);
     sbuf_printf(s, "$cells << EOD\n");
     for (int i = 0; i < n; i++) {
         char name[160];
         snprintf(name, sizeof name, "%s", c[i].key.scheme);
         for (char *p = name; *p; p++)
             if ((unsigned char)*p <= 0x20 || *p == 0x7f) *p = '?';   // one field, one line
-        sbuf_printf(s, "%d %d %.17g %s\n", i, c[i].key.L, c[i].key.lr, name);
+        sbuf_printf(s, "%d %d %.17g %s", i, c[i].key.L, c[i].key.lr, name);
+        if (seeded) sbuf_printf(s, " %lu", c[i].key.seed);   // the unit's seed
+        sbuf_printf(s, "\n");
     }
     sbuf_printf(s, "EOD\n");
     for (int k = 0; k < I_N; k++) {
-        if (k == I_ADMIN && !admin) continue;
+        if (!warmup_shown(c, n, k, admin)) continue;
         sbuf_printf(s, "$ind_%s << EOD\n", WARMUP_IND[k].name);
         plot_range_init(&y[k]);
         for (int i = 0; i < n; i++) {
@@ -134,7 +137,7 @@ int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, siz
     char title[300], sub[1400], none[200] = "";
     int panels = 0;
     for (int k = 0; k < I_N; k++) {   // an indicator no cell has a finite value of: no panel
-        if (k == I_ADMIN && !admin) continue;
+        if (!warmup_shown(c, n, k, admin)) continue;
         if (!plot_range_empty(&y[k])) { panels++; continue; }
         const size_t u = strlen(none);
         snprintf(none + u, sizeof none - u, "%s%s", u ? ", " : "", WARMUP_IND[k].name);
@@ -145,7 +148,7 @@ int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, siz
         return -1;
     }
     snprintf(title, sizeof title, "Warm-up's explanations: each indicator against the outcome");
-    snprintf(sub, sizeof sub, "%d cells (scheme × depth × lr) without warm-up: %d train, %d need "
+    snprintf(sub, sizeof sub, "%d %s without warm-up: %d train, %d need "
              "warm-up, %d stuck, %d diverged (x, points jittered)\ntrains: final loss < %g nats; "
              "needs warm-up: a failure whose warm-up run trains; definitions: "
              "docs/curvature.md\nactive ratio: η·λ_{max}(P⁻¹H) on the coordinates "
@@ -154,9 +157,16 @@ int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, siz
              "Kosson et al. 2024;\nWortsman et al. 2023b (update RMS); Wang et al. 2022 (deepnet)\n"
              "AUC: P(indicator of a failing cell > of a training cell) + ½P(tie), where finite; "
              "bootstrap intervals: stability table warmup-explained",
-             n, count[WARMUP_TRAINS_OUT], count[WARMUP_NEEDS], count[WARMUP_STUCK],
+             n, warmup_seeded(c, n) ? "units (scheme × depth × lr × seed)"
+                                    : "cells (scheme × depth × lr)",
+             count[WARMUP_TRAINS_OUT], count[WARMUP_NEEDS], count[WARMUP_STUCK],
              count[WARMUP_DIVERGED],
              WARMUP_TRAINS);
+    if (warmup_shown(c, n, WARMUP_EOSC, admin)) {
+        const size_t u = strlen(sub);
+        snprintf(sub + u, sizeof sub - u, "\neos_c: the critical sharpness λ_c = 2/η_c (Kalra et "
+                 "al. 2026) over 2/η, its one-step threshold");
+    }
     if (none[0]) {   // said, not drawn as an empty frame (nor as gnuplot's "set ytics inf")
         char esc[240];
         plot_enh(none, esc, sizeof esc);
@@ -180,7 +190,7 @@ int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, siz
     sbuf_printf(s, "set grid ytics\nunset key\nset tics @F70\nset xrange [-0.6:%d.6]\n"
                    "unset ylabel\n", OUT_N - 1);
     for (int k = 0, p = 0; k < I_N; k++) {
-        if ((k == I_ADMIN && !admin) || plot_range_empty(&y[k])) continue;
+        if (!warmup_shown(c, n, k, admin) || plot_range_empty(&y[k])) continue;
         plot_panel(s, &g, p);
         panel(s, c, n, k, depth, nd, has[k], y);
         p++;
