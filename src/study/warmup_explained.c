@@ -5,7 +5,7 @@
  * zip of placement, norm and init, the depth, the lr and the seed; warm-up apart. Only runs of
  * remedy none (report/runs.h's runs_remedy) and optimizer adam take part: a remedies sweep's
  * other runs in the same files are ignored. The outcome is the table of runs' at the
- * published 3.2 nats. The per-run indicators are read with the set (report/plot_indicators.c). */
+ * published 3.2 nats. The per-run indicators are read with the set (report/plot_columns.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,10 +12,11 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "report/plot.h"
+#include "study/atlas.h"
 #include "study/study.h"
 
-#define WARMUP_TRAINS 3.2       /* a run trains below this final loss (nats): the published
-                                   table's threshold (docs/design.md §6d) */
+#define WARMUP_TRAINS ATLAS_TRAINS   /* a run trains below this final loss (nats): the atlas's
+                                       published threshold, defined once (study/atlas.h) */
 #define WARMUP_BOOTSTRAP 2000   /* bootstrap replicates B */
 #define WARMUP_SEED 1           /* the bootstrap's MT19937 seed */
 
