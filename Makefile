@@ -292,22 +292,26 @@ estimators: deps
 	  if [ -f plots/$$f.png ]; then cp plots/$$f.png docs/figures/; fi; done
 	@cat results/estimators.md
 
-# The remedies of warm-up on the failure boundary (docs/design.md §6k, issue 46): the two reduced
-# sweeps (experiments/remedies_reduced.ini, remedies_reduced_cap.ini: L = 6, four schemes, six lrs,
-# twelve methods, three seeds, 864 runs; ~75 min on 2 cores), the table (`stability table
-# remedies`) into results/remedies.md, whole or not at all, and the figure remedies_boundary.
+# The remedies of warm-up on the failure boundary (docs/remedies.md, docs/design.md §6k, issue 46):
+# the reduced sweeps (experiments/remedies_reduced.ini, remedies_reduced_cap.ini: L = 6, four
+# schemes, six lrs, twelve methods, three seeds, 864 runs; and remedies_indicators.ini, the
+# warm-up study's indicators on the same cells and seeds, 72 short runs), the tables (`stability
+# table remedies`; the indicators scored against the remedies' Adam runs by `stability table
+# warmup-explained`) into results/remedies.md, whole or not at all, and the figure
+# remedies_boundary. About 95 min on 2 idle cores (3 seeds; 2 seeds took 70 min on shared ones).
 REMEDIES_FILES := results/remedies_reduced.h5 results/remedies_reduced_cap.h5
 .PHONY: remedies
 remedies: deps
 	$(MAKE) -j$(JOBS) stability
 	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the runs train on
-	./stability sweep experiments/remedies_reduced.ini --jobs $(JOBS)
+	./stability sweep experiments/remedies_indicators.ini --jobs $(JOBS)
 	./stability sweep experiments/remedies_reduced_cap.ini --jobs $(JOBS)
+	./stability sweep experiments/remedies_reduced.ini --jobs $(JOBS)
 	./stability plot $(REMEDIES_FILES)
-	./stability table remedies $(REMEDIES_FILES) > results/remedies.md.tmp
+	{ ./stability table remedies $(REMEDIES_FILES) && echo && \
+	  ./stability table warmup-explained results/remedies_indicators.h5 results/remedies_reduced.h5; \
+	} > results/remedies.md.tmp
 	mv results/remedies.md.tmp results/remedies.md   # whole, or the old one kept
-	@mkdir -p docs/figures; if [ -f plots/remedies_reduced-remedies_boundary.png ]; then \
-	  cp plots/remedies_reduced-remedies_boundary.png docs/figures/; fi
 	@cat results/remedies.md
 
 # Training dynamics (docs/dynamics.md, docs/design.md §6g): attention-logit growth, entropy
