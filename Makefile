@@ -294,11 +294,11 @@ estimators: deps
 
 # The remedies of warm-up on the failure boundary (docs/remedies.md, docs/design.md §6k, issue 46):
 # the reduced sweeps (experiments/remedies_reduced.ini, remedies_reduced_cap.ini: L = 6, four
-# schemes, six lrs, twelve methods, three seeds, 864 runs; and remedies_indicators.ini, the
-# warm-up study's indicators on the same cells and seeds, 72 short runs), the tables (`stability
+# schemes, six lrs, twelve methods, two seeds, 576 runs; and remedies_indicators.ini, the
+# warm-up study's indicators on the same cells and seeds, 48 short runs), the tables (`stability
 # table remedies`; the indicators scored against the remedies' Adam runs by `stability table
 # warmup-explained`) into results/remedies.md, whole or not at all, and the figure
-# remedies_boundary. About 95 min on 2 idle cores (3 seeds; 2 seeds took 70 min on shared ones).
+# remedies_boundary. About 70 min on 2 cores shared with other work (2026-11-28).
 REMEDIES_FILES := results/remedies_reduced.h5 results/remedies_reduced_cap.h5
 .PHONY: remedies
 remedies: deps
