@@ -42,7 +42,7 @@ static double ratio_at(const plot_run_t *r, double step)
 /* The runs of set with curvature rows into a (room for set->n), sorted; their count. */
 static int anchor_runs(const plot_set_t *set, anchor_run_t *a)
 {
-    int *m = malloc((size_t)(set->n ? set->n : 1) * sizeof *m), n = 0;
+    int *m = calloc((size_t)(set->n ? set->n : 1), sizeof *m), n = 0;
     plot_diff_t *d = malloc(sizeof *d);
     if (!m || !d) { free(m); free(d); return 0; }
     for (int i = 0; i < set->n; i++)
@@ -59,7 +59,7 @@ static int anchor_runs(const plot_set_t *set, anchor_run_t *a)
         x->seed = row.seed;
         x->final_loss = row.final_loss;
         x->diverged = row.diverged;
-        char placement[32], opt[32], warm[16] = "none", more[300] = "";
+        char placement[32], opt[32], warm[16] = "none", more[200] = "";
         plot_item_raw(r, "init.embed", x->embed, sizeof x->embed);
         x->embed[strcspn(x->embed, " ")] = '\0';
         plot_item_raw(r, "model.placement", placement, sizeof placement);
