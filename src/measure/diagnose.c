@@ -372,12 +372,19 @@ static void put_warmup(text_t *t, const diagnose_t *d, const char **sep)
         if (4 * w <= steps) { put(t, "%s--set train.warmup=%ld", *sep, 2 * w); *sep = ", "; }
         return;
     }
+    if (n > steps && n > diagnose_warmup_updates(c, 0)) {   // the curvature rows' need outgrows
+        put(t, "%sa warm-up longer than the run's %ld updates (the curvature rows' need; a lower "
+            "train.lr instead)", *sep, steps);                 // the run: no absurd count
+        *sep = ", ";
+        return;
+    }
     put(t, "%s--set train.warmup=%ld (", *sep, n);
     if (n > diagnose_warmup_updates(c, 0))   // raised by the curvature rows
         put(t, "the curvature rows' need: every measured row above the threshold would be below");
     else if (c->train.optimizer == OPT_SGD) put(t, "a tenth of the run: SGD has no untuned rule");
     else put(t, "2/(1 - beta2) for beta2 = %g, Ma & Yarats 2021", c->train.beta2);
-    if (2 * n > steps) put(t, "; with train.steps >= %ld, as a warm-up is a small part of a run", 3 * n);
+    if (n > steps / 2 && n <= LONG_MAX / 3)
+        put(t, "; with train.steps >= %ld, as a warm-up is a small part of a run", 3 * n);
     put(t, ")");
     *sep = ", ";
 }
@@ -389,8 +396,11 @@ static void put_remedies(text_t *t, const diagnose_t *d, unsigned r)
     const char *sep = "; try ";
     if (r & R_SHORT_WARMUP) {   // the run ends inside its warm-up: a shorter one, or a longer run
         const long n = diagnose_warmup_answer(d);
-        if (2 * n <= steps && n != w) put(t, "%s--set train.warmup=%ld or more train.steps", sep, n);
-        else put(t, "%s--set train.steps=%ld (three times the warm-up)", sep, 3 * (w > n ? w : n));
+        const long m = w > n ? w : n;
+        if (n <= steps / 2 && n != w) put(t, "%s--set train.warmup=%ld or more train.steps", sep, n);
+        else if (m <= LONG_MAX / 3)
+            put(t, "%s--set train.steps=%ld (three times the warm-up)", sep, 3 * m);
+        else put(t, "%sa lower train.lr (the warm-up it needs outgrows any run)", sep);
         sep = ", ";
     }
     if (r & R_LR_UP) { put(t, "%s--set train.lr=%g", sep, c->train.lr * 10); sep = ", "; }
