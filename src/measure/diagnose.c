@@ -372,9 +372,9 @@ static void put_warmup(text_t *t, const diagnose_t *d, const char **sep)
         if (4 * w <= steps) { put(t, "%s--set train.warmup=%ld", *sep, 2 * w); *sep = ", "; }
         return;
     }
-    if (n > steps && n > diagnose_warmup_updates(c, 0)) {   // the curvature rows' need outgrows
-        put(t, "%sa warm-up longer than the run's %ld updates (the curvature rows' need; a lower "
-            "train.lr instead)", *sep, steps);                 // the run: no absurd count
+    if (n > LONG_MAX / 3) {   // the curvature rows' need at an absurd lr: no count, no overflow
+        put(t, "%sa warm-up longer than any run (the curvature rows' need; a lower train.lr "
+            "instead)", *sep);
         *sep = ", ";
         return;
     }
@@ -383,7 +383,7 @@ static void put_warmup(text_t *t, const diagnose_t *d, const char **sep)
         put(t, "the curvature rows' need: every measured row above the threshold would be below");
     else if (c->train.optimizer == OPT_SGD) put(t, "a tenth of the run: SGD has no untuned rule");
     else put(t, "2/(1 - beta2) for beta2 = %g, Ma & Yarats 2021", c->train.beta2);
-    if (n > steps / 2 && n <= LONG_MAX / 3)
+    if (n > steps / 2)
         put(t, "; with train.steps >= %ld, as a warm-up is a small part of a run", 3 * n);
     put(t, ")");
     *sep = ", ";
