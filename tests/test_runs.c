@@ -143,6 +143,10 @@ START_TEST(test_runs_remedy)
     c.train.schedule = SCHED_AUTOWU;
     runs_remedy(&c, buf, sizeof buf);
     ck_assert_str_eq(buf, "catapult+ratio_cap 0.01+autowu");
+    config_defaults(&c);
+    c.train.qk_clip = 100;                  // QK-Clip (Kimi K2), the optimizers study's arm
+    runs_remedy(&c, buf, sizeof buf);
+    ck_assert_str_eq(buf, "qk_clip 100");
 }
 END_TEST
 
