@@ -147,6 +147,11 @@ START_TEST(test_runs_remedy)
     c.train.qk_clip = 100;                  // QK-Clip (Kimi K2), the optimizers study's arm
     runs_remedy(&c, buf, sizeof buf);
     ck_assert_str_eq(buf, "qk_clip 100");
+    c.train.schedule = SCHED_SUBOPTIMALITY;  // Riabinin et al.'s schedule: f_star / lr_div
+    c.train.f_star = 3.2;
+    c.train.lr_div = 5;
+    runs_remedy(&c, buf, sizeof buf);
+    ck_assert_str_eq(buf, "suboptimality 3.2/5+qk_clip 100");
 }
 END_TEST
 

@@ -31,7 +31,7 @@ void runs_outcome(runs_row_t *row, double threshold)
 
 void runs_remedy(const config_t *cfg, char *buf, size_t len)
 {
-    char part[7][48];
+    char part[8][48];
     int n = 0;
     if (cfg->train.lr_control == LR_CONTROL_CURVATURE)
         snprintf(part[n++], sizeof part[0], "curvature_cap %g", cfg->train.curvature_cap);
@@ -42,6 +42,8 @@ void runs_remedy(const config_t *cfg, char *buf, size_t len)
     if (cfg->train.spectral_bound > 0)
         snprintf(part[n++], sizeof part[0], "spectral_bound %g", cfg->train.spectral_bound);
     if (cfg->train.schedule == SCHED_AUTOWU) snprintf(part[n++], sizeof part[0], "autowu");
+    if (cfg->train.schedule == SCHED_SUBOPTIMALITY)   // its fit's two choices tell its arms apart
+        snprintf(part[n++], sizeof part[0], "suboptimality %g/%g", cfg->train.f_star, cfg->train.lr_div);
     if (cfg->train.qk_clip > 0) snprintf(part[n++], sizeof part[0], "qk_clip %g", cfg->train.qk_clip);
     snprintf(buf, len, "%s", n ? part[0] : "none");
     for (int k = 1; k < n; k++) {
