@@ -29,7 +29,7 @@ import tempfile
 import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_check import REPO, check, run, summary, sweep_in  # noqa: E402
+from plot_check import REPO, blocks, check, run, summary, sweep_in  # noqa: E402
 
 SWEEP = """[sweep]
 base = configs/tiny.ini
@@ -177,6 +177,38 @@ def test_table(path):
           and "0.5 nats above its running minimum after update 50" in s.stdout, s.stdout[:600])
 
 
+def test_figure(tmp, path):
+    """precision_lines: each arm's mean and range over the seeds of the loss and the largest ‖W‖₂."""
+    pd = os.path.join(tmp, "plots")
+    s = run("plot", path, "--out", pd, "--format", "gp")
+    gp = os.path.join(pd, "prec-precision_lines.gp")
+    check("stability plot draws precision_lines", s.returncode == 0 and os.path.exists(gp), s.stderr[-400:])
+    if not os.path.exists(gp):
+        return
+    b = blocks(open(gp).read())
+    with h5py.File(path, "r") as h:
+        runs = {n: g["train"] for n, g in h["runs"].items()}
+        for a, arm in enumerate(("float32", "bfloat16_pure")):
+            loss = [[float(x) for x in runs[f"{arm}_s{k}"]["loss"][:]] for k in (1, 2)]
+            want = [(i + 1, statistics.fmean(x), min(x), max(x)) for i, x in enumerate(zip(*loss))]
+            got = [tuple(r) for r in b[f"c{a}_0_3"]]
+            check(f"{arm}: the loss line is the seeds' mean, its band their range ({len(want)} updates)",
+                  len(got) == len(want) and all(all(close(g, w, 1e-6) for g, w in zip(gr, wr))
+                                                for gr, wr in zip(got, want)), (got[:2], want[:2]))
+            spec = []
+            for k in (1, 2):
+                t = runs[f"{arm}_s{k}"]
+                ws, ex = t["weight_spec"][:], t["extra_weight_spec"][:]
+                spec.append([max(finite(list(ws[i].ravel()) + list(ex[i].ravel()))) for i in range(ws.shape[0])])
+            steps = [float(x) for x in runs[f"{arm}_s1"]["probe_step"][:]]
+            want = [(st, statistics.fmean(x), min(x), max(x)) for st, x in zip(steps, zip(*spec))]
+            got = [tuple(r) for r in b[f"c{a}_0_1"]]
+            check(f"{arm}: the ‖W‖₂ line is the seeds' mean of the largest norm at each probe",
+                  len(got) == len(want) and all(all(close(g, w, 1e-6) for g, w in zip(gr, wr))
+                                                for gr, wr in zip(got, want)), (got[:2], want[:2]))
+    check("stagnation is drawn for pure bfloat16 only", "c1_0_2" in b and "c0_0_2" not in b, sorted(b))
+
+
 def test_refusals(tmp, path):
     one = os.path.join(tmp, "f32.h5")
     s = run("train", "configs/tiny.ini", *TINY, "--set", "train.precision=float32", "--out", one)
@@ -207,6 +239,7 @@ def main():
         check("the tiny precision sweep runs", s.returncode == 0 and os.path.exists(path), s.stderr[-400:])
         if os.path.exists(path):
             test_table(path)
+            test_figure(tmp, path)
             test_refusals(tmp, path)
     return summary("precision_table")
 

@@ -12,7 +12,9 @@ static void ci_text(const precision_ci_t *c, const char *fmt, char *buf, size_t 
     if (!c->n || !isfinite(c->mean)) { snprintf(buf, len, "—"); return; }
     snprintf(m, sizeof m, fmt, c->mean);
     if (c->n < 2 || !isfinite(c->half)) { snprintf(buf, len, "%s", m); return; }
-    snprintf(h, sizeof h, fmt, c->half);
+    char hf[16];   // the half-width without a sign: fmt without its '+'
+    snprintf(hf, sizeof hf, "%%%s", fmt[1] == '+' ? fmt + 2 : fmt + 1);
+    snprintf(h, sizeof h, hf, c->half);
     snprintf(buf, len, "%s ± %s", m, h);
 }
 
