@@ -182,10 +182,12 @@ def test_figure(tmp, path):
     pd = os.path.join(tmp, "plots")
     s = run("plot", path, "--out", pd, "--format", "gp")
     gp = os.path.join(pd, "prec-precision_lines.gp")
+    lr = os.path.join(pd, "prec-precision_lr.gp")
     check("stability plot draws precision_lines", s.returncode == 0 and os.path.exists(gp), s.stderr[-400:])
     if not os.path.exists(gp):
         return
     b = blocks(open(gp).read())
+    b.update(blocks(open(lr).read()) if os.path.exists(lr) else {})
     with h5py.File(path, "r") as h:
         runs = {n: g["train"] for n, g in h["runs"].items()}
         for a, arm in enumerate(("float32", "bfloat16_pure")):
@@ -207,6 +209,13 @@ def test_figure(tmp, path):
                   len(got) == len(want) and all(all(close(g, w, 1e-6) for g, w in zip(gr, wr))
                                                 for gr, wr in zip(got, want)), (got[:2], want[:2]))
     check("stagnation is drawn for pure bfloat16 only", "c1_0_2" in b and "c0_0_2" not in b, sorted(b))
+    runs = read_runs(path)
+    for a, arm in enumerate(("float32", "bfloat16_pure, nearest")):
+        m, h = mean_half([r["final"] for r in runs if r["arm"] == arm])
+        got = b.get(f"l{a}", [[]])[0]
+        check(f"precision_lr: {arm} at lr 1, {m:.6f} ± {h:.6f}",
+              len(got) == 6 and close(got[0], 1.0) and close(got[1], m, 1e-8)
+              and close(got[2], m - h, 1e-8) and close(got[3], m + h, 1e-8), got)
 
 
 def test_refusals(tmp, path):

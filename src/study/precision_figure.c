@@ -1,9 +1,10 @@
-/* precision_figure.c — the precision study's figure precision_lines (issue 49): against the
+/* precision_figure.c — the precision study's figures (issue 49). precision_lines: against the
  * update, the max |attention logit|, the largest weight spectral norm, pure bfloat16's
  * stagnation and the training loss, a row each, a column per lr; a line per arm (the mean over
  * its seeds, Okabe & Ito's colour-blind-safe colours by the arm's place in the study's order)
  * and a band over the seeds' range. The arms and runs are the study's (study/precision.h),
- * drawn here, computed there. Drawn when the set holds a bfloat16, bfloat16_pure or fp8 run. */
+ * drawn here, computed there. precision_lr: the table's final loss against the lr per arm.
+ * Both drawn when the set holds a bfloat16, bfloat16_pure or fp8 training run. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +167,82 @@ int plot_fig_precision_lines(const plot_set_t *set, sbuf_t *s, char *name, size_
     plot_end(s, &g, rows, &keys);
     sbuf_free(&keys);
     free(has);
+    precision_free(&st);
+    return 1;
+}
+
+int plot_fig_precision_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    int lowp = 0;
+    for (int i = 0; i < set->n; i++) lowp |= config_lowp(&set->runs[i].cfg) && set->runs[i].nsteps;
+    if (!lowp) return 0;
+    prec_study_t st;
+    char why[1200];
+    if (precision_build(set, &st, why, sizeof why)) {
+        precision_free(&st);
+        snprintf(name, len, "precision_lr: %s", why);
+        return -1;
+    }
+    snprintf(name, len, "precision_lr");
+    plot_range_t rx, ry;
+    plot_range_init(&rx);
+    plot_range_init(&ry);
+    for (int a = 0; a < st.na; a++) {   // $l<a>: "lr mean lo hi seeds-used runs"
+        sbuf_printf(s, "$l%d << EOD\n", a);
+        for (int l = 0; l < st.nl; l++) {
+            const precision_cell_t *c = &st.cell[(size_t)a * st.nl + l];
+            if (!c->runs || !c->loss.n) continue;
+            const double h = isfinite(c->loss.half) ? c->loss.half : 0.0;
+            sbuf_printf(s, "%.9g %.9g %.9g %.9g %d %d\n", st.lr[l], c->loss.mean, c->loss.mean - h,
+                        c->loss.mean + h, c->loss.n, c->runs);
+            plot_range_add(&rx, st.lr[l]);
+            plot_range_mid(&ry, c->loss.mean);
+        }
+        sbuf_printf(s, "EOD\n");
+    }
+    if (plot_range_empty(&ry)) {
+        precision_free(&st);
+        snprintf(name, len, "precision_lr: no finite value");
+        return -1;
+    }
+    char title[300], sub[600], sweep[300];
+    plot_enh(set->runs[0].sweep_title, sweep, sizeof sweep);
+    snprintf(title, sizeof title, "Final loss against the learning rate per arm: %s, L = %d, d = %d, "
+             "%d updates", st.scheme, st.L, st.d_model, st.steps);
+    snprintf(sub, sizeof sub, "%s%s%d runs, %d seed%s; point: the mean final loss over the seeds that "
+             "did not diverge, bar: 95 %% t-interval (stability table precision)", sweep,
+             sweep[0] ? "\n" : "", st.t.n, st.nk, st.nk > 1 ? "s" : "");
+    sbuf_t keys = {0};
+    size_t longest = 0;
+    for (int a = 0; a < st.na; a++) {
+        char with[96];
+        snprintf(with, sizeof with, "linespoints lc rgb '%s' dt %d lw 2 pt %d", arm_colour(&st, a),
+                 palette_dash(st.arm[a].rank >= 4), 5 + 2 * (a % 4));
+        plot_keyentry_text(&keys, with, st.arm[a].label);
+        if (strlen(st.arm[a].label) > longest) longest = strlen(st.arm[a].label);
+    }
+    const int rows = plot_key_rows(st.na, (int)longest + 4);
+    plot_grid_t g;
+    plot_grid(&g, 1, 1, plot_title_lines(sub), rows);
+    plot_begin(s, title, sub);
+    plot_panel(s, &g, 0);
+    sbuf_printf(s, "set grid\nunset key\nset tics @F80\nset xlabel 'learning rate' @F80\n"
+                   "set ylabel 'final loss (nats)' @F80\nset logscale x\n");
+    sbuf_printf(s, "set xrange [%g:%g]\nset xtics (", rx.lo / 1.5, rx.hi * 1.5);
+    for (int l = 0; l < st.nl; l++) sbuf_printf(s, "%s'%g' %.9g", l ? ", " : "", st.lr[l], st.lr[l]);
+    sbuf_printf(s, ")\n");
+    plot_axis(s, "y", &ry, 0, 0.08, 0.0, NAN);
+    sbuf_printf(s, "plot 1/0 notitle");
+    for (int a = 0; a < st.na; a++) {
+        const char *c = arm_colour(&st, a);
+        const double dx = pow(1.04, a - (st.na - 1) / 2.0);   // apart, so the bars do not hide
+        sbuf_printf(s, ", $l%d using ($1*%.6g):2:3:4 with yerrorbars lc rgb '%s' pt %d ps 1.2 notitle, "
+                    "$l%d using ($1*%.6g):2 with lines lc rgb '%s' dt %d lw 1.6 notitle", a, dx, c,
+                    5 + 2 * (a % 4), a, dx, c, palette_dash(st.arm[a].rank >= 4));
+    }
+    sbuf_printf(s, "\n");
+    plot_end(s, &g, rows, &keys);
+    sbuf_free(&keys);
     precision_free(&st);
     return 1;
 }
