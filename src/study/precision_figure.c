@@ -111,6 +111,15 @@ static void panel(sbuf_t *s, const plot_grid_t *g, const prec_study_t *st, int r
     sbuf_printf(s, "\n");
 }
 
+/* The sweep's title when every run shares one (gnuplot enhanced text), else "". */
+static void sweep_title(const plot_set_t *set, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 1; i < set->n; i++)
+        if (strcmp(set->runs[i].sweep_title, set->runs[0].sweep_title)) return;
+    plot_enh(set->runs[0].sweep_title, buf, len);
+}
+
 int plot_fig_precision_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
     int lowp = 0;
@@ -142,7 +151,7 @@ int plot_fig_precision_lines(const plot_set_t *set, sbuf_t *s, char *name, size_
         return -1;
     }
     char title[300], sub[900], sweep[300];
-    plot_enh(set->runs[0].sweep_title, sweep, sizeof sweep);
+    sweep_title(set, sweep, sizeof sweep);
     snprintf(title, sizeof title, "Low precision against float32: %s, L = %d, d = %d, %d updates",
              st.scheme, st.L, st.d_model, st.steps);
     snprintf(sub, sizeof sub, "%s%s%d runs, %d arm%s, %d seed%s; line: the mean over the seeds, "
@@ -206,7 +215,7 @@ int plot_fig_precision_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t l
         return -1;
     }
     char title[300], sub[600], sweep[300];
-    plot_enh(set->runs[0].sweep_title, sweep, sizeof sweep);
+    sweep_title(set, sweep, sizeof sweep);
     snprintf(title, sizeof title, "Final loss against the learning rate per arm: %s, L = %d, d = %d, "
              "%d updates", st.scheme, st.L, st.d_model, st.steps);
     snprintf(sub, sizeof sub, "%s%s%d runs, %d seed%s; point: the mean final loss over the seeds that "
