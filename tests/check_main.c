@@ -46,6 +46,7 @@ int main(int argc, char **argv)
     srunner_add_suite(sr, memory_suite());
     srunner_add_suite(sr, lowp_suite());
     srunner_add_suite(sr, precision_suite());
+    srunner_add_suite(sr, attn_fix_suite());
     srunner_add_suite(sr, onednn_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

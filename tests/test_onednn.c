@@ -24,7 +24,7 @@ int gemm_dnnl_available_f32(void);
 int gemm_dnnl_f32(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc);
 
-static const round_policy_t EMULATED = {1, 0, 0, 0, 0, 0}, ONEDNN = {1, 0, 0, 0, 0, 1};
+static const round_policy_t EMULATED = {1, 0, 0, 0, 0, 0, 0}, ONEDNN = {1, 0, 0, 0, 0, 1, 0};
 
 /* A GEMM of the model: C (M,N) = op(A)·op(B) + β·C. */
 typedef struct {

@@ -42,7 +42,7 @@ START_TEST(test_bf16_gemm_within_float32_accumulation)
     }
     const double u = 0x1p-24, gamma = K * u / (1 - K * u);
     for (int pass = 0; pass < 2; pass++) {
-        const round_policy_t on = {1, 0, 0, 0, 0, 0};
+        const round_policy_t on = {1, 0, 0, 0, 0, 0, 0};
         round_policy_set_f32(pass == 0 ? &on : NULL);
         double worst = 0.0;   // largest |ĉ − c| / bound over the passes' entries
         for (int ta = 0; ta < 2; ta++)
@@ -108,7 +108,7 @@ START_TEST(test_bf16_linear_forward_backward)
     for (int i = 0; i < N * OC; i++) dy[i] = (float)gsl_ran_gaussian(r, 1e-2);
     memset(dW, 0, sizeof dW);
     memset(db, 0, sizeof db);
-    const round_policy_t on = {1, 0, 0, 0, 0, 0};
+    const round_policy_t on = {1, 0, 0, 0, 0, 0, 0};
     round_policy_set_f32(&on);
     linear_forward_f32(y, x, W, b, N, IC, OC);
     linear_backward_set_f32(dx, dW, db, dy, x, W, N, IC, OC);
@@ -154,7 +154,7 @@ START_TEST(test_fp8_gemm_operands)
     static float A[M * K], B[K * N], C[M * N], C2[M * N], A8[M * K], B8[K * N];
     for (int i = 0; i < M * K; i++) A[i] = (float)gsl_ran_gaussian(r, 2.0);
     for (int i = 0; i < K * N; i++) B[i] = (float)gsl_ran_gaussian(r, 1e-3);   // a gradient's scale
-    const round_policy_t fp8 = {1, 0, 0, 0, 1, 0};
+    const round_policy_t fp8 = {1, 0, 0, 0, 1, 0, 0};
     round_policy_set_f32(&fp8);
     gemm_grad_f32(GEMM_GRAD_B, 0, 0, M, N, K, 1.0, A, K, B, N, 0.0, C, N);
     gemm_grad_f32(GEMM_GRAD_A, 0, 0, M, N, K, 1.0, A, K, B, N, 0.0, C2, N);
@@ -206,7 +206,7 @@ START_TEST(test_pv_round_bias)
     attention_opts_t o = {0};
     o.round_bias = (double *)(void *)bias;
     attention_forward_opt_f32(ctx0, att, q, k, v, B, T, T, C, H, 1, NULL, &o);   // policy off
-    const round_policy_t probs = {0, 1, 0, 0, 0, 0};
+    const round_policy_t probs = {0, 1, 0, 0, 0, 0, 0};
     round_policy_set_f32(&probs);
     attention_forward_opt_f32(ctx1, att, q, k, v, B, T, T, C, H, 1, NULL, &o);
     round_policy_set_f32(NULL);
@@ -251,7 +251,7 @@ START_TEST(test_norm_stats_rounded)
         b[i] = (float)(0.1 * gsl_ran_gaussian(r, 1.0));
     }
     for (int pass = 0; pass < 2; pass++) {
-        const round_policy_t stats = {0, 0, 0, 1, 0, 0};
+        const round_policy_t stats = {0, 0, 0, 1, 0, 0, 0};
         round_policy_set_f32(pass == 0 ? &stats : NULL);
         norm_forward_f32(NORM_LAYERNORM, y, mean, rstd, x, g, b, N, C, 1e-5);
         double worst = 0.0;

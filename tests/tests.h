@@ -29,6 +29,7 @@ Suite *curvature_suite(void);/* tests/test_curvature.c: HVP, Lanczos, P^-1 H, bl
 Suite *curv_step_suite(void);/* tests/test_curv_step.c: c·P^-1(H + λI) of the step taken (clip, L2) vs explicit */
 Suite *lowp_suite(void);     /* tests/test_lowp.c: bf16 rounding vs PyTorch bit for bit, fp8 vs the OCP tables, stochastic rounding's mean */
 Suite *precision_suite(void);/* tests/test_precision.c: bf16 GEMM within float32 accumulation's bound, pure bf16 stagnation vs stochastic/Kahan, spectral norm, keys */
+Suite *attn_fix_suite(void); /* tests/test_attn_fix.c: train.attn_round_fix (Qiu & Yao 2025): the bias it removes by hand, its backward's convention, its key */
 Suite *onednn_suite(void);   /* tests/test_onednn.c: oneDNN bf16 GEMM against the emulation (bound), same bits at 1 and 2 threads, a bf16 training run on either path, train.gemm_path */
 Suite *estimators_suite(void);/* tests/test_estimators.c: SLQ, Hutchinson, top-k, critical sharpness vs exact values */
 Suite *diagnose_suite(void); /* tests/test_diagnose.c: each diagnosis rule on made-up series, its place and remedies */

@@ -131,6 +131,7 @@ typedef struct config {
         int round_attn_probs;    /* bfloat16*: attention probabilities rounded before ·V, on | off */
         int round_residual;      /* bfloat16*: the residual stream rounded after each add, on | off */
         int round_norm_stats;    /* bfloat16*: norm means and 1/√(σ²+ε) rounded, on | off */
+        int attn_round_fix;      /* round_attn_probs: Qiu & Yao 2025's max, flash form; off (default) */
         gemm_path_t gemm_path;   /* bfloat16*: auto (default) | emulated | onednn */
         /* the remedies (docs/design.md §6k) */
         lr_control_t lr_control; /* none (default) | curvature | cdat */

@@ -143,6 +143,7 @@ const cfg_key_t cfg_keys[] = {
     KO(train, round_attn_probs),
     KO(train, round_residual),
     KO(train, round_norm_stats),
+    KO(train, attn_round_fix),
     KE(train, gemm_path, gemm_path_names),
 
     KI(probe, seeds, 1),
@@ -328,6 +329,7 @@ void config_defaults(config_t *cfg)
     cfg->train.round_attn_probs = 1;   // "Low precision, emulated"): every operand of a product,
     cfg->train.round_residual = 0;     // activations stored between products in float32,
     cfg->train.round_norm_stats = 0;   // norms in float32 (as autocast runs them)
+    cfg->train.attn_round_fix = 0;
 
     cfg->probe.seeds = 10;
     cfg->probe.batches = 10;
@@ -513,7 +515,7 @@ static void key_value(sbuf_t *b, const config_t *cfg, const cfg_key_t *k)
 
 /* The low-precision keys are written only where they act (docs/design.md, "Low precision,
  * emulated"): the rounding places under bfloat16* and fp8, rounding and kahan under
- * bfloat16_pure, probe.precision_measures when not auto, gemm_path when not emulated (the default: a file
+ * bfloat16_pure, probe.precision_measures when not auto, attn_round_fix when on, gemm_path when not emulated (the default: a file
  * keeps the config text it had before the key; auto and onednn are written, so a run of either
  * is another configuration). 1 for such a key that does not act
  * under cfg. */
@@ -528,6 +530,7 @@ static int lowp_key_idle(const config_t *cfg, const cfg_key_t *k)
     if (k->off == offsetof(config_t, train.rounding) || k->off == offsetof(config_t, train.kahan))
         return cfg->train.precision != PRECISION_BFLOAT16_PURE;
     if (k->off == offsetof(config_t, train.gemm_path)) return cfg->train.gemm_path == GEMM_PATH_EMULATED;
+    if (k->off == offsetof(config_t, train.attn_round_fix)) return !cfg->train.attn_round_fix;
     return k->off == offsetof(config_t, probe.precision_measures) && cfg->probe.precision_measures == 0;
 }
 

@@ -366,6 +366,16 @@ static int validate_lowp(const config_t *cfg, char *err, size_t errlen)
         return cfg_vfail(cfg, cfg_blame(cfg, gp, cfg_kidx("train", "round_gemm")), err, errlen,
                      "train.gemm_path = onednn computes products of bfloat16 operands: needs "
                      "train.round_gemm = on");
+    // Qiu & Yao 2025's fix changes how the probabilities are rounded: only where they are
+    const int fix = cfg_kidx("train", "attn_round_fix");
+    if (cfg->train.attn_round_fix && (!config_lowp(cfg) || !cfg->train.round_attn_probs))
+        return cfg_vfail(cfg, config_lowp(cfg) ? cfg_blame(cfg, fix, cfg_kidx("train", "round_attn_probs"))
+                                               : cfg_blame(cfg, fix, prec), err, errlen,
+                         "train.attn_round_fix changes how attention probabilities round to "
+                         "bfloat16: needs train.precision = bfloat16, bfloat16_pure or fp8 with "
+                         "train.round_attn_probs = on (got %s, round_attn_probs %s)",
+                         config_precision_name(cfg->train.precision),
+                         cfg->train.round_attn_probs ? "on" : "off");
     if (cfg->train.kahan && cfg->train.rounding == ROUNDING_STOCHASTIC)
         return cfg_vfail(cfg, cfg_kidx("train", "kahan"), err, errlen, "on and train.rounding = "
                      "stochastic are two cures for the same lost updates: choose one");

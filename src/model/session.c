@@ -82,7 +82,7 @@ int session_open(session_t *s, const config_t *cfg, char *err, size_t errlen)
         const round_policy_t p = {cfg->train.round_gemm, cfg->train.round_attn_probs,
                                   cfg->train.round_residual, cfg->train.round_norm_stats,
                                   cfg->train.precision == PRECISION_FP8,
-                                  session_gemm_onednn(cfg)};
+                                  session_gemm_onednn(cfg), cfg->train.attn_round_fix};
         round_policy_set(&p);
     }
 #endif

@@ -63,6 +63,53 @@ static double softmax_row(real *row, int nk, int Tk, double *amax)
     return amax ? log(sum) - es * inv : 0.0;
 }
 
+/* Flash attention's rounding of row (Tk) with Qiu & Yao 2025's fix (arXiv 2510.04212, §4, and
+ * attention.py of their code, the `STABLE` branch of the forward): flash attention rounds
+ * P̄ = exp(s − m) to bfloat16 before ·V and divides by ℓ = Σ P̄ after (Dao 2023, FlashAttention-2,
+ * Alg. 1: ℓ from the float32 P̃), so a row whose max repeats holds entries at or next to 1 —
+ * exactly 1, or within 2⁻⁹ of it and rounded up to 1 — whose errors do not average out.
+ * Their change of m alone: when more than one score is within 10⁻³ of the row max mx, m = β·mx
+ * (β = 2, their code's) if mx > 0 and m = 0 if mx < 0, so that no P̄ is at 1; otherwise m = mx.
+ * fix = 2 keeps m = mx (flash's plain rounding, for the tests). The row is left as
+ * bf16(P̄)/ℓ, the probabilities ·V and the backward see (the backward's convention is the
+ * other roundings': the derivative at the stored probabilities, straight through the rounding);
+ * softmax is shift-invariant, so the function is the unrounded softmax for any m. Entropy and
+ * amax as softmax_row's; with bias, adds Σ_c (bf16(P̄_c)/ℓ − P̄_c/ℓ)·Σ_d V_cd (V (Tk,Dh) stride
+ * C) to *bias: the row's part of pv_round_bias. */
+static double flash_row(real *row, int nk, int Tk, double *amax, int fix, const real *V, int C,
+                        int Dh, double *bias)
+{
+    double mx = row[0], mn = row[0];
+    for (int c = 1; c < nk; c++) { mx = fmax(mx, row[c]); mn = fmin(mn, row[c]); }
+    if (amax && (fmax(mx, -mn) > *amax || isnan(mx))) *amax = fmax(mx, -mn);
+    double m = mx;
+    if (fix == 1) {
+        int close = 0;
+        for (int c = 0; c < nk; c++) close += row[c] >= mx - 1e-3;
+        if (close > 1 && mx > 0.0) m = 2.0 * mx;
+        else if (close > 1 && mx < 0.0) m = 0.0;
+    }
+    double sum = 0.0, es = 0.0;
+    for (int c = 0; c < nk; c++) {
+        const double s = row[c], e = exp(s - m);
+        row[c] = e;   // P̄ (float32, as flash's P̃)
+        sum += e;
+        es += e * (s - m);   // H = log ℓ − Σ P̄·(s − m)/ℓ, for any shift m (docs/design.md §6g)
+    }
+    const double inv = 1.0 / sum;
+    for (int c = 0; c < nk; c++) {
+        const double r = lowp_bf16((float)row[c]);
+        if (bias) {
+            double vs = 0.0;
+            for (int d = 0; d < Dh; d++) vs += V[(size_t)c * C + d];
+            *bias += (r - (double)row[c]) * inv * vs;
+        }
+        row[c] = r * inv;
+    }
+    for (int c = nk; c < Tk; c++) row[c] = 0.0;
+    return amax ? log(sum) - es * inv : 0.0;
+}
+
 /* Soft-capping (Gemma 2) of a row's nk visible logits: s ← c·tanh(s/c), kept in capped (Tk;
  * 0 beyond nk) for the backward. */
 static void softcap_row(real *row, real *capped, int nk, int Tk, double c)
@@ -111,17 +158,23 @@ static void forward_pairs(void *ctx, int t, int nt)
         real *sh = cap > 0.0 ? j->o->capped + ((size_t)b * H + h) * Tq * Tk : NULL;
         const int nq = j->o && j->o->query_len ? j->o->query_len[b] : Tq;
         const int stats = j->o && (j->o->entropy || j->o->max_logit);
-        double ent = 0.0, amax = 0.0;
+        double ent = 0.0, amax = 0.0, bias = 0.0;
+        // bfloat16*, round_attn_probs with attn_fix: rounded in flash's form (flash_row)
+        const int flash = round_policy()->attn_probs ? round_policy()->attn_fix : 0;
+        double *pb = flash && j->o && j->o->round_bias ? &bias : NULL;
         for (int i = 0; i < Tq; i++) {
             int nk = j->causal ? i + 1 : Tk;
             if (nk > nvalid) nk = nvalid;
             if (sh) softcap_row(ah + (size_t)i * Tk, sh + (size_t)i * Tk, nk, Tk, cap);
             real *row = ah + (size_t)i * Tk;
-            const double hrow = softmax_row(row, nk, Tk, stats && i < nq ? &amax : NULL);
+            double *am = stats && i < nq ? &amax : NULL;
+            const double hrow = flash ? flash_row(row, nk, Tk, am, flash, vh, C, Dh, pb)
+                                      : softmax_row(row, nk, Tk, am);
             if (i < nq) ent += hrow;
         }
+        if (pb) j->o->round_bias[pair] = bias / ((double)Tq * Dh);
         // bfloat16*, round_attn_probs: P stored rounded, for ·V and the backward (nn/round.h)
-        if (round_policy()->attn_probs) {
+        if (round_policy()->attn_probs && !flash) {
             if (j->o && j->o->round_bias) j->o->round_bias[pair] = pv_round_bias(ah, vh, Tq, Tk, Dh, C);
             round_bf16(ah, (size_t)Tq * Tk);
         }

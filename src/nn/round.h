@@ -21,6 +21,9 @@ typedef struct {
                          E5M2 (gradients) with per-tensor scales instead of bfloat16 */
     int onednn;       /* with gemm (and not fp8): the products through oneDNN's bf16 matmul
                          (nn/gemm_dnnl.h) instead of sgemm on the rounded operands */
+    int attn_fix;     /* with attn_probs, flash attention's form: exp(s − m) rounded before ·V
+                         and normalised after (nn/attention.c); 1 with Qiu & Yao 2025's m
+                         (train.attn_round_fix), 2 with the row max (the tests' comparison) */
 } round_policy_t;
 
 /* Make p the policy of this core (NULL: every place off). */

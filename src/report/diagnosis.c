@@ -256,9 +256,9 @@ void report_train_header(FILE *out, h5io_file_t *f, const char *prefix, const co
     if (config_lowp(c)) {   // where it rounds (docs/design.md, "Low precision, emulated")
         report_gemm_path(out, f, prefix, c);
         fprintf(out, "; round_gemm %s, round_attn_probs %s, round_residual %s, "
-                "round_norm_stats %s", c->train.round_gemm ? "on" : "off",
+                "round_norm_stats %s, attn_round_fix %s", c->train.round_gemm ? "on" : "off",
                 c->train.round_attn_probs ? "on" : "off", c->train.round_residual ? "on" : "off",
-                c->train.round_norm_stats ? "on" : "off");
+                c->train.round_norm_stats ? "on" : "off", c->train.attn_round_fix ? "on" : "off");
         if (c->train.precision == PRECISION_BFLOAT16_PURE)
             fprintf(out, "; weights rounding %s, kahan %s", config_rounding_name(c->train.rounding),
                     c->train.kahan ? "on" : "off");

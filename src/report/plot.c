@@ -147,6 +147,7 @@ static int load_run(h5io_file_t *f, const char *file, const char *prefix, const 
     plot_ind_load(f, prefix, r);
     plot_curv_load(f, prefix, r);
     plot_est_load(f, prefix, r);
+    plot_prec_load(f, prefix, r);
     if (h5io_error(f)) {   // a malformed dataset or attribute (h5io_read.c)
         snprintf(err, errlen, "%s", h5io_error(f));
         return 1;
@@ -170,6 +171,7 @@ static void run_free(plot_run_t *r)
     plot_ind_free(r->ind);
     plot_curv_free(r->curv);
     plot_est_free(r->est);
+    plot_prec_free(r->prec);
 }
 
 /* One run's identity against another's: config texts (h5io_config_text, seed kept) and data. */

@@ -74,6 +74,7 @@ typedef struct {
                                 (report/plot_columns.c), or NULL */
     struct plot_curv *curv;  /* the curvature rows (report/plot_curvature.c), or NULL */
     struct plot_est *est;    /* the estimators' columns (report/plot_columns.c), or NULL */
+    struct plot_prec *prec;  /* the precision measures (report/plot_precision.c), or NULL */
 } plot_run_t;
 
 typedef struct {

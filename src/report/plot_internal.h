@@ -238,6 +238,26 @@ void plot_est_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
 /* Free e's arrays and itself. */
 void plot_est_free(plot_est_t *e);
 
+/* ---- plot_precision.c: the precision measures (docs/design.md, "Low precision, emulated";
+ * the precision study's statistics and figures: study/precision*.c) ---- */
+
+typedef struct plot_prec {
+    size_t nprobe;                /* probe rows (0: no weight_spec) */
+    double *probe_step;           /* (nprobe) */
+    double *spec_max;             /* (nprobe) the largest ‖W‖₂ of weight_spec, extra_weight_spec */
+    double *pv_bias;              /* (nprobe) mean |pv_round_bias| over layers and heads (NaN:
+                                     the probabilities were not rounded) */
+    size_t nstag;                 /* stagnation rows (0: not bfloat16_pure) */
+    double *stagnation;           /* (nstag) /train/stagnation, one per update */
+} plot_prec_t;
+
+/* Read the precision measures of the run at prefix of f into r->prec (left NULL without
+ * /train/weight_spec and /train/stagnation, or out of memory). */
+void plot_prec_load(struct h5io_file *f, const char *prefix, plot_run_t *r);
+
+/* Free p's arrays and itself. */
+void plot_prec_free(plot_prec_t *p);
+
 /* Send script to gnuplot once per format into dir/name.<fmt> (gnuplot writes to its standard
  * output, which is the file). 0, or −1 (gnuplot failed) / −2 (an output that is not a regular
  * file, an unknown format) with err set. */

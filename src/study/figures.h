@@ -52,4 +52,13 @@ int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, siz
  * with a remedy and both baselines. */
 int plot_fig_remedies_boundary(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
+/* The precision study's curves against the update — max logit, largest ‖W‖₂, stagnation, loss —
+ * a line and seed band per arm, a column per lr (issue 49; study/precision_figure.c). Drawn when
+ * the set holds a bfloat16, bfloat16_pure or fp8 training run. */
+int plot_fig_precision_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
+/* The precision study's final loss against the lr, a line per arm with its t-interval over the
+ * seeds (the table's column). Drawn as precision_lines. */
+int plot_fig_precision_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
 #endif

@@ -8,6 +8,7 @@
 #include "study/atlas.h"
 #include "study/curvature_anchor.h"
 #include "study/estimators.h"
+#include "study/precision.h"
 #include "study/proxies.h"
 #include "study/remedies.h"
 #include "study/warmup.h"
@@ -38,6 +39,9 @@ static const study_t STUDIES[] = {
      "accuracy with its interval (docs/design.md, the advisor)", NULL, NULL, study_advise_files},
     {"remedies", "warm-up's remedies on the failure boundary: the causal test, η_max, the cost "
      "(docs/remedies.md)", study_remedies_table, NULL, NULL},
+    {"precision", "bfloat16, fp8 and pure bfloat16 against float32: outcomes, final loss and its "
+     "paired difference, spikes, logits, stagnation, spectral norms, softmax·V's bias (issue 49)",
+     study_precision_table, NULL, NULL},
     {0},
 };
 
