@@ -45,15 +45,15 @@ static int usage(void)
 {
     fprintf(stderr, "usage: bench [--threads N] [--steps S] [--warmup W] [--csv FILE] "
                     "[--python PATH] [--only SUB[,SUB...]]\n"
-                    "             [--precision f64|f32|bf16|both|all[,...]] [--no-torch] [--torch-kernels "
+                    "             [--precision f64|f32|bf16|fp8|both|all[,...]] [--no-torch] [--torch-kernels "
                     "LIST] [--torch-policies LIST]\n"
                     "             [--torch-capabilities LIST] [--torch-loaded] [--torch-steps S] "
                     "[--retries N] [--wait SECONDS]\n");
     return 2;
 }
 
-/* Parse argv into o (run: the child's case, precision: bits 1 f64, 2 f32, 4 bf16); 0 or usage's
- * 2. */
+/* Parse argv into o (run: the child's case, precision: bits 1 f64, 2 f32, 4 bf16, 8 fp8); 0 or
+ * usage's 2. */
 static int parse(int argc, char **argv, bench_opts_t *o, const char **run, int *precision)
 {
     for (int i = 1; i < argc; i++) {
@@ -78,13 +78,15 @@ static int parse(int argc, char **argv, bench_opts_t *o, const char **run, int *
             const char *p = argv[++i];
             o->f32 = !strcmp(p, "emulated") ? BENCH_BF16E : !strcmp(p, "onednn") ? BENCH_BF16O : -1;
             if (o->f32 < 0) return usage();
-        } else if (!strcmp(argv[i], "--precision") && more) {   // a comma-separated list
+        } else if (!strcmp(argv[i], "--fp8")) o->f32 = BENCH_FP8;
+        else if (!strcmp(argv[i], "--precision") && more) {   // a comma-separated list
             char buf[64];
             snprintf(buf, sizeof buf, "%s", argv[++i]);
             *precision = 0;
             for (char *save = NULL, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
                 const int bits = !strcmp(p, "f64") ? 1 : !strcmp(p, "f32") ? 2 : !strcmp(p, "both") ? 3
-                               : !strcmp(p, "bf16") ? 4 : !strcmp(p, "all") ? 7 : 0;
+                               : !strcmp(p, "bf16") ? 4 : !strcmp(p, "fp8") ? 8
+                               : !strcmp(p, "all") ? 15 : 0;
                 if (!bits) return usage();
                 *precision |= bits;
             }
@@ -107,7 +109,8 @@ static int measure(const bench_opts_t *o, const char *self, const bench_case_t *
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "'%s' --run %s --threads %d --steps %d --warmup %d%s%s", self,
              c->name, o->threads, o->steps, o->warmup, f32 ? " --f32" : "",
-             f32 == BENCH_BF16E ? " --bf16 emulated" : f32 == BENCH_BF16O ? " --bf16 onednn" : "");
+             f32 == BENCH_BF16E ? " --bf16 emulated" : f32 == BENCH_BF16O ? " --bf16 onednn"
+             : f32 == BENCH_FP8 ? " --fp8" : "");
     r->c = c;
     r->f32 = f32;
     r->others = 0.0;
@@ -117,7 +120,8 @@ static int measure(const bench_opts_t *o, const char *self, const bench_case_t *
     }
     // a float32 child measures SGEMM right after its updates: this machine's speed drifts
     r->gemm = f32 ? bench_field(r->line, "sgemm") : dgemm;
-    if (torch) r->torch = *torch;
+    static const torch_times_t none = {.loaded = -1, .best = -1};   // PyTorch 1.13 has no fp8
+    if (torch || f32 == BENCH_FP8) r->torch = torch ? *torch : none;
     else bench_torch(o, c, f32, hint, &r->torch, &r->others);
     bench_print_row(r);
     return 0;
@@ -168,23 +172,24 @@ static double print_machine(const bench_opts_t *o, const char *cpu)
     return dgemm;
 }
 
-/* Every case --only picks, in each precision asked (bits 1 f64, 2 f32, 4 bf16), a row each into
- * rows (room for cap); the forward+backward cases time PyTorch at the setting that won the
+/* Every case --only picks, in each precision asked (bits 1 f64, 2 f32, 4 bf16, 8 fp8), a row
+ * each into rows (room for cap); the forward+backward cases time PyTorch at the setting that won the
  * float64 d = 512 update of their placement. Returns the rows. */
 static int run_cases(const bench_opts_t *o, const char *self, int precision, double dgemm,
                      bench_row_t *rows, int cap)
 {
     torch_setting_t won512[2];   // PyTorch's float64 winner of the d = 512 updates, post/pre
     int have512[2] = {0, 0}, nrows = 0, shown = -1;
-    for (int i = 0; i < BENCH_NUM_CASES && nrows + 4 <= cap; i++) {
+    for (int i = 0; i < BENCH_NUM_CASES && nrows + 5 <= cap; i++) {
         const bench_case_t *c = &BENCH_CASES[i];
         if (o->only && !only_matches(o->only, c->name)) continue;
         const int pre = !strcmp(c->placement, "pre");
         const torch_setting_t *hint = c->kind == K_STEP && have512[pre] ? &won512[pre] : NULL;
         const torch_times_t *bf16_torch = NULL;   // the emulated bfloat16 row's PyTorch
-        for (int f32 = BENCH_F64; f32 <= BENCH_BF16O; f32++) {
-            const int bf16 = f32 >= BENCH_BF16E;
-            if (!(precision & (bf16 ? 4 : 1 << f32)) || (f32 == BENCH_F32 && !bench_case_f32(c)) ||
+        for (int f32 = BENCH_F64; f32 <= BENCH_FP8; f32++) {
+            const int bf16 = f32 >= BENCH_BF16E;   // bfloat16 or fp8: the same cases
+            const int bit = f32 == BENCH_FP8 ? 8 : bf16 ? 4 : 1 << f32;
+            if (!(precision & bit) || (f32 == BENCH_F32 && !bench_case_f32(c)) ||
                 (bf16 && (!bench_case_bf16(c) || (f32 == BENCH_BF16O && !gemm_dnnl_available()))))
                 continue;
             if (shown != (int)c->kind) bench_print_header(c->kind);
@@ -230,7 +235,7 @@ int main(int argc, char **argv)
                       .torch_search = 1,
                       .torch_steps = 6};
     const char *run = NULL;
-    int precision = 7;
+    int precision = 15;
     if (parse(argc, argv, &o, &run, &precision)) return 2;
     if (run) return bench_child(run, &o);
 
@@ -241,11 +246,11 @@ int main(int argc, char **argv)
     bench_cpu_model(cpu, sizeof cpu);
     const double t_start = bench_now();
     const double dgemm = print_machine(&o, cpu);
-    static bench_row_t rows[4 * 64];
+    static bench_row_t rows[5 * 64];
     const int nrows = run_cases(&o, self, precision, dgemm, rows,
                                 (int)(sizeof rows / sizeof rows[0]));
     bench_print_summary(rows, nrows, cpu, blascore_name());
-    bench_print_bf16(rows, nrows, cpu, gemm_dnnl_name());
+    bench_print_bf16(rows, nrows, cpu, gemm_dnnl_name(), blascore_name());
     bench_print_notes();
     const double dgemm_end = print_end(&o, rows, nrows, dgemm, t_start);
     if (o.csv && bench_write_csv(o.csv, rows, nrows, &o, cpu, blascore_name(), dgemm_end))

@@ -40,15 +40,16 @@ const bench_case_t *bench_case_find(const char *name);
 /* Whether case c also runs in the float32 core (the updates, every d). */
 int bench_case_f32(const bench_case_t *c);
 
-/* The precisions a row runs in (the child's --f32 and --bf16): float64, the float32 core,
- * train.precision = bfloat16 with the emulated products or oneDNN's (train.gemm_path). */
-enum { BENCH_F64 = 0, BENCH_F32 = 1, BENCH_BF16E = 2, BENCH_BF16O = 3 };
+/* The precisions a row runs in (the child's --f32, --bf16 and --fp8): float64, the float32
+ * core, train.precision = bfloat16 with the emulated products or oneDNN's (train.gemm_path),
+ * train.precision = fp8 (emulated E4M3/E5M2 operands into SGEMM). */
+enum { BENCH_F64 = 0, BENCH_F32 = 1, BENCH_BF16E = 2, BENCH_BF16O = 3, BENCH_FP8 = 4 };
 
-/* Whether case c also runs in bfloat16 (the updates at d ≥ 256, where the GEMMs decide). */
+/* Whether case c also runs in bfloat16 and fp8 (the updates at d ≥ 128). */
 int bench_case_bf16(const bench_case_t *c);
 
-/* A precision's short name in the tables ("f64", "f32", "bf16e", "bf16o"), and in the CSV
- * ("float64", "float32", "bfloat16", "bfloat16_onednn"). */
+/* A precision's short name in the tables ("f64", "f32", "bf16e", "bf16o", "fp8"), and in the
+ * CSV ("float64", "float32", "bfloat16", "bfloat16_onednn", "fp8"). */
 const char *bench_prec_name(int prec);
 const char *bench_prec_csv(int prec);
 
@@ -63,7 +64,7 @@ double bench_step_flops(const model_t *m, int update);
 typedef struct {
     int threads, steps, warmup, torch;
     int f32;                    /* child: BENCH_F64, or the float32 core in BENCH_F32, BENCH_BF16E,
-                                   BENCH_BF16O (K_STEP, K_UPDATE; bfloat16: K_UPDATE) */
+                                   BENCH_BF16O, BENCH_FP8 (K_STEP, K_UPDATE; bf16, fp8: K_UPDATE) */
     int retries;                /* repeat a run disturbed by other processes at most this often */
     double wait;                /* seconds to wait for an idle machine before each run (0: no) */
     const char *csv, *python, *only;
@@ -177,10 +178,12 @@ void bench_print_notes(void);
  * side, with the CPU, our kernels and PyTorch's winning settings. */
 void bench_print_summary(const bench_row_t *rows, int n, const char *cpu, const char *ours);
 
-/* The bfloat16 table: each update case with bfloat16 rows, float32 against bfloat16 emulated
- * and through oneDNN (path: what oneDNN runs, e.g. "onednn 2.6.3 avx512_core_bf16") and
- * PyTorch's bfloat16 autocast at its fastest. */
-void bench_print_bf16(const bench_row_t *rows, int n, const char *cpu, const char *path);
+/* The low-precision table: each update case with bfloat16 or fp8 rows, float32 against
+ * bfloat16 emulated and through oneDNN (path: what oneDNN runs, e.g. "onednn 2.6.3
+ * avx512_core_bf16"), fp8 emulated, and PyTorch's bfloat16 autocast at its fastest (PyTorch 1.13
+ * has no fp8); ours: the SGEMM kernels the emulated rows run. */
+void bench_print_bf16(const bench_row_t *rows, int n, const char *cpu, const char *path,
+                      const char *ours);
 
 /* The CSV at path (a header, one line per row), with the machine's cpu and our kernels.
  * 0, or 1 (with perror) when the file cannot be written. */

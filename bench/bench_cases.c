@@ -56,19 +56,20 @@ int bench_case_f32(const bench_case_t *c)
 
 int bench_case_bf16(const bench_case_t *c)
 {
-    return c->kind == K_UPDATE && c->d >= 256;
+    return c->kind == K_UPDATE && c->d >= 128;
 }
 
 const char *bench_prec_name(int prec)
 {
-    static const char *const names[] = {"f64", "f32", "bf16e", "bf16o"};
-    return prec >= 0 && prec < 4 ? names[prec] : "?";
+    static const char *const names[] = {"f64", "f32", "bf16e", "bf16o", "fp8"};
+    return prec >= 0 && prec < 5 ? names[prec] : "?";
 }
 
 const char *bench_prec_csv(int prec)
 {
-    static const char *const names[] = {"float64", "float32", "bfloat16", "bfloat16_onednn"};
-    return prec >= 0 && prec < 4 ? names[prec] : "?";
+    static const char *const names[] = {"float64", "float32", "bfloat16", "bfloat16_onednn",
+                                        "fp8"};
+    return prec >= 0 && prec < 5 ? names[prec] : "?";
 }
 
 int bench_case_config(const bench_case_t *c, config_t *cfg)

@@ -233,10 +233,11 @@ int bench_child(const char *name, const bench_opts_t *o)
         fprintf(stderr, "bench: %s: float32 times updates only\n", name);
         return 2;
     }
-    if (o->f32 >= BENCH_BF16E) {   // train.precision = bfloat16, its products by either path
+    if (o->f32 == BENCH_BF16E || o->f32 == BENCH_BF16O) {   // bfloat16, products by either path
         cfg.train.precision = PRECISION_BFLOAT16;
         cfg.train.gemm_path = o->f32 == BENCH_BF16O ? GEMM_PATH_ONEDNN : GEMM_PATH_EMULATED;
     }
+    if (o->f32 == BENCH_FP8) cfg.train.precision = PRECISION_FP8;
     if (k->open(&ses, &cfg, err, sizeof err)) {
         fprintf(stderr, "bench: %s\n", err);
         return 1;

@@ -133,32 +133,39 @@ static const bench_row_t *row_of(const bench_row_t *rows, int n, const bench_cas
     return NULL;
 }
 
-void bench_print_bf16(const bench_row_t *rows, int n, const char *cpu, const char *path)
+void bench_print_bf16(const bench_row_t *rows, int n, const char *cpu, const char *path,
+                      const char *ours)
 {
     int any = 0;
     for (int i = 0; i < n; i++) any |= rows[i].f32 >= BENCH_BF16E;
     if (!any) return;
-    printf("\nbfloat16 against float32, per update (%s; bf16e: rounded operands into SGEMM, "
-           "bf16o: %s; PyTorch: float32 under torch.autocast(\"cpu\", torch.bfloat16))\n"
-           "%-21s %8s %8s %6s %8s %6s %11s %6s %-21s %11s\n", cpu, path, "", "f32 ms", "bf16e ms",
-           "x f32", "bf16o ms", "x f32", "torch bf16", "x", "best setting", "torch f32");
-    for (int i = 0; i < n; i++) {
-        if (rows[i].f32 != BENCH_BF16E) continue;
+    printf("\nbfloat16 and fp8 against float32, per update (%s; f32, bf16e, fp8: SGEMM on %s, "
+           "bf16e and fp8 on rounded operands; bf16o: %s; PyTorch: float32 under "
+           "torch.autocast(\"cpu\", torch.bfloat16))\n"
+           "%-21s %8s %8s %6s %8s %6s %8s %6s %11s %6s %-21s %11s\n", cpu, ours, path, "",
+           "f32 ms", "bf16e ms", "x f32", "bf16o ms", "x f32", "fp8 ms", "x f32", "torch bf16",
+           "x", "best setting", "torch f32");
+    for (int i = 0; i < n; i++) {   // one line per case: its first low-precision row
+        if (rows[i].f32 < BENCH_BF16E) continue;
         const bench_case_t *c = rows[i].c;
-        const bench_row_t *r[3] = {row_of(rows, n, c, BENCH_F32), &rows[i],
-                                   row_of(rows, n, c, BENCH_BF16O)};
-        double ms[3];
-        for (int k = 0; k < 3; k++) ms[k] = r[k] ? bench_field(r[k]->line, "ms_median") : NAN;
-        const torch_times_t *t = &rows[i].torch, *t32 = r[0] ? &r[0]->torch : NULL;
-        const double tb = t->best >= 0 ? t->ms[t->best] : NAN;
+        int first = 1;
+        for (int j = 0; j < i; j++) first &= !(rows[j].c == c && rows[j].f32 >= BENCH_BF16E);
+        if (!first) continue;
+        const bench_row_t *r[4] = {row_of(rows, n, c, BENCH_F32), row_of(rows, n, c, BENCH_BF16E),
+                                   row_of(rows, n, c, BENCH_BF16O), row_of(rows, n, c, BENCH_FP8)};
+        double ms[4];
+        for (int k = 0; k < 4; k++) ms[k] = r[k] ? bench_field(r[k]->line, "ms_median") : NAN;
+        const torch_times_t *t = r[1] ? &r[1]->torch : NULL, *t32 = r[0] ? &r[0]->torch : NULL;
+        const double tb = t && t->best >= 0 ? t->ms[t->best] : NAN;
         const double t32b = t32 && t32->best >= 0 ? t32->ms[t32->best] : NAN;
-        const double ours = isnan(ms[2]) || ms[1] < ms[2] ? ms[1] : ms[2];
+        const double bf16 = isnan(ms[2]) || ms[1] < ms[2] ? ms[1] : ms[2];
         char tag[64] = "-";
-        if (t->best >= 0) bench_torch_tag(&t->set[t->best], tag, sizeof tag);
-        printf("%-21s %8.1f %8.1f %6.2f %8.1f %6.2f %11.1f %6.2f %-21s %11.1f\n", c->label, ms[0],
-               ms[1], ms[0] / ms[1], ms[2], ms[0] / ms[2], tb, tb / ours, tag, t32b);
+        if (t && t->best >= 0) bench_torch_tag(&t->set[t->best], tag, sizeof tag);
+        printf("%-21s %8.1f %8.1f %6.2f %8.1f %6.2f %8.1f %6.2f %11.1f %6.2f %-21s %11.1f\n",
+               c->label, ms[0], ms[1], ms[0] / ms[1], ms[2], ms[0] / ms[2], ms[3], ms[0] / ms[3],
+               tb, tb / bf16, tag, t32b);
     }
-    printf("x f32: float32's time over bfloat16's (> 1: bfloat16 faster); x: PyTorch's bfloat16 "
+    printf("x f32: float32's time over the row's (> 1: faster than float32); x: PyTorch's bfloat16 "
            "over our faster bfloat16\n");
 }
 

@@ -196,6 +196,86 @@ START_TEST(test_bf16_stochastic_unbiased)
 }
 END_TEST
 
+/* Pattern i of the strided sweep of every float32 bit pattern: i·2⁸ (all signs, exponents —
+ * zeros, subnormals, ±inf, NaNs — and the 15 upper mantissa bits, which hold every bf16 and fp8
+ * tie), on odd i with a pseudo-random low byte (values between the ties). */
+static float sweep_value(uint32_t i)
+{
+    const uint32_t low = i & 1 ? (uint32_t)(i * 2654435761u) >> 24 : 0;
+    return float_of(i << 8 | low);
+}
+
+#define SWEEP (1u << 24)
+
+/* The vectorised array roundings equal their definitions on every pattern of the sweep, bit
+ * for bit (NaN's bits too): lowp_fp8_round (float64 bit arithmetic) against
+ * value(bits(s·x, saturating)) / s of lowp_fp8_bits/lowp_fp8_value (frexp, ldexp, nearbyint),
+ * for both formats at scales 1 (ties at the sweep's own patterns), 2⁻¹²⁰ (the float32 normals
+ * into fp8's subnormals and zero) and 0.37 (no power of two), into another array and in place;
+ * lowp_bf16_round against lowp_bf16. */
+START_TEST(test_fast_rounding_matches_the_definition)
+{
+    float *x = malloc(SWEEP * sizeof *x), *y = malloc(SWEEP * sizeof *y);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_nonnull(y);
+    for (uint32_t i = 0; i < SWEEP; i++) x[i] = sweep_value(i);
+    const float scales[3] = {1.0f, 0x1p-120f, 0.37f};
+    uint32_t ties = 0, subnormal = 0, nan = 0, saturated = 0;
+    for (int f = LOWP_E4M3; f <= LOWP_E5M2; f++) {
+        const int mbits = f == LOWP_E4M3 ? 3 : 2;
+        const double smallest_normal = f == LOWP_E4M3 ? 0x1p-6 : 0x1p-14;
+        for (int k = 0; k < 3; k++) {
+            const float s = scales[k];
+            lowp_fp8_round(x, y, SWEEP, (lowp_fp8_t)f, s);
+            uint32_t differ = 0;
+            for (uint32_t i = 0; i < SWEEP; i++) {
+                const double a = (double)s * x[i];
+                const float ref = (float)(lowp_fp8_value(lowp_fp8_bits(a, f, 1), f) / s);
+                if (memcmp(&ref, &y[i], sizeof ref) && differ++ < 5)
+                    fprintf(stderr, "fp8 %d, s %a, x %a: %a, definition %a\n", f, s, x[i], y[i], ref);
+                const double m = fabs(a);
+                nan += isnan(m);
+                saturated += m > lowp_fp8_max(f) && isfinite(m);
+                subnormal += m > 0 && m < smallest_normal;
+                if (k == 0 && m >= smallest_normal && m <= lowp_fp8_max(f)) {
+                    uint32_t u;
+                    memcpy(&u, &x[i], sizeof u);
+                    const uint32_t drop = 23 - (uint32_t)mbits;
+                    ties += (u & ((1u << drop) - 1)) == 1u << (drop - 1);   // half a step: a tie
+                }
+            }
+            ck_assert_uint_eq(differ, 0);
+        }
+    }
+    // every tie of fp8's normals at s = 1 is in the sweep: E4M3 15 binades × 8 steps × 2 signs
+    // less the 2 × 2 above 448, E5M2 30 binades × 4 × 2 less the 2 × 1 above 57344
+    ck_assert_uint_eq(ties, 236 + 238);
+    ck_assert_uint_gt(subnormal, 100000);
+    ck_assert_uint_gt(nan, 100000);
+    ck_assert_uint_gt(saturated, 100000);
+    // in place: the same values
+    memcpy(y, x, SWEEP * sizeof *x);
+    float *z = malloc(SWEEP * sizeof *z);
+    ck_assert_ptr_nonnull(z);
+    lowp_fp8_round(x, z, SWEEP, LOWP_E4M3, 0.37f);
+    lowp_fp8_round(y, y, SWEEP, LOWP_E4M3, 0.37f);
+    ck_assert_int_eq(memcmp(y, z, SWEEP * sizeof *y), 0);
+    // bfloat16: apart and in place
+    lowp_bf16_round(x, y, SWEEP);
+    uint32_t differ = 0;
+    for (uint32_t i = 0; i < SWEEP; i++) {
+        const float ref = lowp_bf16(x[i]);
+        differ += memcmp(&ref, &y[i], sizeof ref) != 0;
+    }
+    ck_assert_uint_eq(differ, 0);
+    lowp_bf16_round(x, x, SWEEP);
+    ck_assert_int_eq(memcmp(x, y, SWEEP * sizeof *x), 0);
+    free(x);
+    free(y);
+    free(z);
+}
+END_TEST
+
 Suite *lowp_suite(void)
 {
     Suite *s = suite_create("lowp");
@@ -203,6 +283,7 @@ Suite *lowp_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_fp8_formats_match_the_definition);
     tcase_add_test(tc, test_bf16_stochastic_unbiased);
+    tcase_add_test(tc, test_fast_rounding_matches_the_definition);
     suite_add_tcase(s, tc);
     // PyTorch's rounding, through /usr/bin/python3: a test case of its own, so a build whose
     // system libraries are hidden (tests/test_cluster_build.sh: numpy cannot load libblas

@@ -52,6 +52,13 @@ SCHEMES = [["model.placement=post"], ["model.placement=pre"], ["model.placement=
            ["model.placement=pre", "model.norm=rmsnorm"], ["model.placement=pre", "model.norm=dyt"],
            ["model.placement=post", "model.norm=none", "init.scheme=tfixup"]]
 
+LOWP = [("float32", ["train.precision=float32"]),
+        ("bfloat16", ["train.precision=bfloat16", "train.round_residual=on",
+                      "train.round_norm_stats=on"]),
+        ("bfloat16_pure-stochastic", ["train.precision=bfloat16_pure", "train.rounding=stochastic"]),
+        ("bfloat16_pure-kahan", ["train.precision=bfloat16_pure", "train.kahan=on"]),
+        ("fp8", ["train.precision=fp8"])]
+
 
 def cases():
     """(name, verb, sets, needs) for every comparison case."""
@@ -86,6 +93,11 @@ def cases():
                 "results/licenses.txt"))
     out.append(("train-translation-post", "train", TRANSLATION + TRAIN + ["train.eval_every=6"],
                 "results/translation/manifest.txt"))
+    # the float32 core and the emulated low precisions (docs/design.md, "Low precision,
+    # emulated"): every rounding place, both pure-bfloat16 updates, fp8's two formats
+    for tag, s in LOWP:
+        out.append((f"train-lm-mid-{tag}", "train",
+                    MID + TRAIN + ["model.activation=gelu", "model.causal=true"] + s, None))
     return out
 
 

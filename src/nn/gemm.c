@@ -166,7 +166,7 @@ static const float *rounded_operand(int slot, const float *X, int rows, int cols
         const float *src = X + (size_t)r * ld;
         float *dst = out + (size_t)r * cols;
         if (fp8 >= 0) memcpy(dst, src, (size_t)cols * sizeof(float));
-        else for (int c = 0; c < cols; c++) dst[c] = lowp_bf16(src[c]);
+        else lowp_bf16_round(src, dst, (size_t)cols);
     }
     if (fp8 >= 0) {
         const lowp_fp8_t f = (lowp_fp8_t)fp8;

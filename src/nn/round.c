@@ -15,5 +15,9 @@ const round_policy_t *round_policy(void) { return &policy; }
 
 void round_bf16(real *x, size_t n)
 {
+#if REAL_IS_FLOAT
+    lowp_bf16_round_inplace(x, n);   // the same bits, vectorised (util/lowp.h)
+#else
     for (size_t i = 0; i < n; i++) x[i] = lowp_bf16((float)x[i]);
+#endif
 }

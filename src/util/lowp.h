@@ -27,8 +27,12 @@ float lowp_bf16(float x);
  * draw — E[result] = x exactly for finite x whose neighbours are finite. NaN and ±inf stay. */
 float lowp_bf16_stochastic(float x, uint16_t r);
 
-/* x (n) rounded to bfloat16, nearest-even, into y (n); y may be x. */
+/* x (n) rounded to bfloat16, nearest-even, into y (n); y may be x (else they must not overlap).
+ * The bits of lowp_bf16 element by element, NaN's payload included, without a branch. */
 void lowp_bf16_round(const float *x, float *y, size_t n);
+
+/* x (n) rounded to bfloat16 in place, as lowp_bf16_round(x, x, n). */
+void lowp_bf16_round_inplace(float *x, size_t n);
 
 /* The OCP 8-bit formats: E4M3 (bias 7, largest 448, no infinities, NaN S.1111.111) and E5M2
  * (bias 15, largest 57344, ±inf S.11111.00, NaN S.11111.{01,10,11}), as IEEE 754 would. */
@@ -52,7 +56,7 @@ double lowp_fp8_value(uint8_t b, lowp_fp8_t f);
 float lowp_fp8_scale(const float *x, size_t n, lowp_fp8_t f);
 
 /* x (n) through the format with scale s: y = value(bits(s·x, saturating)) / s, in float32;
- * y may be x. */
+ * y may be x. Computed on the float64 bits of s·x, the same bits as that definition. */
 void lowp_fp8_round(const float *x, float *y, size_t n, lowp_fp8_t f, float s);
 
 #endif
