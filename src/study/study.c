@@ -8,6 +8,7 @@
 #include "study/atlas.h"
 #include "study/curvature_anchor.h"
 #include "study/estimators.h"
+#include "study/optimizers.h"
 #include "study/proxies.h"
 #include "study/remedies.h"
 #include "study/warmup.h"
@@ -38,6 +39,9 @@ static const study_t STUDIES[] = {
      "accuracy with its interval (docs/design.md, the advisor)", NULL, NULL, study_advise_files},
     {"remedies", "warm-up's remedies on the failure boundary: the causal test, η_max, the cost "
      "(docs/remedies.md)", study_remedies_table, NULL, NULL},
+    {"optimizers", "Muon, Lion and Adam: warm-up needed or hurting, η_max, the best loss seed by "
+     "seed, adaptive vs fixed warm-up, the peak logit (docs/design.md §6h)", study_optimizers_table,
+     NULL, NULL},
     {0},
 };
 
