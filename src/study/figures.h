@@ -52,4 +52,9 @@ int plot_fig_warmup_indicators(const plot_set_t *set, sbuf_t *s, char *name, siz
  * with a remedy and both baselines. */
 int plot_fig_remedies_boundary(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
+/* The optimizers study's boundary: the share of seeds that train per lr × warm-up arm, a heat map
+ * per optimizer × scheme × depth (docs/design.md §6h; study/optimizers_figure.c). Drawn when the
+ * set holds a Muon, Lion or NSGD training run and runs without and with a linear warm-up. */
+int plot_fig_optimizers_boundary(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+
 #endif
