@@ -15,7 +15,7 @@ static const plot_figure_t FIGURES[] = {
     {plot_fig_size_lr, 0}, {plot_fig_size_sensitivity, 0}, {plot_fig_size_best_lr, 0},
     {plot_fig_size_logit, 0}, {plot_fig_warmup_indicators, 0},
     {plot_fig_remedies_boundary, 0}, {plot_fig_precision_lines, 0},
-    {plot_fig_precision_lr, 0},
+    {plot_fig_precision_lr, 0}, {plot_fig_optimizers_boundary, 0},
     {plot_fig_curv_lens, 0}, {plot_fig_curv_init_depth, 0}, {plot_fig_curv_blocks, 0},
     {plot_fig_est_density, 0}, {plot_fig_est_critical, 0},
     {NULL, 0},

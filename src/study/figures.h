@@ -60,5 +60,9 @@ int plot_fig_precision_lines(const plot_set_t *set, sbuf_t *s, char *name, size_
 /* The precision study's final loss against the lr, a line per arm with its t-interval over the
  * seeds (the table's column). Drawn as precision_lines. */
 int plot_fig_precision_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
+/* The optimizers study's boundary: the share of seeds that train per lr × warm-up arm, a heat map
+ * per optimizer × scheme × depth (docs/design.md §6h; study/optimizers_figure.c). Drawn when the
+ * set holds a Muon, Lion or NSGD training run and runs without and with a linear warm-up. */
+int plot_fig_optimizers_boundary(const plot_set_t *set, sbuf_t *s, char *name, size_t len);
 
 #endif

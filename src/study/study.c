@@ -9,6 +9,7 @@
 #include "study/curvature_anchor.h"
 #include "study/estimators.h"
 #include "study/precision.h"
+#include "study/optimizers.h"
 #include "study/proxies.h"
 #include "study/remedies.h"
 #include "study/warmup.h"
@@ -42,6 +43,9 @@ static const study_t STUDIES[] = {
     {"precision", "bfloat16, fp8 and pure bfloat16 against float32: outcomes, final loss and its "
      "paired difference, spikes, logits, stagnation, spectral norms, softmax·V's bias (issue 49)",
      study_precision_table, NULL, NULL},
+    {"optimizers", "Muon, Lion and Adam: warm-up needed or hurting, η_max, the best loss seed by "
+     "seed, adaptive vs fixed warm-up, the peak logit (docs/design.md §6h)", study_optimizers_table,
+     NULL, NULL},
     {0},
 };
 
