@@ -67,6 +67,11 @@ train.optimizer = adam
 train.lr = {lrs}
 train.warmup = {warmups}
 """
+EXTRA = COMMON + """name = {{placement}}_muon_{tag}_s{{seed}}
+train.optimizer = muon
+train.lr = 1e-1
+{keys}
+"""
 LABEL = {"adam": "Adam", "muon": "Muon"}
 
 
@@ -88,7 +93,9 @@ def read_runs(*paths):
                 final = val[-1] if val and math.isfinite(val[-1]) else sum(loss[-n:]) / n
                 tr = cfg["train"]
                 w = max(int(tr["warmup"]), 1)
-                arm = ("suboptimality" if tr.get("schedule", "") == "suboptimality"
+                # the suboptimality schedule's arm is named by its fit's f_star / lr_div (runs_remedy)
+                fit = "%g/%g" % (float(tr.get("f_star", 0)), float(tr.get("lr_div", 100)))
+                arm = (f"suboptimality {fit}" if tr.get("schedule", "") == "suboptimality"
                        else f"linear {w}" if w > 1 else "none")
                 logit = [float(x) for x in t["max_attn_logit"][:] if math.isfinite(x)]
                 out.append({"opt": tr["optimizer"], "scheme": cfg["model"]["placement"],
@@ -202,7 +209,7 @@ def test_best_and_adaptive(runs, b_best, b_adapt):
         ok = close(float(row["best_loss"]), best) and close(float(row["best_half"]), half) \
             and close(float(row["best_lr"]), best_lr)
         want = math.nan
-        if key[3] == "suboptimality":
+        if key[3].startswith("suboptimality"):
             fixed = [(line(runs, key[:3] + (a,)), a) for a in ("none", "linear 20")]
             (_, _, _, f_lr, f_best, _), f_arm = min(((x, a) for x, a in fixed if math.isfinite(x[4])),
                                                     key=lambda p: p[0][4])
@@ -241,7 +248,7 @@ def test_figure(tmp, paths, runs):
         return
     text = open(os.path.join(pd, gp[0])).read()
     got = blocks(text, str)
-    arms = ["none", "linear 20", "suboptimality"]
+    arms = ["none", "linear 20", "suboptimality 0/100"]
     want = {}
     for o, opt in enumerate(("adam", "muon")):   # panels: optimizer × depth rows, scheme columns
         for sc, scheme in enumerate(("post", "pre")):
@@ -279,6 +286,37 @@ def test_refusals(tmp, paths):
           (s.returncode, s.stderr))
 
 
+def test_extra_arms(tmp, base, paths, b_needs):
+    """QK-Clip's runs and a second fit of the suboptimality schedule are arms of their own: the
+    set is not refused as one cell twice, the baselines' needs / hurts do not move, and the
+    adaptive column takes the better of the schedule's two fits."""
+    s1, clip = sweep_in(os.path.join(tmp, "x"), "clip", EXTRA.format(
+        base=base, d_ff=32, tag="clip", keys="train.qk_clip = 1\ntrain.warmup = 1"))
+    s2, fit = sweep_in(os.path.join(tmp, "f"), "fit", EXTRA.format(
+        base=base, d_ff=32, tag="fit", keys="train.schedule = suboptimality\ntrain.f_star = 0.5\ntrain.lr_div = 5"))
+    check("the tiny QK-Clip and second-fit sweeps run", s1.returncode == 0 and s2.returncode == 0,
+          (s1.stderr[-300:], s2.stderr[-300:]))
+    s = run("table", "optimizers", *paths, clip, fit, "--tsv")
+    check("QK-Clip and a second fit are arms, not one cell twice", s.returncode == 0, s.stderr[-300:])
+    if s.returncode != 0:
+        return
+    b_trains, b_needs2, _, b_adapt, _ = tsv_blocks(s.stdout)
+    arms = {r["arm"]: int(r["runs"]) for r in b_trains if r["optimizer"] == "muon" and r["scheme"] == "post"}
+    check("the arms none + qk_clip 1 and suboptimality 0.5/5 hold their 2 runs each",
+          arms.get("none + qk_clip 1") == 2 and arms.get("suboptimality 0.5/5") == 2
+          and arms.get("suboptimality 0/100") == 4, arms)
+    check("needs / hurts compare the plain baselines only: unchanged by the extra arms",
+          b_needs2 == b_needs, (b_needs2, b_needs))
+    runs = read_runs(*paths, clip, fit)
+    for scheme in ("post", "pre"):
+        lines = {a: line(runs, ("muon", scheme, 2, a)) for a in ("suboptimality 0/100", "suboptimality 0.5/5")}
+        best = min(lines, key=lambda a: lines[a][4])
+        rows = {r["arm"]: r for r in b_adapt if (r["optimizer"], r["scheme"]) == ("muon", scheme)}
+        check(f"muon {scheme}: the adaptive column is the better fit's ({best})",
+              rows[best]["minus_best_fixed"] != "nan" and all(
+                  rows[a]["minus_best_fixed"] == "nan" for a in rows if a != best), rows)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         base = os.path.join(REPO, "configs", "tiny.ini")
@@ -297,9 +335,10 @@ def main():
             test_trains_and_needs(runs, b_trains, b_needs)
             test_best_and_adaptive(runs, b_best, b_adapt)
             test_logit(runs, b_logit)
+            test_extra_arms(tmp, base, paths, b_needs)
         s = run("table", "optimizers", *paths)
         check("the Markdown tables name the study's arms and sections",
-              s.returncode == 0 and "40 runs: Adam, Muon" in s.stdout and "| Muon | post | 2 | suboptimality |"
+              s.returncode == 0 and "40 runs: Adam, Muon" in s.stdout and "| Muon | post | 2 | suboptimality 0/100 |"
               in s.stdout and "### Peak max |attention logit|" in s.stdout, s.stdout[:400])
         test_figure(tmp, paths, runs)
         test_refusals(tmp, paths)

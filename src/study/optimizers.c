@@ -42,23 +42,42 @@ const char *optimizers_label(const char *opt)
     return opt;
 }
 
-/* The arm of row r: none, linear W or the suboptimality schedule (its own warm-up). */
+/* The arm of row r: none, linear W or the suboptimality schedule (its own warm-up), each with the
+ * row's other remedies (runs_remedy: "suboptimality F/D" names the schedule's arm, the rest
+ * joined by '+' make it an extra arm). */
 static void arm_of(const runs_row_t *r, optimizers_arm_t *a)
 {
     memset(a, 0, sizeof *a);
     a->warmup = r->warmup > 1 ? r->warmup : 1;
     a->subopt = !strcmp(r->schedule, "suboptimality");
-    if (a->subopt && a->warmup > 1) snprintf(a->label, sizeof a->label, "suboptimality + warm-up %d", a->warmup);
-    else if (a->subopt) snprintf(a->label, sizeof a->label, "suboptimality");
-    else if (a->warmup > 1) snprintf(a->label, sizeof a->label, "linear %d", a->warmup);
-    else snprintf(a->label, sizeof a->label, "none");
+    char fit[32] = "", rest[48] = "", rem[96], *save = NULL;
+    snprintf(rem, sizeof rem, "%s", r->remedy);
+    for (char *part = strtok_r(rem, "+", &save); part; part = strtok_r(NULL, "+", &save)) {
+        if (!strncmp(part, "suboptimality ", 14)) snprintf(fit, sizeof fit, "%s", part + 14);
+        else if (strcmp(part, "none"))
+            snprintf(rest + strlen(rest), sizeof rest - strlen(rest), "%s%s", *rest ? " + " : "", part);
+    }
+    a->extra = *rest != 0;
+    char base[48];
+    if (a->subopt) snprintf(base, sizeof base, "suboptimality%s%s", *fit ? " " : "", fit);
+    else if (a->warmup > 1) snprintf(base, sizeof base, "linear %d", a->warmup);
+    else snprintf(base, sizeof base, "none");
+    if (a->subopt && a->warmup > 1)
+        snprintf(base + strlen(base), sizeof base - strlen(base), " + warm-up %d", a->warmup);
+    snprintf(a->label, sizeof a->label, "%s%s%s", base, a->extra ? " + " : "", rest);
+    if (a->extra && !strncmp(rest, "qk_clip ", 8)) snprintf(a->tick, sizeof a->tick, "QK-Clip %s", rest + 8);
+    else if (a->extra) snprintf(a->tick, sizeof a->tick, "%s", rest);
+    else if (a->subopt) snprintf(a->tick, sizeof a->tick, "subopt.%s%s", *fit ? " " : "", fit);
+    else snprintf(a->tick, sizeof a->tick, "%s", base);
 }
 
 static int by_arm(const void *x, const void *y)
 {
     const optimizers_arm_t *a = x, *b = y;
     if (a->subopt != b->subopt) return a->subopt - b->subopt;
-    return a->warmup - b->warmup;
+    if (a->extra != b->extra) return a->extra - b->extra;
+    if (a->warmup != b->warmup) return a->warmup - b->warmup;
+    return strcmp(a->label, b->label);
 }
 
 /* Adam first (the reference), then Muon, Lion, NSGD, then any other by name. */
@@ -148,11 +167,11 @@ static int read_axes(const plot_set_t *set, optimizers_t *st, char *why, size_t 
     qsort(st->arm, (size_t)st->na, sizeof *st->arm, by_arm);
     qsort(st->lr, (size_t)st->nl, sizeof *st->lr, plot_cmp_double);
     qsort(st->seed, (size_t)st->nk, sizeof *st->seed, by_ulong);
-    st->none = st->linear = st->subopt = -1;
+    st->none = st->linear = -1;
     for (int a = st->na - 1; a >= 0; a--) {
-        if (!st->arm[a].subopt && st->arm[a].warmup == 1) st->none = a;
-        if (!st->arm[a].subopt && st->arm[a].warmup > 1) st->linear = a;   // the shortest
-        if (st->arm[a].subopt && st->arm[a].warmup == 1) st->subopt = a;
+        const optimizers_arm_t *m = &st->arm[a];
+        if (!m->subopt && !m->extra && m->warmup == 1) st->none = a;
+        if (!m->subopt && !m->extra && m->warmup > 1) st->linear = a;   // the shortest
     }
     return 0;
 }

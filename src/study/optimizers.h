@@ -17,10 +17,13 @@
 #include "study/study.h"
 
 /* A warm-up arm: none (warmup ≤ 1), a linear warm-up of `warmup` updates, or the suboptimality
- * schedule (its own warm-up). */
+ * schedule (its own warm-up; one arm per f_star/lr_div, runs_remedy's "suboptimality F/D");
+ * `extra` when the run also used another remedy (QK-Clip's "qk_clip T"): such an arm is neither
+ * the cold nor the linear baseline. */
 typedef struct {
-    char label[64];
-    int warmup, subopt;
+    char label[128];      /* "none", "linear 100", "suboptimality 3.2/5", "none + qk_clip 100" */
+    char tick[64];        /* the figure's short form: "subopt. 3.2/5", "QK-Clip 100" */
+    int warmup, subopt, extra;
 } optimizers_arm_t;
 
 /* One optimizer × scheme × depth × arm. */
@@ -47,7 +50,7 @@ typedef struct {
     unsigned long *seed;           /* (nk) up */
     int no, ns, nd, na, nl, nk;
     int *idx;                      /* (no, ns, nd, na, nl, nk) a row of t, or −1 */
-    int none, linear, subopt;      /* arm indices, −1 when the set has no such arm */
+    int none, linear;              /* the baselines' arm indices, −1 when the set has none */
     optimizers_line_t *line;       /* (no, ns, nd, na) */
     double *top_seed;              /* (no, ns, nd, na, nk) each seed's own η_max; NaN: not run */
     optimizers_cell_t *cell;       /* (no, ns, nd) */

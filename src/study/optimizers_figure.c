@@ -65,7 +65,7 @@ static void panel(sbuf_t *s, const optimizers_t *st, const plot_grid_t *g, int k
                 name, st->depth[d]);
     for (int a = 0; a < st->na; a++) {
         char lab[80];
-        plot_escape_name(st->arm[a].subopt ? "subopt." : st->arm[a].label, lab, sizeof lab);
+        plot_escape_name(st->arm[a].tick, lab, sizeof lab);
         sbuf_printf(s, "%s'%s' %d", a ? ", " : "", lab, a);
     }
     sbuf_printf(s, ") @F70 scale 0\nset ytics (");
@@ -103,7 +103,7 @@ int plot_fig_optimizers_boundary(const plot_set_t *set, sbuf_t *s, char *name, s
     snprintf(title, sizeof title, "Do the optimizers need warm-up? The share of seeds that train, per lr "
              "and warm-up arm");
     snprintf(sub, sizeof sub, "%d runs: %s; d = %d, L = %s, %d seed%s, %d updates; warm-up: %s "
-             "(subopt.: Riabinin et al. 2026's suboptimality schedule)\ncolour and label: the seeds whose "
+             "(subopt. F/D: Riabinin et al. 2026's suboptimality schedule at f* = F, lr_div = D)\ncolour and label: the seeds whose "
              "final loss is below %.1f nats, of those run (stability table optimizers); grey: not run",
              st.t.n, opts, st.d_model, depths, st.nk, st.nk > 1 ? "s" : "", st.steps, arms, ATLAS_TRAINS);
     const int cols = st.ns, rows = st.no * st.nd;

@@ -207,13 +207,14 @@ static double paired(const optimizers_t *st, int o, int s, int d, int a, int b, 
     return n ? mean : NAN;
 }
 
-/* The fixed arm (not the suboptimality schedule) with the lowest best loss of a cell, or −1. */
-static int best_fixed(const optimizers_t *st, int o, int s, int d)
+/* The arm with the lowest best loss of a cell among the fixed warm-ups (no remedy beside them:
+ * subopt 0) or among the suboptimality schedule's arms (subopt 1), or −1. */
+static int best_arm(const optimizers_t *st, int o, int s, int d, int subopt)
 {
     int b = -1;
     for (int a = 0; a < st->na; a++) {
         const optimizers_line_t *ln = optimizers_line(st, o, s, d, a);
-        if (st->arm[a].subopt || !isfinite(ln->best)) continue;
+        if (st->arm[a].subopt != subopt || st->arm[a].extra || !isfinite(ln->best)) continue;
         if (b < 0 || ln->best < optimizers_line(st, o, s, d, b)->best) b = a;
     }
     return b;
@@ -236,7 +237,7 @@ static void print_adaptive(const optimizers_t *st, study_format_t fmt, FILE *out
         fprintf(out, "### Adaptive against fixed warm-up: the final loss at each arm's best lr\n\n"
                      "| optimizer | scheme | L |");
         for (int a = 0; a < st->na; a++) fprintf(out, " %s |", st->arm[a].label);
-        fprintf(out, " suboptimality − best fixed |\n|---|---|---|");
+        fprintf(out, " best suboptimality − best fixed |\n|---|---|---|");
         for (int a = 0; a <= st->na; a++) fprintf(out, "---|");
         fprintf(out, "\n");
     }
@@ -244,8 +245,8 @@ static void print_adaptive(const optimizers_t *st, study_format_t fmt, FILE *out
         for (int s = 0; s < st->ns; s++)
             for (int d = 0; d < st->nd; d++) {
                 if (!cell_ran(st, o, s, d)) continue;
-                const int f = best_fixed(st, o, s, d), sub = st->subopt;
-                const int has_sub = sub >= 0 && optimizers_line(st, o, s, d, sub)->runs;
+                const int f = best_arm(st, o, s, d, 0), sub = best_arm(st, o, s, d, 1);
+                const int has_sub = sub >= 0;
                 double half = NAN;
                 const double diff = has_sub && f >= 0 ? paired(st, o, s, d, sub, f, &half) : NAN;
                 if (fmt == STUDY_MARKDOWN) row_head(st, o, s, d, fmt, out);
@@ -268,14 +269,16 @@ static void print_adaptive(const optimizers_t *st, study_format_t fmt, FILE *out
                 if (fmt == STUDY_TSV) continue;
                 if (!has_sub) fprintf(out, " – |\n");
                 else if (isnan(diff)) fprintf(out, " none finished |\n");
-                else if (isfinite(half)) fprintf(out, " %+.3f ± %.3f (%s) |\n", diff, half, st->arm[f].label);
-                else fprintf(out, " %+.3f (%s) |\n", diff, st->arm[f].label);
+                else if (isfinite(half))
+                    fprintf(out, " %+.3f ± %.3f (%s − %s) |\n", diff, half, st->arm[sub].label, st->arm[f].label);
+                else fprintf(out, " %+.3f (%s − %s) |\n", diff, st->arm[sub].label, st->arm[f].label);
             }
     if (fmt == STUDY_MARKDOWN)
         fprintf(out, "\nEach arm: the lowest of the lrs' mean final losses over the seeds, ± the 95 %% "
                      "Student-t half-width over the seeds at that lr (its lr in brackets). The last "
-                     "column: seed by seed, the suboptimality schedule's final loss at its best lr "
-                     "minus the best fixed arm's (named) at its, mean ± 95 %% half-width over the "
+                     "column: seed by seed, the final loss of the suboptimality schedule's best arm "
+                     "(of its f*/lr_div fits) at its best lr minus the best fixed arm's at its (both "
+                     "named), mean ± 95 %% half-width over the "
                      "seeds where both finished; below 0: the adaptive warm-up does better.\n\n");
 }
 
