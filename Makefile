@@ -314,6 +314,38 @@ remedies: deps
 	mv results/remedies.md.tmp results/remedies.md   # whole, or the old one kept
 	@cat results/remedies.md
 
+# Today's optimizers (docs/optimizers.md, docs/design.md §6h): do Muon and Lion need warm-up where
+# Adam does, does Post-LN's failure at L = 12 survive them, QK-Clip, Riabinin et al.'s adaptive
+# schedule. The reduced sweeps (about 75 min on 2 shared cores); the table into
+# results/optimizers.md, the figure optimizers_boundary into plots/.
+OPTIMIZERS_SWEEPS := optimizers_reduced_muon optimizers_reduced_lion optimizers_reduced_adam \
+                     optimizers_reduced_muonclip optimizers_reduced_muon_fstar optimizers_reduced_lion_fstar
+OPTIMIZERS_FILES := $(OPTIMIZERS_SWEEPS:%=results/%.h5)
+.PHONY: optimizers
+optimizers: deps
+	$(MAKE) -j$(JOBS) stability
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the runs train on
+	for s in $(OPTIMIZERS_SWEEPS); do ./stability sweep experiments/$$s.ini --jobs $(JOBS) || exit 1; done
+	./stability plot $(OPTIMIZERS_FILES)
+	./stability table optimizers $(OPTIMIZERS_FILES) > results/optimizers.md.tmp
+	mv results/optimizers.md.tmp results/optimizers.md   # whole, or the old one kept
+	@cat results/optimizers.md
+
+# Precision (docs/precision.md, docs/design.md "Low precision, emulated"): bfloat16, fp8, pure
+# bfloat16 stores and Qiu & Yao's softmax fix against float32 on the dynamics' reference, three
+# seeds; the table into results/precision.md, precision_lines and precision_lr into plots/.
+PRECISION_SWEEPS := precision_reduced precision_reduced_fix precision_reduced_pure
+PRECISION_FILES := $(PRECISION_SWEEPS:%=results/%.h5)
+.PHONY: precision
+precision: deps
+	$(MAKE) -j$(JOBS) stability
+	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the runs train on
+	for s in $(PRECISION_SWEEPS); do ./stability sweep experiments/$$s.ini --jobs $(JOBS) || exit 1; done
+	./stability plot $(PRECISION_FILES)
+	./stability table precision $(PRECISION_FILES) > results/precision.md.tmp
+	mv results/precision.md.tmp results/precision.md   # whole, or the old one kept
+	@cat results/precision.md
+
 # Training dynamics (docs/dynamics.md, docs/design.md §6g): attention-logit growth, entropy
 # collapse, QK-norm and the z-loss over the learning rate; figures into plots/logit_growth*-dyn_*.
 # The reduced grid by default (about 30 min on 2 idle cores); DYNAMICS_SWEEP=logit_growth for
