@@ -500,7 +500,7 @@ void size_subtitle(const plot_set_t *set, const size_study_t *st, const char *ex
                                  set->runs[mup].cfg.init.base_width);
     for (int i = 0; i < st->n && used < sizeof plain; i++) {   // Muon's other tensors (§6h)
         const config_t *x = &set->runs[st->m[i]].cfg;
-        if (x->train.optimizer != OPT_MUON || !plot_diff_has(&st->all, "train.optimizer")) continue;
+        if (x->train.optimizer != OPT_MUON) continue;
         if (x->train.muon_adamw_lr > 0)
             used += (size_t)snprintf(plain + used, sizeof plain - used, "\nMuon on the layers' "
                                      "matrices, AdamW at lr %g on the rest", x->train.muon_adamw_lr);
