@@ -443,7 +443,7 @@ CHECK_NUMBERS := test_subopt test_curvature test_remedies test_curvature_diag te
 NUMBERS := test_advise test_curv_signal test_estimators test_curvature_anchor \
            test_train test_watch test_warmup_answer test_threads test_float32 \
            test_warmup_explained test_warmup_seeds test_atlas_table test_remedies_table \
-           test_precision_table test_optimizers_table
+           test_precision_table test_optimizers_table test_proxies_muon
 # Figures (tests/plot_check.py: the numbers, keys and titles of `plot --format gp`):
 CHECK_FIGURES := test_dynamics_plot test_curvature_plot test_plot_keys test_plot_overlay
 FIGURES_TESTS := test_proxies_plot

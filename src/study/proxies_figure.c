@@ -494,8 +494,18 @@ int plot_fig_size_best_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     if (got <= 0) return got;
     fig_name(&st, "size_best_lr", name, len);
     int use[SIZE_ARMS], pairs = 0, nuse = 0;
+    char measure[200];   // standard vs μP (the arms of a pair), and any other optimizer's arm
     for (int a = 0; a < st.na; a++) pairs |= st.partner[a] >= 0;
-    for (int a = 0; a < st.na; a++) nuse += use[a] = !pairs || st.partner[a] >= 0;
+    snprintf(measure, sizeof measure, "%s", pairs ? "Best learning rate vs width, standard vs μP"
+                                                  : "Best learning rate vs width by remedy");
+    for (int a = 0; a < st.na; a++) {
+        nuse += use[a] = !pairs || st.partner[a] >= 0 || st.opt[a];
+        int r = -1;
+        for (int c = 0; c < st.nc && r < 0; c++) r = st.rep[c][a];
+        if (pairs && st.opt[a] && r >= 0)
+            snprintf(measure + strlen(measure), sizeof measure - strlen(measure), " vs %s",
+                     plot_optimizer_label(set->runs[r].cfg.train.optimizer));
+    }
     plot_range_t y;
     plot_range_init(&y);
     char has[SIZE_CTX][SIZE_ARMS] = {{0}};
@@ -503,9 +513,7 @@ int plot_fig_size_best_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t l
     plot_range_add(&y, st.lr[0]);   // the grid's ends, dotted
     plot_range_add(&y, st.lr[st.nl - 1]);
     char title[500], sub[1600], extra[600];
-    size_title(set, &st, pairs ? "Best learning rate vs width, standard vs μP"
-                               : "Best learning rate vs width by remedy", 0, "Wortsman et al. 2023",
-               title, sizeof title);
+    size_title(set, &st, measure, 0, "Wortsman et al. 2023", title, sizeof title);
     snprintf(extra, sizeof extra, "best lr: per seed, the lr of the lowest min(final loss, loss_0), "
              "refined by the parabola through it and its two neighbours in log lr\n%s; grey: "
              "outside the lr grid (a best lr there is only a bound)\nspread: max − min over the "

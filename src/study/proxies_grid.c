@@ -12,9 +12,10 @@
 #include "report/runs.h"
 #include "measure/fit.h"
 
-/* The remedies an arm is made of (docs/design.md §6g, §6h), in the order its words list them. */
-static const char *const REMEDY[] = {"init.parametrization", "model.qk_norm", "train.z_loss",
-                                     "model.attn_softcap", NULL};
+/* The remedies an arm is made of (docs/design.md §6g, §6h), in the order its words list them;
+ * the optimizer makes an arm when it is no Adam (Muon: docs/proxies.md, "Muon across widths"). */
+static const char *const REMEDY[] = {"init.parametrization", "train.optimizer", "model.qk_norm",
+                                     "train.z_loss", "model.attn_softcap", NULL};
 /* The keys that make a block (docs/design.md §6i). */
 static const char *const BLOCK_KEYS[] = {"model.positions", "model.activation", "model.bias",
                                          "model.norm", NULL};
@@ -26,6 +27,20 @@ static int listed(const char *const *list, const char *item)
     for (int i = 0; list[i]; i++)
         if (!strcmp(list[i], item)) return 1;
     return 0;
+}
+
+/* Whether cfg's optimizer is no Adam (Adam, AdamW: the study's own): an arm of its own. */
+static int other_optimizer(const config_t *cfg)
+{
+    return cfg->train.optimizer != OPT_ADAM && cfg->train.optimizer != OPT_ADAMW;
+}
+
+/* Whether item is one of an optimizer's own keys (docs/design.md §6h: Muon's momentum, its
+ * Newton–Schulz steps and scale, the AdamW lr of the tensors it does not own): recorded only for
+ * that optimizer, so it goes with the optimizer's arm and makes no context. */
+static int optimizer_key(const char *item)
+{
+    return !strcmp(item, "train.momentum") || !strncmp(item, "train.muon_", 11);
 }
 
 /* ------------------------------------------------------------------------- words */
@@ -68,6 +83,7 @@ static void arm_words(const plot_run_t *r, const plot_diff_t *items, int generic
     rem[0] = '\0';
     for (int k = 1; REMEDY[k]; k++) {
         if (!plot_diff_has(items, REMEDY[k]) || !item_on(r, REMEDY[k])) continue;
+        if (!strcmp(REMEDY[k], "train.optimizer") && !other_optimizer(&r->cfg)) continue;
         char w[160];
         if (generic && !strcmp(REMEDY[k], "model.qk_norm")) snprintf(w, sizeof w, "QK-norm");
         else plot_item_text(r, REMEDY[k], 0, w, sizeof w);
@@ -147,6 +163,7 @@ static void run_words(const plot_set_t *set, size_study_t *st, char (*ctx)[200],
         const char *it = st->all.item[k];
         if (!strcmp(it, "model.d_model") || !strcmp(it, "train.lr")) continue;
         if (listed(FOLLOW, it) && follows_width(set, st->m, st->n, &st->all, it)) continue;
+        if (optimizer_key(it) && plot_diff_has(&st->all, "train.optimizer")) continue;
         plot_diff_t *to = listed(REMEDY, it) ? &ar : &cx;
         snprintf(to->item[to->n++], sizeof to->item[0], "%s", it);
         block |= listed(BLOCK_KEYS, it);
@@ -204,8 +221,8 @@ static double ctx_order(const plot_set_t *set, const size_study_t *st, int run)
     return runs_block_kind(&r->cfg) * 1e12 + (isfinite(v) ? v : 0.0);
 }
 
-/* Sort the contexts (ctx_order; cfirst[c]: a run of each, moved with it) and the arms (standard
- * before μP, fewer remedies first, then by name). */
+/* Sort the contexts (ctx_order; cfirst[c]: a run of each, moved with it) and the arms (Adam's
+ * before another optimizer's, standard before μP, fewer remedies first, then by name). */
 static void sort_axes(const plot_set_t *set, size_study_t *st, int *cfirst)
 {
     for (int x = 1; x < st->nc; x++)
@@ -220,7 +237,7 @@ static void sort_axes(const plot_set_t *set, size_study_t *st, int *cfirst)
     for (int a = 0; a < st->na; a++) {
         int n = st->rem[a][0] != '\0';
         for (const char *p = st->rem[a]; (p = strstr(p, " + ")); p += 3) n++;
-        key[a] = st->mup[a] * 100 + n;
+        key[a] = st->opt[a] * 1000 + st->mup[a] * 100 + n;
     }
     for (int x = 1; x < st->na; x++)
         for (int y = x; y > 0 && (key[y] < key[y - 1] ||
@@ -232,6 +249,7 @@ static void sort_axes(const plot_set_t *set, size_study_t *st, int *cfirst)
             memcpy(st->rem[y - 1], t, sizeof t);
             const double k = key[y]; key[y] = key[y - 1]; key[y - 1] = k;
             const int mu = st->mup[y]; st->mup[y] = st->mup[y - 1]; st->mup[y - 1] = mu;
+            const int op = st->opt[y]; st->opt[y] = st->opt[y - 1]; st->opt[y - 1] = op;
         }
     qsort(st->width, (size_t)st->nw, sizeof(double), plot_cmp_double);
     qsort(st->lr, (size_t)st->nl, sizeof(double), plot_cmp_double);
@@ -257,6 +275,7 @@ static int study_axes(const plot_set_t *set, size_study_t *st, char (*ctx)[200],
         if (st->na > na) {
             snprintf(st->rem[a], sizeof st->rem[0], "%s", rem[i]);
             st->mup[a] = config_is_mup(&r->cfg);
+            st->opt[a] = other_optimizer(&r->cfg);
         }
         if (intern_num(st->width, &st->nw, SIZE_WIDTHS, r->cfg.model.d_model) < 0 ||
             intern_num(st->lr, &st->nl, SIZE_LRS, r->cfg.train.lr) < 0 ||
@@ -473,11 +492,23 @@ void size_subtitle(const plot_set_t *set, const size_study_t *st, const char *ex
         used += (size_t)snprintf(plain + used, sizeof plain - used, "%sQK-norm: the block's norm", sep);
         sep = "; ";
     }
-    int mup = 0;
-    for (int a = 0; a < st->na; a++) mup |= st->mup[a];
-    if (mup && used < sizeof plain)
+    int mup = -1;   // a μP run (its base width; a standard run records none)
+    for (int i = 0; i < st->n && mup < 0; i++)
+        if (config_is_mup(&set->runs[st->m[i]].cfg)) mup = st->m[i];
+    if (mup >= 0 && used < sizeof plain)
         used += (size_t)snprintf(plain + used, sizeof plain - used, "%sμP's base width %d", sep,
-                                 r->cfg.init.base_width);
+                                 set->runs[mup].cfg.init.base_width);
+    for (int i = 0; i < st->n && used < sizeof plain; i++) {   // Muon's other tensors (§6h)
+        const config_t *x = &set->runs[st->m[i]].cfg;
+        if (x->train.optimizer != OPT_MUON) continue;
+        if (x->train.muon_adamw_lr > 0)
+            used += (size_t)snprintf(plain + used, sizeof plain - used, "\nMuon on the layers' "
+                                     "matrices, AdamW at lr %g on the rest", x->train.muon_adamw_lr);
+        else
+            used += (size_t)snprintf(plain + used, sizeof plain - used, "\nMuon on the layers' "
+                                     "matrices, AdamW at Muon's lr on the rest");
+        break;
+    }
     if (extra && extra[0] && used < sizeof plain)
         snprintf(plain + used, sizeof plain - used, "\n%s", extra);
     size_enh_lines(plain, buf, len);

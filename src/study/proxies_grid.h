@@ -6,7 +6,8 @@
  *
  * The grid's axes: a *context* (what sets a row of panels apart: the block, the depth, any other
  * key that differs and is no remedy; one empty context when nothing does), an *arm* (the remedy:
- * the parametrization, QK-norm, the z-loss, the soft-cap), the width d (with the keys that follow
+ * the parametrization, an optimizer other than Adam (Muon), QK-norm, the z-loss, the soft-cap),
+ * the width d (with the keys that follow
  * it: heads, d_ff), the learning rate and the seed. */
 #ifndef STABILITY_STUDY_PROXIES_GRID_H
 #define STABILITY_STUDY_PROXIES_GRID_H
@@ -25,6 +26,7 @@ typedef struct {
     char arm[SIZE_ARMS][120];   /* the arm in words, the same in every context ("standard + QK-norm") */
     char rem[SIZE_ARMS][120];   /* its remedies without the parametrization ("" for none) */
     int mup[SIZE_ARMS];         /* the arm is μP */
+    int opt[SIZE_ARMS];         /* the arm's optimizer is no Adam (Muon, Lion …): its own arm */
     int partner[SIZE_ARMS];     /* the arm of the other parametrization with the same remedies, or −1 */
     int rep[SIZE_CTX][SIZE_ARMS];   /* a run of the panel (index into the set), or −1 */
     int block;                  /* the contexts differ by the block (positions, activation, bias, norm) */
