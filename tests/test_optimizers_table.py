@@ -268,7 +268,7 @@ def test_figure(tmp, paths, runs):
             x[:2] == y[:2] and close(x[2], y[2], 1e-5) and x[3] == y[3] for x, y in zip(g, cells))
     check("a panel per optimizer and scheme, a cell per arm × lr: the share of seeds that train, "
           "labelled k/n", ok, (got, want))
-    check("the figure names the arms and the rule", "subopt." in text and "below 3.2 nats" in text, "")
+    check("the figure names the arms and the rule", "sub 0/100" in text and "suboptimality schedule" in text and "below 3.2 nats" in text, "")
 
 
 def test_refusals(tmp, paths):

@@ -65,9 +65,10 @@ static void arm_of(const runs_row_t *r, optimizers_arm_t *a)
     if (a->subopt && a->warmup > 1)
         snprintf(base + strlen(base), sizeof base - strlen(base), " + warm-up %d", a->warmup);
     snprintf(a->label, sizeof a->label, "%s%s%s", base, a->extra ? " + " : "", rest);
-    if (a->extra && !strncmp(rest, "qk_clip ", 8)) snprintf(a->tick, sizeof a->tick, "QK-Clip %s", rest + 8);
+    if (a->extra && !strncmp(rest, "qk_clip ", 8)) snprintf(a->tick, sizeof a->tick, "clip %s", rest + 8);
     else if (a->extra) snprintf(a->tick, sizeof a->tick, "%s", rest);
-    else if (a->subopt) snprintf(a->tick, sizeof a->tick, "subopt.%s%s", *fit ? " " : "", fit);
+    else if (a->subopt) snprintf(a->tick, sizeof a->tick, "sub%s%s", *fit ? " " : "", fit);
+    else if (a->warmup > 1) snprintf(a->tick, sizeof a->tick, "lin. %d", a->warmup);
     else snprintf(a->tick, sizeof a->tick, "%s", base);
 }
 

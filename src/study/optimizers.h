@@ -22,7 +22,7 @@
  * the cold nor the linear baseline. */
 typedef struct {
     char label[128];      /* "none", "linear 100", "suboptimality 3.2/5", "none + qk_clip 100" */
-    char tick[64];        /* the figure's short form: "subopt. 3.2/5", "QK-Clip 100" */
+    char tick[64];        /* the figure's short form: "lin. 100", "sub 3.2/5", "clip 100" */
     int warmup, subopt, extra;
 } optimizers_arm_t;
 

@@ -68,7 +68,7 @@ static void panel(sbuf_t *s, const optimizers_t *st, const plot_grid_t *g, int k
         plot_escape_name(st->arm[a].tick, lab, sizeof lab);
         sbuf_printf(s, "%s'%s' %d", a ? ", " : "", lab, a);
     }
-    sbuf_printf(s, ") @F70 scale 0\nset ytics (");
+    sbuf_printf(s, ") @F70 scale 0 rotate by 30 right\nset ytics (");
     for (int j = 0; j < n; j++) sbuf_printf(s, "%s'%g' %d", j ? ", " : "", st->lr[ls[j]], j);
     sbuf_printf(s, ") @F70 scale 0\nset xrange [-0.5:%g]\nset yrange [-0.5:%g]\n", st->na - 0.5, n - 0.5);
     if (k) sbuf_printf(s, "unset colorbox\n");
@@ -93,26 +93,36 @@ int plot_fig_optimizers_boundary(const plot_set_t *set, sbuf_t *s, char *name, s
             for (int d = 0; d < st.nd; d++) np += ls && panel_lrs(&st, o, sc, d, ls) > 0;
     if (!ls || !np) { free(ls); optimizers_free(&st); return 0; }
     snprintf(name, len, "optimizers_boundary");
-    char title[200], sub[900], arms[300] = "", depths[80] = "", opts[120] = "";
-    for (int a = 0; a < st.na; a++)
-        snprintf(arms + strlen(arms), sizeof arms - strlen(arms), "%s%s", a ? ", " : "", st.arm[a].label);
+    char title[200], sub[900], arms[400] = "none", depths[80] = "", opts[120] = "";
+    int lin = 0, clip = 0, subopt = 0;   // the kinds of arm the set has, each explained once
+    for (int a = 0; a < st.na; a++) {
+        lin |= !st.arm[a].subopt && !st.arm[a].extra && st.arm[a].warmup > 1;
+        clip |= !strncmp(st.arm[a].tick, "clip ", 5);
+        subopt |= st.arm[a].subopt;
+    }
+    if (lin) snprintf(arms + strlen(arms), sizeof arms - strlen(arms), "; lin. W: a linear warm-up of W updates");
+    if (clip) snprintf(arms + strlen(arms), sizeof arms - strlen(arms), "; clip T: none + QK-Clip at τ = T (Kimi K2)");
+    if (subopt)
+        snprintf(arms + strlen(arms), sizeof arms - strlen(arms), ";\nsub F/D: Riabinin et al. 2026's "
+                 "suboptimality schedule, f* = F, starting at lr/D");
     for (int d = 0; d < st.nd; d++)
         snprintf(depths + strlen(depths), sizeof depths - strlen(depths), "%s%d", d ? ", " : "", st.depth[d]);
     for (int o = 0; o < st.no; o++)
         snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s%s", o ? ", " : "", optimizers_label(st.opt[o]));
     snprintf(title, sizeof title, "Do the optimizers need warm-up? The share of seeds that train, per lr "
              "and warm-up arm");
-    snprintf(sub, sizeof sub, "%d runs: %s; d = %d, L = %s, %d seed%s, %d updates; warm-up: %s "
-             "(subopt. F/D: Riabinin et al. 2026's suboptimality schedule at f* = F, lr_div = D)\ncolour and label: the seeds whose "
-             "final loss is below %.1f nats, of those run (stability table optimizers); grey: not run",
-             st.t.n, opts, st.d_model, depths, st.nk, st.nk > 1 ? "s" : "", st.steps, arms, ATLAS_TRAINS);
+    snprintf(sub, sizeof sub, "%d runs: %s; d = %d, L = %s, %d seed%s, %d updates\nwarm-up arms: %s\n"
+             "colour and label: the seeds whose final loss is below %.1f nats, of those run (stability "
+             "table optimizers); grey: not run", st.t.n, opts, st.d_model, depths, st.nk,
+             st.nk > 1 ? "s" : "", st.steps, arms, ATLAS_TRAINS);
     const int cols = st.ns, rows = st.no * st.nd;
     plot_grid_t g;
     plot_grid(&g, rows, cols, plot_title_lines(sub), 0);
     g.width = 0.9;
     g.left = 0.06;
     g.left_inner = 0.06;
-    g.below = rows > 4 ? 0.035 : 0.06;
+    g.below = rows > 4 ? 0.05 : 0.08;   // the arms' tics, rotated
+    g.bottom += 0.02;                   // and the last row's
     g.above = rows > 4 ? 0.03 : 0.05;
     plot_begin(s, title, sub);
     palette_heat(s, "share of seeds that train", 0);
