@@ -333,16 +333,21 @@ optimizers: deps
 
 # Precision (docs/precision.md, docs/design.md "Low precision, emulated"): bfloat16, fp8, pure
 # bfloat16 stores and Qiu & Yao's softmax fix against float32 on the dynamics' reference, three
-# seeds; the table into results/precision.md, precision_lines and precision_lr into plots/.
+# seeds, and the size axis (today's block at d = 32, 64, 128; about 40 min in all on 2 shared
+# cores); the tables into results/precision.md, precision_lines and precision_lr into plots/.
 PRECISION_SWEEPS := precision_reduced precision_reduced_fix precision_reduced_pure
+PRECISION_WIDTHS := 32 64 128   # the size axis: a file per width (the table compares one size)
 PRECISION_FILES := $(PRECISION_SWEEPS:%=results/%.h5)
 .PHONY: precision
 precision: deps
 	$(MAKE) -j$(JOBS) stability
 	@[ -s results/licenses.txt ] || setup/corpus.sh   # the text the runs train on
-	for s in $(PRECISION_SWEEPS); do ./stability sweep experiments/$$s.ini --jobs $(JOBS) || exit 1; done
+	for s in $(PRECISION_SWEEPS) $(PRECISION_WIDTHS:%=precision_width_d%); do \
+	  ./stability sweep experiments/$$s.ini --jobs $(JOBS) || exit 1; done
 	./stability plot $(PRECISION_FILES)
-	./stability table precision $(PRECISION_FILES) > results/precision.md.tmp
+	./stability plot results/precision_width_d128.h5
+	{ ./stability table precision $(PRECISION_FILES) && for d in $(PRECISION_WIDTHS); do echo; \
+	  ./stability table precision results/precision_width_d$$d.h5 || exit 1; done; } > results/precision.md.tmp
 	mv results/precision.md.tmp results/precision.md   # whole, or the old one kept
 	@cat results/precision.md
 
