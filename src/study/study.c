@@ -41,10 +41,10 @@ static const study_t STUDIES[] = {
     {"remedies", "warm-up's remedies on the failure boundary: the causal test, η_max, the cost "
      "(docs/remedies.md)", study_remedies_table, NULL, NULL},
     {"precision", "bfloat16, fp8 and pure bfloat16 against float32: outcomes, final loss and its "
-     "paired difference, spikes, logits, stagnation, spectral norms, softmax·V's bias (issue 49)",
+     "paired difference, spikes, logits, stagnation, spectral norms, softmax·V's bias (docs/precision.md)",
      study_precision_table, NULL, NULL},
     {"optimizers", "Muon, Lion and Adam: warm-up needed or hurting, η_max, the best loss seed by "
-     "seed, adaptive vs fixed warm-up, the peak logit (docs/design.md §6h)", study_optimizers_table,
+     "seed, adaptive vs fixed warm-up, the peak logit (docs/optimizers.md)", study_optimizers_table,
      NULL, NULL},
     {0},
 };
