@@ -307,6 +307,12 @@ def test_extra_arms(tmp, base, paths, b_needs):
           and arms.get("suboptimality 0/100") == 4, arms)
     check("needs / hurts compare the plain baselines only: unchanged by the extra arms",
           b_needs2 == b_needs, (b_needs2, b_needs))
+    pd = os.path.join(tmp, "plots_extra")
+    s = run("plot", *paths, clip, fit, "--out", pd, "--format", "gp")
+    names = os.listdir(pd) if os.path.isdir(pd) else []
+    check("remedy arms of Muon draw optimizers_boundary, not remedies_boundary (Muon's lrs are "
+          "not in Adam's units)", s.returncode == 0 and any(n.endswith("-optimizers_boundary.gp") for n in names)
+          and not any("remedies_boundary" in n for n in names), (s.returncode, names))
     runs = read_runs(*paths, clip, fit)
     for scheme in ("post", "pre"):
         lines = {a: line(runs, ("muon", scheme, 2, a)) for a in ("suboptimality 0/100", "suboptimality 0.5/5")}

@@ -81,6 +81,15 @@ static int by_arm(const void *x, const void *y)
     return strcmp(a->label, b->label);
 }
 
+int optimizers_in_set(const plot_set_t *set)
+{
+    for (int i = 0; i < set->n; i++) {
+        const optimizer_t o = set->runs[i].cfg.train.optimizer;
+        if (set->runs[i].nsteps > 0 && (o == OPT_MUON || o == OPT_LION || o == OPT_NSGD)) return 1;
+    }
+    return 0;
+}
+
 /* Adam first (the reference), then Muon, Lion, NSGD, then any other by name. */
 static int opt_rank(const char *o)
 {

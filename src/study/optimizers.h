@@ -67,6 +67,10 @@ const optimizers_line_t *optimizers_line(const optimizers_t *st, int o, int s, i
 /* Whether optimizer o ran lr l in scheme s, depth d (any arm, any seed). */
 int optimizers_has_lr(const optimizers_t *st, int o, int s, int d, int l);
 
+/* Whether set holds a training run of a norm-constrained optimizer (muon, lion, nsgd): its lr is
+ * in its own units, so only this study's figure reads it beside Adam's. */
+int optimizers_in_set(const plot_set_t *set);
+
 /* A reader's name of an optimizer ("Muon" for muon …; else the name itself). */
 const char *optimizers_label(const char *opt);
 

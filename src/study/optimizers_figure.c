@@ -12,16 +12,6 @@
 #include "study/atlas.h"
 #include "study/optimizers.h"
 
-/* Whether the set is the optimizers study's: a training run of muon, lion or nsgd. */
-static int has_optimizer(const plot_set_t *set)
-{
-    for (int i = 0; i < set->n; i++) {
-        const optimizer_t o = set->runs[i].cfg.train.optimizer;
-        if (set->runs[i].nsteps > 0 && (o == OPT_MUON || o == OPT_LION || o == OPT_NSGD)) return 1;
-    }
-    return 0;
-}
-
 /* The lrs optimizer o ran in scheme s, depth d (their indices into st->lr) into ls; the count. */
 static int panel_lrs(const optimizers_t *st, int o, int s, int d, int *ls)
 {
@@ -80,7 +70,7 @@ static void panel(sbuf_t *s, const optimizers_t *st, const plot_grid_t *g, int k
 
 int plot_fig_optimizers_boundary(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    if (!has_optimizer(set)) return 0;
+    if (!optimizers_in_set(set)) return 0;
     optimizers_t st;
     char why[1200];
     if (optimizers_build(set, &st, why, sizeof why)) {   // not the study's set: not its figure

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report/plot_internal.h"
+#include "study/optimizers.h"
 #include "study/remedies.h"
 #include "study/warmup_explained.h"
 
@@ -75,7 +76,9 @@ static void tics(sbuf_t *s, const remedies_t *st, int many)
 
 int plot_fig_remedies_boundary(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    if (!has_remedy(set)) return 0;
+    // Muon's, Lion's and NSGD's lrs are not in Adam's units: their runs are the optimizers
+    // study's (optimizers_boundary), not a ratio to Adam's η_max
+    if (!has_remedy(set) || optimizers_in_set(set)) return 0;
     remedies_t st;
     char why[1200];
     if (remedies_build(set, &st, why, sizeof why)) {   // a remedy's runs without the baselines
