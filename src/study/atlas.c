@@ -49,6 +49,35 @@ void atlas_half_one(const runs_row_t *const *r, int n, atlas_half_t *h)
     free(s); free(f); free(z);
 }
 
+int atlas_seed_tops(const runs_row_t *const *r, int n, const unsigned long *seeds, int nk,
+                    double best_lr, double *tops, double *half)
+{
+    *half = NAN;
+    const runs_row_t **one = malloc((size_t)(n ? n : 1) * sizeof *one);
+    double *f = malloc((size_t)(nk ? nk : 1) * sizeof *f);
+    if (!one || !f) { free(one); free(f); return 1; }
+    int nf = 0;
+    for (int k = 0; k < nk; k++) {   // each seed alone, and the seeds' losses at best_lr
+        int m = 0;
+        tops[k] = NAN;
+        for (int i = 0; i < n; i++)
+            if (r[i]->seed == seeds[k]) {
+                one[m++] = r[i];
+                if (r[i]->lr == best_lr) f[nf++] = r[i]->final_loss;
+            }
+        if (!m) continue;
+        atlas_half_t h;
+        atlas_half_one(one, m, &h);
+        tops[k] = h.top;
+    }
+    double mean;
+    size_t used;
+    if (nf) fit_mean_ci(f, 1, (size_t)nf, &mean, half, &used);   // mean is the line's best
+    free(one);
+    free(f);
+    return 0;
+}
+
 const char *atlas_needs(const atlas_half_t *warm, const atlas_half_t *cold)
 {
     if (!(warm->top > 0) && !(cold->top > 0)) return "trains at no lr";   // e.g. deep Post-LN

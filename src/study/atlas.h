@@ -48,6 +48,13 @@ typedef struct {
  * sensitivity (plot_lr_sensitivity over the lrs), best final loss and lr, diverged, top. */
 void atlas_half_one(const runs_row_t *const *r, int n, atlas_half_t *h);
 
+/* A line's seeds one by one (a line: one cell and arm's runs r[0..n), every lr and seed): each
+ * seed's own η_max (atlas_half_one on its runs) into tops[k] for seeds[k] (NaN where it ran
+ * nothing), and into *half the 95 % Student-t half-width over the seeds of the final loss at
+ * best_lr (fit_mean_ci; NaN unless a seed ran it). 0; 1 out of memory. */
+int atlas_seed_tops(const runs_row_t *const *r, int n, const unsigned long *seeds, int nk,
+                    double best_lr, double *tops, double *half);
+
 /* Whether a scheme needs warm-up (Xiong et al. 2020, §3): it trains at a larger lr with it
  * than without; "trains at no lr" when it trains at none either way. */
 const char *atlas_needs(const atlas_half_t *warm, const atlas_half_t *cold);

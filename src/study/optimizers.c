@@ -219,7 +219,7 @@ static int place_rows(optimizers_t *st, char *why, size_t len)
 
 /* The line of optimizer o, scheme s, depth d, arm a: trains, η_max and best by the atlas's rule
  * (atlas_row_stats, the arm's runs as its one half), each seed's η_max (atlas_half_one), the
- * seeds' half-width at the best lr (fit_mean_ci). buf holds 2 × t.n rows. 0, 1 with why. */
+ * seeds' half-width at the best lr (fit_mean_ci). buf holds t.n rows. 0, 1 with why. */
 static int line_stats(optimizers_t *st, int o, int s, int d, int a, const runs_row_t **buf, char *why,
                       size_t len)
 {
@@ -243,26 +243,10 @@ static int line_stats(optimizers_t *st, int o, int s, int d, int a, const runs_r
     ln->top = row.warm.top;
     ln->best = row.warm.best;
     ln->best_lr = row.warm.best_lr;
-    const runs_row_t **one = buf + n;
-    double *f = malloc((size_t)st->nk * sizeof *f);
-    int nf = 0;
-    if (!f) { snprintf(why, len, "out of memory"); return 1; }
-    for (int k = 0; k < st->nk; k++) {   // each seed alone, and the seeds' losses at best_lr
-        int m = 0;
-        for (int i = 0; i < n; i++)
-            if (buf[i]->seed == st->seed[k]) {
-                one[m++] = buf[i];
-                if (buf[i]->lr == ln->best_lr) f[nf++] = buf[i]->final_loss;
-            }
-        if (!m) continue;
-        atlas_half_t h;
-        atlas_half_one(one, m, &h);
-        tops[k] = h.top;
+    if (atlas_seed_tops(buf, n, st->seed, st->nk, ln->best_lr, tops, &ln->best_half)) {
+        snprintf(why, len, "out of memory");
+        return 1;
     }
-    double mean;
-    size_t used;
-    if (nf) fit_mean_ci(f, 1, (size_t)nf, &mean, &ln->best_half, &used);   // mean is best
-    free(f);
     return 0;
 }
 
@@ -303,7 +287,7 @@ int optimizers_build(const plot_set_t *set, optimizers_t *st, char *why, size_t 
     st->line = calloc(nline, sizeof *st->line);
     st->top_seed = calloc(nline * st->nk, sizeof *st->top_seed);
     st->cell = calloc((size_t)st->no * st->ns * st->nd, sizeof *st->cell);
-    const runs_row_t **buf = malloc((size_t)2 * st->t.n * sizeof *buf);
+    const runs_row_t **buf = malloc((size_t)(st->t.n ? st->t.n : 1) * sizeof *buf);
     if (!st->line || !st->top_seed || !st->cell || !buf) {
         free(buf);
         snprintf(why, len, "out of memory");

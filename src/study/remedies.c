@@ -228,26 +228,14 @@ static int line_stats(remedies_t *st, int m, int s, int d, const runs_row_t **bu
     ln->top = row.warm.top;
     ln->best = row.warm.best;
     ln->best_lr = row.warm.best_lr;
-    const runs_row_t **one = buf + n;
-    double *f = malloc((size_t)st->nk * sizeof *f);
-    int nf = 0;
-    if (!f) { snprintf(why, len, "out of memory"); return 1; }
-    for (int k = 0; k < st->nk; k++) {   // each seed alone, and the seeds' losses at best_lr
-        int m1 = 0;
-        for (int i = 0; i < n; i++)
-            if (buf[i]->seed == st->seed[k]) {
-                one[m1++] = buf[i];
-                if (buf[i]->lr == ln->best_lr) f[nf++] = buf[i]->final_loss;
-            }
-        if (!m1) continue;
-        atlas_half_t h;
-        atlas_half_one(one, m1, &h);
-        ln->agree += h.top == ln->top;
+    double *tops = malloc((size_t)st->nk * sizeof *tops);
+    if (!tops || atlas_seed_tops(buf, n, st->seed, st->nk, ln->best_lr, tops, &ln->best_half)) {
+        free(tops);
+        snprintf(why, len, "out of memory");
+        return 1;
     }
-    double mean;
-    size_t used;
-    if (nf) fit_mean_ci(f, 1, (size_t)nf, &mean, &ln->best_half, &used);   // mean is best
-    free(f);
+    for (int k = 0; k < st->nk; k++) ln->agree += tops[k] == ln->top;   // NaN: the seed ran none
+    free(tops);
     return 0;
 }
 
@@ -269,7 +257,7 @@ int remedies_build(const plot_set_t *set, remedies_t *st, char *why, size_t len)
     }
     st->fixed = calloc((size_t)st->nm * 4, sizeof *st->fixed);
     st->line = calloc((size_t)st->nm * st->ns * st->nd, sizeof *st->line);
-    const runs_row_t **buf = malloc((size_t)2 * st->t.n * sizeof *buf);
+    const runs_row_t **buf = malloc((size_t)(st->t.n ? st->t.n : 1) * sizeof *buf);
     if (!st->fixed || !st->line || !buf) { free(buf); snprintf(why, len, "out of memory"); return 1; }
     st->asked = st->fixed + st->nm;
     st->broke = st->asked + st->nm;
