@@ -120,19 +120,29 @@ static void sweep_title(const plot_set_t *set, char *buf, size_t len)
     plot_enh(set->runs[0].sweep_title, buf, len);
 }
 
-int plot_fig_precision_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+/* The study of set into st for figure fig, and the figure's name (or its refusal) into name:
+ * 1 to draw; 0 without a low-precision training run (not this figure's set); −1 when the set is
+ * not the study's (name says why; st freed). */
+static int study_of(const plot_set_t *set, prec_study_t *st, const char *fig, char *name, size_t len)
 {
     int lowp = 0;
     for (int i = 0; i < set->n; i++) lowp |= config_lowp(&set->runs[i].cfg) && set->runs[i].nsteps;
     if (!lowp) return 0;
-    prec_study_t st;
     char why[1200];
-    if (precision_build(set, &st, why, sizeof why)) {
-        precision_free(&st);
-        snprintf(name, len, "precision_lines: %s", why);
+    if (precision_build(set, st, why, sizeof why)) {
+        precision_free(st);
+        snprintf(name, len, "%s: %s", fig, why);
         return -1;
     }
-    snprintf(name, len, "precision_lines");
+    snprintf(name, len, "%s", fig);
+    return 1;
+}
+
+int plot_fig_precision_lines(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
+{
+    prec_study_t st;
+    const int got = study_of(set, &st, "precision_lines", name, len);
+    if (got <= 0) return got;
     size_t *has = calloc((size_t)st.na * st.nl * NQ + 1, sizeof *has);
     plot_range_t rx, ry[NQ];
     plot_range_init(&rx);
@@ -182,17 +192,9 @@ int plot_fig_precision_lines(const plot_set_t *set, sbuf_t *s, char *name, size_
 
 int plot_fig_precision_lr(const plot_set_t *set, sbuf_t *s, char *name, size_t len)
 {
-    int lowp = 0;
-    for (int i = 0; i < set->n; i++) lowp |= config_lowp(&set->runs[i].cfg) && set->runs[i].nsteps;
-    if (!lowp) return 0;
     prec_study_t st;
-    char why[1200];
-    if (precision_build(set, &st, why, sizeof why)) {
-        precision_free(&st);
-        snprintf(name, len, "precision_lr: %s", why);
-        return -1;
-    }
-    snprintf(name, len, "precision_lr");
+    const int got = study_of(set, &st, "precision_lr", name, len);
+    if (got <= 0) return got;
     plot_range_t rx, ry;
     plot_range_init(&rx);
     plot_range_init(&ry);
